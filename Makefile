@@ -1,0 +1,43 @@
+# Fresh clone: `make run` (demo) and `make test` (whole suite) are all you need.
+VENV   ?= .venv
+PYTHON ?= python3
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: run test lint bench goldens clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## run: compile examples/ and explain sample requests (standalone server comes later)
+run: $(STAMP)
+	$(PY) -m coxswain compile -f examples/ > $(VENV)/demo-snapshot.json
+	$(PY) -m coxswain route --snapshot $(VENV)/demo-snapshot.json --port 80 GET http://demo.example.com/api/users
+	$(PY) -m coxswain route --snapshot $(VENV)/demo-snapshot.json --port 443 GET https://demo.example.com/
+	$(PY) -m coxswain route --snapshot $(VENV)/demo-snapshot.json --port 80 GET http://demo.example.com/
+	@echo "Snapshot written to $(VENV)/demo-snapshot.json; try: $(PY) -m coxswain route --help"
+
+## lint: ruff, mypy --strict, import-linter
+lint: $(STAMP)
+	$(VENV)/bin/ruff check coxswain tests bench
+	$(VENV)/bin/ruff format --check coxswain tests bench
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+## test: lint, then the whole suite (HYPOTHESIS_PROFILE=ci under CI)
+test: lint
+	$(PY) -m pytest
+
+## goldens: regenerate tests/golden expectations; review `git diff` before committing
+goldens: $(STAMP)
+	$(PY) -m pytest tests/golden --update-goldens
+
+## bench: benchmarks; results go in docs/benchmarks.md
+bench: $(STAMP)
+	$(PY) bench/compile_ingress.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

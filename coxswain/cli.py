@@ -1,0 +1,257 @@
+"""The ``coxswain`` command line (ARCHITECTURE §7).
+
+Each subcommand is a thin shell: read input, call the pure core, print. Exit codes: 0 when the
+command did its job (whatever diagnostics the input earned), 2 when the input could not be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
+
+from coxswain import __version__
+from coxswain.compile import CompileConfig, SharedPool, build_state, compile
+from coxswain.compile.config import DEFAULT_GATEWAY_CONTROLLER, DEFAULT_INGRESS_CONTROLLER
+from coxswain.compile.snapshot_json import SnapshotFormatError, snapshot_from_data, snapshot_to_data
+from coxswain.route import RequestHead, build_table, select
+from coxswain.route.explain import explain
+from coxswain.shell.output import dump_yaml
+from coxswain.shell.sources import LoadError, read_manifests
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from coxswain.compile.diagnostics import Diagnostic
+    from coxswain.compile.model.manifests import SourcedBody
+
+__all__ = ["main"]
+
+EXIT_OK: Final = 0
+EXIT_UNREADABLE: Final = 2
+
+_COMPILE_EPILOG = """\
+Reads Kubernetes objects from YAML or JSON dumps (multi-document files, `kind: List`, the output
+of `kubectl get ... -o yaml`, directories read recursively, or `-` for standard input) and prints
+what Coxswain would serve. Findings about the objects go to standard error as
+`file:line: severity: Kind ns/name field: message (Reason)`; the exit code is 0 whenever the input
+parsed, and 2 when it could not be read (a YAML syntax error is reported as file:line).
+
+examples:
+  kubectl get ingress,ingressclass,service,endpointslice,secret -A -o yaml > dump.yaml
+  coxswain compile -f dump.yaml
+  coxswain compile -f manifests/ -o yaml --emit diagnostics
+"""
+
+_ROUTE_EPILOG = """\
+Explains the decision a proxy serving SNAPSHOT (the JSON of `coxswain compile`) would take for
+one request arriving on PORT. The URL's host is the Host header unless -H 'Host: ...' overrides
+it; --sni defaults to that host for https:// URLs. PORT is matched against the Ingress ports
+(--ingress-http-port, --ingress-https-port).
+
+examples:
+  coxswain compile -f examples/ > snapshot.json
+  coxswain route --snapshot snapshot.json --port 80 GET http://demo.example.com/api/users
+  coxswain route --snapshot snapshot.json --port 443 -o json GET https://demo.example.com/
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    handler: Any = args.handler
+    code: int = handler(args)
+    return code
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="coxswain", description="Kubernetes Ingress and Gateway API controller and proxy."
+    )
+    parser.add_argument("--version", action="version", version=f"coxswain {__version__}")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    comp = commands.add_parser(
+        "compile",
+        help="compile YAML dumps offline and print the snapshot or the diagnostics",
+        description="Compile Kubernetes objects offline into a Coxswain routing snapshot.",
+        epilog=_COMPILE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    comp.add_argument(
+        "-f",
+        "--filename",
+        dest="paths",
+        action="append",
+        nargs="+",
+        required=True,
+        metavar="PATH",
+        help="file, directory or - (repeatable)",
+    )
+    comp.add_argument("--scope", default="shared", choices=["shared"], help="the snapshot's scope")
+    comp.add_argument("-o", "--output", default="json", choices=["json", "yaml"])
+    comp.add_argument("--emit", default="snapshot", choices=["snapshot", "diagnostics"])
+    comp.add_argument("--ingress-controller-name", default=DEFAULT_INGRESS_CONTROLLER)
+    comp.add_argument("--controller-name", default=DEFAULT_GATEWAY_CONTROLLER)
+    comp.set_defaults(handler=_compile)
+
+    route = commands.add_parser(
+        "route",
+        help="explain which rule and backend a request would take",
+        description="Explain the routing decision for one request against a snapshot.",
+        epilog=_ROUTE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    route.add_argument("--snapshot", required=True, metavar="FILE", help="snapshot JSON")
+    route.add_argument("--port", required=True, type=int, help="the port the request arrives on")
+    route.add_argument("--sni", help="TLS server name (default: the URL's host for https)")
+    route.add_argument(
+        "-H",
+        "--header",
+        dest="headers",
+        action="append",
+        default=[],
+        metavar="'K: V'",
+        help="a request header (repeatable)",
+    )
+    route.add_argument("-o", "--output", default="text", choices=["text", "json"])
+    route.add_argument("--ingress-http-port", type=int, default=80)
+    route.add_argument("--ingress-https-port", type=int, default=443)
+    route.add_argument("method", metavar="METHOD")
+    route.add_argument("url", metavar="URL")
+    route.set_defaults(handler=_route)
+    return parser
+
+
+# --- compile ------------------------------------------------------------------------------------
+
+
+def _compile(args: argparse.Namespace) -> int:
+    paths = [p for group in args.paths for p in group]
+    try:
+        bodies = read_manifests(paths)
+    except LoadError as err:
+        print(f"coxswain compile: {err}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    config = CompileConfig(
+        ingress_controller=args.ingress_controller_name, gateway_controller=args.controller_name
+    )
+    result = compile(build_state(b.body for b in bodies), SharedPool(), config)
+    if args.emit == "diagnostics":
+        _print(args.output, [_diagnostic_data(d) for d in result.diagnostics])
+        return EXIT_OK
+    where = _locations(bodies)
+    for diagnostic in result.diagnostics:
+        prefix = where.get(_location_key(diagnostic), "")
+        print(f"{prefix}{diagnostic}", file=sys.stderr)
+    _print(args.output, snapshot_to_data(result.snapshot))
+    return EXIT_OK
+
+
+def _print(output: str, data: object) -> None:
+    if output == "yaml":
+        sys.stdout.write(dump_yaml(data))
+    else:
+        sys.stdout.write(json.dumps(data, sort_keys=True, indent=2) + "\n")
+
+
+def _diagnostic_data(d: Diagnostic) -> dict[str, Any]:
+    return {
+        "kind": d.key.kind if d.key else None,
+        "namespace": d.key.namespace if d.key else None,
+        "name": d.key.name if d.key else None,
+        "field": d.field,
+        "severity": str(d.severity),
+        "reason": d.reason,
+        "message": d.message,
+    }
+
+
+def _locations(bodies: list[SourcedBody]) -> dict[tuple[str, str], str]:
+    """``(kind, name)`` and ``(kind, ns/name)`` → ``file:line: `` for messages."""
+    where: dict[tuple[str, str], str] = {}
+    for sourced in bodies:
+        body = sourced.body
+        if not isinstance(body, dict) or not isinstance(body.get("metadata"), dict):
+            continue
+        kind, meta = body.get("kind"), body["metadata"]
+        name, namespace = meta.get("name"), meta.get("namespace") or "default"
+        if isinstance(kind, str) and isinstance(name, str):
+            where.setdefault((kind, f"{namespace}/{name}"), f"{sourced.where}: ")
+            where.setdefault((kind, name), f"{sourced.where}: ")
+    return where
+
+
+def _location_key(d: Diagnostic) -> tuple[str, str]:
+    return ("", "") if d.key is None else (d.key.kind, d.key.ref)
+
+
+# --- route --------------------------------------------------------------------------------------
+
+
+def _route(args: argparse.Namespace) -> int:
+    try:
+        with open(args.snapshot, encoding="utf-8") as file:
+            snapshot = snapshot_from_data(json.load(file))
+    except (OSError, ValueError) as err:  # SnapshotFormatError and JSON errors are ValueErrors
+        kind = "is not a snapshot" if isinstance(err, SnapshotFormatError) else "cannot be read"
+        print(f"coxswain route: {args.snapshot} {kind}: {err}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    url = urlsplit(args.url)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        print(f"coxswain route: {args.url!r} is not an http:// or https:// URL", file=sys.stderr)
+        return EXIT_UNREADABLE
+    headers: list[tuple[str, str]] = []
+    for line in args.headers:
+        name, colon, value = line.partition(":")
+        if not colon or not name.strip():
+            print(f"coxswain route: -H {line!r} is not 'Name: value'", file=sys.stderr)
+            return EXIT_UNREADABLE
+        headers.append((name.strip(), value.strip()))
+    host = next((v for n, v in headers if n.lower() == "host"), url.netloc.rpartition("@")[2])
+    if not any(n.lower() == "host" for n, _ in headers):
+        headers.insert(0, ("Host", host))
+    tls = url.scheme == "https"
+    ingress = snapshot.ingress
+    port = {args.ingress_http_port: ingress.http_port, args.ingress_https_port: ingress.https_port}
+    head = RequestHead(
+        port=port.get(args.port, args.port),
+        method=args.method.upper(),
+        target=(url.path or "/") + (f"?{url.query}" if url.query else ""),
+        host=host,
+        tls=tls,
+        sni=args.sni or (url.hostname if tls else None),
+    )
+    table = build_table(snapshot)
+    decision = select(table, head)
+    data = explain(table, head, headers, decision)
+    if args.output == "json":
+        sys.stdout.write(json.dumps(data, sort_keys=True, indent=2) + "\n")
+    else:
+        sys.stdout.write(_route_text(data))
+    return EXIT_OK
+
+
+def _route_text(data: dict[str, Any]) -> str:
+    lines = [
+        f"status:   {data['status'] if data['status'] is not None else 'forwarded'}",
+        f"reason:   {data['reason']}",
+    ]
+    if (route := data["route"]) is not None:
+        lines.append(
+            f"route:    {route['kind']} {route['namespace']}/{route['name']} {route['rule']}"
+        )
+    for backend in data["backends"]:
+        endpoints = ", ".join(backend["endpoints"]) or "none ready"
+        state = "" if backend["valid"] else " (invalid)"
+        lines.append(
+            f"backend:  {backend['namespace']}/{backend['service']}:{backend['port']}{state}"
+            f" -> {endpoints}"
+        )
+    if (redirect := data["redirect"]) is not None:
+        lines.append(f"location: {redirect['location']}")
+    lines.append(f"upstream: {data['host']} {data['path']}")
+    return "\n".join(lines) + "\n"

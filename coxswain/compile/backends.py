@@ -1,0 +1,122 @@
+"""Service references → backends, and EndpointSlices → the endpoints table.
+
+Rules:
+1. A backend names a Service port by number or by name; a name is resolved through the
+   Service's ``spec.ports``. A missing Service or port gives an invalid backend (the proxy
+   answers it) and a diagnostic on the referring object.
+2. A Service port's endpoints come from the EndpointSlices labelled
+   ``kubernetes.io/service-name`` in its namespace: the slice port whose name equals the Service
+   port's name (``""`` for the unnamed port), ready endpoints only (discovery.k8s.io/v1).
+3. An ExternalName Service has one endpoint: its DNS name, on the Service port.
+4. Endpoints are deduplicated and sorted, so slice boundaries never show in the snapshot.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyrsistent import pmap, pvector
+
+from coxswain.compile.model.objects import ServicePort
+from coxswain.compile.snapshot import Backend, Endpoint
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from pyrsistent.typing import PMap, PVector
+
+    from coxswain.compile.model.objects import EndpointSlice, Service
+    from coxswain.compile.model.state import ClusterState
+
+__all__ = ["ServiceIndex", "endpoints_table", "index_services", "resolve_backend"]
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceIndex:
+    """Services by ``(namespace, name)`` and their slices, built once per compile."""
+
+    services: dict[tuple[str, str], Service]
+    slices: dict[tuple[str, str], list[EndpointSlice]]
+
+
+def index_services(state: ClusterState) -> ServiceIndex:
+    """Index Services and EndpointSlices by Service. Pure."""
+    services = {(k.namespace, k.name): s for k, s in state.services.items()}
+    slices: dict[tuple[str, str], list[EndpointSlice]] = defaultdict(list)
+    for key, endpoint_slice in sorted(state.endpoint_slices.items()):
+        if endpoint_slice.service_name:
+            slices[(key.namespace, endpoint_slice.service_name)].append(endpoint_slice)
+    return ServiceIndex(services, dict(slices))
+
+
+def resolve_backend(
+    index: ServiceIndex,
+    *,
+    namespace: str,
+    service: str,
+    port_number: int | None,
+    port_name: str | None,
+    weight: int = 1,
+) -> tuple[Backend, str | None]:
+    """Resolve a Service reference.
+
+    Returns:
+        The backend, and None or a sentence saying why it is invalid.
+    """
+    target = index.services.get((namespace, service))
+    found = None if target is None else _service_port(target, port_number, port_name)
+    if found is None:
+        wanted = port_number if port_number is not None else repr(port_name)
+        problem = (
+            f"Service {namespace}/{service} does not exist"
+            if target is None
+            else f"Service {namespace}/{service} has no port {wanted}"
+        )
+        invalid = Backend(
+            namespace=namespace, service=service, port=port_number or 0, weight=weight, valid=False
+        )
+        return invalid, problem
+    return Backend(namespace=namespace, service=service, port=found.port, weight=weight), None
+
+
+def _service_port(service: Service, number: int | None, name: str | None) -> ServicePort | None:
+    for port in service.ports:
+        if (number is not None and port.port == number) or (name is not None and port.name == name):
+            return port
+    if number is not None and service.type == "ExternalName" and not service.ports:
+        # ExternalName Services often list no ports; the number is then the remote port.
+        return ServicePort(name="", port=number)
+    return None
+
+
+def endpoints_table(
+    index: ServiceIndex, backends: Iterable[Backend]
+) -> PMap[str, PVector[Endpoint]]:
+    """The endpoints of every valid backend, keyed by ``namespace/service/port``. Pure."""
+    table: dict[str, PVector[Endpoint]] = {}
+    for backend in backends:
+        key = backend.endpoints_key
+        if not backend.valid or key in table:
+            continue
+        table[key] = pvector(sorted(_endpoints(index, backend)))
+    return pmap(table)
+
+
+def _endpoints(index: ServiceIndex, backend: Backend) -> set[Endpoint]:
+    service = index.services[(backend.namespace, backend.service)]
+    if service.type == "ExternalName":
+        return {Endpoint(service.external_name, backend.port)} if service.external_name else set()
+    port = _service_port(service, backend.port, None)
+    if port is None:
+        return set()
+    found: set[Endpoint] = set()
+    for endpoint_slice in index.slices.get((backend.namespace, backend.service), ()):
+        numbers = [p.port for p in endpoint_slice.ports if p.name == port.name]
+        if not numbers:
+            continue
+        for endpoint in endpoint_slice.endpoints:
+            if endpoint.ready:
+                found.add(Endpoint(endpoint.address, numbers[0]))
+    return found

@@ -1,0 +1,71 @@
+"""Which Ingresses are ours (Kubernetes Ingress spec, "IngressClass" and "Default IngressClass").
+
+Rules, in order:
+1. ``spec.ingressClassName`` names the class;
+2. else the deprecated ``kubernetes.io/ingress.class`` annotation names it;
+3. else the Ingress takes the cluster's default class: the IngressClasses annotated
+   ``ingressclass.kubernetes.io/is-default-class: "true"``.
+A class is ours when its ``spec.controller`` is the configured controller name. Ingresses of
+other controllers are ignored without a word: they are someone else's. Ingresses naming a class
+that is not in the input, and unclassed Ingresses when the defaults disagree, are reported,
+because that is how a dump missing its IngressClass, or a cluster with two defaults, shows up.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from coxswain.compile.diagnostics import Diagnostic, Severity
+
+if TYPE_CHECKING:
+    from coxswain.compile.config import CompileConfig
+    from coxswain.compile.model.objects import Ingress
+    from coxswain.compile.model.state import ClusterState
+
+__all__ = ["select_ingresses"]
+
+
+def select_ingresses(
+    state: ClusterState, config: CompileConfig
+) -> tuple[list[Ingress], list[Diagnostic]]:
+    """The Ingresses of our classes, oldest first, and findings about class choice. Pure."""
+    classes = {key.name: c for key, c in state.ingress_classes.items()}
+    defaults = {c.controller == config.ingress_controller for c in classes.values() if c.is_default}
+    missing: Counter[str] = Counter()
+    ours: list[Ingress] = []
+    found: list[Diagnostic] = []
+    for ingress in state.ingresses.values():
+        name = ingress.class_name or ingress.legacy_class
+        if name is not None:
+            chosen = classes.get(name)
+            if chosen is None:
+                missing[name] += 1
+            elif chosen.controller == config.ingress_controller:
+                ours.append(ingress)
+        elif defaults == {True}:
+            ours.append(ingress)
+        elif defaults == {True, False}:
+            found.append(
+                Diagnostic(
+                    key=ingress.meta.key,
+                    field="spec.ingressClassName",
+                    severity=Severity.WARNING,
+                    reason="AmbiguousDefaultClass",
+                    message="no class is named and several IngressClasses are marked default, "
+                    "not all of them ours; the Ingress is ignored",
+                )
+            )
+    for name, count in sorted(missing.items()):
+        found.append(
+            Diagnostic(
+                key=None,
+                field="",
+                severity=Severity.WARNING,
+                reason="IngressClassNotFound",
+                message=f"ignored {count} Ingress(es) of IngressClass {name!r}, "
+                "which is not in the input",
+            )
+        )
+    ours.sort(key=lambda i: i.meta.age_order)
+    return ours, found

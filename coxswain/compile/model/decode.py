@@ -1,0 +1,491 @@
+"""Raw API bodies → typed objects. Total: no body makes it raise.
+
+``decode_object`` recognises an object by API group and kind, and returns one of:
+
+- ``Decoded``: the typed object, carrying the diagnostics of the fields that could not be used;
+- ``Unrecognised``: a kind (or API version) the compiler does not read; counted by the caller;
+- ``Malformed``: not a Kubernetes object at all (no kind, no name), with a diagnostic.
+
+Missing optional fields take the defaults the API server would give them (ARCHITECTURE §7:
+a dump of raw manifests compiles the same as a dump read back from a cluster), including
+``metadata.namespace: default`` for namespaced kinds.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from pyrsistent import pvector
+
+from coxswain.compile.diagnostics import Diagnostic, Severity
+from coxswain.compile.hostnames import is_hostname, is_wildcard
+from coxswain.compile.model.fields import FieldReader
+from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.model.objects import (
+    EndpointPort,
+    EndpointSlice,
+    Ingress,
+    IngressBackend,
+    IngressClass,
+    IngressPath,
+    IngressRule,
+    IngressTLS,
+    Meta,
+    Namespace,
+    Secret,
+    Service,
+    ServiceBackendRef,
+    ServicePort,
+    SliceEndpoint,
+)
+from coxswain.compile.tls import KeyPair, parse_ca_bundle, parse_keypair
+
+__all__ = ["Decoded", "Malformed", "StateObject", "Unrecognised", "decode_object"]
+
+StateObject = Ingress | IngressClass | Service | EndpointSlice | Secret | Namespace
+
+LEGACY_CLASS_ANNOTATION: Final = "kubernetes.io/ingress.class"
+DEFAULT_CLASS_ANNOTATION: Final = "ingressclass.kubernetes.io/is-default-class"
+SERVICE_NAME_LABEL: Final = "kubernetes.io/service-name"
+PATH_TYPES: Final = frozenset({"Exact", "Prefix", "ImplementationSpecific"})
+_PORT_MAX: Final = 65535
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """A recognised object, typed."""
+
+    obj: StateObject
+
+
+@dataclass(frozen=True, slots=True)
+class Unrecognised:
+    """An object of a kind (or version) the compiler does not read."""
+
+    kind: str
+    api_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    """A body that is not a Kubernetes object."""
+
+    diagnostic: Diagnostic
+
+
+def decode_object(raw: object) -> Decoded | Unrecognised | Malformed:
+    """Decode one raw API body. Pure and total."""
+    if not isinstance(raw, Mapping):
+        return _malformed(f"expected an object, found {type(raw).__name__}")
+    kind, api_version = raw.get("kind"), raw.get("apiVersion")
+    if not isinstance(kind, str) or not kind:
+        return _malformed("object has no kind")
+    if not isinstance(api_version, str):
+        return _malformed(f"{kind} has no apiVersion")
+    group, _, version = api_version.rpartition("/")
+    entry = _DECODERS.get((group, kind))
+    if entry is None:
+        return Unrecognised(kind, api_version)
+    versions, namespaced, decoder = entry
+    if version not in versions:
+        return Unrecognised(kind, api_version)
+    metadata = raw.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    if not isinstance(name, str) or not name:
+        return _malformed(f"{kind} has no metadata.name")
+    namespace = metadata.get("namespace") if isinstance(metadata, Mapping) else None
+    if not namespaced:
+        namespace = ""
+    elif not isinstance(namespace, str) or not namespace:
+        namespace = "default"
+    fields = FieldReader(ObjectKey(kind, namespace, name))
+    meta = _meta(fields, metadata if isinstance(metadata, Mapping) else {})
+    spec = fields.mapping(raw.get("spec"), "spec") or {}
+    return Decoded(decoder(fields, meta, raw, spec))
+
+
+def _malformed(message: str) -> Malformed:
+    return Malformed(
+        Diagnostic(
+            key=None, field="", severity=Severity.ERROR, reason="MalformedObject", message=message
+        )
+    )
+
+
+def _meta(fields: FieldReader, metadata: Mapping[str, Any]) -> Meta:
+    generation = fields.integer(
+        metadata.get("generation"), "metadata.generation", low=0, high=2**63 - 1
+    )
+    return Meta(
+        key=fields.key,
+        uid=fields.string(metadata.get("uid"), "metadata.uid") or "",
+        generation=generation or 0,
+        created=_timestamp(fields, metadata.get("creationTimestamp")),
+        labels=fields.string_map(metadata.get("labels"), "metadata.labels"),
+        annotations=fields.string_map(metadata.get("annotations"), "metadata.annotations"),
+    )
+
+
+def _timestamp(fields: FieldReader, value: object) -> str:
+    """RFC 3339 → canonical UTC text whose string order is time order ('' when absent)."""
+    if isinstance(value, datetime):  # YAML loaders turn unquoted timestamps into datetimes
+        moment = value
+    else:
+        text = fields.string(value, "metadata.creationTimestamp")
+        if not text:
+            return ""
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            fields.problem(
+                "metadata.creationTimestamp",
+                "InvalidField",
+                f"{text!r} is not an RFC 3339 time",
+                Severity.WARNING,
+            )
+            return ""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# --- Ingress -------------------------------------------------------------------------------------
+
+
+def _ingress(
+    fields: FieldReader, meta: Meta, raw: Mapping[str, Any], spec: Mapping[str, Any]
+) -> Ingress:
+    del raw
+    default = spec.get("defaultBackend")
+    rules = [
+        rule
+        for index, item in enumerate(fields.items(spec.get("rules"), "spec.rules"))
+        if (rule := _ingress_rule(fields, item, f"spec.rules[{index}]")) is not None
+    ]
+    tls = [
+        entry
+        for index, item in enumerate(fields.items(spec.get("tls"), "spec.tls"))
+        if (entry := _ingress_tls(fields, item, f"spec.tls[{index}]")) is not None
+    ]
+    return Ingress(
+        meta=meta,
+        class_name=fields.string(spec.get("ingressClassName"), "spec.ingressClassName") or None,
+        legacy_class=meta.annotations.get(LEGACY_CLASS_ANNOTATION) or None,
+        default_backend=(
+            None if default is None else _ingress_backend(fields, default, "spec.defaultBackend")
+        ),
+        rules=pvector(rules),
+        tls=pvector(tls),
+        diagnostics=fields.diagnostics(),
+    )
+
+
+def _ingress_rule(fields: FieldReader, raw: object, field: str) -> IngressRule | None:
+    rule = fields.mapping(raw, field)
+    if rule is None:
+        return None
+    host = fields.string(rule.get("host"), f"{field}.host")
+    if host:
+        host = host.lower()
+        if not (is_hostname(host) or is_wildcard(host)):
+            fields.problem(
+                f"{field}.host",
+                "InvalidHostname",
+                f"{host!r} is not a DNS name or a '*.' wildcard; the rule is ignored",
+            )
+            return None
+    http = fields.mapping(rule.get("http"), f"{field}.http") or {}
+    paths = [
+        path
+        for index, item in enumerate(fields.items(http.get("paths"), f"{field}.http.paths"))
+        if (path := _ingress_path(fields, item, f"{field}.http.paths[{index}]")) is not None
+    ]
+    return IngressRule(field=field, host=host or None, paths=pvector(paths))
+
+
+def _ingress_path(fields: FieldReader, raw: object, field: str) -> IngressPath | None:
+    item = fields.mapping(raw, field)
+    if item is None:
+        return None
+    path_type = fields.string(item.get("pathType"), f"{field}.pathType") or "ImplementationSpecific"
+    if path_type not in PATH_TYPES:
+        fields.problem(
+            f"{field}.pathType",
+            "UnsupportedPathType",
+            f"{path_type!r} is not Exact, Prefix or ImplementationSpecific; the path is ignored",
+        )
+        return None
+    path = fields.string(item.get("path"), f"{field}.path") or "/"
+    if not path.startswith("/"):
+        fields.problem(
+            f"{field}.path", "InvalidPath", f"{path!r} is not an absolute path; the path is ignored"
+        )
+        return None
+    if "?" in path or "#" in path or any(ord(c) < 0x21 or ord(c) == 0x7F for c in path):
+        fields.problem(
+            f"{field}.path",
+            "InvalidPath",
+            f"{path!r} holds a query, fragment, space or control character; the path is ignored",
+        )
+        return None
+    backend = _ingress_backend(fields, item.get("backend"), f"{field}.backend")
+    if backend is None:
+        return None
+    return IngressPath(field=field, path=path, path_type=path_type, backend=backend)
+
+
+def _ingress_backend(fields: FieldReader, raw: object, field: str) -> IngressBackend | None:
+    backend = fields.mapping(raw, field)
+    if backend is None:
+        fields.problem(field, "MissingBackend", "no backend is given; the path is ignored")
+        return None
+    service = fields.mapping(backend.get("service"), f"{field}.service")
+    resource = fields.mapping(backend.get("resource"), f"{field}.resource")
+    if service is not None and resource is None:
+        ref = _service_backend(fields, service, f"{field}.service")
+        return None if ref is None else IngressBackend(field=field, service=ref)
+    if resource is not None and service is None:
+        kind = fields.string(resource.get("kind"), f"{field}.resource.kind") or "?"
+        name = fields.string(resource.get("name"), f"{field}.resource.name") or "?"
+        return IngressBackend(field=field, resource=f"{kind}/{name}")
+    fields.problem(
+        field, "InvalidBackend", "exactly one of service and resource must be set; ignored"
+    )
+    return None
+
+
+def _service_backend(
+    fields: FieldReader, service: Mapping[str, Any], field: str
+) -> ServiceBackendRef | None:
+    name = fields.string(service.get("name"), f"{field}.name")
+    port = fields.mapping(service.get("port"), f"{field}.port") or {}
+    number = fields.integer(port.get("number"), f"{field}.port.number", low=1, high=_PORT_MAX)
+    port_name = fields.string(port.get("name"), f"{field}.port.name") or None
+    if not name:
+        fields.problem(f"{field}.name", "InvalidBackend", "the Service name is missing; ignored")
+        return None
+    if (number is None) == (port_name is None):
+        fields.problem(
+            f"{field}.port",
+            "InvalidBackend",
+            "exactly one of port.number and port.name must be set; the path is ignored",
+        )
+        return None
+    return ServiceBackendRef(name=name, port_number=number, port_name=port_name)
+
+
+def _ingress_tls(fields: FieldReader, raw: object, field: str) -> IngressTLS | None:
+    entry = fields.mapping(raw, field)
+    if entry is None:
+        return None
+    hosts: list[str] = []
+    for index, item in enumerate(fields.items(entry.get("hosts"), f"{field}.hosts")):
+        host = fields.string(item, f"{field}.hosts[{index}]")
+        if host is None:
+            continue
+        host = host.lower()
+        if is_hostname(host) or is_wildcard(host):
+            hosts.append(host)
+        else:
+            fields.problem(
+                f"{field}.hosts[{index}]",
+                "InvalidHostname",
+                f"{host!r} is not a DNS name or a '*.' wildcard; ignored",
+            )
+    secret = fields.string(entry.get("secretName"), f"{field}.secretName") or None
+    return IngressTLS(field=field, hosts=pvector(hosts), secret_name=secret)
+
+
+def _ingress_class(
+    fields: FieldReader, meta: Meta, raw: Mapping[str, Any], spec: Mapping[str, Any]
+) -> IngressClass:
+    del raw
+    return IngressClass(
+        meta=meta,
+        controller=fields.string(spec.get("controller"), "spec.controller") or "",
+        is_default=meta.annotations.get(DEFAULT_CLASS_ANNOTATION, "").lower() == "true",
+        diagnostics=fields.diagnostics(),
+    )
+
+
+# --- Services and endpoints ---------------------------------------------------------------------
+
+
+def _service(
+    fields: FieldReader, meta: Meta, raw: Mapping[str, Any], spec: Mapping[str, Any]
+) -> Service:
+    ports: list[ServicePort] = []
+    for index, item in enumerate(fields.items(spec.get("ports"), "spec.ports")):
+        field = f"spec.ports[{index}]"
+        entry = fields.mapping(item, field)
+        if entry is None:
+            continue
+        number = fields.integer(entry.get("port"), f"{field}.port", low=1, high=_PORT_MAX)
+        if number is None:
+            fields.problem(f"{field}.port", "InvalidField", "the port number is missing; ignored")
+            continue
+        target = entry.get("targetPort")
+        target_port: int | str | None
+        if isinstance(target, str) and target.isdigit():
+            target_port = int(target)  # IntOrString given as a quoted number
+        elif isinstance(target, str):
+            target_port = target
+        else:
+            target_port = fields.integer(target, f"{field}.targetPort", low=1, high=_PORT_MAX)
+        ports.append(
+            ServicePort(
+                name=fields.string(entry.get("name"), f"{field}.name") or "",
+                port=number,
+                target_port=target_port,
+                protocol=fields.string(entry.get("protocol"), f"{field}.protocol") or "TCP",
+            )
+        )
+    status = fields.mapping(raw.get("status"), "status") or {}
+    balancer = fields.mapping(status.get("loadBalancer"), "status.loadBalancer") or {}
+    addresses: list[str] = []
+    for index, item in enumerate(
+        fields.items(balancer.get("ingress"), "status.loadBalancer.ingress")
+    ):
+        entry = fields.mapping(item, f"status.loadBalancer.ingress[{index}]") or {}
+        address = entry.get("ip") or entry.get("hostname")
+        if isinstance(address, str) and address:
+            addresses.append(address)
+    return Service(
+        meta=meta,
+        type=fields.string(spec.get("type"), "spec.type") or "ClusterIP",
+        external_name=fields.string(spec.get("externalName"), "spec.externalName") or None,
+        cluster_ip=fields.string(spec.get("clusterIP"), "spec.clusterIP") or None,
+        ports=pvector(ports),
+        load_balancer=pvector(addresses),
+        diagnostics=fields.diagnostics(),
+    )
+
+
+def _endpoint_slice(
+    fields: FieldReader, meta: Meta, raw: Mapping[str, Any], spec: Mapping[str, Any]
+) -> EndpointSlice:
+    del spec  # EndpointSlice keeps its fields at the top level
+    ports: list[EndpointPort] = []
+    for index, item in enumerate(fields.items(raw.get("ports"), "ports")):
+        entry = fields.mapping(item, f"ports[{index}]")
+        if entry is None:
+            continue
+        number = fields.integer(entry.get("port"), f"ports[{index}].port", low=1, high=_PORT_MAX)
+        if number is None:
+            continue  # a port without a number means "all ports": nothing to dial
+        ports.append(
+            EndpointPort(
+                name=fields.string(entry.get("name"), f"ports[{index}].name") or "",
+                port=number,
+                protocol=fields.string(entry.get("protocol"), f"ports[{index}].protocol") or "TCP",
+            )
+        )
+    endpoints: list[SliceEndpoint] = []
+    for index, item in enumerate(fields.items(raw.get("endpoints"), "endpoints")):
+        field = f"endpoints[{index}]"
+        entry = fields.mapping(item, field)
+        if entry is None:
+            continue
+        addresses = fields.items(entry.get("addresses"), f"{field}.addresses")
+        address = fields.string(addresses[0], f"{field}.addresses[0]") if addresses else None
+        if not address:
+            fields.problem(f"{field}.addresses", "InvalidField", "no address; ignored")
+            continue
+        conditions = fields.mapping(entry.get("conditions"), f"{field}.conditions") or {}
+        ready = fields.boolean(conditions.get("ready"), f"{field}.conditions.ready")
+        # discovery.k8s.io/v1: "nil should be interpreted as true" for ready.
+        endpoints.append(SliceEndpoint(address=address, ready=ready is not False))
+    return EndpointSlice(
+        meta=meta,
+        service_name=meta.labels.get(SERVICE_NAME_LABEL),
+        address_type=fields.string(raw.get("addressType"), "addressType") or "IPv4",
+        ports=pvector(ports),
+        endpoints=pvector(endpoints),
+        diagnostics=fields.diagnostics(),
+    )
+
+
+# --- Secrets and namespaces ---------------------------------------------------------------------
+
+
+def _secret(
+    fields: FieldReader, meta: Meta, raw: Mapping[str, Any], spec: Mapping[str, Any]
+) -> Secret:
+    del spec
+    secret_type = fields.string(raw.get("type"), "type") or "Opaque"
+    data = _secret_data(fields, raw)
+    keypair: KeyPair | None = None
+    problem: str | None = None
+    if secret_type == "kubernetes.io/tls":
+        chain, key = data.get("tls.crt"), data.get("tls.key")
+        if not chain or not key:
+            problem = "the Secret has no tls.crt or no tls.key"
+        else:
+            parsed = parse_keypair(chain, key)
+            keypair, problem = (parsed, None) if isinstance(parsed, KeyPair) else (None, parsed)
+    ca_bundle: str | None = None
+    if ca := data.get("ca.crt"):
+        ca_problem = parse_ca_bundle(ca)
+        if ca_problem is None:
+            ca_bundle = ca.decode("ascii", "replace")
+        elif problem is None and keypair is None:
+            problem = f"ca.crt {ca_problem}"
+    return Secret(
+        meta=meta,
+        type=secret_type,
+        keypair=keypair,
+        problem=problem,
+        ca_bundle=ca_bundle,
+        diagnostics=fields.diagnostics(),
+    )
+
+
+_SECRET_KEYS_READ: Final = ("tls.crt", "tls.key", "ca.crt")
+
+
+def _secret_data(fields: FieldReader, raw: Mapping[str, Any]) -> dict[str, bytes]:
+    """``data`` (base64) overlaid by ``stringData`` (as the API server merges them)."""
+    found: dict[str, bytes] = {}
+    data = fields.mapping(raw.get("data"), "data") or {}
+    for name in _SECRET_KEYS_READ:
+        value = data.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            fields.problem(f"data[{name!r}]", "InvalidField", "expected base64 text")
+            continue
+        try:
+            found[name] = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            fields.problem(f"data[{name!r}]", "InvalidField", "is not valid base64")
+    strings = fields.mapping(raw.get("stringData"), "stringData") or {}
+    for name in _SECRET_KEYS_READ:
+        text = fields.string(strings.get(name), f"stringData[{name!r}]")
+        if text is not None:
+            found[name] = text.encode()
+    return found
+
+
+def _namespace(
+    fields: FieldReader, meta: Meta, raw: Mapping[str, Any], spec: Mapping[str, Any]
+) -> Namespace:
+    del raw, spec
+    return Namespace(meta=meta, diagnostics=fields.diagnostics())
+
+
+_Decoder = Callable[[FieldReader, Meta, Mapping[str, Any], Mapping[str, Any]], StateObject]
+
+# (API group, kind) → (versions read, namespaced, decoder).
+_DECODERS: Final[dict[tuple[str, str], tuple[frozenset[str], bool, _Decoder]]] = {
+    ("networking.k8s.io", "Ingress"): (frozenset({"v1"}), True, _ingress),
+    ("networking.k8s.io", "IngressClass"): (frozenset({"v1"}), False, _ingress_class),
+    ("", "Service"): (frozenset({"v1"}), True, _service),
+    ("discovery.k8s.io", "EndpointSlice"): (frozenset({"v1"}), True, _endpoint_slice),
+    ("", "Secret"): (frozenset({"v1"}), True, _secret),
+    ("", "Namespace"): (frozenset({"v1"}), False, _namespace),
+}

@@ -1,0 +1,113 @@
+"""Typed reads of raw API bodies that turn every bad field into a diagnostic.
+
+A ``FieldReader`` belongs to one object being decoded. Each accessor takes the raw value and its
+field path, returns the typed value (or None when it is absent or unusable) and records a
+``Diagnostic`` naming the field when the value has the wrong type. Decoders therefore read as a
+straight description of the schema and never raise on what a cluster or a dump may hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pyrsistent import pmap, pvector
+
+from coxswain.compile.diagnostics import Diagnostic, Severity
+
+if TYPE_CHECKING:
+    from pyrsistent.typing import PMap, PVector
+
+    from coxswain.compile.model.keys import ObjectKey
+
+__all__ = ["FieldReader"]
+
+
+class FieldReader:
+    """Collects the diagnostics of one object while its fields are read."""
+
+    __slots__ = ("_found", "key")
+
+    def __init__(self, key: ObjectKey) -> None:
+        self.key = key
+        self._found: list[Diagnostic] = []
+
+    def problem(
+        self, field: str, reason: str, message: str, severity: Severity = Severity.ERROR
+    ) -> None:
+        """Record a finding about ``field`` of this object."""
+        self._found.append(
+            Diagnostic(key=self.key, field=field, severity=severity, reason=reason, message=message)
+        )
+
+    def diagnostics(self) -> PVector[Diagnostic]:
+        """Everything recorded so far, in the order found."""
+        return pvector(self._found)
+
+    def _wrong_type(self, field: str, expected: str, value: object) -> None:
+        self.problem(
+            field,
+            "InvalidField",
+            f"expected {expected}, found {type(value).__name__} {value!r:.60}",
+        )
+
+    def mapping(self, value: object, field: str) -> Mapping[str, Any] | None:
+        """A JSON object, or None when absent (null) or not an object."""
+        if value is None:
+            return None
+        if isinstance(value, Mapping):
+            return value
+        self._wrong_type(field, "an object", value)
+        return None
+
+    def items(self, value: object, field: str) -> list[Any]:
+        """A JSON array (empty when absent or not an array)."""
+        if value is None:
+            return []
+        if isinstance(value, list | tuple):
+            return list(value)
+        self._wrong_type(field, "a list", value)
+        return []
+
+    def string(self, value: object, field: str) -> str | None:
+        """A string, or None when absent or not a string."""
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return value
+        self._wrong_type(field, "a string", value)
+        return None
+
+    def integer(self, value: object, field: str, *, low: int, high: int) -> int | None:
+        """An integer in ``[low, high]`` (digit strings are refused, as the API server does)."""
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            self._wrong_type(field, "an integer", value)
+            return None
+        if not low <= value <= high:
+            self.problem(field, "InvalidField", f"{value} is outside {low}..{high}")
+            return None
+        return value
+
+    def boolean(self, value: object, field: str) -> bool | None:
+        """A boolean, or None when absent or not a boolean."""
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            return value
+        self._wrong_type(field, "true or false", value)
+        return None
+
+    def string_map(self, value: object, field: str) -> PMap[str, str]:
+        """A map of strings to strings (labels, annotations); other entries are reported."""
+        raw = self.mapping(value, field)
+        if raw is None:
+            return pmap()
+        good: dict[str, str] = {}
+        for name, item in raw.items():
+            if isinstance(name, str) and isinstance(item, str):
+                good[name] = item
+            else:
+                self._wrong_type(f"{field}[{name!r}]", "a string", item)
+        return pmap(good)

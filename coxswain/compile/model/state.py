@@ -1,0 +1,168 @@
+"""ClusterState: the immutable index of every object the compiler reads.
+
+One persistent map per kind, keyed by ``ObjectKey``. The controller builds it event by event
+(``apply``); the offline tools build it from a dump in one go (``build_state``). Both go through
+the same decoder, so an object means the same thing whichever way it arrived.
+
+Input order never matters: when a dump holds two bodies with the same key, the one whose
+canonical JSON sorts last is kept (and reported), so any permutation gives the same state.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, TypeVar, assert_never
+
+from pyrsistent import pmap, pvector
+
+from coxswain.compile.diagnostics import Diagnostic, Severity, diagnostic_order
+from coxswain.compile.model.decode import Decoded, Malformed, StateObject, decode_object
+from coxswain.compile.model.objects import (
+    EndpointSlice,
+    Ingress,
+    IngressClass,
+    Namespace,
+    Secret,
+    Service,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from pyrsistent.typing import PMap, PVector
+
+    from coxswain.compile.model.keys import ObjectKey
+
+__all__ = ["ClusterState", "Deleted", "Upserted", "apply", "build_state"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterState:
+    """Every object the compiler reads, by kind, plus what the input held that it does not read.
+
+    ``input_diagnostics`` are findings about the input as a whole (skipped kinds, malformed
+    bodies, duplicates); findings about one object travel with that object.
+    """
+
+    ingresses: PMap[ObjectKey, Ingress] = field(default_factory=pmap)
+    ingress_classes: PMap[ObjectKey, IngressClass] = field(default_factory=pmap)
+    services: PMap[ObjectKey, Service] = field(default_factory=pmap)
+    endpoint_slices: PMap[ObjectKey, EndpointSlice] = field(default_factory=pmap)
+    secrets: PMap[ObjectKey, Secret] = field(default_factory=pmap)
+    namespaces: PMap[ObjectKey, Namespace] = field(default_factory=pmap)
+    input_diagnostics: PVector[Diagnostic] = field(default_factory=pvector)
+
+
+@dataclass(frozen=True, slots=True)
+class Upserted:
+    """An object was created or changed."""
+
+    obj: StateObject
+
+
+@dataclass(frozen=True, slots=True)
+class Deleted:
+    """The object with this key is gone."""
+
+    key: ObjectKey
+
+
+def apply(state: ClusterState, event: Upserted | Deleted) -> ClusterState:
+    """The state after one event. Pure."""
+    if isinstance(event, Upserted):
+        obj, key = event.obj, event.obj.meta.key
+        match obj:
+            case Ingress():
+                return replace(state, ingresses=state.ingresses.set(key, obj))
+            case IngressClass():
+                return replace(state, ingress_classes=state.ingress_classes.set(key, obj))
+            case Service():
+                return replace(state, services=state.services.set(key, obj))
+            case EndpointSlice():
+                return replace(state, endpoint_slices=state.endpoint_slices.set(key, obj))
+            case Secret():
+                return replace(state, secrets=state.secrets.set(key, obj))
+            case Namespace():
+                return replace(state, namespaces=state.namespaces.set(key, obj))
+            case _:
+                assert_never(obj)
+    key = event.key
+    match key.kind:
+        case "Ingress":
+            return replace(state, ingresses=state.ingresses.discard(key))
+        case "IngressClass":
+            return replace(state, ingress_classes=state.ingress_classes.discard(key))
+        case "Service":
+            return replace(state, services=state.services.discard(key))
+        case "EndpointSlice":
+            return replace(state, endpoint_slices=state.endpoint_slices.discard(key))
+        case "Secret":
+            return replace(state, secrets=state.secrets.discard(key))
+        case "Namespace":
+            return replace(state, namespaces=state.namespaces.discard(key))
+    return state
+
+
+def build_state(bodies: Iterable[object]) -> ClusterState:
+    """Decode raw bodies into a state. Pure, total and independent of the order of ``bodies``.
+
+    Args:
+        bodies: raw API objects (already flattened out of any ``List``).
+    """
+    chosen: dict[ObjectKey, tuple[str, StateObject]] = {}
+    duplicates: Counter[ObjectKey] = Counter()
+    skipped: Counter[str] = Counter()
+    problems: list[Diagnostic] = []
+    for body in bodies:
+        result = decode_object(body)
+        if isinstance(result, Malformed):
+            problems.append(result.diagnostic)
+        elif isinstance(result, Decoded):
+            key = result.obj.meta.key
+            canonical = json.dumps(body, sort_keys=True, default=str)
+            if key in chosen:
+                duplicates[key] += 1
+                if canonical <= chosen[key][0]:
+                    continue
+            chosen[key] = (canonical, result.obj)
+        else:
+            skipped[f"{result.api_version} {result.kind}"] += 1
+    for kind_version, count in sorted(skipped.items()):
+        problems.append(
+            Diagnostic(
+                key=None,
+                field="",
+                severity=Severity.WARNING,
+                reason="UnrecognisedKind",
+                message=f"skipped {count} object(s) of {kind_version}, not read by Coxswain",
+            )
+        )
+    for key, count in sorted(duplicates.items()):
+        problems.append(
+            Diagnostic(
+                key=key,
+                field="",
+                severity=Severity.WARNING,
+                reason="DuplicateObject",
+                message=f"the input holds {count + 1} bodies with this key; one is kept",
+            )
+        )
+    objects = [obj for _, obj in chosen.values()]
+    return ClusterState(
+        ingresses=_table(objects, Ingress),
+        ingress_classes=_table(objects, IngressClass),
+        services=_table(objects, Service),
+        endpoint_slices=_table(objects, EndpointSlice),
+        secrets=_table(objects, Secret),
+        namespaces=_table(objects, Namespace),
+        input_diagnostics=pvector(sorted(problems, key=diagnostic_order)),
+    )
+
+
+_Kind = TypeVar("_Kind", Ingress, IngressClass, Service, EndpointSlice, Secret, Namespace)
+
+
+def _table(objects: list[StateObject], kind: type[_Kind]) -> PMap[ObjectKey, _Kind]:
+    return pmap({obj.meta.key: obj for obj in objects if isinstance(obj, kind)})

@@ -1,0 +1,151 @@
+"""``select``: which rule and backend one request takes, or which answer the proxy gives.
+
+The proxy calls it for every request; ``coxswain route`` calls it to explain a decision; the
+property tests compare it with a naive matcher written from the spec. Pure.
+
+Order of decisions for the Ingress ports:
+1. Host: the Host header, lower-cased, port and trailing dot removed; exact host, then the
+   one-label wildcard, then the catch-all; none → 404.
+2. Path: normalised (``route.paths``); Exact, then the longest element-wise Prefix, then the
+   host's default backend; none → 404.
+3. A plain-HTTP request on a rule with ``tls_redirect`` → 308 to ``https://``.
+4. An invalid backend or one without ready endpoints → 503 (ingress-nginx answers the same).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from coxswain.route.paths import element_prefixes, normalize_path, split_target
+
+if TYPE_CHECKING:
+    from coxswain.compile.snapshot import Backend, PathRule, RouteRef
+    from coxswain.route.request import RequestHead
+    from coxswain.route.table import RouteTable
+
+__all__ = ["Decision", "host_of", "select"]
+
+_REDIRECT_STATUS = (
+    308  # ingress-nginx's default http-redirect-code; keeps the method (RFC 9110 §15.4.9)
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decision:
+    """The outcome for one request.
+
+    Attributes:
+        matched: whether a rule matched.
+        status: the status the proxy answers itself, or None when it forwards.
+        reason: a sentence saying why.
+        route: the rule that matched.
+        backends: the rule's backends (one for Ingress rules).
+        redirect: the ``Location`` of a redirect.
+        host: the Host header to forward.
+        path: the path and query to forward.
+    """
+
+    matched: bool
+    status: int | None
+    reason: str
+    host: str
+    path: str
+    route: RouteRef | None = None
+    backends: tuple[Backend, ...] = ()
+    redirect: str | None = None
+
+
+def host_of(header: str | None) -> str:
+    """The host part of a Host header: lower-case, without port or trailing dot."""
+    if not header:
+        return ""
+    host = header.strip().lower()
+    if host.startswith("["):  # IPv6 literal, RFC 3986 §3.2.2
+        return host[: host.find("]") + 1] if "]" in host else host
+    return host.rsplit(":", 1)[0].rstrip(".") if ":" in host else host.rstrip(".")
+
+
+def select(table: RouteTable, head: RequestHead) -> Decision:
+    """Decide one request against an indexed snapshot."""
+    raw_path, query = split_target(head.target)
+    path = normalize_path(raw_path)
+    forwarded_path = path + query
+    host = host_of(head.host)
+    host_header = head.host or host
+    ingress = table.snapshot.ingress
+    if head.port not in (ingress.http_port, ingress.https_port):
+        return Decision(
+            matched=False,
+            status=404,
+            reason=f"no listener of this snapshot is on port {head.port}",
+            host=host_header,
+            path=forwarded_path,
+        )
+    vhost = table.find_host(host)
+    if vhost is None:
+        return Decision(
+            matched=False,
+            status=404,
+            reason=f"no Ingress rule matches host {host!r}",
+            host=host_header,
+            path=forwarded_path,
+        )
+    rule = _match_path(vhost.exact, vhost.prefix, path) or vhost.default
+    if rule is None:
+        return Decision(
+            matched=False,
+            status=404,
+            reason=f"no path of host {vhost.host!r} matches {path!r} and it has no default backend",
+            host=host_header,
+            path=forwarded_path,
+        )
+    how = "default backend" if rule is vhost.default else f"{rule.match} path {rule.path!r}"
+    where = f"host {vhost.host!r}, {how} of Ingress {rule.route.namespace}/{rule.route.name}"
+    if rule.tls_redirect and not head.tls and head.port == ingress.http_port:
+        port = "" if ingress.https_port == 443 else f":{ingress.https_port}"
+        return Decision(
+            matched=True,
+            status=_REDIRECT_STATUS,
+            reason=f"{where}: the host has a certificate, so plain HTTP is redirected to HTTPS",
+            host=host_header,
+            path=forwarded_path,
+            route=rule.route,
+            backends=(rule.backend,),
+            redirect=f"https://{host}{port}{forwarded_path}",
+        )
+    return _forward(table, rule, where, host_header, forwarded_path)
+
+
+def _match_path(
+    exact: dict[str, PathRule], prefix: dict[str, PathRule], path: str
+) -> PathRule | None:
+    found = exact.get(path)
+    if found is not None or not prefix:
+        return found
+    for candidate in element_prefixes(path):
+        found = prefix.get(candidate)
+        if found is not None:
+            return found
+    return None
+
+
+def _forward(table: RouteTable, rule: PathRule, where: str, host: str, path: str) -> Decision:
+    backend = rule.backend
+    service = f"Service {backend.namespace}/{backend.service}"
+    status: int | None = None
+    if not backend.valid:
+        status, reason = 503, f"{where}: {service} or its port does not exist"
+    elif not table.snapshot.endpoints.get(backend.endpoints_key):
+        status, reason = 503, f"{where}: {service} port {backend.port} has no ready endpoint"
+    else:
+        reason = f"{where}: forwarded to {service} port {backend.port}"
+    return Decision(
+        matched=True,
+        status=status,
+        reason=reason,
+        host=host,
+        path=path,
+        route=rule.route,
+        backends=(backend,),
+    )

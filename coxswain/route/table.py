@@ -1,0 +1,87 @@
+"""A snapshot indexed for per-request lookups, built once when a snapshot is applied.
+
+Rule: no lookup scans rules. Hosts are found by one dictionary probe (exact), then one probe
+for the one-label wildcard of the parent, then the catch-all; paths by one probe for Exact and
+one probe per path element for Prefix. Cost depends on the request, not on the table's size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from coxswain.compile.snapshot import CATCH_ALL, PathMatch
+
+if TYPE_CHECKING:
+    from coxswain.compile.snapshot import Certificate, PathRule, Snapshot, VirtualHost
+
+__all__ = ["HostIndex", "RouteTable", "build_table"]
+
+
+@dataclass(frozen=True, slots=True)
+class HostIndex:
+    """One virtual host's paths by match kind."""
+
+    host: str
+    exact: dict[str, PathRule]
+    prefix: dict[str, PathRule]
+    default: PathRule | None
+
+
+@dataclass(frozen=True, slots=True)
+class RouteTable:
+    """The index of one snapshot; ``snapshot`` is kept for endpoints and certificates."""
+
+    snapshot: Snapshot
+    exact_hosts: dict[str, HostIndex]
+    wildcard_hosts: dict[str, HostIndex]
+    catch_all: HostIndex | None
+
+    def find_host(self, host: str) -> HostIndex | None:
+        """The virtual host serving ``host`` (lower-case, no port): exact, wildcard, catch-all."""
+        found = self.exact_hosts.get(host)
+        if found is not None:
+            return found
+        _, dot, parent = host.partition(".")
+        if dot and (found := self.wildcard_hosts.get(parent)) is not None:
+            return found
+        return self.catch_all
+
+    def certificate(self, port: int, server_name: str | None) -> Certificate | None:
+        """The certificate for an SNI name on a port: exact, wildcard, then the default."""
+        by_host = self.snapshot.tls.get(port)
+        if by_host is None:
+            return None
+        if server_name:
+            name = server_name.lower().rstrip(".")
+            found = by_host.get(name)
+            if found is not None:
+                return found
+            _, dot, parent = name.partition(".")
+            if dot and (found := by_host.get(f"*.{parent}")) is not None:
+                return found
+        return by_host.get(CATCH_ALL)
+
+
+def build_table(snapshot: Snapshot) -> RouteTable:
+    """Index a snapshot. Pure; linear in the snapshot's size."""
+    exact: dict[str, HostIndex] = {}
+    wildcard: dict[str, HostIndex] = {}
+    catch_all: HostIndex | None = None
+    for host, vhost in snapshot.ingress.hosts.items():
+        index = _index_host(vhost)
+        if host == CATCH_ALL:
+            catch_all = index
+        elif host.startswith("*."):
+            wildcard[host[2:]] = index
+        else:
+            exact[host] = index
+    return RouteTable(snapshot, exact, wildcard, catch_all)
+
+
+def _index_host(vhost: VirtualHost) -> HostIndex:
+    exact: dict[str, PathRule] = {}
+    prefix: dict[str, PathRule] = {}
+    for rule in vhost.paths:
+        (exact if rule.match is PathMatch.EXACT else prefix).setdefault(rule.path, rule)
+    return HostIndex(vhost.host, exact, prefix, vhost.default)

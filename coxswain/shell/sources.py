@@ -1,0 +1,60 @@
+"""Reading manifest files: paths, directories (recursive) and standard input.
+
+The I/O half of the loader; ``compile.model.manifests`` parses the text. Files are read in
+sorted order so that messages come out in a stable order (the compile result does not depend on
+it). A file that cannot be read or parsed stops the whole load: nothing is compiled from half an
+input.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Final
+
+from coxswain.compile.model.manifests import ManifestSyntaxError, SourcedBody, parse_manifests
+
+__all__ = ["MANIFEST_SUFFIXES", "LoadError", "read_manifests"]
+
+MANIFEST_SUFFIXES: Final = (".yaml", ".yml", ".json")
+
+
+class LoadError(Exception):
+    """An input that could not be read: ``file:line: message``, or ``file: message``."""
+
+
+def read_manifests(paths: list[str]) -> list[SourcedBody]:
+    """Read and parse every manifest under ``paths`` (``-`` is standard input).
+
+    Raises:
+        LoadError: a path does not exist, cannot be read, or holds a syntax error.
+    """
+    found: list[SourcedBody] = []
+    for name in paths:
+        for path, text in _texts(name):
+            parsed = parse_manifests(text, path)
+            if isinstance(parsed, ManifestSyntaxError):
+                raise LoadError(str(parsed))
+            found.extend(parsed)
+    return found
+
+
+def _texts(name: str) -> list[tuple[str, str]]:
+    if name == "-":
+        return [("-", sys.stdin.read())]
+    root = Path(name)
+    if root.is_dir():
+        files = sorted(
+            p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in MANIFEST_SUFFIXES
+        )
+    elif root.exists():
+        files = [root]
+    else:
+        raise LoadError(f"{name}: no such file or directory")
+    texts = []
+    for path in files:
+        try:
+            texts.append((str(path), path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError) as err:
+            raise LoadError(f"{path}: cannot be read: {err}") from err
+    return texts
