@@ -1,0 +1,35 @@
+"""Suite-wide settings: hypothesis profiles and the golden-file regeneration switch.
+
+- ``HYPOTHESIS_PROFILE=ci`` (set by ``.ci/run``) runs more examples without deadlines; the
+  default ``dev`` profile keeps local runs quick.
+- ``pytest --update-goldens`` (or ``make goldens``) rewrites the expected files under
+  ``tests/golden/cases``; review the diff before committing.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("dev", max_examples=60, deadline=None)
+settings.register_profile(
+    "ci", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        default=False,
+        help="rewrite tests/golden expected files from the current compiler output",
+    )
+
+
+@pytest.fixture
+def update_goldens(request: pytest.FixtureRequest) -> bool:
+    """Whether golden tests should rewrite their expectations instead of comparing."""
+    return bool(request.config.getoption("--update-goldens"))
