@@ -53,14 +53,14 @@ def parse_keypair(chain_pem: bytes, key_pem: bytes) -> KeyPair | str:
     """
     try:
         chain = x509.load_pem_x509_certificates(chain_pem)
-    except ValueError as err:
-        return f"tls.crt holds no valid PEM certificate ({err})"
+    except ValueError:
+        return "tls.crt holds no valid PEM certificate"
     try:
         key = serialization.load_pem_private_key(key_pem, password=None)
-    except (ValueError, TypeError) as err:
-        return f"tls.key holds no usable PEM private key ({err})"
-    except Exception as err:  # noqa: BLE001 - cryptography raises UnsupportedAlgorithm too
-        return f"tls.key cannot be read ({err})"
+    except TypeError:
+        return "tls.key is encrypted; Kubernetes TLS Secrets hold unencrypted keys"
+    except Exception:  # noqa: BLE001 - ValueError, or UnsupportedAlgorithm for odd key types
+        return "tls.key holds no usable PEM private key"
     if not isinstance(key, _SIGNING_KEYS):
         return "tls.key is not an RSA, ECDSA or EdDSA key, so it cannot sign a TLS handshake"
     leaf = chain[0]
@@ -83,8 +83,8 @@ def parse_ca_bundle(bundle_pem: bytes) -> str | None:
     """
     try:
         x509.load_pem_x509_certificates(bundle_pem)
-    except ValueError as err:
-        return f"holds no valid PEM certificate ({err})"
+    except ValueError:
+        return "holds no valid PEM certificate"
     return None
 
 

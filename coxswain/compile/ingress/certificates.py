@@ -69,8 +69,8 @@ def ingress_certificates(
                             Severity.WARNING,
                             "CertificateConflict",
                             f"host {host!r} already has the certificate of Secret "
-                            f"{holder.secret} from {winners[host]}, which is older; this "
-                            "entry is not used for it",
+                            f"{holder.secret} from {winners[host]}, which takes precedence "
+                            "(older, then first by namespace/name); this entry is not used for it",
                         )
                     )
     return pmap(certificates), found, read

@@ -8,7 +8,8 @@ Rules, in order:
 A class is ours when its ``spec.controller`` is the configured controller name. Ingresses of
 other controllers are ignored without a word: they are someone else's. Ingresses naming a class
 that is not in the input, and unclassed Ingresses when the defaults disagree, are reported,
-because that is how a dump missing its IngressClass, or a cluster with two defaults, shows up.
+because that is how a dump missing its IngressClass, or a cluster with two defaults, shows up;
+so are the decoding findings of our classes and of classes whose controller could not be read.
 """
 
 from __future__ import annotations
@@ -34,7 +35,13 @@ def select_ingresses(
     defaults = {c.controller == config.ingress_controller for c in classes.values() if c.is_default}
     missing: Counter[str] = Counter()
     ours: list[Ingress] = []
-    found: list[Diagnostic] = []
+    # A class whose controller could not be read may be ours: its findings are shown.
+    found: list[Diagnostic] = [
+        d
+        for c in classes.values()
+        if c.controller in (config.ingress_controller, "")
+        for d in c.diagnostics
+    ]
     for ingress in state.ingresses.values():
         name = ingress.class_name or ingress.legacy_class
         if name is not None:

@@ -105,7 +105,7 @@ def ingress_hosts(
         backend = _backend(ingress, ingress.default_backend, services, found, read)
         if backend is None:
             continue
-        for host in dict.fromkeys(own_hosts or [CATCH_ALL]):
+        for host in dict.fromkeys(own_hosts if ingress.has_rules else [CATCH_ALL]):
             holder = defaults.get(host)
             if holder is not None:
                 found.append(
@@ -115,7 +115,8 @@ def ingress_hosts(
                         severity=Severity.ERROR,
                         reason="DefaultBackendConflict",
                         message=f"host {host!r} already has the default backend of Ingress "
-                        f"{holder.route.namespace}/{holder.route.name}, which is older",
+                        f"{holder.route.namespace}/{holder.route.name}, which takes precedence "
+                        "(older, then first by namespace/name)",
                     )
                 )
                 continue
@@ -196,7 +197,8 @@ def _conflict(
     owner = (
         "an earlier path of this Ingress"
         if (holder.namespace, holder.name) == (ingress.meta.key.namespace, ingress.meta.key.name)
-        else f"Ingress {holder.namespace}/{holder.name}, which is older"
+        else f"Ingress {holder.namespace}/{holder.name}, which takes precedence (older, "
+        "then first by namespace/name)"
     )
     return Diagnostic(
         key=ingress.meta.key,

@@ -162,9 +162,10 @@ def _ingress(
 ) -> Ingress:
     del raw
     default = spec.get("defaultBackend")
+    raw_rules = fields.items(spec.get("rules"), "spec.rules")
     rules = [
         rule
-        for index, item in enumerate(fields.items(spec.get("rules"), "spec.rules"))
+        for index, item in enumerate(raw_rules)
         if (rule := _ingress_rule(fields, item, f"spec.rules[{index}]")) is not None
     ]
     tls = [
@@ -180,6 +181,7 @@ def _ingress(
             None if default is None else _ingress_backend(fields, default, "spec.defaultBackend")
         ),
         rules=pvector(rules),
+        has_rules=bool(raw_rules),
         tls=pvector(tls),
         diagnostics=fields.diagnostics(),
     )
@@ -190,6 +192,8 @@ def _ingress_rule(fields: FieldReader, raw: object, field: str) -> IngressRule |
     if rule is None:
         return None
     host = fields.string(rule.get("host"), f"{field}.host")
+    if host is None and rule.get("host") is not None:
+        return None  # reported as a wrong type; serving it on every host would be worse
     if host:
         host = host.lower()
         if not (is_hostname(host) or is_wildcard(host)):
@@ -269,6 +273,8 @@ def _service_backend(
     if not name:
         fields.problem(f"{field}.name", "InvalidBackend", "the Service name is missing; ignored")
         return None
+    if number is None and port.get("number") is not None:
+        return None  # already reported: the number is not a valid port
     if (number is None) == (port_name is None):
         fields.problem(
             f"{field}.port",

@@ -113,13 +113,18 @@ class IngressTLS:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Ingress:
-    """An Ingress; ``legacy_class`` is the deprecated ``kubernetes.io/ingress.class`` value."""
+    """An Ingress; ``legacy_class`` is the deprecated ``kubernetes.io/ingress.class`` value.
+
+    ``has_rules`` says whether ``spec.rules`` held anything, even rules that were dropped as
+    invalid: only an Ingress without rules makes its default backend a catch-all.
+    """
 
     meta: Meta
     class_name: str | None = None
     legacy_class: str | None = None
     default_backend: IngressBackend | None = None
     rules: PVector[IngressRule] = pvector()
+    has_rules: bool = False
     tls: PVector[IngressTLS] = pvector()
     diagnostics: PVector[Diagnostic] = pvector()
 
