@@ -134,7 +134,7 @@ def _compile(args: argparse.Namespace) -> int:
     try:
         bodies = read_manifests(paths)
     except LoadError as err:
-        print(f"coxswain compile: {err}", file=sys.stderr)
+        print(err, file=sys.stderr)  # file:line: message, as compilers print it
         return EXIT_UNREADABLE
     config = CompileConfig(
         ingress_controller=args.ingress_controller_name, gateway_controller=args.controller_name
@@ -215,17 +215,19 @@ def _route(args: argparse.Namespace) -> int:
     if not any(n.lower() == "host" for n, _ in headers):
         headers.insert(0, ("Host", host))
     tls = url.scheme == "https"
-    ingress = snapshot.ingress
-    port = {args.ingress_http_port: ingress.http_port, args.ingress_https_port: ingress.https_port}
     head = RequestHead(
-        port=port.get(args.port, args.port),
+        port=args.port,
         method=args.method.upper(),
         target=(url.path or "/") + (f"?{url.query}" if url.query else ""),
         host=host,
         tls=tls,
         sni=args.sni or (url.hostname if tls else None),
     )
-    table = build_table(snapshot)
+    table = build_table(
+        snapshot,
+        ingress_http_port=args.ingress_http_port,
+        ingress_https_port=args.ingress_https_port,
+    )
     decision = select(table, head)
     data = explain(table, head, headers, decision)
     if args.output == "json":

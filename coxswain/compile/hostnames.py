@@ -15,7 +15,7 @@ from typing import Final
 
 __all__ = ["is_hostname", "is_wildcard", "matches_one_label", "wildcard_parent"]
 
-_LABEL: Final = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_LABEL: Final = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"  # RFC 1123 §2.1: 63 characters
 _HOSTNAME: Final = re.compile(rf"{_LABEL}(\.{_LABEL})*")
 _ALL_DIGITS_AND_DOTS: Final = re.compile(r"[0-9.]+")
 MAX_HOSTNAME: Final = 253
@@ -37,12 +37,12 @@ def is_wildcard(host: str) -> bool:
 
 def wildcard_parent(host: str) -> str | None:
     """The parent a one-label wildcard would be keyed by: ``a.b.c`` → ``b.c``; None for ``a``."""
-    _, dot, parent = host.partition(".")
-    return parent if dot and parent else None
+    label, dot, parent = host.partition(".")
+    return parent if label and dot and parent else None
 
 
 def matches_one_label(pattern: str, host: str) -> bool:
     """Whether ``host`` matches ``pattern`` (exact, or ``*.`` standing for exactly one label)."""
     if pattern.startswith("*."):
-        return wildcard_parent(host) == pattern[2:] and not host.startswith(".")
+        return wildcard_parent(host) == pattern[2:]
     return pattern == host

@@ -91,7 +91,8 @@ def parse_ca_bundle(bundle_pem: bytes) -> str | None:
 def covers(dns_names: PVector[str], host: str) -> bool:
     """Whether a certificate naming ``dns_names`` is valid for ``host`` (RFC 6125 §6.4.3)."""
     host = host.lower()
-    parent = host.split(".", 1)[1] if "." in host and not host.startswith("*.") else None
+    label, _, rest = host.partition(".")
+    parent = rest if label and label != "*" and rest else None
     return any(
         name == host or (parent is not None and name.startswith("*.") and name[2:] == parent)
         for name in dns_names

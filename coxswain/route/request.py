@@ -12,8 +12,7 @@ class RequestHead:
     """A request as routing sees it.
 
     Attributes:
-        port: the snapshot port the connection arrived on (for Ingress traffic, the advertised
-            Ingress port the proxy's local port stands for).
+        port: the local port the connection arrived on.
         method: the request method.
         target: the origin-form target, path and query.
         host: the Host header value, port included, or None when absent.

@@ -74,7 +74,7 @@ def select(table: RouteTable, head: RequestHead) -> Decision:
     host = host_of(head.host)
     host_header = head.host or host
     ingress = table.snapshot.ingress
-    if head.port not in (ingress.http_port, ingress.https_port):
+    if head.port not in (table.ingress_http_port, table.ingress_https_port):
         return Decision(
             matched=False,
             status=404,
@@ -102,7 +102,7 @@ def select(table: RouteTable, head: RequestHead) -> Decision:
         )
     how = "default backend" if rule is vhost.default else f"{rule.match} path {rule.path!r}"
     where = f"host {vhost.host!r}, {how} of Ingress {rule.route.namespace}/{rule.route.name}"
-    if rule.tls_redirect and not head.tls and head.port == ingress.http_port:
+    if rule.tls_redirect and not head.tls and head.port == table.ingress_http_port:
         port = "" if ingress.https_port == 443 else f":{ingress.https_port}"
         return Decision(
             matched=True,

@@ -30,20 +30,27 @@ class HostIndex:
 
 @dataclass(frozen=True, slots=True)
 class RouteTable:
-    """The index of one snapshot; ``snapshot`` is kept for endpoints and certificates."""
+    """The index of one snapshot; ``snapshot`` is kept for endpoints and certificates.
+
+    ``ingress_http_port`` and ``ingress_https_port`` are the *local* ports on which the Ingress
+    table is served (a proxy's bind ports, which may differ from the advertised ports in the
+    snapshot); None when this proxy serves no Ingress traffic.
+    """
 
     snapshot: Snapshot
     exact_hosts: dict[str, HostIndex]
     wildcard_hosts: dict[str, HostIndex]
     catch_all: HostIndex | None
+    ingress_http_port: int | None
+    ingress_https_port: int | None
 
     def find_host(self, host: str) -> HostIndex | None:
         """The virtual host serving ``host`` (lower-case, no port): exact, wildcard, catch-all."""
         found = self.exact_hosts.get(host)
         if found is not None:
             return found
-        _, dot, parent = host.partition(".")
-        if dot and (found := self.wildcard_hosts.get(parent)) is not None:
+        label, _, parent = host.partition(".")
+        if label and parent and (found := self.wildcard_hosts.get(parent)) is not None:
             return found
         return self.catch_all
 
@@ -57,14 +64,25 @@ class RouteTable:
             found = by_host.get(name)
             if found is not None:
                 return found
-            _, dot, parent = name.partition(".")
-            if dot and (found := by_host.get(f"*.{parent}")) is not None:
+            label, _, parent = name.partition(".")
+            if label and parent and (found := by_host.get(f"*.{parent}")) is not None:
                 return found
         return by_host.get(CATCH_ALL)
 
 
-def build_table(snapshot: Snapshot) -> RouteTable:
-    """Index a snapshot. Pure; linear in the snapshot's size."""
+def build_table(
+    snapshot: Snapshot,
+    *,
+    ingress_http_port: int | None = None,
+    ingress_https_port: int | None = None,
+) -> RouteTable:
+    """Index a snapshot. Pure; linear in the snapshot's size.
+
+    Args:
+        snapshot: what to serve.
+        ingress_http_port: the local port serving Ingress HTTP (default: the advertised one).
+        ingress_https_port: the local port serving Ingress HTTPS (default: the advertised one).
+    """
     exact: dict[str, HostIndex] = {}
     wildcard: dict[str, HostIndex] = {}
     catch_all: HostIndex | None = None
@@ -76,7 +94,14 @@ def build_table(snapshot: Snapshot) -> RouteTable:
             wildcard[host[2:]] = index
         else:
             exact[host] = index
-    return RouteTable(snapshot, exact, wildcard, catch_all)
+    return RouteTable(
+        snapshot,
+        exact,
+        wildcard,
+        catch_all,
+        snapshot.ingress.http_port if ingress_http_port is None else ingress_http_port,
+        snapshot.ingress.https_port if ingress_https_port is None else ingress_https_port,
+    )
 
 
 def _index_host(vhost: VirtualHost) -> HostIndex:

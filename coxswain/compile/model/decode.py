@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -133,25 +134,38 @@ def _meta(fields: FieldReader, metadata: Mapping[str, Any]) -> Meta:
 
 def _timestamp(fields: FieldReader, value: object) -> str:
     """RFC 3339 → canonical UTC text whose string order is time order ('' when absent)."""
+    field = "metadata.creationTimestamp"
+    if value is None or value == "":
+        return ""
+    moment: datetime | None = None
     if isinstance(value, datetime):  # YAML loaders turn unquoted timestamps into datetimes
         moment = value
-    else:
-        text = fields.string(value, "metadata.creationTimestamp")
-        if not text:
-            return ""
+    elif isinstance(value, str) and _RFC3339.fullmatch(value):
         try:
-            moment = datetime.fromisoformat(text)
+            moment = datetime.fromisoformat(value.upper().replace(" ", "T"))
         except ValueError:
-            fields.problem(
-                "metadata.creationTimestamp",
-                "InvalidField",
-                f"{text!r} is not an RFC 3339 time",
-                Severity.WARNING,
+            moment = None
+    if moment is not None:
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        try:
+            m = moment.astimezone(UTC)
+        except (OverflowError, ValueError):  # a year 1 or 9999 date shifted out of range
+            m = None
+        if m is not None:
+            return (
+                f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:"
+                f"{m.second:02d}.{m.microsecond:06d}Z"
             )
-            return ""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    fields.problem(
+        field, "InvalidField", f"{value!r:.60} is not an RFC 3339 time", Severity.WARNING
+    )
+    return ""
+
+
+_RFC3339: Final = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})"
+)
 
 
 # --- Ingress -------------------------------------------------------------------------------------
@@ -337,8 +351,9 @@ def _service(
             continue
         target = entry.get("targetPort")
         target_port: int | str | None
-        if isinstance(target, str) and target.isdigit():
-            target_port = int(target)  # IntOrString given as a quoted number
+        if isinstance(target, str) and target.isascii() and target.isdigit():
+            # IntOrString given as a quoted number
+            target_port = fields.integer(int(target), f"{field}.targetPort", low=1, high=_PORT_MAX)
         elif isinstance(target, str):
             target_port = target
         else:

@@ -3,8 +3,9 @@
 Reading files is the shell's job; parsing their text is pure and lives here, so the golden tests
 and ``coxswain compile`` share one loader (STYLE §9). Accepted forms (ARCHITECTURE §2):
 
-- multi-document YAML (``---``), JSON (YAML 1.2 is a superset, but JSON text is parsed by the
-  JSON parser so its errors name the right line);
+- multi-document YAML (``---``), top-level sequences included; JSON (``.json`` files, and
+  standard input that parses as JSON), parsed by the JSON parser so that its errors name the
+  right line, with each object's line taken from the YAML composer;
 - ``kind: List`` and typed lists (``IngressList``…, as the API returns them, whose items carry
   no ``kind``/``apiVersion``: those are filled in from the list);
 - empty documents, which are skipped.
@@ -63,20 +64,28 @@ def parse_manifests(text: str, path: str) -> list[SourcedBody] | ManifestSyntaxE
         text: the file content.
         path: the name to report (``-`` for standard input).
     """
-    stripped = text.lstrip()
-    if path.endswith(".json") or stripped.startswith(("{", "[")):
+    if path.endswith(".json"):
         return _parse_json(text, path)
+    if path == "-" and text.lstrip().startswith(("{", "[")):
+        parsed = _parse_json(text, path)
+        if not isinstance(parsed, ManifestSyntaxError):
+            return parsed
     return _parse_yaml(text, path)
 
 
 def _parse_json(text: str, path: str) -> list[SourcedBody] | ManifestSyntaxError:
+    if not text.strip():
+        return []
     try:
         value = json.loads(text)
     except json.JSONDecodeError as err:
         return ManifestSyntaxError(path, err.lineno, err.msg)
-    line = text[: len(text) - len(text.lstrip())].count("\n") + 1
-    values = value if isinstance(value, list) else [value]
-    return [item for v in values for item in flatten_lists(SourcedBody(v, path, line))]
+    # The JSON parser gives values; the YAML composer (JSON text is YAML) gives their lines.
+    try:
+        node: yaml.Node | None = yaml.compose(text, Loader=_Loader)
+    except yaml.YAMLError:
+        node = None
+    return list(_flatten(value, node, path, 1))
 
 
 def _parse_yaml(text: str, path: str) -> list[SourcedBody] | ManifestSyntaxError:
@@ -88,13 +97,8 @@ def _parse_yaml(text: str, path: str) -> list[SourcedBody] | ManifestSyntaxError
             if node is None:
                 continue
             value = loader.construct_document(node)
-            if value is None:
-                continue
-            line = node.start_mark.line + 1
-            if isinstance(value, Mapping) and isinstance(node, yaml.MappingNode):
-                found.extend(_flatten_yaml(value, node, path, line))
-            else:
-                found.append(SourcedBody(value, path, line))
+            if value is not None:
+                found.extend(_flatten(value, node, path, 1))
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 if mark is not None else 1
@@ -111,33 +115,37 @@ def _yaml_message(err: yaml.MarkedYAMLError) -> str:
     return ", ".join(parts) or "invalid YAML"
 
 
-def _flatten_yaml(
-    value: Mapping[str, Any], node: yaml.MappingNode, path: str, line: int
-) -> Iterator[SourcedBody]:
-    """Like ``flatten_lists``, but each item keeps its own line from the YAML node tree."""
-    if not _is_list(value):
+def flatten_lists(sourced: SourcedBody) -> Iterator[SourcedBody]:
+    """Yield the objects of a ``List``/``*List`` or a sequence (recursively), or the object."""
+    return _flatten(sourced.body, None, sourced.path, sourced.line)
+
+
+def _flatten(value: Any, node: yaml.Node | None, path: str, line: int) -> Iterator[SourcedBody]:
+    """Objects of ``value``, each with its own line when the node tree ``node`` is known."""
+    if node is not None:
+        line = node.start_mark.line + 1
+    if isinstance(value, list):
+        items = value
+    elif isinstance(value, Mapping) and _is_list(value):
+        items = list(_list_items(value))
+        node = (
+            next(
+                (v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == "items"),
+                None,
+            )
+            if isinstance(node, yaml.MappingNode)
+            else None
+        )
+    else:
         yield SourcedBody(value, path, line)
         return
-    items_node = next(
-        (v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == "items"), None
+    nodes: list[Any] = (
+        node.value
+        if isinstance(node, yaml.SequenceNode) and len(node.value) == len(items)
+        else [None] * len(items)
     )
-    lines = (
-        [n.start_mark.line + 1 for n in items_node.value]
-        if isinstance(items_node, yaml.SequenceNode)
-        else []
-    )
-    for index, item in enumerate(_list_items(value)):
-        item_line = lines[index] if index < len(lines) else line
-        yield from flatten_lists(SourcedBody(item, path, item_line))
-
-
-def flatten_lists(sourced: SourcedBody) -> Iterator[SourcedBody]:
-    """Yield the objects of a ``List``/``*List`` (recursively), or the object itself."""
-    if not (isinstance(sourced.body, Mapping) and _is_list(sourced.body)):
-        yield sourced
-        return
-    for item in _list_items(sourced.body):
-        yield from flatten_lists(SourcedBody(item, sourced.path, sourced.line))
+    for item, item_node in zip(items, nodes, strict=True):
+        yield from _flatten(item, item_node, path, line)
 
 
 def _is_list(value: Mapping[str, Any]) -> bool:
@@ -154,6 +162,6 @@ def _list_items(value: Mapping[str, Any]) -> Iterator[object]:
     item_kind = kind[: -len("List")] if kind != "List" else None
     api_version = value.get("apiVersion")
     for item in items:
-        if item_kind and isinstance(item, Mapping) and "kind" not in item:
+        if item_kind and isinstance(item, Mapping):
             item = {"kind": item_kind, "apiVersion": api_version, **item}
         yield item

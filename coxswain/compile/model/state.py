@@ -121,7 +121,7 @@ def build_state(bodies: Iterable[object]) -> ClusterState:
             problems.append(result.diagnostic)
         elif isinstance(result, Decoded):
             key = result.obj.meta.key
-            canonical = json.dumps(body, sort_keys=True, default=str)
+            canonical = json.dumps(_string_keys(body), sort_keys=True, default=str)
             if key in chosen:
                 duplicates[key] += 1
                 if canonical <= chosen[key][0]:
@@ -166,3 +166,12 @@ _Kind = TypeVar("_Kind", Ingress, IngressClass, Service, EndpointSlice, Secret, 
 
 def _table(objects: list[StateObject], kind: type[_Kind]) -> PMap[ObjectKey, _Kind]:
     return pmap({obj.meta.key: obj for obj in objects if isinstance(obj, kind)})
+
+
+def _string_keys(value: object) -> object:
+    """``value`` with every mapping key made a string, so that any YAML body can be ordered."""
+    if isinstance(value, dict):
+        return {str(k): _string_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_string_keys(v) for v in value]
+    return value

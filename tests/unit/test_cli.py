@@ -1,0 +1,500 @@
+"""The command line, run as users run it: ``python -m coxswain`` in a subprocess (ARCHITECTURE §7).
+
+Manifests and the compiled snapshot are generated once per module; each test then runs one or
+two commands against them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+ROUTE_KEYS = {
+    "matched",
+    "status",
+    "route",
+    "backends",
+    "mirrors",
+    "redirect",
+    "host",
+    "path",
+    "request_headers",
+    "response_headers",
+    "timeouts",
+    "reason",
+}
+SNAPSHOT_KEYS = {
+    "version",
+    "scope",
+    "ingress",
+    "gateways",
+    "tls",
+    "client_certs",
+    "listener_health",
+    "endpoints",
+}
+DIAGNOSTIC_LINE = re.compile(
+    r"^(?P<file>.+):(?P<line>\d+): (?P<severity>error|warning): (?P<kind>\w+) (?P<ref>\S+) "
+    r"(?P<field>\S+): (?P<message>.+) \((?P<reason>[A-Za-z]+)\)$"
+)
+
+
+def run(*args: str, stdin: str | None = None, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "coxswain", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=60,
+        check=False,
+    )
+
+
+def documents(*docs: dict[str, Any]) -> str:
+    return "---\n".join(yaml.safe_dump(d, sort_keys=False) for d in docs)
+
+
+# --- manifests ----------------------------------------------------------------------------------
+
+INGRESS_CLASS = {
+    "apiVersion": "networking.k8s.io/v1",
+    "kind": "IngressClass",
+    "metadata": {"name": "coxswain"},
+    "spec": {"controller": "coxswain-labs.dev/ingress-controller"},
+}
+
+
+def service_path(p: str, service: str, port: Any) -> dict[str, Any]:
+    return {
+        "path": p,
+        "pathType": "Prefix",
+        "backend": {"service": {"name": service, "port": port}},
+    }
+
+
+DEMO_INGRESS = {
+    "apiVersion": "networking.k8s.io/v1",
+    "kind": "Ingress",
+    "metadata": {"name": "demo", "namespace": "apps"},
+    "spec": {
+        "ingressClassName": "coxswain",
+        "tls": [{"hosts": ["secure.example.com"], "secretName": "secure-cert"}],
+        "rules": [
+            {
+                "host": "secure.example.com",
+                "http": {
+                    "paths": [
+                        service_path("/", "web", {"name": "http"}),
+                        service_path("/api", "api", {"number": 8080}),
+                        service_path("/broken", "api", "8080"),
+                    ]
+                },
+            },
+            {
+                "host": "plain.example.com",
+                "http": {
+                    "paths": [
+                        service_path("/", "web", {"number": 80}),
+                        service_path("/gone", "missing", {"number": 80}),
+                    ]
+                },
+            },
+        ],
+    },
+}
+
+
+def service(name: str, port: int, port_name: str, address: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "namespace": "apps"},
+            "spec": {"ports": [{"name": port_name, "port": port, "targetPort": 9000}]},
+        },
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": f"{name}-x1",
+                "namespace": "apps",
+                "labels": {"kubernetes.io/service-name": name},
+            },
+            "addressType": "IPv4",
+            "ports": [{"name": port_name, "port": 9000}],
+            "endpoints": [{"addresses": [address]}],
+        },
+    ]
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+    manifests: Path
+    ingress_file: Path
+    ingress_line: int
+    snapshot: Path
+    compiled: subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    root = tmp_path_factory.mktemp("cli")
+    manifests = root / "manifests"
+    (manifests / "nested" / "deeper").mkdir(parents=True)
+    leaf = trustme.CA().issue_cert("secure.example.com")
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "secure-cert", "namespace": "apps"},
+        "type": "kubernetes.io/tls",
+        "stringData": {
+            "tls.crt": b"".join(p.bytes() for p in leaf.cert_chain_pems).decode(),
+            "tls.key": leaf.private_key_pem.bytes().decode(),
+        },
+    }
+    classes = documents(INGRESS_CLASS)
+    ingress_file = manifests / "ingress.yaml"
+    ingress_file.write_text(f"# routes\n{classes}---\n{documents(DEMO_INGRESS)}")
+    ingress_line = classes.count("\n") + 3  # the comment, the class, the separator
+    (manifests / "nested" / "services.yml").write_text(
+        documents(*service("web", 80, "http", "10.0.0.1"), *service("api", 8080, "", "10.0.0.2"))
+    )
+    (manifests / "nested" / "deeper" / "secret.json").write_text(json.dumps(secret, indent=2))
+    (manifests / "nested" / "configmap.yaml").write_text(
+        documents({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}})
+    )
+    (manifests / "README.md").write_text("not: [a manifest\n")
+    compiled = run("compile", "-f", str(manifests))
+    snapshot = root / "snapshot.json"
+    snapshot.write_text(compiled.stdout)
+    return Workspace(root, manifests, ingress_file, ingress_line, snapshot, compiled)
+
+
+def all_files(workspace: Workspace) -> list[Path]:
+    return sorted(
+        p for p in workspace.manifests.rglob("*") if p.suffix in (".yaml", ".yml", ".json")
+    )
+
+
+# --- compile ------------------------------------------------------------------------------------
+
+
+def test_compile_prints_a_sorted_json_snapshot_and_exits_0_despite_diagnostics(workspace):
+    result = workspace.compiled
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert result.stdout == json.dumps(data, sort_keys=True, indent=2) + "\n"
+    assert set(data) == SNAPSHOT_KEYS
+    assert data["version"].startswith("sha256:")
+    assert data["scope"] == "shared"
+    assert sorted(data["ingress"]["hosts"]) == ["plain.example.com", "secure.example.com"]
+    assert list(data["tls"]["443"]) == ["secure.example.com"]
+    assert data["endpoints"]["apps/web/80"] == [{"address": "10.0.0.1", "port": 9000}]
+    assert data["endpoints"]["apps/api/8080"] == [{"address": "10.0.0.2", "port": 9000}]
+    assert result.stderr.strip()
+
+
+def test_compile_diagnostics_name_file_line_object_field_and_reason(workspace):
+    lines = workspace.compiled.stderr.splitlines()
+    parsed = [m.groupdict() for line in lines if (m := DIAGNOSTIC_LINE.match(line))]
+    broken = [d for d in parsed if d["field"] == "spec.rules[0].http.paths[2].backend.service.port"]
+    assert broken, lines
+    assert broken[0]["file"] == str(workspace.ingress_file)
+    assert int(broken[0]["line"]) == workspace.ingress_line
+    assert (broken[0]["kind"], broken[0]["ref"]) == ("Ingress", "apps/demo")
+    assert broken[0]["severity"] == "error"
+    missing = [d for d in parsed if d["reason"] == "BackendNotFound"]
+    assert [d["field"] for d in missing] == ["spec.rules[1].http.paths[1].backend.service"]
+    # Findings about the input as a whole have no file.
+    assert any(line.startswith("warning: input: ") and "ConfigMap" in line for line in lines)
+
+
+def test_compile_reads_files_given_one_by_one_the_same_as_their_directory(workspace):
+    files = [str(p) for p in all_files(workspace)]
+    result = run("compile", "-f", files[0], "-f", *files[1:])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == workspace.compiled.stdout
+
+
+def test_compile_output_is_byte_identical_when_the_input_order_is_permuted(tmp_path):
+    older = {**DEMO_INGRESS, "metadata": {"name": "aaa", "namespace": "apps"}}
+    newer = {**DEMO_INGRESS, "metadata": {"name": "zzz", "namespace": "apps"}}
+    web_a, slice_a = service("web", 80, "http", "10.0.0.1")
+    web_b = {**web_a, "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 9001}]}}
+    files = {
+        "one.yaml": documents(INGRESS_CLASS, newer, web_a),
+        "two.yaml": documents(older, slice_a),
+        "three.json": json.dumps({"apiVersion": "v1", "kind": "List", "items": [web_b]}),
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    forward = run("compile", "-f", "one.yaml", "two.yaml", "three.json", cwd=tmp_path)
+    backward = run("compile", "-f", "three.json", "-f", "two.yaml", "one.yaml", cwd=tmp_path)
+    assert forward.returncode == backward.returncode == 0
+    assert forward.stdout == backward.stdout
+    assert json.loads(forward.stdout)["ingress"]["hosts"]
+
+
+def test_compile_reads_standard_input_when_the_path_is_a_dash(workspace):
+    text = "---\n".join(p.read_text() for p in all_files(workspace) if p.suffix != ".json")
+    secret = json.loads((workspace.manifests / "nested" / "deeper" / "secret.json").read_text())
+    text += "---\n" + yaml.safe_dump(secret)
+    result = run("compile", "-f", "-", stdin=text)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == workspace.compiled.stdout
+    located = [line for line in result.stderr.splitlines() if DIAGNOSTIC_LINE.match(line)]
+    assert located
+    assert all(line.startswith("-:") for line in located)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "line"),
+    [
+        ("bad.yaml", "apiVersion: v1\nkind: Service\nmetadata:\n  name: x\n  labels: a: b\n", 5),
+        ("bad.json", '{\n  "apiVersion": "v1",\n  "kind": "Service",\n  "metadata": {,}\n}\n', 4),
+    ],
+)
+def test_compile_exits_2_with_file_and_line_and_no_output_when_syntax_is_broken(
+    workspace, tmp_path, name, text, line
+):
+    bad = tmp_path / "sub" / name
+    bad.parent.mkdir()
+    bad.write_text(text)
+    result = run("compile", "-f", str(workspace.manifests), str(tmp_path))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert f"{bad}:{line}: " in result.stderr
+
+
+def test_compile_exits_2_with_no_output_when_a_path_is_missing(workspace, tmp_path):
+    missing = tmp_path / "nope.yaml"
+    result = run("compile", "-f", str(workspace.manifests), str(missing))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert str(missing) in result.stderr
+
+
+def test_compile_prints_yaml_with_the_same_content_when_asked(workspace):
+    result = run("compile", "-f", str(workspace.manifests), "-o", "yaml")
+    assert result.returncode == 0, result.stderr
+    assert yaml.safe_load(result.stdout) == json.loads(workspace.compiled.stdout)
+    assert "-----BEGIN CERTIFICATE-----" in result.stdout
+
+
+def test_compile_emits_diagnostics_as_data_when_asked(workspace):
+    result = run("compile", "-f", str(workspace.manifests), "--emit", "diagnostics")
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert isinstance(found, list)
+    assert found
+    for item in found:
+        assert set(item) == {"kind", "namespace", "name", "field", "severity", "reason", "message"}
+        assert item["severity"] in ("error", "warning")
+    assert {
+        "kind": "Ingress",
+        "namespace": "apps",
+        "name": "demo",
+        "field": "spec.rules[1].http.paths[1].backend.service",
+        "severity": "error",
+        "reason": "BackendNotFound",
+    }.items() <= next(d for d in found if d["reason"] == "BackendNotFound").items()
+    assert any(d["kind"] is None and d["reason"] == "UnrecognisedKind" for d in found)
+
+
+# --- route --------------------------------------------------------------------------------------
+
+
+def route(workspace: Workspace, *args: str) -> dict[str, Any]:
+    result = run("route", "--snapshot", str(workspace.snapshot), "-o", "json", *args)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert result.stdout == json.dumps(data, sort_keys=True, indent=2) + "\n"
+    return data
+
+
+def assert_contract_types(data: dict[str, Any]) -> None:
+    assert set(data) == ROUTE_KEYS
+    assert isinstance(data["matched"], bool)
+    assert data["status"] is None or type(data["status"]) is int
+    assert data["route"] is None or set(data["route"]) == {"kind", "namespace", "name", "rule"}
+    assert isinstance(data["backends"], list)
+    for backend in data["backends"]:
+        assert set(backend) == {"namespace", "service", "port", "weight", "valid", "endpoints"}
+        assert type(backend["port"]) is int
+        assert type(backend["weight"]) is int
+        assert isinstance(backend["valid"], bool)
+        assert all(isinstance(e, str) and ":" in e for e in backend["endpoints"])
+    assert isinstance(data["mirrors"], list)
+    assert data["redirect"] is None or set(data["redirect"]) == {"location"}
+    assert isinstance(data["host"], str)
+    assert isinstance(data["path"], str)
+    assert isinstance(data["request_headers"], dict)
+    for name, values in data["request_headers"].items():
+        assert name == name.lower()
+        assert isinstance(values, list)
+        assert all(isinstance(v, str) for v in values)
+    assert set(data["response_headers"]) == {"set", "add", "remove"}
+    assert isinstance(data["response_headers"]["set"], dict)
+    assert isinstance(data["response_headers"]["add"], dict)
+    assert isinstance(data["response_headers"]["remove"], list)
+    assert set(data["timeouts"]) == {"request", "backend_request"}
+    assert all(v is None or isinstance(v, int | float) for v in data["timeouts"].values())
+    assert isinstance(data["reason"], str)
+    assert data["reason"]
+
+
+def test_route_json_has_the_contract_fields_when_forwarded(workspace):
+    data = route(workspace, "--port", "443", "GET", "https://secure.example.com/api/users?id=7")
+    assert_contract_types(data)
+    assert data["matched"] is True
+    assert data["status"] is None
+    assert data["route"] == {
+        "kind": "Ingress",
+        "namespace": "apps",
+        "name": "demo",
+        "rule": "spec.rules[0].http.paths[1]",
+    }
+    assert data["backends"] == [
+        {
+            "namespace": "apps",
+            "service": "api",
+            "port": 8080,
+            "weight": 1,
+            "valid": True,
+            "endpoints": ["10.0.0.2:9000"],
+        }
+    ]
+    assert data["redirect"] is None
+    assert (data["host"], data["path"]) == ("secure.example.com", "/api/users?id=7")
+    assert data["request_headers"]["host"] == ["secure.example.com"]
+    assert data["request_headers"]["x-forwarded-proto"] == ["https"]
+
+
+def test_route_json_has_the_contract_fields_when_redirected(workspace):
+    data = route(workspace, "--port", "80", "GET", "http://secure.example.com/a?b=1")
+    assert_contract_types(data)
+    assert (data["matched"], data["status"]) == (True, 308)
+    assert data["redirect"] == {"location": "https://secure.example.com/a?b=1"}
+
+
+def test_route_json_has_the_contract_fields_when_nothing_matches(workspace):
+    data = route(workspace, "--port", "80", "GET", "http://nowhere.example.org/")
+    assert_contract_types(data)
+    assert (data["matched"], data["status"], data["route"]) == (False, 404, None)
+    assert data["backends"] == []
+    assert data["redirect"] is None
+
+
+def test_route_json_reports_503_and_the_invalid_backend_when_the_service_is_missing(workspace):
+    data = route(workspace, "--port", "80", "GET", "http://plain.example.com/gone")
+    assert_contract_types(data)
+    assert (data["matched"], data["status"]) == (True, 503)
+    assert data["backends"][0]["valid"] is False
+    assert data["backends"][0]["endpoints"] == []
+
+
+def test_route_host_header_overrides_the_url_host(workspace):
+    data = route(
+        workspace,
+        "--port",
+        "443",
+        "-H",
+        "Host: secure.example.com",
+        "-H",
+        "X-Custom: 1",
+        "GET",
+        "https://127.0.0.1/",
+    )
+    assert data["matched"] is True
+    assert data["status"] is None
+    assert data["host"] == "secure.example.com"
+    assert data["request_headers"]["host"] == ["secure.example.com"]
+    assert data["request_headers"]["x-custom"] == ["1"]
+
+
+def test_route_maps_the_configured_ingress_http_port_to_the_ingress_table(workspace):
+    data = route(
+        workspace,
+        "--ingress-http-port",
+        "8080",
+        "--port",
+        "8080",
+        "GET",
+        "http://plain.example.com/",
+    )
+    assert (data["matched"], data["status"]) == (True, None)
+    assert data["backends"][0]["service"] == "web"
+
+
+def test_route_default_port_is_not_an_ingress_port_when_ingress_http_port_is_moved(workspace):
+    data = route(
+        workspace, "--ingress-http-port", "8080", "--port", "80", "GET", "http://plain.example.com/"
+    )
+    assert (data["matched"], data["status"]) == (False, 404)
+
+
+def test_route_prints_text_by_default(workspace):
+    result = run(
+        "route", "--snapshot", str(workspace.snapshot), "--port", "80", "GET", "http://x.example/"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("status:   404\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("missing.json", None),
+        ("garbage.json", "this is not json"),
+        ("list.json", "[]"),
+        ("wrong-type.json", '{"version": 1, "scope": "shared", "ingress": {}}'),
+        ("bad-scope.json", '{"version": "v", "scope": "nope", "ingress": {"hosts": {}}}'),
+    ],
+)
+def test_route_exits_2_without_output_when_the_snapshot_is_unreadable(tmp_path, name, content):
+    snapshot = tmp_path / name
+    if content is not None:
+        snapshot.write_text(content)
+    result = run("route", "--snapshot", str(snapshot), "--port", "80", "GET", "http://a/")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert name in result.stderr
+
+
+def test_route_exits_2_when_the_url_is_not_http(workspace):
+    result = run("route", "--snapshot", str(workspace.snapshot), "--port", "80", "GET", "ftp://a/")
+    assert result.returncode == 2
+    assert result.stdout == ""
+
+
+# --- help and version ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "example"),
+    [("compile", "coxswain compile -f"), ("route", "coxswain route --snapshot")],
+)
+def test_help_shows_an_example(command, example):
+    result = run(command, "--help")
+    assert result.returncode == 0
+    assert "example" in result.stdout.lower()
+    assert example in result.stdout
+
+
+def test_version_is_printed():
+    result = run("--version")
+    assert result.returncode == 0
+    assert re.fullmatch(r"coxswain \d+\.\d+\.\d+\S*\n", result.stdout)

@@ -1,0 +1,690 @@
+"""decode_object: raw API bodies → typed objects, diagnostics naming the field; never raises."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+from typing import Any
+
+import pytest
+import trustme
+
+from coxswain.compile import build_state
+from coxswain.compile.diagnostics import Diagnostic, Severity
+from coxswain.compile.model.decode import Decoded, Malformed, Unrecognised, decode_object
+from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.model.manifests import parse_manifests
+from coxswain.compile.model.objects import (
+    EndpointSlice,
+    Ingress,
+    IngressClass,
+    Namespace,
+    Secret,
+    Service,
+)
+
+NETWORKING = "networking.k8s.io/v1"
+
+
+def body(kind: str, name: str = "x", *, api: str = "v1", ns: str | None = None, **top: Any):
+    metadata: dict[str, Any] = {"name": name}
+    if ns is not None:
+        metadata["namespace"] = ns
+    return {"apiVersion": api, "kind": kind, "metadata": metadata, **top}
+
+
+def decoded(raw: object) -> Any:
+    result = decode_object(raw)
+    assert isinstance(result, Decoded), result
+    return result.obj
+
+
+def fields_of(obj: Any) -> list[str]:
+    return [d.field for d in obj.diagnostics]
+
+
+def find(obj: Any, field: str) -> list[Diagnostic]:
+    return [d for d in obj.diagnostics if d.field == field]
+
+
+def backend(service: str = "svc", port: object = None) -> dict[str, Any]:
+    return {"service": {"name": service, "port": {"number": 80} if port is None else port}}
+
+
+def path(p: str = "/", path_type: str = "Prefix", **extra: Any) -> dict[str, Any]:
+    return {"path": p, "pathType": path_type, "backend": backend(), **extra}
+
+
+def ingress(spec: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    raw = body("Ingress", "web", api=NETWORKING, ns="apps", spec=spec)
+    raw["metadata"].update(meta)
+    return raw
+
+
+@pytest.fixture(scope="module")
+def keypair_pem() -> tuple[bytes, bytes]:
+    ca = trustme.CA()
+    cert = ca.issue_cert("secure.example.com", "*.wild.example.com")
+    return b"".join(p.bytes() for p in cert.cert_chain_pems), cert.private_key_pem.bytes()
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+# --- recognition --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "cls", "key"),
+    [
+        (
+            body("Ingress", "i", api=NETWORKING, ns="apps"),
+            Ingress,
+            ObjectKey("Ingress", "apps", "i"),
+        ),
+        (
+            body("IngressClass", "c", api=NETWORKING),
+            IngressClass,
+            ObjectKey("IngressClass", "", "c"),
+        ),
+        (body("Service", "s", ns="apps"), Service, ObjectKey("Service", "apps", "s")),
+        (
+            body("EndpointSlice", "e", api="discovery.k8s.io/v1", ns="apps"),
+            EndpointSlice,
+            ObjectKey("EndpointSlice", "apps", "e"),
+        ),
+        (body("Secret", "t", ns="apps"), Secret, ObjectKey("Secret", "apps", "t")),
+        (body("Namespace", "n"), Namespace, ObjectKey("Namespace", "", "n")),
+    ],
+)
+def test_every_kind_is_decoded_with_its_key(raw, cls, key):
+    obj = decoded(raw)
+    assert type(obj) is cls
+    assert obj.meta.key == key
+    assert obj.diagnostics == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "api"),
+    [
+        ("Ingress", NETWORKING),
+        ("Service", "v1"),
+        ("EndpointSlice", "discovery.k8s.io/v1"),
+        ("Secret", "v1"),
+    ],
+)
+def test_namespace_defaults_to_default_when_a_namespaced_object_has_none(kind, api):
+    assert decoded(body(kind, api=api)).meta.key.namespace == "default"
+    assert decoded(body(kind, api=api, ns="")).meta.key.namespace == "default"
+
+
+@pytest.mark.parametrize(("kind", "api"), [("IngressClass", NETWORKING), ("Namespace", "v1")])
+def test_namespace_is_empty_when_the_kind_is_cluster_scoped_even_if_one_is_given(kind, api):
+    assert decoded(body(kind, api=api, ns="somewhere")).meta.key.namespace == ""
+
+
+@pytest.mark.parametrize(
+    ("kind", "api"),
+    [
+        ("Ingress", "networking.k8s.io/v1beta1"),
+        ("Ingress", "extensions/v1beta1"),
+        ("Ingress", "v1"),
+        ("Service", "v2"),
+        ("Service", "example.com/v1"),
+        ("ConfigMap", "v1"),
+        ("Deployment", "apps/v1"),
+        ("Gateway", "gateway.networking.k8s.io/v1"),
+        ("EndpointSlice", "discovery.k8s.io/v1beta1"),
+    ],
+)
+def test_unrecognised_when_kind_or_api_version_is_not_read(kind, api):
+    assert decode_object(body(kind, api=api)) == Unrecognised(kind, api)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        None,
+        "a string",
+        42,
+        ["kind", "Service"],
+        {"apiVersion": "v1", "metadata": {"name": "x"}},
+        {"apiVersion": "v1", "kind": "", "metadata": {"name": "x"}},
+        {"apiVersion": "v1", "kind": 7, "metadata": {"name": "x"}},
+        {"kind": "Service", "metadata": {"name": "x"}},
+        {"apiVersion": 1, "kind": "Service", "metadata": {"name": "x"}},
+        {"apiVersion": "v1", "kind": "Service"},
+        {"apiVersion": "v1", "kind": "Service", "metadata": "x"},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"namespace": "a"}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": ""}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": 5}},
+    ],
+)
+def test_malformed_when_the_body_is_not_an_object_or_lacks_kind_or_name(raw):
+    result = decode_object(raw)
+    assert isinstance(result, Malformed), result
+    assert result.diagnostic.reason == "MalformedObject"
+    assert result.diagnostic.severity is Severity.ERROR
+    assert result.diagnostic.key is None
+    assert result.diagnostic.message
+
+
+# --- wrong field types --------------------------------------------------------------------------
+
+
+def test_wrong_port_type_names_the_exact_field_and_keeps_the_other_paths():
+    obj = decoded(
+        ingress(
+            {
+                "rules": [
+                    {
+                        "host": "a.example.com",
+                        "http": {
+                            "paths": [
+                                path("/ok"),
+                                {
+                                    "path": "/bad",
+                                    "pathType": "Prefix",
+                                    "backend": backend(port="80"),
+                                },
+                                path("/also-ok", "Exact"),
+                            ]
+                        },
+                    }
+                ]
+            }
+        )
+    )
+    field = "spec.rules[0].http.paths[1].backend.service.port"
+    problems = find(obj, field)
+    assert problems, obj.diagnostics
+    assert problems[0].reason == "InvalidField"
+    assert "str" in problems[0].message
+    assert all(d.key == ObjectKey("Ingress", "apps", "web") for d in obj.diagnostics)
+    assert [(p.path, p.path_type) for p in obj.rules[0].paths] == [
+        ("/ok", "Prefix"),
+        ("/also-ok", "Exact"),
+    ]
+    assert obj.rules[0].paths[1].field == "spec.rules[0].http.paths[2]"
+
+
+def test_port_number_as_a_string_is_refused_with_the_number_field_named():
+    bad = {**path("/b"), "backend": backend(port={"number": "80"})}
+    obj = decoded(ingress({"rules": [{"http": {"paths": [path("/a"), bad]}}]}))
+    assert [p.path for p in obj.rules[0].paths] == ["/a"]
+    assert "spec.rules[0].http.paths[1].backend.service.port.number" in fields_of(obj)
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"rules": {"host": "a"}}, "spec.rules"),
+        ({"rules": ["not a rule"]}, "spec.rules[0]"),
+        ({"rules": [{"host": 5}]}, "spec.rules[0].host"),
+        ({"rules": [{"http": []}]}, "spec.rules[0].http"),
+        ({"rules": [{"http": {"paths": "x"}}]}, "spec.rules[0].http.paths"),
+        (
+            {"rules": [{"http": {"paths": [{**path(), "pathType": 3}]}}]},
+            "spec.rules[0].http.paths[0].pathType",
+        ),
+        (
+            {"rules": [{"http": {"paths": [{**path(), "path": ["/"]}]}}]},
+            "spec.rules[0].http.paths[0].path",
+        ),
+        ({"ingressClassName": True}, "spec.ingressClassName"),
+        ({"tls": [{"hosts": "a.example.com"}]}, "spec.tls[0].hosts"),
+        ({"tls": [{"hosts": [1]}]}, "spec.tls[0].hosts[0]"),
+        ({"tls": [{"secretName": {}}]}, "spec.tls[0].secretName"),
+        ({"defaultBackend": "svc"}, "spec.defaultBackend"),
+    ],
+)
+def test_wrong_ingress_field_type_is_reported_with_its_path(spec, field):
+    obj = decoded(ingress(spec))
+    assert field in fields_of(obj), obj.diagnostics
+    assert obj.meta.key == ObjectKey("Ingress", "apps", "web")
+
+
+def test_spec_that_is_not_an_object_is_reported_and_the_object_still_decodes():
+    obj = decoded(body("Service", "s", spec=["ports"]))
+    assert fields_of(obj) == ["spec"]
+    assert obj.ports == []
+
+
+def test_bad_label_and_annotation_entries_are_reported_and_good_ones_kept():
+    raw = body("Namespace", "n")
+    raw["metadata"]["labels"] = {"team": "a", "count": 3}
+    raw["metadata"]["annotations"] = {"note": None, "ok": "yes"}
+    obj = decoded(raw)
+    assert dict(obj.meta.labels) == {"team": "a"}
+    assert dict(obj.meta.annotations) == {"ok": "yes"}
+    assert fields_of(obj) == ["metadata.labels['count']", "metadata.annotations['note']"]
+
+
+@pytest.mark.parametrize("generation", [-1, True, "3", 1.5])
+def test_bad_generation_is_reported_when_not_a_non_negative_integer(generation):
+    raw = body("Namespace", "n")
+    raw["metadata"]["generation"] = generation
+    obj = decoded(raw)
+    assert fields_of(obj) == ["metadata.generation"]
+    assert obj.meta.generation == 0
+
+
+def test_metadata_fields_are_read_when_present():
+    raw = body("Namespace", "n")
+    raw["metadata"].update(uid="u-1", generation=4, labels={"a": "b"})
+    meta = decoded(raw).meta
+    assert (meta.uid, meta.generation, dict(meta.labels)) == ("u-1", 4, {"a": "b"})
+
+
+# --- Ingress ------------------------------------------------------------------------------------
+
+
+def test_ingress_fields_are_decoded_with_api_server_defaults():
+    obj = decoded(
+        ingress(
+            {
+                "ingressClassName": "coxswain",
+                "defaultBackend": backend("fallback", {"name": "http"}),
+                "rules": [
+                    {
+                        "host": "Shop.Example.COM",
+                        "http": {
+                            "paths": [
+                                {"backend": backend()},
+                                {"path": "/e", "pathType": "Exact", "backend": backend()},
+                            ]
+                        },
+                    },
+                    {"host": "*.wild.example.com"},
+                ],
+                "tls": [{"hosts": ["Shop.Example.com"], "secretName": "cert"}, {}],
+            },
+            annotations={"kubernetes.io/ingress.class": "legacy"},
+        )
+    )
+    assert obj.class_name == "coxswain"
+    assert obj.legacy_class == "legacy"
+    assert obj.default_backend.service.name == "fallback"
+    assert obj.default_backend.service.port_name == "http"
+    assert obj.default_backend.field == "spec.defaultBackend"
+    first, second = obj.rules
+    assert first.host == "shop.example.com"
+    assert [(p.path, p.path_type) for p in first.paths] == [
+        ("/", "ImplementationSpecific"),
+        ("/e", "Exact"),
+    ]
+    assert first.paths[0].backend.service.port_number == 80
+    assert second.host == "*.wild.example.com"
+    assert second.paths == []
+    assert [list(t.hosts) for t in obj.tls] == [["shop.example.com"], []]
+    assert [t.secret_name for t in obj.tls] == ["cert", None]
+    assert obj.diagnostics == []
+
+
+@pytest.mark.parametrize(
+    ("item", "field", "reason"),
+    [
+        (
+            {**path(), "pathType": "Regex"},
+            "spec.rules[0].http.paths[0].pathType",
+            "UnsupportedPathType",
+        ),
+        ({**path(), "path": "relative"}, "spec.rules[0].http.paths[0].path", "InvalidPath"),
+        ({**path(), "path": "/a b"}, "spec.rules[0].http.paths[0].path", "InvalidPath"),
+        ({**path(), "path": "/a?q=1"}, "spec.rules[0].http.paths[0].path", "InvalidPath"),
+        (
+            {"path": "/", "pathType": "Prefix"},
+            "spec.rules[0].http.paths[0].backend",
+            "MissingBackend",
+        ),
+        (
+            {**path(), "backend": {**backend(), "resource": {"kind": "Bucket", "name": "b"}}},
+            "spec.rules[0].http.paths[0].backend",
+            "InvalidBackend",
+        ),
+        (
+            {**path(), "backend": backend(port={"number": 80, "name": "http"})},
+            "spec.rules[0].http.paths[0].backend.service.port",
+            "InvalidBackend",
+        ),
+        (
+            {**path(), "backend": backend(port={"number": 70000})},
+            "spec.rules[0].http.paths[0].backend.service.port.number",
+            "InvalidField",
+        ),
+        (
+            {**path(), "backend": {"service": {"port": {"number": 80}}}},
+            "spec.rules[0].http.paths[0].backend.service.name",
+            "InvalidBackend",
+        ),
+    ],
+)
+def test_unusable_path_is_dropped_and_reported_when_invalid(item, field, reason):
+    obj = decoded(ingress({"rules": [{"http": {"paths": [item, path("/kept")]}}]}))
+    assert [p.path for p in obj.rules[0].paths] == ["/kept"]
+    assert (field, reason) in [(d.field, d.reason) for d in obj.diagnostics]
+
+
+def test_resource_backend_is_kept_for_the_compiler_to_report():
+    resource = {"resource": {"apiGroup": "k8s.example.com", "kind": "Bucket", "name": "b"}}
+    obj = decoded(ingress({"rules": [{"http": {"paths": [{**path(), "backend": resource}]}}]}))
+    assert obj.rules[0].paths[0].backend.resource == "Bucket/b"
+    assert obj.rules[0].paths[0].backend.service is None
+
+
+@pytest.mark.parametrize(
+    "host", ["1.2.3.4", "bad_host.example.com", "a..b", "*", "*.*.example.com"]
+)
+def test_rule_with_an_invalid_host_is_dropped_and_reported(host):
+    obj = decoded(ingress({"rules": [{"host": host}, {"host": "ok.example.com"}]}))
+    assert [r.host for r in obj.rules] == ["ok.example.com"]
+    assert [(d.field, d.reason) for d in obj.diagnostics] == [
+        ("spec.rules[0].host", "InvalidHostname")
+    ]
+
+
+# --- creationTimestamp --------------------------------------------------------------------------
+
+
+def created(value: object) -> tuple[str, list[Diagnostic]]:
+    raw = body("Namespace", "n")
+    raw["metadata"]["creationTimestamp"] = value
+    obj = decoded(raw)
+    return obj.meta.created, list(obj.diagnostics)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2024-01-02T03:04:05Z", "2024-01-02T03:04:05.000000Z"),
+        ("2024-01-02T03:04:05.25Z", "2024-01-02T03:04:05.250000Z"),
+        ("2024-01-02T03:04:05+02:00", "2024-01-02T01:04:05.000000Z"),
+        ("2024-01-02T00:30:00-01:00", "2024-01-02T01:30:00.000000Z"),
+        (dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.UTC), "2024-01-02T03:04:05.000000Z"),
+        (
+            dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.timezone(dt.timedelta(hours=-5))),
+            "2024-01-02T08:04:05.000000Z",
+        ),
+        (dt.datetime(2024, 1, 2, 3, 4, 5), "2024-01-02T03:04:05.000000Z"),
+    ],
+)
+def test_creation_timestamp_is_normalised_to_utc_when_valid(value, expected):
+    assert created(value) == (expected, [])
+
+
+def test_creation_timestamp_from_unquoted_yaml_is_normalised():
+    text = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: n\n"
+    text += "  creationTimestamp: 2024-01-02T05:04:05+02:00\n"
+    parsed = parse_manifests(text, "ns.yaml")
+    assert isinstance(parsed, list)
+    assert isinstance(parsed[0].body["metadata"]["creationTimestamp"], dt.datetime)
+    assert decoded(parsed[0].body).meta.created == "2024-01-02T03:04:05.000000Z"
+
+
+def test_creation_timestamps_sort_as_time_when_offsets_differ():
+    later, _ = created("2024-01-02T00:30:00-01:00")  # 01:30 UTC
+    earlier, _ = created("2024-01-02T02:00:00+01:00")  # 01:00 UTC
+    assert earlier < later
+
+
+def test_creation_timestamp_is_empty_when_absent():
+    assert created(None) == ("", [])
+
+
+@pytest.mark.parametrize("value", ["yesterday", "2024-13-45T00:00:00Z", "not a time at all"])
+def test_creation_timestamp_garbage_gives_a_warning_when_unparseable(value):
+    text, found = created(value)
+    assert text == ""
+    assert [(d.field, d.severity, d.reason) for d in found] == [
+        ("metadata.creationTimestamp", Severity.WARNING, "InvalidField")
+    ]
+
+
+def test_creation_timestamp_of_the_wrong_type_is_reported():
+    text, found = created(12345)
+    assert text == ""
+    assert [d.field for d in found] == ["metadata.creationTimestamp"]
+
+
+@pytest.mark.parametrize("value", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_decode_does_not_raise_when_a_timestamp_overflows_in_utc(value):
+    text, found = created(value)
+    assert text == ""
+    assert [d.field for d in found] == ["metadata.creationTimestamp"]
+
+
+# --- Services and EndpointSlices ----------------------------------------------------------------
+
+
+def test_service_ports_and_status_are_decoded():
+    obj = decoded(
+        body(
+            "Service",
+            "web",
+            ns="apps",
+            spec={
+                "type": "LoadBalancer",
+                "clusterIP": "10.0.0.1",
+                "ports": [
+                    {"name": "http", "port": 80, "targetPort": 8080},
+                    {"name": "https", "port": 443, "targetPort": "8443", "protocol": "TCP"},
+                    {"port": 9000, "targetPort": "metrics"},
+                    {"name": "no-number"},
+                    {"port": 53, "protocol": "UDP"},
+                ],
+            },
+            status={"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}, {"hostname": "lb.example"}]}},
+        )
+    )
+    assert obj.type == "LoadBalancer"
+    assert obj.cluster_ip == "10.0.0.1"
+    assert [(p.name, p.port, p.target_port, p.protocol) for p in obj.ports] == [
+        ("http", 80, 8080, "TCP"),
+        ("https", 443, 8443, "TCP"),
+        ("", 9000, "metrics", "TCP"),
+        ("", 53, None, "UDP"),
+    ]
+    assert list(obj.load_balancer) == ["1.2.3.4", "lb.example"]
+    assert fields_of(obj) == ["spec.ports[3].port"]
+
+
+def test_service_type_defaults_to_cluster_ip_and_external_name_is_read():
+    assert decoded(body("Service", "s")).type == "ClusterIP"
+    external = decoded(body("Service", "s", spec={"type": "ExternalName", "externalName": "a.b"}))
+    assert (external.type, external.external_name) == ("ExternalName", "a.b")
+
+
+def test_decode_does_not_raise_when_target_port_is_a_unicode_digit_string():
+    result = decode_object(body("Service", "s", spec={"ports": [{"port": 80, "targetPort": "²"}]}))
+    assert isinstance(result, Decoded)
+
+
+def endpoint_slice(endpoints: list[Any], ports: list[Any] | None = None) -> dict[str, Any]:
+    raw = body(
+        "EndpointSlice",
+        "web-abc",
+        api="discovery.k8s.io/v1",
+        ns="apps",
+        addressType="IPv4",
+        ports=[{"name": "http", "port": 8080}] if ports is None else ports,
+        endpoints=endpoints,
+    )
+    raw["metadata"]["labels"] = {"kubernetes.io/service-name": "web"}
+    return raw
+
+
+def test_endpoint_is_ready_when_the_ready_condition_is_absent():
+    obj = decoded(
+        endpoint_slice(
+            [
+                {"addresses": ["10.0.0.1"]},
+                {"addresses": ["10.0.0.2"], "conditions": {}},
+                {"addresses": ["10.0.0.3"], "conditions": {"ready": None}},
+                {"addresses": ["10.0.0.4"], "conditions": {"ready": True}},
+                {"addresses": ["10.0.0.5"], "conditions": {"ready": False}},
+            ]
+        )
+    )
+    assert [(e.address, e.ready) for e in obj.endpoints] == [
+        ("10.0.0.1", True),
+        ("10.0.0.2", True),
+        ("10.0.0.3", True),
+        ("10.0.0.4", True),
+        ("10.0.0.5", False),
+    ]
+    assert obj.service_name == "web"
+    assert obj.address_type == "IPv4"
+    assert obj.diagnostics == []
+
+
+def test_endpoint_slice_problems_are_reported_and_good_entries_kept():
+    obj = decoded(
+        endpoint_slice(
+            [
+                {"addresses": []},
+                {"addresses": ["10.0.0.1", "10.0.0.9"], "conditions": {"ready": "yes"}},
+                {"addresses": ["10.0.0.2"]},
+            ],
+            ports=[{"name": "http", "port": 8080}, {"name": "all"}, {"port": "x"}],
+        )
+    )
+    assert [(p.name, p.port) for p in obj.ports] == [("http", 8080)]
+    assert [(e.address, e.ready) for e in obj.endpoints] == [
+        ("10.0.0.1", True),
+        ("10.0.0.2", True),
+    ]
+    assert fields_of(obj) == [
+        "ports[2].port",
+        "endpoints[0].addresses",
+        "endpoints[1].conditions.ready",
+    ]
+
+
+# --- Secrets ------------------------------------------------------------------------------------
+
+
+def secret(kind: str = "kubernetes.io/tls", **top: Any) -> dict[str, Any]:
+    return body("Secret", "cert", ns="apps", type=kind, **top)
+
+
+def test_tls_secret_from_data_gives_a_keypair(keypair_pem):
+    chain, key = keypair_pem
+    obj = decoded(secret(data={"tls.crt": b64(chain), "tls.key": b64(key)}))
+    assert obj.type == "kubernetes.io/tls"
+    assert obj.problem is None
+    assert obj.keypair.chain_pem == chain.decode()
+    assert obj.keypair.key_pem == key.decode()
+    assert list(obj.keypair.dns_names) == ["*.wild.example.com", "secure.example.com"]
+
+
+def test_string_data_overrides_data_when_both_hold_a_key(keypair_pem):
+    chain, key = keypair_pem
+    obj = decoded(
+        secret(
+            data={"tls.crt": b64(b"stale"), "tls.key": b64(key)},
+            stringData={"tls.crt": chain.decode()},
+        )
+    )
+    assert obj.problem is None
+    assert obj.keypair.chain_pem == chain.decode()
+
+
+def test_base64_garbage_in_data_gives_a_diagnostic_naming_the_key(keypair_pem):
+    _, key = keypair_pem
+    obj = decoded(secret(data={"tls.crt": "@@not base64@@", "tls.key": b64(key)}))
+    assert [(d.field, d.reason) for d in obj.diagnostics] == [("data['tls.crt']", "InvalidField")]
+    assert obj.keypair is None
+    assert obj.problem
+
+
+def test_tls_secret_without_a_key_has_a_problem_and_no_keypair(keypair_pem):
+    chain, _ = keypair_pem
+    obj = decoded(secret(stringData={"tls.crt": chain.decode()}))
+    assert obj.keypair is None
+    assert "tls.key" in obj.problem
+
+
+def test_tls_secret_with_unparseable_pem_has_a_problem():
+    obj = decoded(secret(stringData={"tls.crt": "garbage", "tls.key": "garbage"}))
+    assert obj.keypair is None
+    assert obj.problem
+
+
+def test_non_tls_secret_keeps_no_key_material(keypair_pem):
+    chain, key = keypair_pem
+    obj = decoded(
+        secret(
+            "Opaque",
+            data={"tls.crt": b64(chain), "tls.key": b64(key), "password": b64(b"hunter2")},
+            stringData={"token": "s3cr3t-token"},
+        )
+    )
+    assert obj.type == "Opaque"
+    assert obj.keypair is None
+    assert obj.problem is None
+    assert obj.ca_bundle is None
+    text = repr(obj)
+    for material in ("PRIVATE KEY", "hunter2", b64(b"hunter2"), "s3cr3t-token", b64(key)[:40]):
+        assert material not in text
+
+
+def test_secret_type_defaults_to_opaque():
+    assert decoded(body("Secret", "s")).type == "Opaque"
+
+
+def test_ca_bundle_is_kept_when_ca_crt_holds_a_certificate(keypair_pem):
+    chain, _ = keypair_pem
+    obj = decoded(secret("Opaque", data={"ca.crt": b64(chain)}))
+    assert obj.ca_bundle == chain.decode()
+    assert obj.problem is None
+    broken = decoded(secret("Opaque", stringData={"ca.crt": "nope"}))
+    assert broken.ca_bundle is None
+    assert broken.problem.startswith("ca.crt")
+
+
+# --- IngressClass and Namespace -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "expected"), [("true", True), ("True", True), ("false", False)])
+def test_ingress_class_default_annotation_is_read_case_insensitively(value, expected):
+    raw = body("IngressClass", "c", api=NETWORKING, spec={"controller": "x.dev/ctl"})
+    raw["metadata"]["annotations"] = {"ingressclass.kubernetes.io/is-default-class": value}
+    obj = decoded(raw)
+    assert (obj.controller, obj.is_default) == ("x.dev/ctl", expected)
+
+
+def test_namespace_labels_are_read():
+    raw = body("Namespace", "team-a")
+    raw["metadata"]["labels"] = {"env": "prod"}
+    assert dict(decoded(raw).meta.labels) == {"env": "prod"}
+
+
+# --- build_state --------------------------------------------------------------------------------
+
+
+def test_build_state_reports_skipped_malformed_and_duplicate_bodies_in_any_order():
+    bodies = [
+        body("ConfigMap", "c"),
+        body("ConfigMap", "d"),
+        "not an object",
+        body("Service", "s", spec={"type": "ClusterIP"}),
+        body("Service", "s", spec={"type": "NodePort"}),
+    ]
+    forward, backward = build_state(bodies), build_state(list(reversed(bodies)))
+    assert forward == backward
+    assert [d.reason for d in forward.input_diagnostics] == [
+        "MalformedObject",
+        "UnrecognisedKind",
+        "DuplicateObject",
+    ]
+    assert "2 object(s) of v1 ConfigMap" in forward.input_diagnostics[1].message
+    assert forward.input_diagnostics[2].key == ObjectKey("Service", "default", "s")
+    assert len(forward.services) == 1
+
+
+def test_build_state_does_not_raise_when_yaml_keys_are_not_all_strings():
+    raw = body("Namespace", "n")
+    raw["metadata"]["labels"] = {1: "one", "a": "b"}
+    state = build_state([raw])
+    assert ObjectKey("Namespace", "", "n") in state.namespaces
