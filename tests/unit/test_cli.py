@@ -174,7 +174,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     )
     (manifests / "nested" / "deeper" / "secret.json").write_text(json.dumps(secret, indent=2))
     (manifests / "nested" / "configmap.yaml").write_text(
-        documents({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}})
+        documents({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cm"}})
     )
     (manifests / "README.md").write_text("not: [a manifest\n")
     compiled = run("compile", "-f", str(manifests))
@@ -219,7 +219,7 @@ def test_compile_diagnostics_name_file_line_object_field_and_reason(workspace):
     missing = [d for d in parsed if d["reason"] == "BackendNotFound"]
     assert [d["field"] for d in missing] == ["spec.rules[1].http.paths[1].backend.service"]
     # Findings about the input as a whole have no file.
-    assert any(line.startswith("warning: input: ") and "ConfigMap" in line for line in lines)
+    assert any(line.startswith("warning: input: ") and "Pod" in line for line in lines)
 
 
 def test_compile_reads_files_given_one_by_one_the_same_as_their_directory(workspace):

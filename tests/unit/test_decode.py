@@ -132,9 +132,9 @@ def test_namespace_is_empty_when_the_kind_is_cluster_scoped_even_if_one_is_given
         ("Ingress", "v1"),
         ("Service", "v2"),
         ("Service", "example.com/v1"),
-        ("ConfigMap", "v1"),
+        ("Pod", "v1"),
         ("Deployment", "apps/v1"),
-        ("Gateway", "gateway.networking.k8s.io/v1"),
+        ("TCPRoute", "gateway.networking.k8s.io/v1alpha2"),
         ("EndpointSlice", "discovery.k8s.io/v1beta1"),
     ],
 )
@@ -665,8 +665,8 @@ def test_namespace_labels_are_read():
 
 def test_build_state_reports_skipped_malformed_and_duplicate_bodies_in_any_order():
     bodies = [
-        body("ConfigMap", "c"),
-        body("ConfigMap", "d"),
+        body("Pod", "c"),
+        body("Pod", "d"),
         "not an object",
         body("Service", "s", spec={"type": "ClusterIP"}),
         body("Service", "s", spec={"type": "NodePort"}),
@@ -678,7 +678,7 @@ def test_build_state_reports_skipped_malformed_and_duplicate_bodies_in_any_order
         "UnrecognisedKind",
         "DuplicateObject",
     ]
-    assert "2 object(s) of v1 ConfigMap" in forward.input_diagnostics[1].message
+    assert "2 object(s) of v1 Pod" in forward.input_diagnostics[1].message
     assert forward.input_diagnostics[2].key == ObjectKey("Service", "default", "s")
     assert len(forward.services) == 1
 

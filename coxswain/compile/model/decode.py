@@ -25,7 +25,22 @@ from pyrsistent import pvector
 
 from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.hostnames import is_hostname, is_wildcard
+from coxswain.compile.model.decode_gateway import (
+    decode_config_map,
+    decode_gateway,
+    decode_gateway_class,
+    decode_httproute,
+    decode_reference_grant,
+)
 from coxswain.compile.model.fields import FieldReader
+from coxswain.compile.model.gateway_objects import (
+    GATEWAY_GROUP,
+    ConfigMap,
+    Gateway,
+    GatewayClass,
+    HTTPRoute,
+    ReferenceGrant,
+)
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.model.objects import (
     EndpointPort,
@@ -48,7 +63,19 @@ from coxswain.compile.tls import KeyPair, parse_ca_bundle, parse_keypair
 
 __all__ = ["Decoded", "Malformed", "StateObject", "Unrecognised", "decode_object"]
 
-StateObject = Ingress | IngressClass | Service | EndpointSlice | Secret | Namespace
+StateObject = (
+    Ingress
+    | IngressClass
+    | Service
+    | EndpointSlice
+    | Secret
+    | Namespace
+    | GatewayClass
+    | Gateway
+    | HTTPRoute
+    | ReferenceGrant
+    | ConfigMap
+)
 
 LEGACY_CLASS_ANNOTATION: Final = "kubernetes.io/ingress.class"
 DEFAULT_CLASS_ANNOTATION: Final = "ingressclass.kubernetes.io/is-default-class"
@@ -501,6 +528,8 @@ def _namespace(
 
 _Decoder = Callable[[FieldReader, Meta, Mapping[str, Any], Mapping[str, Any]], StateObject]
 
+_GATEWAY_VERSIONS: Final = frozenset({"v1", "v1beta1"})
+
 # (API group, kind) → (versions read, namespaced, decoder).
 _DECODERS: Final[dict[tuple[str, str], tuple[frozenset[str], bool, _Decoder]]] = {
     ("networking.k8s.io", "Ingress"): (frozenset({"v1"}), True, _ingress),
@@ -509,4 +538,9 @@ _DECODERS: Final[dict[tuple[str, str], tuple[frozenset[str], bool, _Decoder]]] =
     ("discovery.k8s.io", "EndpointSlice"): (frozenset({"v1"}), True, _endpoint_slice),
     ("", "Secret"): (frozenset({"v1"}), True, _secret),
     ("", "Namespace"): (frozenset({"v1"}), False, _namespace),
+    ("", "ConfigMap"): (frozenset({"v1"}), True, decode_config_map),
+    (GATEWAY_GROUP, "GatewayClass"): (_GATEWAY_VERSIONS, False, decode_gateway_class),
+    (GATEWAY_GROUP, "Gateway"): (_GATEWAY_VERSIONS, True, decode_gateway),
+    (GATEWAY_GROUP, "HTTPRoute"): (_GATEWAY_VERSIONS, True, decode_httproute),
+    (GATEWAY_GROUP, "ReferenceGrant"): (_GATEWAY_VERSIONS, True, decode_reference_grant),
 }

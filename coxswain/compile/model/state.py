@@ -19,6 +19,13 @@ from pyrsistent import pmap, pvector
 
 from coxswain.compile.diagnostics import Diagnostic, Severity, diagnostic_order
 from coxswain.compile.model.decode import Decoded, Malformed, StateObject, decode_object
+from coxswain.compile.model.gateway_objects import (
+    ConfigMap,
+    Gateway,
+    GatewayClass,
+    HTTPRoute,
+    ReferenceGrant,
+)
 from coxswain.compile.model.objects import (
     EndpointSlice,
     Ingress,
@@ -52,6 +59,11 @@ class ClusterState:
     endpoint_slices: PMap[ObjectKey, EndpointSlice] = field(default_factory=pmap)
     secrets: PMap[ObjectKey, Secret] = field(default_factory=pmap)
     namespaces: PMap[ObjectKey, Namespace] = field(default_factory=pmap)
+    config_maps: PMap[ObjectKey, ConfigMap] = field(default_factory=pmap)
+    gateway_classes: PMap[ObjectKey, GatewayClass] = field(default_factory=pmap)
+    gateways: PMap[ObjectKey, Gateway] = field(default_factory=pmap)
+    httproutes: PMap[ObjectKey, HTTPRoute] = field(default_factory=pmap)
+    reference_grants: PMap[ObjectKey, ReferenceGrant] = field(default_factory=pmap)
     input_diagnostics: PVector[Diagnostic] = field(default_factory=pvector)
 
 
@@ -86,6 +98,16 @@ def apply(state: ClusterState, event: Upserted | Deleted) -> ClusterState:
                 return replace(state, secrets=state.secrets.set(key, obj))
             case Namespace():
                 return replace(state, namespaces=state.namespaces.set(key, obj))
+            case ConfigMap():
+                return replace(state, config_maps=state.config_maps.set(key, obj))
+            case GatewayClass():
+                return replace(state, gateway_classes=state.gateway_classes.set(key, obj))
+            case Gateway():
+                return replace(state, gateways=state.gateways.set(key, obj))
+            case HTTPRoute():
+                return replace(state, httproutes=state.httproutes.set(key, obj))
+            case ReferenceGrant():
+                return replace(state, reference_grants=state.reference_grants.set(key, obj))
             case _:
                 assert_never(obj)
     key = event.key
@@ -102,6 +124,16 @@ def apply(state: ClusterState, event: Upserted | Deleted) -> ClusterState:
             return replace(state, secrets=state.secrets.discard(key))
         case "Namespace":
             return replace(state, namespaces=state.namespaces.discard(key))
+        case "ConfigMap":
+            return replace(state, config_maps=state.config_maps.discard(key))
+        case "GatewayClass":
+            return replace(state, gateway_classes=state.gateway_classes.discard(key))
+        case "Gateway":
+            return replace(state, gateways=state.gateways.discard(key))
+        case "HTTPRoute":
+            return replace(state, httproutes=state.httproutes.discard(key))
+        case "ReferenceGrant":
+            return replace(state, reference_grants=state.reference_grants.discard(key))
     return state
 
 
@@ -157,11 +189,29 @@ def build_state(bodies: Iterable[object]) -> ClusterState:
         endpoint_slices=_table(objects, EndpointSlice),
         secrets=_table(objects, Secret),
         namespaces=_table(objects, Namespace),
+        config_maps=_table(objects, ConfigMap),
+        gateway_classes=_table(objects, GatewayClass),
+        gateways=_table(objects, Gateway),
+        httproutes=_table(objects, HTTPRoute),
+        reference_grants=_table(objects, ReferenceGrant),
         input_diagnostics=pvector(sorted(problems, key=diagnostic_order)),
     )
 
 
-_Kind = TypeVar("_Kind", Ingress, IngressClass, Service, EndpointSlice, Secret, Namespace)
+_Kind = TypeVar(
+    "_Kind",
+    Ingress,
+    IngressClass,
+    Service,
+    EndpointSlice,
+    Secret,
+    Namespace,
+    ConfigMap,
+    GatewayClass,
+    Gateway,
+    HTTPRoute,
+    ReferenceGrant,
+)
 
 
 def _table(objects: list[StateObject], kind: type[_Kind]) -> PMap[ObjectKey, _Kind]:

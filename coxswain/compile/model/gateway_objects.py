@@ -1,0 +1,282 @@
+"""Typed, immutable views of the Gateway API objects (gateway.networking.k8s.io, v1 standard).
+
+Built only by ``decode_gateway.py``. Defaults the CRDs give (``allowedRoutes.namespaces.from:
+Same``, a rule without matches matching ``PathPrefix /``, ``weight: 1``, ``kind: Service``...)
+are applied at decoding, so a raw manifest and an object read back from a cluster compile the
+same (ARCHITECTURE §7). References keep what was written (``*Ref``); resolving them is the
+compiler's job, because a resolution failure is a status condition on the object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyrsistent import pmap, pvector
+
+if TYPE_CHECKING:
+    from pyrsistent.typing import PMap, PVector
+
+    from coxswain.compile.diagnostics import Diagnostic
+    from coxswain.compile.model.objects import Meta
+
+__all__ = [
+    "AllowedRoutes",
+    "BackendRef",
+    "ConfigMap",
+    "FrontendValidation",
+    "Gateway",
+    "GatewayClass",
+    "HTTPFilter",
+    "HTTPRoute",
+    "HTTPRouteMatch",
+    "HTTPRouteRule",
+    "HeaderModifier",
+    "LabelSelector",
+    "Listener",
+    "ObjectRef",
+    "ParentRef",
+    "PathModifier",
+    "RedirectFilter",
+    "ReferenceGrant",
+    "RewriteFilter",
+    "SelectorRequirement",
+    "ValueMatch",
+]
+
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ObjectRef:
+    """A reference as written; ``namespace`` None means the referring object's namespace."""
+
+    group: str
+    kind: str
+    name: str
+    namespace: str | None = None
+    field: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParentRef:
+    """``ParentReference`` of a route."""
+
+    group: str
+    kind: str
+    name: str
+    namespace: str | None = None
+    section_name: str | None = None
+    port: int | None = None
+    field: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SelectorRequirement:
+    """One ``matchExpressions`` entry: ``In``, ``NotIn``, ``Exists`` or ``DoesNotExist``."""
+
+    key: str
+    operator: str
+    values: PVector[str] = pvector()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LabelSelector:
+    """A ``metav1.LabelSelector``; ``problem`` is set when it cannot be evaluated."""
+
+    match_labels: PMap[str, str] = pmap()
+    match_expressions: PVector[SelectorRequirement] = pvector()
+    problem: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AllowedRoutes:
+    """``allowedRoutes``; ``kinds`` None means "the listener protocol's default kinds"."""
+
+    namespaces_from: str = "Same"
+    selector: LabelSelector | None = None
+    kinds: PVector[tuple[str, str]] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Listener:
+    """One Gateway listener."""
+
+    field: str
+    name: str
+    port: int
+    protocol: str
+    hostname: str | None = None
+    tls_mode: str | None = None
+    certificate_refs: PVector[ObjectRef] = pvector()
+    allowed_routes: AllowedRoutes = AllowedRoutes()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrontendValidation:
+    """``spec.tls.frontend`` validation of client certificates for one port (or the default)."""
+
+    field: str
+    ca_refs: PVector[ObjectRef] = pvector()
+    mode: str = "AllowValidOnly"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatewayClass:
+    """A GatewayClass; ``parameters_ref`` as written in ``spec.parametersRef``."""
+
+    meta: Meta
+    controller_name: str = ""
+    parameters_ref: ObjectRef | None = None
+    diagnostics: PVector[Diagnostic] = pvector()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Gateway:
+    """A Gateway.
+
+    ``frontend_default`` and ``frontend_per_port`` come from ``spec.tls.frontend``;
+    ``infrastructure_*`` from ``spec.infrastructure`` (GEP-1867).
+    """
+
+    meta: Meta
+    class_name: str = ""
+    listeners: PVector[Listener] = pvector()
+    addresses: PVector[tuple[str, str]] = pvector()
+    frontend_default: FrontendValidation | None = None
+    frontend_per_port: PMap[int, FrontendValidation] = pmap()
+    infrastructure_labels: PMap[str, str] = pmap()
+    infrastructure_annotations: PMap[str, str] = pmap()
+    parameters_ref: ObjectRef | None = None
+    diagnostics: PVector[Diagnostic] = pvector()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ValueMatch:
+    """A header or query parameter match: ``Exact`` or ``RegularExpression``."""
+
+    name: str
+    type: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HTTPRouteMatch:
+    """``HTTPRouteMatch``: path (``Exact``/``PathPrefix``/``RegularExpression``), headers (names
+    lower-cased: HTTP field names are case-insensitive), query parameters, method."""
+
+    field: str
+    path_type: str = "PathPrefix"
+    path: str = "/"
+    headers: PVector[ValueMatch] = pvector()
+    query: PVector[ValueMatch] = pvector()
+    method: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeaderModifier:
+    """``HTTPHeaderFilter``: set, add, remove (names lower-cased)."""
+
+    set: PVector[tuple[str, str]] = pvector()
+    add: PVector[tuple[str, str]] = pvector()
+    remove: PVector[str] = pvector()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PathModifier:
+    """``HTTPPathModifier``: ``ReplaceFullPath`` or ``ReplacePrefixMatch`` and its value."""
+
+    type: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RedirectFilter:
+    """``HTTPRequestRedirectFilter``; None fields keep the request's value."""
+
+    scheme: str | None = None
+    hostname: str | None = None
+    port: int | None = None
+    path: PathModifier | None = None
+    status_code: int = 302
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RewriteFilter:
+    """``HTTPURLRewriteFilter``."""
+
+    hostname: str | None = None
+    path: PathModifier | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HTTPFilter:
+    """One ``HTTPRouteFilter``; exactly the field of its ``type`` is set.
+
+    ``mirror_percent`` is the mirrored share in percent (``percent``, or ``fraction`` converted).
+    An unsupported type keeps only ``type`` so the compiler can report it.
+    """
+
+    field: str
+    type: str
+    request_headers: HeaderModifier | None = None
+    response_headers: HeaderModifier | None = None
+    redirect: RedirectFilter | None = None
+    rewrite: RewriteFilter | None = None
+    mirror: ObjectRef | None = None
+    mirror_port: int | None = None
+    mirror_percent: float = 100.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackendRef:
+    """``HTTPBackendRef``: a reference, its weight and its own filters."""
+
+    ref: ObjectRef
+    port: int | None = None
+    weight: int = 1
+    filters: PVector[HTTPFilter] = pvector()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HTTPRouteRule:
+    """``HTTPRouteRule``; timeouts in seconds (None when unset)."""
+
+    field: str
+    name: str | None = None
+    matches: PVector[HTTPRouteMatch] = pvector()
+    filters: PVector[HTTPFilter] = pvector()
+    backend_refs: PVector[BackendRef] = pvector()
+    request_timeout: float | None = None
+    backend_timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HTTPRoute:
+    """An HTTPRoute; ``hostnames`` lower-cased."""
+
+    meta: Meta
+    parent_refs: PVector[ParentRef] = pvector()
+    hostnames: PVector[str] = pvector()
+    rules: PVector[HTTPRouteRule] = pvector()
+    diagnostics: PVector[Diagnostic] = pvector()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReferenceGrant:
+    """A ReferenceGrant: ``from`` (group, kind, namespace) and ``to`` (group, kind, name|None)."""
+
+    meta: Meta
+    sources: PVector[tuple[str, str, str]] = pvector()
+    targets: PVector[tuple[str, str, str | None]] = pvector()
+    diagnostics: PVector[Diagnostic] = pvector()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigMap:
+    """A ConfigMap reduced to its ``ca.crt`` CA bundle (frontend client validation)."""
+
+    meta: Meta
+    ca_bundle: str | None = None
+    problem: str | None = None
+    diagnostics: PVector[Diagnostic] = pvector()
