@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from coxswain import __version__
-from coxswain.compile import CompileConfig, SharedPool, build_state, compile
+from coxswain.compile import CompileConfig, SharedPool, build_state, compile, status
 from coxswain.compile.config import DEFAULT_GATEWAY_CONTROLLER, DEFAULT_INGRESS_CONTROLLER
 from coxswain.compile.snapshot_json import SnapshotFormatError, snapshot_from_data, snapshot_to_data
 from coxswain.route import RequestHead, build_table, select
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.model.manifests import SourcedBody
+    from coxswain.compile.status import ObjectStatus
 
 __all__ = ["main"]
 
@@ -38,6 +39,10 @@ of `kubectl get ... -o yaml`, directories read recursively, or `-` for standard 
 what Coxswain would serve. Findings about the objects go to standard error as
 `file:line: severity: Kind ns/name field: message (Reason)`; the exit code is 0 whenever the input
 parsed, and 2 when it could not be read (a YAML syntax error is reported as file:line).
+
+--emit status prints the status Coxswain would write on every object it owns. Offline there are
+no proxies to report what they bound and acknowledged, so every listener that compiled cleanly
+counts as Programmed.
 
 examples:
   kubectl get ingress,ingressclass,service,endpointslice,secret -A -o yaml > dump.yaml
@@ -93,7 +98,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     comp.add_argument("--scope", default="shared", choices=["shared"], help="the snapshot's scope")
     comp.add_argument("-o", "--output", default="json", choices=["json", "yaml"])
-    comp.add_argument("--emit", default="snapshot", choices=["snapshot", "diagnostics"])
+    comp.add_argument(
+        "--emit",
+        default="snapshot",
+        choices=["snapshot", "status", "diagnostics"],
+        help="snapshot (default); status: the status of every owned object, as a List; "
+        "diagnostics: the findings as data",
+    )
     comp.add_argument("--ingress-controller-name", default=DEFAULT_INGRESS_CONTROLLER)
     comp.add_argument("--controller-name", default=DEFAULT_GATEWAY_CONTROLLER)
     comp.set_defaults(handler=_compile)
@@ -139,9 +150,13 @@ def _compile(args: argparse.Namespace) -> int:
     config = CompileConfig(
         ingress_controller=args.ingress_controller_name, gateway_controller=args.controller_name
     )
-    result = compile(build_state(b.body for b in bodies), SharedPool(), config)
+    state = build_state(b.body for b in bodies)
+    result = compile(state, SharedPool(), config)
     if args.emit == "diagnostics":
         _print(args.output, [_diagnostic_data(d) for d in result.diagnostics])
+        return EXIT_OK
+    if args.emit == "status":
+        _print(args.output, _status_list(status(state, config)))
         return EXIT_OK
     where = _locations(bodies)
     for diagnostic in result.diagnostics:
@@ -156,6 +171,27 @@ def _print(output: str, data: object) -> None:
         sys.stdout.write(dump_yaml(data))
     else:
         sys.stdout.write(json.dumps(data, sort_keys=True, indent=2) + "\n")
+
+
+def _status_list(statuses: Sequence[ObjectStatus]) -> dict[str, Any]:
+    """A Kubernetes ``List`` of ``{apiVersion, kind, metadata, status}`` (ARCHITECTURE §7)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            {
+                "apiVersion": s.api_version,
+                "kind": s.kind,
+                "metadata": {
+                    **({"namespace": s.namespace} if s.namespace else {}),
+                    "name": s.name,
+                    "generation": s.generation,
+                },
+                "status": json.loads(s.body),
+            }
+            for s in statuses
+        ],
+    }
 
 
 def _diagnostic_data(d: Diagnostic) -> dict[str, Any]:

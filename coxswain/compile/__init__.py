@@ -4,7 +4,7 @@ Nothing in this package performs I/O, reads the clock, the environment or random
 the layering test (``tests/unit/test_layering.py``) and import-linter enforce it.
 """
 
-from coxswain.compile.api import CompileResult, compile
+from coxswain.compile.api import CompileResult, compile, status
 from coxswain.compile.config import CompileConfig
 from coxswain.compile.model.state import ClusterState, build_state
 from coxswain.compile.scope import Scope, SharedPool
@@ -19,4 +19,5 @@ __all__ = [
     "Snapshot",
     "build_state",
     "compile",
+    "status",
 ]

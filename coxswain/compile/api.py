@@ -4,8 +4,10 @@ Passes (STYLE §4), each a function of explicit inputs:
 1. select our Ingresses (classes);
 2. TLS: the Ingress HTTPS port's certificates;
 3. rules: virtual hosts, backends resolved;
-4. endpoints for every backend used;
-5. the snapshot, sealed with its content hash, and the diagnostics of every object read.
+4. Gateway API: classes, listeners, internal ports, routes attached (``gateway.model``), read
+   into the Gateway table, TLS and client-certificate stores and listener health;
+5. endpoints for every backend used;
+6. the snapshot, sealed with its content hash, and the diagnostics of every object read.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from pyrsistent import pmap, pvector
 from coxswain.compile.backends import endpoints_table, index_services
 from coxswain.compile.config import CompileConfig
 from coxswain.compile.diagnostics import Diagnostic, diagnostic_order
+from coxswain.compile.gateway.cells import build_cells
+from coxswain.compile.gateway.model import analyse_gateways
+from coxswain.compile.gateway.status import gateway_statuses
 from coxswain.compile.ingress.certificates import ingress_certificates
 from coxswain.compile.ingress.classes import select_ingresses
 from coxswain.compile.ingress.rules import ingress_hosts
@@ -25,13 +30,16 @@ from coxswain.compile.snapshot import IngressTable, Snapshot
 from coxswain.compile.snapshot_json import seal
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from pyrsistent.typing import PVector
 
     from coxswain.compile.model.keys import ObjectKey
     from coxswain.compile.model.state import ClusterState
     from coxswain.compile.scope import Scope
+    from coxswain.compile.status import ObjectStatus
 
-__all__ = ["CompileResult", "compile"]
+__all__ = ["CompileResult", "compile", "status"]
 
 _DEFAULT_CONFIG = CompileConfig()
 
@@ -52,27 +60,47 @@ def compile(  # noqa: A001 - the name the architecture gives the core's one entr
     certificates, tls_found, secrets_read = ingress_certificates(ingresses, state)
     services = index_services(state)
     hosts, rules_found, services_read = ingress_hosts(ingresses, services, certificates)
+    model = analyse_gateways(state, config, services)
+    cells = build_cells(model)
     backends = [
         rule.backend
         for vhost in hosts.values()
         for rule in (*vhost.paths, *((vhost.default,) if vhost.default else ()))
     ]
+    backends.extend(cells.backends)
+    tls = dict(cells.tls)
+    if certificates:
+        tls[config.ingress_https_port] = dict(certificates)
     snapshot = Snapshot(
         version="",
         scope=scope,
         ingress=IngressTable(
             http_port=config.ingress_http_port, https_port=config.ingress_https_port, hosts=hosts
         ),
-        tls=pmap({config.ingress_https_port: certificates}) if certificates else pmap(),
+        gateways=cells.gateways,
+        tls=pmap({port: pmap(by_host) for port, by_host in tls.items()}),
+        client_certs=cells.client_certs,
+        listener_health=cells.listener_health,
         endpoints=endpoints_table(services, backends),
     )
+    for verdicts in model.listeners.values():
+        for verdict in verdicts:
+            secrets_read |= {k for k in verdict.read if k.kind == "Secret"}
+    for route in model.routes:
+        services_read |= route.compiled.read
     read = _read_objects(state, secrets_read, services_read)
+    gateway_found = [
+        *(d for c in model.classes for d in c.diagnostics),
+        *(d for g in model.gateways for d in g.diagnostics),
+        *(d for r in model.routes for d in r.compiled.route.diagnostics),
+    ]
     diagnostics = [
         *state.input_diagnostics,
         *found,
         *(d for i in ingresses for d in i.diagnostics),
         *tls_found,
         *rules_found,
+        *gateway_found,
         *read,
     ]
     return CompileResult(
@@ -97,3 +125,21 @@ def _read_objects(
         if (key.namespace, endpoint_slice.service_name) in names:
             found.extend(endpoint_slice.diagnostics)
     return found
+
+
+def status(
+    state: ClusterState,
+    config: CompileConfig = _DEFAULT_CONFIG,
+    programmed_ports: Collection[int] | None = None,
+) -> PVector[ObjectStatus]:
+    """The desired status of every object we own, in (kind, namespace, name) order. Pure.
+
+    Args:
+        state: the cluster.
+        config: installation settings.
+        programmed_ports: internal ports the proxies have bound and acked (the fleet
+            observation); None offline, when every compiled listener counts as programmed.
+    """
+    model = analyse_gateways(state, config, index_services(state))
+    found = gateway_statuses(model, config, programmed_ports)
+    return pvector(sorted(found, key=lambda s: (s.kind, s.namespace, s.name)))

@@ -10,8 +10,9 @@ Cells:
 - ``tls``: bind port → SNI host (``*`` for the port's default) → certificate;
 - ``endpoints``: ``namespace/service/port`` → ready endpoints, so that endpoint churn never
   rewrites a route.
-The Gateway table, client-certificate store and listener health are filled by the Gateway API
-pass.
+- ``gateways``: bind port → listener hostname (``*`` when none) → the listener's table;
+- ``client_certs``: bind port → SNI host → client-certificate validation;
+- ``listener_health``: one entry per listener of every Gateway in scope.
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ class Backend:
 
     ``port`` is the Service port number (0 when it could not be resolved); ``valid`` is False
     when the Service or its port does not exist, and the proxy then answers instead of
-    forwarding. ``endpoints_key`` names the entry of the endpoints table.
+    forwarding. ``endpoints_key`` names the entry of the endpoints table. HTTPRoute backends
+    may carry their own header edits (``backendRefs[].filters``).
     """
 
     namespace: str
@@ -75,6 +77,8 @@ class Backend:
     port: int
     weight: int = 1
     valid: bool = True
+    request_headers: HeaderEdits | None = None
+    response_headers: HeaderEdits | None = None
 
     @property
     def endpoints_key(self) -> str:
@@ -124,6 +128,141 @@ class Certificate:
     secret: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientValidation:
+    """Client-certificate validation for one port and SNI host (frontend mTLS, GEP-91).
+
+    ``mode`` is ``AllowValidOnly`` (refuse clients without a valid certificate) or
+    ``AllowInsecureFallback`` (admit them).
+    """
+
+    ca_pem: str
+    mode: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ValueMatch:
+    """A header (name lower-case) or query parameter match: ``Exact`` or ``RegularExpression``."""
+
+    name: str
+    type: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RouteMatch:
+    """One HTTPRoute match: path (``Exact``/``PathPrefix``/``RegularExpression``), headers,
+    query parameters and method, all ANDed."""
+
+    path_type: str
+    path: str
+    headers: PVector[ValueMatch] = pvector()
+    query: PVector[ValueMatch] = pvector()
+    method: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeaderEdits:
+    """``set`` replaces, ``add`` appends, ``remove`` deletes (names lower-case)."""
+
+    set: PVector[tuple[str, str]] = pvector()
+    add: PVector[tuple[str, str]] = pvector()
+    remove: PVector[str] = pvector()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PathEdit:
+    """``ReplaceFullPath`` or ``ReplacePrefixMatch`` with its value."""
+
+    type: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Redirect:
+    """A RequestRedirect; None keeps the request's scheme, host or port."""
+
+    status: int
+    scheme: str | None = None
+    hostname: str | None = None
+    port: int | None = None
+    path: PathEdit | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rewrite:
+    """A URLRewrite of host and/or path."""
+
+    hostname: str | None = None
+    path: PathEdit | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Mirror:
+    """A RequestMirror: a copy of a share (percent) of requests, answers discarded."""
+
+    backend: Backend
+    percent: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RouteAction:
+    """What a matched HTTPRoute rule does.
+
+    ``backends`` keep invalid ones with their weight (their share is answered 500, as the
+    Gateway API requires); ``problem`` makes the whole rule answer 500 (an unsupported filter).
+    """
+
+    route: RouteRef
+    backends: PVector[Backend] = pvector()
+    request_headers: HeaderEdits | None = None
+    response_headers: HeaderEdits | None = None
+    redirect: Redirect | None = None
+    rewrite: Rewrite | None = None
+    mirrors: PVector[Mirror] = pvector()
+    request_timeout: float | None = None
+    backend_timeout: float | None = None
+    problem: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatewayRule:
+    """One match of one rule, in precedence order within its host."""
+
+    match: RouteMatch
+    action: RouteAction
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListenerTable:
+    """One listener's routing: host (route hostnames intersected with the listener's) → rules.
+
+    ``port`` is the listener's spec port (redirects use it); ``hostname`` its hostname or ``*``.
+    """
+
+    gateway: str
+    listener: str
+    port: int
+    protocol: str
+    hostname: str
+    hosts: PMap[str, PVector[GatewayRule]] = pmap()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListenerHealth:
+    """The contract's ``listener_health`` entry for one listener."""
+
+    gateway: str
+    listener: str
+    port: int
+    target_port: int
+    protocol: str
+    hostname: str | None
+    attached_routes: int
+    ready: bool
+    reason: str
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class Endpoint:
     """An address (IP or, for ExternalName Services, a DNS name) and port to connect to."""
@@ -139,5 +278,8 @@ class Snapshot:
     version: str
     scope: Scope
     ingress: IngressTable
+    gateways: PMap[int, PMap[str, ListenerTable]] = pmap()
     tls: PMap[int, PMap[str, Certificate]] = pmap()
+    client_certs: PMap[int, PMap[str, ClientValidation]] = pmap()
+    listener_health: PVector[ListenerHealth] = pvector()
     endpoints: PMap[str, PVector[Endpoint]] = pmap()

@@ -20,12 +20,24 @@ from coxswain.compile.scope import Scope, SharedPool
 from coxswain.compile.snapshot import (
     Backend,
     Certificate,
+    ClientValidation,
     Endpoint,
+    GatewayRule,
+    HeaderEdits,
     IngressTable,
+    ListenerHealth,
+    ListenerTable,
+    Mirror,
+    PathEdit,
     PathMatch,
     PathRule,
+    Redirect,
+    Rewrite,
+    RouteAction,
+    RouteMatch,
     RouteRef,
     Snapshot,
+    ValueMatch,
     VirtualHost,
 )
 
@@ -76,10 +88,17 @@ def snapshot_to_data(snapshot: Snapshot) -> dict[str, Any]:
                 host: _vhost_data(vhost) for host, vhost in sorted(snapshot.ingress.hosts.items())
             },
         },
-        # Filled by the Gateway API pass; present so that readers can rely on every cell.
-        "gateways": {},
-        "client_certs": {},
-        "listener_health": [],
+        "gateways": {
+            str(port): {host: _listener_data(t) for host, t in sorted(tables.items())}
+            for port, tables in sorted(snapshot.gateways.items())
+        },
+        "client_certs": {
+            str(port): {
+                host: {"ca_bundle": c.ca_pem, "mode": c.mode} for host, c in sorted(hosts.items())
+            }
+            for port, hosts in sorted(snapshot.client_certs.items())
+        },
+        "listener_health": [_health_data(h) for h in snapshot.listener_health],
         "tls": {
             str(port): {
                 host: {"cert_chain": c.chain_pem, "private_key": c.key_pem, "secret": c.secret}
@@ -112,12 +131,95 @@ def _rule_data(rule: PathRule) -> dict[str, Any]:
 
 
 def _backend_data(backend: Backend) -> dict[str, Any]:
-    return {
+    data: dict[str, Any] = {
         "namespace": backend.namespace,
         "service": backend.service,
         "port": backend.port,
         "weight": backend.weight,
         "valid": backend.valid,
+    }
+    if backend.request_headers is not None:
+        data["request_headers"] = _edits_data(backend.request_headers)
+    if backend.response_headers is not None:
+        data["response_headers"] = _edits_data(backend.response_headers)
+    return data
+
+
+def _edits_data(edits: HeaderEdits | None) -> dict[str, Any] | None:
+    if edits is None:
+        return None
+    return {
+        "set": [list(p) for p in edits.set],
+        "add": [list(p) for p in edits.add],
+        "remove": list(edits.remove),
+    }
+
+
+def _path_edit_data(edit: PathEdit | None) -> dict[str, Any] | None:
+    return None if edit is None else {"type": edit.type, "value": edit.value}
+
+
+def _listener_data(table: ListenerTable) -> dict[str, Any]:
+    return {
+        "gateway": table.gateway,
+        "listener": table.listener,
+        "port": table.port,
+        "protocol": table.protocol,
+        "hostname": table.hostname,
+        "hosts": {
+            host: [_gateway_rule_data(r) for r in rules]
+            for host, rules in sorted(table.hosts.items())
+        },
+    }
+
+
+def _gateway_rule_data(rule: GatewayRule) -> dict[str, Any]:
+    match, action = rule.match, rule.action
+    redirect = action.redirect
+    rewrite = action.rewrite
+    return {
+        "match": {
+            "path_type": match.path_type,
+            "path": match.path,
+            "headers": [{"name": v.name, "type": v.type, "value": v.value} for v in match.headers],
+            "query": [{"name": v.name, "type": v.type, "value": v.value} for v in match.query],
+            "method": match.method,
+        },
+        "route": _route_data(action.route),
+        "backends": [_backend_data(b) for b in action.backends],
+        "request_headers": _edits_data(action.request_headers),
+        "response_headers": _edits_data(action.response_headers),
+        "redirect": None
+        if redirect is None
+        else {
+            "status": redirect.status,
+            "scheme": redirect.scheme,
+            "hostname": redirect.hostname,
+            "port": redirect.port,
+            "path": _path_edit_data(redirect.path),
+        },
+        "rewrite": None
+        if rewrite is None
+        else {"hostname": rewrite.hostname, "path": _path_edit_data(rewrite.path)},
+        "mirrors": [
+            {"backend": _backend_data(m.backend), "percent": m.percent} for m in action.mirrors
+        ],
+        "timeouts": {"request": action.request_timeout, "backend_request": action.backend_timeout},
+        "problem": action.problem,
+    }
+
+
+def _health_data(health: ListenerHealth) -> dict[str, Any]:
+    return {
+        "gateway": health.gateway,
+        "listener": health.listener,
+        "port": health.port,
+        "target_port": health.target_port,
+        "protocol": health.protocol,
+        "hostname": health.hostname,
+        "attached_routes": health.attached_routes,
+        "ready": health.ready,
+        "reason": health.reason,
     }
 
 
@@ -154,6 +256,36 @@ def snapshot_from_data(data: object) -> Snapshot:
                     for host, value in hosts.items()
                 }
             ),
+        ),
+        gateways=pmap(
+            {
+                _port(port, "gateways"): pmap(
+                    {
+                        host: _listener(
+                            _object(t, f"gateways[{port}][{host!r}]"), f"gateways[{port}][{host!r}]"
+                        )
+                        for host, t in _object(tables, f"gateways[{port}]").items()
+                    }
+                )
+                for port, tables in _object(root.get("gateways", {}), "gateways").items()
+            }
+        ),
+        client_certs=pmap(
+            {
+                _port(port, "client_certs"): pmap(
+                    {
+                        host: _client(
+                            _object(c, f"client_certs[{port}][{host!r}]"), f"client_certs[{port}]"
+                        )
+                        for host, c in _object(by_host, f"client_certs[{port}]").items()
+                    }
+                )
+                for port, by_host in _object(root.get("client_certs", {}), "client_certs").items()
+            }
+        ),
+        listener_health=pvector(
+            _health(_object(item, f"listener_health[{i}]"), f"listener_health[{i}]")
+            for i, item in enumerate(_list(root.get("listener_health", []), "listener_health"))
         ),
         tls=pmap(
             {
@@ -225,6 +357,186 @@ def _backend(data: Mapping[str, Any], where: str) -> Backend:
         port=_typed(data.get("port"), int, f"{where}.port"),
         weight=_typed(data.get("weight", 1), int, f"{where}.weight"),
         valid=_typed(data.get("valid", True), bool, f"{where}.valid"),
+        request_headers=_edits(data.get("request_headers"), f"{where}.request_headers"),
+        response_headers=_edits(data.get("response_headers"), f"{where}.response_headers"),
+    )
+
+
+def _edits(value: object, where: str) -> HeaderEdits | None:
+    if value is None:
+        return None
+    data = _object(value, where)
+
+    def pairs(key: str) -> Any:
+        found = []
+        for i, item in enumerate(_list(data.get(key, []), f"{where}.{key}")):
+            pair = _list(item, f"{where}.{key}[{i}]")
+            if len(pair) != 2:
+                raise SnapshotFormatError(f"{where}.{key}[{i}]: expected [name, value]")
+            found.append(
+                (
+                    _typed(pair[0], str, f"{where}.{key}[{i}]"),
+                    _typed(pair[1], str, f"{where}.{key}[{i}]"),
+                )
+            )
+        return pvector(found)
+
+    return HeaderEdits(
+        set=pairs("set"),
+        add=pairs("add"),
+        remove=pvector(
+            _typed(v, str, f"{where}.remove")
+            for v in _list(data.get("remove", []), f"{where}.remove")
+        ),
+    )
+
+
+def _optional(value: object, kind: type[_T], where: str) -> _T | None:
+    return None if value is None else _typed(value, kind, where)
+
+
+def _seconds(value: object, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SnapshotFormatError(f"{where}: expected a number, found {type(value).__name__}")
+    return float(value)
+
+
+def _path_edit(value: object, where: str) -> PathEdit | None:
+    if value is None:
+        return None
+    data = _object(value, where)
+    return PathEdit(
+        type=_typed(data.get("type"), str, f"{where}.type"),
+        value=_typed(data.get("value"), str, f"{where}.value"),
+    )
+
+
+def _value_matches(value: object, where: str) -> Any:
+    return pvector(
+        ValueMatch(
+            name=_typed(m.get("name"), str, f"{where}[{i}].name"),
+            type=_typed(m.get("type"), str, f"{where}[{i}].type"),
+            value=_typed(m.get("value"), str, f"{where}[{i}].value"),
+        )
+        for i, item in enumerate(_list(value, where))
+        for m in (_object(item, f"{where}[{i}]"),)
+    )
+
+
+def _gateway_rule(data: Mapping[str, Any], where: str) -> GatewayRule:
+    match = _object(data.get("match"), f"{where}.match")
+    route = _object(data.get("route"), f"{where}.route")
+    redirect = data.get("redirect")
+    rewrite = data.get("rewrite")
+    timeouts = _object(data.get("timeouts", {}), f"{where}.timeouts")
+    return GatewayRule(
+        match=RouteMatch(
+            path_type=_typed(match.get("path_type"), str, f"{where}.match.path_type"),
+            path=_typed(match.get("path"), str, f"{where}.match.path"),
+            headers=_value_matches(match.get("headers", []), f"{where}.match.headers"),
+            query=_value_matches(match.get("query", []), f"{where}.match.query"),
+            method=_optional(match.get("method"), str, f"{where}.match.method"),
+        ),
+        action=RouteAction(
+            route=RouteRef(
+                kind=_typed(route.get("kind"), str, f"{where}.route.kind"),
+                namespace=_typed(route.get("namespace"), str, f"{where}.route.namespace"),
+                name=_typed(route.get("name"), str, f"{where}.route.name"),
+                rule=_typed(route.get("rule"), str, f"{where}.route.rule"),
+            ),
+            backends=pvector(
+                _backend(_object(b, f"{where}.backends[{i}]"), f"{where}.backends[{i}]")
+                for i, b in enumerate(_list(data.get("backends", []), f"{where}.backends"))
+            ),
+            request_headers=_edits(data.get("request_headers"), f"{where}.request_headers"),
+            response_headers=_edits(data.get("response_headers"), f"{where}.response_headers"),
+            redirect=None
+            if redirect is None
+            else _redirect(_object(redirect, f"{where}.redirect"), f"{where}.redirect"),
+            rewrite=None
+            if rewrite is None
+            else Rewrite(
+                hostname=_optional(
+                    _object(rewrite, f"{where}.rewrite").get("hostname"),
+                    str,
+                    f"{where}.rewrite.hostname",
+                ),
+                path=_path_edit(
+                    _object(rewrite, f"{where}.rewrite").get("path"), f"{where}.rewrite.path"
+                ),
+            ),
+            mirrors=pvector(
+                Mirror(
+                    backend=_backend(
+                        _object(m.get("backend"), f"{where}.mirrors[{i}].backend"),
+                        f"{where}.mirrors[{i}].backend",
+                    ),
+                    percent=_seconds(m.get("percent", 100), f"{where}.mirrors[{i}].percent") or 0.0,
+                )
+                for i, item in enumerate(_list(data.get("mirrors", []), f"{where}.mirrors"))
+                for m in (_object(item, f"{where}.mirrors[{i}]"),)
+            ),
+            request_timeout=_seconds(timeouts.get("request"), f"{where}.timeouts.request"),
+            backend_timeout=_seconds(
+                timeouts.get("backend_request"), f"{where}.timeouts.backend_request"
+            ),
+            problem=_optional(data.get("problem"), str, f"{where}.problem"),
+        ),
+    )
+
+
+def _redirect(data: Mapping[str, Any], where: str) -> Redirect:
+    return Redirect(
+        status=_typed(data.get("status"), int, f"{where}.status"),
+        scheme=_optional(data.get("scheme"), str, f"{where}.scheme"),
+        hostname=_optional(data.get("hostname"), str, f"{where}.hostname"),
+        port=_optional(data.get("port"), int, f"{where}.port"),
+        path=_path_edit(data.get("path"), f"{where}.path"),
+    )
+
+
+def _listener(data: Mapping[str, Any], where: str) -> ListenerTable:
+    hosts = _object(data.get("hosts", {}), f"{where}.hosts")
+    return ListenerTable(
+        gateway=_typed(data.get("gateway"), str, f"{where}.gateway"),
+        listener=_typed(data.get("listener"), str, f"{where}.listener"),
+        port=_typed(data.get("port"), int, f"{where}.port"),
+        protocol=_typed(data.get("protocol"), str, f"{where}.protocol"),
+        hostname=_typed(data.get("hostname"), str, f"{where}.hostname"),
+        hosts=pmap(
+            {
+                host: pvector(
+                    _gateway_rule(
+                        _object(r, f"{where}.hosts[{host!r}][{i}]"), f"{where}.hosts[{host!r}][{i}]"
+                    )
+                    for i, r in enumerate(_list(rules, f"{where}.hosts[{host!r}]"))
+                )
+                for host, rules in hosts.items()
+            }
+        ),
+    )
+
+
+def _client(data: Mapping[str, Any], where: str) -> ClientValidation:
+    return ClientValidation(
+        ca_pem=_typed(data.get("ca_bundle"), str, f"{where}.ca_bundle"),
+        mode=_typed(data.get("mode"), str, f"{where}.mode"),
+    )
+
+
+def _health(data: Mapping[str, Any], where: str) -> ListenerHealth:
+    return ListenerHealth(
+        gateway=_typed(data.get("gateway"), str, f"{where}.gateway"),
+        listener=_typed(data.get("listener"), str, f"{where}.listener"),
+        port=_typed(data.get("port"), int, f"{where}.port"),
+        target_port=_typed(data.get("target_port"), int, f"{where}.target_port"),
+        protocol=_typed(data.get("protocol"), str, f"{where}.protocol"),
+        hostname=_optional(data.get("hostname"), str, f"{where}.hostname"),
+        attached_routes=_typed(data.get("attached_routes"), int, f"{where}.attached_routes"),
+        ready=_typed(data.get("ready"), bool, f"{where}.ready"),
+        reason=_typed(data.get("reason"), str, f"{where}.reason"),
     )
 
 

@@ -152,7 +152,7 @@ def _meta(fields: FieldReader, metadata: Mapping[str, Any]) -> Meta:
     return Meta(
         key=fields.key,
         uid=fields.string(metadata.get("uid"), "metadata.uid") or "",
-        generation=generation or 0,
+        generation=1 if generation is None else generation,  # the API server starts at 1
         created=_timestamp(fields, metadata.get("creationTimestamp")),
         labels=fields.string_map(metadata.get("labels"), "metadata.labels"),
         annotations=fields.string_map(metadata.get("annotations"), "metadata.annotations"),

@@ -1,0 +1,1 @@
+"""The Gateway API passes: classes, listeners, references, route attachment, HTTPRoute rules."""

@@ -1,0 +1,199 @@
+"""Attaching routes to listeners: parentRefs, allowedRoutes and hostname intersection.
+
+Rules (Gateway API v1: ParentReference, AllowedRoutes, HTTPRoute ``hostnames``):
+1. A parentRef names a Gateway (group ``gateway.networking.k8s.io``, kind ``Gateway``), in the
+   route's namespace unless it says otherwise; refs to Gateways that are not ours are ignored
+   (another controller answers them). ``sectionName`` and ``port`` narrow the listeners; none
+   left is ``Accepted=False/NoMatchingParent``.
+2. A listener admits the route when its ``allowedRoutes.namespaces`` (``Same``, ``All``, or a
+   label ``Selector`` over the route's Namespace) and ``kinds`` allow it
+   (``NotAllowedByListeners`` otherwise).
+3. All hostname intersection lives here: a listener without hostname takes every route
+   hostname; a route without hostnames takes the listener's; otherwise each route hostname is
+   kept when the listener's matches it, or replaced by the listener's when it is the narrower
+   one. No intersection is ``NoMatchingListenerHostname``. Gateway API wildcards match one or
+   more labels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyrsistent import pmap
+
+from coxswain.compile.gateway.listeners import HTTPROUTE_KIND
+from coxswain.compile.model.gateway_objects import GATEWAY_GROUP
+from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.status import Condition
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from pyrsistent.typing import PMap
+
+    from coxswain.compile.gateway.listeners import ListenerVerdict
+    from coxswain.compile.model.gateway_objects import HTTPRoute, LabelSelector, ParentRef
+
+__all__ = ["Attachment", "ParentVerdict", "attach_route", "intersect_hostnames"]
+
+_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attachment:
+    """A route attached to one listener, with the hostnames it serves there."""
+
+    listener: ListenerVerdict
+    hostnames: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParentVerdict:
+    """The outcome of one parentRef that names one of our Gateways."""
+
+    ref: ParentRef
+    gateway: ObjectKey
+    accepted: Condition
+    attachments: tuple[Attachment, ...]
+
+
+def attach_route(
+    route: HTTPRoute,
+    gateways: Mapping[ObjectKey, list[ListenerVerdict]],
+    namespace_labels: Mapping[str, PMap[str, str]],
+) -> list[ParentVerdict]:
+    """Attach one route to the listeners its parentRefs name. Pure."""
+    verdicts: list[ParentVerdict] = []
+    for ref in route.parent_refs:
+        if (ref.group, ref.kind) != (GATEWAY_GROUP, "Gateway"):
+            continue
+        key = ObjectKey("Gateway", ref.namespace or route.meta.key.namespace, ref.name)
+        listeners = gateways.get(key)
+        if listeners is None:
+            continue
+        verdicts.append(_attach(route, ref, key, listeners, namespace_labels))
+    return verdicts
+
+
+def _attach(
+    route: HTTPRoute,
+    ref: ParentRef,
+    gateway: ObjectKey,
+    listeners: list[ListenerVerdict],
+    namespace_labels: Mapping[str, PMap[str, str]],
+) -> ParentVerdict:
+    candidates = [
+        v
+        for v in listeners
+        if (ref.section_name is None or v.listener.name == ref.section_name)
+        and (ref.port is None or v.listener.port == ref.port)
+    ]
+    if not candidates:
+        wanted = " and ".join(
+            part
+            for part in (
+                f"sectionName {ref.section_name!r}" if ref.section_name else "",
+                f"port {ref.port}" if ref.port else "",
+            )
+            if part
+        )
+        return _refused(
+            ref, gateway, "NoMatchingParent", f"Gateway {gateway.ref} has no listener with {wanted}"
+        )
+    allowed = [v for v in candidates if _allows(v, route, namespace_labels)]
+    if not allowed:
+        return _refused(
+            ref,
+            gateway,
+            "NotAllowedByListeners",
+            f"no listener of Gateway {gateway.ref} allows HTTPRoutes from namespace "
+            f"{route.meta.key.namespace}",
+        )
+    attachments = [
+        Attachment(listener=v, hostnames=hosts)
+        for v in allowed
+        if (hosts := intersect_hostnames(v.listener.hostname, tuple(route.hostnames)))
+    ]
+    if not attachments:
+        return _refused(
+            ref,
+            gateway,
+            "NoMatchingListenerHostname",
+            "no hostname of the route intersects a listener hostname of Gateway " + gateway.ref,
+        )
+    return ParentVerdict(
+        ref=ref,
+        gateway=gateway,
+        accepted=Condition(type="Accepted", status=True, reason="Accepted"),
+        attachments=tuple(attachments),
+    )
+
+
+def _refused(ref: ParentRef, gateway: ObjectKey, reason: str, message: str) -> ParentVerdict:
+    return ParentVerdict(
+        ref=ref,
+        gateway=gateway,
+        accepted=Condition(type="Accepted", status=False, reason=reason, message=message),
+        attachments=(),
+    )
+
+
+def _allows(
+    verdict: ListenerVerdict, route: HTTPRoute, namespace_labels: Mapping[str, PMap[str, str]]
+) -> bool:
+    if HTTPROUTE_KIND not in verdict.supported_kinds:
+        return False
+    allowed = verdict.listener.allowed_routes
+    route_ns = route.meta.key.namespace
+    if allowed.namespaces_from == "All":
+        return True
+    if allowed.namespaces_from == "Same":
+        return route_ns == verdict.gateway.meta.key.namespace
+    if allowed.namespaces_from == "Selector" and allowed.selector is not None:
+        # The API server labels every Namespace with its name (Kubernetes 1.22+).
+        labels = namespace_labels.get(route_ns, pmap()).set(_NAME_LABEL, route_ns)
+        return matches_selector(allowed.selector, labels)
+    return False
+
+
+def matches_selector(selector: LabelSelector, labels: PMap[str, str] | None) -> bool:
+    """Whether a Namespace's labels satisfy a label selector (absent Namespace: no labels)."""
+    if selector.problem is not None:
+        return False
+    found: Mapping[str, str] = labels if labels is not None else {}
+    if any(found.get(k) != v for k, v in selector.match_labels.items()):
+        return False
+    for req in selector.match_expressions:
+        present = req.key in found
+        if req.operator == "In" and not (present and found[req.key] in req.values):
+            return False
+        if req.operator == "NotIn" and present and found[req.key] in req.values:
+            return False
+        if req.operator == "Exists" and not present:
+            return False
+        if req.operator == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def _wildcard_covers(wildcard: str, host: str) -> bool:
+    """Gateway API: ``*.example.com`` matches ``a.example.com`` and ``a.b.example.com``."""
+    return host.endswith(wildcard[1:]) and len(host) > len(wildcard) - 1
+
+
+def intersect_hostnames(listener: str | None, route: tuple[str, ...]) -> tuple[str, ...]:
+    """The hostnames a route serves on a listener; ``*`` means every host."""
+    if not route:
+        return (listener or "*",)
+    if listener is None:
+        return tuple(dict.fromkeys(route))
+    found: list[str] = []
+    for host in route:
+        if host == listener:
+            found.append(host)
+        elif listener.startswith("*.") and _wildcard_covers(listener, host):
+            found.append(host)  # the route's name is the narrower one
+        elif host.startswith("*.") and _wildcard_covers(host, listener):
+            found.append(listener)  # the listener's name is the narrower one
+    return tuple(dict.fromkeys(found))

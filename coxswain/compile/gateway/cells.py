@@ -1,0 +1,131 @@
+"""The Gateway API snapshot cells, read from the ``GatewayModel``.
+
+- ``gateways``: internal port → listener hostname → host → rules in precedence order;
+- ``tls`` and ``client_certs``: internal port → listener hostname → certificate / validation;
+- ``listener_health``: one entry per listener of every Gateway in scope.
+Only serving listeners with an internal port get table entries; every listener gets health.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyrsistent import pmap, pvector
+
+from coxswain.compile.snapshot import (
+    Backend,
+    Certificate,
+    ClientValidation,
+    GatewayRule,
+    ListenerHealth,
+    ListenerTable,
+)
+
+if TYPE_CHECKING:
+    from pyrsistent.typing import PMap, PVector
+
+    from coxswain.compile.gateway.listeners import ListenerVerdict
+    from coxswain.compile.gateway.model import GatewayModel
+
+__all__ = ["GatewayCells", "build_cells", "listener_reason"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatewayCells:
+    """The Gateway API parts of a snapshot, and the backends they use."""
+
+    gateways: PMap[int, PMap[str, ListenerTable]]
+    tls: dict[int, dict[str, Certificate]]
+    client_certs: PMap[int, PMap[str, ClientValidation]]
+    listener_health: PVector[ListenerHealth]
+    backends: tuple[Backend, ...]
+
+
+def attached_counts(model: GatewayModel) -> dict[int, int]:
+    """Routes attached per listener (by ``id`` of its verdict)."""
+    counts: dict[int, int] = defaultdict(int)
+    for route in model.routes:
+        for parent in route.parents:
+            for attachment in parent.attachments:
+                counts[id(attachment.listener)] += 1
+    return counts
+
+
+def listener_reason(verdict: ListenerVerdict, target_port: int | None) -> str:
+    """Why a listener is or is not ready, as one sentence."""
+    for condition in (verdict.accepted, verdict.conflicted, verdict.resolved_refs):
+        if condition.message and (condition.status is (condition.type == "Conflicted")):
+            return f"{condition.reason}: {condition.message}"
+    if target_port is None:
+        return "PortUnavailable: the internal port range 30000-32767 is exhausted"
+    return "Ready"
+
+
+def build_cells(model: GatewayModel) -> GatewayCells:
+    """Build the Gateway API cells. Pure."""
+    rules: dict[tuple[int, str], dict[str, list[tuple[tuple[object, ...], GatewayRule]]]] = (
+        defaultdict(lambda: defaultdict(list))
+    )
+    backends: list[Backend] = []
+    for route in model.routes:
+        for parent in route.parents:
+            for attachment in parent.attachments:
+                verdict = attachment.listener
+                port = model.ports.get((verdict.gateway.meta.key.ref, verdict.listener.port))
+                if port is None or not verdict.serving:
+                    continue
+                for host in attachment.hostnames:
+                    rules[(port, verdict.host_key)][host].extend(route.compiled.entries)
+                backends.extend(route.compiled.backends)
+    counts = attached_counts(model)
+    tables: dict[int, dict[str, ListenerTable]] = defaultdict(dict)
+    tls: dict[int, dict[str, Certificate]] = defaultdict(dict)
+    client: dict[int, dict[str, ClientValidation]] = defaultdict(dict)
+    health: list[ListenerHealth] = []
+    for gateway in model.gateways:
+        for verdict in model.listeners[gateway.meta.key]:
+            listener = verdict.listener
+            port = model.ports.get((gateway.meta.key.ref, listener.port))
+            ready = verdict.serving and port is not None
+            health.append(
+                ListenerHealth(
+                    gateway=gateway.meta.key.ref,
+                    listener=listener.name,
+                    port=listener.port,
+                    target_port=port or 0,
+                    protocol=listener.protocol,
+                    hostname=listener.hostname,
+                    attached_routes=counts.get(id(verdict), 0),
+                    ready=ready,
+                    reason=listener_reason(verdict, port),
+                )
+            )
+            if not ready or port is None:
+                continue
+            hosts = rules.get((port, verdict.host_key), {})
+            tables[port][verdict.host_key] = ListenerTable(
+                gateway=gateway.meta.key.ref,
+                listener=listener.name,
+                port=listener.port,
+                protocol=listener.protocol,
+                hostname=verdict.host_key,
+                hosts=pmap(
+                    {
+                        host: pvector(rule for _, rule in sorted(entries, key=lambda e: e[0]))
+                        for host, entries in hosts.items()
+                    }
+                ),
+            )
+            if verdict.certificate is not None:
+                tls[port][verdict.host_key] = verdict.certificate
+            if verdict.client_validation is not None:
+                client[port][verdict.host_key] = verdict.client_validation
+    return GatewayCells(
+        gateways=pmap({p: pmap(t) for p, t in tables.items()}),
+        tls={p: dict(t) for p, t in tls.items()},
+        client_certs=pmap({p: pmap(c) for p, c in client.items()}),
+        listener_health=pvector(sorted(health, key=lambda h: (h.gateway, h.listener))),
+        backends=tuple(backends),
+    )

@@ -1,0 +1,345 @@
+"""HTTPRoute rules → match entries and actions, with the route's reference problems.
+
+Rules (Gateway API v1 HTTPRoute):
+1. Matches: path ``Exact`` and ``PathPrefix`` must be absolute paths; ``RegularExpression``
+   (paths, headers, query parameters) must compile (Python ``re`` syntax, full match). A rule
+   the implementation cannot honour makes the route ``Accepted=False/UnsupportedValue``.
+2. Filters: RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite,
+   RequestMirror. Any other type is ``UnsupportedValue``; ``ReplacePrefixMatch`` is only valid
+   when every match of the rule is a ``PathPrefix``; a redirect and a URL rewrite, or a
+   redirect and backends, cannot be combined.
+3. backendRefs: core Services (others ``InvalidKind``), with a port, that exist
+   (``BackendNotFound``); another namespace needs a ReferenceGrant (``RefNotPermitted``).
+   An invalid backend keeps its weight: its share of requests is answered 500.
+4. Precedence across every rule on a listener host (HTTPRoute "matches" field): Exact path,
+   then RegularExpression (POLICY: before prefixes, as Envoy Gateway orders them, so that a
+   ``/`` prefix cannot hide them), then the longest PathPrefix; then method; then the most
+   header matches; then the most query matches; then the oldest route, ``ns/name``, rule order,
+   match order. ``precedence_key`` is that order.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from pyrsistent import pvector
+
+from coxswain.compile.backends import resolve_backend
+from coxswain.compile.model.gateway_objects import GATEWAY_GROUP
+from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.snapshot import (
+    Backend,
+    GatewayRule,
+    HeaderEdits,
+    Mirror,
+    PathEdit,
+    Redirect,
+    Rewrite,
+    RouteAction,
+    RouteMatch,
+    RouteRef,
+    ValueMatch,
+)
+from coxswain.compile.status import Condition
+
+if TYPE_CHECKING:
+    from coxswain.compile.backends import ServiceIndex
+    from coxswain.compile.gateway.refgrants import Grants
+    from coxswain.compile.model.gateway_objects import (
+        BackendRef,
+        HeaderModifier,
+        HTTPRoute,
+        HTTPRouteMatch,
+        HTTPRouteRule,
+        ObjectRef,
+    )
+
+__all__ = ["CompiledRoute", "compile_route"]
+
+_PATH_RANK: Final = {"Exact": 0, "RegularExpression": 1, "PathPrefix": 2}
+_SUPPORTED_FILTERS: Final = frozenset(
+    {
+        "RequestHeaderModifier",
+        "ResponseHeaderModifier",
+        "RequestRedirect",
+        "URLRewrite",
+        "RequestMirror",
+    }
+)
+_HEADER_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9a-z]+")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompiledRoute:
+    """A route's entries in precedence order, and its route-level conditions.
+
+    ``accepted`` is None when the route itself is fine (attachment decides), else the
+    ``Accepted=False`` condition; ``resolved_refs`` is the ``ResolvedRefs`` condition.
+    """
+
+    route: HTTPRoute
+    entries: tuple[tuple[tuple[object, ...], GatewayRule], ...]
+    accepted: Condition | None
+    resolved_refs: Condition
+    backends: tuple[Backend, ...]
+    read: frozenset[ObjectKey]
+
+
+def compile_route(route: HTTPRoute, services: ServiceIndex, grants: Grants) -> CompiledRoute:
+    """Compile one HTTPRoute's rules. Pure."""
+    problems: list[str] = []
+    ref_problem: tuple[str, str] | None = None
+    entries: list[tuple[tuple[object, ...], GatewayRule]] = []
+    backends: list[Backend] = []
+    read: set[ObjectKey] = set()
+    for rule_index, rule in enumerate(route.rules):
+        rule_problems = _rule_problems(rule)
+        problems.extend(rule_problems)
+        if rule_problems:
+            continue
+        action, rule_refs = _action(route, rule, services, grants, read)
+        if rule_refs is not None and ref_problem is None:
+            ref_problem = rule_refs
+        backends.extend(action.backends)
+        backends.extend(m.backend for m in action.mirrors)
+        for match_index, match in enumerate(rule.matches):
+            compiled = _route_match(match)
+            entries.append(
+                (
+                    _precedence(route, compiled, rule_index, match_index),
+                    GatewayRule(match=compiled, action=action),
+                )
+            )
+    accepted = None
+    if problems:
+        accepted = Condition(
+            type="Accepted", status=False, reason="UnsupportedValue", message="; ".join(problems)
+        )
+    resolved = (
+        Condition(type="ResolvedRefs", status=True, reason="ResolvedRefs")
+        if ref_problem is None
+        else Condition(
+            type="ResolvedRefs", status=False, reason=ref_problem[0], message=ref_problem[1]
+        )
+    )
+    return CompiledRoute(
+        route=route,
+        entries=tuple(sorted(entries, key=lambda e: e[0])),
+        accepted=accepted,
+        resolved_refs=resolved,
+        backends=tuple(backends),
+        read=frozenset(read),
+    )
+
+
+def _precedence(
+    route: HTTPRoute, match: RouteMatch, rule_index: int, match_index: int
+) -> tuple[object, ...]:
+    length = len(match.path)
+    return (
+        _PATH_RANK.get(match.path_type, 3),
+        -length,
+        match.method is None,
+        -len(match.headers),
+        -len(match.query),
+        route.meta.age_order,
+        rule_index,
+        match_index,
+    )
+
+
+def _rule_problems(rule: HTTPRouteRule) -> list[str]:
+    problems: list[str] = []
+    for match in rule.matches:
+        where = match.field
+        if match.path_type in ("Exact", "PathPrefix"):
+            if not match.path.startswith("/"):
+                problems.append(f"{where}.path: {match.path!r} is not an absolute path")
+        elif match.path_type == "RegularExpression":
+            if (error := _regex_error(match.path)) is not None:
+                problems.append(f"{where}.path: invalid regular expression ({error})")
+        else:
+            problems.append(f"{where}.path.type: {match.path_type!r} is not supported")
+        for kind, values in (("headers", match.headers), ("queryParams", match.query)):
+            for value in values:
+                if value.type == "RegularExpression":
+                    if (error := _regex_error(value.value)) is not None:
+                        problems.append(f"{where}.{kind}: invalid regular expression ({error})")
+                elif value.type != "Exact":
+                    problems.append(f"{where}.{kind}: match type {value.type!r} is not supported")
+            if kind == "headers" and any(_HEADER_NAME.fullmatch(v.name) is None for v in values):
+                problems.append(f"{where}.headers: a header name is not a valid HTTP field name")
+    filters = list(rule.filters) + [f for b in rule.backend_refs for f in b.filters]
+    for item in filters:
+        if item.type not in _SUPPORTED_FILTERS:
+            problems.append(f"{item.field}.type: filter {item.type!r} is not supported")
+        for modifier in (item.redirect, item.rewrite):
+            path = None if modifier is None else modifier.path
+            if path is None:
+                continue
+            if path.type not in ("ReplaceFullPath", "ReplacePrefixMatch"):
+                problems.append(f"{item.field}: path modifier {path.type!r} is not supported")
+            elif path.type == "ReplacePrefixMatch" and any(
+                m.path_type != "PathPrefix" for m in rule.matches
+            ):
+                problems.append(
+                    f"{item.field}: ReplacePrefixMatch needs every match to be a PathPrefix"
+                )
+        if item.redirect is not None and item.redirect.status_code not in (301, 302, 303, 307, 308):
+            problems.append(
+                f"{item.field}: redirect status {item.redirect.status_code} is not supported"
+            )
+        if item.redirect is not None and item.redirect.scheme not in (None, "http", "https"):
+            problems.append(
+                f"{item.field}: redirect scheme {item.redirect.scheme!r} is not supported"
+            )
+    kinds = {f.type for f in rule.filters}
+    if "RequestRedirect" in kinds and ("URLRewrite" in kinds or rule.backend_refs):
+        problems.append(
+            f"{rule.field}: a RequestRedirect cannot be combined with a URLRewrite or backendRefs"
+        )
+    return problems
+
+
+def _regex_error(pattern: str) -> str | None:
+    try:
+        re.compile(pattern)
+    except re.error as err:
+        return str(err)
+    return None
+
+
+def _route_match(match: HTTPRouteMatch) -> RouteMatch:
+    path = match.path
+    if match.path_type == "PathPrefix":
+        path = path.rstrip("/") or "/"
+    first_headers = {v.name: v for v in reversed(match.headers)}
+    first_query = {v.name: v for v in reversed(match.query)}
+    return RouteMatch(
+        path_type=match.path_type,
+        path=path,
+        headers=pvector(
+            ValueMatch(name=v.name, type=v.type, value=v.value)
+            for v in sorted(first_headers.values(), key=lambda v: v.name)
+        ),
+        query=pvector(
+            ValueMatch(name=v.name, type=v.type, value=v.value)
+            for v in sorted(first_query.values(), key=lambda v: v.name)
+        ),
+        method=match.method,
+    )
+
+
+def _action(
+    route: HTTPRoute,
+    rule: HTTPRouteRule,
+    services: ServiceIndex,
+    grants: Grants,
+    read: set[ObjectKey],
+) -> tuple[RouteAction, tuple[str, str] | None]:
+    key = route.meta.key
+    problem: tuple[str, str] | None = None
+    backends: list[Backend] = []
+    for ref in rule.backend_refs:
+        backend, why = _backend(route, ref.ref, ref.port, ref.weight, services, grants, read)
+        backends.append(_with_filters(backend, ref))
+        problem = problem or why
+    mirrors: list[Mirror] = []
+    request = response = None
+    redirect = rewrite = None
+    for item in rule.filters:
+        if item.request_headers is not None:
+            request = _edits(item.request_headers)
+        elif item.response_headers is not None:
+            response = _edits(item.response_headers)
+        elif item.redirect is not None:
+            r = item.redirect
+            redirect = Redirect(
+                status=r.status_code,
+                scheme=r.scheme,
+                hostname=r.hostname,
+                port=r.port,
+                path=None if r.path is None else PathEdit(type=r.path.type, value=r.path.value),
+            )
+        elif item.rewrite is not None:
+            w = item.rewrite
+            rewrite = Rewrite(
+                hostname=w.hostname,
+                path=None if w.path is None else PathEdit(type=w.path.type, value=w.path.value),
+            )
+        elif item.mirror is not None:
+            mirror, why = _backend(route, item.mirror, item.mirror_port, 1, services, grants, read)
+            problem = problem or why
+            mirrors.append(Mirror(backend=mirror, percent=item.mirror_percent))
+    rule_name = rule.name or rule.field
+    action = RouteAction(
+        route=RouteRef("HTTPRoute", key.namespace, key.name, rule_name),
+        backends=pvector(backends),
+        request_headers=request,
+        response_headers=response,
+        redirect=redirect,
+        rewrite=rewrite,
+        mirrors=pvector(mirrors),
+        request_timeout=rule.request_timeout,
+        backend_timeout=rule.backend_timeout,
+    )
+    return action, problem
+
+
+def _with_filters(backend: Backend, ref: BackendRef) -> Backend:
+    if not ref.filters:
+        return backend
+    request = next((_edits(f.request_headers) for f in ref.filters if f.request_headers), None)
+    response = next((_edits(f.response_headers) for f in ref.filters if f.response_headers), None)
+    return Backend(
+        namespace=backend.namespace,
+        service=backend.service,
+        port=backend.port,
+        weight=backend.weight,
+        valid=backend.valid,
+        request_headers=request,
+        response_headers=response,
+    )
+
+
+def _edits(modifier: HeaderModifier) -> HeaderEdits:
+    return HeaderEdits(set=modifier.set, add=modifier.add, remove=modifier.remove)
+
+
+def _backend(
+    route: HTTPRoute,
+    ref: ObjectRef,
+    port: int | None,
+    weight: int,
+    services: ServiceIndex,
+    grants: Grants,
+    read: set[ObjectKey],
+) -> tuple[Backend, tuple[str, str] | None]:
+    namespace = ref.namespace or route.meta.key.namespace
+    where = f"{ref.field}: {ref.kind} {namespace}/{ref.name}"
+    invalid = Backend(
+        namespace=namespace, service=ref.name, port=port or 0, weight=weight, valid=False
+    )
+    if (ref.group, ref.kind) != ("", "Service"):
+        return invalid, ("InvalidKind", f"{where}: only core Services are supported backends")
+    if not grants.allows(
+        source=(GATEWAY_GROUP, "HTTPRoute", route.meta.key.namespace),
+        target=("", "Service", namespace, ref.name),
+    ):
+        return invalid, ("RefNotPermitted", f"{where}: no ReferenceGrant allows this reference")
+    if port is None:
+        return invalid, ("UnsupportedValue", f"{where}: a Service backend needs a port")
+    read.add(ObjectKey("Service", namespace, ref.name))
+    backend, problem = resolve_backend(
+        services,
+        namespace=namespace,
+        service=ref.name,
+        port_number=port,
+        port_name=None,
+        weight=weight,
+    )
+    if problem is not None:
+        return backend, ("BackendNotFound", f"{ref.field}: {problem}")
+    return backend, None

@@ -1,0 +1,257 @@
+"""Gateway listeners: what each listener is, whether it can serve, and why not.
+
+Rules (Gateway API v1, ``Listener`` and ``ListenerStatus``):
+1. Protocols HTTP and HTTPS are served; any other is ``Accepted=False/UnsupportedProtocol``.
+2. Listeners of one Gateway on one port must be distinct: different protocols on one port are
+   ``Conflicted=True/ProtocolConflict``; the same protocol and hostname twice is
+   ``Conflicted=True/HostnameConflict``. Every indistinct listener is refused, never a winner.
+3. HTTPS terminates TLS with ``certificateRefs`` to ``kubernetes.io/tls`` Secrets (core group);
+   another namespace needs a ReferenceGrant (``RefNotPermitted``); a missing, wrong-kind or
+   malformed reference is ``InvalidCertificateRef``. Passthrough on HTTPS is refused.
+4. ``allowedRoutes.kinds``: HTTPRoute is the only kind served on HTTP and HTTPS; others are
+   dropped from ``supportedKinds`` with ``ResolvedRefs=False/InvalidRouteKinds``.
+5. Frontend client-certificate validation (``spec.tls.frontend``, per port over default) on
+   HTTPS listeners: CA references to ConfigMaps or Secrets holding ``ca.crt``. A bad reference is
+   ``ResolvedRefs=False`` (``InvalidCACertificateRef``/``InvalidCACertificateKind``/
+   ``RefNotPermitted``); when none is usable, ``Accepted=False/NoValidCACertificate``.
+6. A listener is served when it is accepted, not conflicted, and its references resolved.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+
+from coxswain.compile.hostnames import is_hostname, is_wildcard
+from coxswain.compile.model.gateway_objects import GATEWAY_GROUP
+from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.snapshot import Certificate, ClientValidation
+from coxswain.compile.status import Condition
+
+if TYPE_CHECKING:
+    from coxswain.compile.gateway.refgrants import Grants
+    from coxswain.compile.model.gateway_objects import Gateway, Listener, ObjectRef
+    from coxswain.compile.model.state import ClusterState
+
+__all__ = ["HTTPROUTE_KIND", "ListenerVerdict", "judge_listeners"]
+
+HTTPROUTE_KIND: Final = (GATEWAY_GROUP, "HTTPRoute")
+SUPPORTED_PROTOCOLS: Final = frozenset({"HTTP", "HTTPS"})
+
+
+@dataclass(slots=True, kw_only=True)
+class ListenerVerdict:
+    """The judgement of one listener (built here, read by later passes, never mutated after)."""
+
+    gateway: Gateway
+    listener: Listener
+    supported_kinds: tuple[tuple[str, str], ...] = ()
+    accepted: Condition = Condition(type="Accepted", status=True, reason="Accepted")
+    conflicted: Condition = Condition(type="Conflicted", status=False, reason="NoConflicts")
+    resolved_refs: Condition = Condition(type="ResolvedRefs", status=True, reason="ResolvedRefs")
+    certificate: Certificate | None = None
+    client_validation: ClientValidation | None = None
+    read: set[ObjectKey] = field(default_factory=set)
+
+    @property
+    def serving(self) -> bool:
+        """Whether this listener is served (and routes attached to it take traffic)."""
+        return self.accepted.status and not self.conflicted.status and self.resolved_refs.status
+
+    @property
+    def host_key(self) -> str:
+        """The listener hostname, or ``*`` when it matches every host."""
+        return self.listener.hostname or "*"
+
+
+def judge_listeners(gateway: Gateway, state: ClusterState, grants: Grants) -> list[ListenerVerdict]:
+    """Judge every listener of one of our Gateways. Pure."""
+    verdicts = [_judge(gateway, listener, state, grants) for listener in gateway.listeners]
+    _mark_conflicts([v for v in verdicts if v.accepted.status])
+    return verdicts
+
+
+def _judge(
+    gateway: Gateway, listener: Listener, state: ClusterState, grants: Grants
+) -> ListenerVerdict:
+    verdict = ListenerVerdict(gateway=gateway, listener=listener)
+    if listener.protocol not in SUPPORTED_PROTOCOLS:
+        verdict.accepted = Condition(
+            type="Accepted",
+            status=False,
+            reason="UnsupportedProtocol",
+            message=f"protocol {listener.protocol} is not supported; HTTP and HTTPS are",
+        )
+        return verdict
+    if listener.hostname is not None and not (
+        is_hostname(listener.hostname) or is_wildcard(listener.hostname)
+    ):
+        verdict.accepted = Condition(
+            type="Accepted",
+            status=False,
+            reason="UnsupportedValue",
+            message=f"hostname {listener.hostname!r} is not a DNS name or a '*.' wildcard",
+        )
+        return verdict
+    kinds = listener.allowed_routes.kinds
+    if kinds is None:
+        verdict.supported_kinds = (HTTPROUTE_KIND,)
+    else:
+        verdict.supported_kinds = tuple(dict.fromkeys(k for k in kinds if k == HTTPROUTE_KIND))
+        invalid = [f"{g}/{k}" if g else k for g, k in kinds if (g, k) != HTTPROUTE_KIND]
+        if invalid:
+            verdict.resolved_refs = Condition(
+                type="ResolvedRefs",
+                status=False,
+                reason="InvalidRouteKinds",
+                message=f"route kinds {', '.join(invalid)} are not supported on "
+                f"{listener.protocol} listeners; HTTPRoute is",
+            )
+    if listener.protocol == "HTTPS":
+        _judge_tls(verdict, state, grants)
+        if verdict.accepted.status:
+            _judge_frontend(verdict, state, grants)
+    return verdict
+
+
+def _judge_tls(verdict: ListenerVerdict, state: ClusterState, grants: Grants) -> None:
+    listener, gateway = verdict.listener, verdict.gateway
+    if listener.tls_mode not in (None, "Terminate"):
+        verdict.accepted = Condition(
+            type="Accepted",
+            status=False,
+            reason="UnsupportedValue",
+            message=f"TLS mode {listener.tls_mode} is not supported on HTTPS listeners",
+        )
+        return
+    if not listener.certificate_refs:
+        verdict.resolved_refs = Condition(
+            type="ResolvedRefs",
+            status=False,
+            reason="InvalidCertificateRef",
+            message="an HTTPS listener needs tls.certificateRefs",
+        )
+        return
+    for ref in listener.certificate_refs:
+        reason, message, certificate = _certificate(gateway, ref, state, grants, verdict.read)
+        if certificate is None:
+            verdict.resolved_refs = Condition(
+                type="ResolvedRefs", status=False, reason=reason, message=message
+            )
+            verdict.certificate = None
+            return
+        if verdict.certificate is None:
+            verdict.certificate = certificate
+
+
+def _certificate(
+    gateway: Gateway, ref: ObjectRef, state: ClusterState, grants: Grants, read: set[ObjectKey]
+) -> tuple[str, str, Certificate | None]:
+    namespace = ref.namespace or gateway.meta.key.namespace
+    where = f"{ref.kind} {namespace}/{ref.name}"
+    if (ref.group, ref.kind) != ("", "Secret"):
+        return "InvalidCertificateRef", f"{where}: only core Secrets hold certificates", None
+    if not grants.allows(
+        source=(GATEWAY_GROUP, "Gateway", gateway.meta.key.namespace),
+        target=("", "Secret", namespace, ref.name),
+    ):
+        return "RefNotPermitted", f"{where}: no ReferenceGrant allows this reference", None
+    key = ObjectKey("Secret", namespace, ref.name)
+    read.add(key)
+    secret = state.secrets.get(key)
+    if secret is None:
+        return "InvalidCertificateRef", f"{where} does not exist", None
+    if secret.type != "kubernetes.io/tls":
+        return (
+            "InvalidCertificateRef",
+            f"{where} is of type {secret.type}, not kubernetes.io/tls",
+            None,
+        )
+    if secret.keypair is None:
+        return "InvalidCertificateRef", f"{where}: {secret.problem}", None
+    certificate = Certificate(
+        chain_pem=secret.keypair.chain_pem, key_pem=secret.keypair.key_pem, secret=key.ref
+    )
+    return "ResolvedRefs", "", certificate
+
+
+_CA_KINDS: Final = frozenset({("", "ConfigMap"), ("", "Secret")})
+
+
+def _judge_frontend(verdict: ListenerVerdict, state: ClusterState, grants: Grants) -> None:
+    gateway, listener = verdict.gateway, verdict.listener
+    validation = gateway.frontend_per_port.get(listener.port, gateway.frontend_default)
+    if validation is None:
+        return
+    bundles: list[str] = []
+    problem: tuple[str, str] | None = None
+    for ref in validation.ca_refs:
+        namespace = ref.namespace or gateway.meta.key.namespace
+        where = f"{ref.kind} {namespace}/{ref.name}"
+        if (ref.group, ref.kind) not in _CA_KINDS:
+            problem = problem or ("InvalidCACertificateKind", f"{where}: not a ConfigMap or Secret")
+            continue
+        if not grants.allows(
+            source=(GATEWAY_GROUP, "Gateway", gateway.meta.key.namespace),
+            target=("", ref.kind, namespace, ref.name),
+        ):
+            problem = problem or ("RefNotPermitted", f"{where}: no ReferenceGrant allows it")
+            continue
+        key = ObjectKey(ref.kind, namespace, ref.name)
+        verdict.read.add(key)
+        holder = state.config_maps.get(key) if ref.kind == "ConfigMap" else state.secrets.get(key)
+        bundle = None if holder is None else holder.ca_bundle
+        if bundle is None:
+            why = "does not exist" if holder is None else "holds no valid ca.crt"
+            problem = problem or ("InvalidCACertificateRef", f"{where} {why}")
+            continue
+        bundles.append(bundle)
+    if problem is not None:
+        verdict.resolved_refs = Condition(
+            type="ResolvedRefs", status=False, reason=problem[0], message=problem[1]
+        )
+    if not bundles:
+        verdict.accepted = Condition(
+            type="Accepted",
+            status=False,
+            reason="NoValidCACertificate",
+            message="no CA certificate reference of the frontend validation is usable",
+        )
+        return
+    verdict.client_validation = ClientValidation(
+        ca_pem="".join(b if b.endswith("\n") else b + "\n" for b in bundles), mode=validation.mode
+    )
+
+
+def _mark_conflicts(verdicts: list[ListenerVerdict]) -> None:
+    by_port: dict[int, list[ListenerVerdict]] = defaultdict(list)
+    for verdict in verdicts:
+        by_port[verdict.listener.port].append(verdict)
+    for port, group in by_port.items():
+        protocols = {v.listener.protocol for v in group}
+        if len(protocols) > 1:
+            for verdict in group:
+                _conflict(
+                    verdict,
+                    "ProtocolConflict",
+                    f"port {port} is used by listeners of protocols {', '.join(sorted(protocols))}",
+                )
+            continue
+        hosts: dict[str, list[ListenerVerdict]] = defaultdict(list)
+        for verdict in group:
+            hosts[verdict.host_key].append(verdict)
+        for host, same in hosts.items():
+            if len(same) > 1:
+                names = ", ".join(v.listener.name for v in same)
+                for verdict in same:
+                    _conflict(
+                        verdict,
+                        "HostnameConflict",
+                        f"listeners {names} share port {port} and hostname {host!r}",
+                    )
+
+
+def _conflict(verdict: ListenerVerdict, reason: str, message: str) -> None:
+    verdict.conflicted = Condition(type="Conflicted", status=True, reason=reason, message=message)
+    verdict.accepted = Condition(type="Accepted", status=False, reason=reason, message=message)
