@@ -267,7 +267,7 @@ def test_bad_generation_is_reported_when_not_a_non_negative_integer(generation):
     raw["metadata"]["generation"] = generation
     obj = decoded(raw)
     assert fields_of(obj) == ["metadata.generation"]
-    assert obj.meta.generation == 0
+    assert obj.meta.generation == 1  # as if absent: the API server starts at 1
 
 
 def test_metadata_fields_are_read_when_present():
