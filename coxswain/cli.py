@@ -53,8 +53,9 @@ examples:
 _ROUTE_EPILOG = """\
 Explains the decision a proxy serving SNAPSHOT (the JSON of `coxswain compile`) would take for
 one request arriving on PORT. The URL's host is the Host header unless -H 'Host: ...' overrides
-it; --sni defaults to that host for https:// URLs. PORT is matched against the Ingress ports
-(--ingress-http-port, --ingress-https-port).
+it; --sni defaults to that host for https:// URLs. PORT is matched against the listeners'
+target ports (listener_health[].target_port) and the Ingress ports (--ingress-http-port,
+--ingress-https-port).
 
 examples:
   coxswain compile -f examples/ > snapshot.json
@@ -258,6 +259,7 @@ def _route(args: argparse.Namespace) -> int:
         host=host,
         tls=tls,
         sni=args.sni or (url.hostname if tls else None),
+        headers=tuple(headers),
     )
     table = build_table(
         snapshot,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from coxswain.route.forward import forwarded_headers
+from coxswain.route.forward import apply_edits, forwarded_headers
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -25,12 +25,17 @@ def explain(
     """The contract's JSON object for one decision."""
     endpoints = table.snapshot.endpoints
     forwarded: dict[str, list[str]] = {}
+    action = decision.action
     if decision.status is None:
-        for name, value in forwarded_headers(
+        sent = forwarded_headers(
             headers, host=decision.host, proto="https" if head.tls else "http", client=None
-        ):
+        )
+        if action is not None and action.request_headers is not None:
+            sent = apply_edits(sent, action.request_headers)
+        for name, value in sent:
             forwarded.setdefault(name, []).append(value)
     route = decision.route
+    response = action.response_headers if action is not None else None
     return {
         "matched": decision.matched,
         "status": decision.status,
@@ -53,12 +58,34 @@ def explain(
             }
             for b in decision.backends
         ],
-        "mirrors": [],
+        "mirrors": [
+            {
+                "namespace": m.backend.namespace,
+                "service": m.backend.service,
+                "port": m.backend.port,
+                "percent": m.percent,
+            }
+            for m in (action.mirrors if action is not None else ())
+        ],
         "redirect": None if decision.redirect is None else {"location": decision.redirect},
         "host": decision.host,
         "path": decision.path,
         "request_headers": forwarded,
-        "response_headers": {"set": {}, "add": {}, "remove": []},
-        "timeouts": {"request": None, "backend_request": None},
+        "response_headers": {
+            "set": {} if response is None else dict(response.set),
+            "add": {} if response is None else _grouped(response.add),
+            "remove": [] if response is None else list(response.remove),
+        },
+        "timeouts": {
+            "request": None if action is None else action.request_timeout,
+            "backend_request": None if action is None else action.backend_timeout,
+        },
         "reason": decision.reason,
     }
+
+
+def _grouped(pairs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for name, value in pairs:
+        grouped.setdefault(name, []).append(value)
+    return grouped

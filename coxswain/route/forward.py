@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["HOP_BY_HOP", "forwarded_headers"]
+    from coxswain.compile.snapshot import HeaderEdits
+
+__all__ = ["HOP_BY_HOP", "apply_edits", "forwarded_headers"]
 
 HOP_BY_HOP: Final = frozenset(
     {
@@ -76,4 +78,17 @@ def forwarded_headers(
         out.append(("x-forwarded-for", ", ".join(forwarded_for)))
     out.append(("x-forwarded-proto", proto))
     out.append(("x-forwarded-host", original_host))
+    return out
+
+
+def apply_edits(headers: Sequence[tuple[str, str]], edits: HeaderEdits) -> list[tuple[str, str]]:
+    """Apply a Gateway API header modifier (HTTPHeaderFilter): remove, set, then add.
+
+    ``set`` replaces every value of the name; ``add`` appends a value; names compare
+    case-insensitively (the edits hold lower-case names).
+    """
+    replaced = {name for name, _ in edits.set} | set(edits.remove)
+    out = [(name, value) for name, value in headers if name.lower() not in replaced]
+    out.extend(edits.set)
+    out.extend(edits.add)
     return out

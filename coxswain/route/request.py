@@ -18,6 +18,7 @@ class RequestHead:
         host: the Host header value, port included, or None when absent.
         tls: whether the connection is TLS.
         sni: the TLS server name, if any.
+        headers: the request's header fields (names in any case), for Gateway API matches.
     """
 
     port: int
@@ -26,3 +27,4 @@ class RequestHead:
     host: str | None
     tls: bool = False
     sni: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()

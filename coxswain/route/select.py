@@ -14,13 +14,14 @@ Order of decisions for the Ingress ports:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from coxswain.route.decision import Decision
 from coxswain.route.paths import element_prefixes, normalize_path, split_target
+from coxswain.route.select_gateway import select_gateway
 
 if TYPE_CHECKING:
-    from coxswain.compile.snapshot import Backend, PathRule, RouteRef
+    from coxswain.compile.snapshot import PathRule
     from coxswain.route.request import RequestHead
     from coxswain.route.table import RouteTable
 
@@ -29,31 +30,6 @@ __all__ = ["Decision", "host_of", "select"]
 _REDIRECT_STATUS = (
     308  # ingress-nginx's default http-redirect-code; keeps the method (RFC 9110 §15.4.9)
 )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Decision:
-    """The outcome for one request.
-
-    Attributes:
-        matched: whether a rule matched.
-        status: the status the proxy answers itself, or None when it forwards.
-        reason: a sentence saying why.
-        route: the rule that matched.
-        backends: the rule's backends (one for Ingress rules).
-        redirect: the ``Location`` of a redirect.
-        host: the Host header to forward.
-        path: the path and query to forward.
-    """
-
-    matched: bool
-    status: int | None
-    reason: str
-    host: str
-    path: str
-    route: RouteRef | None = None
-    backends: tuple[Backend, ...] = ()
-    redirect: str | None = None
 
 
 def host_of(header: str | None) -> str:
@@ -74,6 +50,8 @@ def select(table: RouteTable, head: RequestHead) -> Decision:
     host = host_of(head.host)
     host_header = head.host or host
     ingress = table.snapshot.ingress
+    if (gateway_port := table.gateway_ports.get(head.port)) is not None:
+        return select_gateway(gateway_port, head, host, path, query)
     if head.port not in (table.ingress_http_port, table.ingress_https_port):
         return Decision(
             matched=False,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from coxswain.compile.snapshot import CATCH_ALL, PathMatch
+from coxswain.route.gateway import GatewayPortIndex, index_gateway_port
 
 if TYPE_CHECKING:
     from coxswain.compile.snapshot import Certificate, PathRule, Snapshot, VirtualHost
@@ -43,6 +44,7 @@ class RouteTable:
     catch_all: HostIndex | None
     ingress_http_port: int | None
     ingress_https_port: int | None
+    gateway_ports: dict[int, GatewayPortIndex]
 
     def find_host(self, host: str) -> HostIndex | None:
         """The virtual host serving ``host`` (lower-case, no port): exact, wildcard, catch-all."""
@@ -101,6 +103,7 @@ def build_table(
         catch_all,
         snapshot.ingress.http_port if ingress_http_port is None else ingress_http_port,
         snapshot.ingress.https_port if ingress_https_port is None else ingress_https_port,
+        {port: index_gateway_port(tables) for port, tables in snapshot.gateways.items()},
     )
 
 

@@ -1,0 +1,38 @@
+"""The outcome of routing one request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from coxswain.compile.snapshot import Backend, RouteAction, RouteRef
+
+__all__ = ["Decision"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decision:
+    """The outcome for one request.
+
+    Attributes:
+        matched: whether a rule matched.
+        status: the status the proxy answers itself, or None when it forwards.
+        reason: a sentence saying why.
+        route: the rule that matched.
+        backends: the rule's backends (one for Ingress rules).
+        redirect: the ``Location`` of a redirect.
+        host: the Host header to forward.
+        path: the path and query to forward.
+        action: the HTTPRoute rule's action (header edits, mirrors, timeouts), if any.
+    """
+
+    matched: bool
+    status: int | None
+    reason: str
+    host: str
+    path: str
+    route: RouteRef | None = None
+    backends: tuple[Backend, ...] = ()
+    redirect: str | None = None
+    action: RouteAction | None = None

@@ -1,0 +1,178 @@
+"""Gateway API request selection: listener by host, then rules by the spec's precedence.
+
+Order of decisions on a Gateway port (Gateway API v1: Listener hostname precedence; HTTPRoute
+``hostnames`` and ``matches``):
+1. Listener: the most specific listener hostname matching the Host header: exact, then
+   wildcards with more labels first (a Gateway API wildcard matches one or more labels), then
+   the listener without hostname. None → 404.
+2. Route hosts inside the listener, most specific first (exact, wildcards, ``*``); within each,
+   rules in the compiled precedence order: Exact path, RegularExpression, the longest
+   PathPrefix, then method/header/query counts, age, name, rule order. A host whose rules do not
+   match falls through to the next less specific one (precedence is "given to" the more specific
+   hostname, among matching rules). Nothing matches → 404.
+Indexing keeps lookups proportional to the request (labels and path elements), not the table.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from coxswain.route.paths import element_prefixes
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+
+    from coxswain.compile.snapshot import GatewayRule, ListenerTable, RouteMatch
+
+__all__ = ["GatewayPortIndex", "HostRules", "ListenerIndex", "index_gateway_port", "percent_decode"]
+
+
+@dataclass(slots=True)
+class HostRules:
+    """One route host's rules by path kind, each bucket in precedence order."""
+
+    exact: dict[str, list[GatewayRule]] = field(default_factory=dict)
+    regex: list[tuple[re.Pattern[str], GatewayRule]] = field(default_factory=list)
+    prefix: dict[str, list[GatewayRule]] = field(default_factory=dict)
+
+    def candidates(self, path: str) -> Iterator[GatewayRule]:
+        """Rules whose path matches, in precedence order."""
+        yield from self.exact.get(path, ())
+        for pattern, rule in self.regex:
+            if pattern.fullmatch(path) is not None:
+                yield rule
+        if self.prefix:
+            for prefix in element_prefixes(path):
+                yield from self.prefix.get(prefix, ())
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerIndex:
+    """One listener's table and its route hosts by specificity."""
+
+    table: ListenerTable
+    exact: dict[str, HostRules]
+    wildcard: dict[str, HostRules]
+    any_host: HostRules | None
+
+    def host_rules(self, host: str) -> Iterator[tuple[str, HostRules]]:
+        """Route hosts matching ``host``, most specific first."""
+        if (found := self.exact.get(host)) is not None:
+            yield host, found
+        for suffix in _suffixes(host):
+            if (found := self.wildcard.get(suffix)) is not None:
+                yield f"*.{suffix}", found
+        if self.any_host is not None:
+            yield "*", self.any_host
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayPortIndex:
+    """The listeners of one bind port by hostname."""
+
+    exact: dict[str, ListenerIndex]
+    wildcard: dict[str, ListenerIndex]
+    any_host: ListenerIndex | None
+
+    def find_listener(self, host: str) -> ListenerIndex | None:
+        """The most specific listener for ``host``."""
+        if (found := self.exact.get(host)) is not None:
+            return found
+        for suffix in _suffixes(host):
+            if (found := self.wildcard.get(suffix)) is not None:
+                return found
+        return self.any_host
+
+
+def _suffixes(host: str) -> Iterator[str]:
+    """``a.b.c`` → ``b.c``, ``c``: the parents a ``*.`` wildcard may stand for, longest first."""
+    start = host.find(".")
+    while start > 0:
+        yield host[start + 1 :]
+        start = host.find(".", start + 1)
+
+
+def index_gateway_port(tables: Mapping[str, ListenerTable]) -> GatewayPortIndex:
+    """Index one port's listeners. Pure."""
+    exact: dict[str, ListenerIndex] = {}
+    wildcard: dict[str, ListenerIndex] = {}
+    any_host: ListenerIndex | None = None
+    for hostname, table in tables.items():
+        index = _index_listener(table)
+        if hostname == "*":
+            any_host = index
+        elif hostname.startswith("*."):
+            wildcard[hostname[2:]] = index
+        else:
+            exact[hostname] = index
+    return GatewayPortIndex(exact, wildcard, any_host)
+
+
+def _index_listener(table: ListenerTable) -> ListenerIndex:
+    exact: dict[str, HostRules] = {}
+    wildcard: dict[str, HostRules] = {}
+    any_host: HostRules | None = None
+    for host, rules in table.hosts.items():
+        index = HostRules()
+        for rule in rules:
+            match = rule.match
+            if match.path_type == "Exact":
+                index.exact.setdefault(match.path, []).append(rule)
+            elif match.path_type == "RegularExpression":
+                index.regex.append((re.compile(match.path), rule))
+            else:
+                index.prefix.setdefault(match.path, []).append(rule)
+        if host == "*":
+            any_host = index
+        elif host.startswith("*."):
+            wildcard[host[2:]] = index
+        else:
+            exact[host] = index
+    return ListenerIndex(table, exact, wildcard, any_host)
+
+
+def matches_request(
+    match: RouteMatch, method: str, headers: Mapping[str, str], query: Mapping[str, str]
+) -> bool:
+    """Whether the method, headers and query parameters satisfy a match (path already did)."""
+    if match.method is not None and match.method != method:
+        return False
+    for header in match.headers:
+        value = headers.get(header.name)
+        if value is None or not _value_matches(header.type, header.value, value):
+            return False
+    for param in match.query:
+        value = query.get(param.name)
+        if value is None or not _value_matches(param.type, param.value, value):
+            return False
+    return True
+
+
+def _value_matches(kind: str, expected: str, value: str) -> bool:
+    if kind == "RegularExpression":
+        return re.fullmatch(expected, value) is not None
+    return value == expected
+
+
+def percent_decode(text: str) -> str:
+    """Decode ``%XX`` escapes (invalid ones kept as written) of a query component."""
+    if "%" not in text:
+        return text
+    return re.sub(
+        r"%([0-9A-Fa-f]{2})",
+        lambda m: chr(int(m.group(1), 16)),
+        text,
+    )
+
+
+def parse_query(query: str) -> dict[str, str]:
+    """``?a=1&b=2`` → first value of each name, percent-decoded."""
+    found: dict[str, str] = {}
+    for part in query.lstrip("?").split("&"):
+        if not part:
+            continue
+        name, _, value = part.partition("=")
+        found.setdefault(percent_decode(name), percent_decode(value))
+    return found

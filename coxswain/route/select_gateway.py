@@ -1,0 +1,140 @@
+"""``select_gateway``: the decision for a request on a Gateway listener port.
+
+Answers the proxy gives itself (Gateway API v1 HTTPRoute): 404 when no listener or rule
+matches; the redirect status for RequestRedirect; 500 when the matched rule cannot be served
+(an unsupported filter, no backendRefs, every weight zero, or every weighted backend invalid —
+"requests that would have been sent to an invalid backend MUST receive a 500"); 503 when the
+valid backends have no ready endpoint. Otherwise the request is forwarded, with the URLRewrite
+host and path applied.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from coxswain.route.decision import Decision
+from coxswain.route.gateway import matches_request, parse_query
+
+if TYPE_CHECKING:
+    from coxswain.compile.snapshot import GatewayRule, ListenerTable, PathEdit, RouteMatch
+    from coxswain.route.gateway import GatewayPortIndex
+    from coxswain.route.request import RequestHead
+
+__all__ = ["select_gateway"]
+
+_WELL_KNOWN = {"http": 80, "https": 443}
+
+
+def select_gateway(
+    index: GatewayPortIndex, head: RequestHead, host: str, path: str, query: str
+) -> Decision:
+    """Decide a request arriving on a Gateway port. Pure."""
+    host_header = head.host or host
+    listener = index.find_listener(host)
+    if listener is None:
+        return Decision(
+            matched=False,
+            status=404,
+            reason=f"no listener on port {head.port} matches host {host!r}",
+            host=host_header,
+            path=path + query,
+        )
+    headers: dict[str, str] = {}
+    for name, value in head.headers:
+        lower = name.lower()
+        headers[lower] = f"{headers[lower]},{value}" if lower in headers else value
+    params = parse_query(query)
+    for route_host, rules in listener.host_rules(host):
+        for rule in rules.candidates(path):
+            if matches_request(rule.match, head.method, headers, params):
+                return _decide(listener.table, rule, route_host, head, host, path, query)
+    table = listener.table
+    return Decision(
+        matched=False,
+        status=404,
+        reason=f"no HTTPRoute rule attached to listener {table.gateway}/{table.listener} "
+        f"matches {head.method} {host}{path}",
+        host=host_header,
+        path=path + query,
+    )
+
+
+def _decide(
+    table: ListenerTable,
+    rule: GatewayRule,
+    route_host: str,
+    head: RequestHead,
+    host: str,
+    path: str,
+    query: str,
+) -> Decision:
+    action, match = rule.action, rule.match
+    ref = action.route
+    where = (
+        f"listener {table.gateway}/{table.listener}, host {route_host!r}, "
+        f"HTTPRoute {ref.namespace}/{ref.name} {ref.rule}"
+    )
+    host_header = head.host or host
+
+    def decided(
+        status: int | None,
+        reason: str,
+        *,
+        to_host: str = host_header,
+        to_path: str = path + query,
+        redirect: str | None = None,
+    ) -> Decision:
+        return Decision(
+            matched=True,
+            status=status,
+            reason=f"{where}: {reason}",
+            host=to_host,
+            path=to_path,
+            route=ref,
+            backends=tuple(action.backends),
+            redirect=redirect,
+            action=action,
+        )
+
+    if action.problem is not None:
+        return decided(500, action.problem)
+    if action.redirect is not None:
+        r = action.redirect
+        scheme = r.scheme or ("https" if head.tls else "http")
+        if r.port is not None:
+            port = r.port
+        elif r.scheme is not None:
+            port = _WELL_KNOWN.get(r.scheme, table.port)
+        else:
+            port = table.port
+        suffix = "" if _WELL_KNOWN.get(scheme) == port else f":{port}"
+        new_path = _edit_path(r.path, match, path)
+        location = f"{scheme}://{r.hostname or host}{suffix}{new_path}{query}"
+        return decided(r.status, f"redirected to {location}", redirect=location)
+    forwarded_host = host_header
+    forwarded_path = path
+    if action.rewrite is not None:
+        forwarded_host = action.rewrite.hostname or host_header
+        forwarded_path = _edit_path(action.rewrite.path, match, path)
+    weighted = [b for b in action.backends if b.weight > 0]
+    status: int | None = None
+    if not action.backends:
+        status, reason = 500, "the rule has no backendRefs"
+    elif not weighted:
+        status, reason = 500, "every backend has weight 0"
+    elif not any(b.valid for b in weighted):
+        status, reason = 500, "every weighted backend is invalid"
+    else:
+        reason = f"forwarded to {len(weighted)} weighted backend(s)"
+    return decided(status, reason, to_host=forwarded_host, to_path=forwarded_path + query)
+
+
+def _edit_path(edit: PathEdit | None, match: RouteMatch, path: str) -> str:
+    """Apply ReplaceFullPath or ReplacePrefixMatch (Gateway API HTTPPathModifier)."""
+    if edit is None:
+        return path
+    if edit.type == "ReplaceFullPath":
+        return edit.value
+    rest = path if match.path == "/" else path[len(match.path) :]
+    replaced = edit.value.rstrip("/") + rest
+    return replaced if replaced.startswith("/") else "/" + replaced
