@@ -70,11 +70,16 @@ class ListenerIndex:
 
 @dataclass(frozen=True, slots=True)
 class GatewayPortIndex:
-    """The listeners of one bind port by hostname."""
+    """The listeners of one bind port by hostname.
+
+    ``client_validation`` is True when some listener of the port validates client
+    certificates: a request must then stay on the listener its SNI chose (421 otherwise).
+    """
 
     exact: dict[str, ListenerIndex]
     wildcard: dict[str, ListenerIndex]
     any_host: ListenerIndex | None
+    client_validation: bool = False
 
     def find_listener(self, host: str) -> ListenerIndex | None:
         """The most specific listener for ``host``."""
@@ -94,7 +99,9 @@ def _suffixes(host: str) -> Iterator[str]:
         start = host.find(".", start + 1)
 
 
-def index_gateway_port(tables: Mapping[str, ListenerTable]) -> GatewayPortIndex:
+def index_gateway_port(
+    tables: Mapping[str, ListenerTable], *, client_validation: bool = False
+) -> GatewayPortIndex:
     """Index one port's listeners. Pure."""
     exact: dict[str, ListenerIndex] = {}
     wildcard: dict[str, ListenerIndex] = {}
@@ -107,7 +114,7 @@ def index_gateway_port(tables: Mapping[str, ListenerTable]) -> GatewayPortIndex:
             wildcard[hostname[2:]] = index
         else:
             exact[hostname] = index
-    return GatewayPortIndex(exact, wildcard, any_host)
+    return GatewayPortIndex(exact, wildcard, any_host, client_validation)
 
 
 def _index_listener(table: ListenerTable) -> ListenerIndex:

@@ -1,7 +1,9 @@
 """``select_gateway``: the decision for a request on a Gateway listener port.
 
 Answers the proxy gives itself (Gateway API v1 HTTPRoute): 404 when no listener or rule
-matches; the redirect status for RequestRedirect; 500 when the matched rule cannot be served
+matches; 421 when, on a port that validates client certificates, the Host header selects
+another listener than the TLS server name did (GEP-91: the certificate check was made for the
+SNI's listener); the redirect status for RequestRedirect; 500 when the matched rule cannot be served
 (an unsupported filter, no backendRefs, every weight zero, or every weighted backend invalid —
 "requests that would have been sent to an invalid backend MUST receive a 500"); 503 when the
 valid backends have no ready endpoint. Otherwise the request is forwarded, with the URLRewrite
@@ -39,6 +41,17 @@ def select_gateway(
             host=host_header,
             path=path + query,
         )
+    if head.tls and index.client_validation:
+        sni = (head.sni or "").lower().rstrip(".")
+        if index.find_listener(sni) is not listener:
+            return Decision(
+                matched=False,
+                status=421,
+                reason=f"the TLS server name {sni!r} chose another listener than host {host!r} "
+                "on a port that validates client certificates (RFC 9110 §15.5.20)",
+                host=host_header,
+                path=path + query,
+            )
     headers: dict[str, str] = {}
     for name, value in head.headers:
         lower = name.lower()

@@ -57,10 +57,18 @@ class RouteTable:
         return self.catch_all
 
     def certificate(self, port: int, server_name: str | None) -> Certificate | None:
-        """The certificate for an SNI name on a port: exact, wildcard, then the default."""
+        """The certificate for an SNI name on a port.
+
+        On a Gateway port the listener the name selects decides (its hostname keys the store);
+        on the Ingress HTTPS port: exact, one-label wildcard, then the default.
+        """
         by_host = self.snapshot.tls.get(port)
         if by_host is None:
             return None
+        if (gateway_port := self.gateway_ports.get(port)) is not None:
+            name = (server_name or "").lower().rstrip(".")
+            listener = gateway_port.find_listener(name)
+            return None if listener is None else by_host.get(listener.table.hostname)
         if server_name:
             name = server_name.lower().rstrip(".")
             found = by_host.get(name)
@@ -103,7 +111,10 @@ def build_table(
         catch_all,
         snapshot.ingress.http_port if ingress_http_port is None else ingress_http_port,
         snapshot.ingress.https_port if ingress_https_port is None else ingress_https_port,
-        {port: index_gateway_port(tables) for port, tables in snapshot.gateways.items()},
+        {
+            port: index_gateway_port(tables, client_validation=port in snapshot.client_certs)
+            for port, tables in snapshot.gateways.items()
+        },
     )
 
 
