@@ -646,8 +646,8 @@ def test_ca_bundle_is_kept_when_ca_crt_holds_a_certificate(keypair_pem):
 # --- IngressClass and Namespace -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("value", "expected"), [("true", True), ("True", True), ("false", False)])
-def test_ingress_class_default_annotation_is_read_case_insensitively(value, expected):
+@pytest.mark.parametrize(("value", "expected"), [("true", True), ("True", False), ("false", False)])
+def test_ingress_class_default_annotation_is_exactly_true_as_admission_compares_it(value, expected):
     raw = body("IngressClass", "c", api=NETWORKING, spec={"controller": "x.dev/ctl"})
     raw["metadata"]["annotations"] = {"ingressclass.kubernetes.io/is-default-class": value}
     obj = decoded(raw)

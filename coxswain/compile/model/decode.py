@@ -355,7 +355,8 @@ def _ingress_class(
     return IngressClass(
         meta=meta,
         controller=fields.string(spec.get("controller"), "spec.controller") or "",
-        is_default=meta.annotations.get(DEFAULT_CLASS_ANNOTATION, "").lower() == "true",
+        # Exactly "true", as the DefaultIngressClass admission plugin compares it.
+        is_default=meta.annotations.get(DEFAULT_CLASS_ANNOTATION) == "true",
         diagnostics=fields.diagnostics(),
     )
 
@@ -379,8 +380,9 @@ def _service(
         target = entry.get("targetPort")
         target_port: int | str | None
         if isinstance(target, str) and target.isascii() and target.isdigit():
-            # IntOrString given as a quoted number
-            target_port = fields.integer(int(target), f"{field}.targetPort", low=1, high=_PORT_MAX)
+            # IntOrString given as a quoted number (a huge one is simply out of range)
+            quoted = int(target) if len(target) < 7 else _PORT_MAX + 1
+            target_port = fields.integer(quoted, f"{field}.targetPort", low=1, high=_PORT_MAX)
         elif isinstance(target, str):
             target_port = target
         else:
@@ -515,7 +517,7 @@ def _secret_data(fields: FieldReader, raw: Mapping[str, Any]) -> dict[str, bytes
     for name in _SECRET_KEYS_READ:
         text = fields.string(strings.get(name), f"stringData[{name!r}]")
         if text is not None:
-            found[name] = text.encode()
+            found[name] = text.encode("utf-8", "replace")  # a lone surrogate cannot be PEM
     return found
 
 
