@@ -113,7 +113,8 @@ def _attach(
     attachments = [
         Attachment(listener=v, hostnames=hosts)
         for v in allowed
-        if (hosts := intersect_hostnames(v.listener.hostname, tuple(route.hostnames)))
+        if (route.hostnames or not route.has_hostnames)
+        and (hosts := intersect_hostnames(v.listener.hostname, tuple(route.hostnames)))
     ]
     if not attachments:
         return _refused(

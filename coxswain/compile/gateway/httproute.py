@@ -6,8 +6,12 @@ Rules (Gateway API v1 HTTPRoute):
    the implementation cannot honour makes the route ``Accepted=False/UnsupportedValue``.
 2. Filters: RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite,
    RequestMirror. Any other type is ``UnsupportedValue``; ``ReplacePrefixMatch`` is only valid
-   when every match of the rule is a ``PathPrefix``; a redirect and a URL rewrite, or a
-   redirect and backends, cannot be combined.
+   when every match of the rule is a ``PathPrefix``; a redirect and a URL rewrite cannot be
+   combined (``IncompatibleFilters``). A redirect answers before any backend is chosen. An
+   ExtensionRef filter cannot be resolved here: "the filter MUST NOT be skipped", so its rule
+   is served with a 500 and the route gets ``ResolvedRefs=False/InvalidKind``.
+   An invalid rule is not served: when some rules are invalid the route carries
+   ``PartiallyInvalid=True``; when all are, ``Accepted=False``.
 3. backendRefs: core Services (others ``InvalidKind``), with a port, that exist
    (``BackendNotFound``); another namespace needs a ReferenceGrant (``RefNotPermitted``).
    An invalid backend keeps its weight: its share of requests is answered 500.
@@ -75,13 +79,16 @@ _HEADER_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9a-z]+")
 class CompiledRoute:
     """A route's entries in precedence order, and its route-level conditions.
 
-    ``accepted`` is None when the route itself is fine (attachment decides), else the
-    ``Accepted=False`` condition; ``resolved_refs`` is the ``ResolvedRefs`` condition.
+    ``accepted`` is None when the route can be served (attachment decides), else the
+    ``Accepted=False`` condition (every rule is invalid); ``partially_invalid`` is the
+    ``PartiallyInvalid=True`` condition when only some rules are; ``resolved_refs`` is the
+    ``ResolvedRefs`` condition.
     """
 
     route: HTTPRoute
     entries: tuple[tuple[tuple[object, ...], GatewayRule], ...]
     accepted: Condition | None
+    partially_invalid: Condition | None
     resolved_refs: Condition
     backends: tuple[Backend, ...]
     read: frozenset[ObjectKey]
@@ -94,10 +101,12 @@ def compile_route(route: HTTPRoute, services: ServiceIndex, grants: Grants) -> C
     entries: list[tuple[tuple[object, ...], GatewayRule]] = []
     backends: list[Backend] = []
     read: set[ObjectKey] = set()
+    invalid_rules = 0
     for rule_index, rule in enumerate(route.rules):
         rule_problems = _rule_problems(rule)
         problems.extend(rule_problems)
         if rule_problems:
+            invalid_rules += 1
             continue
         action, rule_refs = _action(route, rule, services, grants, read)
         if rule_refs is not None and ref_problem is None:
@@ -112,11 +121,24 @@ def compile_route(route: HTTPRoute, services: ServiceIndex, grants: Grants) -> C
                     GatewayRule(match=compiled, action=action),
                 )
             )
-    accepted = None
+    accepted = partially = None
     if problems:
-        accepted = Condition(
-            type="Accepted", status=False, reason="UnsupportedValue", message="; ".join(problems)
+        reason = (
+            "IncompatibleFilters"
+            if all("cannot be combined" in p for p in problems)
+            else "UnsupportedValue"
         )
+        if invalid_rules == len(route.rules):
+            accepted = Condition(
+                type="Accepted", status=False, reason=reason, message="; ".join(problems)
+            )
+        else:
+            partially = Condition(
+                type="PartiallyInvalid",
+                status=True,
+                reason=reason,
+                message="these rules are not served: " + "; ".join(problems),
+            )
     resolved = (
         Condition(type="ResolvedRefs", status=True, reason="ResolvedRefs")
         if ref_problem is None
@@ -128,6 +150,7 @@ def compile_route(route: HTTPRoute, services: ServiceIndex, grants: Grants) -> C
         route=route,
         entries=tuple(sorted(entries, key=lambda e: e[0])),
         accepted=accepted,
+        partially_invalid=partially,
         resolved_refs=resolved,
         backends=tuple(backends),
         read=frozenset(read),
@@ -173,6 +196,8 @@ def _rule_problems(rule: HTTPRouteRule) -> list[str]:
                 problems.append(f"{where}.headers: a header name is not a valid HTTP field name")
     filters = list(rule.filters) + [f for b in rule.backend_refs for f in b.filters]
     for item in filters:
+        if item.type == "ExtensionRef":
+            continue  # served as an error, never skipped: see _action
         if item.type not in _SUPPORTED_FILTERS:
             problems.append(f"{item.field}.type: filter {item.type!r} is not supported")
         for modifier in (item.redirect, item.rewrite):
@@ -249,6 +274,11 @@ def _action(
     mirrors: list[Mirror] = []
     request = response = None
     redirect = rewrite = None
+    unresolved: str | None = None
+    for item in (*rule.filters, *(f for b in rule.backend_refs for f in b.filters)):
+        if item.type == "ExtensionRef":
+            unresolved = f"{item.field}: ExtensionRef filters are not supported"
+            problem = problem or ("InvalidKind", unresolved)
     for item in rule.filters:
         if item.request_headers is not None:
             request = _edits(item.request_headers)
@@ -284,6 +314,7 @@ def _action(
         mirrors=pvector(mirrors),
         request_timeout=rule.request_timeout,
         backend_timeout=rule.backend_timeout,
+        problem=unresolved,
     )
     return action, problem
 

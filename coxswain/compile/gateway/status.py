@@ -10,7 +10,7 @@ Rules:
    a snapshot; offline (no fleet) a listener that compiled cleanly counts as programmed.
 3. HTTPRoute: one ``parents`` entry per parentRef naming one of our Gateways, with
    ``parentRef`` written out with group and kind, ``controllerName``, and the conditions
-   Accepted and ResolvedRefs.
+   Accepted, ResolvedRefs, and PartiallyInvalid when some rules are not served.
 Every condition carries the object's generation; no timestamps (the shell adds them).
 """
 
@@ -214,8 +214,13 @@ def _route_status(route: RouteVerdict, config: CompileConfig) -> ObjectStatus:
                 "parentRef": written,
                 "controllerName": config.gateway_controller,
                 "conditions": [
-                    condition_data(parent.accepted, meta.generation),
-                    condition_data(route.compiled.resolved_refs, meta.generation),
+                    condition_data(c, meta.generation)
+                    for c in (
+                        parent.accepted,
+                        route.compiled.resolved_refs,
+                        route.compiled.partially_invalid,
+                    )
+                    if c is not None
                 ],
             }
         )

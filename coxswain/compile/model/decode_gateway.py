@@ -307,7 +307,8 @@ def decode_httproute(
             )
         )
     hostnames: list[str] = []
-    for i, item in enumerate(fields.items(spec.get("hostnames"), "spec.hostnames")):
+    raw_hostnames = fields.items(spec.get("hostnames"), "spec.hostnames")
+    for i, item in enumerate(raw_hostnames):
         host = fields.string(item, f"spec.hostnames[{i}]")
         if host is None:
             continue
@@ -326,6 +327,7 @@ def decode_httproute(
         meta=meta,
         parent_refs=pvector(parents),
         hostnames=pvector(hostnames),
+        has_hostnames=bool(raw_hostnames),
         rules=pvector(r for r in rules if r is not None),
         diagnostics=fields.diagnostics(),
     )

@@ -253,11 +253,16 @@ class HTTPRouteRule:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HTTPRoute:
-    """An HTTPRoute; ``hostnames`` lower-cased."""
+    """An HTTPRoute; ``hostnames`` lower-cased.
+
+    ``has_hostnames`` says whether ``spec.hostnames`` held anything, even names dropped as
+    invalid: a route whose every hostname is invalid matches no host, not every host.
+    """
 
     meta: Meta
     parent_refs: PVector[ParentRef] = pvector()
     hostnames: PVector[str] = pvector()
+    has_hostnames: bool = False
     rules: PVector[HTTPRouteRule] = pvector()
     diagnostics: PVector[Diagnostic] = pvector()
 
