@@ -1,0 +1,310 @@
+"""Hypothesis strategies for small Gateway API worlds (STYLE §10: small alphabets, collisions).
+
+Namespaces {a, b}; names {x, y, z}; hostnames {foo.test, *.test, bar.foo.test}; paths
+{/, /a, /a/b, /ab}. References are drawn from the same names, so some resolve and some dangle.
+``malformed`` replaces random fields with arbitrary JSON values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trustme
+from hypothesis import strategies as st
+
+GW = "gateway.networking.k8s.io/v1"
+OURS = "coxswain-labs.dev/gateway-controller"
+NAMESPACES = ("a", "b")
+NAMES = ("x", "y", "z")
+HOSTS = ("foo.test", "*.test", "bar.foo.test", "FOO.test", "1.2.3.4")
+PATHS = ("/", "/a", "/a/b", "/ab", "a")
+TIMES = ("2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z", None)
+
+_CA = trustme.CA()
+_CERT = _CA.issue_cert("foo.test", "*.test")
+TLS_DATA = {
+    "tls.crt": _CERT.cert_chain_pems[0].bytes().decode(),
+    "tls.key": _CERT.private_key_pem.bytes().decode(),
+}
+CA_PEM = _CA.cert_pem.bytes().decode()
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def _meta(name: str, namespace: str | None, created: str | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    if created is not None:
+        meta["creationTimestamp"] = created
+    return meta
+
+
+@st.composite
+def gateway_classes(draw: st.DrawFn) -> dict[str, Any]:
+    return {
+        "apiVersion": GW,
+        "kind": "GatewayClass",
+        "metadata": _meta(draw(st.sampled_from(("coxswain", "other"))), None, None),
+        "spec": {"controllerName": draw(st.sampled_from((OURS, "example.com/other")))},
+    }
+
+
+@st.composite
+def listeners(draw: st.DrawFn, index: int) -> dict[str, Any]:
+    protocol = draw(st.sampled_from(("HTTP", "HTTPS", "TCP")))
+    listener: dict[str, Any] = {
+        "name": f"l{index}",
+        "port": draw(st.sampled_from((80, 443, 8080))),
+        "protocol": protocol,
+    }
+    if draw(st.booleans()):
+        listener["hostname"] = draw(st.sampled_from(HOSTS[:3]))
+    if protocol == "HTTPS":
+        ref: dict[str, Any] = {"name": draw(st.sampled_from(NAMES))}
+        if draw(st.booleans()):
+            ref["namespace"] = draw(st.sampled_from(NAMESPACES))
+        listener["tls"] = {"certificateRefs": [ref]}
+    origin = draw(st.sampled_from(("Same", "All", "Selector", None)))
+    if origin is not None:
+        namespaces: dict[str, Any] = {"from": origin}
+        if origin == "Selector":
+            namespaces["selector"] = {"matchLabels": {"team": draw(st.sampled_from(("t1", "t2")))}}
+        listener["allowedRoutes"] = {"namespaces": namespaces}
+    return listener
+
+
+@st.composite
+def gateways(draw: st.DrawFn) -> dict[str, Any]:
+    count = draw(st.integers(1, 3))
+    spec: dict[str, Any] = {
+        "gatewayClassName": draw(st.sampled_from(("coxswain", "coxswain", "coxswain", "other"))),
+        "listeners": [draw(listeners(i)) for i in range(count)],
+    }
+    if draw(st.integers(0, 4)) == 0:
+        spec["tls"] = {
+            "frontend": {
+                "default": {
+                    "validation": {
+                        "caCertificateRefs": [
+                            {"group": "", "kind": "ConfigMap", "name": draw(st.sampled_from(NAMES))}
+                        ]
+                    }
+                }
+            }
+        }
+    return {
+        "apiVersion": GW,
+        "kind": "Gateway",
+        "metadata": _meta(
+            draw(st.sampled_from(NAMES)),
+            draw(st.sampled_from(NAMESPACES)),
+            draw(st.sampled_from(TIMES)),
+        ),
+        "spec": spec,
+    }
+
+
+@st.composite
+def rules(draw: st.DrawFn) -> dict[str, Any]:
+    rule: dict[str, Any] = {}
+    if draw(st.booleans()):
+        path_type = draw(st.sampled_from(("Exact", "PathPrefix", "RegularExpression")))
+        value = draw(st.sampled_from((*PATHS, "/a[", "/a.*")))
+        match: dict[str, Any] = {"path": {"type": path_type, "value": value}}
+        if draw(st.booleans()):
+            match["headers"] = [{"name": "X-A", "value": draw(st.sampled_from(("1", "2")))}]
+        if draw(st.booleans()):
+            match["method"] = draw(st.sampled_from(("GET", "POST")))
+        rule["matches"] = [match]
+    kind = draw(st.sampled_from(("none", "header", "redirect", "rewrite", "mirror", "bogus")))
+    if kind == "header":
+        rule["filters"] = [
+            {
+                "type": "RequestHeaderModifier",
+                "requestHeaderModifier": {"set": [{"name": "X-B", "value": "v"}]},
+            }
+        ]
+    elif kind == "redirect":
+        rule["filters"] = [
+            {"type": "RequestRedirect", "requestRedirect": {"scheme": "https", "statusCode": 301}}
+        ]
+    elif kind == "rewrite":
+        rule["filters"] = [
+            {
+                "type": "URLRewrite",
+                "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/n"}},
+            }
+        ]
+    elif kind == "mirror":
+        rule["filters"] = [
+            {
+                "type": "RequestMirror",
+                "requestMirror": {"backendRef": {"name": "x", "port": 80}, "percent": 50},
+            }
+        ]
+    elif kind == "bogus":
+        rule["filters"] = [{"type": draw(st.sampled_from(("ExtensionRef", "CORS")))}]
+    refs = []
+    for _ in range(draw(st.integers(0, 2))):
+        ref: dict[str, Any] = {
+            "name": draw(st.sampled_from(NAMES)),
+            "port": draw(st.sampled_from((80, 8080))),
+            "weight": draw(st.sampled_from((0, 1, 3))),
+        }
+        if draw(st.booleans()):
+            ref["namespace"] = draw(st.sampled_from(NAMESPACES))
+        if draw(st.integers(0, 5)) == 0:
+            ref["kind"] = "Pod"
+        refs.append(ref)
+    if refs:
+        rule["backendRefs"] = refs
+    return rule
+
+
+@st.composite
+def httproutes(draw: st.DrawFn) -> dict[str, Any]:
+    parents = []
+    for _ in range(draw(st.integers(1, 2))):
+        parent: dict[str, Any] = {"name": draw(st.sampled_from(NAMES[:2]))}
+        if draw(st.booleans()):
+            parent["namespace"] = draw(st.sampled_from(NAMESPACES))
+        if draw(st.integers(0, 3)) == 0:
+            parent["sectionName"] = draw(st.sampled_from(("l0", "l1", "nope")))
+        if draw(st.integers(0, 3)) == 0:
+            parent["port"] = draw(st.sampled_from((80, 443)))
+        parents.append(parent)
+    spec: dict[str, Any] = {
+        "parentRefs": parents,
+        "rules": draw(st.lists(rules(), min_size=1, max_size=3)),
+    }
+    if draw(st.booleans()):
+        spec["hostnames"] = draw(st.lists(st.sampled_from(HOSTS), min_size=1, max_size=2))
+    return {
+        "apiVersion": GW,
+        "kind": "HTTPRoute",
+        "metadata": _meta(
+            draw(st.sampled_from(NAMES)),
+            draw(st.sampled_from(NAMESPACES)),
+            draw(st.sampled_from(TIMES)),
+        ),
+        "spec": spec,
+    }
+
+
+@st.composite
+def supporting(draw: st.DrawFn) -> dict[str, Any]:
+    """Services, EndpointSlices, Secrets, ConfigMaps, ReferenceGrants and Namespaces."""
+    kind = draw(
+        st.sampled_from(
+            ("Service", "EndpointSlice", "Secret", "ConfigMap", "ReferenceGrant", "Namespace")
+        )
+    )
+    namespace = draw(st.sampled_from(NAMESPACES))
+    name = draw(st.sampled_from(NAMES))
+    if kind == "Service":
+        return {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": _meta(name, namespace, None),
+            "spec": {"ports": [{"port": draw(st.sampled_from((80, 8080)))}]},
+        }
+    if kind == "EndpointSlice":
+        return {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                **_meta(f"{name}-1", namespace, None),
+                "labels": {"kubernetes.io/service-name": name},
+            },
+            "ports": [{"name": "", "port": 9000}],
+            "endpoints": [
+                {"addresses": ["10.0.0.1"], "conditions": {"ready": draw(st.booleans())}}
+            ],
+        }
+    if kind == "Secret":
+        return {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": _meta(name, namespace, None),
+            "type": draw(st.sampled_from(("kubernetes.io/tls", "Opaque"))),
+            "stringData": TLS_DATA
+            if draw(st.booleans())
+            else {"tls.crt": "junk", "tls.key": "junk"},
+        }
+    if kind == "ConfigMap":
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": _meta(name, namespace, None),
+            "data": {"ca.crt": CA_PEM if draw(st.booleans()) else "junk"},
+        }
+    if kind == "ReferenceGrant":
+        return {
+            "apiVersion": "gateway.networking.k8s.io/v1beta1",
+            "kind": "ReferenceGrant",
+            "metadata": _meta(name, namespace, None),
+            "spec": {
+                "from": [
+                    {
+                        "group": "gateway.networking.k8s.io",
+                        "kind": draw(st.sampled_from(("Gateway", "HTTPRoute"))),
+                        "namespace": draw(st.sampled_from(NAMESPACES)),
+                    }
+                ],
+                "to": [{"group": "", "kind": draw(st.sampled_from(("Secret", "Service")))}],
+            },
+        }
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": namespace, "labels": {"team": draw(st.sampled_from(("t1", "t2")))}},
+    }
+
+
+def _corrupt(body: dict[str, Any], value: Any, depth: int) -> dict[str, Any]:
+    """Replace one field at some depth of ``spec`` (or the body) with ``value``."""
+    target: Any = body.get("spec", body)
+    for _ in range(depth):
+        if isinstance(target, dict) and target:
+            key = sorted(target)[0]
+            if isinstance(target[key], dict | list) and target[key]:
+                target = target[key] if isinstance(target[key], dict) else target[key][0]
+                continue
+        break
+    if isinstance(target, dict) and target:
+        target[sorted(target)[-1]] = value
+    return body
+
+
+@st.composite
+def malformed(draw: st.DrawFn) -> dict[str, Any]:
+    body = draw(st.one_of(gateways(), httproutes(), gateway_classes(), supporting()))
+    return _corrupt(body, draw(json_values), draw(st.integers(0, 3)))
+
+
+OUR_CLASS = {
+    "apiVersion": GW,
+    "kind": "GatewayClass",
+    "metadata": {"name": "coxswain"},
+    "spec": {"controllerName": OURS},
+}
+
+worlds = st.lists(
+    st.one_of(
+        gateway_classes(), gateways(), httproutes(), httproutes(), supporting(), supporting()
+    ),
+    min_size=1,
+    max_size=16,
+).map(lambda bodies: [OUR_CLASS, *bodies])
+messy_worlds = st.lists(
+    st.one_of(gateway_classes(), gateways(), httproutes(), supporting(), malformed()),
+    min_size=1,
+    max_size=12,
+)
