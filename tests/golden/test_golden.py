@@ -3,7 +3,8 @@
 Each case is ``cases/<area>/<case>.in.yaml``: a ``CompileCase`` header document, then verbatim
 Kubernetes objects. The runner loads it with the CLI's own loader (``parse_manifests``), prepends
 the objects of the header's ``include`` files, compiles for the shared pool, and compares the
-*text* of ``<case>.snapshot.yaml`` and, only when there are findings, ``<case>.diagnostics.yaml``.
+*text* of ``<case>.snapshot.yaml`` and, only when there are any, ``<case>.diagnostics.yaml`` (the
+findings) and ``<case>.status.yaml`` (the desired statuses, as ``--emit status`` prints them).
 ``pytest tests/golden --update-goldens`` (``make goldens``) rewrites the expected files instead.
 
 A case whose header says ``pending: <why>`` documents behaviour the compiler does not have yet
@@ -12,21 +13,26 @@ reported as xfail, so that no golden ever enshrines the bug.
 
 Checks on the goldens themselves: every include exists and every ``_base`` file is included by
 some case; every input survives parse → ``yaml.safe_dump`` → parse unchanged; no expected file
-is left without its input.
+is left without its input; every Gateway API input validates against its CRD's openAPIV3Schema
+(unless the case says ``schema-invalid: true``), and so does every status the compiler writes.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import jsonschema
 import pytest
 import yaml
 
 from coxswain.cli import _diagnostic_data as cli_diagnostic_data
-from coxswain.compile import SharedPool, build_state, compile
+from coxswain.cli import _status_list
+from coxswain.compile import SharedPool, build_state, compile, status
 from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.model.manifests import ManifestSyntaxError, SourcedBody, parse_manifests
@@ -40,9 +46,19 @@ BASE: Final = "_base"
 INPUT: Final = ".in.yaml"
 SNAPSHOT: Final = ".snapshot.yaml"
 DIAGNOSTICS: Final = ".diagnostics.yaml"
+STATUS: Final = ".status.yaml"
+EXPECTED_SUFFIXES: Final = (SNAPSHOT, DIAGNOSTICS, STATUS)
 HEADER_KIND: Final = "CompileCase"
-HEADER_KEYS: Final = frozenset({"kind", "description", "scope", "include", "pending"})
+HEADER_KEYS: Final = frozenset(
+    {"kind", "description", "scope", "include", "pending", "schema-invalid"}
+)
 SCOPES: Final = frozenset({"shared"})
+GATEWAY_GROUP: Final = "gateway.networking.k8s.io"
+# The official CRDs live in the shared folder beside the checkout (../shared/gateway-api).
+_SHARED_CRDS: Final = Path(__file__).resolve().parents[3] / "shared" / "gateway-api" / "v1.6.1"
+CRDS: Final = Path(os.environ.get("COXSWAIN_GATEWAY_API_CRDS", str(_SHARED_CRDS)))
+# Areas whose cases are named after the object they are about rather than after the area.
+AREA_PREFIXES: Final = {"gateway": ("gateway-", "httproute-")}
 REGENERATE: Final = "run `make goldens` (pytest tests/golden --update-goldens), review git diff"
 
 
@@ -55,6 +71,7 @@ class Case:
     description: str
     includes: tuple[str, ...]
     pending: str | None
+    schema_invalid: bool
     bodies: tuple[SourcedBody, ...]
 
     def expected(self, suffix: str) -> Path:
@@ -108,6 +125,9 @@ def _load_case(path: Path, *, resolve: bool = True) -> Case:
     pending = header.get("pending")
     if pending is not None and (not isinstance(pending, str) or not pending.strip()):
         problems.append("pending must say why, in a sentence")
+    schema_invalid = header.get("schema-invalid", False)
+    if not isinstance(schema_invalid, bool):
+        problems.append("schema-invalid must be true or false")
     if problems:
         pytest.fail(f"{where}: bad header: {'; '.join(problems)}")
     bodies: list[SourcedBody] = []
@@ -122,6 +142,7 @@ def _load_case(path: Path, *, resolve: bool = True) -> Case:
         description=str(description),
         includes=tuple(includes),
         pending=pending,
+        schema_invalid=schema_invalid is True,
         bodies=tuple(bodies),
     )
 
@@ -141,11 +162,14 @@ def _diagnostic_data(d: Diagnostic) -> dict[str, Any]:
 
 def _render(case: Case) -> dict[str, str | None]:
     """The expected-file texts of a case: suffix → text, or None when the file must not exist."""
-    result = compile(build_state(b.body for b in case.bodies), SharedPool())
+    state = build_state(b.body for b in case.bodies)
+    result = compile(state, SharedPool())
     diagnostics = [_diagnostic_data(d) for d in result.diagnostics]
+    statuses = _status_list(status(state))
     return {
         SNAPSHOT: dump_yaml(snapshot_to_data(result.snapshot)),
         DIAGNOSTICS: dump_yaml(diagnostics) if diagnostics else None,
+        STATUS: dump_yaml(statuses) if statuses["items"] else None,
     }
 
 
@@ -202,7 +226,10 @@ def test_case_names_are_unique_and_kebab_case() -> None:
     bad = [
         n
         for n, p in zip(names, _case_paths(), strict=True)
-        if not n.startswith(f"{p.parent.name}-") or n != n.lower() or "_" in n or " " in n
+        if not n.startswith(AREA_PREFIXES.get(p.parent.name, (f"{p.parent.name}-",)))
+        or n != n.lower()
+        or "_" in n
+        or " " in n
     ]
     assert not bad, f"case names must be kebab-case <area>-<feature>-<variant>: {bad}"
 
@@ -230,7 +257,7 @@ def test_every_expected_file_has_its_input() -> None:
         if path.parent.name == BASE or path.name.endswith(INPUT):
             continue
         stem = next(
-            (path.name.removesuffix(s) for s in (SNAPSHOT, DIAGNOSTICS) if path.name.endswith(s)),
+            (path.name.removesuffix(s) for s in EXPECTED_SUFFIXES if path.name.endswith(s)),
             None,
         )
         if stem is None or not path.with_name(stem + INPUT).is_file():
@@ -252,6 +279,114 @@ def test_input_survives_dump_and_parse(path: Path) -> None:
     assert again == bodies
     first = 0 if path.parent.name == BASE else 1  # a case's first document is its header
     assert build_state(again[first:]) == build_state(bodies[first:])
+
+
+@functools.cache
+def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
+    """(kind, version) → openAPIV3Schema of every served Gateway API CRD version."""
+    if not CRDS.is_dir():
+        pytest.fail(f"Gateway API CRDs not found at {CRDS} (set COXSWAIN_GATEWAY_API_CRDS)")
+    schemas: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in sorted(CRDS.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
+                continue
+            if doc["spec"]["group"] != GATEWAY_GROUP:
+                continue
+            kind = doc["spec"]["names"]["kind"]
+            for version in doc["spec"]["versions"]:
+                if version.get("served"):
+                    schemas[(kind, version["name"])] = version["schema"]["openAPIV3Schema"]
+    return schemas
+
+
+def _schema_errors(schema: dict[str, Any], instance: object) -> list[str]:
+    """The openAPIV3Schema violations of one instance (CEL rules and x-kubernetes-* ignored)."""
+    validator = jsonschema.Draft7Validator(schema)
+    return [
+        f"{'.'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}"
+        for e in sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
+    ]
+
+
+def _gateway_objects(bodies: list[Any]) -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for body in bodies:
+        if not isinstance(body, dict):
+            continue
+        group, _, _ = str(body.get("apiVersion", "")).rpartition("/")
+        if group == GATEWAY_GROUP:
+            meta = body.get("metadata") or {}
+            found.append(
+                (f"{body.get('kind')} {meta.get('namespace', '')}/{meta.get('name')}", body)
+            )
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    [*_case_paths(), *_base_paths()],
+    ids=lambda p: _name(p) if p.parent.name != BASE else f"{BASE}/{p.stem}",
+)
+def test_gateway_objects_match_the_crd_schema(path: Path) -> None:
+    """Gateway API inputs are what the API server would admit (openAPIV3Schema, as written)."""
+    bodies = [b.body for b in _parse(path)]
+    if path.parent.name != BASE:
+        if _load_case(path, resolve=False).schema_invalid:
+            pytest.skip("the case declares schema-invalid: true")
+        bodies = bodies[1:]
+    if not (objects := _gateway_objects(bodies)):
+        return
+    schemas = _crd_schemas()
+    problems = []
+    for where, body in objects:
+        version = str(body["apiVersion"]).rpartition("/")[2]
+        schema = schemas.get((str(body.get("kind")), version))
+        if schema is None:
+            problems.append(f"{where}: no served CRD version {body['apiVersion']}")
+            continue
+        problems.extend(f"{where}: {e}" for e in _schema_errors(schema, body))
+    assert not problems, "schema violations (or declare schema-invalid: true):\n" + "\n".join(
+        problems
+    )
+
+
+def _stamp_conditions(data: Any) -> Any:
+    """``data`` with a ``lastTransitionTime`` in every condition, as the shell stamps them."""
+    if isinstance(data, list):
+        return [_stamp_conditions(v) for v in data]
+    if not isinstance(data, dict):
+        return data
+    stamped = {k: _stamp_conditions(v) for k, v in data.items()}
+    if isinstance(conditions := stamped.get("conditions"), list):
+        stamped["conditions"] = [
+            {**c, "lastTransitionTime": "2025-01-01T00:00:00Z"} if isinstance(c, dict) else c
+            for c in conditions
+        ]
+    return stamped
+
+
+@pytest.mark.parametrize("path", _case_paths(), ids=_name)
+def test_status_matches_the_crd_schema(path: Path) -> None:
+    """Every status the compiler writes is one the API server would accept on the object."""
+    case = _load_case(path)
+    items = _status_list(status(build_state(b.body for b in case.bodies)))["items"]
+    if not items:
+        return
+    schemas = _crd_schemas()
+    problems = []
+    for item in items:
+        version = str(item["apiVersion"]).rpartition("/")[2]
+        where = f"{item['kind']} {item['metadata'].get('namespace', '')}/{item['metadata']['name']}"
+        schema = schemas.get((item["kind"], version))
+        if schema is None:
+            problems.append(f"{where}: no served CRD version {item['apiVersion']}")
+            continue
+        stamped = _stamp_conditions(item["status"])
+        problems.extend(
+            f"{where}: status.{e}" for e in _schema_errors(schema["properties"]["status"], stamped)
+        )
+    assert not problems, "\n".join(problems)
 
 
 def test_diagnostic_fields_match_the_cli() -> None:

@@ -12,9 +12,10 @@ Rules (Gateway API v1 HTTPRoute):
    is served with a 500 and the route gets ``ResolvedRefs=False/InvalidKind``.
    An invalid rule is not served: when some rules are invalid the route carries
    ``PartiallyInvalid=True``; when all are, ``Accepted=False``.
-3. backendRefs: core Services (others ``InvalidKind``), with a port, that exist
-   (``BackendNotFound``); another namespace needs a ReferenceGrant (``RefNotPermitted``).
-   An invalid backend keeps its weight: its share of requests is answered 500.
+3. backendRefs: core Services (others, and ExternalName Services as the spec advises for
+   CVE-2021-25740, ``InvalidKind``), with a port, that exist (``BackendNotFound``); another
+   namespace needs a ReferenceGrant (``RefNotPermitted``). An invalid backend keeps its
+   weight: its share of requests is answered 500.
 4. Precedence across every rule on a listener host (HTTPRoute "matches" field): Exact path,
    then RegularExpression (POLICY: before prefixes, as Envoy Gateway orders them, so that a
    ``/`` prefix cannot hide them), then the longest PathPrefix; then method; then the most
@@ -137,7 +138,8 @@ def compile_route(route: HTTPRoute, services: ServiceIndex, grants: Grants) -> C
                 type="PartiallyInvalid",
                 status=True,
                 reason=reason,
-                message="these rules are not served: " + "; ".join(problems),
+                # apis/v1 RouteConditionPartiallyInvalid: the message MUST start "Dropped Rule".
+                message="Dropped Rule(s): " + "; ".join(problems),
             )
     resolved = (
         Condition(type="ResolvedRefs", status=True, reason="ResolvedRefs")
@@ -302,7 +304,8 @@ def _action(
         elif item.mirror is not None:
             mirror, why = _backend(route, item.mirror, item.mirror_port, 1, services, grants, read)
             problem = problem or why
-            mirrors.append(Mirror(backend=mirror, percent=item.mirror_percent))
+            if mirror.valid:  # an invalid mirror backend is dropped, not configured
+                mirrors.append(Mirror(backend=mirror, percent=item.mirror_percent))
     rule_name = rule.name or rule.field
     action = RouteAction(
         route=RouteRef("HTTPRoute", key.namespace, key.name, rule_name),
@@ -363,6 +366,10 @@ def _backend(
     if port is None:
         return invalid, ("UnsupportedValue", f"{where}: a Service backend needs a port")
     read.add(ObjectKey("Service", namespace, ref.name))
+    target = services.services.get((namespace, ref.name))
+    if target is not None and target.type == "ExternalName":
+        # "Implementations SHOULD NOT support ExternalName Services" (CVE-2021-25740).
+        return invalid, ("InvalidKind", f"{where}: ExternalName Services are not supported")
     backend, problem = resolve_backend(
         services,
         namespace=namespace,

@@ -14,7 +14,10 @@ Rules (Gateway API v1, ``Listener`` and ``ListenerStatus``):
    HTTPS listeners: CA references to ConfigMaps or Secrets holding ``ca.crt``. A bad reference is
    ``ResolvedRefs=False`` (``InvalidCACertificateRef``/``InvalidCACertificateKind``/
    ``RefNotPermitted``); when none is usable, ``Accepted=False/NoValidCACertificate``.
-6. A listener is served when it is accepted, not conflicted, and its references resolved.
+6. A listener is served when its Gateway is accepted, it is accepted and not conflicted, some
+   route kind is supported and, for HTTPS, its certificates resolved. Partly unresolved
+   references (some route kinds, some CA bundles) are reported and the rest is served ("the
+   implementation MUST reference the valid Route kinds that have been specified").
 """
 
 from __future__ import annotations
@@ -53,11 +56,22 @@ class ListenerVerdict:
     certificate: Certificate | None = None
     client_validation: ClientValidation | None = None
     read: set[ObjectKey] = field(default_factory=set)
+    gateway_accepted: bool = True
 
     @property
     def serving(self) -> bool:
-        """Whether this listener is served (and routes attached to it take traffic)."""
-        return self.accepted.status and not self.conflicted.status and self.resolved_refs.status
+        """Whether this listener is served (and routes attached to it take traffic).
+
+        A listener with some unresolved references still serves what resolved (valid route
+        kinds, usable CA bundles); an HTTPS listener without its certificate cannot.
+        """
+        return (
+            self.gateway_accepted
+            and self.accepted.status
+            and not self.conflicted.status
+            and bool(self.supported_kinds)
+            and (self.listener.protocol != "HTTPS" or self.certificate is not None)
+        )
 
     @property
     def host_key(self) -> str:

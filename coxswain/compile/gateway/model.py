@@ -8,7 +8,7 @@ once each → attached to listeners.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from coxswain.compile.gateway.attach import ParentVerdict, attach_route
 from coxswain.compile.gateway.httproute import CompiledRoute, compile_route
@@ -19,13 +19,14 @@ from coxswain.compile.gateway.listeners import (
 )
 from coxswain.compile.gateway.ports import allocate_ports
 from coxswain.compile.gateway.refgrants import index_grants
+from coxswain.compile.status import Condition
 
 if TYPE_CHECKING:
     from pyrsistent.typing import PMap
 
     from coxswain.compile.backends import ServiceIndex
     from coxswain.compile.config import CompileConfig
-    from coxswain.compile.model.gateway_objects import Gateway, GatewayClass
+    from coxswain.compile.model.gateway_objects import Gateway, GatewayClass, ObjectRef
     from coxswain.compile.model.keys import ObjectKey
     from coxswain.compile.model.state import ClusterState
 
@@ -42,10 +43,18 @@ class RouteVerdict:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GatewayModel:
-    """Everything the Gateway API passes decided."""
+    """Everything the Gateway API passes decided.
+
+    ``class_accepted`` and ``gateway_accepted`` hold the ``Accepted`` condition of each class
+    and Gateway when it is False (a parametersRef that cannot be used, a class not accepted);
+    ``unassigned_addresses`` the Gateways whose ``spec.addresses`` cannot be honoured.
+    """
 
     classes: tuple[GatewayClass, ...]
+    class_accepted: dict[str, Condition]
     gateways: tuple[Gateway, ...]
+    gateway_accepted: dict[ObjectKey, Condition]
+    unassigned_addresses: frozenset[ObjectKey]
     listeners: dict[ObjectKey, list[ListenerVerdict]]
     ports: dict[tuple[str, int], int | None]
     routes: tuple[RouteVerdict, ...]
@@ -62,14 +71,33 @@ def analyse_gateways(
     )
     names = {c.meta.key.name for c in classes}
     gateways = tuple(g for _, g in sorted(state.gateways.items()) if g.class_name in names)
+    class_refused = {
+        c.meta.key.name: refusal
+        for c in classes
+        if (refusal := _parameters_refusal(c.parameters_ref, "GatewayClass")) is not None
+    }
+    refused: dict[ObjectKey, Condition] = {}
+    for gateway in gateways:
+        if gateway.class_name in class_refused:
+            refused[gateway.meta.key] = Condition(
+                type="Accepted",
+                status=False,
+                reason="Invalid",
+                message=f"GatewayClass {gateway.class_name} is not accepted",
+            )
+        elif (refusal := _parameters_refusal(gateway.parameters_ref, "Gateway")) is not None:
+            refused[gateway.meta.key] = refusal
     grants = index_grants(state)
     listeners = {g.meta.key: judge_listeners(g, state, grants) for g in gateways}
+    for key in refused:
+        for verdict in listeners[key]:
+            verdict.gateway_accepted = False
     ports = allocate_ports(
         (
             (g.meta.key.ref, v.listener.port)
             for g in gateways
             for v in listeners[g.meta.key]
-            if v.listener.protocol in SUPPORTED_PROTOCOLS
+            if v.listener.protocol in SUPPORTED_PROTOCOLS and g.meta.key not in refused
         ),
         existing={},
     )
@@ -90,8 +118,33 @@ def analyse_gateways(
         routes.append(RouteVerdict(compiled=compiled, parents=tuple(parents)))
     return GatewayModel(
         classes=classes,
+        class_accepted=class_refused,
         gateways=gateways,
+        gateway_accepted=refused,
+        unassigned_addresses=frozenset(g.meta.key for g in gateways if g.addresses),
         listeners=listeners,
         ports=ports,
         routes=tuple(routes),
+    )
+
+
+PARAMETERS_KIND: Final = ("gateway.coxswain-labs.dev", "CoxswainGatewayParameters")
+
+
+def _parameters_refusal(ref: ObjectRef | None, owner: str) -> Condition | None:
+    """``Accepted=False/InvalidParameters`` for a parametersRef of a kind we do not read.
+
+    Gateway API: "If the referent cannot be found, refers to an unsupported kind, or when the
+    data within that resource is malformed, the Gateway SHOULD be rejected with the Accepted
+    status condition set to False and an InvalidParameters reason."
+    """
+    if ref is None or (ref.group, ref.kind) == PARAMETERS_KIND:
+        return None
+    group = ref.group or "core"
+    return Condition(
+        type="Accepted",
+        status=False,
+        reason="InvalidParameters",
+        message=f"{owner} parametersRef {group}/{ref.kind} {ref.name}: only "
+        f"{PARAMETERS_KIND[0]}/{PARAMETERS_KIND[1]} is supported",
     )

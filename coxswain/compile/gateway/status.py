@@ -75,13 +75,11 @@ def gateway_statuses(
     """
     found: list[ObjectStatus] = []
     for gateway_class in model.classes:
+        accepted = model.class_accepted.get(
+            gateway_class.meta.key.name, Condition(type="Accepted", status=True, reason="Accepted")
+        )
         body = {
-            "conditions": [
-                condition_data(
-                    Condition(type="Accepted", status=True, reason="Accepted"),
-                    gateway_class.meta.generation,
-                )
-            ],
+            "conditions": [condition_data(accepted, gateway_class.meta.generation)],
             "supportedFeatures": [{"name": name} for name in sorted(SUPPORTED_FEATURES)],
         }
         found.append(
@@ -147,7 +145,10 @@ def _gateway_status(
             }
         )
     total = len(listeners)
-    if not refused:
+    rejection = model.gateway_accepted.get(gateway.meta.key)
+    if rejection is not None:
+        accepted = rejection
+    elif not refused:
         accepted = Condition(type="Accepted", status=True, reason="Accepted")
     else:
         accepted = Condition(
@@ -156,13 +157,21 @@ def _gateway_status(
             reason="ListenersNotValid",
             message=f"listeners not valid: {', '.join(refused)}",
         )
-    gateway_programmed = (
-        Condition(type="Programmed", status=True, reason="Programmed")
-        if programmed_any
-        else Condition(
+    if rejection is not None or not programmed_any:
+        gateway_programmed = Condition(
             type="Programmed", status=False, reason="Invalid", message="no listener is programmed"
         )
-    )
+    elif gateway.meta.key in model.unassigned_addresses:
+        # GatewaySpec.addresses: a requested address that cannot be honoured MUST be reported.
+        gateway_programmed = Condition(
+            type="Programmed",
+            status=False,
+            reason="AddressNotAssigned",
+            message="spec.addresses cannot be assigned: shared Gateways are reached on their "
+            "VIP Service's address",
+        )
+    else:
+        gateway_programmed = Condition(type="Programmed", status=True, reason="Programmed")
     body = {
         "conditions": [condition_data(c, generation) for c in (accepted, gateway_programmed)],
         "listeners": listeners,
