@@ -12,12 +12,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-## run: compile examples/ and explain sample requests (standalone server comes later)
+## run: compile examples/ and explain sample requests (the standalone server comes later)
 run: $(STAMP)
 	$(PY) -m coxswain compile -f examples/ > $(VENV)/demo-snapshot.json
 	$(PY) -m coxswain route --snapshot $(VENV)/demo-snapshot.json --port 80 GET http://demo.example.com/api/users
 	$(PY) -m coxswain route --snapshot $(VENV)/demo-snapshot.json --port 443 GET https://demo.example.com/
 	$(PY) -m coxswain route --snapshot $(VENV)/demo-snapshot.json --port 80 GET http://demo.example.com/
+	@echo "# The shared Gateway demo/web listens on internal port 30000 (see listener_health):"
+	$(PY) -m coxswain route --snapshot $(VENV)/demo-snapshot.json --port 30000 GET http://shop.gateway.example.com/api/cart
 	@echo "Snapshot written to $(VENV)/demo-snapshot.json; try: $(PY) -m coxswain route --help"
 
 ## lint: ruff, mypy --strict, import-linter

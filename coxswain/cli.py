@@ -284,9 +284,12 @@ def _route_text(data: dict[str, Any]) -> str:
         lines.append(
             f"route:    {route['kind']} {route['namespace']}/{route['name']} {route['rule']}"
         )
+    several = len(data["backends"]) > 1
     for backend in data["backends"]:
         endpoints = ", ".join(backend["endpoints"]) or "none ready"
         state = "" if backend["valid"] else " (invalid)"
+        if several:
+            state += f" weight {backend['weight']}"
         lines.append(
             f"backend:  {backend['namespace']}/{backend['service']}:{backend['port']}{state}"
             f" -> {endpoints}"
