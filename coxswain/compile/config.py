@@ -20,14 +20,15 @@ class CompileConfig:
     """Installation settings the compiler depends on.
 
     Attributes:
+        namespace: the controller's namespace, where the shared pool's VIP Services live.
         ingress_controller: ``IngressClass.spec.controller`` value that marks a class as ours.
         gateway_controller: ``GatewayClass.spec.controllerName`` value that marks a class as ours.
-        ingress_http_port: the port Ingress HTTP traffic is advertised on (80); the key of the
-            Ingress table and the port a TLS redirect omits when it is 443.
+        ingress_http_port: the port Ingress HTTP traffic is advertised on (80).
         ingress_https_port: the port Ingress HTTPS traffic is advertised on (443); the key of
-            the Ingress entries in the TLS store.
+            the Ingress entries in the TLS store, and omitted from redirects when it is 443.
     """
 
+    namespace: str = "coxswain-system"
     ingress_controller: str = DEFAULT_INGRESS_CONTROLLER
     gateway_controller: str = DEFAULT_GATEWAY_CONTROLLER
     ingress_http_port: int = 80

@@ -1,8 +1,8 @@
 """The Gateway API passes run in order, giving one ``GatewayModel`` that both the snapshot and
 the statuses are read from (so they can never disagree).
 
-Order: our GatewayClasses → our Gateways → listener verdicts → internal ports → routes compiled
-once each → attached to listeners.
+Order: our GatewayClasses → our Gateways → listener verdicts → internal ports (remembered by
+the VIP Services) → routes compiled once each → attached to listeners.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from coxswain.compile.gateway.listeners import (
 )
 from coxswain.compile.gateway.ports import allocate_ports
 from coxswain.compile.gateway.refgrants import index_grants
+from coxswain.compile.gateway.vip import vip_addresses, vip_memory
 from coxswain.compile.status import Condition
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ class GatewayModel:
     gateways: tuple[Gateway, ...]
     gateway_accepted: dict[ObjectKey, Condition]
     unassigned_addresses: frozenset[ObjectKey]
+    addresses: dict[ObjectKey, list[tuple[str, str]]]
     listeners: dict[ObjectKey, list[ListenerVerdict]]
     ports: dict[tuple[str, int], int | None]
     routes: tuple[RouteVerdict, ...]
@@ -92,14 +94,17 @@ def analyse_gateways(
     for key in refused:
         for verdict in listeners[key]:
             verdict.gateway_accepted = False
+    served = [g for g in gateways if g.meta.key not in refused]
+    existing, reserved = vip_memory(state, config.namespace, {g.meta.key.ref for g in served})
     ports = allocate_ports(
         (
             (g.meta.key.ref, v.listener.port)
-            for g in gateways
+            for g in served
             for v in listeners[g.meta.key]
-            if v.listener.protocol in SUPPORTED_PROTOCOLS and g.meta.key not in refused
+            if v.listener.protocol in SUPPORTED_PROTOCOLS
         ),
-        existing={},
+        existing=existing,
+        reserved=reserved,
     )
     labels: dict[str, PMap[str, str]] = {k.name: n.meta.labels for k, n in state.namespaces.items()}
     routes: list[RouteVerdict] = []
@@ -122,6 +127,10 @@ def analyse_gateways(
         gateways=gateways,
         gateway_accepted=refused,
         unassigned_addresses=frozenset(g.meta.key for g in gateways if g.addresses),
+        addresses={
+            g.meta.key: vip_addresses(state, config.namespace, *g.meta.key.ref.split("/", 1))
+            for g in served
+        },
         listeners=listeners,
         ports=ports,
         routes=tuple(routes),

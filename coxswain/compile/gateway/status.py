@@ -3,11 +3,12 @@
 Rules:
 1. GatewayClass: ``Accepted=True`` and ``supportedFeatures`` listing exactly what is implemented,
    by conformance name, sorted.
-2. Gateway: ``Accepted`` (``ListenersNotValid`` when some listener is refused, False when all
-   are), ``Programmed`` (True when some listener is programmed), and per listener
-   ``supportedKinds``, ``attachedRoutes`` and the conditions Accepted, Conflicted, ResolvedRefs,
-   Programmed. Programmed needs the fleet to have bound the listener's internal port and acked
-   a snapshot; offline (no fleet) a listener that compiled cleanly counts as programmed.
+2. Gateway: ``addresses`` (its VIP Service's load-balancer or cluster address), ``Accepted``
+   (``ListenersNotValid`` when some listener is refused, False when all are), ``Programmed``
+   (True when some listener is programmed), and per listener ``supportedKinds``,
+   ``attachedRoutes`` and the conditions Accepted, Conflicted, ResolvedRefs, Programmed.
+   Programmed needs the fleet to have bound the listener's internal port and acked a snapshot;
+   offline (no fleet) a listener that compiled cleanly counts as programmed.
 3. HTTPRoute: one ``parents`` entry per parentRef naming one of our Gateways, with
    ``parentRef`` written out with group and kind, ``controllerName``, and the conditions
    Accepted, ResolvedRefs, and PartiallyInvalid when some rules are not served.
@@ -172,10 +173,12 @@ def _gateway_status(
         )
     else:
         gateway_programmed = Condition(type="Programmed", status=True, reason="Programmed")
-    body = {
+    body: dict[str, Any] = {
         "conditions": [condition_data(c, generation) for c in (accepted, gateway_programmed)],
         "listeners": listeners,
     }
+    if addresses := model.addresses.get(gateway.meta.key):
+        body["addresses"] = [{"type": kind, "value": value} for kind, value in addresses]
     return _status("Gateway", gateway.meta.key.namespace, gateway.meta.key.name, generation, body)
 
 
