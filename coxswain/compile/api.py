@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from pyrsistent.typing import PVector
 
+    from coxswain.compile.backends import ServiceIndex
     from coxswain.compile.model.keys import ObjectKey
     from coxswain.compile.model.state import ClusterState
     from coxswain.compile.scope import Scope
@@ -88,7 +89,7 @@ def compile(  # noqa: A001 - the name the architecture gives the core's one entr
             secrets_read |= {k for k in verdict.read if k.kind == "Secret"}
     for route in model.routes:
         services_read |= route.compiled.read
-    read = _read_objects(state, secrets_read, services_read)
+    read = _read_objects(state, services, secrets_read, services_read)
     gateway_found = [
         *(d for c in model.classes for d in c.diagnostics),
         *(d for g in model.gateways for d in g.diagnostics),
@@ -110,19 +111,17 @@ def compile(  # noqa: A001 - the name the architecture gives the core's one entr
 
 
 def _read_objects(
-    state: ClusterState, secrets: set[ObjectKey], services: set[ObjectKey]
+    state: ClusterState, services: ServiceIndex, secrets: set[ObjectKey], read: set[ObjectKey]
 ) -> list[Diagnostic]:
     """Decode findings of the Secrets, Services and EndpointSlices the snapshot was built from."""
     found: list[Diagnostic] = []
     for key in secrets:
         if (secret := state.secrets.get(key)) is not None:
             found.extend(secret.diagnostics)
-    names = {(k.namespace, k.name) for k in services}
-    for key in services:
-        if (service := state.services.get(key)) is not None:
+    for key in read:
+        if (service := services.services.get((key.namespace, key.name))) is not None:
             found.extend(service.diagnostics)
-    for key, endpoint_slice in state.endpoint_slices.items():
-        if (key.namespace, endpoint_slice.service_name) in names:
+        for endpoint_slice in services.slices.get((key.namespace, key.name), ()):
             found.extend(endpoint_slice.diagnostics)
     return found
 

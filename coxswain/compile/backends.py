@@ -45,9 +45,12 @@ def index_services(state: ClusterState) -> ServiceIndex:
     """Index Services and EndpointSlices by Service. Pure."""
     services = {(k.namespace, k.name): s for k, s in state.services.items()}
     slices: dict[tuple[str, str], list[EndpointSlice]] = defaultdict(list)
-    for key, endpoint_slice in sorted(state.endpoint_slices.items()):
+    for key, endpoint_slice in state.endpoint_slices.items():
         if endpoint_slice.service_name:
             slices[(key.namespace, endpoint_slice.service_name)].append(endpoint_slice)
+    # Endpoints are deduplicated and sorted later; only findings need a stable slice order.
+    for found in slices.values():
+        found.sort(key=lambda s: s.meta.key.name)
     return ServiceIndex(services, dict(slices))
 
 
