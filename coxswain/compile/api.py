@@ -26,6 +26,7 @@ from coxswain.compile.gateway.status import gateway_statuses
 from coxswain.compile.ingress.certificates import ingress_certificates
 from coxswain.compile.ingress.classes import select_ingresses
 from coxswain.compile.ingress.rules import ingress_hosts
+from coxswain.compile.scope import Scope, SharedPool
 from coxswain.compile.snapshot import IngressTable, Snapshot
 from coxswain.compile.snapshot_json import seal
 
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from coxswain.compile.backends import ServiceIndex
     from coxswain.compile.model.keys import ObjectKey
     from coxswain.compile.model.state import ClusterState
-    from coxswain.compile.scope import Scope
     from coxswain.compile.status import ObjectStatus
 
 __all__ = ["CompileResult", "compile", "status"]
@@ -56,12 +56,17 @@ class CompileResult:
 def compile(  # noqa: A001 - the name the architecture gives the core's one entry point
     state: ClusterState, scope: Scope, config: CompileConfig = _DEFAULT_CONFIG
 ) -> CompileResult:
-    """Compile the routing slice of ``scope``. Pure: same inputs, same result; never raises."""
-    ingresses, found = select_ingresses(state, config)
+    """Compile the routing slice of ``scope``. Pure: same inputs, same result; never raises.
+
+    A ``GatewayScope`` gets no Ingress at all: its proxy serves one dedicated Gateway.
+    """
+    ingresses, found = (
+        select_ingresses(state, config) if isinstance(scope, SharedPool) else ([], [])
+    )
     certificates, tls_found, secrets_read = ingress_certificates(ingresses, state)
     services = index_services(state)
     hosts, rules_found, services_read = ingress_hosts(ingresses, services, certificates)
-    model = analyse_gateways(state, config, services)
+    model = analyse_gateways(state, config, services, scope)
     cells = build_cells(model)
     backends = [
         rule.backend

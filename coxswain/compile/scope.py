@@ -1,14 +1,16 @@
 """Scopes: which slice of the routing world one proxy receives (ARCHITECTURE §3).
 
-``SharedPool`` is the shared proxy pool's scope: every owned Ingress and every shared Gateway.
-Dedicated per-Gateway scopes arrive with the deployment models.
+- ``SharedPool``: every owned Ingress and every Gateway the shared pool serves (shared ones, and
+  dedicated ones whose own proxy is not ready yet), each Gateway on its internal ports.
+- ``GatewayScope``: one dedicated Gateway's slice only, its listeners on their spec ports, with
+  an empty Ingress table and nothing of any other Gateway.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Scope", "SharedPool"]
+__all__ = ["GatewayScope", "Scope", "SharedPool", "parse_scope"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,4 +21,25 @@ class SharedPool:
         return "shared"
 
 
-Scope = SharedPool
+@dataclass(frozen=True, slots=True)
+class GatewayScope:
+    """One dedicated Gateway's scope; written ``namespace/name``."""
+
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+Scope = SharedPool | GatewayScope
+
+
+def parse_scope(text: str) -> Scope | None:
+    """``shared`` or ``namespace/name``; None when the text is neither."""
+    if text == "shared":
+        return SharedPool()
+    namespace, slash, name = text.partition("/")
+    if slash and namespace and name and "/" not in name:
+        return GatewayScope(namespace, name)
+    return None

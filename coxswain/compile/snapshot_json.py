@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from pyrsistent import pmap, pvector
 
-from coxswain.compile.scope import Scope, SharedPool
+from coxswain.compile.scope import Scope, parse_scope
 from coxswain.compile.snapshot import (
     Backend,
     Certificate,
@@ -311,9 +311,10 @@ def snapshot_from_data(data: object) -> Snapshot:
 
 
 def _scope(value: object) -> Scope:
-    if value == "shared":
-        return SharedPool()
-    raise SnapshotFormatError(f"scope: expected 'shared', found {value!r}")
+    scope = parse_scope(value) if isinstance(value, str) else None
+    if scope is None:
+        raise SnapshotFormatError(f"scope: expected 'shared' or 'namespace/name', found {value!r}")
+    return scope
 
 
 def _vhost(host: str, data: Mapping[str, Any]) -> VirtualHost:

@@ -133,7 +133,7 @@ def test_namespace_is_empty_when_the_kind_is_cluster_scoped_even_if_one_is_given
         ("Service", "v2"),
         ("Service", "example.com/v1"),
         ("Pod", "v1"),
-        ("Deployment", "apps/v1"),
+        ("StatefulSet", "apps/v1"),
         ("TCPRoute", "gateway.networking.k8s.io/v1alpha2"),
         ("EndpointSlice", "discovery.k8s.io/v1beta1"),
     ],

@@ -17,9 +17,12 @@ from coxswain.compile.gateway.listeners import (
     ListenerVerdict,
     judge_listeners,
 )
+from coxswain.compile.gateway.placement import Placement, class_parameters, place_gateway
 from coxswain.compile.gateway.ports import allocate_ports
 from coxswain.compile.gateway.refgrants import index_grants
-from coxswain.compile.gateway.vip import vip_addresses, vip_memory
+from coxswain.compile.gateway.vip import service_addresses, vip_addresses, vip_memory
+from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.scope import GatewayScope
 from coxswain.compile.status import Condition
 
 if TYPE_CHECKING:
@@ -27,9 +30,11 @@ if TYPE_CHECKING:
 
     from coxswain.compile.backends import ServiceIndex
     from coxswain.compile.config import CompileConfig
-    from coxswain.compile.model.gateway_objects import Gateway, GatewayClass, ObjectRef
-    from coxswain.compile.model.keys import ObjectKey
+    from coxswain.compile.gateway.refgrants import Grants
+    from coxswain.compile.model.gateway_objects import Gateway, GatewayClass
+    from coxswain.compile.model.infra_objects import CoxswainGatewayParameters
     from coxswain.compile.model.state import ClusterState
+    from coxswain.compile.scope import Scope
 
 __all__ = ["GatewayModel", "RouteVerdict", "analyse_gateways"]
 
@@ -44,17 +49,21 @@ class RouteVerdict:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GatewayModel:
-    """Everything the Gateway API passes decided.
+    """Everything the Gateway API passes decided, for the Gateways of one scope.
 
     ``class_accepted`` and ``gateway_accepted`` hold the ``Accepted`` condition of each class
-    and Gateway when it is False (a parametersRef that cannot be used, a class not accepted);
-    ``unassigned_addresses`` the Gateways whose ``spec.addresses`` cannot be honoured.
+    and Gateway when it is False (parameters that cannot be used, a class not accepted);
+    ``placements`` says where each accepted Gateway is served; ``ports`` maps (``ns/name``,
+    listener port) to the port its proxy binds (internal for the shared pool, the spec port for
+    a dedicated proxy); ``unassigned_addresses`` holds the Gateways whose ``spec.addresses``
+    cannot be honoured; ``addresses`` their reachable addresses.
     """
 
     classes: tuple[GatewayClass, ...]
     class_accepted: dict[str, Condition]
     gateways: tuple[Gateway, ...]
     gateway_accepted: dict[ObjectKey, Condition]
+    placements: dict[ObjectKey, Placement]
     unassigned_addresses: frozenset[ObjectKey]
     addresses: dict[ObjectKey, list[tuple[str, str]]]
     listeners: dict[ObjectKey, list[ListenerVerdict]]
@@ -63,52 +72,147 @@ class GatewayModel:
 
 
 def analyse_gateways(
-    state: ClusterState, config: CompileConfig, services: ServiceIndex
+    state: ClusterState,
+    config: CompileConfig,
+    services: ServiceIndex,
+    scope: Scope | None = None,
 ) -> GatewayModel:
-    """Run the Gateway API passes. Pure."""
+    """Run the Gateway API passes for ``scope`` (None: every owned Gateway, for status). Pure."""
+    if not state.gateway_api:
+        return _EMPTY
     classes = tuple(
         c
         for _, c in sorted(state.gateway_classes.items())
         if c.controller_name == config.gateway_controller
     )
+    class_refused: dict[str, Condition] = {}
+    from_class: dict[str, CoxswainGatewayParameters | None] = {}
+    for gateway_class in classes:
+        found = class_parameters(gateway_class, state)
+        if isinstance(found, Condition):
+            class_refused[gateway_class.meta.key.name] = found
+        else:
+            from_class[gateway_class.meta.key.name] = found
     names = {c.meta.key.name for c in classes}
-    gateways = tuple(g for _, g in sorted(state.gateways.items()) if g.class_name in names)
-    class_refused = {
-        c.meta.key.name: refusal
-        for c in classes
-        if (refusal := _parameters_refusal(c.parameters_ref, "GatewayClass")) is not None
-    }
+    if isinstance(scope, GatewayScope):
+        wanted = state.gateways.get(ObjectKey("Gateway", scope.namespace, scope.name))
+        candidates = [wanted] if wanted is not None and wanted.class_name in names else []
+    else:
+        candidates = [g for _, g in sorted(state.gateways.items()) if g.class_name in names]
     refused: dict[ObjectKey, Condition] = {}
-    for gateway in gateways:
+    placements: dict[ObjectKey, Placement] = {}
+    for gateway in candidates:
+        key = gateway.meta.key
         if gateway.class_name in class_refused:
-            refused[gateway.meta.key] = Condition(
+            refused[key] = Condition(
                 type="Accepted",
                 status=False,
                 reason="Invalid",
                 message=f"GatewayClass {gateway.class_name} is not accepted",
             )
-        elif (refusal := _parameters_refusal(gateway.parameters_ref, "Gateway")) is not None:
-            refused[gateway.meta.key] = refusal
+            continue
+        placed = place_gateway(gateway, from_class.get(gateway.class_name), state)
+        if isinstance(placed, Condition):
+            refused[key] = placed
+        else:
+            placements[key] = placed
+    gateways = tuple(g for g in candidates if _in_scope(g, scope, refused, placements))
     grants = index_grants(state)
     listeners = {g.meta.key: judge_listeners(g, state, grants) for g in gateways}
     for key in refused:
-        for verdict in listeners[key]:
+        for verdict in listeners.get(key, ()):
             verdict.gateway_accepted = False
-    served = [g for g in gateways if g.meta.key not in refused]
-    existing, reserved = vip_memory(state, config.namespace, {g.meta.key.ref for g in served})
-    ports = allocate_ports(
-        (
-            (g.meta.key.ref, v.listener.port)
-            for g in served
-            for v in listeners[g.meta.key]
-            if v.listener.protocol in SUPPORTED_PROTOCOLS
-        ),
-        existing=existing,
-        reserved=reserved,
+    ports = _ports(state, config, scope, gateways, listeners, placements)
+    routes = _attach_routes(state, services, grants, listeners, scope)
+    return GatewayModel(
+        classes=classes,
+        class_accepted=class_refused,
+        gateways=gateways,
+        gateway_accepted=refused,
+        placements=placements,
+        unassigned_addresses=frozenset(g.meta.key for g in gateways if g.addresses),
+        addresses={
+            key: _addresses(state, config, key, placed) for key, placed in placements.items()
+        },
+        listeners=listeners,
+        ports=ports,
+        routes=routes,
     )
+
+
+def _in_scope(
+    gateway: Gateway,
+    scope: Scope | None,
+    refused: dict[ObjectKey, Condition],
+    placements: dict[ObjectKey, Placement],
+) -> bool:
+    key = gateway.meta.key
+    if scope is None:
+        return True
+    placed = placements.get(key)
+    if placed is None or key in refused:
+        return False
+    if isinstance(scope, GatewayScope):
+        return placed.dedicated
+    return placed.in_shared_pool
+
+
+def _ports(
+    state: ClusterState,
+    config: CompileConfig,
+    scope: Scope | None,
+    gateways: tuple[Gateway, ...],
+    listeners: dict[ObjectKey, list[ListenerVerdict]],
+    placements: dict[ObjectKey, Placement],
+) -> dict[tuple[str, int], int | None]:
+    """Shared-pool Gateways get internal ports; a dedicated proxy binds the spec ports."""
+    ports: dict[tuple[str, int], int | None] = {}
+    pooled: list[Gateway] = []
+    for gateway in gateways:
+        placed = placements.get(gateway.meta.key)
+        if placed is None:
+            continue
+        if isinstance(scope, GatewayScope) or (scope is None and not placed.in_shared_pool):
+            for verdict in listeners[gateway.meta.key]:
+                ports[(gateway.meta.key.ref, verdict.listener.port)] = verdict.listener.port
+        else:
+            pooled.append(gateway)
+    if isinstance(scope, GatewayScope):
+        return ports
+    if scope is None:
+        # The allocation must be the one the SharedPool scope makes: only pooled Gateways.
+        pooled = [g for g in pooled if placements[g.meta.key].in_shared_pool]
+    existing, reserved = vip_memory(state, config.namespace, {g.meta.key.ref for g in pooled})
+    ports.update(
+        allocate_ports(
+            (
+                (g.meta.key.ref, v.listener.port)
+                for g in pooled
+                for v in listeners[g.meta.key]
+                if v.listener.protocol in SUPPORTED_PROTOCOLS
+            ),
+            existing=existing,
+            reserved=reserved,
+        )
+    )
+    return ports
+
+
+def _attach_routes(
+    state: ClusterState,
+    services: ServiceIndex,
+    grants: Grants,
+    listeners: dict[ObjectKey, list[ListenerVerdict]],
+    scope: Scope | None,
+) -> tuple[RouteVerdict, ...]:
     labels: dict[str, PMap[str, str]] = {k.name: n.meta.labels for k, n in state.namespaces.items()}
+    only = (scope.namespace, scope.name) if isinstance(scope, GatewayScope) else None
     routes: list[RouteVerdict] = []
-    for _, route in sorted(state.httproutes.items()):
+    for key, route in sorted(state.httproutes.items()):
+        if only is not None and not any(
+            (ref.namespace or key.namespace, ref.name) == only for ref in route.parent_refs
+        ):
+            continue  # a cheap filter before attachment: the scope's index of what attaches
         parents = attach_route(route, listeners, labels)
         if not parents:
             continue
@@ -121,39 +225,28 @@ def analyse_gateways(
                 for p in parents
             ]
         routes.append(RouteVerdict(compiled=compiled, parents=tuple(parents)))
-    return GatewayModel(
-        classes=classes,
-        class_accepted=class_refused,
-        gateways=gateways,
-        gateway_accepted=refused,
-        unassigned_addresses=frozenset(g.meta.key for g in gateways if g.addresses),
-        addresses={
-            g.meta.key: vip_addresses(state, config.namespace, *g.meta.key.ref.split("/", 1))
-            for g in served
-        },
-        listeners=listeners,
-        ports=ports,
-        routes=tuple(routes),
-    )
+    return tuple(routes)
 
 
-PARAMETERS_KIND: Final = ("gateway.coxswain-labs.dev", "CoxswainGatewayParameters")
+def _addresses(
+    state: ClusterState, config: CompileConfig, key: ObjectKey, placed: Placement
+) -> list[tuple[str, str]]:
+    if placed.dedicated and placed.ready:
+        return service_addresses(
+            state.services.get(ObjectKey("Service", key.namespace, placed.name))
+        )
+    return vip_addresses(state, config.namespace, key.namespace, key.name)
 
 
-def _parameters_refusal(ref: ObjectRef | None, owner: str) -> Condition | None:
-    """``Accepted=False/InvalidParameters`` for a parametersRef of a kind we do not read.
-
-    Gateway API: "If the referent cannot be found, refers to an unsupported kind, or when the
-    data within that resource is malformed, the Gateway SHOULD be rejected with the Accepted
-    status condition set to False and an InvalidParameters reason."
-    """
-    if ref is None or (ref.group, ref.kind) == PARAMETERS_KIND:
-        return None
-    group = ref.group or "core"
-    return Condition(
-        type="Accepted",
-        status=False,
-        reason="InvalidParameters",
-        message=f"{owner} parametersRef {group}/{ref.kind} {ref.name}: only "
-        f"{PARAMETERS_KIND[0]}/{PARAMETERS_KIND[1]} is supported",
-    )
+_EMPTY: Final = GatewayModel(
+    classes=(),
+    class_accepted={},
+    gateways=(),
+    gateway_accepted={},
+    placements={},
+    unassigned_addresses=frozenset(),
+    addresses={},
+    listeners={},
+    ports={},
+    routes=(),
+)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from coxswain.compile.model.objects import Service
     from coxswain.compile.model.state import ClusterState
 
-__all__ = ["VIP_SUFFIX", "vip_addresses", "vip_memory", "vip_service_name"]
+__all__ = ["VIP_SUFFIX", "service_addresses", "vip_addresses", "vip_memory", "vip_service_name"]
 
 VIP_SUFFIX: Final = "-shared-gw"
 _PREFIX_MAX: Final = 40
@@ -69,11 +69,14 @@ def vip_memory(
 def vip_addresses(
     state: ClusterState, controller_namespace: str, namespace: str, name: str
 ) -> list[tuple[str, str]]:
-    """``status.addresses`` of a shared Gateway: its VIP's load-balancer IPs or hostnames, or its
-    cluster IP for a ``ClusterIP`` VIP; empty until the Service has one."""
-    service: Service | None = state.services.get(
-        ObjectKey("Service", controller_namespace, vip_service_name(namespace, name))
-    )
+    """``status.addresses`` of a shared Gateway: its VIP Service's address."""
+    key = ObjectKey("Service", controller_namespace, vip_service_name(namespace, name))
+    return service_addresses(state.services.get(key))
+
+
+def service_addresses(service: Service | None) -> list[tuple[str, str]]:
+    """A Service's reachable addresses: load-balancer IPs or hostnames for ``LoadBalancer``,
+    else its cluster IP; empty until it has one."""
     if service is None:
         return []
     if service.type == "LoadBalancer":

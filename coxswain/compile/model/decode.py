@@ -41,6 +41,15 @@ from coxswain.compile.model.gateway_objects import (
     HTTPRoute,
     ReferenceGrant,
 )
+from coxswain.compile.model.infra_objects import (
+    PARAMETERS_GROUP,
+    CoxswainGatewayParameters,
+    Deployment,
+    ServiceAccount,
+    decode_deployment,
+    decode_parameters,
+    decode_service_account,
+)
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.model.objects import (
     EndpointPort,
@@ -75,6 +84,9 @@ StateObject = (
     | HTTPRoute
     | ReferenceGrant
     | ConfigMap
+    | CoxswainGatewayParameters
+    | Deployment
+    | ServiceAccount
 )
 
 LEGACY_CLASS_ANNOTATION: Final = "kubernetes.io/ingress.class"
@@ -545,4 +557,11 @@ _DECODERS: Final[dict[tuple[str, str], tuple[frozenset[str], bool, _Decoder]]] =
     (GATEWAY_GROUP, "Gateway"): (_GATEWAY_VERSIONS, True, decode_gateway),
     (GATEWAY_GROUP, "HTTPRoute"): (_GATEWAY_VERSIONS, True, decode_httproute),
     (GATEWAY_GROUP, "ReferenceGrant"): (_GATEWAY_VERSIONS, True, decode_reference_grant),
+    (PARAMETERS_GROUP, "CoxswainGatewayParameters"): (
+        frozenset({"v1alpha1"}),
+        True,
+        decode_parameters,
+    ),
+    ("apps", "Deployment"): (frozenset({"v1"}), True, decode_deployment),
+    ("", "ServiceAccount"): (frozenset({"v1"}), True, decode_service_account),
 }

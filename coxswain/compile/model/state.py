@@ -26,6 +26,11 @@ from coxswain.compile.model.gateway_objects import (
     HTTPRoute,
     ReferenceGrant,
 )
+from coxswain.compile.model.infra_objects import (
+    CoxswainGatewayParameters,
+    Deployment,
+    ServiceAccount,
+)
 from coxswain.compile.model.objects import (
     EndpointSlice,
     Ingress,
@@ -50,7 +55,8 @@ class ClusterState:
     """Every object the compiler reads, by kind, plus what the input held that it does not read.
 
     ``input_diagnostics`` are findings about the input as a whole (skipped kinds, malformed
-    bodies, duplicates); findings about one object travel with that object.
+    bodies, duplicates); findings about one object travel with that object. ``gateway_api``
+    is False when the Gateway API CRDs are absent from the cluster (Ingress-only mode).
     """
 
     ingresses: PMap[ObjectKey, Ingress] = field(default_factory=pmap)
@@ -64,6 +70,10 @@ class ClusterState:
     gateways: PMap[ObjectKey, Gateway] = field(default_factory=pmap)
     httproutes: PMap[ObjectKey, HTTPRoute] = field(default_factory=pmap)
     reference_grants: PMap[ObjectKey, ReferenceGrant] = field(default_factory=pmap)
+    parameters: PMap[ObjectKey, CoxswainGatewayParameters] = field(default_factory=pmap)
+    deployments: PMap[ObjectKey, Deployment] = field(default_factory=pmap)
+    service_accounts: PMap[ObjectKey, ServiceAccount] = field(default_factory=pmap)
+    gateway_api: bool = True
     input_diagnostics: PVector[Diagnostic] = field(default_factory=pvector)
 
 
@@ -108,6 +118,12 @@ def apply(state: ClusterState, event: Upserted | Deleted) -> ClusterState:
                 return replace(state, httproutes=state.httproutes.set(key, obj))
             case ReferenceGrant():
                 return replace(state, reference_grants=state.reference_grants.set(key, obj))
+            case CoxswainGatewayParameters():
+                return replace(state, parameters=state.parameters.set(key, obj))
+            case Deployment():
+                return replace(state, deployments=state.deployments.set(key, obj))
+            case ServiceAccount():
+                return replace(state, service_accounts=state.service_accounts.set(key, obj))
             case _:
                 assert_never(obj)
     key = event.key
@@ -134,6 +150,12 @@ def apply(state: ClusterState, event: Upserted | Deleted) -> ClusterState:
             return replace(state, httproutes=state.httproutes.discard(key))
         case "ReferenceGrant":
             return replace(state, reference_grants=state.reference_grants.discard(key))
+        case "CoxswainGatewayParameters":
+            return replace(state, parameters=state.parameters.discard(key))
+        case "Deployment":
+            return replace(state, deployments=state.deployments.discard(key))
+        case "ServiceAccount":
+            return replace(state, service_accounts=state.service_accounts.discard(key))
     return state
 
 
@@ -194,6 +216,9 @@ def build_state(bodies: Iterable[object]) -> ClusterState:
         gateways=_table(objects, Gateway),
         httproutes=_table(objects, HTTPRoute),
         reference_grants=_table(objects, ReferenceGrant),
+        parameters=_table(objects, CoxswainGatewayParameters),
+        deployments=_table(objects, Deployment),
+        service_accounts=_table(objects, ServiceAccount),
         input_diagnostics=pvector(sorted(problems, key=diagnostic_order)),
     )
 
@@ -211,6 +236,9 @@ _Kind = TypeVar(
     Gateway,
     HTTPRoute,
     ReferenceGrant,
+    CoxswainGatewayParameters,
+    Deployment,
+    ServiceAccount,
 )
 
 

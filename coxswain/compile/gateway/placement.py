@@ -1,0 +1,136 @@
+"""Where each of our Gateways is served: the shared pool, or a dedicated proxy (ARCHITECTURE §4).
+
+Rules:
+1. A Gateway is dedicated when ``spec.infrastructure.parametersRef`` names a
+   ``CoxswainGatewayParameters`` in its namespace, or its GatewayClass's ``spec.parametersRef``
+   names one (with a namespace). Any other kind, a missing namespace on the class's reference,
+   or a missing object is ``Accepted=False/InvalidParameters`` on the object holding the
+   reference (GEP-1867 / GatewayClass ``parametersRef``), and nothing is provisioned for it.
+2. Parameters merge per field: the Gateway's over the class's over the defaults; pod templates
+   are applied in that order by strategic merge (``provision``).
+3. A dedicated proxy's objects are named ``<gateway>-<gatewayclass>`` (cut and hashed to fit a
+   DNS label). The shared pool keeps serving a dedicated Gateway until that Deployment has a
+   ready replica; then the Gateway leaves the SharedPool snapshot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from coxswain.compile.model.infra_objects import PARAMETERS_GROUP
+from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.status import Condition
+
+if TYPE_CHECKING:
+    from coxswain.compile.model.gateway_objects import Gateway, GatewayClass, ObjectRef
+    from coxswain.compile.model.infra_objects import CoxswainGatewayParameters
+    from coxswain.compile.model.state import ClusterState
+
+__all__ = [
+    "PARAMETERS_KIND",
+    "Placement",
+    "class_parameters",
+    "dedicated_name",
+    "fit_name",
+    "place_gateway",
+]
+
+PARAMETERS_KIND: Final = (PARAMETERS_GROUP, "CoxswainGatewayParameters")
+_LABEL_MAX: Final = 63
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Placement:
+    """How one Gateway is served.
+
+    ``layers`` are the parameters that apply, least specific first (class, then Gateway);
+    empty for a shared Gateway. ``name`` names the dedicated objects; ``ready`` says whether the
+    dedicated Deployment has a ready replica.
+    """
+
+    layers: tuple[CoxswainGatewayParameters, ...] = ()
+    name: str = ""
+    ready: bool = False
+
+    @property
+    def dedicated(self) -> bool:
+        return bool(self.layers)
+
+    @property
+    def in_shared_pool(self) -> bool:
+        """Served by the shared pool: shared, or dedicated with no ready proxy yet."""
+        return not self.layers or not self.ready
+
+
+def fit_name(name: str, limit: int = _LABEL_MAX) -> str:
+    """``name`` if it fits a DNS label, else a prefix and 8 hex of its SHA-256 (never invalid)."""
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: limit - 9].rstrip('-')}-{digest}"
+
+
+def dedicated_name(gateway: Gateway) -> str:
+    """``<gateway>-<gatewayclass>``, fitted to 63 characters."""
+    return fit_name(f"{gateway.meta.key.name}-{gateway.class_name}")
+
+
+def _refusal(owner: str, message: str) -> Condition:
+    return Condition(
+        type="Accepted",
+        status=False,
+        reason="InvalidParameters",
+        message=f"{owner} parametersRef {message}",
+    )
+
+
+def _lookup(
+    ref: ObjectRef, namespace: str | None, state: ClusterState, owner: str
+) -> CoxswainGatewayParameters | Condition:
+    group = ref.group or "core"
+    if (ref.group, ref.kind) != PARAMETERS_KIND:
+        return _refusal(
+            owner,
+            f"{group}/{ref.kind} {ref.name}: only {PARAMETERS_KIND[0]}/{PARAMETERS_KIND[1]} is "
+            "supported",
+        )
+    if namespace is None:
+        return _refusal(owner, f"{ref.kind} {ref.name}: a namespace is required")
+    found = state.parameters.get(ObjectKey("CoxswainGatewayParameters", namespace, ref.name))
+    if found is None:
+        return _refusal(owner, f"{ref.kind} {namespace}/{ref.name} does not exist")
+    return found
+
+
+def class_parameters(
+    gateway_class: GatewayClass, state: ClusterState
+) -> CoxswainGatewayParameters | Condition | None:
+    """The class's parameters, a refusal, or None when it names none. Pure."""
+    ref = gateway_class.parameters_ref
+    if ref is None:
+        return None
+    return _lookup(ref, ref.namespace, state, "GatewayClass")
+
+
+def place_gateway(
+    gateway: Gateway,
+    from_class: CoxswainGatewayParameters | None,
+    state: ClusterState,
+) -> Placement | Condition:
+    """Where ``gateway`` is served, or why it is refused. Pure."""
+    layers: list[CoxswainGatewayParameters] = [] if from_class is None else [from_class]
+    ref = gateway.parameters_ref
+    if ref is not None:
+        own = _lookup(ref, gateway.meta.key.namespace, state, "Gateway")
+        if isinstance(own, Condition):
+            return own
+        layers.append(own)
+    if not layers:
+        return Placement()
+    name = dedicated_name(gateway)
+    deployment = state.deployments.get(ObjectKey("Deployment", gateway.meta.key.namespace, name))
+    return Placement(
+        layers=tuple(layers), name=name, ready=deployment is not None and deployment.ready
+    )
