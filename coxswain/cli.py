@@ -12,9 +12,18 @@ import sys
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
+from pyrsistent import pmap
+
 from coxswain import __version__
-from coxswain.compile import CompileConfig, SharedPool, build_state, compile, status
-from coxswain.compile.config import DEFAULT_GATEWAY_CONTROLLER, DEFAULT_INGRESS_CONTROLLER
+from coxswain.compile import CompileConfig, build_state, compile, status
+from coxswain.compile.config import (
+    DEFAULT_GATEWAY_CONTROLLER,
+    DEFAULT_INGRESS_CONTROLLER,
+    DEFAULT_SHARED_PROXY_SELECTOR,
+)
+from coxswain.compile.labels import parse_selector
+from coxswain.compile.provision import DesiredObjects, provision
+from coxswain.compile.scope import parse_scope
 from coxswain.compile.snapshot_json import SnapshotFormatError, snapshot_from_data, snapshot_to_data
 from coxswain.route import RequestHead, build_table, select
 from coxswain.route.explain import explain
@@ -97,17 +106,40 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="file, directory or - (repeatable)",
     )
-    comp.add_argument("--scope", default="shared", choices=["shared"], help="the snapshot's scope")
+    comp.add_argument(
+        "--scope",
+        default="shared",
+        metavar="shared|NS/NAME",
+        help="the snapshot's scope: the shared pool, or one dedicated Gateway",
+    )
     comp.add_argument("-o", "--output", default="json", choices=["json", "yaml"])
     comp.add_argument(
         "--emit",
         default="snapshot",
-        choices=["snapshot", "status", "diagnostics"],
+        choices=["snapshot", "status", "infra", "diagnostics"],
         help="snapshot (default); status: the status of every owned object, as a List; "
-        "diagnostics: the findings as data",
+        "infra: the objects the controller would own, as a List (deletions listed in the "
+        "List's coxswain-labs.dev/delete annotation); diagnostics: the findings as data",
     )
     comp.add_argument("--ingress-controller-name", default=DEFAULT_INGRESS_CONTROLLER)
     comp.add_argument("--controller-name", default=DEFAULT_GATEWAY_CONTROLLER)
+    comp.add_argument(
+        "--namespace", default="coxswain-system", help="the controller namespace (VIP Services)"
+    )
+    comp.add_argument(
+        "--shared-proxy-selector",
+        default=",".join(f"{k}={v}" for k, v in DEFAULT_SHARED_PROXY_SELECTOR.items()),
+        metavar="K=V[,K=V]",
+        help="labels of the shared proxy pods, selected by every VIP Service",
+    )
+    comp.add_argument(
+        "--shared-vip-service-type", default="LoadBalancer", choices=["LoadBalancer", "ClusterIP"]
+    )
+    comp.add_argument(
+        "--disable-gateway-api",
+        action="store_true",
+        help="Ingress only: compile, report and provision nothing of the Gateway API",
+    )
     comp.set_defaults(handler=_compile)
 
     route = commands.add_parser(
@@ -148,11 +180,32 @@ def _compile(args: argparse.Namespace) -> int:
     except LoadError as err:
         print(err, file=sys.stderr)  # file:line: message, as compilers print it
         return EXIT_UNREADABLE
+    scope = parse_scope(args.scope)
+    selector = parse_selector(args.shared_proxy_selector)
+    if scope is None or selector is None:
+        bad = (
+            "--scope takes shared or NS/NAME"
+            if scope is None
+            else ("--shared-proxy-selector takes comma-separated key=value labels")
+        )
+        print(f"coxswain compile: {bad}", file=sys.stderr)
+        return EXIT_UNREADABLE
     config = CompileConfig(
-        ingress_controller=args.ingress_controller_name, gateway_controller=args.controller_name
+        ingress_controller=args.ingress_controller_name,
+        gateway_controller=args.controller_name,
+        namespace=args.namespace,
+        shared_proxy_selector=pmap(selector),
+        shared_vip_service_type=args.shared_vip_service_type,
+        gateway_api=not args.disable_gateway_api,
     )
     state = build_state(b.body for b in bodies)
-    result = compile(state, SharedPool(), config)
+    if args.emit == "infra":
+        desired = provision(state, config)
+        for diagnostic in desired.diagnostics:
+            print(diagnostic, file=sys.stderr)
+        _print(args.output, _infra_list(desired))
+        return EXIT_OK
+    result = compile(state, scope, config)
     if args.emit == "diagnostics":
         _print(args.output, [_diagnostic_data(d) for d in result.diagnostics])
         return EXIT_OK
@@ -172,6 +225,17 @@ def _print(output: str, data: object) -> None:
         sys.stdout.write(dump_yaml(data))
     else:
         sys.stdout.write(json.dumps(data, sort_keys=True, indent=2) + "\n")
+
+
+def _infra_list(desired: DesiredObjects) -> dict[str, Any]:
+    """A ``List`` of the desired objects; deletions as ``kind ns/name`` lines (ARCHITECTURE §7)."""
+    deletions = "".join(f"{key}\n" for key in desired.deletions)
+    return {
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": {"annotations": {"coxswain-labs.dev/delete": deletions}} if deletions else {},
+        "items": [json.loads(o.body) for o in desired.objects],
+    }
 
 
 def _status_list(statuses: Sequence[ObjectStatus]) -> dict[str, Any]:

@@ -6,13 +6,27 @@ tools from theirs; the compiler reads nothing from the environment.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Final
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
 
-__all__ = ["DEFAULT_GATEWAY_CONTROLLER", "DEFAULT_INGRESS_CONTROLLER", "CompileConfig"]
+from pyrsistent import pmap
+
+if TYPE_CHECKING:
+    from pyrsistent.typing import PMap
+
+__all__ = [
+    "DEFAULT_GATEWAY_CONTROLLER",
+    "DEFAULT_INGRESS_CONTROLLER",
+    "DEFAULT_SHARED_PROXY_SELECTOR",
+    "CompileConfig",
+]
 
 DEFAULT_INGRESS_CONTROLLER: Final = "coxswain-labs.dev/ingress-controller"
 DEFAULT_GATEWAY_CONTROLLER: Final = "coxswain-labs.dev/gateway-controller"
+DEFAULT_SHARED_PROXY_SELECTOR: Final = {
+    "app.kubernetes.io/name": "coxswain",
+    "app.kubernetes.io/component": "shared-proxy",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -21,15 +35,29 @@ class CompileConfig:
 
     Attributes:
         namespace: the controller's namespace, where the shared pool's VIP Services live.
+        gateway_api: False serves Ingress only (``--disable-gateway-api``): nothing of the
+            Gateway API is compiled, reported or provisioned.
         ingress_controller: ``IngressClass.spec.controller`` value that marks a class as ours.
         gateway_controller: ``GatewayClass.spec.controllerName`` value that marks a class as ours.
         ingress_http_port: the port Ingress HTTP traffic is advertised on (80).
         ingress_https_port: the port Ingress HTTPS traffic is advertised on (443); the key of
             the Ingress entries in the TLS store, and omitted from redirects when it is 443.
+        shared_proxy_selector: the labels of the shared pool's pods; every VIP Service selects
+            them (the chart passes its release's labels).
+        shared_vip_service_type: ``LoadBalancer`` or ``ClusterIP`` for VIP Services.
+        proxy_image: the image of dedicated proxies unless their parameters name one.
+        discovery_address: where dedicated proxies reach the discovery server.
     """
 
     namespace: str = "coxswain-system"
+    gateway_api: bool = True
     ingress_controller: str = DEFAULT_INGRESS_CONTROLLER
     gateway_controller: str = DEFAULT_GATEWAY_CONTROLLER
     ingress_http_port: int = 80
     ingress_https_port: int = 443
+    shared_proxy_selector: PMap[str, str] = field(
+        default_factory=lambda: pmap(DEFAULT_SHARED_PROXY_SELECTOR)
+    )
+    shared_vip_service_type: str = "LoadBalancer"
+    proxy_image: str = "coxswain:0.1.0"
+    discovery_address: str = "coxswain-discovery.coxswain-system.svc:18000"

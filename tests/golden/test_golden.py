@@ -31,11 +31,14 @@ import pytest
 import yaml
 
 from coxswain.cli import _diagnostic_data as cli_diagnostic_data
-from coxswain.cli import _status_list
+from coxswain.cli import _infra_list, _status_list
 from coxswain.compile import SharedPool, build_state, compile, status
+from coxswain.compile.config import CompileConfig
 from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.model.manifests import ManifestSyntaxError, SourcedBody, parse_manifests
+from coxswain.compile.provision import provision
+from coxswain.compile.scope import parse_scope
 from coxswain.compile.snapshot_json import snapshot_to_data
 from coxswain.shell.output import dump_yaml
 
@@ -47,13 +50,17 @@ INPUT: Final = ".in.yaml"
 SNAPSHOT: Final = ".snapshot.yaml"
 DIAGNOSTICS: Final = ".diagnostics.yaml"
 STATUS: Final = ".status.yaml"
-EXPECTED_SUFFIXES: Final = (SNAPSHOT, DIAGNOSTICS, STATUS)
+INFRA: Final = ".infra.yaml"
+EXPECTED_SUFFIXES: Final = (SNAPSHOT, DIAGNOSTICS, STATUS, INFRA)
 HEADER_KIND: Final = "CompileCase"
 HEADER_KEYS: Final = frozenset(
     {"kind", "description", "scope", "include", "pending", "schema-invalid"}
 )
-SCOPES: Final = frozenset({"shared"})
 GATEWAY_GROUP: Final = "gateway.networking.k8s.io"
+PARAMETERS_GROUP: Final = "gateway.coxswain-labs.dev"
+SCHEMA_GROUPS: Final = frozenset({GATEWAY_GROUP, PARAMETERS_GROUP})
+# Coxswain's own CRD (CoxswainGatewayParameters), as the Helm chart installs it.
+OWN_CRDS: Final = Path(__file__).resolve().parents[2] / "helm" / "coxswain" / "crds"
 # The official CRDs live in the shared folder beside the checkout (../shared/gateway-api).
 _SHARED_CRDS: Final = Path(__file__).resolve().parents[3] / "shared" / "gateway-api" / "v1.6.1"
 CRDS: Final = Path(os.environ.get("COXSWAIN_GATEWAY_API_CRDS", str(_SHARED_CRDS)))
@@ -69,6 +76,7 @@ class Case:
     name: str
     path: Path
     description: str
+    scope: str
     includes: tuple[str, ...]
     pending: str | None
     schema_invalid: bool
@@ -116,8 +124,9 @@ def _load_case(path: Path, *, resolve: bool = True) -> Case:
     description = header.get("description")
     if not isinstance(description, str) or not description.strip():
         problems.append("description is required")
-    if header.get("scope", "shared") not in SCOPES:
-        problems.append(f"scope must be one of {sorted(SCOPES)}")
+    scope = header.get("scope", "shared")
+    if not isinstance(scope, str) or parse_scope(scope) is None:
+        problems.append("scope must be shared or namespace/name")
     includes = header.get("include", [])
     if not isinstance(includes, list) or not all(isinstance(i, str) for i in includes):
         problems.append("include must be a list of paths relative to tests/golden/cases")
@@ -140,6 +149,7 @@ def _load_case(path: Path, *, resolve: bool = True) -> Case:
         name=_name(path),
         path=path,
         description=str(description),
+        scope=str(scope),
         includes=tuple(includes),
         pending=pending,
         schema_invalid=schema_invalid is True,
@@ -163,13 +173,17 @@ def _diagnostic_data(d: Diagnostic) -> dict[str, Any]:
 def _render(case: Case) -> dict[str, str | None]:
     """The expected-file texts of a case: suffix → text, or None when the file must not exist."""
     state = build_state(b.body for b in case.bodies)
-    result = compile(state, SharedPool())
-    diagnostics = [_diagnostic_data(d) for d in result.diagnostics]
+    scope = parse_scope(case.scope) or SharedPool()
+    result = compile(state, scope)
+    desired = provision(state, CompileConfig())
+    diagnostics = [_diagnostic_data(d) for d in (*result.diagnostics, *desired.diagnostics)]
     statuses = _status_list(status(state))
+    infra = _infra_list(desired)
     return {
         SNAPSHOT: dump_yaml(snapshot_to_data(result.snapshot)),
         DIAGNOSTICS: dump_yaml(diagnostics) if diagnostics else None,
         STATUS: dump_yaml(statuses) if statuses["items"] else None,
+        INFRA: dump_yaml(infra) if infra["items"] or infra["metadata"] else None,
     }
 
 
@@ -283,15 +297,15 @@ def test_input_survives_dump_and_parse(path: Path) -> None:
 
 @functools.cache
 def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
-    """(kind, version) → openAPIV3Schema of every served Gateway API CRD version."""
+    """(kind, version) → openAPIV3Schema of every served Gateway API and Coxswain CRD version."""
     if not CRDS.is_dir():
         pytest.fail(f"Gateway API CRDs not found at {CRDS} (set COXSWAIN_GATEWAY_API_CRDS)")
     schemas: dict[tuple[str, str], dict[str, Any]] = {}
-    for path in sorted(CRDS.glob("*.yaml")):
+    for path in [*sorted(CRDS.glob("*.yaml")), *sorted(OWN_CRDS.glob("*.yaml"))]:
         for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
             if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
                 continue
-            if doc["spec"]["group"] != GATEWAY_GROUP:
+            if doc["spec"]["group"] not in SCHEMA_GROUPS:
                 continue
             kind = doc["spec"]["names"]["kind"]
             for version in doc["spec"]["versions"]:
@@ -315,7 +329,7 @@ def _gateway_objects(bodies: list[Any]) -> list[tuple[str, dict[str, Any]]]:
         if not isinstance(body, dict):
             continue
         group, _, _ = str(body.get("apiVersion", "")).rpartition("/")
-        if group == GATEWAY_GROUP:
+        if group in SCHEMA_GROUPS:
             meta = body.get("metadata") or {}
             found.append(
                 (f"{body.get('kind')} {meta.get('namespace', '')}/{meta.get('name')}", body)

@@ -78,8 +78,8 @@ def analyse_gateways(
     scope: Scope | None = None,
 ) -> GatewayModel:
     """Run the Gateway API passes for ``scope`` (None: every owned Gateway, for status). Pure."""
-    if not state.gateway_api:
-        return _EMPTY
+    if not (state.gateway_api and config.gateway_api):
+        return _EMPTY  # Ingress-only: the CRDs are absent, or Gateway API is disabled
     classes = tuple(
         c
         for _, c in sorted(state.gateway_classes.items())

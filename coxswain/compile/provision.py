@@ -1,0 +1,423 @@
+"""``provision``: every Kubernetes object the controller must own, and those it must delete.
+
+Per Gateway the shared pool serves (ARCHITECTURE §4):
+- a VIP Service in the controller namespace (``vip_service_name``), selecting the shared pool
+  (``shared_proxy_selector``), each listener port mapped to its internal ``targetPort``, of
+  type ``shared_vip_service_type``, carrying the Gateway's infrastructure labels and annotations;
+- an identity ServiceAccount in the Gateway's namespace (GEP-1867), named like the VIP with
+  ``-shared-sa``, infrastructure labels (reserved ``app.kubernetes.io/*`` keys dropped) and
+  annotations, owner-referenced to the Gateway, token automount off, no RBAC.
+Per dedicated Gateway: a Deployment, Service and ServiceAccount named ``<gateway>-<class>`` in
+its namespace (and a HorizontalPodAutoscaler when ``autoscaling`` is set), owner-referenced to
+the Gateway, from the merged parameters.
+
+Deletions: owned objects (label ``app.kubernetes.io/managed-by: coxswain`` and a role label)
+that are no longer desired. Mode switches never leave a Gateway unserved: a VIP Service stays
+while the shared pool still serves a Gateway (until its dedicated proxy is ready), and the
+dedicated objects of a Gateway back in shared mode stay until the shared pool serves it again
+(``shared_served``; offline, None, it is taken to).
+
+Pure: objects are returned as API data (canonical JSON text), never applied here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from pyrsistent import pvector
+
+from coxswain.compile.backends import index_services
+from coxswain.compile.diagnostics import Diagnostic, Severity, diagnostic_order
+from coxswain.compile.gateway.model import analyse_gateways
+from coxswain.compile.gateway.vip import VIP_SUFFIX, vip_service_name
+from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.podspec import secure_pod, strategic_merge
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Mapping
+
+    from pyrsistent.typing import PVector
+
+    from coxswain.compile.config import CompileConfig
+    from coxswain.compile.gateway.listeners import ListenerVerdict
+    from coxswain.compile.gateway.model import GatewayModel
+    from coxswain.compile.gateway.placement import Placement
+    from coxswain.compile.model.gateway_objects import Gateway
+    from coxswain.compile.model.state import ClusterState
+
+__all__ = ["DesiredObject", "DesiredObjects", "provision"]
+
+MANAGED_BY: Final = ("app.kubernetes.io/managed-by", "coxswain")
+ROLE: Final = "coxswain-labs.dev/role"
+GATEWAY_ANNOTATION: Final = "coxswain-labs.dev/gateway"
+ROLE_VIP: Final = "shared-vip"
+ROLE_IDENTITY: Final = "shared-identity"
+ROLE_DEDICATED: Final = "dedicated-proxy"
+ADMIN_PORT: Final = 9901
+TLS_MOUNT: Final = "/etc/coxswain/discovery"
+_RESERVED_PREFIX: Final = "app.kubernetes.io/"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DesiredObject:
+    """One object to apply; ``body`` is its full manifest as canonical JSON."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    body: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DesiredObjects:
+    """What the controller must own, what it must delete, and findings on the way."""
+
+    objects: PVector[DesiredObject]
+    deletions: PVector[ObjectKey]
+    diagnostics: PVector[Diagnostic]
+
+
+def provision(
+    state: ClusterState, config: CompileConfig, shared_served: Collection[str] | None = None
+) -> DesiredObjects:
+    """Every object to own and to delete. Pure.
+
+    Args:
+        state: the cluster.
+        config: installation settings (namespace, selector, VIP type, image, discovery).
+        shared_served: ``ns/name`` of the Gateways the shared pool has acked; None offline.
+    """
+    model = analyse_gateways(state, config, index_services(state))
+    objects: list[dict[str, Any]] = []
+    found: list[Diagnostic] = []
+    for gateway in model.gateways:
+        placed = model.placements.get(gateway.meta.key)
+        if placed is None:
+            continue  # refused: nothing is provisioned for it
+        if placed.in_shared_pool:
+            objects.append(_vip_service(gateway, model, config))
+            if not placed.dedicated:
+                objects.append(_identity(gateway))
+        if placed.dedicated:
+            dedicated, problems = _dedicated(
+                gateway, placed, model.listeners[gateway.meta.key], config
+            )
+            objects.extend(dedicated)
+            found.extend(problems)
+    desired = {_key(o) for o in objects}
+    deletions = _deletions(state, model, config, desired, shared_served)
+    return DesiredObjects(
+        objects=pvector(
+            DesiredObject(
+                api_version=o["apiVersion"],
+                kind=o["kind"],
+                namespace=o["metadata"].get("namespace", ""),
+                name=o["metadata"]["name"],
+                body=json.dumps(o, sort_keys=True, separators=(",", ":")),
+            )
+            for o in sorted(objects, key=_key)
+        ),
+        deletions=pvector(sorted(deletions)),
+        diagnostics=pvector(sorted(found, key=diagnostic_order)),
+    )
+
+
+def _key(manifest: Mapping[str, Any]) -> ObjectKey:
+    meta = manifest["metadata"]
+    return ObjectKey(manifest["kind"], meta.get("namespace", ""), meta["name"])
+
+
+def _infra_labels(gateway: Gateway) -> dict[str, str]:
+    return {
+        k: v for k, v in gateway.infrastructure_labels.items() if not k.startswith(_RESERVED_PREFIX)
+    }
+
+
+def _metadata(
+    gateway: Gateway, name: str, namespace: str, role: str, *, owned: bool
+) -> dict[str, Any]:
+    labels = {**_infra_labels(gateway), MANAGED_BY[0]: MANAGED_BY[1], ROLE: role}
+    annotations = {**gateway.infrastructure_annotations, GATEWAY_ANNOTATION: gateway.meta.key.ref}
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "labels": labels,
+        "annotations": annotations,
+    }
+    if owned:
+        reference: dict[str, Any] = {
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "Gateway",
+            "name": gateway.meta.key.name,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        if gateway.meta.uid:
+            reference["uid"] = gateway.meta.uid
+        meta["ownerReferences"] = [reference]
+    return meta
+
+
+def _port_name(verdict: ListenerVerdict) -> str:
+    return f"{verdict.listener.protocol.lower()}-{verdict.listener.port}"
+
+
+def _vip_service(gateway: Gateway, model: GatewayModel, config: CompileConfig) -> dict[str, Any]:
+    key = gateway.meta.key
+    ports: dict[int, dict[str, Any]] = {}
+    for verdict in model.listeners[key]:
+        target = model.ports.get((key.ref, verdict.listener.port))
+        if target is not None:
+            ports.setdefault(
+                verdict.listener.port,
+                {
+                    "name": _port_name(verdict),
+                    "port": verdict.listener.port,
+                    "targetPort": target,
+                    "protocol": "TCP",
+                },
+            )
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(
+            gateway,
+            vip_service_name(key.namespace, key.name),
+            config.namespace,
+            ROLE_VIP,
+            owned=False,
+        ),
+        "spec": {
+            "type": config.shared_vip_service_type,
+            "selector": dict(config.shared_proxy_selector),
+            "ports": [ports[p] for p in sorted(ports)],
+        },
+    }
+
+
+def _identity(gateway: Gateway) -> dict[str, Any]:
+    key = gateway.meta.key
+    name = vip_service_name(key.namespace, key.name).removesuffix(VIP_SUFFIX) + "-shared-sa"
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": _metadata(gateway, name, key.namespace, ROLE_IDENTITY, owned=True),
+        "automountServiceAccountToken": False,
+    }
+
+
+def _merged(placed: Placement, config: CompileConfig) -> dict[str, Any]:
+    """Per field: the Gateway's parameters over the class's over the defaults."""
+    merged: dict[str, Any] = {
+        "replicas": 1,
+        "image": config.proxy_image,
+        "serviceType": "LoadBalancer",
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "128Mi"},
+            "limits": {"memory": "512Mi"},
+        },
+        "autoscaling": None,
+        "podTemplates": [],
+    }
+    for layer in placed.layers:  # class first, then the Gateway
+        for name, value in (
+            ("replicas", layer.replicas),
+            ("image", layer.image),
+            ("serviceType", layer.service_type),
+            ("resources", None if layer.resources is None else json.loads(layer.resources)),
+            ("autoscaling", None if layer.autoscaling is None else json.loads(layer.autoscaling)),
+        ):
+            if value is not None:
+                merged[name] = value
+        if layer.pod_template is not None:
+            merged["podTemplates"].append(json.loads(layer.pod_template))
+    return merged
+
+
+def _dedicated(
+    gateway: Gateway,
+    placed: Placement,
+    listeners: list[ListenerVerdict],
+    config: CompileConfig,
+) -> tuple[list[dict[str, Any]], list[Diagnostic]]:
+    key = gateway.meta.key
+    params = _merged(placed, config)
+    name = placed.name
+    selector = {"app.kubernetes.io/name": "coxswain-proxy", "app.kubernetes.io/instance": name}
+    ports = sorted({v.listener.port for v in listeners})
+    container = {
+        "name": "proxy",
+        "image": params["image"],
+        "args": [
+            "proxy",
+            "--gateway",
+            key.ref,
+            "--discovery",
+            config.discovery_address,
+            "--tls-cert",
+            f"{TLS_MOUNT}/tls.crt",
+            "--tls-key",
+            f"{TLS_MOUNT}/tls.key",
+            "--tls-ca",
+            f"{TLS_MOUNT}/ca.crt",
+            "--admin-port",
+            str(ADMIN_PORT),
+        ],
+        "ports": [
+            *({"name": f"listener-{p}", "containerPort": p, "protocol": "TCP"} for p in ports),
+            {"name": "admin", "containerPort": ADMIN_PORT, "protocol": "TCP"},
+        ],
+        "resources": params["resources"],
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": ADMIN_PORT}},
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": ADMIN_PORT}},
+        "volumeMounts": [{"name": "discovery-tls", "mountPath": TLS_MOUNT, "readOnly": True}],
+    }
+    template: dict[str, Any] = {
+        "metadata": {"labels": {**_infra_labels(gateway), **selector}},
+        "spec": {
+            "serviceAccountName": name,
+            "automountServiceAccountToken": False,
+            "containers": [container],
+            "volumes": [
+                {"name": "discovery-tls", "secret": {"secretName": f"{name}-discovery-tls"}}
+            ],
+        },
+    }
+    if gateway.infrastructure_annotations:
+        template["metadata"]["annotations"] = dict(gateway.infrastructure_annotations)
+    for patch in params["podTemplates"]:
+        template = strategic_merge(template, patch)
+    template["metadata"] = {
+        **template.get("metadata", {}),
+        "labels": {**template.get("metadata", {}).get("labels", {}), **selector},
+    }
+    spec, dropped = secure_pod(
+        template.get("spec", {}), bind_low_ports=any(p < 1024 for p in ports)
+    )
+    template["spec"] = spec
+    found = [
+        Diagnostic(
+            key=key,
+            field="spec.infrastructure.parametersRef",
+            severity=Severity.WARNING,
+            reason="PodSecurityEnforced",
+            message=f"the podTemplate asked for {item}; removed to keep the proxy's pod security",
+        )
+        for item in dropped
+    ]
+    deployment_spec: dict[str, Any] = {
+        "selector": {"matchLabels": selector},
+        "template": template,
+    }
+    autoscaling = params["autoscaling"]
+    if autoscaling is None:
+        deployment_spec["replicas"] = params["replicas"]
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": _metadata(gateway, name, key.namespace, ROLE_DEDICATED, owned=True),
+            "spec": deployment_spec,
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": _metadata(gateway, name, key.namespace, ROLE_DEDICATED, owned=True),
+            "spec": {
+                "type": params["serviceType"],
+                "selector": selector,
+                "ports": [
+                    {"name": f"listener-{p}", "port": p, "targetPort": p, "protocol": "TCP"}
+                    for p in ports
+                ],
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": _metadata(gateway, name, key.namespace, ROLE_DEDICATED, owned=True),
+            "automountServiceAccountToken": False,
+        },
+    ]
+    if isinstance(autoscaling, dict):
+        objects.append(_autoscaler(gateway, name, autoscaling, params["replicas"]))
+    return objects, found
+
+
+def _autoscaler(
+    gateway: Gateway, name: str, autoscaling: Mapping[str, Any], replicas: int
+) -> dict[str, Any]:
+    metrics = []
+    for resource, field in (
+        ("cpu", "targetCPUUtilizationPercentage"),
+        ("memory", "targetMemoryUtilizationPercentage"),
+    ):
+        target = autoscaling.get(field)
+        if isinstance(target, int) and not isinstance(target, bool):
+            metrics.append(
+                {
+                    "type": "Resource",
+                    "resource": {
+                        "name": resource,
+                        "target": {"type": "Utilization", "averageUtilization": target},
+                    },
+                }
+            )
+    low = autoscaling.get("minReplicas", replicas)
+    high = autoscaling.get("maxReplicas", max(low if isinstance(low, int) else 1, 1))
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": _metadata(
+            gateway, name, gateway.meta.key.namespace, ROLE_DEDICATED, owned=True
+        ),
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "minReplicas": low,
+            "maxReplicas": high,
+            "metrics": metrics
+            or [
+                {
+                    "type": "Resource",
+                    "resource": {
+                        "name": "cpu",
+                        "target": {"type": "Utilization", "averageUtilization": 80},
+                    },
+                }
+            ],
+        },
+    }
+
+
+def _deletions(
+    state: ClusterState,
+    model: GatewayModel,
+    config: CompileConfig,
+    desired: set[ObjectKey],
+    shared_served: Collection[str] | None,
+) -> set[ObjectKey]:
+    """Owned objects no longer desired, minus those a mode switch still needs."""
+    dedicated_now = {k.ref for k, p in model.placements.items() if p.dedicated}
+    existing = [
+        *(s.meta for s in state.services.values()),
+        *(a.meta for a in state.service_accounts.values()),
+        *(d.meta for d in state.deployments.values()),
+    ]
+    gone: set[ObjectKey] = set()
+    for meta in existing:
+        if meta.labels.get(MANAGED_BY[0]) != MANAGED_BY[1] or meta.key in desired:
+            continue
+        role = meta.labels.get(ROLE)
+        if role == ROLE_VIP and meta.key.namespace != config.namespace:
+            continue
+        if role == ROLE_DEDICATED:
+            owner = meta.annotations.get(GATEWAY_ANNOTATION, "")
+            back_in_pool = owner not in dedicated_now
+            if back_in_pool and shared_served is not None and owner not in shared_served:
+                continue  # the shared pool does not serve it yet: keep the dedicated proxy
+        if role in (ROLE_VIP, ROLE_IDENTITY, ROLE_DEDICATED):
+            gone.add(meta.key)
+    return gone
