@@ -124,9 +124,9 @@ def _read_objects(
         if (secret := state.secrets.get(key)) is not None:
             found.extend(secret.diagnostics)
     for key in read:
-        if (service := services.services.get((key.namespace, key.name))) is not None:
+        if (service := services.service(key.namespace, key.name)) is not None:
             found.extend(service.diagnostics)
-        for endpoint_slice in services.slices.get((key.namespace, key.name), ()):
+        for endpoint_slice in services.slices(key.namespace, key.name):
             found.extend(endpoint_slice.diagnostics)
     return found
 

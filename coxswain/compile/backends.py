@@ -13,12 +13,12 @@ Rules:
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyrsistent import pmap, pvector
 
+from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.model.objects import ServicePort
 from coxswain.compile.snapshot import Backend, Endpoint
 
@@ -35,23 +35,23 @@ __all__ = ["ServiceIndex", "endpoints_table", "index_services", "resolve_backend
 
 @dataclass(frozen=True, slots=True)
 class ServiceIndex:
-    """Services by ``(namespace, name)`` and their slices, built once per compile."""
+    """Services and their slices by ``(namespace, name)``, read through the state's indexes, so
+    that a lookup costs the same whatever the cluster's size."""
 
-    services: dict[tuple[str, str], Service]
-    slices: dict[tuple[str, str], list[EndpointSlice]]
+    state: ClusterState
+
+    def service(self, namespace: str, name: str) -> Service | None:
+        return self.state.services.get(ObjectKey("Service", namespace, name))
+
+    def slices(self, namespace: str, name: str) -> list[EndpointSlice]:
+        """The Service's EndpointSlices, by name (only findings need an order)."""
+        keys = self.state.slices_by_service.get((namespace, name), ())
+        return [self.state.endpoint_slices[k] for k in sorted(keys, key=lambda k: k.name)]
 
 
 def index_services(state: ClusterState) -> ServiceIndex:
-    """Index Services and EndpointSlices by Service. Pure."""
-    services = {(k.namespace, k.name): s for k, s in state.services.items()}
-    slices: dict[tuple[str, str], list[EndpointSlice]] = defaultdict(list)
-    for key, endpoint_slice in state.endpoint_slices.items():
-        if endpoint_slice.service_name:
-            slices[(key.namespace, endpoint_slice.service_name)].append(endpoint_slice)
-    # Endpoints are deduplicated and sorted later; only findings need a stable slice order.
-    for found in slices.values():
-        found.sort(key=lambda s: s.meta.key.name)
-    return ServiceIndex(services, dict(slices))
+    """The Service view of a state. Pure; constant time."""
+    return ServiceIndex(state)
 
 
 def resolve_backend(
@@ -68,7 +68,7 @@ def resolve_backend(
     Returns:
         The backend, and None or a sentence saying why it is invalid.
     """
-    target = index.services.get((namespace, service))
+    target = index.service(namespace, service)
     found = None if target is None else _service_port(target, port_number, port_name)
     if found is None:
         wanted = port_number if port_number is not None else repr(port_name)
@@ -108,14 +108,16 @@ def endpoints_table(
 
 
 def _endpoints(index: ServiceIndex, backend: Backend) -> set[Endpoint]:
-    service = index.services[(backend.namespace, backend.service)]
+    service = index.service(backend.namespace, backend.service)
+    if service is None:
+        return set()
     if service.type == "ExternalName":
         return {Endpoint(service.external_name, backend.port)} if service.external_name else set()
     port = _service_port(service, backend.port, None)
     if port is None:
         return set()
     found: set[Endpoint] = set()
-    for endpoint_slice in index.slices.get((backend.namespace, backend.service), ()):
+    for endpoint_slice in index.slices(backend.namespace, backend.service):
         numbers = [p.port for p in endpoint_slice.ports if p.name == port.name]
         if not numbers:
             continue

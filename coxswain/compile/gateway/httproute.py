@@ -366,7 +366,7 @@ def _backend(
     if port is None:
         return invalid, ("UnsupportedValue", f"{where}: a Service backend needs a port")
     read.add(ObjectKey("Service", namespace, ref.name))
-    target = services.services.get((namespace, ref.name))
+    target = services.service(namespace, ref.name)
     if target is not None and target.type == "ExternalName":
         # "Implementations SHOULD NOT support ExternalName Services" (CVE-2021-25740).
         return invalid, ("InvalidKind", f"{where}: ExternalName Services are not supported")

@@ -206,13 +206,14 @@ def _attach_routes(
     scope: Scope | None,
 ) -> tuple[RouteVerdict, ...]:
     labels: dict[str, PMap[str, str]] = {k.name: n.meta.labels for k, n in state.namespaces.items()}
-    only = (scope.namespace, scope.name) if isinstance(scope, GatewayScope) else None
+    if isinstance(scope, GatewayScope):
+        # One Gateway's scope reads only the routes that name it (the state's index).
+        keys = state.routes_by_parent.get((scope.namespace, scope.name), ())
+        candidates = [(k, state.httproutes[k]) for k in sorted(keys)]
+    else:
+        candidates = sorted(state.httproutes.items())
     routes: list[RouteVerdict] = []
-    for key, route in sorted(state.httproutes.items()):
-        if only is not None and not any(
-            (ref.namespace or key.namespace, ref.name) == only for ref in route.parent_refs
-        ):
-            continue  # a cheap filter before attachment: the scope's index of what attaches
+    for _, route in candidates:
         parents = attach_route(route, listeners, labels)
         if not parents:
             continue

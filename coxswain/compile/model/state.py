@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TypeVar, assert_never
 
-from pyrsistent import pmap, pvector
+from pyrsistent import pmap, pset, pvector
 
 from coxswain.compile.diagnostics import Diagnostic, Severity, diagnostic_order
 from coxswain.compile.model.decode import Decoded, Malformed, StateObject, decode_object
@@ -43,7 +43,7 @@ from coxswain.compile.model.objects import (
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from pyrsistent.typing import PMap, PVector
+    from pyrsistent.typing import PMap, PSet, PVector
 
     from coxswain.compile.model.keys import ObjectKey
 
@@ -57,6 +57,10 @@ class ClusterState:
     ``input_diagnostics`` are findings about the input as a whole (skipped kinds, malformed
     bodies, duplicates); findings about one object travel with that object. ``gateway_api``
     is False when the Gateway API CRDs are absent from the cluster (Ingress-only mode).
+
+    Two indexes are kept with the objects, so that one scope's compile reads only what concerns
+    it: ``slices_by_service`` ((namespace, Service name) → EndpointSlice keys) and
+    ``routes_by_parent`` ((namespace, name) of a parentRef → HTTPRoute keys).
     """
 
     ingresses: PMap[ObjectKey, Ingress] = field(default_factory=pmap)
@@ -74,6 +78,8 @@ class ClusterState:
     deployments: PMap[ObjectKey, Deployment] = field(default_factory=pmap)
     service_accounts: PMap[ObjectKey, ServiceAccount] = field(default_factory=pmap)
     gateway_api: bool = True
+    slices_by_service: PMap[tuple[str, str], PSet[ObjectKey]] = field(default_factory=pmap)
+    routes_by_parent: PMap[tuple[str, str], PSet[ObjectKey]] = field(default_factory=pmap)
     input_diagnostics: PVector[Diagnostic] = field(default_factory=pvector)
 
 
@@ -94,39 +100,46 @@ class Deleted:
 def apply(state: ClusterState, event: Upserted | Deleted) -> ClusterState:
     """The state after one event. Pure."""
     if isinstance(event, Upserted):
-        obj, key = event.obj, event.obj.meta.key
-        match obj:
-            case Ingress():
-                return replace(state, ingresses=state.ingresses.set(key, obj))
-            case IngressClass():
-                return replace(state, ingress_classes=state.ingress_classes.set(key, obj))
-            case Service():
-                return replace(state, services=state.services.set(key, obj))
-            case EndpointSlice():
-                return replace(state, endpoint_slices=state.endpoint_slices.set(key, obj))
-            case Secret():
-                return replace(state, secrets=state.secrets.set(key, obj))
-            case Namespace():
-                return replace(state, namespaces=state.namespaces.set(key, obj))
-            case ConfigMap():
-                return replace(state, config_maps=state.config_maps.set(key, obj))
-            case GatewayClass():
-                return replace(state, gateway_classes=state.gateway_classes.set(key, obj))
-            case Gateway():
-                return replace(state, gateways=state.gateways.set(key, obj))
-            case HTTPRoute():
-                return replace(state, httproutes=state.httproutes.set(key, obj))
-            case ReferenceGrant():
-                return replace(state, reference_grants=state.reference_grants.set(key, obj))
-            case CoxswainGatewayParameters():
-                return replace(state, parameters=state.parameters.set(key, obj))
-            case Deployment():
-                return replace(state, deployments=state.deployments.set(key, obj))
-            case ServiceAccount():
-                return replace(state, service_accounts=state.service_accounts.set(key, obj))
-            case _:
-                assert_never(obj)
-    key = event.key
+        return _indexed(_stored(_unindexed(state, event.obj.meta.key), event.obj), event.obj)
+    return _removed(_unindexed(state, event.key), event.key)
+
+
+def _stored(state: ClusterState, obj: StateObject) -> ClusterState:
+    key = obj.meta.key
+    match obj:
+        case Ingress():
+            return replace(state, ingresses=state.ingresses.set(key, obj))
+        case IngressClass():
+            return replace(state, ingress_classes=state.ingress_classes.set(key, obj))
+        case Service():
+            return replace(state, services=state.services.set(key, obj))
+        case EndpointSlice():
+            return replace(state, endpoint_slices=state.endpoint_slices.set(key, obj))
+        case Secret():
+            return replace(state, secrets=state.secrets.set(key, obj))
+        case Namespace():
+            return replace(state, namespaces=state.namespaces.set(key, obj))
+        case ConfigMap():
+            return replace(state, config_maps=state.config_maps.set(key, obj))
+        case GatewayClass():
+            return replace(state, gateway_classes=state.gateway_classes.set(key, obj))
+        case Gateway():
+            return replace(state, gateways=state.gateways.set(key, obj))
+        case HTTPRoute():
+            return replace(state, httproutes=state.httproutes.set(key, obj))
+        case ReferenceGrant():
+            return replace(state, reference_grants=state.reference_grants.set(key, obj))
+        case CoxswainGatewayParameters():
+            return replace(state, parameters=state.parameters.set(key, obj))
+        case Deployment():
+            return replace(state, deployments=state.deployments.set(key, obj))
+        case ServiceAccount():
+            return replace(state, service_accounts=state.service_accounts.set(key, obj))
+        case _:
+            assert_never(obj)
+
+
+def _removed(state: ClusterState, key: ObjectKey) -> ClusterState:
     match key.kind:
         case "Ingress":
             return replace(state, ingresses=state.ingresses.discard(key))
@@ -157,6 +170,54 @@ def apply(state: ClusterState, event: Upserted | Deleted) -> ClusterState:
         case "ServiceAccount":
             return replace(state, service_accounts=state.service_accounts.discard(key))
     return state
+
+
+def _index_keys(obj: StateObject | None) -> tuple[str, list[tuple[str, str]]]:
+    """Which index an object belongs to, and under which entries."""
+    if isinstance(obj, EndpointSlice) and obj.service_name:
+        return "slices_by_service", [(obj.meta.key.namespace, obj.service_name)]
+    if isinstance(obj, HTTPRoute):
+        namespace = obj.meta.key.namespace
+        return "routes_by_parent", sorted(
+            {(r.namespace or namespace, r.name) for r in obj.parent_refs}
+        )
+    return "", []
+
+
+def _unindexed(state: ClusterState, key: ObjectKey) -> ClusterState:
+    old: StateObject | None
+    if key.kind == "EndpointSlice":
+        old = state.endpoint_slices.get(key)
+    elif key.kind == "HTTPRoute":
+        old = state.httproutes.get(key)
+    else:
+        return state
+    name, entries = _index_keys(old)
+    if not name:
+        return state
+    index: PMap[tuple[str, str], PSet[ObjectKey]] = getattr(state, name)
+    for entry in entries:
+        remaining = index.get(entry, pset()).discard(key)
+        index = index.set(entry, remaining) if remaining else index.discard(entry)
+    return _with_index(state, name, index)
+
+
+def _with_index(
+    state: ClusterState, name: str, index: PMap[tuple[str, str], PSet[ObjectKey]]
+) -> ClusterState:
+    if name == "slices_by_service":
+        return replace(state, slices_by_service=index)
+    return replace(state, routes_by_parent=index)
+
+
+def _indexed(state: ClusterState, obj: StateObject) -> ClusterState:
+    name, entries = _index_keys(obj)
+    if not name:
+        return state
+    index: PMap[tuple[str, str], PSet[ObjectKey]] = getattr(state, name)
+    for entry in entries:
+        index = index.set(entry, index.get(entry, pset()).add(obj.meta.key))
+    return _with_index(state, name, index)
 
 
 def build_state(bodies: Iterable[object]) -> ClusterState:
@@ -219,6 +280,8 @@ def build_state(bodies: Iterable[object]) -> ClusterState:
         parameters=_table(objects, CoxswainGatewayParameters),
         deployments=_table(objects, Deployment),
         service_accounts=_table(objects, ServiceAccount),
+        slices_by_service=_index(objects, "slices_by_service"),
+        routes_by_parent=_index(objects, "routes_by_parent"),
         input_diagnostics=pvector(sorted(problems, key=diagnostic_order)),
     )
 
@@ -240,6 +303,16 @@ _Kind = TypeVar(
     Deployment,
     ServiceAccount,
 )
+
+
+def _index(objects: list[StateObject], name: str) -> PMap[tuple[str, str], PSet[ObjectKey]]:
+    entries: dict[tuple[str, str], set[ObjectKey]] = {}
+    for obj in objects:
+        index, keys = _index_keys(obj)
+        if index == name:
+            for entry in keys:
+                entries.setdefault(entry, set()).add(obj.meta.key)
+    return pmap({entry: pset(keys) for entry, keys in entries.items()})
 
 
 def _table(objects: list[StateObject], kind: type[_Kind]) -> PMap[ObjectKey, _Kind]:
