@@ -19,7 +19,7 @@ from pyrsistent import pmap, pvector
 
 from coxswain.compile.backends import endpoints_table, index_services
 from coxswain.compile.config import CompileConfig
-from coxswain.compile.diagnostics import Diagnostic, diagnostic_order
+from coxswain.compile.diagnostics import Diagnostic, Severity, diagnostic_order
 from coxswain.compile.gateway.cells import build_cells
 from coxswain.compile.gateway.model import analyse_gateways
 from coxswain.compile.gateway.status import gateway_statuses
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from pyrsistent.typing import PVector
 
     from coxswain.compile.backends import ServiceIndex
+    from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.model.keys import ObjectKey
     from coxswain.compile.model.state import ClusterState
     from coxswain.compile.status import ObjectStatus
@@ -99,6 +100,8 @@ def compile(  # noqa: A001 - the name the architecture gives the core's one entr
         *(d for c in model.classes for d in c.diagnostics),
         *(d for g in model.gateways for d in g.diagnostics),
         *(d for r in model.routes for d in r.compiled.route.diagnostics),
+        *(d for p in model.placements.values() for layer in p.layers for d in layer.diagnostics),
+        *_exhausted(model),
     ]
     diagnostics = [
         *state.input_diagnostics,
@@ -113,6 +116,24 @@ def compile(  # noqa: A001 - the name the architecture gives the core's one entr
         snapshot=seal(snapshot),
         diagnostics=pvector(sorted(set(diagnostics), key=diagnostic_order)),
     )
+
+
+def _exhausted(model: GatewayModel) -> list[Diagnostic]:
+    """A diagnostic per listener left without an internal port (ARCHITECTURE §4)."""
+    return [
+        Diagnostic(
+            key=gateway.meta.key,
+            field=verdict.listener.field,
+            severity=Severity.ERROR,
+            reason="PortsExhausted",
+            message=f"no internal port is free in 30000-32767 for listener {verdict.listener.name} "
+            f"(port {verdict.listener.port}); it is not served",
+        )
+        for gateway in model.gateways
+        for verdict in model.listeners[gateway.meta.key]
+        if (gateway.meta.key.ref, verdict.listener.port) in model.ports
+        and model.ports[(gateway.meta.key.ref, verdict.listener.port)] is None
+    ]
 
 
 def _read_objects(

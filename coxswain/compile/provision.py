@@ -101,6 +101,7 @@ def provision(
             objects.append(_vip_service(gateway, model, config))
             if not placed.dedicated:
                 objects.append(_identity(gateway))
+        found.extend(d for layer in placed.layers for d in layer.diagnostics)
         if placed.dedicated:
             dedicated, problems = _dedicated(
                 gateway, placed, model.listeners[gateway.meta.key], config

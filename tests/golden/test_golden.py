@@ -176,7 +176,8 @@ def _render(case: Case) -> dict[str, str | None]:
     scope = parse_scope(case.scope) or SharedPool()
     result = compile(state, scope)
     desired = provision(state, CompileConfig())
-    diagnostics = [_diagnostic_data(d) for d in (*result.diagnostics, *desired.diagnostics)]
+    found = dict.fromkeys((*result.diagnostics, *desired.diagnostics))  # both report parameters
+    diagnostics = [_diagnostic_data(d) for d in found]
     statuses = _status_list(status(state))
     infra = _infra_list(desired)
     return {
