@@ -40,6 +40,7 @@ goldens: $(STAMP)
 ## bench: benchmarks; results go in docs/benchmarks.md
 bench: $(STAMP)
 	$(PY) bench/compile_ingress.py
+	$(PY) bench/compile_gateway.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

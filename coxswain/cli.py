@@ -136,6 +136,14 @@ def _parser() -> argparse.ArgumentParser:
         "--shared-vip-service-type", default="LoadBalancer", choices=["LoadBalancer", "ClusterIP"]
     )
     comp.add_argument(
+        "--status-address",
+        dest="status_addresses",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="an address (IP or hostname) Ingresses report in status.loadBalancer (repeatable)",
+    )
+    comp.add_argument(
         "--disable-gateway-api",
         action="store_true",
         help="Ingress only: compile, report and provision nothing of the Gateway API",
@@ -197,6 +205,7 @@ def _compile(args: argparse.Namespace) -> int:
         shared_proxy_selector=pmap(selector),
         shared_vip_service_type=args.shared_vip_service_type,
         gateway_api=not args.disable_gateway_api,
+        status_addresses=tuple(args.status_addresses),
     )
     state = build_state(b.body for b in bodies)
     if args.emit == "infra":

@@ -26,6 +26,7 @@ from coxswain.compile.gateway.status import gateway_statuses
 from coxswain.compile.ingress.certificates import ingress_certificates
 from coxswain.compile.ingress.classes import select_ingresses
 from coxswain.compile.ingress.rules import ingress_hosts
+from coxswain.compile.ingress.status import ingress_statuses
 from coxswain.compile.scope import Scope, SharedPool
 from coxswain.compile.snapshot import IngressTable, Snapshot
 from coxswain.compile.snapshot_json import seal
@@ -166,5 +167,5 @@ def status(
             observation); None offline, when every compiled listener counts as programmed.
     """
     model = analyse_gateways(state, config, index_services(state))
-    found = gateway_statuses(model, config, programmed_ports)
+    found = [*gateway_statuses(model, config, programmed_ports), *ingress_statuses(state, config)]
     return pvector(sorted(found, key=lambda s: (s.kind, s.namespace, s.name)))

@@ -47,6 +47,7 @@ class CompileConfig:
         shared_vip_service_type: ``LoadBalancer`` or ``ClusterIP`` for VIP Services.
         proxy_image: the image of dedicated proxies unless their parameters name one.
         discovery_address: where dedicated proxies reach the discovery server.
+        status_addresses: what our Ingresses report in ``status.loadBalancer``.
     """
 
     namespace: str = "coxswain-system"
@@ -61,3 +62,4 @@ class CompileConfig:
     shared_vip_service_type: str = "LoadBalancer"
     proxy_image: str = "coxswain:0.1.0"
     discovery_address: str = "coxswain-discovery.coxswain-system.svc:18000"
+    status_addresses: tuple[str, ...] = ()

@@ -1,0 +1,814 @@
+"""Benchmark: Gateway API compile time and memory, from 1,000 to 100,000 HTTPRoute rules.
+
+Run from the repository root::
+
+    .venv/bin/python bench/compile_gateway.py           # full run (`make bench`)
+    .venv/bin/python bench/compile_gateway.py --quick   # tiny smoke run, for tests
+
+What it measures (results go in docs/benchmarks.md):
+
+1. For 10, 100 and 1,000 Gateways, each with 10 HTTPRoutes of 10 rules (1,000, 10,000 and
+   100,000 rules): ``build_state`` from raw API dicts (decoding) and ``compile(state,
+   SharedPool())``, separately; the peak memory traced by ``tracemalloc`` during each (during
+   the compile only at 100,000 rules, where a traced build_state would take another half
+   minute); the process RSS after building and compiling; and ``status(state)``, the desired
+   statuses of every GatewayClass, Gateway and HTTPRoute. Each size runs in a fresh
+   subprocess, so RSS figures do not carry over from one size to the next.
+2. Growth: compile time per rule at each size, and the ratio t(100,000) / t(10,000) against
+   n log n (10 × log 100,000 / log 10,000 = 12.5).
+
+Timings are wall-clock (``time.perf_counter``) with the garbage collector enabled, as in the
+controller; the median of the runs decides pass or fail, the best is shown beside it. The
+compile also reports the time spent in the collector, its CPU time, and its time after
+``gc.freeze()`` of the inputs and the state (information, not a target). ``tracemalloc`` runs
+are separate from timed runs (tracing slows Python down several times). The script prints
+PASS/FAIL per target and exits 0 whatever the figures: benchmarks report, they do not gate. It
+exits non-zero only when it breaks, for instance when the generated workload does not compile
+to the expected snapshot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import datetime as dt
+import gc
+import itertools
+import json
+import math
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from coxswain.compile.api import compile as compile_state
+from coxswain.compile.api import status as status_of
+from coxswain.compile.config import DEFAULT_GATEWAY_CONTROLLER
+from coxswain.compile.model.state import build_state
+from coxswain.compile.scope import SharedPool
+
+GATEWAY_API = "gateway.networking.k8s.io/v1"
+ROUTES_PER_GATEWAY = 10
+RULES_PER_ROUTE = 10  # the length of _rule_template()
+MAX_NAMESPACES = 50
+ENDPOINTS_READY = 3
+ENDPOINTS_NOT_READY = 1
+
+# Targets (from the issue that introduced this benchmark).
+TARGET_RULES = 100_000
+COMPILE_TARGET_S = 10.0  # compile of 100,000 rules, median
+MEMORY_TARGET_MB = 2_000.0  # 2 GB, at 100,000 rules
+GROWTH_FROM = 10_000  # growth is checked from 10,000 to 100,000 rules, against n log n
+
+MB = 1_000_000
+
+# Routes r >= _BOTH_LISTENERS of a Gateway name its HTTPS listener by sectionName; the others
+# name the Gateway alone and attach to both listeners (HTTP and HTTPS).
+_BOTH_LISTENERS = 8
+# Routes with an even index also have a canary Service; these rules split 90/10 onto it.
+_SPLIT_RULES = frozenset({2, 9})
+
+
+# --- workload -----------------------------------------------------------------------------------
+
+
+def _make_tls_data() -> dict[str, str]:
+    """One self-signed EC P-256 certificate for *.example.com, as a Secret's ``data``.
+
+    The listeners name ``*.g<N>.example.com``, which this certificate does not cover: the
+    compiler does not match certificate names against listener hostnames, and one certificate
+    reused by every Secret keeps the workload cheap to generate.
+    """
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "*.example.com")])
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(2000)
+        .not_valid_before(start)
+        .not_valid_after(start + dt.timedelta(days=3650))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("*.example.com"), x509.DNSName("example.com")]
+            ),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    chain = cert.public_bytes(serialization.Encoding.PEM)
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return {
+        "tls.crt": base64.b64encode(chain).decode(),
+        "tls.key": base64.b64encode(key_pem).decode(),
+    }
+
+
+def _path(kind: str, value: str) -> dict[str, Any]:
+    return {"path": {"type": kind, "value": value}}
+
+
+def _rule_template(domain: str) -> list[dict[str, Any]]:
+    """The 10 rules of every route, without backendRefs (fresh dicts on every call).
+
+    Rules by path type: 2 Exact (one with a method), 1 RegularExpression, 7 PathPrefix (one
+    of them with two matches: 11 matches in all); 4 matches carry a header or query match (one
+    a query RegularExpression).
+    Filters: 2 RequestHeaderModifier, 2 URLRewrite (prefix rewrite; host and full path).
+    """
+    return [
+        {"matches": [_path("Exact", "/healthz")]},
+        {
+            "matches": [
+                {
+                    **_path("PathPrefix", "/api/v1/users"),
+                    "headers": [{"name": "X-Tenant", "value": "blue"}],
+                }
+            ]
+        },
+        {
+            "matches": [_path("PathPrefix", "/api/v1")],
+            "filters": [
+                {
+                    "type": "RequestHeaderModifier",
+                    "requestHeaderModifier": {
+                        "set": [{"name": "X-Api-Version", "value": "v1"}],
+                        "add": [{"name": "X-Served-By", "value": "coxswain"}],
+                        "remove": ["X-Debug"],
+                    },
+                }
+            ],
+        },
+        {
+            "matches": [_path("PathPrefix", "/static")],
+            "filters": [
+                {
+                    "type": "URLRewrite",
+                    "urlRewrite": {
+                        "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/assets"}
+                    },
+                }
+            ],
+        },
+        {"matches": [{**_path("Exact", "/login"), "method": "POST"}]},
+        {"matches": [_path("RegularExpression", r"/items/[0-9]+(/reviews)?")]},
+        {
+            "matches": [
+                {
+                    **_path("PathPrefix", "/search"),
+                    "queryParams": [{"name": "version", "value": "2"}],
+                }
+            ]
+        },
+        {
+            "matches": [
+                {
+                    **_path("PathPrefix", "/admin"),
+                    "headers": [{"name": "X-Admin", "value": "true"}],
+                },
+                {
+                    **_path("PathPrefix", "/admin"),
+                    "queryParams": [
+                        {"type": "RegularExpression", "name": "token", "value": "[a-f0-9]{32}"}
+                    ],
+                },
+            ],
+            "filters": [
+                {
+                    "type": "RequestHeaderModifier",
+                    "requestHeaderModifier": {"set": [{"name": "X-Admin-Route", "value": domain}]},
+                }
+            ],
+        },
+        {
+            "matches": [_path("PathPrefix", "/docs")],
+            "filters": [
+                {
+                    "type": "URLRewrite",
+                    "urlRewrite": {
+                        "hostname": f"docs.{domain}",
+                        "path": {"type": "ReplaceFullPath", "replaceFullPath": "/index.html"},
+                    },
+                }
+            ],
+        },
+        {"matches": [_path("PathPrefix", "/")]},
+    ]
+
+
+_MATCHES_PER_ROUTE = sum(len(r["matches"]) for r in _rule_template("x"))
+
+
+def _route_hostnames(route: int, domain: str) -> list[str]:
+    """1 or 2 hostnames under the Gateway's domain; the last route a deeper wildcard."""
+    if route == ROUTES_PER_GATEWAY - 1:
+        return [f"*.edge.{domain}"]
+    if route % 3 == 0:
+        return [f"app{route}.{domain}", f"www{route}.{domain}"]
+    return [f"app{route}.{domain}"]
+
+
+def _allowed_routes(gateway: int, namespace: str) -> dict[str, Any] | None:
+    """Every Gateway admits routes of its own namespace, in one of three ways."""
+    variant = gateway % 4
+    if variant == 2:
+        return {"namespaces": {"from": "All"}}
+    if variant == 3:
+        return {
+            "namespaces": {
+                "from": "Selector",
+                "selector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+            }
+        }
+    return None  # the default: from Same
+
+
+def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
+    """Raw API bodies for ``gateways`` Gateways, and a description of what they should compile to.
+
+    Each Gateway ``gw-<g>`` has an HTTP listener (80) and an HTTPS listener (443, terminating
+    with its own ``kubernetes.io/tls`` Secret, all Secrets holding the same certificate), both
+    for ``*.g<g>.example.com``, and 10 HTTPRoutes of 10 rules in its namespace. Every route has
+    its own Service (port 80 named ``http``, target 8080) and EndpointSlice (3 ready endpoints,
+    1 not ready); even-numbered routes also a canary Service that two of their rules split
+    90/10 onto. Gateways are spread round-robin over up to 50 Namespaces.
+    """
+    namespaces = [f"team-{n:02d}" for n in range(max(1, min(MAX_NAMESPACES, gateways)))]
+    bodies: list[dict[str, Any]] = [
+        {
+            "apiVersion": GATEWAY_API,
+            "kind": "GatewayClass",
+            "metadata": {"name": "coxswain", "generation": 1},
+            "spec": {"controllerName": DEFAULT_GATEWAY_CONTROLLER},
+        }
+    ]
+    bodies.extend(
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": ns, "labels": {"team": ns, "kubernetes.io/metadata.name": ns}},
+        }
+        for ns in namespaces
+    )
+    counts: Counter[str] = Counter()
+    expected_entries = 0  # GatewayRules in the snapshot: per listener, per hostname, per match
+    expected_hosts = 0  # hosts across every listener table
+    created = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    for g in range(gateways):
+        namespace = namespaces[g % len(namespaces)]
+        domain = f"g{g}.example.com"
+        gateway, secret = f"gw-{g}", f"gw-{g}-tls"
+        allowed = _allowed_routes(g, namespace)
+        listeners: list[dict[str, Any]] = [
+            {"name": "http", "port": 80, "protocol": "HTTP", "hostname": f"*.{domain}"},
+            {
+                "name": "https",
+                "port": 443,
+                "protocol": "HTTPS",
+                "hostname": f"*.{domain}",
+                "tls": {
+                    "mode": "Terminate",
+                    "certificateRefs": [{"kind": "Secret", "name": secret}],
+                },
+            },
+        ]
+        if allowed is not None:
+            for listener in listeners:
+                listener["allowedRoutes"] = allowed
+        bodies.append(
+            {
+                "apiVersion": GATEWAY_API,
+                "kind": "Gateway",
+                "metadata": {
+                    "name": gateway,
+                    "namespace": namespace,
+                    "uid": f"uid-gw-{g}",
+                    "generation": 1,
+                    "creationTimestamp": _timestamp(created, g),
+                },
+                "spec": {"gatewayClassName": "coxswain", "listeners": listeners},
+            }
+        )
+        bodies.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": secret, "namespace": namespace},
+                "type": "kubernetes.io/tls",
+                "data": dict(tls_data),
+            }
+        )
+        counts["Gateway"] += 1
+        counts["Secret"] += 1
+        http_hosts: set[str] = set()
+        https_hosts: set[str] = set()
+        for r in range(ROUTES_PER_GATEWAY):
+            name = f"g{g}-route-{r}"
+            service, canary = f"g{g}-svc-{r}", f"g{g}-svc-{r}-canary"
+            has_canary = r % 2 == 0
+            rules = _rule_template(domain)
+            for slot, rule in enumerate(rules):
+                if has_canary and slot in _SPLIT_RULES:
+                    rule["backendRefs"] = [
+                        {"name": service, "port": 80, "weight": 90},
+                        {"name": canary, "port": 80, "weight": 10},
+                    ]
+                else:
+                    rule["backendRefs"] = [{"name": service, "port": 80}]
+            parent: dict[str, Any] = {"name": gateway}
+            if r >= _BOTH_LISTENERS:
+                parent["sectionName"] = "https"
+            hostnames = _route_hostnames(r, domain)
+            bodies.append(
+                {
+                    "apiVersion": GATEWAY_API,
+                    "kind": "HTTPRoute",
+                    "metadata": {
+                        "name": name,
+                        "namespace": namespace,
+                        "uid": f"uid-{name}",
+                        "generation": 1,
+                        "creationTimestamp": _timestamp(created, g * ROUTES_PER_GATEWAY + r),
+                    },
+                    "spec": {
+                        "parentRefs": [parent],
+                        "hostnames": hostnames,
+                        "rules": rules,
+                    },
+                }
+            )
+            counts["HTTPRoute"] += 1
+            counts["rules"] += len(rules)
+            attached = 1 if r >= _BOTH_LISTENERS else 2
+            expected_entries += _MATCHES_PER_ROUTE * len(hostnames) * attached
+            https_hosts.update(hostnames)
+            if r < _BOTH_LISTENERS:
+                http_hosts.update(hostnames)
+            for seed, svc in enumerate((service, canary) if has_canary else (service,)):
+                bodies.extend(_service_bodies(namespace, svc, (g * 10 + r) * 2 + seed))
+                counts["Service"] += 1
+                counts["EndpointSlice"] += 1
+        expected_hosts += len(http_hosts) + len(https_hosts)
+    return {
+        "bodies": bodies,
+        "gateways": gateways,
+        "routes": counts["HTTPRoute"],
+        "rules": counts["rules"],
+        "entries": expected_entries,
+        "hosts": expected_hosts,
+        "namespaces": len(namespaces),
+        "services": counts["Service"],
+        "slices": counts["EndpointSlice"],
+        "secrets": counts["Secret"],
+        "objects": len(bodies),
+    }
+
+
+def _timestamp(start: dt.datetime, seconds: int) -> str:
+    return (start + dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _service_bodies(namespace: str, service: str, seed: int) -> list[dict[str, Any]]:
+    base = f"10.{(seed >> 14) % 256}.{(seed >> 6) % 256}"
+    endpoints = [
+        {
+            "addresses": [f"{base}.{(seed % 64) * 4 + i}"],
+            "conditions": {"ready": i < ENDPOINTS_READY},
+        }
+        for i in range(ENDPOINTS_READY + ENDPOINTS_NOT_READY)
+    ]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": service, "namespace": namespace},
+            "spec": {
+                "type": "ClusterIP",
+                "clusterIP": f"172.{16 + (seed >> 16) % 16}.{(seed >> 8) % 256}.{seed % 256}",
+                "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
+            },
+        },
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": f"{service}-abcde",
+                "namespace": namespace,
+                "labels": {"kubernetes.io/service-name": service},
+            },
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+            "endpoints": endpoints,
+        },
+    ]
+
+
+def _check_compiled(load: dict[str, Any], result: Any) -> None:
+    """Fail loudly unless the snapshot holds exactly what the workload describes."""
+    snapshot = result.snapshot
+    tables = [t for by_host in snapshot.gateways.values() for t in by_host.values()]
+    entries = sum(len(rules) for t in tables for rules in t.hosts.values())
+    hosts = sum(len(t.hosts) for t in tables)
+    health = snapshot.listener_health
+    listeners = 2 * load["gateways"]
+    problems = []
+    if len(tables) != listeners:
+        problems.append(f"{len(tables)} listener tables, expected {listeners}")
+    if entries != load["entries"]:
+        problems.append(f"{entries} rules in listener tables, expected {load['entries']}")
+    if hosts != load["hosts"]:
+        problems.append(f"{hosts} listener hosts, expected {load['hosts']}")
+    if len(health) != listeners:
+        problems.append(f"{len(health)} listener_health entries, expected {listeners}")
+    if not_ready := [f"{h.gateway}/{h.listener}: {h.reason}" for h in health if not h.ready]:
+        problems.append(f"{len(not_ready)} listeners not ready, e.g. {not_ready[:3]}")
+    attached = Counter(h.attached_routes for h in health)
+    want = {_BOTH_LISTENERS: load["gateways"], ROUTES_PER_GATEWAY: load["gateways"]}
+    if attached != Counter(want):
+        problems.append(f"attached routes per listener {dict(attached)}, expected {want}")
+    certificates = sum(len(by_host) for by_host in snapshot.tls.values())
+    if certificates != load["gateways"]:
+        problems.append(f"{certificates} certificates, expected {load['gateways']}")
+    if len(snapshot.endpoints) != load["services"]:
+        problems.append(f"{len(snapshot.endpoints)} endpoint keys, expected {load['services']}")
+    if any(len(e) != ENDPOINTS_READY for e in snapshot.endpoints.values()):
+        problems.append(f"an endpoint list is not {ENDPOINTS_READY} long")
+    if any(
+        not b.valid
+        for t in tables
+        for rules in t.hosts.values()
+        for rule in rules
+        for b in rule.action.backends
+    ):
+        problems.append("an invalid backend")
+    if snapshot.ingress.hosts:
+        problems.append(f"{len(snapshot.ingress.hosts)} Ingress hosts, expected none")
+    reasons = Counter(d.reason for d in result.diagnostics)
+    if reasons:
+        problems.append(f"unexpected diagnostics {dict(reasons)}")
+    if problems:
+        raise SystemExit("workload did not compile as expected: " + "; ".join(problems))
+
+
+def _check_statuses(load: dict[str, Any], statuses: Any) -> None:
+    """Every route Accepted and ResolvedRefs on every parent; every Gateway Accepted."""
+    kinds = Counter(s.kind for s in statuses)
+    want = Counter(GatewayClass=1, Gateway=load["gateways"], HTTPRoute=load["routes"])
+    problems = [] if kinds == want else [f"statuses {dict(kinds)}, expected {dict(want)}"]
+    for item in statuses:
+        body = json.loads(item.body)
+        conditions = [c for p in body.get("parents", ()) for c in p["conditions"]]
+        conditions += body.get("conditions", [])
+        if bad := [c["type"] for c in conditions if c["status"] != "True"]:
+            problems.append(f"{item.kind} {item.namespace}/{item.name}: {bad} not True")
+            break
+    if problems:
+        raise SystemExit("statuses not as expected: " + "; ".join(problems))
+
+
+# --- measurement helpers ------------------------------------------------------------------------
+
+
+def _proc_status(field: str) -> int | None:
+    """A ``VmRSS``-style field of /proc/self/status, in bytes (None off Linux)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _rss_bytes() -> int:
+    """Current resident set size."""
+    return _proc_status("VmRSS") or _max_rss_bytes()
+
+
+def _max_rss_bytes() -> int:
+    """Peak resident set size of this process so far."""
+    found = _proc_status("VmHWM")
+    if found is not None:
+        return found
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+class _GcClock:
+    """Time spent in the cyclic garbage collector, through ``gc.callbacks``."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.full = 0  # collections of the oldest generation
+        self.cpu = 0.0  # CPU time of the whole run (set by _timed)
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.total += time.perf_counter() - self._start
+            self.full += info["generation"] == 2
+
+
+def _timed(function: Any, repeat: int) -> tuple[list[float], list[_GcClock], Any]:
+    """Run ``function`` ``repeat`` times: wall times, the gc clock of each run, last value."""
+    times: list[float] = []
+    in_gc: list[_GcClock] = []
+    value = None
+    for _ in range(repeat):
+        value = None
+        gc.collect()
+        clock = _GcClock()
+        gc.callbacks.append(clock)
+        cpu = time.process_time()
+        start = time.perf_counter()
+        value = function()
+        times.append(time.perf_counter() - start)
+        clock.cpu = time.process_time() - cpu
+        gc.callbacks.remove(clock)
+        in_gc.append(clock)
+    return times, in_gc, value
+
+
+def _traced(function: Any) -> tuple[int, int, Any]:
+    """Bytes traced by tracemalloc while ``function`` runs: the peak, what is still held at the
+    end (mostly the returned value), and the value."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        value = function()
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak, held, value
+
+
+# --- worker (each size runs in its own process) -------------------------------------------------
+
+
+def worker_compile(
+    gateways: int,
+    build_repeat: int,
+    compile_repeat: int,
+    frozen_repeat: int,
+    status_repeat: int,
+    trace_build: int,
+) -> dict[str, Any]:
+    """One size: timed runs, then one traced compile (and build_state, if ``trace_build``)."""
+    rss_start = _rss_bytes()
+    load = workload(gateways, _make_tls_data())
+    bodies = load.pop("bodies")  # kept alive, as an informer cache keeps its objects
+    rss_inputs = _rss_bytes()
+    build_times, build_gc, state = _timed(lambda: build_state(bodies), build_repeat)
+    compile_times, compile_gc, result = _timed(
+        lambda: compile_state(state, SharedPool()), compile_repeat
+    )
+    _check_compiled(load, result)
+    rss_after = _rss_bytes()
+    max_rss = _max_rss_bytes()
+    del result
+    status_times, status_gc, statuses = _timed(lambda: status_of(state), status_repeat)
+    _check_statuses(load, statuses)
+    del statuses
+    build_peak = state_held = None
+    if trace_build:  # the state's own size: one traced build_state, replacing the timed one
+        del state
+        build_peak, state_held, state = _traced(lambda: build_state(bodies))
+    compile_peak, result_held, _ = _traced(lambda: compile_state(state, SharedPool()))
+    # The same compile once the long-lived objects (inputs, state) are moved out of the
+    # collector's reach with gc.freeze(), as a controller could do after each sync.
+    frozen_times: list[float] = []
+    frozen_gc: list[_GcClock] = []
+    if frozen_repeat:
+        gc.collect()
+        gc.freeze()
+        frozen_times, frozen_gc, _ = _timed(
+            lambda: compile_state(state, SharedPool()), frozen_repeat
+        )
+        gc.unfreeze()
+    return {
+        **load,
+        "build_s": build_times,
+        "build_gc_s": [c.total for c in build_gc],
+        "compile_s": compile_times,
+        "compile_gc_s": [c.total for c in compile_gc],
+        "compile_cpu_s": [c.cpu for c in compile_gc],
+        "compile_full_gcs": [c.full for c in compile_gc],
+        "frozen_s": frozen_times,
+        "frozen_gc_s": [c.total for c in frozen_gc],
+        "status_s": status_times,
+        "status_gc_s": [c.total for c in status_gc],
+        "build_peak_bytes": build_peak,
+        "state_held_bytes": state_held,
+        "compile_peak_bytes": compile_peak,
+        "result_held_bytes": result_held,
+        "rss_start_bytes": rss_start,
+        "rss_inputs_bytes": rss_inputs,
+        "rss_after_bytes": rss_after,
+        "max_rss_bytes": max_rss,
+        "max_rss_end_bytes": _max_rss_bytes(),
+    }
+
+
+def _run_worker(args: list[str]) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", *args], check=True, capture_output=True, text=True
+    )
+    data: dict[str, Any] = json.loads(out.stdout)
+    return data
+
+
+# --- report -------------------------------------------------------------------------------------
+
+
+def _mb(count: int | None) -> str:
+    return "–" if count is None else f"{count / MB:,.1f}"
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def _med_best(values: list[float], scale: float, digits: int) -> str:
+    """``median (best)``, or ``–`` when there were no runs."""
+    if not values:
+        return "–"
+    return f"{statistics.median(values) * scale:,.{digits}f} ({min(values) * scale:,.{digits}f})"
+
+
+def report(compiles: list[dict[str, Any]], quick: bool) -> None:
+    print()
+    print("Compile (Gateway API). Times in ms: median (best); memory in MB (10^6 bytes).")
+    print(
+        f"{'rules':>7} {'gw':>4} {'routes':>6} {'ns':>3} {'objects':>7} "
+        f"{'build_state':>19} {'compile':>19} {'gc':>7} {'frozen':>17} "
+        f"{'status':>17} {'build pk':>8} {'compile pk':>10} {'RSS':>7} {'maxRSS':>7}"
+    )
+    for c in compiles:
+        print(
+            f"{c['rules']:>7} {c['gateways']:>4} {c['routes']:>6} {c['namespaces']:>3} "
+            f"{c['objects']:>7} {_med_best(c['build_s'], 1e3, 1):>19} "
+            f"{_med_best(c['compile_s'], 1e3, 1):>19} "
+            f"{statistics.median(c['compile_gc_s']) * 1e3:>7,.1f} "
+            f"{_med_best(c['frozen_s'], 1e3, 1):>17} "
+            f"{_med_best(c['status_s'], 1e3, 1):>17} "
+            f"{_mb(c['build_peak_bytes']):>8} {_mb(c['compile_peak_bytes']):>10} "
+            f"{_mb(c['rss_after_bytes']):>7} {_mb(c['max_rss_bytes']):>7}"
+        )
+    runs = ", ".join(
+        f"{c['rules']}: {len(c['build_s'])}/{len(c['compile_s'])}/{len(c['frozen_s'])}"
+        f"/{len(c['status_s'])}"
+        for c in compiles
+    )
+    print(
+        f"  runs (build_state/compile/frozen/status): {runs}.\n"
+        "  gc: median ms of the compile spent in the cyclic collector. frozen: compile after\n"
+        "  gc.freeze() of inputs and state. status: compile.status(state). pk: peak traced by\n"
+        "  tracemalloc during the call. RSS: resident after build_state + compile (imports\n"
+        f"  alone: {_mb(compiles[0]['rss_start_bytes'])}); maxRSS: high-water mark at that point."
+    )
+    print()
+    print("Growth: compile time per rule (median)")
+    for c in compiles:
+        per_rule = statistics.median(c["compile_s"]) / c["rules"] * 1e6
+        entries = statistics.median(c["compile_s"]) / c["entries"] * 1e6
+        print(
+            f"  {c['rules']:>7} rules ({c['entries']:>7} listener-table entries): "
+            f"{per_rule:.2f} µs/rule, {entries:.2f} µs/entry"
+        )
+    for small, big in itertools.pairwise(compiles):
+        ratio = statistics.median(big["compile_s"]) / statistics.median(small["compile_s"])
+        size = big["rules"] / small["rules"]
+        bound = size * math.log(big["rules"]) / math.log(small["rules"])
+        print(
+            f"  t({big['rules']:,}) / t({small['rules']:,}) = {ratio:.2f} "
+            f"(linear {size:g}, n log n {bound:.2f})"
+        )
+    print()
+    print("Targets")
+    big = next((c for c in compiles if c["rules"] == TARGET_RULES), None)
+    mid = next((c for c in compiles if c["rules"] == GROWTH_FROM), None)
+    if quick or big is None or mid is None:
+        print("SKIP  all targets: --quick does not run the target sizes")
+        return
+    compile_s = statistics.median(big["compile_s"])
+    peak = big["compile_peak_bytes"] / MB
+    max_rss = big["max_rss_bytes"] / MB  # before any tracing: tracemalloc costs memory too
+    ratio = compile_s / statistics.median(mid["compile_s"])
+    bound = TARGET_RULES / GROWTH_FROM * math.log(TARGET_RULES) / math.log(GROWTH_FROM)
+    lines = [
+        (compile_s < COMPILE_TARGET_S, f"compile of {TARGET_RULES:,} rules < "
+         f"{COMPILE_TARGET_S:g} s: median {compile_s:.3f} s (best {min(big['compile_s']):.3f} s; "
+         f"CPU time median {statistics.median(big['compile_cpu_s']):.3f} s)"),
+        (peak < MEMORY_TARGET_MB, f"compile peak memory (tracemalloc) at {TARGET_RULES:,} rules "
+         f"< {MEMORY_TARGET_MB / 1000:g} GB: {peak:,.1f} MB"),
+        (max_rss < MEMORY_TARGET_MB, f"whole-process high-water RSS at {TARGET_RULES:,} rules, "
+         f"untraced (raw inputs, state, compile) < {MEMORY_TARGET_MB / 1000:g} GB: "
+         f"{max_rss:,.1f} MB"),
+        (ratio <= bound, f"growth no worse than n log n: t({TARGET_RULES:,}) / "
+         f"t({GROWTH_FROM:,}) = {ratio:.2f} <= {bound:.2f}"),
+    ]  # fmt: skip
+    for ok, text in lines:
+        print(f"{_verdict(ok)}  {text}")
+    outside = [
+        statistics.median(t - g for t, g in zip(c["compile_s"], c["compile_gc_s"], strict=True))
+        for c in (mid, big)
+    ]
+    print(
+        f"info  growth outside the cyclic collector (compile minus gc time, medians): "
+        f"{outside[1]:.3f} s / {outside[0]:.3f} s = {outside[1] / outside[0]:.2f}"
+    )
+    print(
+        f"info  at {TARGET_RULES:,} rules, RSS: {_mb(big['rss_start_bytes'])} MB after imports, "
+        f"{_mb(big['rss_inputs_bytes'])} MB with the raw input dicts, "
+        f"{_mb(big['rss_after_bytes'])} MB after build_state + compile "
+        f"(high-water mark {_mb(big['max_rss_bytes'])} MB then, "
+        f"{_mb(big['max_rss_end_bytes'])} MB at the end, tracemalloc runs included)"
+    )
+    print(
+        f"info  at {TARGET_RULES:,} rules, held after the call (tracemalloc): state "
+        f"{_mb(big['state_held_bytes'])} MB (– = not traced), compile result "
+        f"{_mb(big['result_held_bytes'])} MB; "
+        f"status(state) median {statistics.median(big['status_s']):.3f} s"
+    )
+
+
+def _git_version() -> str:
+    """``git describe --always --dirty`` of the checkout being measured, if git is there."""
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return out.stdout.strip()
+
+
+def _load_average() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
+    parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        json.dump(worker_compile(*(int(n) for n in args.worker)), sys.stdout)
+        return 0
+    # (Gateways, build_state runs, compile runs, frozen compile runs, status runs,
+    #  trace build_state)
+    if args.quick:
+        plan = [(1, 2, 2, 1, 2, 1), (2, 2, 2, 1, 2, 1)]
+    else:
+        # At 100,000 rules a compile takes about 20 s and a traced one several times that: two
+        # timed compiles, one build_state and status, no frozen run and no traced build_state,
+        # so that the full run stays under 3 minutes.
+        plan = [(10, 5, 9, 5, 5, 1), (100, 3, 5, 3, 3, 1), (1_000, 1, 2, 0, 1, 0)]
+    print(
+        f"bench/compile_gateway.py{' --quick' if args.quick else ''}: "
+        f"Python {platform.python_version()} on {platform.machine()}, "
+        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, commit {_git_version()}"
+    )
+    load_before = _load_average()
+    started = time.perf_counter()
+    compiles = []
+    for gateways, *repeats in plan:
+        rules = gateways * ROUTES_PER_GATEWAY * RULES_PER_ROUTE
+        print(f"  compile: {rules:,} rules ({gateways} Gateways) ...", flush=True)
+        compiles.append(_run_worker([str(gateways), *map(str, repeats)]))
+    report(compiles, args.quick)
+    print(
+        f"\n(total {time.perf_counter() - started:.0f} s; load average before {load_before}, "
+        f"after {_load_average()})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,947 @@
+"""Benchmark: scopes. The SharedPool compile and one compile per dedicated Gateway's scope.
+
+Run from the repository root::
+
+    .venv/bin/python bench/compile_scopes.py           # full run
+    .venv/bin/python bench/compile_scopes.py --quick   # tiny smoke run, for tests
+
+The world (``workload``): Gateways of class ``coxswain`` spread over Namespaces of 20 Gateways
+each (50 at 1,000 Gateways), each with an HTTP listener (80) and an HTTPS listener (443,
+``*.g<N>.example.com``, one ``kubernetes.io/tls`` Secret each) and 10 HTTPRoutes of 10 rules.
+Half the Gateways are dedicated (``spec.infrastructure.parametersRef`` to the
+CoxswainGatewayParameters ``p`` of their Namespace); half of those have a ready Deployment
+``<gateway>-coxswain`` and so leave the shared pool, the other half a Deployment rolling out
+(no ready replica) and stay in it. Three Ingresses per ten Gateways sit beside them.
+
+What it measures, at 100 and at 1,000 Gateways, each size in a fresh subprocess (results go in
+docs/benchmarks.md):
+
+1. ``build_state`` from raw API dicts (decoding);
+2. ``compile(state, SharedPool())``: every Ingress and every Gateway the shared pool serves;
+3. ``compile(state, GatewayScope(ns, name))`` for every dedicated Gateway, each call timed on
+   its own: the total of a pass over all of them and the per-scope distribution (median, p99,
+   max); also after ``gc.freeze()`` of the inputs and the state, and the ``tracemalloc`` peak
+   of one scope's compile;
+4. ``status(state)`` and ``provision(state, CompileConfig())``, which analyse every Gateway.
+
+Target (from the issue that introduced scopes): one Gateway scope compiles in under 10 ms at
+1,000 Gateways, because it reads an index from the Gateway to what attaches to it rather than
+filtering everything; and the per-scope time stays flat from 100 to 1,000 Gateways.
+
+Every compile is checked before its time counts: the SharedPool snapshot must hold no listener
+of a ready dedicated Gateway and every listener of the others; each Gateway scope's snapshot only
+its own Gateway (on its spec ports), its 10 routes' rules, its Services' endpoints and an empty
+Ingress table. Timings are wall-clock (``time.perf_counter``) with the garbage collector enabled,
+as in the controller; medians decide, best or max are shown beside them. The script prints
+PASS/FAIL per target and exits 0 whatever the figures; it exits non-zero only when it breaks,
+for instance when the generated workload does not compile to what it should.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import datetime as dt
+import gc
+import json
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from coxswain.compile.api import compile as compile_state
+from coxswain.compile.api import status as status_of
+from coxswain.compile.config import (
+    DEFAULT_GATEWAY_CONTROLLER,
+    DEFAULT_INGRESS_CONTROLLER,
+    CompileConfig,
+)
+from coxswain.compile.model.state import build_state
+from coxswain.compile.provision import provision
+from coxswain.compile.scope import GatewayScope, SharedPool
+
+GATEWAY_API = "gateway.networking.k8s.io/v1"
+PARAMETERS_API = "gateway.coxswain-labs.dev/v1alpha1"
+PARAMETERS_GROUP = "gateway.coxswain-labs.dev"
+PARAMETERS_NAME = "p"
+CLASS = "coxswain"
+ROUTES_PER_GATEWAY = 10
+RULES_PER_ROUTE = 10  # the length of _rule_template()
+GATEWAYS_PER_NAMESPACE = 20
+INGRESSES_PER_TEN_GATEWAYS = 3
+ENDPOINTS_READY = 3
+ENDPOINTS_NOT_READY = 1
+
+# Targets (from the issue that introduced scopes).
+TARGET_GATEWAYS = 1_000
+SCOPE_TARGET_S = 0.010  # one GatewayScope compile at 1,000 Gateways, median
+GROWTH_FROM = 100  # per-scope time at 100 vs 1,000 Gateways...
+SAME_RATIO = 1.25  # ...is "flat" when within 25%
+
+MB = 1_000_000
+
+# Gateway kinds cycle with the Gateway index: 0, 2 shared; 1 dedicated, its Deployment rolling
+# out (no ready replica: the shared pool still serves it); 3 dedicated with a ready Deployment.
+_KIND_CYCLE = ("shared", "pending", "shared", "ready")
+# Even-numbered routes also have a canary Service that these rules split 90/10 onto.
+_SPLIT_RULES = frozenset({2, 9})
+
+
+# --- workload -----------------------------------------------------------------------------------
+
+
+def _make_tls_data() -> dict[str, str]:
+    """One self-signed EC P-256 certificate for *.example.com, as a Secret's ``data``.
+
+    Every Secret holds it: the compiler does not match certificate names against listener
+    hostnames, and one certificate keeps the workload cheap to generate.
+    """
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "*.example.com")])
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(3000)
+        .not_valid_before(start)
+        .not_valid_after(start + dt.timedelta(days=3650))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("*.example.com"), x509.DNSName("example.com")]
+            ),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    chain = cert.public_bytes(serialization.Encoding.PEM)
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return {
+        "tls.crt": base64.b64encode(chain).decode(),
+        "tls.key": base64.b64encode(key_pem).decode(),
+    }
+
+
+def _path(kind: str, value: str) -> dict[str, Any]:
+    return {"path": {"type": kind, "value": value}}
+
+
+def _rule_template() -> list[dict[str, Any]]:
+    """The 10 rules of every route, one match each, without backendRefs (fresh dicts).
+
+    An application's routes: 2 Exact paths, 8 PathPrefix (``/`` last), 3 with a header match.
+    """
+    return [
+        {"matches": [_path("Exact", "/healthz")]},
+        {
+            "matches": [
+                {
+                    **_path("PathPrefix", "/api/v1/users"),
+                    "headers": [{"name": "X-Tenant", "value": "blue"}],
+                }
+            ]
+        },
+        {"matches": [_path("PathPrefix", "/api/v1")]},
+        {"matches": [_path("PathPrefix", "/static")]},
+        {"matches": [_path("Exact", "/login")]},
+        {
+            "matches": [
+                {
+                    **_path("PathPrefix", "/api/v2"),
+                    "headers": [{"name": "X-Canary", "value": "always"}],
+                }
+            ]
+        },
+        {"matches": [_path("PathPrefix", "/search")]},
+        {
+            "matches": [
+                {**_path("PathPrefix", "/admin"), "headers": [{"name": "X-Admin", "value": "1"}]}
+            ]
+        },
+        {"matches": [_path("PathPrefix", "/docs")]},
+        {"matches": [_path("PathPrefix", "/")]},
+    ]
+
+
+def _timestamp(start: dt.datetime, seconds: int) -> str:
+    return (start + dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
+    """Raw API bodies for ``gateways`` Gateways and their world, and what they should compile to.
+
+    Gateway ``gw-<g>`` lives in Namespace ``team-<g // 20>``; its routes ``g<g>-route-<r>``
+    (hostname ``app<r>.g<g>.example.com``, parentRef the Gateway alone, so attached to both
+    listeners) reach Service ``g<g>-svc-<r>`` (port 80 named ``http``, target 8080; an
+    EndpointSlice of 3 ready endpoints, 1 not ready), even-numbered routes also a canary
+    Service. Ingress ``ing-<i>`` (host ``ing<i>.example.com``, two paths; every fifth with TLS
+    through the Secret of the Gateway it borrows Services from) reuses the Services of the
+    Gateway with the same index.
+    """
+    n_namespaces = max(1, -(-gateways // GATEWAYS_PER_NAMESPACE))
+    namespaces = [f"team-{n:02d}" for n in range(n_namespaces)]
+    bodies: list[dict[str, Any]] = [
+        {
+            "apiVersion": GATEWAY_API,
+            "kind": "GatewayClass",
+            "metadata": {"name": CLASS, "generation": 1},
+            "spec": {"controllerName": DEFAULT_GATEWAY_CONTROLLER},
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "IngressClass",
+            "metadata": {"name": CLASS},
+            "spec": {"controller": DEFAULT_INGRESS_CONTROLLER},
+        },
+    ]
+    for ns in namespaces:
+        bodies.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}},
+            }
+        )
+        bodies.append(
+            {
+                "apiVersion": PARAMETERS_API,
+                "kind": "CoxswainGatewayParameters",
+                "metadata": {"name": PARAMETERS_NAME, "namespace": ns, "generation": 1},
+                "spec": {
+                    "replicas": 2,
+                    "serviceType": "ClusterIP",
+                    "resources": {
+                        "requests": {"cpu": "250m", "memory": "256Mi"},
+                        "limits": {"memory": "1Gi"},
+                    },
+                },
+            }
+        )
+    counts: Counter[str] = Counter()
+    created = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    described: list[dict[str, Any]] = []  # one entry per Gateway
+    for g in range(gateways):
+        namespace = namespaces[g // GATEWAYS_PER_NAMESPACE]
+        kind = _KIND_CYCLE[g % len(_KIND_CYCLE)]
+        domain = f"g{g}.example.com"
+        gateway, secret = f"gw-{g}", f"gw-{g}-tls"
+        spec: dict[str, Any] = {
+            "gatewayClassName": CLASS,
+            "listeners": [
+                {"name": "http", "port": 80, "protocol": "HTTP"},
+                {
+                    "name": "https",
+                    "port": 443,
+                    "protocol": "HTTPS",
+                    "hostname": f"*.{domain}",
+                    "tls": {
+                        "mode": "Terminate",
+                        "certificateRefs": [{"kind": "Secret", "name": secret}],
+                    },
+                },
+            ],
+        }
+        if kind != "shared":
+            spec["infrastructure"] = {
+                "parametersRef": {
+                    "group": PARAMETERS_GROUP,
+                    "kind": "CoxswainGatewayParameters",
+                    "name": PARAMETERS_NAME,
+                }
+            }
+            bodies.extend(_dedicated_bodies(namespace, gateway, g, ready=kind == "ready"))
+            counts["Deployment"] += 1
+        bodies.append(
+            {
+                "apiVersion": GATEWAY_API,
+                "kind": "Gateway",
+                "metadata": {
+                    "name": gateway,
+                    "namespace": namespace,
+                    "uid": f"uid-gw-{g}",
+                    "generation": 1,
+                    "creationTimestamp": _timestamp(created, g),
+                },
+                "spec": spec,
+            }
+        )
+        bodies.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": secret, "namespace": namespace},
+                "type": "kubernetes.io/tls",
+                "data": dict(tls_data),
+            }
+        )
+        counts["Gateway"] += 1
+        counts["Secret"] += 1
+        routes: list[str] = []
+        endpoints: list[str] = []
+        for r in range(ROUTES_PER_GATEWAY):
+            name = f"g{g}-route-{r}"
+            service, canary = f"g{g}-svc-{r}", f"g{g}-svc-{r}-canary"
+            has_canary = r % 2 == 0
+            rules = _rule_template()
+            for slot, rule in enumerate(rules):
+                if has_canary and slot in _SPLIT_RULES:
+                    rule["backendRefs"] = [
+                        {"name": service, "port": 80, "weight": 90},
+                        {"name": canary, "port": 80, "weight": 10},
+                    ]
+                else:
+                    rule["backendRefs"] = [{"name": service, "port": 80}]
+            bodies.append(
+                {
+                    "apiVersion": GATEWAY_API,
+                    "kind": "HTTPRoute",
+                    "metadata": {
+                        "name": name,
+                        "namespace": namespace,
+                        "uid": f"uid-{name}",
+                        "generation": 1,
+                        "creationTimestamp": _timestamp(created, g * ROUTES_PER_GATEWAY + r),
+                    },
+                    "spec": {
+                        "parentRefs": [{"name": gateway}],
+                        "hostnames": [f"app{r}.{domain}"],
+                        "rules": rules,
+                    },
+                }
+            )
+            routes.append(name)
+            counts["HTTPRoute"] += 1
+            counts["rules"] += len(rules)
+            for seed, svc in enumerate((service, canary) if has_canary else (service,)):
+                bodies.extend(_service_bodies(namespace, svc, (g * 10 + r) * 2 + seed))
+                endpoints.append(f"{namespace}/{svc}/80")
+                counts["Service"] += 1
+                counts["EndpointSlice"] += 1
+        described.append(
+            {
+                "namespace": namespace,
+                "name": gateway,
+                "kind": kind,
+                "hostname": f"*.{domain}",
+                "routes": routes,
+                "endpoints": endpoints,
+            }
+        )
+    ingress_endpoints: set[str] = set()
+    ingresses = gateways * INGRESSES_PER_TEN_GATEWAYS // 10
+    for i in range(ingresses):
+        owner = described[i]
+        namespace = owner["namespace"]
+        ing: dict[str, Any] = {
+            "ingressClassName": CLASS,
+            "rules": [
+                {
+                    "host": f"ing{i}.example.com",
+                    "http": {
+                        "paths": [
+                            {
+                                "path": "/",
+                                "pathType": "Prefix",
+                                "backend": {
+                                    "service": {"name": f"g{i}-svc-0", "port": {"number": 80}}
+                                },
+                            },
+                            {
+                                "path": "/api",
+                                "pathType": "Prefix",
+                                "backend": {
+                                    "service": {"name": f"g{i}-svc-1", "port": {"name": "http"}}
+                                },
+                            },
+                        ]
+                    },
+                }
+            ],
+        }
+        if i % 5 == 0:
+            ing["tls"] = [{"hosts": [f"ing{i}.example.com"], "secretName": f"gw-{i}-tls"}]
+            counts["tls_ingress_hosts"] += 1
+        ingress_endpoints.update(f"{namespace}/g{i}-svc-{s}/80" for s in (0, 1))
+        bodies.append(
+            {
+                "apiVersion": "networking.k8s.io/v1",
+                "kind": "Ingress",
+                "metadata": {
+                    "name": f"ing-{i}",
+                    "namespace": namespace,
+                    "uid": f"uid-ing-{i}",
+                    "generation": 1,
+                    "creationTimestamp": _timestamp(created, i),
+                },
+                "spec": ing,
+            }
+        )
+        counts["Ingress"] += 1
+    kinds = Counter(d["kind"] for d in described)
+    return {
+        "bodies": bodies,
+        "described": described,
+        "ingress_endpoints": sorted(ingress_endpoints),
+        "gateways": gateways,
+        "shared": kinds["shared"],
+        "pending": kinds["pending"],
+        "ready": kinds["ready"],
+        "routes": counts["HTTPRoute"],
+        "rules": counts["rules"],
+        "ingresses": counts["Ingress"],
+        "tls_ingress_hosts": counts["tls_ingress_hosts"],
+        "namespaces": len(namespaces),
+        "services": counts["Service"],
+        "slices": counts["EndpointSlice"],
+        "secrets": counts["Secret"],
+        "deployments": counts["Deployment"],
+        "objects": len(bodies),
+    }
+
+
+def _dedicated_bodies(namespace: str, gateway: str, g: int, *, ready: bool) -> list[Any]:
+    """The dedicated proxy's Deployment (and, once it is up, its Service), as the controller
+    would have created them; only ``status.readyReplicas`` decides placement."""
+    name = f"{gateway}-{CLASS}"
+    labels = {"app.kubernetes.io/managed-by": "coxswain", "coxswain-labs.dev/role": "dedicated-proxy"}
+    found: list[Any] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+            "spec": {"replicas": 2},
+            "status": {"replicas": 2, "readyReplicas": 1} if ready else {"replicas": 2},
+        }
+    ]
+    if ready:
+        found.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+                "spec": {
+                    "type": "ClusterIP",
+                    "clusterIP": f"172.31.{(g >> 8) % 256}.{g % 256}",
+                    "ports": [
+                        {"name": "listener-80", "port": 80, "protocol": "TCP"},
+                        {"name": "listener-443", "port": 443, "protocol": "TCP"},
+                    ],
+                },
+            }
+        )
+    return found
+
+
+def _service_bodies(namespace: str, service: str, seed: int) -> list[dict[str, Any]]:
+    base = f"10.{(seed >> 14) % 256}.{(seed >> 6) % 256}"
+    endpoints = [
+        {
+            "addresses": [f"{base}.{(seed % 64) * 4 + i}"],
+            "conditions": {"ready": i < ENDPOINTS_READY},
+        }
+        for i in range(ENDPOINTS_READY + ENDPOINTS_NOT_READY)
+    ]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": service, "namespace": namespace},
+            "spec": {
+                "type": "ClusterIP",
+                "clusterIP": f"172.{16 + (seed >> 16) % 15}.{(seed >> 8) % 256}.{seed % 256}",
+                "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
+            },
+        },
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": f"{service}-abcde",
+                "namespace": namespace,
+                "labels": {"kubernetes.io/service-name": service},
+            },
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+            "endpoints": endpoints,
+        },
+    ]
+
+
+# --- checks: fail loudly unless every compile holds what the workload says ----------------------
+
+
+def _fail(what: str, problems: list[str]) -> None:
+    if problems:
+        raise SystemExit(f"{what} not as expected: " + "; ".join(problems[:10]))
+
+
+def _tables(snapshot: Any) -> list[Any]:
+    return [t for by_host in snapshot.gateways.values() for t in by_host.values()]
+
+
+def _entries(tables: list[Any]) -> int:
+    return sum(len(rules) for t in tables for rules in t.hosts.values())
+
+
+def _check_shared(load: dict[str, Any], result: Any) -> None:
+    """The shared pool: every Ingress, every shared or pending Gateway, no ready dedicated one."""
+    snapshot = result.snapshot
+    pooled = {f"{d['namespace']}/{d['name']}" for d in load["described"] if d["kind"] != "ready"}
+    ready = {f"{d['namespace']}/{d['name']}" for d in load["described"] if d["kind"] == "ready"}
+    tables = _tables(snapshot)
+    health = snapshot.listener_health
+    problems = []
+    if not isinstance(snapshot.scope, SharedPool):
+        problems.append(f"scope {snapshot.scope}")
+    leaked = sorted({t.gateway for t in tables} & ready | {h.gateway for h in health} & ready)
+    if leaked:
+        problems.append(f"{len(leaked)} ready dedicated Gateways in the pool, e.g. {leaked[:3]}")
+    if {t.gateway for t in tables} != pooled:
+        problems.append(f"listener tables of {len({t.gateway for t in tables})} Gateways, "
+                        f"expected {len(pooled)}")  # fmt: skip
+    if len(tables) != 2 * len(pooled) or len(health) != 2 * len(pooled):
+        problems.append(f"{len(tables)} listener tables, {len(health)} health entries, "
+                        f"expected {2 * len(pooled)}")  # fmt: skip
+    if any(h.target_port < 30000 for h in health):
+        problems.append("a pooled listener not on an internal port")
+    want_entries = len(pooled) * ROUTES_PER_GATEWAY * RULES_PER_ROUTE * 2
+    if (entries := _entries(tables)) != want_entries:
+        problems.append(f"{entries} listener-table entries, expected {want_entries}")
+    if not_ready := [f"{h.gateway}/{h.listener}: {h.reason}" for h in health if not h.ready]:
+        problems.append(f"{len(not_ready)} listeners not ready, e.g. {not_ready[:3]}")
+    if any(h.attached_routes != ROUTES_PER_GATEWAY for h in health):
+        problems.append(f"attached routes {Counter(h.attached_routes for h in health)}")
+    if len(snapshot.ingress.hosts) != load["ingresses"]:
+        problems.append(f"{len(snapshot.ingress.hosts)} Ingress hosts, want {load['ingresses']}")
+    certificates = sum(len(by_host) for by_host in snapshot.tls.values())
+    if certificates != len(pooled) + load["tls_ingress_hosts"]:
+        problems.append(f"{certificates} certificates, expected "
+                        f"{len(pooled) + load['tls_ingress_hosts']}")  # fmt: skip
+    want = {e for d in load["described"] if d["kind"] != "ready" for e in d["endpoints"]}
+    want.update(load["ingress_endpoints"])
+    if set(snapshot.endpoints) != want:
+        problems.append(f"{len(snapshot.endpoints)} endpoint keys, expected {len(want)}")
+    if any(len(e) != ENDPOINTS_READY for e in snapshot.endpoints.values()):
+        problems.append(f"an endpoint list is not {ENDPOINTS_READY} long")
+    if reasons := Counter(d.reason for d in result.diagnostics):
+        problems.append(f"unexpected diagnostics {dict(reasons)}")
+    _fail("SharedPool snapshot", problems)
+
+
+def _check_scope(gateway: dict[str, Any], result: Any) -> None:
+    """One Gateway scope: its own Gateway on its spec ports, its 10 routes, no Ingress."""
+    snapshot = result.snapshot
+    ref = f"{gateway['namespace']}/{gateway['name']}"
+    tables = _tables(snapshot)
+    health = snapshot.listener_health
+    problems = []
+    if snapshot.scope != GatewayScope(gateway["namespace"], gateway["name"]):
+        problems.append(f"scope {snapshot.scope}")
+    if others := ({t.gateway for t in tables} | {h.gateway for h in health}) - {ref}:
+        problems.append(f"listeners of other Gateways {sorted(others)[:3]}")
+    if sorted(snapshot.gateways) != [80, 443] or len(tables) != 2:
+        problems.append(f"bind ports {sorted(snapshot.gateways)} ({len(tables)} tables)")
+    if sorted((h.port, h.target_port, h.attached_routes, h.ready) for h in health) != [
+        (80, 80, ROUTES_PER_GATEWAY, True),
+        (443, 443, ROUTES_PER_GATEWAY, True),
+    ]:
+        problems.append(f"listener health {health}")
+    want_entries = ROUTES_PER_GATEWAY * RULES_PER_ROUTE * 2
+    if (entries := _entries(tables)) != want_entries:
+        problems.append(f"{entries} listener-table entries, expected {want_entries}")
+    routes = {
+        rule.action.route.name for t in tables for rules in t.hosts.values() for rule in rules
+    }
+    if routes != set(gateway["routes"]):
+        problems.append(f"rules of routes {sorted(routes)[:5]}, expected {gateway['routes'][:5]}")
+    if snapshot.ingress.hosts:
+        problems.append(f"{len(snapshot.ingress.hosts)} Ingress hosts, expected none")
+    if {p: sorted(h) for p, h in snapshot.tls.items()} != {443: [gateway["hostname"]]}:
+        problems.append(f"TLS store {({p: sorted(h) for p, h in snapshot.tls.items()})}")
+    if sorted(snapshot.endpoints) != sorted(gateway["endpoints"]):
+        problems.append(f"{len(snapshot.endpoints)} endpoint keys, "
+                        f"expected {len(gateway['endpoints'])}")  # fmt: skip
+    if reasons := Counter(d.reason for d in result.diagnostics):
+        problems.append(f"unexpected diagnostics {dict(reasons)}")
+    _fail(f"GatewayScope {ref} snapshot", problems)
+
+
+def _check_statuses(load: dict[str, Any], statuses: Any) -> None:
+    """Every Gateway Accepted and Programmed, every listener healthy, every route accepted."""
+    kinds = Counter(s.kind for s in statuses)
+    want = Counter(GatewayClass=1, Gateway=load["gateways"], HTTPRoute=load["routes"])
+    problems = [] if kinds == want else [f"statuses {dict(kinds)}, expected {dict(want)}"]
+    for item in statuses:
+        body = json.loads(item.body)
+        conditions = [c for p in body.get("parents", ()) for c in p["conditions"]]
+        conditions += body.get("conditions", [])
+        listeners = [c for li in body.get("listeners", ()) for c in li["conditions"]]
+        bad = [c["type"] for c in conditions if c["status"] != "True"]
+        bad += [c["type"] for c in listeners if (c["status"] == "True") == (c["type"] == "Conflicted")]
+        if bad:
+            problems.append(f"{item.kind} {item.namespace}/{item.name}: {bad} not as expected")
+            break
+    _fail("statuses", problems)
+
+
+def _check_provisioned(load: dict[str, Any], desired: Any) -> None:
+    """Shared: VIP Service + identity ServiceAccount. Dedicated: Deployment, Service,
+    ServiceAccount, plus the VIP Service while the shared pool still serves it."""
+    kinds = Counter(o.kind for o in desired.objects)
+    dedicated = load["pending"] + load["ready"]
+    want = Counter(
+        Service=load["shared"] + load["pending"] + dedicated,
+        ServiceAccount=load["shared"] + dedicated,
+        Deployment=dedicated,
+    )
+    problems = [] if kinds == want else [f"objects {dict(kinds)}, expected {dict(want)}"]
+    if desired.deletions:
+        problems.append(f"{len(desired.deletions)} deletions, expected none")
+    if reasons := Counter(d.reason for d in desired.diagnostics):
+        problems.append(f"unexpected diagnostics {dict(reasons)}")
+    _fail("provision", problems)
+
+
+# --- measurement helpers ------------------------------------------------------------------------
+
+
+def _proc_status(field: str) -> int | None:
+    """A ``VmRSS``-style field of /proc/self/status, in bytes (None off Linux)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _rss_bytes() -> int:
+    """Current resident set size."""
+    return _proc_status("VmRSS") or _max_rss_bytes()
+
+
+def _max_rss_bytes() -> int:
+    """Peak resident set size of this process so far."""
+    found = _proc_status("VmHWM")
+    if found is not None:
+        return found
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+def _timed(function: Any, repeat: int) -> tuple[list[float], Any]:
+    """Run ``function`` ``repeat`` times after a full collection each: wall times, last value."""
+    times: list[float] = []
+    value = None
+    for _ in range(repeat):
+        value = None
+        gc.collect()
+        start = time.perf_counter()
+        value = function()
+        times.append(time.perf_counter() - start)
+    return times, value
+
+
+class _GcClock:
+    """Time spent in the cyclic garbage collector, through ``gc.callbacks``."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.full = 0  # collections of the oldest generation
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.total += time.perf_counter() - self._start
+            self.full += info["generation"] == 2
+
+
+def _scope_pass(state: Any, scopes: list[GatewayScope]) -> tuple[list[float], float, int, float]:
+    """Compile every scope once, back to back as a controller would after a change, each call
+    timed on its own: per-scope times, the wall time of the pass, full collections and the
+    time spent in the collector during it."""
+    gc.collect()
+    clock = _GcClock()
+    gc.callbacks.append(clock)
+    times: list[float] = []
+    start = time.perf_counter()
+    for scope in scopes:
+        began = time.perf_counter()
+        compile_state(state, scope)
+        times.append(time.perf_counter() - began)
+    wall = time.perf_counter() - start
+    gc.callbacks.remove(clock)
+    return times, wall, clock.full, clock.total
+
+
+def _traced(function: Any) -> tuple[int, Any]:
+    """The peak traced by tracemalloc while ``function`` runs, and its value."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        value = function()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak, value
+
+
+# --- worker (each size runs in its own process) -------------------------------------------------
+
+
+def worker(
+    gateways: int,
+    build_repeat: int,
+    shared_repeat: int,
+    scope_passes: int,
+    status_repeat: int,
+    provision_repeat: int,
+) -> dict[str, Any]:
+    rss_start = _rss_bytes()
+    load = workload(gateways, _make_tls_data())
+    bodies = load.pop("bodies")  # kept alive, as an informer cache keeps its objects
+    described = load.pop("described")
+    rss_inputs = _rss_bytes()
+    build_times, state = _timed(lambda: build_state(bodies), build_repeat)
+    shared_times, result = _timed(lambda: compile_state(state, SharedPool()), shared_repeat)
+    _check_shared({**load, "described": described}, result)
+    del result
+    dedicated = [d for d in described if d["kind"] != "shared"]
+    scopes = [GatewayScope(d["namespace"], d["name"]) for d in dedicated]
+    # Every scope is checked once, untimed, before any timing counts.
+    for gateway, scope in zip(dedicated, scopes, strict=True):
+        _check_scope(gateway, compile_state(state, scope))
+    passes = [_scope_pass(state, scopes) for _ in range(scope_passes)]
+    gc.collect()
+    gc.freeze()
+    frozen = _scope_pass(state, scopes)
+    gc.unfreeze()
+    scope_peak, _ = _traced(lambda: compile_state(state, scopes[len(scopes) // 2]))
+    status_times, statuses = _timed(lambda: status_of(state), status_repeat)
+    _check_statuses(load, statuses)
+    del statuses
+    config = CompileConfig()
+    provision_times, desired = _timed(lambda: provision(state, config), provision_repeat)
+    _check_provisioned(load, desired)
+    del desired
+    load.pop("ingress_endpoints")
+    return {
+        **load,
+        "scopes": len(scopes),
+        "build_s": build_times,
+        "shared_s": shared_times,
+        "scope_s": [t for p in passes for t in p[0]],
+        "pass_s": [p[1] for p in passes],
+        "pass_full_gcs": [p[2] for p in passes],
+        "pass_gc_s": [p[3] for p in passes],
+        "frozen_scope_s": frozen[0],
+        "frozen_pass_s": frozen[1],
+        "scope_peak_bytes": scope_peak,
+        "status_s": status_times,
+        "provision_s": provision_times,
+        "rss_start_bytes": rss_start,
+        "rss_inputs_bytes": rss_inputs,
+        "rss_after_bytes": _rss_bytes(),
+        "max_rss_bytes": _max_rss_bytes(),
+    }
+
+
+def _run_worker(args: list[str]) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", *args], check=False, capture_output=True, text=True
+    )
+    if out.returncode:
+        sys.stderr.write(out.stdout[-2000:] + out.stderr[-4000:])
+        raise SystemExit(f"worker {' '.join(args)} failed with exit code {out.returncode}")
+    data: dict[str, Any] = json.loads(out.stdout)
+    return data
+
+
+# --- report -------------------------------------------------------------------------------------
+
+
+def _percentile(values: list[float], share: float) -> float:
+    """The nearest-rank percentile (``share`` in 0..1)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered)) - 1))]
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def _med_best(values: list[float], scale: float = 1e3, digits: int = 1) -> str:
+    if not values:
+        return "–"
+    return f"{statistics.median(values) * scale:,.{digits}f} ({min(values) * scale:,.{digits}f})"
+
+
+def _dist(values: list[float]) -> str:
+    """``median / p99 / max`` in ms."""
+    return (
+        f"{statistics.median(values) * 1e3:.2f} / {_percentile(values, 0.99) * 1e3:.2f} / "
+        f"{max(values) * 1e3:.2f}"
+    )
+
+
+def report(runs: list[dict[str, Any]], quick: bool) -> None:
+    print()
+    print("World")
+    print(
+        f"{'gw':>5} {'shared':>6} {'pending':>7} {'ready':>5} {'ns':>3} {'routes':>6} "
+        f"{'rules':>7} {'ingr':>4} {'svc':>6} {'objects':>7}"
+    )
+    for c in runs:
+        print(
+            f"{c['gateways']:>5} {c['shared']:>6} {c['pending']:>7} {c['ready']:>5} "
+            f"{c['namespaces']:>3} {c['routes']:>6} {c['rules']:>7} {c['ingresses']:>4} "
+            f"{c['services']:>6} {c['objects']:>7}"
+        )
+    print(
+        "  pending: dedicated, Deployment not ready (still in the shared pool); ready: dedicated,\n"
+        "  Deployment ready (out of the pool). svc: Services with an EndpointSlice each."
+    )
+    print()
+    print("Whole-world calls. ms: median (best)")
+    print(
+        f"{'gw':>5} {'build_state':>19} {'compile(SharedPool)':>19} {'status':>19} "
+        f"{'provision':>19} {'RSS MB':>7} {'maxRSS':>7}"
+    )
+    for c in runs:
+        print(
+            f"{c['gateways']:>5} {_med_best(c['build_s']):>19} {_med_best(c['shared_s']):>19} "
+            f"{_med_best(c['status_s']):>19} {_med_best(c['provision_s']):>19} "
+            f"{c['rss_after_bytes'] / MB:>7,.0f} {c['max_rss_bytes'] / MB:>7,.0f}"
+        )
+    print()
+    print("Gateway scopes: compile(state, GatewayScope(ns, name)), every dedicated Gateway.")
+    print(
+        f"{'gw':>5} {'scopes':>6} {'calls':>6} {'per scope ms: med / p99 / max':>30} "
+        f"{'pass ms':>15} {'full gc':>7} {'gc ms':>6} {'frozen: med / p99 / max':>24} "
+        f"{'peak KB':>7}"
+    )
+    for c in runs:
+        print(
+            f"{c['gateways']:>5} {c['scopes']:>6} {len(c['scope_s']):>6} "
+            f"{_dist(c['scope_s']):>30} {_med_best(c['pass_s'], 1e3, 0):>15} "
+            f"{max(c['pass_full_gcs']):>7} {statistics.median(c['pass_gc_s']) * 1e3:>6.1f} "
+            f"{_dist(c['frozen_scope_s']):>24} {c['scope_peak_bytes'] / 1000:>7,.0f}"
+        )
+    print(
+        "  calls: scopes x passes, each call timed on its own, GC enabled. pass: one compile of\n"
+        "  every dedicated Gateway's scope, back to back (median (best) over passes). full gc:\n"
+        "  most full collections in a pass; gc ms: collector time in a pass (median). frozen:\n"
+        "  one more pass after gc.freeze() of inputs and state. peak: tracemalloc peak of one\n"
+        "  scope's compile."
+    )
+    print()
+    print("Targets")
+    big = next((c for c in runs if c["gateways"] == TARGET_GATEWAYS), None)
+    small = next((c for c in runs if c["gateways"] == GROWTH_FROM), None)
+    if quick or big is None or small is None:
+        print("SKIP  all targets: --quick does not run the target sizes")
+        return
+    median = statistics.median(big["scope_s"])
+    p99 = _percentile(big["scope_s"], 0.99)
+    ratio = median / statistics.median(small["scope_s"])
+    frozen_ratio = statistics.median(big["frozen_scope_s"]) / statistics.median(
+        small["frozen_scope_s"]
+    )
+    lines = [
+        (median < SCOPE_TARGET_S, f"one Gateway scope at {TARGET_GATEWAYS:,} Gateways < "
+         f"{SCOPE_TARGET_S * 1e3:g} ms: median {median * 1e3:.2f} ms over "
+         f"{len(big['scope_s']):,} calls ({big['scopes']} scopes)"),
+        (p99 < SCOPE_TARGET_S, f"one Gateway scope at {TARGET_GATEWAYS:,} Gateways, p99 < "
+         f"{SCOPE_TARGET_S * 1e3:g} ms: p99 {p99 * 1e3:.2f} ms (max {max(big['scope_s']) * 1e3:.2f}"
+         " ms)"),
+        (ratio <= SAME_RATIO, f"per-scope time flat from {GROWTH_FROM:,} to {TARGET_GATEWAYS:,} "
+         f"Gateways (median ratio <= {SAME_RATIO:g}): ratio {ratio:.2f} "
+         f"(after gc.freeze(): {frozen_ratio:.2f})"),
+    ]  # fmt: skip
+    for ok, text in lines:
+        print(f"{_verdict(ok)}  {text}")
+    shared = statistics.median(big["shared_s"])
+    print(
+        f"info  at {TARGET_GATEWAYS:,} Gateways: all {big['scopes']} scopes in "
+        f"{statistics.median(big['pass_s']):.2f} s, the SharedPool ({big['shared'] + big['pending']}"
+        f" Gateways, {big['ingresses']} Ingresses) in {shared:.2f} s; "
+        f"status {statistics.median(big['status_s']):.2f} s, "
+        f"provision {statistics.median(big['provision_s']):.2f} s"
+    )
+
+
+def _git_version() -> str:
+    """``git describe --always --dirty`` of the checkout being measured, if git is there."""
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return out.stdout.strip()
+
+
+def _load_average() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
+    parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        json.dump(worker(*(int(n) for n in args.worker)), sys.stdout)
+        return 0
+    # (Gateways, build_state runs, SharedPool compiles, scope passes, status runs, provision runs)
+    if args.quick:
+        plan = [(4, 1, 1, 2, 1, 1), (8, 1, 1, 2, 1, 1)]
+    else:
+        plan = [(GROWTH_FROM, 3, 3, 5, 3, 3), (TARGET_GATEWAYS, 1, 2, 3, 1, 1)]
+    print(
+        f"bench/compile_scopes.py{' --quick' if args.quick else ''}: "
+        f"Python {platform.python_version()} on {platform.machine()}, "
+        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, commit {_git_version()}"
+    )
+    load_before = _load_average()
+    started = time.perf_counter()
+    runs = []
+    for gateways, *repeats in plan:
+        print(f"  {gateways:,} Gateways ...", flush=True)
+        runs.append(_run_worker([str(gateways), *map(str, repeats)]))
+    report(runs, args.quick)
+    print(
+        f"\n(total {time.perf_counter() - started:.0f} s; load average before {load_before}, "
+        f"after {_load_average()})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
