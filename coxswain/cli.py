@@ -22,7 +22,8 @@ from coxswain.compile.config import (
     DEFAULT_SHARED_PROXY_SELECTOR,
 )
 from coxswain.compile.labels import parse_selector
-from coxswain.compile.provision import DesiredObjects, provision
+from coxswain.compile.listing import diagnostic_data, infra_list, status_list
+from coxswain.compile.provision import provision
 from coxswain.compile.scope import parse_scope
 from coxswain.compile.snapshot_json import SnapshotFormatError, snapshot_from_data, snapshot_to_data
 from coxswain.route import RequestHead, build_table, select
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.model.manifests import SourcedBody
-    from coxswain.compile.status import ObjectStatus
 
 __all__ = ["main"]
 
@@ -212,14 +212,14 @@ def _compile(args: argparse.Namespace) -> int:
         desired = provision(state, config)
         for diagnostic in desired.diagnostics:
             print(diagnostic, file=sys.stderr)
-        _print(args.output, _infra_list(desired))
+        _print(args.output, infra_list(desired))
         return EXIT_OK
     result = compile(state, scope, config)
     if args.emit == "diagnostics":
-        _print(args.output, [_diagnostic_data(d) for d in result.diagnostics])
+        _print(args.output, [diagnostic_data(d) for d in result.diagnostics])
         return EXIT_OK
     if args.emit == "status":
-        _print(args.output, _status_list(status(state, config)))
+        _print(args.output, status_list(status(state, config)))
         return EXIT_OK
     where = _locations(bodies)
     for diagnostic in result.diagnostics:
@@ -234,50 +234,6 @@ def _print(output: str, data: object) -> None:
         sys.stdout.write(dump_yaml(data))
     else:
         sys.stdout.write(json.dumps(data, sort_keys=True, indent=2) + "\n")
-
-
-def _infra_list(desired: DesiredObjects) -> dict[str, Any]:
-    """A ``List`` of the desired objects; deletions as ``kind ns/name`` lines (ARCHITECTURE §7)."""
-    deletions = "".join(f"{key}\n" for key in desired.deletions)
-    return {
-        "apiVersion": "v1",
-        "kind": "List",
-        "metadata": {"annotations": {"coxswain-labs.dev/delete": deletions}} if deletions else {},
-        "items": [json.loads(o.body) for o in desired.objects],
-    }
-
-
-def _status_list(statuses: Sequence[ObjectStatus]) -> dict[str, Any]:
-    """A Kubernetes ``List`` of ``{apiVersion, kind, metadata, status}`` (ARCHITECTURE §7)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "List",
-        "items": [
-            {
-                "apiVersion": s.api_version,
-                "kind": s.kind,
-                "metadata": {
-                    **({"namespace": s.namespace} if s.namespace else {}),
-                    "name": s.name,
-                    "generation": s.generation,
-                },
-                "status": json.loads(s.body),
-            }
-            for s in statuses
-        ],
-    }
-
-
-def _diagnostic_data(d: Diagnostic) -> dict[str, Any]:
-    return {
-        "kind": d.key.kind if d.key else None,
-        "namespace": d.key.namespace if d.key else None,
-        "name": d.key.name if d.key else None,
-        "field": d.field,
-        "severity": str(d.severity),
-        "reason": d.reason,
-        "message": d.message,
-    }
 
 
 def _locations(bodies: list[SourcedBody]) -> dict[tuple[str, str], str]:

@@ -30,12 +30,9 @@ import jsonschema
 import pytest
 import yaml
 
-from coxswain.cli import _diagnostic_data as cli_diagnostic_data
-from coxswain.cli import _infra_list, _status_list
 from coxswain.compile import SharedPool, build_state, compile, status
 from coxswain.compile.config import CompileConfig
-from coxswain.compile.diagnostics import Diagnostic, Severity
-from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.listing import diagnostic_data, infra_list, status_list
 from coxswain.compile.model.manifests import ManifestSyntaxError, SourcedBody, parse_manifests
 from coxswain.compile.provision import provision
 from coxswain.compile.scope import parse_scope
@@ -157,19 +154,6 @@ def _load_case(path: Path, *, resolve: bool = True) -> Case:
     )
 
 
-def _diagnostic_data(d: Diagnostic) -> dict[str, Any]:
-    """A finding as ``coxswain compile --emit diagnostics`` prints it (cli._diagnostic_data)."""
-    return {
-        "kind": d.key.kind if d.key else None,
-        "namespace": d.key.namespace if d.key else None,
-        "name": d.key.name if d.key else None,
-        "field": d.field,
-        "severity": str(d.severity),
-        "reason": d.reason,
-        "message": d.message,
-    }
-
-
 def _render(case: Case) -> dict[str, str | None]:
     """The expected-file texts of a case: suffix → text, or None when the file must not exist."""
     state = build_state(b.body for b in case.bodies)
@@ -177,9 +161,9 @@ def _render(case: Case) -> dict[str, str | None]:
     result = compile(state, scope)
     desired = provision(state, CompileConfig())
     found = dict.fromkeys((*result.diagnostics, *desired.diagnostics))  # both report parameters
-    diagnostics = [_diagnostic_data(d) for d in found]
-    statuses = _status_list(status(state))
-    infra = _infra_list(desired)
+    diagnostics = [diagnostic_data(d) for d in found]
+    statuses = status_list(status(state))
+    infra = infra_list(desired)
     return {
         SNAPSHOT: dump_yaml(snapshot_to_data(result.snapshot)),
         DIAGNOSTICS: dump_yaml(diagnostics) if diagnostics else None,
@@ -387,7 +371,7 @@ def test_status_matches_the_crd_schema(path: Path) -> None:
     case = _load_case(path)
     items = [
         item
-        for item in _status_list(status(build_state(b.body for b in case.bodies)))["items"]
+        for item in status_list(status(build_state(b.body for b in case.bodies)))["items"]
         if str(item["apiVersion"]).rpartition("/")[0] in SCHEMA_GROUPS  # CRD kinds only
     ]
     if not items:
@@ -406,18 +390,3 @@ def test_status_matches_the_crd_schema(path: Path) -> None:
             f"{where}: status.{e}" for e in _schema_errors(schema["properties"]["status"], stamped)
         )
     assert not problems, "\n".join(problems)
-
-
-def test_diagnostic_fields_match_the_cli() -> None:
-    finding = Diagnostic(
-        key=ObjectKey("Ingress", "app", "web"),
-        field="spec.rules[0].host",
-        severity=Severity.ERROR,
-        reason="InvalidHostname",
-        message="m",
-    )
-    input_wide = Diagnostic(
-        key=None, field="", severity=Severity.WARNING, reason="UnrecognisedKind", message="m"
-    )
-    for d in (finding, input_wide):
-        assert _diagnostic_data(d) == cli_diagnostic_data(d)
