@@ -41,6 +41,7 @@ goldens: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/compile_ingress.py
 	$(PY) bench/compile_gateway.py
+	$(PY) bench/compile_scopes.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
