@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.gateway.listeners import ListenerVerdict
     from coxswain.compile.model.gateway_objects import HTTPRoute, LabelSelector, ParentRef
+    from coxswain.compile.model.objects import Namespace
 
 __all__ = ["Attachment", "ParentVerdict", "attach_route", "intersect_hostnames"]
 
@@ -61,7 +62,7 @@ class ParentVerdict:
 def attach_route(
     route: HTTPRoute,
     gateways: Mapping[ObjectKey, list[ListenerVerdict]],
-    namespace_labels: Mapping[str, PMap[str, str]],
+    namespaces: Mapping[ObjectKey, Namespace],
 ) -> list[ParentVerdict]:
     """Attach one route to the listeners its parentRefs name. Pure."""
     verdicts: list[ParentVerdict] = []
@@ -72,7 +73,7 @@ def attach_route(
         listeners = gateways.get(key)
         if listeners is None:
             continue
-        verdicts.append(_attach(route, ref, key, listeners, namespace_labels))
+        verdicts.append(_attach(route, ref, key, listeners, namespaces))
     return verdicts
 
 
@@ -81,7 +82,7 @@ def _attach(
     ref: ParentRef,
     gateway: ObjectKey,
     listeners: list[ListenerVerdict],
-    namespace_labels: Mapping[str, PMap[str, str]],
+    namespaces: Mapping[ObjectKey, Namespace],
 ) -> ParentVerdict:
     candidates = [
         v
@@ -101,7 +102,7 @@ def _attach(
         return _refused(
             ref, gateway, "NoMatchingParent", f"Gateway {gateway.ref} has no listener with {wanted}"
         )
-    allowed = [v for v in candidates if _allows(v, route, namespace_labels)]
+    allowed = [v for v in candidates if _allows(v, route, namespaces)]
     if not allowed:
         return _refused(
             ref,
@@ -141,7 +142,7 @@ def _refused(ref: ParentRef, gateway: ObjectKey, reason: str, message: str) -> P
 
 
 def _allows(
-    verdict: ListenerVerdict, route: HTTPRoute, namespace_labels: Mapping[str, PMap[str, str]]
+    verdict: ListenerVerdict, route: HTTPRoute, namespaces: Mapping[ObjectKey, Namespace]
 ) -> bool:
     if HTTPROUTE_KIND not in verdict.supported_kinds:
         return False
@@ -153,7 +154,8 @@ def _allows(
         return route_ns == verdict.gateway.meta.key.namespace
     if allowed.namespaces_from == "Selector" and allowed.selector is not None:
         # The API server labels every Namespace with its name (Kubernetes 1.22+).
-        labels = namespace_labels.get(route_ns, pmap()).set(_NAME_LABEL, route_ns)
+        namespace = namespaces.get(ObjectKey("Namespace", "", route_ns))
+        labels = (pmap() if namespace is None else namespace.meta.labels).set(_NAME_LABEL, route_ns)
         return matches_selector(allowed.selector, labels)
     return False
 

@@ -26,8 +26,6 @@ from coxswain.compile.scope import GatewayScope
 from coxswain.compile.status import Condition
 
 if TYPE_CHECKING:
-    from pyrsistent.typing import PMap
-
     from coxswain.compile.backends import ServiceIndex
     from coxswain.compile.config import CompileConfig
     from coxswain.compile.gateway.refgrants import Grants
@@ -205,7 +203,6 @@ def _attach_routes(
     listeners: dict[ObjectKey, list[ListenerVerdict]],
     scope: Scope | None,
 ) -> tuple[RouteVerdict, ...]:
-    labels: dict[str, PMap[str, str]] = {k.name: n.meta.labels for k, n in state.namespaces.items()}
     if isinstance(scope, GatewayScope):
         # One Gateway's scope reads only the routes that name it (the state's index).
         keys = state.routes_by_parent.get((scope.namespace, scope.name), ())
@@ -214,7 +211,7 @@ def _attach_routes(
         candidates = sorted(state.httproutes.items())
     routes: list[RouteVerdict] = []
     for _, route in candidates:
-        parents = attach_route(route, listeners, labels)
+        parents = attach_route(route, listeners, state.namespaces)
         if not parents:
             continue
         compiled = compile_route(route, services, grants)
