@@ -15,6 +15,8 @@ $(STAMP): pyproject.toml
 ## run: compile examples/ and explain sample requests (the standalone server comes later)
 run: $(STAMP)
 	$(PY) -m coxswain compile -f examples/ > $(VENV)/demo-snapshot.json
+	@echo "# The routing table compiled from examples/:"
+	$(PY) -m coxswain compile -f examples/ -o table
 	$(PY) -m coxswain route --snapshot $(VENV)/demo-snapshot.json --port 80 GET http://demo.example.com/api/users
 	$(PY) -m coxswain route --snapshot $(VENV)/demo-snapshot.json --port 443 GET https://demo.example.com/
 	$(PY) -m coxswain route --snapshot $(VENV)/demo-snapshot.json --port 80 GET http://demo.example.com/

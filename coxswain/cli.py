@@ -22,7 +22,7 @@ from coxswain.compile.config import (
     DEFAULT_SHARED_PROXY_SELECTOR,
 )
 from coxswain.compile.labels import parse_selector
-from coxswain.compile.listing import diagnostic_data, infra_list, status_list
+from coxswain.compile.listing import diagnostic_data, infra_list, routing_table, status_list
 from coxswain.compile.provision import provision
 from coxswain.compile.scope import parse_scope
 from coxswain.compile.snapshot_json import SnapshotFormatError, snapshot_from_data, snapshot_to_data
@@ -112,7 +112,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="shared|NS/NAME",
         help="the snapshot's scope: the shared pool, or one dedicated Gateway",
     )
-    comp.add_argument("-o", "--output", default="json", choices=["json", "yaml"])
+    comp.add_argument(
+        "-o",
+        "--output",
+        default="json",
+        choices=["json", "yaml", "table"],
+        help="json (default) or yaml; table prints the snapshot's routing for people",
+    )
     comp.add_argument(
         "--emit",
         default="snapshot",
@@ -225,12 +231,15 @@ def _compile(args: argparse.Namespace) -> int:
     for diagnostic in result.diagnostics:
         prefix = where.get(_location_key(diagnostic), "")
         print(f"{prefix}{diagnostic}", file=sys.stderr)
-    _print(args.output, snapshot_to_data(result.snapshot))
+    if args.output == "table":
+        sys.stdout.write(routing_table(result.snapshot))
+    else:
+        _print(args.output, snapshot_to_data(result.snapshot))
     return EXIT_OK
 
 
 def _print(output: str, data: object) -> None:
-    if output == "yaml":
+    if output in ("yaml", "table"):  # lists of objects have no table form: YAML reads best
         sys.stdout.write(dump_yaml(data))
     else:
         sys.stdout.write(json.dumps(data, sort_keys=True, indent=2) + "\n")
