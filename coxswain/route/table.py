@@ -14,7 +14,13 @@ from coxswain.compile.snapshot import CATCH_ALL, PathMatch
 from coxswain.route.gateway import GatewayPortIndex, index_gateway_port
 
 if TYPE_CHECKING:
-    from coxswain.compile.snapshot import Certificate, PathRule, Snapshot, VirtualHost
+    from coxswain.compile.snapshot import (
+        Certificate,
+        ClientValidation,
+        PathRule,
+        Snapshot,
+        VirtualHost,
+    )
 
 __all__ = ["HostIndex", "RouteTable", "build_table"]
 
@@ -78,6 +84,15 @@ class RouteTable:
             if label and parent and (found := by_host.get(f"*.{parent}")) is not None:
                 return found
         return by_host.get(CATCH_ALL)
+
+    def client_validation(self, port: int, server_name: str | None) -> ClientValidation | None:
+        """The client-certificate validation for an SNI name on a Gateway port, if any."""
+        by_host = self.snapshot.client_certs.get(port)
+        gateway_port = self.gateway_ports.get(port)
+        if by_host is None or gateway_port is None:
+            return None
+        listener = gateway_port.find_listener((server_name or "").lower().rstrip("."))
+        return None if listener is None else by_host.get(listener.table.hostname)
 
 
 def build_table(

@@ -1,0 +1,156 @@
+"""Server TLS contexts for a snapshot: certificates chosen by SNI, client certificates checked.
+
+One ``TLSContexts`` is built per applied snapshot and swapped with it, so that certificate
+changes reach new connections without touching open ones (ARCHITECTURE §6). Per listening port
+there is one front context whose SNI callback switches the handshake to the context of the
+certificate the route table picks for that name (exact, wildcard, default; on Gateway ports the
+listener the name selects). Contexts are built once per distinct certificate and validation and
+shared between ports and hosts.
+
+Python's ``ssl`` module loads certificate chains from files only: each chain and key is written
+to a private temporary directory, loaded, and removed at once.
+
+Rules: TLS 1.2 or later (RFC 8996 retired 1.0 and 1.1); ALPN offers ``http/1.1``. Frontend
+client-certificate validation (GEP-91) is per listener, but several listeners share a port: the
+handshake asks for a certificate trusted by any bundle of the port, and ``admits`` checks, after
+the handshake, that it chains to the bundle of the listener the SNI selected
+(``AllowValidOnly``), or admits every client (``AllowInsecureFallback``). A client presenting a
+certificate no bundle of the port trusts is refused by the handshake itself, whatever the mode:
+the ``ssl`` module cannot accept a certificate it failed to verify.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import tempfile
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from coxswain.compile.snapshot import Certificate
+    from coxswain.route.table import RouteTable
+
+__all__ = ["TLSContexts"]
+
+_ALPN = ["http/1.1"]
+
+
+class TLSContexts:
+    """The server contexts of one snapshot's TLS and client-certificate stores."""
+
+    def __init__(self, table: RouteTable) -> None:
+        self._table = table
+        self._by_material: dict[tuple[str, str, str], ssl.SSLContext] = {}
+        self._front: dict[int, ssl.SSLContext] = {}
+
+    def front(self, port: int) -> ssl.SSLContext:
+        """The context a TLS listener on ``port`` wraps its connections with.
+
+        OpenSSL takes the verification mode from this context even after the SNI callback
+        switched certificates, so a port with any client validation asks every client for a
+        certificate here, trusting the union of the port's CA bundles; ``admits`` then applies
+        the validation of the listener the name selected.
+        """
+        context = self._front.get(port)
+        if context is None:
+            context = self._base(self._bundles(port))
+            context.sni_callback = self._chooser(port)
+            self._front[port] = context
+        return context
+
+    def admits(self, port: int, server_name: str | None, peer_der: bytes | None) -> bool:
+        """Whether the listener ``server_name`` selects on ``port`` admits this client.
+
+        ``peer_der`` is the client's certificate (DER) as the handshake received it, or None.
+        ``AllowValidOnly`` wants a certificate issued by the listener's own bundle;
+        ``AllowInsecureFallback`` admits every client.
+        """
+        validation = self._table.client_validation(port, server_name)
+        if validation is None or validation.mode == "AllowInsecureFallback":
+            return True
+        return peer_der is not None and _issued_by(peer_der, validation.ca_pem)
+
+    def _chooser(
+        self, port: int
+    ) -> Callable[[ssl.SSLObject, str | None, ssl.SSLContext], int | None]:
+        def choose(
+            connection: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext
+        ) -> int | None:
+            certificate = self._table.certificate(port, server_name)
+            if certificate is None:
+                return ssl.ALERT_DESCRIPTION_UNRECOGNIZED_NAME
+            connection.context = self._context(certificate, self._bundles(port))
+            return None
+
+        return choose
+
+    def _bundles(self, port: int) -> str:
+        """The CA bundles of every listener of ``port``, concatenated ('' when none)."""
+        validations = self._table.snapshot.client_certs.get(port)
+        if validations is None:
+            return ""
+        return "".join(sorted({v.ca_pem for v in validations.values()}))
+
+    @staticmethod
+    def _base(bundles: str) -> ssl.SSLContext:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.set_alpn_protocols(_ALPN)
+        if bundles:
+            # OpenSSL keeps the front context's verify mode but verifies against the store of
+            # the context the SNI callback switched to: both get the port's bundles.
+            context.load_verify_locations(cadata=bundles)
+            context.verify_mode = ssl.CERT_OPTIONAL
+        return context
+
+    def _context(self, certificate: Certificate, bundles: str) -> ssl.SSLContext:
+        key = (certificate.chain_pem, certificate.key_pem, bundles)
+        context = self._by_material.get(key)
+        if context is not None:
+            return context
+        context = self._base(bundles)
+        _load_chain(context, certificate)
+        self._by_material[key] = context
+        return context
+
+
+def _issued_by(peer_der: bytes, bundle_pem: str) -> bool:
+    """Whether a client certificate was issued by one of a bundle's CAs and is in its validity
+    period (RFC 5280 §6.1 for a one-link path: signature, issuer name, validity).
+
+    The handshake already verified the full chain against the port's bundles; this check only
+    decides *which* bundle the certificate belongs to, so it stays with the direct issuer.
+    """
+    try:
+        leaf = x509.load_der_x509_certificate(peer_der)
+        authorities = x509.load_pem_x509_certificates(bundle_pem.encode())
+    except ValueError:
+        return False
+    now = datetime.now(UTC)
+    if not leaf.not_valid_before_utc <= now <= leaf.not_valid_after_utc:
+        return False
+    for authority in authorities:
+        try:
+            leaf.verify_directly_issued_by(authority)
+        except (ValueError, TypeError, InvalidSignature):
+            continue
+        return True
+    return False
+
+
+def _load_chain(context: ssl.SSLContext, certificate: Certificate) -> None:
+    """Load a PEM chain and key through files that live only while they are read."""
+    with tempfile.TemporaryDirectory(prefix="coxswain-tls-") as folder:
+        chain = os.path.join(folder, "chain.pem")
+        key = os.path.join(folder, "key.pem")
+        for path, text in ((chain, certificate.chain_pem), (key, certificate.key_pem)):
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w", encoding="ascii") as file:
+                file.write(text)
+        context.load_cert_chain(chain, key)
