@@ -55,8 +55,14 @@ def attached_counts(model: GatewayModel) -> dict[int, int]:
 
 def listener_reason(verdict: ListenerVerdict, target_port: int | None) -> str:
     """Why a listener is or is not ready, as one sentence."""
-    for condition in (verdict.accepted, verdict.conflicted, verdict.resolved_refs):
-        if condition.message and (condition.status is (condition.type == "Conflicted")):
+    # The first condition that is unhealthy: Accepted or ResolvedRefs False, Conflicted True.
+    unhealthy = (
+        (verdict.accepted, not verdict.accepted.status),
+        (verdict.conflicted, verdict.conflicted.status),
+        (verdict.resolved_refs, not verdict.resolved_refs.status),
+    )
+    for condition, bad in unhealthy:
+        if bad:
             return f"{condition.reason}: {condition.message}"
     if target_port is None:
         return "PortUnavailable: the internal port range 30000-32767 is exhausted"
