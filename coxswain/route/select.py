@@ -51,7 +51,7 @@ def select(table: RouteTable, head: RequestHead) -> Decision:
     host_header = head.host or host
     ingress = table.snapshot.ingress
     if (gateway_port := table.gateway_ports.get(head.port)) is not None:
-        return select_gateway(gateway_port, head, host, path, query)
+        return select_gateway(gateway_port, head, host, path, query, table.snapshot.endpoints)
     if head.port not in (table.ingress_http_port, table.ingress_https_port):
         return Decision(
             matched=False,

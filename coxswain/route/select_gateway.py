@@ -1,13 +1,16 @@
 """``select_gateway``: the decision for a request on a Gateway listener port.
 
-Answers the proxy gives itself (Gateway API v1 HTTPRoute): 404 when no listener or rule
-matches; 421 when, on a port that validates client certificates, the Host header selects
-another listener than the TLS server name did (GEP-91: the certificate check was made for the
-SNI's listener); the redirect status for RequestRedirect; 500 when the matched rule cannot be served
-(an unsupported filter, no backendRefs, every weight zero, or every weighted backend invalid —
-"requests that would have been sent to an invalid backend MUST receive a 500"); 503 when the
-valid backends have no ready endpoint. Otherwise the request is forwarded, with the URLRewrite
-host and path applied.
+Answers the proxy gives itself (Gateway API v1 HTTPRoute):
+- 404 when no listener or rule matches;
+- 421 when, on a port that validates client certificates, the Host header selects another
+  listener than the TLS server name did (GEP-91: the certificate check was made for the SNI's
+  listener);
+- the redirect status for RequestRedirect;
+- 500 when the matched rule cannot be served (an unsupported filter, no backendRefs, every
+  weight zero, or every weighted backend invalid: "requests that would have been sent to an
+  invalid backend MUST receive a 500");
+- 503 when no weighted valid backend has a ready endpoint.
+Otherwise the request is forwarded, with the URLRewrite host and path applied.
 """
 
 from __future__ import annotations
@@ -18,7 +21,15 @@ from coxswain.route.decision import Decision
 from coxswain.route.gateway import matches_request, parse_query
 
 if TYPE_CHECKING:
-    from coxswain.compile.snapshot import GatewayRule, ListenerTable, PathEdit, RouteMatch
+    from collections.abc import Mapping, Sequence
+
+    from coxswain.compile.snapshot import (
+        Endpoint,
+        GatewayRule,
+        ListenerTable,
+        PathEdit,
+        RouteMatch,
+    )
     from coxswain.route.gateway import GatewayPortIndex
     from coxswain.route.request import RequestHead
 
@@ -28,7 +39,12 @@ _WELL_KNOWN = {"http": 80, "https": 443}
 
 
 def select_gateway(
-    index: GatewayPortIndex, head: RequestHead, host: str, path: str, query: str
+    index: GatewayPortIndex,
+    head: RequestHead,
+    host: str,
+    path: str,
+    query: str,
+    endpoints: Mapping[str, Sequence[Endpoint]],
 ) -> Decision:
     """Decide a request arriving on a Gateway port. Pure."""
     host_header = head.host or host
@@ -60,7 +76,9 @@ def select_gateway(
     for route_host, rules in listener.host_rules(host):
         for rule in rules.candidates(path):
             if matches_request(rule.match, head.method, headers, params):
-                return _decide(listener.table, rule, route_host, head, host, path, query)
+                return _decide(
+                    listener.table, rule, route_host, head, (host, path, query), endpoints
+                )
     table = listener.table
     return Decision(
         matched=False,
@@ -77,10 +95,10 @@ def _decide(
     rule: GatewayRule,
     route_host: str,
     head: RequestHead,
-    host: str,
-    path: str,
-    query: str,
+    request: tuple[str, str, str],
+    endpoints: Mapping[str, Sequence[Endpoint]],
 ) -> Decision:
+    host, path, query = request
     action, match = rule.action, rule.match
     ref = action.route
     where = (
@@ -137,6 +155,8 @@ def _decide(
         status, reason = 500, "every backend has weight 0"
     elif not any(b.valid for b in weighted):
         status, reason = 500, "every weighted backend is invalid"
+    elif not any(b.valid and endpoints.get(b.endpoints_key) for b in weighted):
+        status, reason = 503, "no weighted backend has a ready endpoint"
     else:
         reason = f"forwarded to {len(weighted)} weighted backend(s)"
     return decided(status, reason, to_host=forwarded_host, to_path=forwarded_path + query)
