@@ -299,3 +299,14 @@ def test_invalid_backends_and_zero_weights_are_answered_500():
     decision = decide(mixed, "/")
     assert decision.status is None
     assert [b.valid for b in decision.backends] == [True, False]
+
+
+def test_a_backend_without_ready_endpoints_is_answered_503():
+    lonely = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "lonely", "namespace": "app"},
+        "spec": {"ports": [{"port": 80}]},
+    }
+    objects = [gateway(HTTP), lonely, route("r", {"backendRefs": [{"name": "lonely", "port": 80}]})]
+    assert decide(objects, "/").status == 503
