@@ -29,23 +29,15 @@ to the expected snapshot.
 
 from __future__ import annotations
 
-import argparse
-import base64
-import datetime as dt
-import gc
 import itertools
 import json
 import math
-import platform
-import resource
 import statistics
-import subprocess
 import sys
-import time
-import tracemalloc
 from collections import Counter
-from pathlib import Path
 from typing import Any
+
+import harness
 
 from coxswain.compile.api import compile as compile_state
 from coxswain.compile.api import status as status_of
@@ -57,16 +49,15 @@ GATEWAY_API = "gateway.networking.k8s.io/v1"
 ROUTES_PER_GATEWAY = 10
 RULES_PER_ROUTE = 10  # the length of _rule_template()
 MAX_NAMESPACES = 50
-ENDPOINTS_READY = 3
-ENDPOINTS_NOT_READY = 1
+# The one certificate every Secret holds names *.example.com, which does not cover the listeners'
+# *.g<N>.example.com: the compiler does not match certificate names against listener hostnames.
+TLS_SERIAL = 2000
 
 # Targets (from the issue that introduced this benchmark).
 TARGET_RULES = 100_000
 COMPILE_TARGET_S = 10.0  # compile of 100,000 rules, median
 MEMORY_TARGET_MB = 2_000.0  # 2 GB, at 100,000 rules
 GROWTH_FROM = 10_000  # growth is checked from 10,000 to 100,000 rules, against n log n
-
-MB = 1_000_000
 
 # Routes r >= _BOTH_LISTENERS of a Gateway name its HTTPS listener by sectionName; the others
 # name the Gateway alone and attach to both listeners (HTTP and HTTPS).
@@ -76,49 +67,6 @@ _SPLIT_RULES = frozenset({2, 9})
 
 
 # --- workload -----------------------------------------------------------------------------------
-
-
-def _make_tls_data() -> dict[str, str]:
-    """One self-signed EC P-256 certificate for *.example.com, as a Secret's ``data``.
-
-    The listeners name ``*.g<N>.example.com``, which this certificate does not cover: the
-    compiler does not match certificate names against listener hostnames, and one certificate
-    reused by every Secret keeps the workload cheap to generate.
-    """
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "*.example.com")])
-    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(2000)
-        .not_valid_before(start)
-        .not_valid_after(start + dt.timedelta(days=3650))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("*.example.com"), x509.DNSName("example.com")]
-            ),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    chain = cert.public_bytes(serialization.Encoding.PEM)
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    return {
-        "tls.crt": base64.b64encode(chain).decode(),
-        "tls.key": base64.b64encode(key_pem).decode(),
-    }
 
 
 def _path(kind: str, value: str) -> dict[str, Any]:
@@ -270,7 +218,6 @@ def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     expected_entries = 0  # GatewayRules in the snapshot: per listener, per hostname, per match
     expected_hosts = 0  # hosts across every listener table
-    created = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     for g in range(gateways):
         namespace = namespaces[g % len(namespaces)]
         domain = f"g{g}.example.com"
@@ -278,43 +225,18 @@ def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
         allowed = _allowed_routes(g, namespace)
         listeners: list[dict[str, Any]] = [
             {"name": "http", "port": 80, "protocol": "HTTP", "hostname": f"*.{domain}"},
-            {
-                "name": "https",
-                "port": 443,
-                "protocol": "HTTPS",
-                "hostname": f"*.{domain}",
-                "tls": {
-                    "mode": "Terminate",
-                    "certificateRefs": [{"kind": "Secret", "name": secret}],
-                },
-            },
+            harness.https_listener(f"*.{domain}", secret),
         ]
         if allowed is not None:
             for listener in listeners:
                 listener["allowedRoutes"] = allowed
+        spec = {"gatewayClassName": "coxswain", "listeners": listeners}
         bodies.append(
-            {
-                "apiVersion": GATEWAY_API,
-                "kind": "Gateway",
-                "metadata": {
-                    "name": gateway,
-                    "namespace": namespace,
-                    "uid": f"uid-gw-{g}",
-                    "generation": 1,
-                    "creationTimestamp": _timestamp(created, g),
-                },
-                "spec": {"gatewayClassName": "coxswain", "listeners": listeners},
-            }
+            harness.api_object(
+                GATEWAY_API, "Gateway", namespace, gateway, spec, uid=f"uid-gw-{g}", created=g
+            )
         )
-        bodies.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": secret, "namespace": namespace},
-                "type": "kubernetes.io/tls",
-                "data": dict(tls_data),
-            }
-        )
+        bodies.append(harness.tls_secret(namespace, secret, tls_data))
         counts["Gateway"] += 1
         counts["Secret"] += 1
         http_hosts: set[str] = set()
@@ -324,35 +246,22 @@ def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
             service, canary = f"g{g}-svc-{r}", f"g{g}-svc-{r}-canary"
             has_canary = r % 2 == 0
             rules = _rule_template(domain)
-            for slot, rule in enumerate(rules):
-                if has_canary and slot in _SPLIT_RULES:
-                    rule["backendRefs"] = [
-                        {"name": service, "port": 80, "weight": 90},
-                        {"name": canary, "port": 80, "weight": 10},
-                    ]
-                else:
-                    rule["backendRefs"] = [{"name": service, "port": 80}]
+            harness.set_backend_refs(rules, service, canary if has_canary else None, _SPLIT_RULES)
             parent: dict[str, Any] = {"name": gateway}
             if r >= _BOTH_LISTENERS:
                 parent["sectionName"] = "https"
             hostnames = _route_hostnames(r, domain)
+            route_spec = {"parentRefs": [parent], "hostnames": hostnames, "rules": rules}
             bodies.append(
-                {
-                    "apiVersion": GATEWAY_API,
-                    "kind": "HTTPRoute",
-                    "metadata": {
-                        "name": name,
-                        "namespace": namespace,
-                        "uid": f"uid-{name}",
-                        "generation": 1,
-                        "creationTimestamp": _timestamp(created, g * ROUTES_PER_GATEWAY + r),
-                    },
-                    "spec": {
-                        "parentRefs": [parent],
-                        "hostnames": hostnames,
-                        "rules": rules,
-                    },
-                }
+                harness.api_object(
+                    GATEWAY_API,
+                    "HTTPRoute",
+                    namespace,
+                    name,
+                    route_spec,
+                    uid=f"uid-{name}",
+                    created=g * ROUTES_PER_GATEWAY + r,
+                )
             )
             counts["HTTPRoute"] += 1
             counts["rules"] += len(rules)
@@ -381,43 +290,9 @@ def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def _timestamp(start: dt.datetime, seconds: int) -> str:
-    return (start + dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _service_bodies(namespace: str, service: str, seed: int) -> list[dict[str, Any]]:
-    base = f"10.{(seed >> 14) % 256}.{(seed >> 6) % 256}"
-    endpoints = [
-        {
-            "addresses": [f"{base}.{(seed % 64) * 4 + i}"],
-            "conditions": {"ready": i < ENDPOINTS_READY},
-        }
-        for i in range(ENDPOINTS_READY + ENDPOINTS_NOT_READY)
-    ]
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": service, "namespace": namespace},
-            "spec": {
-                "type": "ClusterIP",
-                "clusterIP": f"172.{16 + (seed >> 16) % 16}.{(seed >> 8) % 256}.{seed % 256}",
-                "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
-            },
-        },
-        {
-            "apiVersion": "discovery.k8s.io/v1",
-            "kind": "EndpointSlice",
-            "metadata": {
-                "name": f"{service}-abcde",
-                "namespace": namespace,
-                "labels": {"kubernetes.io/service-name": service},
-            },
-            "addressType": "IPv4",
-            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-            "endpoints": endpoints,
-        },
-    ]
+    cluster_ip = f"172.{16 + (seed >> 16) % 16}.{(seed >> 8) % 256}.{seed % 256}"
+    return harness.service_bodies(namespace, service, seed, cluster_ip)
 
 
 def _check_compiled(load: dict[str, Any], result: Any) -> None:
@@ -448,8 +323,8 @@ def _check_compiled(load: dict[str, Any], result: Any) -> None:
         problems.append(f"{certificates} certificates, expected {load['gateways']}")
     if len(snapshot.endpoints) != load["services"]:
         problems.append(f"{len(snapshot.endpoints)} endpoint keys, expected {load['services']}")
-    if any(len(e) != ENDPOINTS_READY for e in snapshot.endpoints.values()):
-        problems.append(f"an endpoint list is not {ENDPOINTS_READY} long")
+    if any(len(e) != harness.ENDPOINTS_READY for e in snapshot.endpoints.values()):
+        problems.append(f"an endpoint list is not {harness.ENDPOINTS_READY} long")
     if any(
         not b.valid
         for t in tables
@@ -483,84 +358,6 @@ def _check_statuses(load: dict[str, Any], statuses: Any) -> None:
         raise SystemExit("statuses not as expected: " + "; ".join(problems))
 
 
-# --- measurement helpers ------------------------------------------------------------------------
-
-
-def _proc_status(field: str) -> int | None:
-    """A ``VmRSS``-style field of /proc/self/status, in bytes (None off Linux)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def _rss_bytes() -> int:
-    """Current resident set size."""
-    return _proc_status("VmRSS") or _max_rss_bytes()
-
-
-def _max_rss_bytes() -> int:
-    """Peak resident set size of this process so far."""
-    found = _proc_status("VmHWM")
-    if found is not None:
-        return found
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024
-
-
-class _GcClock:
-    """Time spent in the cyclic garbage collector, through ``gc.callbacks``."""
-
-    def __init__(self) -> None:
-        self.total = 0.0
-        self.full = 0  # collections of the oldest generation
-        self.cpu = 0.0  # CPU time of the whole run (set by _timed)
-        self._start = 0.0
-
-    def __call__(self, phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            self._start = time.perf_counter()
-        else:
-            self.total += time.perf_counter() - self._start
-            self.full += info["generation"] == 2
-
-
-def _timed(function: Any, repeat: int) -> tuple[list[float], list[_GcClock], Any]:
-    """Run ``function`` ``repeat`` times: wall times, the gc clock of each run, last value."""
-    times: list[float] = []
-    in_gc: list[_GcClock] = []
-    value = None
-    for _ in range(repeat):
-        value = None
-        gc.collect()
-        clock = _GcClock()
-        gc.callbacks.append(clock)
-        cpu = time.process_time()
-        start = time.perf_counter()
-        value = function()
-        times.append(time.perf_counter() - start)
-        clock.cpu = time.process_time() - cpu
-        gc.callbacks.remove(clock)
-        in_gc.append(clock)
-    return times, in_gc, value
-
-
-def _traced(function: Any) -> tuple[int, int, Any]:
-    """Bytes traced by tracemalloc while ``function`` runs: the peak, what is still held at the
-    end (mostly the returned value), and the value."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        value = function()
-        held, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak, held, value
-
-
 # --- worker (each size runs in its own process) -------------------------------------------------
 
 
@@ -573,49 +370,41 @@ def worker_compile(
     trace_build: int,
 ) -> dict[str, Any]:
     """One size: timed runs, then one traced compile (and build_state, if ``trace_build``)."""
-    rss_start = _rss_bytes()
-    load = workload(gateways, _make_tls_data())
+    rss_start = harness.rss_bytes()
+    load = workload(gateways, harness.make_tls_data(TLS_SERIAL))
     bodies = load.pop("bodies")  # kept alive, as an informer cache keeps its objects
-    rss_inputs = _rss_bytes()
-    build_times, build_gc, state = _timed(lambda: build_state(bodies), build_repeat)
-    compile_times, compile_gc, result = _timed(
+    rss_inputs = harness.rss_bytes()
+    build_times, build_gc, state = harness.timed(lambda: build_state(bodies), build_repeat)
+    compile_times, compile_gc, result = harness.timed(
         lambda: compile_state(state, SharedPool()), compile_repeat
     )
     _check_compiled(load, result)
-    rss_after = _rss_bytes()
-    max_rss = _max_rss_bytes()
+    rss_after = harness.rss_bytes()
+    max_rss = harness.max_rss_bytes()
     del result
-    status_times, status_gc, statuses = _timed(lambda: status_of(state), status_repeat)
+    status_times, status_gc, statuses = harness.timed(lambda: status_of(state), status_repeat)
     _check_statuses(load, statuses)
     del statuses
     build_peak = state_held = None
     if trace_build:  # the state's own size: one traced build_state, replacing the timed one
         del state
-        build_peak, state_held, state = _traced(lambda: build_state(bodies))
-    compile_peak, result_held, _ = _traced(lambda: compile_state(state, SharedPool()))
+        build_peak, state_held, state = harness.traced(lambda: build_state(bodies))
+    compile_peak, result_held, _ = harness.traced(lambda: compile_state(state, SharedPool()))
     # The same compile once the long-lived objects (inputs, state) are moved out of the
     # collector's reach with gc.freeze(), as a controller could do after each sync.
     frozen_times: list[float] = []
-    frozen_gc: list[_GcClock] = []
+    frozen_gc: list[harness.GcClock] = []
     if frozen_repeat:
-        gc.collect()
-        gc.freeze()
-        frozen_times, frozen_gc, _ = _timed(
-            lambda: compile_state(state, SharedPool()), frozen_repeat
-        )
-        gc.unfreeze()
+        with harness.gc_frozen():
+            frozen_times, frozen_gc, _ = harness.timed(
+                lambda: compile_state(state, SharedPool()), frozen_repeat
+            )
     return {
         **load,
-        "build_s": build_times,
-        "build_gc_s": [c.total for c in build_gc],
-        "compile_s": compile_times,
-        "compile_gc_s": [c.total for c in compile_gc],
-        "compile_cpu_s": [c.cpu for c in compile_gc],
-        "compile_full_gcs": [c.full for c in compile_gc],
-        "frozen_s": frozen_times,
-        "frozen_gc_s": [c.total for c in frozen_gc],
-        "status_s": status_times,
-        "status_gc_s": [c.total for c in status_gc],
+        **harness.timed_figures("build", build_times, build_gc),
+        **harness.timed_figures("compile", compile_times, compile_gc),
+        **harness.timed_figures("frozen", frozen_times, frozen_gc),
+        **harness.timed_figures("status", status_times, status_gc),
         "build_peak_bytes": build_peak,
         "state_held_bytes": state_held,
         "compile_peak_bytes": compile_peak,
@@ -624,55 +413,33 @@ def worker_compile(
         "rss_inputs_bytes": rss_inputs,
         "rss_after_bytes": rss_after,
         "max_rss_bytes": max_rss,
-        "max_rss_end_bytes": _max_rss_bytes(),
+        "max_rss_end_bytes": harness.max_rss_bytes(),
     }
-
-
-def _run_worker(args: list[str]) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--worker", *args], check=True, capture_output=True, text=True
-    )
-    data: dict[str, Any] = json.loads(out.stdout)
-    return data
 
 
 # --- report -------------------------------------------------------------------------------------
 
 
-def _mb(count: int | None) -> str:
-    return "–" if count is None else f"{count / MB:,.1f}"
-
-
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
-def _med_best(values: list[float], scale: float, digits: int) -> str:
-    """``median (best)``, or ``–`` when there were no runs."""
-    if not values:
-        return "–"
-    return f"{statistics.median(values) * scale:,.{digits}f} ({min(values) * scale:,.{digits}f})"
-
-
 def report(compiles: list[dict[str, Any]], quick: bool) -> None:
     print()
     print("Compile (Gateway API). Times in ms: median (best); memory in MB (10^6 bytes).")
-    print(
-        f"{'rules':>7} {'gw':>4} {'routes':>6} {'ns':>3} {'objects':>7} "
-        f"{'build_state':>19} {'compile':>19} {'gc':>7} {'frozen':>17} "
-        f"{'status':>17} {'build pk':>8} {'compile pk':>10} {'RSS':>7} {'maxRSS':>7}"
-    )
-    for c in compiles:
-        print(
-            f"{c['rules']:>7} {c['gateways']:>4} {c['routes']:>6} {c['namespaces']:>3} "
-            f"{c['objects']:>7} {_med_best(c['build_s'], 1e3, 1):>19} "
-            f"{_med_best(c['compile_s'], 1e3, 1):>19} "
-            f"{statistics.median(c['compile_gc_s']) * 1e3:>7,.1f} "
-            f"{_med_best(c['frozen_s'], 1e3, 1):>17} "
-            f"{_med_best(c['status_s'], 1e3, 1):>17} "
-            f"{_mb(c['build_peak_bytes']):>8} {_mb(c['compile_peak_bytes']):>10} "
-            f"{_mb(c['rss_after_bytes']):>7} {_mb(c['max_rss_bytes']):>7}"
-        )
+    columns = [
+        ("rules", 7), ("gw", 4), ("routes", 6), ("ns", 3), ("objects", 7), ("build_state", 19),
+        ("compile", 19), ("gc", 7), ("frozen", 17), ("status", 17), ("build pk", 8),
+        ("compile pk", 10), ("RSS", 7), ("maxRSS", 7),
+    ]  # fmt: skip
+    rows = [
+        [
+            c["rules"], c["gateways"], c["routes"], c["namespaces"], c["objects"],
+            harness.med_best(c["build_s"]), harness.med_best(c["compile_s"]),
+            f"{statistics.median(c['compile_gc_s']) * 1e3:,.1f}",
+            harness.med_best(c["frozen_s"]), harness.med_best(c["status_s"]),
+            harness.mb(c["build_peak_bytes"]), harness.mb(c["compile_peak_bytes"]),
+            harness.mb(c["rss_after_bytes"]), harness.mb(c["max_rss_bytes"]),
+        ]
+        for c in compiles
+    ]  # fmt: skip
+    harness.print_table(columns, rows)
     runs = ", ".join(
         f"{c['rules']}: {len(c['build_s'])}/{len(c['compile_s'])}/{len(c['frozen_s'])}"
         f"/{len(c['status_s'])}"
@@ -683,7 +450,8 @@ def report(compiles: list[dict[str, Any]], quick: bool) -> None:
         "  gc: median ms of the compile spent in the cyclic collector. frozen: compile after\n"
         "  gc.freeze() of inputs and state. status: compile.status(state). pk: peak traced by\n"
         "  tracemalloc during the call. RSS: resident after build_state + compile (imports\n"
-        f"  alone: {_mb(compiles[0]['rss_start_bytes'])}); maxRSS: high-water mark at that point."
+        f"  alone: {harness.mb(compiles[0]['rss_start_bytes'])}); maxRSS: high-water mark at that "
+        "point."
     )
     print()
     print("Growth: compile time per rule (median)")
@@ -694,12 +462,12 @@ def report(compiles: list[dict[str, Any]], quick: bool) -> None:
             f"  {c['rules']:>7} rules ({c['entries']:>7} listener-table entries): "
             f"{per_rule:.2f} µs/rule, {entries:.2f} µs/entry"
         )
-    for small, big in itertools.pairwise(compiles):
-        ratio = statistics.median(big["compile_s"]) / statistics.median(small["compile_s"])
-        size = big["rules"] / small["rules"]
-        bound = size * math.log(big["rules"]) / math.log(small["rules"])
+    for smaller, bigger in itertools.pairwise(compiles):
+        ratio = statistics.median(bigger["compile_s"]) / statistics.median(smaller["compile_s"])
+        size = bigger["rules"] / smaller["rules"]
+        bound = size * math.log(bigger["rules"]) / math.log(smaller["rules"])
         print(
-            f"  t({big['rules']:,}) / t({small['rules']:,}) = {ratio:.2f} "
+            f"  t({bigger['rules']:,}) / t({smaller['rules']:,}) = {ratio:.2f} "
             f"(linear {size:g}, n log n {bound:.2f})"
         )
     print()
@@ -707,11 +475,11 @@ def report(compiles: list[dict[str, Any]], quick: bool) -> None:
     big = next((c for c in compiles if c["rules"] == TARGET_RULES), None)
     mid = next((c for c in compiles if c["rules"] == GROWTH_FROM), None)
     if quick or big is None or mid is None:
-        print("SKIP  all targets: --quick does not run the target sizes")
+        harness.print_skipped_targets()
         return
     compile_s = statistics.median(big["compile_s"])
-    peak = big["compile_peak_bytes"] / MB
-    max_rss = big["max_rss_bytes"] / MB  # before any tracing: tracemalloc costs memory too
+    peak = big["compile_peak_bytes"] / harness.MB
+    max_rss = big["max_rss_bytes"] / harness.MB  # before any tracing: tracemalloc costs memory too
     ratio = compile_s / statistics.median(mid["compile_s"])
     bound = TARGET_RULES / GROWTH_FROM * math.log(TARGET_RULES) / math.log(GROWTH_FROM)
     lines = [
@@ -726,8 +494,7 @@ def report(compiles: list[dict[str, Any]], quick: bool) -> None:
         (ratio <= bound, f"growth no worse than n log n: t({TARGET_RULES:,}) / "
          f"t({GROWTH_FROM:,}) = {ratio:.2f} <= {bound:.2f}"),
     ]  # fmt: skip
-    for ok, text in lines:
-        print(f"{_verdict(ok)}  {text}")
+    harness.print_targets(lines)
     outside = [
         statistics.median(t - g for t, g in zip(c["compile_s"], c["compile_gc_s"], strict=True))
         for c in (mid, big)
@@ -737,49 +504,25 @@ def report(compiles: list[dict[str, Any]], quick: bool) -> None:
         f"{outside[1]:.3f} s / {outside[0]:.3f} s = {outside[1] / outside[0]:.2f}"
     )
     print(
-        f"info  at {TARGET_RULES:,} rules, RSS: {_mb(big['rss_start_bytes'])} MB after imports, "
-        f"{_mb(big['rss_inputs_bytes'])} MB with the raw input dicts, "
-        f"{_mb(big['rss_after_bytes'])} MB after build_state + compile "
-        f"(high-water mark {_mb(big['max_rss_bytes'])} MB then, "
-        f"{_mb(big['max_rss_end_bytes'])} MB at the end, tracemalloc runs included)"
+        f"info  at {TARGET_RULES:,} rules, RSS: {harness.mb(big['rss_start_bytes'])} MB after "
+        "imports, "
+        f"{harness.mb(big['rss_inputs_bytes'])} MB with the raw input dicts, "
+        f"{harness.mb(big['rss_after_bytes'])} MB after build_state + compile "
+        f"(high-water mark {harness.mb(big['max_rss_bytes'])} MB then, "
+        f"{harness.mb(big['max_rss_end_bytes'])} MB at the end, tracemalloc runs included)"
     )
     print(
         f"info  at {TARGET_RULES:,} rules, held after the call (tracemalloc): state "
-        f"{_mb(big['state_held_bytes'])} MB (– = not traced), compile result "
-        f"{_mb(big['result_held_bytes'])} MB; "
+        f"{harness.mb(big['state_held_bytes'])} MB (– = not traced), compile result "
+        f"{harness.mb(big['result_held_bytes'])} MB; "
         f"status(state) median {statistics.median(big['status_s']):.3f} s"
     )
 
 
-def _git_version() -> str:
-    """``git describe --always --dirty`` of the checkout being measured, if git is there."""
-    try:
-        out = subprocess.run(
-            ["git", "describe", "--always", "--dirty"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return out.stdout.strip()
-
-
-def _load_average() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "n/a"
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
-    parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = harness.parse_args(__doc__, argv)
     if args.worker:
-        json.dump(worker_compile(*(int(n) for n in args.worker)), sys.stdout)
+        harness.answer_worker(args.worker, {"compile": worker_compile})
         return 0
     # (Gateways, build_state runs, compile runs, frozen compile runs, status runs,
     #  trace build_state)
@@ -790,23 +533,15 @@ def main(argv: list[str] | None = None) -> int:
         # timed compiles, one build_state and status, no frozen run and no traced build_state,
         # so that the full run stays under 3 minutes.
         plan = [(10, 5, 9, 5, 5, 1), (100, 3, 5, 3, 3, 1), (1_000, 1, 2, 0, 1, 0)]
-    print(
-        f"bench/compile_gateway.py{' --quick' if args.quick else ''}: "
-        f"Python {platform.python_version()} on {platform.machine()}, "
-        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, commit {_git_version()}"
-    )
-    load_before = _load_average()
-    started = time.perf_counter()
-    compiles = []
-    for gateways, *repeats in plan:
-        rules = gateways * ROUTES_PER_GATEWAY * RULES_PER_ROUTE
-        print(f"  compile: {rules:,} rules ({gateways} Gateways) ...", flush=True)
-        compiles.append(_run_worker([str(gateways), *map(str, repeats)]))
-    report(compiles, args.quick)
-    print(
-        f"\n(total {time.perf_counter() - started:.0f} s; load average before {load_before}, "
-        f"after {_load_average()})"
-    )
+    with harness.session(__file__, args.quick):
+        compiles = []
+        for gateways, *repeats in plan:
+            rules = gateways * ROUTES_PER_GATEWAY * RULES_PER_ROUTE
+            print(f"  compile: {rules:,} rules ({gateways} Gateways) ...", flush=True)
+            compiles.append(
+                harness.run_worker(__file__, ["compile", str(gateways), *map(str, repeats)])
+            )
+        report(compiles, args.quick)
     return 0
 
 

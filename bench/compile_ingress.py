@@ -28,21 +28,15 @@ workload does not compile to the expected snapshot.
 
 from __future__ import annotations
 
-import argparse
-import base64
-import datetime as dt
+import functools
 import gc
-import json
-import platform
-import resource
 import statistics
-import subprocess
 import sys
 import time
-import tracemalloc
 from collections import Counter
-from pathlib import Path
 from typing import Any
+
+import harness
 
 from coxswain.compile.api import compile as compile_state
 from coxswain.compile.model.state import build_state
@@ -54,16 +48,13 @@ from coxswain.route.table import build_table
 CONTROLLER = "coxswain-labs.dev/ingress-controller"  # CompileConfig's default
 PATHS_PER_HOST = 10
 SELECT_PATHS_PER_HOST = 5  # so that the 10-path table still has an exact and a wildcard host
-ENDPOINTS_READY = 3
-ENDPOINTS_NOT_READY = 1
+TLS_SERIAL = 1000  # of the one certificate every Secret holds
 
 # Targets (from the task that introduced this benchmark).
 COMPILE_TARGET_S = 1.0  # compile of 10,000 paths
 MEMORY_TARGET_MB = 100.0  # tracemalloc peak during the compile of 10,000 paths
 SELECT_TARGET_US = 20.0  # per request, at 10 and at 10,000 paths
 SELECT_SAME_RATIO = 1.25  # "the same": 10,000-path figure within 25% of the 10-path figure
-
-MB = 1_000_000
 
 # Host kinds cycle with the host index: 0 → exact with TLS, 1 → wildcard, 2-4 → exact, no TLS.
 # The one certificate names *.example.com, which covers every exact host h<i>.example.com.
@@ -87,44 +78,6 @@ _TEMPLATE: tuple[tuple[str, str], ...] = (
 
 
 # --- workload -----------------------------------------------------------------------------------
-
-
-def _make_tls_data() -> dict[str, str]:
-    """One self-signed EC P-256 certificate for *.example.com, as a Secret's ``data``."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "*.example.com")])
-    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(1000)
-        .not_valid_before(start)
-        .not_valid_after(start + dt.timedelta(days=3650))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("*.example.com"), x509.DNSName("example.com")]
-            ),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    chain = cert.public_bytes(serialization.Encoding.PEM)
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    return {
-        "tls.crt": base64.b64encode(chain).decode(),
-        "tls.key": base64.b64encode(key_pem).decode(),
-    }
 
 
 def _host_name(index: int) -> str:
@@ -190,7 +143,9 @@ def workload(paths: int, paths_per_host: int, tls_data: dict[str, str]) -> dict[
                         "backend": {"service": {"name": service, "port": port}},
                     }
                 )
-                bodies.extend(_service_bodies(namespace, service, host_index * 100 + slot))
+                seed = host_index * 100 + slot
+                cluster_ip = f"172.20.{(seed >> 8) % 256}.{seed % 256}"
+                bodies.extend(harness.service_bodies(namespace, service, seed, cluster_ip))
                 counts["Service"] += 1
                 counts["EndpointSlice"] += 1
             rules.append({"host": host, "http": {"paths": http_paths}})
@@ -200,30 +155,18 @@ def workload(paths: int, paths_per_host: int, tls_data: dict[str, str]) -> dict[
         if tls_hosts:
             secret = f"{name}-tls"
             spec["tls"] = [{"hosts": tls_hosts, "secretName": secret}]
-            bodies.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Secret",
-                    "metadata": {"name": secret, "namespace": namespace},
-                    "type": "kubernetes.io/tls",
-                    "data": dict(tls_data),
-                }
-            )
+            bodies.append(harness.tls_secret(namespace, secret, tls_data))
             counts["Secret"] += 1
-        created = dt.datetime(2026, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=number)
         bodies.append(
-            {
-                "apiVersion": "networking.k8s.io/v1",
-                "kind": "Ingress",
-                "metadata": {
-                    "name": name,
-                    "namespace": namespace,
-                    "uid": f"uid-{number}",
-                    "generation": 1,
-                    "creationTimestamp": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                },
-                "spec": spec,
-            }
+            harness.api_object(
+                "networking.k8s.io/v1",
+                "Ingress",
+                namespace,
+                name,
+                spec,
+                uid=f"uid-{number}",
+                created=number,
+            )
         )
         counts["Ingress"] += 1
     return {
@@ -238,41 +181,6 @@ def workload(paths: int, paths_per_host: int, tls_data: dict[str, str]) -> dict[
         "secrets": counts["Secret"],
         "objects": len(bodies),
     }
-
-
-def _service_bodies(namespace: str, service: str, seed: int) -> list[dict[str, Any]]:
-    base = f"10.{(seed >> 14) % 256}.{(seed >> 6) % 256}"
-    endpoints = [
-        {
-            "addresses": [f"{base}.{(seed % 64) * 4 + i}"],
-            "conditions": {"ready": i < ENDPOINTS_READY},
-        }
-        for i in range(ENDPOINTS_READY + ENDPOINTS_NOT_READY)
-    ]
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": service, "namespace": namespace},
-            "spec": {
-                "type": "ClusterIP",
-                "clusterIP": f"172.20.{(seed >> 8) % 256}.{seed % 256}",
-                "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
-            },
-        },
-        {
-            "apiVersion": "discovery.k8s.io/v1",
-            "kind": "EndpointSlice",
-            "metadata": {
-                "name": f"{service}-abcde",
-                "namespace": namespace,
-                "labels": {"kubernetes.io/service-name": service},
-            },
-            "addressType": "IPv4",
-            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-            "endpoints": endpoints,
-        },
-    ]
 
 
 def _check_compiled(load: dict[str, Any], result: Any) -> None:
@@ -290,8 +198,8 @@ def _check_compiled(load: dict[str, Any], result: Any) -> None:
         problems.append(f"{len(tls)} TLS hosts, expected {load['tls_hosts']}")
     if len(snapshot.endpoints) != load["services"]:
         problems.append(f"{len(snapshot.endpoints)} endpoint keys, expected {load['services']}")
-    if any(len(e) != ENDPOINTS_READY for e in snapshot.endpoints.values()):
-        problems.append(f"an endpoint list is not {ENDPOINTS_READY} long")
+    if any(len(e) != harness.ENDPOINTS_READY for e in snapshot.endpoints.values()):
+        problems.append(f"an endpoint list is not {harness.ENDPOINTS_READY} long")
     if any(not r.backend.valid for v in hosts.values() for r in v.paths):
         problems.append("an invalid backend")
     reasons = Counter(d.reason for d in result.diagnostics)
@@ -301,119 +209,36 @@ def _check_compiled(load: dict[str, Any], result: Any) -> None:
         raise SystemExit("workload did not compile as expected: " + "; ".join(problems))
 
 
-# --- measurement helpers ------------------------------------------------------------------------
-
-
-def _proc_status(field: str) -> int | None:
-    """A ``VmRSS``-style field of /proc/self/status, in bytes (None off Linux)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def _rss_bytes() -> int:
-    """Current resident set size."""
-    return _proc_status("VmRSS") or _max_rss_bytes()
-
-
-def _max_rss_bytes() -> int:
-    """Peak resident set size of this process so far."""
-    found = _proc_status("VmHWM")
-    if found is not None:
-        return found
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024
-
-
-class _GcClock:
-    """Time spent in the cyclic garbage collector, through ``gc.callbacks``."""
-
-    def __init__(self) -> None:
-        self.total = 0.0
-        self.full = 0  # collections of the oldest generation
-        self.cpu = 0.0  # CPU time of the whole run (set by _timed)
-        self._start = 0.0
-
-    def __call__(self, phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            self._start = time.perf_counter()
-        else:
-            self.total += time.perf_counter() - self._start
-            self.full += info["generation"] == 2
-
-
-def _timed(function: Any, repeat: int) -> tuple[list[float], list[_GcClock], Any]:
-    """Run ``function`` ``repeat`` times: wall times, the gc clock of each run, last value."""
-    times: list[float] = []
-    in_gc: list[_GcClock] = []
-    value = None
-    for _ in range(repeat):
-        value = None
-        gc.collect()
-        clock = _GcClock()
-        gc.callbacks.append(clock)
-        cpu, start = time.process_time(), time.perf_counter()
-        value = function()
-        times.append(time.perf_counter() - start)
-        clock.cpu = time.process_time() - cpu
-        gc.callbacks.remove(clock)
-        in_gc.append(clock)
-    return times, in_gc, value
-
-
-def _traced(function: Any) -> tuple[int, int, Any]:
-    """Bytes traced by tracemalloc while ``function`` runs: the peak, what is still held at the
-    end (mostly the returned value), and the value."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        value = function()
-        held, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak, held, value
-
-
 # --- workers (each run in its own process) ------------------------------------------------------
 
 
 def worker_compile(paths: int, build_repeat: int, compile_repeat: int) -> dict[str, Any]:
-    rss_start = _rss_bytes()
-    load = workload(paths, PATHS_PER_HOST, _make_tls_data())
+    rss_start = harness.rss_bytes()
+    load = workload(paths, PATHS_PER_HOST, harness.make_tls_data(TLS_SERIAL))
     bodies = load.pop("bodies")  # kept alive, as an informer cache keeps its objects
-    rss_inputs = _rss_bytes()
-    build_times, build_gc, state = _timed(lambda: build_state(bodies), build_repeat)
-    compile_times, compile_gc, result = _timed(
+    rss_inputs = harness.rss_bytes()
+    build_times, build_gc, state = harness.timed(lambda: build_state(bodies), build_repeat)
+    compile_times, compile_gc, result = harness.timed(
         lambda: compile_state(state, SharedPool()), compile_repeat
     )
     _check_compiled(load, result)
-    rss_after = _rss_bytes()
-    max_rss = _max_rss_bytes()
+    rss_after = harness.rss_bytes()
+    max_rss = harness.max_rss_bytes()
     del result
     del state
-    build_peak, state_held, state = _traced(lambda: build_state(bodies))
-    compile_peak, result_held, _ = _traced(lambda: compile_state(state, SharedPool()))
+    build_peak, state_held, state = harness.traced(lambda: build_state(bodies))
+    compile_peak, result_held, _ = harness.traced(lambda: compile_state(state, SharedPool()))
     # The same compile once the long-lived objects (inputs, state) are moved out of the
     # collector's reach with gc.freeze(), as a controller could do after each sync.
-    gc.collect()
-    gc.freeze()
-    frozen_times, frozen_gc, _ = _timed(lambda: compile_state(state, SharedPool()), compile_repeat)
-    gc.unfreeze()
+    with harness.gc_frozen():
+        frozen_times, frozen_gc, _ = harness.timed(
+            lambda: compile_state(state, SharedPool()), compile_repeat
+        )
     return {
         **load,
-        "build_s": build_times,
-        "build_gc_s": [c.total for c in build_gc],
-        "compile_s": compile_times,
-        "compile_gc_s": [c.total for c in compile_gc],
-        "compile_cpu_s": [c.cpu for c in compile_gc],
-        "compile_full_gcs": [c.full for c in compile_gc],
-        "frozen_s": frozen_times,
-        "frozen_gc_s": [c.total for c in frozen_gc],
-        "frozen_full_gcs": [c.full for c in frozen_gc],
+        **harness.timed_figures("build", build_times, build_gc),
+        **harness.timed_figures("compile", compile_times, compile_gc),
+        **harness.timed_figures("frozen", frozen_times, frozen_gc),
         "build_peak_bytes": build_peak,
         "state_held_bytes": state_held,
         "compile_peak_bytes": compile_peak,
@@ -486,10 +311,10 @@ _EXPECTED = {  # kind → (status, matched path); status None means forwarded
 
 
 def _select_table(paths: int) -> tuple[Any, int, float]:
-    load = workload(paths, SELECT_PATHS_PER_HOST, _make_tls_data())
+    load = workload(paths, SELECT_PATHS_PER_HOST, harness.make_tls_data(TLS_SERIAL))
     result = compile_state(build_state(load.pop("bodies")), SharedPool())
     _check_compiled(load, result)
-    times, _, table = _timed(lambda: build_table(result.snapshot), 3)
+    times, _, table = harness.timed(lambda: build_table(result.snapshot), 3)
     return table, load["hosts"], statistics.median(times)
 
 
@@ -560,51 +385,33 @@ def worker_select(small: int, big: int, count: int, slices: int, rounds: int) ->
     }
 
 
-def _run_worker(args: list[str]) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--worker", *args], check=True, capture_output=True, text=True
-    )
-    data: dict[str, Any] = json.loads(out.stdout)
-    return data
-
-
 # --- report -------------------------------------------------------------------------------------
 
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1000:.1f}"
-
-
-def _mb(count: int) -> str:
-    return f"{count / MB:.1f}"
-
-
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
-def _med_best(values: list[float], scale: float, digits: int) -> str:
-    return f"{statistics.median(values) * scale:.{digits}f} ({min(values) * scale:.{digits}f})"
+# This script's figures print without a thousands separator (the other scripts group them).
+_mb = functools.partial(harness.mb, grouping="")
+_med_best = functools.partial(harness.med_best, grouping="")
 
 
 def report(compiles: list[dict[str, Any]], select_run: dict[str, Any], quick: bool) -> None:
     print()
     print("Compile (Ingress). Times in ms: median (best); memory in MB (10^6 bytes).")
-    print(
-        f"{'paths':>6} {'hosts':>5} {'ingr':>4} {'ns':>3} {'objects':>7} "
-        f"{'build_state':>15} {'compile':>15} {'gc':>5} {'frozen':>13} "
-        f"{'build pk':>8} {'compile pk':>10} {'RSS':>6} {'maxRSS':>6}"
-    )
-    for c in compiles:
-        print(
-            f"{c['paths']:>6} {c['hosts']:>5} {c['ingresses']:>4} {c['namespaces']:>3} "
-            f"{c['objects']:>7} {_med_best(c['build_s'], 1e3, 1):>15} "
-            f"{_med_best(c['compile_s'], 1e3, 1):>15} "
-            f"{statistics.median(c['compile_gc_s']) * 1e3:>5.1f} "
-            f"{_med_best(c['frozen_s'], 1e3, 1):>13} "
-            f"{_mb(c['build_peak_bytes']):>8} {_mb(c['compile_peak_bytes']):>10} "
-            f"{_mb(c['rss_after_bytes']):>6} {_mb(c['max_rss_bytes']):>6}"
-        )
+    columns = [
+        ("paths", 6), ("hosts", 5), ("ingr", 4), ("ns", 3), ("objects", 7), ("build_state", 15),
+        ("compile", 15), ("gc", 5), ("frozen", 13), ("build pk", 8), ("compile pk", 10),
+        ("RSS", 6), ("maxRSS", 6),
+    ]  # fmt: skip
+    rows = [
+        [
+            c["paths"], c["hosts"], c["ingresses"], c["namespaces"], c["objects"],
+            _med_best(c["build_s"]), _med_best(c["compile_s"]),
+            f"{statistics.median(c['compile_gc_s']) * 1e3:.1f}", _med_best(c["frozen_s"]),
+            _mb(c["build_peak_bytes"]), _mb(c["compile_peak_bytes"]),
+            _mb(c["rss_after_bytes"]), _mb(c["max_rss_bytes"]),
+        ]
+        for c in compiles
+    ]  # fmt: skip
+    harness.print_table(columns, rows)
     runs = ", ".join(f"{c['paths']}: {len(c['build_s'])}/{len(c['compile_s'])}" for c in compiles)
     print(
         f"  runs (build_state/compile): {runs}. gc: median ms of the compile spent in the\n"
@@ -615,23 +422,21 @@ def report(compiles: list[dict[str, Any]], select_run: dict[str, Any], quick: bo
     print()
     print("Route selection: route.select on build_table(snapshot). µs per request.")
     kinds = [kind for kind, _ in _MIX]
-    print(
-        f"{'config':>8} {'paths':>6} {'hosts':>5} {'requests':>8} {'median (best)':>13} "
-        f"{'table ms':>8} " + " ".join(f"{k:>11}" for k in kinds)
-    )
-    total = select_run["requests"]
+    columns = [
+        ("config", 8), ("paths", 6), ("hosts", 5), ("requests", 8), ("median (best)", 13),
+        ("table ms", 8), *((k, 11) for k in kinds),
+    ]  # fmt: skip
+    rows = []
     for name, info in select_run["configs"].items():
-        per = select_run["per_request_s"][name]
         kind_times = select_run["per_kind_s"].get(name)
-        cells = (
-            " ".join(f"{kind_times[k] * 1e6:>11.2f}" for k in kinds)
-            if kind_times
-            else " ".join(f"{'-':>11}" for _ in kinds)
-        )
-        print(
-            f"{name:>8} {info['paths']:>6} {info['hosts']:>5} {total:>8} "
-            f"{_med_best(per, 1e6, 2):>13} {info['build_table_s'] * 1e3:>8.1f} {cells}"
-        )
+        per_kind = [f"{kind_times[k] * 1e6:.2f}" if kind_times else "-" for k in kinds]
+        row = [
+            name, info["paths"], info["hosts"], select_run["requests"],
+            _med_best(select_run["per_request_s"][name], 1e6, 2),
+            f"{info['build_table_s'] * 1e3:.1f}", *per_kind,
+        ]  # fmt: skip
+        rows.append(row)
+    harness.print_table(columns, rows)
     mix = ", ".join(f"{kind} {share}%" for kind, share in _MIX)
     print(
         f"  mix: {mix}.\n"
@@ -645,10 +450,10 @@ def report(compiles: list[dict[str, Any]], select_run: dict[str, Any], quick: bo
     big = next((c for c in compiles if c["paths"] == 10_000), None)
     sizes = (select_run["configs"]["small"]["paths"], select_run["configs"]["big"]["paths"])
     if quick or big is None or sizes != (10, 10_000):
-        print("SKIP  all targets: --quick does not run the target sizes")
+        harness.print_skipped_targets()
         return
     compile_s = statistics.median(big["compile_s"])
-    peak = big["compile_peak_bytes"] / MB
+    peak = big["compile_peak_bytes"] / harness.MB
     per = select_run["per_request_s"]
     small_us = statistics.median(per["small"]) * 1e6
     big_us = statistics.median(per["big"]) * 1e6
@@ -671,8 +476,7 @@ def report(compiles: list[dict[str, Any]], select_run: dict[str, Any], quick: bo
         (control <= SELECT_SAME_RATIO, f"select the same at 10 and 10,000 paths, same "
          f"requests (control; ratio <= {SELECT_SAME_RATIO:g}): ratio {control:.2f}"),
     ]  # fmt: skip
-    for ok, text in lines:
-        print(f"{_verdict(ok)}  {text}")
+    harness.print_targets(lines)
     print(
         f"info  at 10,000 paths, RSS: {_mb(big['rss_start_bytes'])} MB after imports, "
         f"{_mb(big['rss_inputs_bytes'])} MB with the raw input dicts, "
@@ -685,38 +489,10 @@ def report(compiles: list[dict[str, Any]], select_run: dict[str, Any], quick: bo
     )
 
 
-def _git_version() -> str:
-    """``git describe --always --dirty`` of the checkout being measured, if git is there."""
-    try:
-        out = subprocess.run(
-            ["git", "describe", "--always", "--dirty"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return out.stdout.strip()
-
-
-def _load_average() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "n/a"
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
-    parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = harness.parse_args(__doc__, argv)
     if args.worker:
-        kind, *numbers = args.worker
-        values = [int(n) for n in numbers]
-        data = worker_compile(*values) if kind == "compile" else worker_select(*values)
-        json.dump(data, sys.stdout)
+        harness.answer_worker(args.worker, {"compile": worker_compile, "select": worker_select})
         return 0
     if args.quick:
         compile_plan = [(10, 2, 2), (100, 2, 2)]
@@ -724,26 +500,18 @@ def main(argv: list[str] | None = None) -> int:
     else:
         compile_plan = [(100, 15, 30), (1_000, 7, 15), (10_000, 3, 7)]
         select_plan = (10, 10_000, 10_000, 20, 1)
-    print(
-        f"bench/compile_ingress.py{' --quick' if args.quick else ''}: "
-        f"Python {platform.python_version()} on {platform.machine()}, "
-        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, commit {_git_version()}"
-    )
-    load_before = _load_average()
-    started = time.perf_counter()
-    compiles = []
-    for paths, build_repeat, compile_repeat in compile_plan:
-        print(f"  compile: {paths} paths ...", flush=True)
-        compiles.append(
-            _run_worker(["compile", str(paths), str(build_repeat), str(compile_repeat)])
-        )
-    print(f"  select: {select_plan[0]} and {select_plan[1]} paths ...", flush=True)
-    select_run = _run_worker(["select", *map(str, select_plan)])
-    report(compiles, select_run, args.quick)
-    print(
-        f"\n(total {time.perf_counter() - started:.0f} s; load average before {load_before}, "
-        f"after {_load_average()})"
-    )
+    with harness.session(__file__, args.quick):
+        compiles = []
+        for paths, build_repeat, compile_repeat in compile_plan:
+            print(f"  compile: {paths} paths ...", flush=True)
+            compiles.append(
+                harness.run_worker(
+                    __file__, ["compile", str(paths), str(build_repeat), str(compile_repeat)]
+                )
+            )
+        print(f"  select: {select_plan[0]} and {select_plan[1]} paths ...", flush=True)
+        select_run = harness.run_worker(__file__, ["select", *map(str, select_plan)])
+        report(compiles, select_run, args.quick)
     return 0
 
 

@@ -43,21 +43,15 @@ for instance when the generated workload does not compile to what it should.
 
 from __future__ import annotations
 
-import argparse
-import base64
-import datetime as dt
 import gc
 import json
-import platform
-import resource
 import statistics
-import subprocess
 import sys
 import time
-import tracemalloc
 from collections import Counter
-from pathlib import Path
 from typing import Any
+
+import harness
 
 from coxswain.compile.api import compile as compile_state
 from coxswain.compile.api import status as status_of
@@ -79,16 +73,13 @@ ROUTES_PER_GATEWAY = 10
 RULES_PER_ROUTE = 10  # the length of _rule_template()
 GATEWAYS_PER_NAMESPACE = 20
 INGRESSES_PER_TEN_GATEWAYS = 3
-ENDPOINTS_READY = 3
-ENDPOINTS_NOT_READY = 1
+TLS_SERIAL = 3000  # of the one certificate every Secret holds
 
 # Targets (from the issue that introduced scopes).
 TARGET_GATEWAYS = 1_000
 SCOPE_TARGET_S = 0.010  # one GatewayScope compile at 1,000 Gateways, median
 GROWTH_FROM = 100  # per-scope time at 100 vs 1,000 Gateways...
 SAME_RATIO = 1.25  # ...is "flat" when within 25%
-
-MB = 1_000_000
 
 # Gateway kinds cycle with the Gateway index: 0, 2 shared; 1 dedicated, its Deployment rolling
 # out (no ready replica: the shared pool still serves it); 3 dedicated with a ready Deployment.
@@ -98,48 +89,6 @@ _SPLIT_RULES = frozenset({2, 9})
 
 
 # --- workload -----------------------------------------------------------------------------------
-
-
-def _make_tls_data() -> dict[str, str]:
-    """One self-signed EC P-256 certificate for *.example.com, as a Secret's ``data``.
-
-    Every Secret holds it: the compiler does not match certificate names against listener
-    hostnames, and one certificate keeps the workload cheap to generate.
-    """
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "*.example.com")])
-    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(3000)
-        .not_valid_before(start)
-        .not_valid_after(start + dt.timedelta(days=3650))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("*.example.com"), x509.DNSName("example.com")]
-            ),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    chain = cert.public_bytes(serialization.Encoding.PEM)
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    return {
-        "tls.crt": base64.b64encode(chain).decode(),
-        "tls.key": base64.b64encode(key_pem).decode(),
-    }
 
 
 def _path(kind: str, value: str) -> dict[str, Any]:
@@ -181,10 +130,6 @@ def _rule_template() -> list[dict[str, Any]]:
         {"matches": [_path("PathPrefix", "/docs")]},
         {"matches": [_path("PathPrefix", "/")]},
     ]
-
-
-def _timestamp(start: dt.datetime, seconds: int) -> str:
-    return (start + dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
@@ -238,7 +183,6 @@ def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
             }
         )
     counts: Counter[str] = Counter()
-    created = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     described: list[dict[str, Any]] = []  # one entry per Gateway
     for g in range(gateways):
         namespace = namespaces[g // GATEWAYS_PER_NAMESPACE]
@@ -249,16 +193,7 @@ def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
             "gatewayClassName": CLASS,
             "listeners": [
                 {"name": "http", "port": 80, "protocol": "HTTP"},
-                {
-                    "name": "https",
-                    "port": 443,
-                    "protocol": "HTTPS",
-                    "hostname": f"*.{domain}",
-                    "tls": {
-                        "mode": "Terminate",
-                        "certificateRefs": [{"kind": "Secret", "name": secret}],
-                    },
-                },
+                harness.https_listener(f"*.{domain}", secret),
             ],
         }
         if kind != "shared":
@@ -272,28 +207,11 @@ def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
             bodies.extend(_dedicated_bodies(namespace, gateway, g, ready=kind == "ready"))
             counts["Deployment"] += 1
         bodies.append(
-            {
-                "apiVersion": GATEWAY_API,
-                "kind": "Gateway",
-                "metadata": {
-                    "name": gateway,
-                    "namespace": namespace,
-                    "uid": f"uid-gw-{g}",
-                    "generation": 1,
-                    "creationTimestamp": _timestamp(created, g),
-                },
-                "spec": spec,
-            }
+            harness.api_object(
+                GATEWAY_API, "Gateway", namespace, gateway, spec, uid=f"uid-gw-{g}", created=g
+            )
         )
-        bodies.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": secret, "namespace": namespace},
-                "type": "kubernetes.io/tls",
-                "data": dict(tls_data),
-            }
-        )
+        bodies.append(harness.tls_secret(namespace, secret, tls_data))
         counts["Gateway"] += 1
         counts["Secret"] += 1
         routes: list[str] = []
@@ -303,31 +221,22 @@ def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
             service, canary = f"g{g}-svc-{r}", f"g{g}-svc-{r}-canary"
             has_canary = r % 2 == 0
             rules = _rule_template()
-            for slot, rule in enumerate(rules):
-                if has_canary and slot in _SPLIT_RULES:
-                    rule["backendRefs"] = [
-                        {"name": service, "port": 80, "weight": 90},
-                        {"name": canary, "port": 80, "weight": 10},
-                    ]
-                else:
-                    rule["backendRefs"] = [{"name": service, "port": 80}]
+            harness.set_backend_refs(rules, service, canary if has_canary else None, _SPLIT_RULES)
+            route_spec = {
+                "parentRefs": [{"name": gateway}],
+                "hostnames": [f"app{r}.{domain}"],
+                "rules": rules,
+            }
             bodies.append(
-                {
-                    "apiVersion": GATEWAY_API,
-                    "kind": "HTTPRoute",
-                    "metadata": {
-                        "name": name,
-                        "namespace": namespace,
-                        "uid": f"uid-{name}",
-                        "generation": 1,
-                        "creationTimestamp": _timestamp(created, g * ROUTES_PER_GATEWAY + r),
-                    },
-                    "spec": {
-                        "parentRefs": [{"name": gateway}],
-                        "hostnames": [f"app{r}.{domain}"],
-                        "rules": rules,
-                    },
-                }
+                harness.api_object(
+                    GATEWAY_API,
+                    "HTTPRoute",
+                    namespace,
+                    name,
+                    route_spec,
+                    uid=f"uid-{name}",
+                    created=g * ROUTES_PER_GATEWAY + r,
+                )
             )
             routes.append(name)
             counts["HTTPRoute"] += 1
@@ -383,18 +292,15 @@ def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
             counts["tls_ingress_hosts"] += 1
         ingress_endpoints.update(f"{namespace}/g{i}-svc-{s}/80" for s in (0, 1))
         bodies.append(
-            {
-                "apiVersion": "networking.k8s.io/v1",
-                "kind": "Ingress",
-                "metadata": {
-                    "name": f"ing-{i}",
-                    "namespace": namespace,
-                    "uid": f"uid-ing-{i}",
-                    "generation": 1,
-                    "creationTimestamp": _timestamp(created, i),
-                },
-                "spec": ing,
-            }
+            harness.api_object(
+                "networking.k8s.io/v1",
+                "Ingress",
+                namespace,
+                f"ing-{i}",
+                ing,
+                uid=f"uid-ing-{i}",
+                created=i,
+            )
         )
         counts["Ingress"] += 1
     kinds = Counter(d["kind"] for d in described)
@@ -456,38 +362,8 @@ def _dedicated_bodies(namespace: str, gateway: str, g: int, *, ready: bool) -> l
 
 
 def _service_bodies(namespace: str, service: str, seed: int) -> list[dict[str, Any]]:
-    base = f"10.{(seed >> 14) % 256}.{(seed >> 6) % 256}"
-    endpoints = [
-        {
-            "addresses": [f"{base}.{(seed % 64) * 4 + i}"],
-            "conditions": {"ready": i < ENDPOINTS_READY},
-        }
-        for i in range(ENDPOINTS_READY + ENDPOINTS_NOT_READY)
-    ]
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": service, "namespace": namespace},
-            "spec": {
-                "type": "ClusterIP",
-                "clusterIP": f"172.{16 + (seed >> 16) % 15}.{(seed >> 8) % 256}.{seed % 256}",
-                "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
-            },
-        },
-        {
-            "apiVersion": "discovery.k8s.io/v1",
-            "kind": "EndpointSlice",
-            "metadata": {
-                "name": f"{service}-abcde",
-                "namespace": namespace,
-                "labels": {"kubernetes.io/service-name": service},
-            },
-            "addressType": "IPv4",
-            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-            "endpoints": endpoints,
-        },
-    ]
+    cluster_ip = f"172.{16 + (seed >> 16) % 15}.{(seed >> 8) % 256}.{seed % 256}"
+    return harness.service_bodies(namespace, service, seed, cluster_ip)
 
 
 # --- checks: fail loudly unless every compile holds what the workload says ----------------------
@@ -544,8 +420,8 @@ def _check_shared(load: dict[str, Any], result: Any) -> None:
     want.update(load["ingress_endpoints"])
     if set(snapshot.endpoints) != want:
         problems.append(f"{len(snapshot.endpoints)} endpoint keys, expected {len(want)}")
-    if any(len(e) != ENDPOINTS_READY for e in snapshot.endpoints.values()):
-        problems.append(f"an endpoint list is not {ENDPOINTS_READY} long")
+    if any(len(e) != harness.ENDPOINTS_READY for e in snapshot.endpoints.values()):
+        problems.append(f"an endpoint list is not {harness.ENDPOINTS_READY} long")
     if reasons := Counter(d.reason for d in result.diagnostics):
         problems.append(f"unexpected diagnostics {dict(reasons)}")
     _fail("SharedPool snapshot", problems)
@@ -635,61 +511,7 @@ def _check_provisioned(load: dict[str, Any], desired: Any) -> None:
     _fail("provision", problems)
 
 
-# --- measurement helpers ------------------------------------------------------------------------
-
-
-def _proc_status(field: str) -> int | None:
-    """A ``VmRSS``-style field of /proc/self/status, in bytes (None off Linux)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def _rss_bytes() -> int:
-    """Current resident set size."""
-    return _proc_status("VmRSS") or _max_rss_bytes()
-
-
-def _max_rss_bytes() -> int:
-    """Peak resident set size of this process so far."""
-    found = _proc_status("VmHWM")
-    if found is not None:
-        return found
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024
-
-
-def _timed(function: Any, repeat: int) -> tuple[list[float], Any]:
-    """Run ``function`` ``repeat`` times after a full collection each: wall times, last value."""
-    times: list[float] = []
-    value = None
-    for _ in range(repeat):
-        value = None
-        gc.collect()
-        start = time.perf_counter()
-        value = function()
-        times.append(time.perf_counter() - start)
-    return times, value
-
-
-class _GcClock:
-    """Time spent in the cyclic garbage collector, through ``gc.callbacks``."""
-
-    def __init__(self) -> None:
-        self.total = 0.0
-        self.full = 0  # collections of the oldest generation
-        self._start = 0.0
-
-    def __call__(self, phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            self._start = time.perf_counter()
-        else:
-            self.total += time.perf_counter() - self._start
-            self.full += info["generation"] == 2
+# --- measurement: one pass over every scope -----------------------------------------------------
 
 
 def _scope_pass(state: Any, scopes: list[GatewayScope]) -> tuple[list[float], float, int, float]:
@@ -697,7 +519,7 @@ def _scope_pass(state: Any, scopes: list[GatewayScope]) -> tuple[list[float], fl
     timed on its own: per-scope times, the wall time of the pass, full collections and the
     time spent in the collector during it."""
     gc.collect()
-    clock = _GcClock()
+    clock = harness.GcClock()
     gc.callbacks.append(clock)
     times: list[float] = []
     start = time.perf_counter()
@@ -708,18 +530,6 @@ def _scope_pass(state: Any, scopes: list[GatewayScope]) -> tuple[list[float], fl
     wall = time.perf_counter() - start
     gc.callbacks.remove(clock)
     return times, wall, clock.full, clock.total
-
-
-def _traced(function: Any) -> tuple[int, Any]:
-    """The peak traced by tracemalloc while ``function`` runs, and its value."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        value = function()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak, value
 
 
 # --- workers (each run in its own process) ------------------------------------------------------
@@ -743,7 +553,7 @@ def worker_growth(small: int, big: int, rounds: int) -> dict[str, Any]:
     first alternates too), so that drift in the machine's speed hits both alike.
 
     Each round pairs every scope of the big world with a scope of the small one (cycling)."""
-    tls_data = _make_tls_data()
+    tls_data = harness.make_tls_data(TLS_SERIAL)
     small_state, small_scopes, small_bodies = _world(small, tls_data)
     big_state, big_scopes, big_bodies = _world(big, tls_data)
     times: dict[str, list[float]] = {"small": [], "big": []}
@@ -784,13 +594,15 @@ def worker(
     status_repeat: int,
     provision_repeat: int,
 ) -> dict[str, Any]:
-    rss_start = _rss_bytes()
-    load = workload(gateways, _make_tls_data())
+    rss_start = harness.rss_bytes()
+    load = workload(gateways, harness.make_tls_data(TLS_SERIAL))
     bodies = load.pop("bodies")  # kept alive, as an informer cache keeps its objects
     described = load.pop("described")
-    rss_inputs = _rss_bytes()
-    build_times, state = _timed(lambda: build_state(bodies), build_repeat)
-    shared_times, result = _timed(lambda: compile_state(state, SharedPool()), shared_repeat)
+    rss_inputs = harness.rss_bytes()
+    build_times, _, state = harness.timed(lambda: build_state(bodies), build_repeat)
+    shared_times, _, result = harness.timed(
+        lambda: compile_state(state, SharedPool()), shared_repeat
+    )
     _check_shared({**load, "described": described}, result)
     del result
     dedicated = [d for d in described if d["kind"] != "shared"]
@@ -799,16 +611,14 @@ def worker(
     for gateway, scope in zip(dedicated, scopes, strict=True):
         _check_scope(gateway, compile_state(state, scope))
     passes = [_scope_pass(state, scopes) for _ in range(scope_passes)]
-    gc.collect()
-    gc.freeze()
-    frozen = _scope_pass(state, scopes)
-    gc.unfreeze()
-    scope_peak, _ = _traced(lambda: compile_state(state, scopes[len(scopes) // 2]))
-    status_times, statuses = _timed(lambda: status_of(state), status_repeat)
+    with harness.gc_frozen():
+        frozen = _scope_pass(state, scopes)
+    scope_peak, _, _ = harness.traced(lambda: compile_state(state, scopes[len(scopes) // 2]))
+    status_times, _, statuses = harness.timed(lambda: status_of(state), status_repeat)
     _check_statuses(load, statuses)
     del statuses
     config = CompileConfig()
-    provision_times, desired = _timed(lambda: provision(state, config), provision_repeat)
+    provision_times, _, desired = harness.timed(lambda: provision(state, config), provision_repeat)
     _check_provisioned(load, desired)
     del desired
     load.pop("ingress_endpoints")
@@ -828,20 +638,9 @@ def worker(
         "provision_s": provision_times,
         "rss_start_bytes": rss_start,
         "rss_inputs_bytes": rss_inputs,
-        "rss_after_bytes": _rss_bytes(),
-        "max_rss_bytes": _max_rss_bytes(),
+        "rss_after_bytes": harness.rss_bytes(),
+        "max_rss_bytes": harness.max_rss_bytes(),
     }
-
-
-def _run_worker(args: list[str]) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--worker", *args], check=False, capture_output=True, text=True
-    )
-    if out.returncode:
-        sys.stderr.write(out.stdout[-2000:] + out.stderr[-4000:])
-        raise SystemExit(f"worker {' '.join(args)} failed with exit code {out.returncode}")
-    data: dict[str, Any] = json.loads(out.stdout)
-    return data
 
 
 # --- report -------------------------------------------------------------------------------------
@@ -851,16 +650,6 @@ def _percentile(values: list[float], share: float) -> float:
     """The nearest-rank percentile (``share`` in 0..1)."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered)) - 1))]
-
-
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
-def _med_best(values: list[float], scale: float = 1e3, digits: int = 1) -> str:
-    if not values:
-        return "–"
-    return f"{statistics.median(values) * scale:,.{digits}f} ({min(values) * scale:,.{digits}f})"
 
 
 def _dist(values: list[float]) -> str:
@@ -874,32 +663,37 @@ def _dist(values: list[float]) -> str:
 def report(runs: list[dict[str, Any]], growth: dict[str, Any], quick: bool) -> None:
     print()
     print("World")
-    print(
-        f"{'gw':>5} {'shared':>6} {'pending':>7} {'ready':>5} {'ns':>3} {'routes':>6} "
-        f"{'rules':>7} {'ingr':>4} {'svc':>6} {'objects':>7}"
-    )
-    for c in runs:
-        print(
-            f"{c['gateways']:>5} {c['shared']:>6} {c['pending']:>7} {c['ready']:>5} "
-            f"{c['namespaces']:>3} {c['routes']:>6} {c['rules']:>7} {c['ingresses']:>4} "
-            f"{c['services']:>6} {c['objects']:>7}"
-        )
+    columns = [
+        ("gw", 5), ("shared", 6), ("pending", 7), ("ready", 5), ("ns", 3), ("routes", 6),
+        ("rules", 7), ("ingr", 4), ("svc", 6), ("objects", 7),
+    ]  # fmt: skip
+    rows = [
+        [
+            c["gateways"], c["shared"], c["pending"], c["ready"], c["namespaces"], c["routes"],
+            c["rules"], c["ingresses"], c["services"], c["objects"],
+        ]
+        for c in runs
+    ]  # fmt: skip
+    harness.print_table(columns, rows)
     print(
         "  pending: dedicated, Deployment not ready (still in the shared pool); ready: dedicated,\n"
         "  Deployment ready (out of the pool). svc: Services with an EndpointSlice each."
     )
     print()
     print("Whole-world calls. ms: median (best)")
-    print(
-        f"{'gw':>5} {'build_state':>19} {'compile(SharedPool)':>19} {'status':>19} "
-        f"{'provision':>19} {'RSS MB':>7} {'maxRSS':>7}"
-    )
-    for c in runs:
-        print(
-            f"{c['gateways']:>5} {_med_best(c['build_s']):>19} {_med_best(c['shared_s']):>19} "
-            f"{_med_best(c['status_s']):>19} {_med_best(c['provision_s']):>19} "
-            f"{c['rss_after_bytes'] / MB:>7,.0f} {c['max_rss_bytes'] / MB:>7,.0f}"
-        )
+    columns = [
+        ("gw", 5), ("build_state", 19), ("compile(SharedPool)", 19), ("status", 19),
+        ("provision", 19), ("RSS MB", 7), ("maxRSS", 7),
+    ]  # fmt: skip
+    rows = [
+        [
+            c["gateways"], harness.med_best(c["build_s"]), harness.med_best(c["shared_s"]),
+            harness.med_best(c["status_s"]), harness.med_best(c["provision_s"]),
+            f"{c['rss_after_bytes'] / harness.MB:,.0f}", f"{c['max_rss_bytes'] / harness.MB:,.0f}",
+        ]
+        for c in runs
+    ]  # fmt: skip
+    harness.print_table(columns, rows)
     runs_text = ", ".join(
         f"{c['gateways']}: {len(c['build_s'])}/{len(c['shared_s'])}/{len(c['status_s'])}"
         f"/{len(c['provision_s'])}"
@@ -911,18 +705,21 @@ def report(runs: list[dict[str, Any]], growth: dict[str, Any], quick: bool) -> N
     )
     print()
     print("Gateway scopes: compile(state, GatewayScope(ns, name)), every dedicated Gateway.")
-    print(
-        f"{'gw':>5} {'scopes':>6} {'calls':>6} {'per scope ms: med / p99 / max':>30} "
-        f"{'pass ms':>15} {'full gc':>7} {'gc ms':>6} {'frozen: med / p99 / max':>24} "
-        f"{'peak KB':>7}"
-    )
-    for c in runs:
-        print(
-            f"{c['gateways']:>5} {c['scopes']:>6} {len(c['scope_s']):>6} "
-            f"{_dist(c['scope_s']):>30} {_med_best(c['pass_s'], 1e3, 0):>15} "
-            f"{max(c['pass_full_gcs']):>7} {statistics.median(c['pass_gc_s']) * 1e3:>6.1f} "
-            f"{_dist(c['frozen_scope_s']):>24} {c['scope_peak_bytes'] / 1000:>7,.0f}"
-        )
+    columns = [
+        ("gw", 5), ("scopes", 6), ("calls", 6), ("per scope ms: med / p99 / max", 30),
+        ("pass ms", 15), ("full gc", 7), ("gc ms", 6), ("frozen: med / p99 / max", 24),
+        ("peak KB", 7),
+    ]  # fmt: skip
+    rows = [
+        [
+            c["gateways"], c["scopes"], len(c["scope_s"]), _dist(c["scope_s"]),
+            harness.med_best(c["pass_s"], 1e3, 0), max(c["pass_full_gcs"]),
+            f"{statistics.median(c['pass_gc_s']) * 1e3:.1f}", _dist(c["frozen_scope_s"]),
+            f"{c['scope_peak_bytes'] / 1000:,.0f}",
+        ]
+        for c in runs
+    ]  # fmt: skip
+    harness.print_table(columns, rows)
     print(
         "  calls: scopes x passes, each call timed on its own, GC enabled. pass: one compile of\n"
         "  every dedicated Gateway's scope, back to back (median (best) over passes). full gc:\n"
@@ -932,15 +729,18 @@ def report(runs: list[dict[str, Any]], growth: dict[str, Any], quick: bool) -> N
     )
     print()
     print("Growth: per-scope compile, both worlds in one process, calls alternated one by one.")
-    print(
-        f"{'gw':>5} {'scopes':>6} {'calls':>6} {'per scope ms: med / p99 / max':>30} "
-        f"{'frozen: med / p99 / max':>24}"
-    )
-    for name in ("small", "big"):
-        print(
-            f"{growth[name]:>5} {growth[name + '_scopes']:>6} {len(growth['scope_s'][name]):>6} "
-            f"{_dist(growth['scope_s'][name]):>30} {_dist(growth['frozen_scope_s'][name]):>24}"
-        )
+    columns = [
+        ("gw", 5), ("scopes", 6), ("calls", 6), ("per scope ms: med / p99 / max", 30),
+        ("frozen: med / p99 / max", 24),
+    ]  # fmt: skip
+    rows = [
+        [
+            growth[name], growth[name + "_scopes"], len(growth["scope_s"][name]),
+            _dist(growth["scope_s"][name]), _dist(growth["frozen_scope_s"][name]),
+        ]
+        for name in ("small", "big")
+    ]  # fmt: skip
+    harness.print_table(columns, rows)
     ratios = _growth_ratios(growth)
     print(
         f"  ratio big / small: {ratios['medians']:.2f} (of the medians), {ratios['pairs']:.2f}\n"
@@ -954,7 +754,7 @@ def report(runs: list[dict[str, Any]], growth: dict[str, Any], quick: bool) -> N
     small = next((c for c in runs if c["gateways"] == GROWTH_FROM), None)
     sizes = (growth["small"], growth["big"])
     if quick or big is None or small is None or sizes != (GROWTH_FROM, TARGET_GATEWAYS):
-        print("SKIP  all targets: --quick does not run the target sizes")
+        harness.print_skipped_targets()
         return
     median = statistics.median(big["scope_s"])
     p99 = _percentile(big["scope_s"], 0.99)
@@ -970,8 +770,7 @@ def report(runs: list[dict[str, Any]], growth: dict[str, Any], quick: bool) -> N
          f"{TARGET_GATEWAYS:,} Gateways (ratio of medians, alternated calls, <= {SAME_RATIO:g}): "
          f"{ratios['medians']:.2f}"),
     ]  # fmt: skip
-    for ok, text in lines:
-        print(f"{_verdict(ok)}  {text}")
+    harness.print_targets(lines)
     print(
         f"info  the same ratio from the two separate processes above: {apart:.2f} (machine drift "
         "between them included)"
@@ -996,37 +795,10 @@ def _growth_ratios(growth: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def _git_version() -> str:
-    """``git describe --always --dirty`` of the checkout being measured, if git is there."""
-    try:
-        out = subprocess.run(
-            ["git", "describe", "--always", "--dirty"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return out.stdout.strip()
-
-
-def _load_average() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "n/a"
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
-    parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = harness.parse_args(__doc__, argv)
     if args.worker:
-        kind, *numbers = args.worker
-        values = [int(n) for n in numbers]
-        json.dump(worker(*values) if kind == "size" else worker_growth(*values), sys.stdout)
+        harness.answer_worker(args.worker, {"size": worker, "growth": worker_growth})
         return 0
     # (Gateways, build_state runs, SharedPool compiles, scope passes, status runs, provision runs)
     # Growth: (small world, big world, rounds of alternated calls).
@@ -1036,24 +808,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         plan = [(GROWTH_FROM, 3, 3, 5, 3, 3), (TARGET_GATEWAYS, 1, 2, 3, 1, 1)]
         growth_plan = (GROWTH_FROM, TARGET_GATEWAYS, 2)
-    print(
-        f"bench/compile_scopes.py{' --quick' if args.quick else ''}: "
-        f"Python {platform.python_version()} on {platform.machine()}, "
-        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, commit {_git_version()}"
-    )
-    load_before = _load_average()
-    started = time.perf_counter()
-    runs = []
-    for gateways, *repeats in plan:
-        print(f"  {gateways:,} Gateways ...", flush=True)
-        runs.append(_run_worker(["size", str(gateways), *map(str, repeats)]))
-    print(f"  growth: {growth_plan[0]:,} and {growth_plan[1]:,} Gateways ...", flush=True)
-    growth = _run_worker(["growth", *map(str, growth_plan)])
-    report(runs, growth, args.quick)
-    print(
-        f"\n(total {time.perf_counter() - started:.0f} s; load average before {load_before}, "
-        f"after {_load_average()})"
-    )
+    with harness.session(__file__, args.quick):
+        runs = []
+        for gateways, *repeats in plan:
+            print(f"  {gateways:,} Gateways ...", flush=True)
+            runs.append(harness.run_worker(__file__, ["size", str(gateways), *map(str, repeats)]))
+        print(f"  growth: {growth_plan[0]:,} and {growth_plan[1]:,} Gateways ...", flush=True)
+        growth = harness.run_worker(__file__, ["growth", *map(str, growth_plan)])
+        report(runs, growth, args.quick)
     return 0
 
 
