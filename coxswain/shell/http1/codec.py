@@ -1,0 +1,42 @@
+"""Choosing the HTTP/1.1 head implementation by name (ARCHITECTURE §6).
+
+``llhttp`` (httptools) is the default because it is fast; ``h11`` is the reference, kept in
+agreement by tests/property/test_http1_differential.py. Both are stateless, so one instance
+each is shared.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final, Literal
+
+from coxswain.shell.http1.h11_codec import H11Codec
+from coxswain.shell.http1.llhttp_codec import LlhttpCodec
+
+if TYPE_CHECKING:
+    from coxswain.shell.http1.interface import HeadCodec
+
+__all__ = ["CODEC_NAMES", "DEFAULT_CODEC", "CodecName", "codec_named"]
+
+CodecName = Literal["h11", "llhttp"]
+DEFAULT_CODEC: Final[CodecName] = "llhttp"
+CODEC_NAMES: Final[tuple[CodecName, ...]] = ("h11", "llhttp")
+
+_CODECS: Final[dict[str, HeadCodec]] = {"h11": H11Codec(), "llhttp": LlhttpCodec()}
+
+
+def codec_named(name: CodecName = DEFAULT_CODEC) -> HeadCodec:
+    """The shared instance of the named implementation.
+
+    Args:
+        name: ``"h11"`` or ``"llhttp"``.
+
+    Returns:
+        The head codec.
+
+    Raises:
+        ValueError: an unknown name (from settings, say).
+    """
+    try:
+        return _CODECS[name]
+    except KeyError:
+        raise ValueError(f"unknown HTTP/1.1 codec {name!r}; choose h11 or llhttp") from None

@@ -1,0 +1,98 @@
+"""Writing HTTP/1.1 messages: heads, chunk framing, the last chunk (RFC 9112 §3-§5, §7.1).
+
+Shared by both implementations (serializing is trivial and has no leniency to disagree on).
+The caller chooses the framing: put ``content-length`` in the headers and send the body as
+is, or put ``transfer-encoding: chunked`` and wrap each piece with :func:`frame_chunk`, ending
+with :func:`frame_last_chunk`. Headers are written as given, in order.
+
+Every name must be a token and every value free of CR, LF and NUL (RFC 9110 §5.5): a
+violation raises ValueError, because it is our bug (header injection), not the peer's.
+"""
+
+from __future__ import annotations
+
+import re
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from coxswain.shell.http1.events import Headers
+
+__all__ = ["frame_chunk", "frame_last_chunk", "frame_request_head", "frame_response_head"]
+
+_TOKEN: Final = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_VALUE: Final = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
+_TARGET: Final = re.compile(rb"[\x21-\x7e]+")
+_REASON: Final = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
+
+
+def _field_lines(headers: Headers) -> list[bytes]:
+    lines = []
+    for name, value in headers:
+        if _TOKEN.fullmatch(name) is None or _VALUE.fullmatch(value) is None:
+            raise ValueError(f"invalid header field {name!r}: {value!r}")
+        lines.append(b"%s: %s\r\n" % (name, value))
+    return lines
+
+
+def frame_request_head(
+    *, method: bytes, target: bytes, headers: Headers, http_version: bytes = b"1.1"
+) -> bytes:
+    """The request line and header section (RFC 9112 §3).
+
+    Args:
+        method: a token.
+        target: the request-target, no spaces or controls.
+        headers: (name, value) pairs written in order; include the framing header yourself.
+        http_version: b"1.1" or b"1.0".
+
+    Returns:
+        The head bytes, ending with the empty line.
+    """
+    if _TOKEN.fullmatch(method) is None or _TARGET.fullmatch(target) is None:
+        raise ValueError(f"invalid request line {method!r} {target!r}")
+    start = b"%s %s HTTP/%s\r\n" % (method, target, http_version)
+    return b"".join([start, *_field_lines(headers), b"\r\n"])
+
+
+def frame_response_head(
+    *,
+    status: int,
+    headers: Headers,
+    reason: bytes | None = None,
+    http_version: bytes = b"1.1",
+) -> bytes:
+    """The status line and header section (RFC 9112 §4).
+
+    Args:
+        status: 100-999.
+        headers: as for :func:`frame_request_head`.
+        reason: the reason phrase; None picks the standard phrase (empty when unknown).
+        http_version: b"1.1" or b"1.0".
+
+    Returns:
+        The head bytes, ending with the empty line.
+    """
+    if not 100 <= status <= 999:
+        raise ValueError(f"invalid status {status}")
+    if reason is None:
+        try:
+            reason = HTTPStatus(status).phrase.encode("ascii")
+        except ValueError:
+            reason = b""
+    if _REASON.fullmatch(reason) is None:
+        raise ValueError(f"invalid reason phrase {reason!r}")
+    start = b"HTTP/%s %d %s\r\n" % (http_version, status, reason)
+    return b"".join([start, *_field_lines(headers), b"\r\n"])
+
+
+def frame_chunk(data: bytes) -> bytes:
+    """One chunk (RFC 9112 §7.1); empty data gives b"" since a zero chunk would end the body."""
+    if not data:
+        return b""
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def frame_last_chunk(trailers: Headers = ()) -> bytes:
+    """The last chunk and the trailer section (RFC 9112 §7.1.2)."""
+    return b"".join([b"0\r\n", *_field_lines(trailers), b"\r\n"])
