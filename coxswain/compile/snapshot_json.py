@@ -1,45 +1,34 @@
 """The Snapshot's JSON form, a public contract (ARCHITECTURE §3), and its content hash.
 
 ``snapshot_to_data`` gives plain JSON values; ``dump_snapshot`` prints them with sorted keys, so
-the text is byte-stable. ``snapshot_from_data`` reads the form back (for ``coxswain route`` and
-``coxswain proxy --snapshot``) and raises ``SnapshotFormatError`` naming the field when a file
-is not a snapshot. ``seal`` computes ``version`` from everything but the version itself.
+the text is byte-stable. ``seal`` computes ``version`` from everything but the version itself.
+Reading the form back lives in ``snapshot_read`` (re-exported here for callers of both).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
 from dataclasses import replace
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final
 
-from pyrsistent import pmap, pvector
+from coxswain.compile.snapshot_read import SnapshotFormatError, snapshot_from_data
 
-from coxswain.compile.scope import Scope, parse_scope
-from coxswain.compile.snapshot import (
-    Backend,
-    Certificate,
-    ClientValidation,
-    Endpoint,
-    GatewayRule,
-    HeaderEdits,
-    IngressTable,
-    ListenerHealth,
-    ListenerTable,
-    Mirror,
-    PathEdit,
-    PathMatch,
-    PathRule,
-    Redirect,
-    Rewrite,
-    RouteAction,
-    RouteMatch,
-    RouteRef,
-    Snapshot,
-    ValueMatch,
-    VirtualHost,
-)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from coxswain.compile.snapshot import (
+        Backend,
+        GatewayRule,
+        HeaderEdits,
+        ListenerHealth,
+        ListenerTable,
+        PathEdit,
+        PathRule,
+        RouteRef,
+        Snapshot,
+        VirtualHost,
+    )
 
 __all__ = [
     "SnapshotFormatError",
@@ -48,12 +37,6 @@ __all__ = [
     "snapshot_from_data",
     "snapshot_to_data",
 ]
-
-_T = TypeVar("_T")
-
-
-class SnapshotFormatError(ValueError):
-    """A JSON document that is not a snapshot; the message names the field."""
 
 
 def seal(snapshot: Snapshot) -> Snapshot:
@@ -276,353 +259,3 @@ def _route_data(route: RouteRef) -> dict[str, Any]:
         "name": route.name,
         "rule": route.rule,
     }
-
-
-# --- decoding -----------------------------------------------------------------------------------
-
-
-def snapshot_from_data(data: object) -> Snapshot:
-    """Read the JSON form back.
-
-    Raises:
-        SnapshotFormatError: the value is not a snapshot; the message names the field.
-    """
-    root = _object(data, "snapshot")
-    ingress = _object(root.get("ingress"), "ingress")
-    hosts = _object(ingress.get("hosts"), "ingress.hosts")
-    return Snapshot(
-        version=_typed(root.get("version"), str, "version"),
-        scope=_scope(root.get("scope")),
-        ingress=IngressTable(
-            http_port=_typed(ingress.get("http_port"), int, "ingress.http_port"),
-            https_port=_typed(ingress.get("https_port"), int, "ingress.https_port"),
-            hosts=pmap(
-                {
-                    host: _vhost(host, _object(value, f"ingress.hosts[{host!r}]"))
-                    for host, value in hosts.items()
-                }
-            ),
-        ),
-        gateways=pmap(
-            {
-                _port(port, "gateways"): pmap(
-                    {
-                        host: _listener(
-                            _object(t, f"gateways[{port}][{host!r}]"), f"gateways[{port}][{host!r}]"
-                        )
-                        for host, t in _object(tables, f"gateways[{port}]").items()
-                    }
-                )
-                for port, tables in _object(root.get("gateways", {}), "gateways").items()
-            }
-        ),
-        client_certs=pmap(
-            {
-                _port(port, "client_certs"): pmap(
-                    {
-                        host: _client(
-                            _object(c, f"client_certs[{port}][{host!r}]"), f"client_certs[{port}]"
-                        )
-                        for host, c in _object(by_host, f"client_certs[{port}]").items()
-                    }
-                )
-                for port, by_host in _object(root.get("client_certs", {}), "client_certs").items()
-            }
-        ),
-        listener_health=pvector(
-            _health(_object(item, f"listener_health[{i}]"), f"listener_health[{i}]")
-            for i, item in enumerate(_list(root.get("listener_health", []), "listener_health"))
-        ),
-        tls=pmap(
-            {
-                _port(port, "tls"): pmap(
-                    {
-                        host: _certificate(_object(cert, f"tls[{port}][{host!r}]"), f"tls[{port}]")
-                        for host, cert in _object(by_host, f"tls[{port}]").items()
-                    }
-                )
-                for port, by_host in _object(root.get("tls", {}), "tls").items()
-            }
-        ),
-        endpoints=pmap(
-            {
-                key: pvector(
-                    _endpoint(_object(item, f"endpoints[{key!r}][{i}]"), f"endpoints[{key!r}]")
-                    for i, item in enumerate(_list(items, f"endpoints[{key!r}]"))
-                )
-                for key, items in _object(root.get("endpoints", {}), "endpoints").items()
-            }
-        ),
-    )
-
-
-def _scope(value: object) -> Scope:
-    scope = parse_scope(value) if isinstance(value, str) else None
-    if scope is None:
-        raise SnapshotFormatError(f"scope: expected 'shared' or 'namespace/name', found {value!r}")
-    return scope
-
-
-def _vhost(host: str, data: Mapping[str, Any]) -> VirtualHost:
-    where = f"ingress.hosts[{host!r}]"
-    default = data.get("default_backend")
-    return VirtualHost(
-        host=host,
-        paths=pvector(
-            _rule(_object(item, f"{where}.paths[{i}]"), f"{where}.paths[{i}]")
-            for i, item in enumerate(_list(data.get("paths", []), f"{where}.paths"))
-        ),
-        default=None
-        if default is None
-        else _rule(_object(default, f"{where}.default_backend"), f"{where}.default_backend"),
-    )
-
-
-def _rule(data: Mapping[str, Any], where: str) -> PathRule:
-    match = _typed(data.get("match"), str, f"{where}.match")
-    if match not in PathMatch.__members__.values():
-        raise SnapshotFormatError(f"{where}.match: expected Exact or Prefix, found {match!r}")
-    route = _object(data.get("route"), f"{where}.route")
-    return PathRule(
-        path=_typed(data.get("path"), str, f"{where}.path"),
-        match=PathMatch(match),
-        backend=_backend(_object(data.get("backend"), f"{where}.backend"), f"{where}.backend"),
-        route=RouteRef(
-            kind=_typed(route.get("kind"), str, f"{where}.route.kind"),
-            namespace=_typed(route.get("namespace"), str, f"{where}.route.namespace"),
-            name=_typed(route.get("name"), str, f"{where}.route.name"),
-            rule=_typed(route.get("rule"), str, f"{where}.route.rule"),
-        ),
-        tls_redirect=_typed(data.get("tls_redirect", False), bool, f"{where}.tls_redirect"),
-    )
-
-
-def _backend(data: Mapping[str, Any], where: str) -> Backend:
-    return Backend(
-        namespace=_typed(data.get("namespace"), str, f"{where}.namespace"),
-        service=_typed(data.get("service"), str, f"{where}.service"),
-        port=_typed(data.get("port"), int, f"{where}.port"),
-        weight=_typed(data.get("weight", 1), int, f"{where}.weight"),
-        valid=_typed(data.get("valid", True), bool, f"{where}.valid"),
-        request_headers=_edits(data.get("request_headers"), f"{where}.request_headers"),
-        response_headers=_edits(data.get("response_headers"), f"{where}.response_headers"),
-    )
-
-
-def _edits(value: object, where: str) -> HeaderEdits | None:
-    if value is None:
-        return None
-    data = _object(value, where)
-
-    def pairs(key: str) -> Any:
-        found = []
-        for i, item in enumerate(_list(data.get(key, []), f"{where}.{key}")):
-            pair = _list(item, f"{where}.{key}[{i}]")
-            if len(pair) != 2:
-                raise SnapshotFormatError(f"{where}.{key}[{i}]: expected [name, value]")
-            found.append(
-                (
-                    _typed(pair[0], str, f"{where}.{key}[{i}]"),
-                    _typed(pair[1], str, f"{where}.{key}[{i}]"),
-                )
-            )
-        return pvector(found)
-
-    return HeaderEdits(
-        set=pairs("set"),
-        add=pairs("add"),
-        remove=pvector(
-            _typed(v, str, f"{where}.remove")
-            for v in _list(data.get("remove", []), f"{where}.remove")
-        ),
-    )
-
-
-def _optional(value: object, kind: type[_T], where: str) -> _T | None:
-    return None if value is None else _typed(value, kind, where)
-
-
-def _seconds(value: object, where: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise SnapshotFormatError(f"{where}: expected a number, found {type(value).__name__}")
-    return float(value)
-
-
-def _path_edit(value: object, where: str) -> PathEdit | None:
-    if value is None:
-        return None
-    data = _object(value, where)
-    return PathEdit(
-        type=_typed(data.get("type"), str, f"{where}.type"),
-        value=_typed(data.get("value"), str, f"{where}.value"),
-    )
-
-
-def _value_matches(value: object, where: str) -> Any:
-    return pvector(
-        ValueMatch(
-            name=_typed(m.get("name"), str, f"{where}[{i}].name"),
-            type=_typed(m.get("type"), str, f"{where}[{i}].type"),
-            value=_typed(m.get("value"), str, f"{where}[{i}].value"),
-        )
-        for i, item in enumerate(_list(value, where))
-        for m in (_object(item, f"{where}[{i}]"),)
-    )
-
-
-def _gateway_rule(data: Mapping[str, Any], where: str) -> GatewayRule:
-    match = _object(data.get("match"), f"{where}.match")
-    route = _object(data.get("route"), f"{where}.route")
-    redirect = data.get("redirect")
-    rewrite = data.get("rewrite")
-    timeouts = _object(data.get("timeouts", {}), f"{where}.timeouts")
-    return GatewayRule(
-        match=RouteMatch(
-            path_type=_typed(match.get("path_type"), str, f"{where}.match.path_type"),
-            path=_typed(match.get("path"), str, f"{where}.match.path"),
-            headers=_value_matches(match.get("headers", []), f"{where}.match.headers"),
-            query=_value_matches(match.get("query", []), f"{where}.match.query"),
-            method=_optional(match.get("method"), str, f"{where}.match.method"),
-        ),
-        action=RouteAction(
-            route=RouteRef(
-                kind=_typed(route.get("kind"), str, f"{where}.route.kind"),
-                namespace=_typed(route.get("namespace"), str, f"{where}.route.namespace"),
-                name=_typed(route.get("name"), str, f"{where}.route.name"),
-                rule=_typed(route.get("rule"), str, f"{where}.route.rule"),
-            ),
-            backends=pvector(
-                _backend(_object(b, f"{where}.backends[{i}]"), f"{where}.backends[{i}]")
-                for i, b in enumerate(_list(data.get("backends", []), f"{where}.backends"))
-            ),
-            request_headers=_edits(data.get("request_headers"), f"{where}.request_headers"),
-            response_headers=_edits(data.get("response_headers"), f"{where}.response_headers"),
-            redirect=None
-            if redirect is None
-            else _redirect(_object(redirect, f"{where}.redirect"), f"{where}.redirect"),
-            rewrite=None
-            if rewrite is None
-            else Rewrite(
-                hostname=_optional(
-                    _object(rewrite, f"{where}.rewrite").get("hostname"),
-                    str,
-                    f"{where}.rewrite.hostname",
-                ),
-                path=_path_edit(
-                    _object(rewrite, f"{where}.rewrite").get("path"), f"{where}.rewrite.path"
-                ),
-            ),
-            mirrors=pvector(
-                Mirror(
-                    backend=_backend(
-                        _object(m.get("backend"), f"{where}.mirrors[{i}].backend"),
-                        f"{where}.mirrors[{i}].backend",
-                    ),
-                    percent=_seconds(m.get("percent", 100), f"{where}.mirrors[{i}].percent") or 0.0,
-                )
-                for i, item in enumerate(_list(data.get("mirrors", []), f"{where}.mirrors"))
-                for m in (_object(item, f"{where}.mirrors[{i}]"),)
-            ),
-            request_timeout=_seconds(timeouts.get("request"), f"{where}.timeouts.request"),
-            backend_timeout=_seconds(
-                timeouts.get("backend_request"), f"{where}.timeouts.backend_request"
-            ),
-            problem=_optional(data.get("problem"), str, f"{where}.problem"),
-        ),
-    )
-
-
-def _redirect(data: Mapping[str, Any], where: str) -> Redirect:
-    return Redirect(
-        status=_typed(data.get("status"), int, f"{where}.status"),
-        scheme=_optional(data.get("scheme"), str, f"{where}.scheme"),
-        hostname=_optional(data.get("hostname"), str, f"{where}.hostname"),
-        port=_optional(data.get("port"), int, f"{where}.port"),
-        path=_path_edit(data.get("path"), f"{where}.path"),
-    )
-
-
-def _listener(data: Mapping[str, Any], where: str) -> ListenerTable:
-    hosts = _object(data.get("hosts", {}), f"{where}.hosts")
-    return ListenerTable(
-        gateway=_typed(data.get("gateway"), str, f"{where}.gateway"),
-        listener=_typed(data.get("listener"), str, f"{where}.listener"),
-        port=_typed(data.get("port"), int, f"{where}.port"),
-        protocol=_typed(data.get("protocol"), str, f"{where}.protocol"),
-        hostname=_typed(data.get("hostname"), str, f"{where}.hostname"),
-        hosts=pmap(
-            {
-                host: pvector(
-                    _gateway_rule(
-                        _object(r, f"{where}.hosts[{host!r}][{i}]"), f"{where}.hosts[{host!r}][{i}]"
-                    )
-                    for i, r in enumerate(_list(rules, f"{where}.hosts[{host!r}]"))
-                )
-                for host, rules in hosts.items()
-            }
-        ),
-    )
-
-
-def _client(data: Mapping[str, Any], where: str) -> ClientValidation:
-    return ClientValidation(
-        ca_pem=_typed(data.get("ca_bundle"), str, f"{where}.ca_bundle"),
-        mode=_typed(data.get("mode"), str, f"{where}.mode"),
-    )
-
-
-def _health(data: Mapping[str, Any], where: str) -> ListenerHealth:
-    return ListenerHealth(
-        gateway=_typed(data.get("gateway"), str, f"{where}.gateway"),
-        listener=_typed(data.get("listener"), str, f"{where}.listener"),
-        port=_typed(data.get("port"), int, f"{where}.port"),
-        target_port=_typed(data.get("target_port"), int, f"{where}.target_port"),
-        protocol=_typed(data.get("protocol"), str, f"{where}.protocol"),
-        hostname=_optional(data.get("hostname"), str, f"{where}.hostname"),
-        attached_routes=_typed(data.get("attached_routes"), int, f"{where}.attached_routes"),
-        ready=_typed(data.get("ready"), bool, f"{where}.ready"),
-        reason=_typed(data.get("reason"), str, f"{where}.reason"),
-    )
-
-
-def _certificate(data: Mapping[str, Any], where: str) -> Certificate:
-    return Certificate(
-        chain_pem=_typed(data.get("cert_chain"), str, f"{where}.cert_chain"),
-        key_pem=_typed(data.get("private_key"), str, f"{where}.private_key"),
-        secret=_typed(data.get("secret", ""), str, f"{where}.secret"),
-    )
-
-
-def _endpoint(data: Mapping[str, Any], where: str) -> Endpoint:
-    return Endpoint(
-        address=_typed(data.get("address"), str, f"{where}.address"),
-        port=_typed(data.get("port"), int, f"{where}.port"),
-    )
-
-
-def _port(text: str, where: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise SnapshotFormatError(f"{where}: {text!r} is not a port number")
-    return int(text)
-
-
-def _object(value: object, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise SnapshotFormatError(f"{where}: expected an object, found {type(value).__name__}")
-    return value
-
-
-def _list(value: object, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise SnapshotFormatError(f"{where}: expected a list, found {type(value).__name__}")
-    return value
-
-
-def _typed(value: object, kind: type[_T], where: str) -> _T:
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise SnapshotFormatError(
-            f"{where}: expected {kind.__name__}, found {type(value).__name__}"
-        )
-    return value
