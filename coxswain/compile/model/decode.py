@@ -29,9 +29,9 @@ from coxswain.compile.model.decode_gateway import (
     decode_config_map,
     decode_gateway,
     decode_gateway_class,
-    decode_httproute,
     decode_reference_grant,
 )
+from coxswain.compile.model.decode_httproute import decode_httproute
 from coxswain.compile.model.fields import FieldReader
 from coxswain.compile.model.gateway_objects import (
     GATEWAY_GROUP,
