@@ -1,7 +1,8 @@
-"""Raw Gateway API bodies → typed objects (gateway.networking.k8s.io v1, v1beta1). Total.
+"""Raw GatewayClass, Gateway, ReferenceGrant and ConfigMap bodies → typed objects. Total.
 
-Field defaults are the CRDs' (v1.6.1 standard channel); anything the schema would refuse is
-reported on the object by field path, and what can still be used is kept.
+gateway.networking.k8s.io v1 and v1beta1 (HTTPRoute has its own module). Field defaults are the
+CRDs' (v1.6.1 standard channel); anything the schema would refuse is reported on the object by
+field path, and what can still be used is kept.
 """
 
 from __future__ import annotations
