@@ -37,11 +37,7 @@ from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.snapshot import (
     Backend,
     GatewayRule,
-    HeaderEdits,
     Mirror,
-    PathEdit,
-    Redirect,
-    Rewrite,
     RouteAction,
     RouteMatch,
     RouteRef,
@@ -54,7 +50,6 @@ if TYPE_CHECKING:
     from coxswain.compile.gateway.refgrants import Grants
     from coxswain.compile.model.gateway_objects import (
         BackendRef,
-        HeaderModifier,
         HTTPRoute,
         HTTPRouteMatch,
         HTTPRouteRule,
@@ -214,9 +209,9 @@ def _rule_problems(rule: HTTPRouteRule) -> list[str]:
                 problems.append(
                     f"{item.field}: ReplacePrefixMatch needs every match to be a PathPrefix"
                 )
-        if item.redirect is not None and item.redirect.status_code not in (301, 302, 303, 307, 308):
+        if item.redirect is not None and item.redirect.status not in (301, 302, 303, 307, 308):
             problems.append(
-                f"{item.field}: redirect status {item.redirect.status_code} is not supported"
+                f"{item.field}: redirect status {item.redirect.status} is not supported"
             )
         if item.redirect is not None and item.redirect.scheme not in (None, "http", "https"):
             problems.append(
@@ -283,24 +278,13 @@ def _action(
             problem = problem or ("InvalidKind", unresolved)
     for item in rule.filters:
         if item.request_headers is not None:
-            request = _edits(item.request_headers)
+            request = item.request_headers
         elif item.response_headers is not None:
-            response = _edits(item.response_headers)
+            response = item.response_headers
         elif item.redirect is not None:
-            r = item.redirect
-            redirect = Redirect(
-                status=r.status_code,
-                scheme=r.scheme,
-                hostname=r.hostname,
-                port=r.port,
-                path=None if r.path is None else PathEdit(type=r.path.type, value=r.path.value),
-            )
+            redirect = item.redirect
         elif item.rewrite is not None:
-            w = item.rewrite
-            rewrite = Rewrite(
-                hostname=w.hostname,
-                path=None if w.path is None else PathEdit(type=w.path.type, value=w.path.value),
-            )
+            rewrite = item.rewrite
         elif item.mirror is not None:
             mirror, why = _backend(route, item.mirror, item.mirror_port, 1, services, grants, read)
             problem = problem or why
@@ -325,8 +309,8 @@ def _action(
 def _with_filters(backend: Backend, ref: BackendRef) -> Backend:
     if not ref.filters:
         return backend
-    request = next((_edits(f.request_headers) for f in ref.filters if f.request_headers), None)
-    response = next((_edits(f.response_headers) for f in ref.filters if f.response_headers), None)
+    request = next((f.request_headers for f in ref.filters if f.request_headers), None)
+    response = next((f.response_headers for f in ref.filters if f.response_headers), None)
     return Backend(
         namespace=backend.namespace,
         service=backend.service,
@@ -336,10 +320,6 @@ def _with_filters(backend: Backend, ref: BackendRef) -> Backend:
         request_headers=request,
         response_headers=response,
     )
-
-
-def _edits(modifier: HeaderModifier) -> HeaderEdits:
-    return HeaderEdits(set=modifier.set, add=modifier.add, remove=modifier.remove)
 
 
 def _backend(

@@ -17,17 +17,14 @@ from coxswain.compile.model.decode_gateway import object_ref, parse_duration, po
 from coxswain.compile.model.gateway_objects import (
     GATEWAY_GROUP,
     BackendRef,
-    HeaderModifier,
     HTTPFilter,
     HTTPRoute,
     HTTPRouteMatch,
     HTTPRouteRule,
     ParentRef,
-    PathModifier,
-    RedirectFilter,
-    RewriteFilter,
     ValueMatch,
 )
+from coxswain.compile.snapshot import HeaderEdits, PathEdit, Redirect, Rewrite
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -174,7 +171,7 @@ def _value_matches(fields: FieldReader, raw: object, field: str, lower: bool) ->
     return found
 
 
-def _header_modifier(fields: FieldReader, raw: object, field: str) -> HeaderModifier:
+def _header_modifier(fields: FieldReader, raw: object, field: str) -> HeaderEdits:
     entry = fields.mapping(raw, field) or {}
 
     def pairs(key: str) -> list[tuple[str, str]]:
@@ -192,12 +189,12 @@ def _header_modifier(fields: FieldReader, raw: object, field: str) -> HeaderModi
         for i, item in enumerate(fields.items(entry.get("remove"), f"{field}.remove"))
         if (name := fields.string(item, f"{field}.remove[{i}]"))
     ]
-    return HeaderModifier(
+    return HeaderEdits(
         set=pvector(pairs("set")), add=pvector(pairs("add")), remove=pvector(removed)
     )
 
 
-def _path_modifier(fields: FieldReader, raw: object, field: str) -> PathModifier | None:
+def _path_modifier(fields: FieldReader, raw: object, field: str) -> PathEdit | None:
     entry = fields.mapping(raw, field)
     if entry is None:
         return None
@@ -206,7 +203,7 @@ def _path_modifier(fields: FieldReader, raw: object, field: str) -> PathModifier
         kind
     )
     value = fields.string(entry.get(key), f"{field}.{key}") if key else None
-    return PathModifier(type=kind, value=value if value is not None else "/")
+    return PathEdit(type=kind, value=value if value is not None else "/")
 
 
 def _filter(fields: FieldReader, raw: object, field: str) -> HTTPFilter | None:
@@ -239,7 +236,7 @@ def _filter(fields: FieldReader, raw: object, field: str) -> HTTPFilter | None:
         return HTTPFilter(
             field=field,
             type=kind,
-            redirect=RedirectFilter(
+            redirect=Redirect(
                 scheme=fields.string(redirect.get("scheme"), f"{where}.scheme") or None,
                 hostname=(
                     fields.string(redirect.get("hostname"), f"{where}.hostname") or ""
@@ -247,7 +244,7 @@ def _filter(fields: FieldReader, raw: object, field: str) -> HTTPFilter | None:
                 or None,
                 port=port_number(fields, redirect.get("port"), f"{where}.port"),
                 path=_path_modifier(fields, redirect.get("path"), f"{where}.path"),
-                status_code=302 if status is None else status,
+                status=302 if status is None else status,
             ),
         )
     if kind == "URLRewrite":
@@ -256,7 +253,7 @@ def _filter(fields: FieldReader, raw: object, field: str) -> HTTPFilter | None:
         return HTTPFilter(
             field=field,
             type=kind,
-            rewrite=RewriteFilter(
+            rewrite=Rewrite(
                 hostname=(fields.string(rewrite.get("hostname"), f"{where}.hostname") or "").lower()
                 or None,
                 path=_path_modifier(fields, rewrite.get("path"), f"{where}.path"),

@@ -3,8 +3,10 @@
 Built only by ``decode_gateway.py``. Defaults the CRDs give (``allowedRoutes.namespaces.from:
 Same``, a rule without matches matching ``PathPrefix /``, ``weight: 1``, ``kind: Service``...)
 are applied at decoding, so a raw manifest and an object read back from a cluster compile the
-same (ARCHITECTURE §7). References keep what was written (``*Ref``); resolving them is the
-compiler's job, because a resolution failure is a status condition on the object.
+same (ARCHITECTURE §7). Filters decode straight into the snapshot's value types (header edits,
+redirects, rewrites), which carry them unchanged to the data plane. References keep what was
+written (``*Ref``); resolving them is the compiler's job, because a resolution failure is a
+status condition on the object.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.model.objects import Meta
+    from coxswain.compile.snapshot import HeaderEdits, Redirect, Rewrite
 
 __all__ = [
     "AllowedRoutes",
@@ -31,15 +34,11 @@ __all__ = [
     "HTTPRoute",
     "HTTPRouteMatch",
     "HTTPRouteRule",
-    "HeaderModifier",
     "LabelSelector",
     "Listener",
     "ObjectRef",
     "ParentRef",
-    "PathModifier",
-    "RedirectFilter",
     "ReferenceGrant",
-    "RewriteFilter",
     "SelectorRequirement",
     "ValueMatch",
 ]
@@ -174,42 +173,6 @@ class HTTPRouteMatch:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class HeaderModifier:
-    """``HTTPHeaderFilter``: set, add, remove (names lower-cased)."""
-
-    set: PVector[tuple[str, str]] = pvector()
-    add: PVector[tuple[str, str]] = pvector()
-    remove: PVector[str] = pvector()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PathModifier:
-    """``HTTPPathModifier``: ``ReplaceFullPath`` or ``ReplacePrefixMatch`` and its value."""
-
-    type: str
-    value: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RedirectFilter:
-    """``HTTPRequestRedirectFilter``; None fields keep the request's value."""
-
-    scheme: str | None = None
-    hostname: str | None = None
-    port: int | None = None
-    path: PathModifier | None = None
-    status_code: int = 302
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RewriteFilter:
-    """``HTTPURLRewriteFilter``."""
-
-    hostname: str | None = None
-    path: PathModifier | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class HTTPFilter:
     """One ``HTTPRouteFilter``; exactly the field of its ``type`` is set.
 
@@ -219,10 +182,10 @@ class HTTPFilter:
 
     field: str
     type: str
-    request_headers: HeaderModifier | None = None
-    response_headers: HeaderModifier | None = None
-    redirect: RedirectFilter | None = None
-    rewrite: RewriteFilter | None = None
+    request_headers: HeaderEdits | None = None
+    response_headers: HeaderEdits | None = None
+    redirect: Redirect | None = None
+    rewrite: Rewrite | None = None
     mirror: ObjectRef | None = None
     mirror_port: int | None = None
     mirror_percent: float = 100.0
