@@ -4,7 +4,7 @@ PYTHON ?= python3
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test lint bench goldens clean
+.PHONY: run test lint bench goldens proto clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,8 +26,8 @@ run: $(STAMP)
 
 ## lint: ruff, mypy --strict, import-linter
 lint: $(STAMP)
-	$(VENV)/bin/ruff check coxswain tests bench
-	$(VENV)/bin/ruff format --check coxswain tests bench
+	$(VENV)/bin/ruff check coxswain tests bench proto
+	$(VENV)/bin/ruff format --check coxswain tests bench proto
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
@@ -38,6 +38,10 @@ test: lint
 ## goldens: regenerate tests/golden expectations; review `git diff` before committing
 goldens: $(STAMP)
 	$(PY) -m pytest tests/golden --update-goldens
+
+## proto: regenerate coxswain/_proto from proto/ (a test fails when the committed code is stale)
+proto: $(STAMP)
+	$(PY) proto/generate.py
 
 ## bench: benchmarks; results go in docs/benchmarks.md
 bench: $(STAMP)
