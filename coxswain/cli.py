@@ -73,6 +73,19 @@ examples:
 """
 
 
+_PROXY_EPILOG = """\
+Serves the snapshot in FILE (the JSON of `coxswain compile --scope ...`): Ingress ports
+(shared pool) and every ready Gateway listener's target port. The file is re-read on SIGHUP and
+when it is replaced (write a temporary file, then rename it); a file that cannot be used is
+logged and the current snapshot stays. One JSON access-log line per request goes to stderr.
+
+examples:
+  coxswain compile -f examples/ > snapshot.json
+  coxswain proxy --shared --snapshot snapshot.json --ingress-http-port 8080 \\
+      --ingress-https-port 8443 --admin-port 9901
+"""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = _parser()
@@ -181,6 +194,27 @@ def _parser() -> argparse.ArgumentParser:
     route.add_argument("method", metavar="METHOD")
     route.add_argument("url", metavar="URL")
     route.set_defaults(handler=_route)
+
+    proxy = commands.add_parser(
+        "proxy",
+        help="serve traffic: a reverse proxy for one snapshot",
+        description="Run the proxy data plane for the shared pool or one dedicated Gateway.",
+        epilog=_PROXY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    scope = proxy.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--shared", action="store_true", help="serve the shared pool")
+    scope.add_argument("--gateway", metavar="NS/NAME", help="serve one dedicated Gateway")
+    proxy.add_argument(
+        "--snapshot", required=True, metavar="FILE", help="snapshot JSON, re-read on change"
+    )
+    proxy.add_argument("--bind", default="0.0.0.0", metavar="ADDR", help="address to listen on")
+    proxy.add_argument("--ingress-http-port", type=int, default=80)
+    proxy.add_argument("--ingress-https-port", type=int, default=443)
+    proxy.add_argument(
+        "--admin-port", type=int, default=9901, help="/healthz and /readyz (0: none)"
+    )
+    proxy.set_defaults(handler=_proxy)
     return parser
 
 
@@ -336,3 +370,45 @@ def _route_text(data: dict[str, Any]) -> str:
         lines.append(f"location: {redirect['location']}")
     lines.append(f"upstream: {data['host']} {data['path']}")
     return "\n".join(lines) + "\n"
+
+
+# --- proxy --------------------------------------------------------------------------------------
+
+
+def _proxy(args: argparse.Namespace) -> int:
+    import trio  # only the proxy needs it; the offline commands start faster without
+
+    from coxswain.shell.proxy import ProxyConfig, install_access_log
+    from coxswain.shell.proxy_process import serve_snapshot_file
+    from coxswain.shell.snapshot_file import SnapshotLoadError
+
+    scope = parse_scope("shared" if args.shared else args.gateway)
+    if scope is None:
+        print("coxswain proxy: --gateway takes NS/NAME", file=sys.stderr)
+        return EXIT_UNREADABLE
+    config = ProxyConfig(
+        bind=args.bind,
+        ingress_http_port=args.ingress_http_port,
+        ingress_https_port=args.ingress_https_port,
+    )
+    install_access_log()
+    failures: list[str] = []
+    try:
+        trio.run(
+            lambda: serve_snapshot_file(
+                args.snapshot, scope, config, admin_port=args.admin_port or None
+            )
+        )
+    except* SnapshotLoadError as group:
+        failures.extend(str(leaf) for leaf in _leaves(group))
+    except* KeyboardInterrupt:
+        pass
+    for failure in failures:
+        print(f"coxswain proxy: {failure}", file=sys.stderr)
+    return EXIT_UNREADABLE if failures else EXIT_OK
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]

@@ -1,0 +1,77 @@
+"""Idle upstream connections kept for reuse, per endpoint (RFC 9112 §9.3, persistence).
+
+Opening a TCP connection per request costs a round trip and a socket in TIME_WAIT; keeping the
+upstream's connections open after a complete keep-alive exchange avoids both. Rules:
+
+- A connection is given back only after a complete exchange: the request fully sent, the
+  response read to its end, both sides keep-alive, and no byte left over.
+- At most ``max_idle`` idle connections per endpoint (the oldest is closed beyond that); an
+  idle connection older than ``idle_timeout`` is closed rather than reused (upstreams close idle
+  connections themselves, nginx after 75 s, so ours stays below typical values).
+- A connection the upstream has closed, or that has unexpected bytes waiting, is readable while
+  idle: ``take`` checks with a zero-timeout poll and drops it. A close racing with reuse remains
+  possible; :mod:`.upstream` retries such a failure once on a new connection, for idempotent
+  requests without a body only (RFC 9112 §9.3.1, RFC 9110 §9.2.2).
+"""
+
+from __future__ import annotations
+
+import select
+from collections import deque
+from typing import Final
+
+import trio
+
+__all__ = ["UpstreamPool"]
+
+DEFAULT_MAX_IDLE: Final = 32
+DEFAULT_IDLE_TIMEOUT: Final = 30.0
+
+
+class UpstreamPool:
+    """Idle connections by endpoint ``(address, port)``; used from one trio thread only."""
+
+    def __init__(
+        self, *, max_idle: int = DEFAULT_MAX_IDLE, idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    ) -> None:
+        self.max_idle = max_idle
+        self.idle_timeout = idle_timeout
+        self._idle: dict[tuple[str, int], deque[tuple[float, trio.SocketStream]]] = {}
+
+    def idle_count(self, endpoint: tuple[str, int]) -> int:
+        """How many idle connections the endpoint has (for tests and metrics)."""
+        return len(self._idle.get(endpoint, ()))
+
+    def take(self, endpoint: tuple[str, int]) -> trio.SocketStream | None:
+        """The most recently used live idle connection to ``endpoint``, or None."""
+        idle = self._idle.get(endpoint)
+        now = trio.current_time()
+        while idle:
+            since, stream = idle.pop()
+            if now - since <= self.idle_timeout and _quiet(stream):
+                return stream
+            stream.socket.close()
+        return None
+
+    def close_all(self) -> None:
+        """Close every idle connection (the proxy is stopping)."""
+        for idle in self._idle.values():
+            for _, stream in idle:
+                stream.socket.close()
+        self._idle.clear()
+
+    def give(self, endpoint: tuple[str, int], stream: trio.SocketStream) -> None:
+        """Keep ``stream`` for reuse after a complete exchange."""
+        idle = self._idle.setdefault(endpoint, deque())
+        idle.append((trio.current_time(), stream))
+        while len(idle) > self.max_idle:
+            idle.popleft()[1].socket.close()
+
+
+def _quiet(stream: trio.SocketStream) -> bool:
+    """Nothing to read on an idle connection: not closed by the peer, no stray bytes."""
+    try:
+        readable, _, _ = select.select([stream.socket.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return not readable

@@ -1,0 +1,420 @@
+"""The proxy process: the served snapshot, its listeners, and every client connection.
+
+Design (ARCHITECTURE §6, STYLE §7):
+
+- **One reference swap.** :class:`Served` bundles a snapshot with what is derived from it (the
+  route table, the TLS contexts); :meth:`Proxy.apply` replaces ``Proxy.served`` in one
+  assignment. Each request reads it once when its head arrives and keeps it, so requests in
+  flight finish on the snapshot they started with and none sees half of two.
+- **Listeners** follow the pure plan of ``route.plan.diff_listeners``: sockets that appear are
+  bound, those that disappear are closed, unchanged ones are never re-bound. Each port is
+  served in its own cancel scope; connections live in one nursery of their own, so closing a
+  listener does not cut the connections it accepted.
+- **Connections** loop over requests (keep-alive, RFC 9112 §9.3): read a head, ``select``,
+  answer or forward (:mod:`.upstream`), and log one JSON line. A ProtocolError from the codec
+  (400, 413, 431, 501) is answered and the connection closed (RFC 9112 §9.6); no input ends
+  anything but its own connection. A client idle between requests or slow to send a head is
+  closed after ``header_timeout``.
+- **TLS** connections are wrapped with the front context of their port (certificate by SNI);
+  after the handshake the listener selected by the SNI must admit the client certificate,
+  else the connection is closed.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+
+import trio
+
+from coxswain.route import RequestHead as RouteHead
+from coxswain.route import build_table, select
+from coxswain.route.plan import ListenerSpec, diff_listeners, listener_specs
+from coxswain.shell.http1 import (
+    DEFAULT_CODEC,
+    PAUSED,
+    Data,
+    EndOfMessage,
+    HeadCodec,
+    ProtocolError,
+    RequestHead,
+    RequestParser,
+    codec_named,
+)
+from coxswain.shell.pool import UpstreamPool
+from coxswain.shell.tls import TLSContexts
+from coxswain.shell.upstream import Answer, ClientProtocolError, Exchange, RoundRobin, forward
+from coxswain.shell.wire import EventReader, own_answer
+
+if TYPE_CHECKING:
+    import ssl
+    from collections.abc import Callable
+
+    from coxswain.compile.snapshot import Snapshot
+    from coxswain.route.table import RouteTable
+
+__all__ = ["HEADER_TIMEOUT", "Proxy", "ProxyConfig", "Served"]
+
+HEADER_TIMEOUT: Final = 60.0
+HANDSHAKE_TIMEOUT: Final = 10.0
+
+access_log = logging.getLogger("coxswain.access")
+log = logging.getLogger("coxswain.proxy")
+
+_handshake_sni: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "coxswain_handshake_sni", default=None
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProxyConfig:
+    """How the proxy listens; routing comes from the snapshot."""
+
+    bind: str = "127.0.0.1"
+    ingress_http_port: int = 80
+    ingress_https_port: int = 443
+    header_timeout: float = HEADER_TIMEOUT
+    codec: str = DEFAULT_CODEC
+
+
+class Served:
+    """A snapshot and what is derived from it; never changed after construction."""
+
+    __slots__ = ("_fronts", "snapshot", "specs", "table", "tls")
+
+    def __init__(self, snapshot: Snapshot, config: ProxyConfig) -> None:
+        self.snapshot = snapshot
+        self.table: RouteTable = build_table(
+            snapshot,
+            ingress_http_port=config.ingress_http_port,
+            ingress_https_port=config.ingress_https_port,
+        )
+        self.tls = TLSContexts(self.table)
+        self.specs = listener_specs(
+            snapshot,
+            ingress_http_port=config.ingress_http_port,
+            ingress_https_port=config.ingress_https_port,
+        )
+        self._fronts: dict[int, ssl.SSLContext] = {}
+
+    def tls_port(self, port: int) -> int:
+        """The key of the TLS stores for a local port: the Ingress HTTPS listener's store is
+        keyed by the advertised port (``ingress.https_port``), a Gateway's by its own."""
+        if port == self.table.ingress_https_port and port not in self.snapshot.gateways:
+            return self.snapshot.ingress.https_port
+        return port
+
+    def admits(self, port: int, server_name: str | None, peer_der: bytes | None) -> bool:
+        """Whether the listener ``server_name`` selects on ``port`` admits this client."""
+        return self.tls.admits(self.tls_port(port), server_name, peer_der)
+
+    def front(self, port: int) -> ssl.SSLContext:
+        """The port's front context, its SNI callback also noting the name for routing."""
+        context = self._fronts.get(port)
+        if context is None:
+            context = self.tls.front(self.tls_port(port))
+            inner = context.sni_callback
+
+            def note(
+                connection: ssl.SSLObject, name: str | None, ctx: ssl.SSLContext
+            ) -> int | None:
+                _handshake_sni.set(name)  # runs inside the handshaking task's context
+                return inner(connection, name, ctx) if inner is not None else None  # type: ignore[arg-type]
+
+            context.sni_callback = note
+            self._fronts[port] = context
+        return context
+
+
+@dataclass(slots=True)
+class _Listener:
+    spec: ListenerSpec
+    scope: trio.CancelScope
+    bound: bool = False
+    closed: trio.Event = field(default_factory=trio.Event)
+
+
+@dataclass(slots=True)
+class Proxy:
+    """The running proxy: serve with :meth:`serve`, change snapshots with :meth:`apply`."""
+
+    config: ProxyConfig
+    served: Served | None = None
+    applies: int = 0
+    rejections: int = 0
+    listeners: dict[int, _Listener] = field(default_factory=dict)
+    round_robin: RoundRobin = field(default_factory=RoundRobin)
+    pool: UpstreamPool = field(default_factory=UpstreamPool)
+    rng: random.Random = field(default_factory=random.Random)
+    _codec: HeadCodec | None = None
+    _nursery: trio.Nursery | None = None
+    _applied: trio.Event = field(default_factory=trio.Event)
+
+    @property
+    def codec(self) -> HeadCodec:
+        if self._codec is None:
+            self._codec = codec_named(self.config.codec)  # type: ignore[arg-type]
+        return self._codec
+
+    def ready(self) -> bool:
+        """A snapshot is applied and every listener it needs is bound."""
+        served = self.served
+        if served is None:
+            return False
+        return all(
+            (entry := self.listeners.get(port)) is not None and entry.bound for port in served.specs
+        )
+
+    async def wait_applies(self, count: int, *, rejections: int = 0) -> None:
+        """Wait until ``count`` snapshots have been applied and ``rejections`` refused, in all."""
+        while self.applies < count or self.rejections < rejections:
+            await self._applied.wait()
+
+    def reject(self, message: str) -> None:
+        """A snapshot could not be used: log it; the served one stays."""
+        log.error("%s", message)
+        self.rejections += 1
+        self._applied.set()
+        self._applied = trio.Event()
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the listeners and connections until cancelled; never returns."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                task_status.started()
+                await trio.sleep_forever()
+        finally:
+            self.pool.close_all()
+
+    async def apply(self, snapshot: Snapshot) -> None:
+        """Serve ``snapshot`` from now on: one reference swap, then the listener plan."""
+        served = Served(snapshot, self.config)
+        current = {port: entry.spec for port, entry in self.listeners.items()}
+        plan = diff_listeners(current, served.specs)
+        self.served = served  # the swap: the next request reads the new snapshot
+        closing = [self.listeners.pop(port) for port in plan.close]
+        for entry in closing:
+            entry.scope.cancel()
+        for entry in closing:  # a port changing kind is re-bound only once it is free
+            await entry.closed.wait()
+        assert self._nursery is not None, "apply() before serve() started"
+        for spec in plan.open:
+            await self._nursery.start(self._serve_port, spec)
+        log.info(
+            "applied snapshot %s: opened %s, closed %s, kept %s",
+            snapshot.version,
+            [s.port for s in plan.open],
+            list(plan.close),
+            list(plan.keep),
+        )
+        self.applies += 1
+        self._applied.set()
+        self._applied = trio.Event()
+
+    async def _serve_port(
+        self, spec: ListenerSpec, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        entry = _Listener(spec, trio.CancelScope())
+        self.listeners[spec.port] = entry
+        try:
+            await self._listen(entry, task_status)
+        finally:
+            entry.closed.set()
+
+    async def _listen(self, entry: _Listener, task_status: trio.TaskStatus[None]) -> None:
+        spec = entry.spec
+        with entry.scope:
+            try:
+                sockets = await trio.open_tcp_listeners(spec.port, host=self.config.bind)
+            except OSError as err:
+                log.error("cannot listen on %s:%d: %s", self.config.bind, spec.port, err)
+                task_status.started()
+                await trio.sleep_forever()
+            entry.bound = True
+            task_status.started()
+            assert self._nursery is not None
+
+            async def handle(stream: trio.SocketStream) -> None:
+                await self._connection(stream, spec)
+
+            await trio.serve_listeners(handle, sockets, handler_nursery=self._nursery)
+
+    async def _connection(self, stream: trio.SocketStream, spec: ListenerSpec) -> None:
+        client: str | None
+        try:
+            peer = stream.socket.getpeername()
+            client = str(peer[0])
+        except OSError:
+            client = None
+        sni: str | None = None
+        conn: trio.abc.Stream = stream
+        try:
+            if spec.tls:
+                served = self.served
+                if served is None:
+                    return
+                tls = trio.SSLStream(
+                    stream, served.front(spec.port), server_side=True, https_compatible=True
+                )
+                _handshake_sni.set(None)
+                handshook = False
+                with trio.move_on_after(HANDSHAKE_TIMEOUT):
+                    await tls.do_handshake()
+                    handshook = True
+                if not handshook:
+                    return
+                sni = _handshake_sni.get()
+                if not served.admits(spec.port, sni, tls.getpeercert(binary_form=True)):
+                    return
+                conn = tls
+            await self._requests(conn, spec, client, sni)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        except Exception:  # one connection's bug must not end the others
+            log.exception("connection from %s on port %d failed", client, spec.port)
+        finally:
+            await trio.aclose_forcefully(conn)
+
+    async def _requests(
+        self, conn: trio.abc.Stream, spec: ListenerSpec, client: str | None, sni: str | None
+    ) -> None:
+        reader = EventReader(conn, RequestParser(self.codec))
+        while True:
+            event = None
+            with trio.move_on_after(self.config.header_timeout):
+                event = await reader.next()
+            if event is None:
+                return
+            if event is PAUSED:  # the upgrade was not tunnelled: carry on with HTTP/1.1
+                reader.parser.resume()
+                continue
+            if type(event) is ProtocolError:
+                await conn.send_all(own_answer(event.status, event.reason, close=True))
+                _log_access(client=client, status=event.status, reason=event.reason)
+                return
+            if type(event) is not RequestHead:
+                return  # ConnectionClosed
+            if not await self._request(reader, conn, event, spec, client, sni):
+                return
+
+    async def _request(
+        self,
+        reader: EventReader,
+        conn: trio.abc.Stream,
+        head: RequestHead,
+        spec: ListenerSpec,
+        client: str | None,
+        sni: str | None,
+    ) -> bool:
+        """Answer one request; whether the connection may carry another."""
+        started = trio.current_time()
+        served = self.served
+        assert served is not None
+        host = next((v.decode("latin-1") for n, v in head.headers if n == b"host"), None)
+        method = head.method.decode("latin-1")
+        target = head.target.decode("latin-1")
+        decision = select(
+            served.table,
+            RouteHead(
+                port=spec.port,
+                method=method,
+                target=target,
+                host=host,
+                tls=spec.tls,
+                sni=sni,
+                headers=tuple((n.decode("latin-1"), v.decode("latin-1")) for n, v in head.headers),
+            ),
+        )
+        route = decision.route
+        fields: dict[str, object] = {
+            "method": method,
+            "host": host,
+            "path": target,
+            "route": f"{route.kind} {route.namespace}/{route.name} {route.rule}" if route else None,
+            "client": client,
+        }
+        keep_alive = head.keep_alive
+        exchange = Exchange()
+        answer: Answer | None = None
+        if decision.status is not None:
+            answer = Answer(decision.status, decision.reason)
+        else:
+            try:
+                await forward(
+                    client=reader,
+                    client_stream=conn,
+                    head=head,
+                    decision=decision,
+                    snapshot=served.snapshot,
+                    round_robin=self.round_robin,
+                    rng=self.rng,
+                    codec=self.codec,
+                    proto="https" if spec.tls else "http",
+                    client_address=client,
+                    exchange=exchange,
+                    pool=self.pool,
+                )
+                keep_alive = keep_alive and exchange.keep_alive
+            except Answer as err:
+                answer = err
+                exchange.upstream = err.upstream or exchange.upstream
+                # the body may be half read: the connection cannot carry another request
+                keep_alive = False
+            except ClientProtocolError as err:
+                await conn.send_all(own_answer(err.error.status, err.error.reason, close=True))
+                exchange.status = err.error.status
+                keep_alive = False
+        if answer is not None:
+            if decision.status is not None and keep_alive:
+                keep_alive = not head.expect_continue and await _drain(reader)
+            await conn.send_all(
+                own_answer(
+                    answer.status,
+                    answer.reason,
+                    close=not keep_alive,
+                    location=decision.redirect if decision.status is not None else None,
+                    head_only=head.method == b"HEAD",
+                )
+            )
+            exchange.status = answer.status
+            fields["reason"] = answer.reason
+        _log_access(
+            **fields,
+            status=exchange.status,
+            upstream=exchange.upstream or None,
+            duration_ms=round((trio.current_time() - started) * 1000, 3),
+        )
+        return keep_alive
+
+
+async def _drain(reader: EventReader, limit: int = 64 * 1024) -> bool:
+    """Read and drop a request body the proxy answers without; False if it is too long."""
+    seen = 0
+    while True:
+        event = await reader.next()
+        if type(event) is EndOfMessage:
+            return True
+        if type(event) is not Data:
+            return False
+        seen += len(event.data)
+        if seen > limit:
+            return False
+
+
+def _log_access(**fields: object) -> None:
+    access_log.info("%s", json.dumps(fields, separators=(",", ":")))
+
+
+def install_access_log(stream_handler: logging.Handler | None = None) -> Callable[[], None]:
+    """Send the proxy's logs to stderr, one line each (the CLI calls it); returns an undo."""
+    handler = stream_handler or logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    root = logging.getLogger("coxswain")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    return lambda: root.removeHandler(handler)

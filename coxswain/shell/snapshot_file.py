@@ -1,0 +1,107 @@
+"""Loading the snapshot file of ``coxswain proxy --snapshot`` and noticing when it changes.
+
+ARCHITECTURE §7: the file is re-read on SIGHUP and when it is replaced (written under a
+temporary name, then renamed). Replacement is noticed by polling the file's identity (inode,
+size, modification time) every half second: portable, and a rename always changes the inode.
+A file that cannot be read, is not a snapshot, or carries another scope than the proxy serves
+is reported and the snapshot being served stays: a bad write never takes routing down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from typing import TYPE_CHECKING, Final
+
+import trio
+
+from coxswain.compile.snapshot_read import SnapshotFormatError, snapshot_from_data
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from coxswain.compile.scope import Scope
+    from coxswain.compile.snapshot import Snapshot
+
+__all__ = ["POLL_INTERVAL", "SnapshotLoadError", "load_snapshot", "watch_snapshot_file"]
+
+POLL_INTERVAL: Final = 0.5
+
+
+class SnapshotLoadError(Exception):
+    """The file could not be used; the message says why."""
+
+
+def load_snapshot(path: str, scope: Scope) -> Snapshot:
+    """Read and decode the snapshot at ``path``; it must be for ``scope``.
+
+    Raises:
+        SnapshotLoadError: unreadable, not JSON, not a snapshot, or another scope.
+    """
+    try:
+        with open(path, encoding="utf-8") as file:
+            snapshot = snapshot_from_data(json.load(file))
+    except SnapshotFormatError as err:
+        raise SnapshotLoadError(f"{path} is not a snapshot: {err}") from err
+    except (OSError, ValueError) as err:
+        raise SnapshotLoadError(f"{path} cannot be read: {err}") from err
+    if snapshot.scope != scope:
+        raise SnapshotLoadError(
+            f"{path} is the snapshot of {snapshot.scope}, but this proxy serves {scope}"
+        )
+    return snapshot
+
+
+def _identity(path: str) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns)
+
+
+async def watch_snapshot_file(
+    path: str,
+    scope: Scope,
+    apply: Callable[[Snapshot], Awaitable[None]],
+    on_error: Callable[[str], None],
+    *,
+    interval: float = POLL_INTERVAL,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Load the file, apply it, then re-apply it on SIGHUP or replacement. Never returns.
+
+    The first load must succeed (``SnapshotLoadError`` propagates); ``task_status.started()``
+    is called once it is applied. Later failures go to ``on_error``.
+    """
+    seen = _identity(path)
+    await apply(await trio.to_thread.run_sync(load_snapshot, path, scope))
+    task_status.started()
+    hangup = trio.Event()
+
+    async def listen_for_hangups() -> None:
+        try:
+            with trio.open_signal_receiver(signal.SIGHUP) as signals:
+                async for _ in signals:
+                    hangup.set()
+        except RuntimeError:  # not the main thread: polling alone
+            await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(listen_for_hangups)
+        while True:
+            with trio.move_on_after(interval):
+                await hangup.wait()
+            forced = hangup.is_set()
+            hangup = trio.Event()
+            now = _identity(path)
+            if not forced and (now == seen or now is None):
+                continue
+            seen = now
+            try:
+                snapshot = await trio.to_thread.run_sync(load_snapshot, path, scope)
+            except SnapshotLoadError as err:
+                on_error(f"keeping the current snapshot: {err}")
+                continue
+            await apply(snapshot)

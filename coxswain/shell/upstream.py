@@ -1,0 +1,438 @@
+"""The upstream half of a forwarded request: backend choice, connect, relay both bodies.
+
+Rules (ARCHITECTURE §6, issue 5):
+
+- **Backend.** Chosen at random by weight among the decision's backends (Gateway API
+  ``backendRefs[].weight``); zero weights never chosen; an invalid choice is answered 500, as
+  the Gateway API asks for a reference that cannot be resolved. Endpoints of the backend are
+  taken round-robin; another endpoint is tried only when *connecting* failed, since nothing of
+  the request has been sent then (a retry after bytes were sent could repeat a non-idempotent
+  request, RFC 9110 §9.2.2).
+- **Request.** The head carries ``forwarded_headers`` (hop-by-hop fields removed, RFC 9110
+  §7.6.1; ``X-Forwarded-*``), then the rule's and the backend's header edits. The body is relayed
+  piece by piece as the codec yields it, re-framed as it came (sized stays sized, chunked stays
+  chunked, RFC 9112 §6, §7.1): never a whole body in memory, and ``send_all`` gives
+  backpressure. ``Expect: 100-continue`` is answered by the proxy itself before it reads the
+  body (RFC 9110 §10.1.1), so the field is not forwarded. Upstream connections are reused
+  through :mod:`.pool` after complete keep-alive exchanges.
+- **Response.** Interim 1xx responses are dropped. A sized response keeps its
+  ``Content-Length`` (no re-chunking); chunked stays chunked; a close-delimited body is chunked
+  for an HTTP/1.1 client, or close-delimited for an HTTP/1.0 one (RFC 9112 §6.3 rule 8).
+  Hop-by-hop fields are removed and the response header edits applied.
+- **Upgrade** (RFC 9110 §7.8, WebSocket). A request asking to switch protocols is forwarded
+  with ``Connection: upgrade`` and its ``Upgrade``; on a 101 the proxy relays it and then
+  copies bytes both ways until either side closes (the route's timeout, if any, still bounds
+  the whole exchange). Any other answer is an ordinary response and HTTP/1.1 carries on. A 101
+  nobody asked for is 502.
+- **Errors.** Before the response head reached the client, a failure becomes an answer of the
+  proxy: 502 when no endpoint accepted the connection or the upstream broke HTTP, 504 when the
+  route's timeout (``request`` or ``backend_request``, the smaller) expired. After that, the
+  client connection is closed, the only signal left (RFC 9112 §9.6).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+
+import trio
+
+from coxswain.route.forward import HOP_BY_HOP, apply_edits, forwarded_headers
+from coxswain.shell.http1 import (
+    NEED_DATA,
+    PAUSED,
+    Data,
+    EndOfMessage,
+    Paused,
+    ProtocolError,
+    ResponseHead,
+    ResponseParser,
+    frame_chunk,
+    frame_last_chunk,
+    frame_request_head,
+    frame_response_head,
+)
+from coxswain.shell.wire import RECEIVE_SIZE, EventReader
+
+if TYPE_CHECKING:
+    import random
+    from collections.abc import Sequence
+
+    from coxswain.compile.snapshot import Backend, Endpoint, HeaderEdits, Snapshot
+    from coxswain.route import Decision
+    from coxswain.shell.http1 import HeadCodec, RequestHead
+    from coxswain.shell.pool import UpstreamPool
+
+__all__ = ["Answer", "Exchange", "RoundRobin", "forward", "pick_backend"]
+
+_CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
+_IDEMPOTENT: Final = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
+
+
+class Answer(Exception):
+    """Before any response byte reached the client: the proxy answers ``status`` itself."""
+
+    def __init__(self, status: int, reason: str, upstream: str = "") -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.upstream = upstream
+
+
+class ClientProtocolError(Exception):
+    """The client broke HTTP/1.1 inside the request body; answer ``status`` and close."""
+
+    def __init__(self, error: ProtocolError) -> None:
+        super().__init__(error.reason)
+        self.error = error
+
+
+@dataclass(slots=True)
+class RoundRobin:
+    """Per backend, the index of the endpoint the next request starts with."""
+
+    next_index: dict[str, int] = field(default_factory=dict)
+
+    def order(self, key: str, endpoints: Sequence[Endpoint]) -> list[Endpoint]:
+        """The endpoints rotated to start at this backend's turn, then advance the turn."""
+        start = self.next_index.get(key, 0) % len(endpoints)
+        self.next_index[key] = start + 1
+        return [*endpoints[start:], *endpoints[:start]]
+
+
+@dataclass(slots=True)
+class Exchange:
+    """What one forwarded exchange did: for the access log and the connection loop."""
+
+    status: int = 0
+    upstream: str = ""
+    keep_alive: bool = True
+    response_started: bool = False
+
+
+def pick_backend(backends: Sequence[Backend], rng: random.Random) -> Backend | None:
+    """A backend chosen at random in proportion to its weight; None when every weight is 0."""
+    weighted = [b for b in backends if b.weight > 0]
+    if not weighted:
+        return None
+    if len(weighted) == 1:
+        return weighted[0]
+    return rng.choices(weighted, weights=[b.weight for b in weighted])[0]
+
+
+def _text(headers: Sequence[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
+    return [(n.decode("latin-1"), v.decode("latin-1")) for n, v in headers]
+
+
+def _latin1(text: str) -> bytes:
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError as err:
+        raise ValueError(f"{text!r} is not Latin-1") from err
+
+
+def _wire(headers: Sequence[tuple[str, str]]) -> tuple[tuple[bytes, bytes], ...]:
+    return tuple((_latin1(n), _latin1(v)) for n, v in headers)
+
+
+def _edit(headers: list[tuple[str, str]], *edits: HeaderEdits | None) -> list[tuple[str, str]]:
+    for edit in edits:
+        if edit is not None:
+            headers = apply_edits(headers, edit)
+    return headers
+
+
+async def _connect(
+    endpoints: Sequence[Endpoint], pool: UpstreamPool | None
+) -> tuple[trio.SocketStream, tuple[str, int], bool]:
+    """A connection to the first endpoint that takes one: an idle one, else a new one.
+
+    Returns the stream, the endpoint, and whether the stream was reused.
+    """
+    failures = []
+    for endpoint in endpoints:
+        key = (endpoint.address, endpoint.port)
+        if pool is not None and (stream := pool.take(key)) is not None:
+            return stream, key, True
+        try:
+            return await trio.open_tcp_stream(endpoint.address, endpoint.port), key, False
+        except OSError as err:
+            failures.append(f"{endpoint.address}:{endpoint.port}: {err.strerror or err}")
+    raise Answer(502, "no endpoint accepted a connection (" + "; ".join(failures) + ")")
+
+
+async def forward(
+    *,
+    client: EventReader,
+    client_stream: trio.abc.SendStream,
+    head: RequestHead,
+    decision: Decision,
+    snapshot: Snapshot,
+    round_robin: RoundRobin,
+    rng: random.Random,
+    codec: HeadCodec,
+    proto: str,
+    client_address: str | None,
+    exchange: Exchange,
+    pool: UpstreamPool | None = None,
+) -> None:
+    """Forward one request whose head was read; fills ``exchange`` as it goes.
+
+    With a ``pool``, upstream connections are reused (:mod:`.pool`); without, each exchange
+    opens one and sends ``Connection: close``.
+
+    Raises:
+        Answer: a failure before the response head reached the client.
+        ClientProtocolError: the request body broke HTTP/1.1.
+    """
+    backend = pick_backend(decision.backends, rng)
+    if backend is None or not backend.valid:
+        raise Answer(500, "the chosen backend is invalid")
+    endpoints = snapshot.endpoints.get(backend.endpoints_key, ())
+    if not endpoints:
+        raise Answer(503, f"backend {backend.endpoints_key} has no ready endpoints")
+    action = decision.action
+    timeouts = [
+        t
+        for t in (
+            action.request_timeout if action else None,
+            action.backend_timeout if action else None,
+        )
+        if t
+    ]
+    timeout = min(timeouts) if timeouts else math.inf
+    with trio.move_on_after(timeout) as scope:
+        await _relay(
+            client=client,
+            client_stream=client_stream,
+            head=head,
+            decision=decision,
+            backend=backend,
+            endpoints=round_robin.order(backend.endpoints_key, endpoints),
+            codec=codec,
+            proto=proto,
+            client_address=client_address,
+            exchange=exchange,
+            pool=pool,
+        )
+    if scope.cancelled_caught:
+        if not exchange.response_started:
+            raise Answer(
+                504, f"the upstream did not answer within {timeout:g} s", exchange.upstream
+            )
+        exchange.keep_alive = False
+
+
+async def _relay(
+    *,
+    client: EventReader,
+    client_stream: trio.abc.SendStream,
+    head: RequestHead,
+    decision: Decision,
+    backend: Backend,
+    endpoints: Sequence[Endpoint],
+    codec: HeadCodec,
+    proto: str,
+    client_address: str | None,
+    exchange: Exchange,
+    pool: UpstreamPool | None,
+) -> None:
+    action = decision.action
+    headers = forwarded_headers(
+        [(n, v) for n, v in _text(head.headers) if n != "expect"],
+        host=decision.host,
+        proto=proto,
+        client=client_address,
+    )
+    headers = _edit(
+        headers,
+        action.request_headers if action else None,
+        backend.request_headers,
+    )
+    if head.chunked:
+        headers.append(("transfer-encoding", "chunked"))
+    if head.upgrade is not None:  # RFC 9110 §7.8: asked again of the upstream, hop by hop
+        headers.extend([("connection", "upgrade"), ("upgrade", head.upgrade.decode("latin-1"))])
+    elif pool is None:
+        headers.append(("connection", "close"))
+    try:
+        request_head = frame_request_head(
+            method=head.method, target=_latin1(decision.path), headers=_wire(headers)
+        )
+    except ValueError as err:  # a rewrite or header edit of the snapshot made it unsendable
+        raise Answer(500, f"the request cannot be forwarded as configured: {err}") from err
+    has_body = head.chunked or bool(head.content_length)
+    # a reused connection the upstream closed meanwhile may be retried once on a new one when
+    # repeating the request is safe (RFC 9112 §9.3.1): idempotent and nothing of a body sent
+    may_retry = not has_body and head.method in _IDEMPOTENT
+    body_read = False
+    idle_ok = True
+    while True:
+        upstream, endpoint, reused = await _connect(endpoints, pool if idle_ok else None)
+        address = f"{endpoint[0]}:{endpoint[1]}"
+        exchange.upstream = address
+        reusable = False
+        try:
+            try:
+                await upstream.send_all(request_head)
+                if not body_read:  # a retry: the (empty) body was read by the first attempt
+                    if head.expect_continue:
+                        await client_stream.send_all(_CONTINUE)
+                    await _send_body(client, upstream, chunked=head.chunked)
+                    body_read = True
+                parser = ResponseParser(codec)
+                parser.expect_response(head.method)
+                reader = EventReader(upstream, parser)
+                response = await _final_head(reader, upgrading=head.upgrade is not None)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, Answer) as err:
+                if reused and may_retry:
+                    idle_ok = False  # the retry opens a new connection
+                    continue
+                if isinstance(err, Answer):
+                    raise
+                raise Answer(502, f"the upstream connection broke: {err}", address) from err
+            if response.status == 101:
+                await _tunnel(client, client_stream, reader, upstream, response, exchange)
+                return
+            reusable = await _send_response(
+                reader, client_stream, head, response, backend, decision, exchange
+            )
+            reusable = reusable and parser.next_event() is NEED_DATA
+        finally:
+            if reusable and pool is not None:
+                pool.give(endpoint, upstream)
+            else:
+                await trio.aclose_forcefully(upstream)
+        return
+
+
+async def _send_body(client: EventReader, upstream: trio.abc.SendStream, *, chunked: bool) -> None:
+    while True:
+        event = await client.next()
+        if type(event) is Data:
+            await upstream.send_all(frame_chunk(event.data) if chunked else event.data)
+        elif type(event) is EndOfMessage:
+            if chunked:
+                await upstream.send_all(frame_last_chunk(event.trailers))
+            return
+        elif type(event) is ProtocolError:
+            raise ClientProtocolError(event)
+        else:  # pragma: no cover - the request parser yields only these inside a body
+            raise ClientProtocolError(ProtocolError(400, f"unexpected {event!r} in a body"))
+
+
+async def _final_head(reader: EventReader, *, upgrading: bool) -> ResponseHead:
+    while True:
+        event = await reader.next()
+        if type(event) is ResponseHead:
+            if event.status < 200 and event.status != 101:
+                continue  # interim responses: the proxy answered Expect itself
+            if event.status == 101 and not upgrading:
+                raise Answer(502, "the upstream switched protocols unasked")
+            return event
+        if type(event) is ProtocolError:
+            raise Answer(502, event.reason)
+        raise Answer(502, f"the upstream sent {event!r} instead of a response")
+
+
+async def _tunnel(
+    client: EventReader,
+    client_stream: trio.abc.SendStream,
+    reader: EventReader,
+    upstream: trio.SocketStream,
+    response: ResponseHead,
+    exchange: Exchange,
+) -> None:
+    """After a 101 (RFC 9110 §15.2.2): relay the new protocol's bytes both ways until either
+    side closes. The connection then carries no more HTTP/1.1."""
+    headers = [(n, v) for n, v in response.headers if n.decode("latin-1") not in HOP_BY_HOP]
+    upgrade = next((v for n, v in response.headers if n == b"upgrade"), None)
+    if upgrade is not None:
+        headers.extend([(b"connection", b"upgrade"), (b"upgrade", upgrade)])
+    exchange.status = 101
+    exchange.response_started = True
+    exchange.keep_alive = False
+    await client_stream.send_all(
+        frame_response_head(status=101, reason=response.reason, headers=tuple(headers))
+    )
+    while True:  # the 101's empty message ends, then the parser pauses
+        event = await reader.next()
+        if type(event) is Paused:
+            break
+        if type(event) is not EndOfMessage:
+            return
+    upstream_rest = reader.parser.detach()
+    client_rest = client.parser.detach() if client.parser.next_event() is PAUSED else b""
+
+    async def copy(rest: bytes, source: trio.abc.ReceiveStream, sink: trio.abc.SendStream) -> None:
+        try:
+            if rest:
+                await sink.send_all(rest)
+            while data := await source.receive_some(RECEIVE_SIZE):
+                await sink.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        nursery.cancel_scope.cancel()  # one side is done: so is the tunnel
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(copy, upstream_rest, upstream, client_stream)
+        nursery.start_soon(copy, client_rest, client.stream, upstream)
+
+
+async def _send_response(
+    reader: EventReader,
+    client_stream: trio.abc.SendStream,
+    head: RequestHead,
+    response: ResponseHead,
+    backend: Backend,
+    decision: Decision,
+    exchange: Exchange,
+) -> bool:
+    """Relay the response; whether the upstream connection ended the exchange cleanly."""
+    named = {
+        token.strip().lower()
+        for name, value in response.headers
+        if name == b"connection"
+        for token in value.decode("latin-1").split(",")
+    }
+    headers = [(n, v) for n, v in _text(response.headers) if n not in HOP_BY_HOP and n not in named]
+    action = decision.action
+    headers = _edit(headers, action.response_headers if action else None, backend.response_headers)
+    client_http11 = head.http_version == b"1.1"
+    rechunk = False
+    if response.has_body and response.content_length is None:
+        if client_http11:
+            headers.append(("transfer-encoding", "chunked"))
+            rechunk = True
+        else:
+            exchange.keep_alive = False
+    if not head.keep_alive or not exchange.keep_alive:
+        exchange.keep_alive = False
+        headers.append(("connection", "close"))
+    try:
+        response_head = frame_response_head(
+            status=response.status, reason=response.reason, headers=_wire(headers)
+        )
+    except ValueError as err:  # a header edit of the snapshot made it unsendable
+        raise Answer(500, f"the response cannot be relayed as configured: {err}") from err
+    exchange.status = response.status
+    exchange.response_started = True
+    await client_stream.send_all(response_head)
+    if not response.has_body:
+        return response.keep_alive
+    try:
+        while True:
+            event = await reader.next()
+            if type(event) is Data:
+                await client_stream.send_all(frame_chunk(event.data) if rechunk else event.data)
+            elif type(event) is EndOfMessage:
+                if rechunk:
+                    await client_stream.send_all(frame_last_chunk(event.trailers))
+                return response.keep_alive
+            else:  # a broken body: the client can only learn it from the connection closing
+                exchange.keep_alive = False
+                return False
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        exchange.keep_alive = False  # either side broke off; our client must not wait
+        return False

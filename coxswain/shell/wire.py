@@ -1,0 +1,78 @@
+"""Byte streams meet the sans-IO codec: reading events from a stream, and the proxy's own answers.
+
+``EventReader`` is the loop of h11's trio example (``receive_some`` → ``receive_data`` →
+``next_event``) for :mod:`coxswain.shell.http1`. ``own_answer`` writes the responses the proxy
+makes itself (404, 421, 5xx, redirects, and 400/413/431 for a ProtocolError): a short text body
+with ``Content-Length`` (RFC 9112 §6.2), ``Server: coxswain`` (ARCHITECTURE §7), and
+``Connection: close`` when the connection ends after it (RFC 9112 §9.6).
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Final
+
+from coxswain.shell.http1 import NEED_DATA, Event, frame_response_head
+
+if TYPE_CHECKING:
+    import trio
+
+    from coxswain.shell.http1.parser import RequestParser, ResponseParser
+
+__all__ = ["RECEIVE_SIZE", "EventReader", "own_answer"]
+
+RECEIVE_SIZE: Final = 64 * 1024
+
+
+class EventReader:
+    """Reads codec events from a stream, receiving bytes only when the parser needs them."""
+
+    __slots__ = ("parser", "stream")
+
+    def __init__(self, stream: trio.abc.ReceiveStream, parser: RequestParser | ResponseParser):
+        self.stream = stream
+        self.parser = parser
+
+    async def next(self) -> Event:
+        """The next event; the peer closing becomes EOF for the parser."""
+        parser = self.parser
+        while True:
+            event = parser.next_event()
+            if event is not NEED_DATA:
+                return event
+            parser.receive_data(bytes(await self.stream.receive_some(RECEIVE_SIZE)))
+
+
+def own_answer(
+    status: int,
+    text: str,
+    *,
+    close: bool,
+    location: str | None = None,
+    head_only: bool = False,
+) -> bytes:
+    """A complete response the proxy makes itself.
+
+    Args:
+        status: the status code.
+        text: a sentence for the body (the reason phrase is prepended).
+        close: announce that the connection closes after this response.
+        location: the ``Location`` of a redirect (RFC 9110 §10.2.2).
+        head_only: the request was HEAD: the same header section, no body (RFC 9110 §9.3.2).
+    """
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "Error"
+    body = f"{status} {phrase}: {text}\n".encode("utf-8", "replace")
+    headers = [
+        (b"server", b"coxswain"),
+        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    if location is not None:
+        headers.append((b"location", location.encode("latin-1", "replace")))
+    if close:
+        headers.append((b"connection", b"close"))
+    head = frame_response_head(status=status, headers=tuple(headers))
+    return head if head_only else head + body

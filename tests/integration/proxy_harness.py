@@ -1,0 +1,313 @@
+"""Running the proxy in-process for tests: an echo backend, snapshot builders, a runner.
+
+The proxy runs inside ``trio.run`` with the test's client code in a worker thread (stdlib
+``http.client`` and raw sockets, a client independent of our codec); readiness comes from
+``nursery.start``, so nothing waits by sleeping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import h11
+import trio
+
+from coxswain.compile.scope import parse_scope
+from coxswain.shell.proxy import Proxy, ProxyConfig
+from coxswain.shell.proxy_process import serve_snapshot_file
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+
+def free_port() -> int:
+    """A port nothing listens on right now (bound to port 0, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+# --- echo backend -------------------------------------------------------------------------------
+
+
+_connections = iter(range(1, 1 << 30))
+
+
+async def _echo_connection(stream: trio.SocketStream, name: str) -> None:
+    """h11 server: answers each request with JSON of what it received.
+
+    ``/chunked`` answers with a chunked body; ``/stall`` never answers; ``/bad`` answers
+    garbage; ``/once`` closes the connection after a response that announced keep-alive.
+    Each answer carries the number of the connection it came on.
+    """
+    conn = h11.Connection(h11.SERVER)
+    number = next(_connections)
+    async with stream:
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                data = await stream.receive_some(65536)
+                conn.receive_data(data)
+                continue
+            if not isinstance(event, h11.Request):
+                return
+            body = bytearray()
+            while True:
+                part = conn.next_event()
+                if part is h11.NEED_DATA:
+                    conn.receive_data(await stream.receive_some(65536))
+                elif isinstance(part, h11.Data):
+                    body += part.data
+                elif isinstance(part, h11.EndOfMessage):
+                    break
+                else:
+                    return
+            target = event.target.decode()
+            if any(n == b"upgrade" for n, _ in event.headers):
+                await _echo_upgraded(stream, conn)
+                return
+            if target == "/stall":
+                await trio.sleep_forever()
+            if target == "/bad":
+                await stream.send_all(b"HTTP/1.1 banana\r\n\r\n")
+                return
+            payload = json.dumps(
+                {
+                    "backend": name,
+                    "connection": number,
+                    "method": event.method.decode(),
+                    "target": target,
+                    "headers": [[n.decode(), v.decode()] for n, v in event.headers],
+                    "body": body.decode("latin-1"),
+                }
+            ).encode()
+            if target == "/chunked":
+                headers = [("content-type", "application/json"), ("transfer-encoding", "chunked")]
+                await stream.send_all(conn.send(h11.Response(status_code=200, headers=headers)))
+                for i in range(0, len(payload), 7):
+                    await stream.send_all(conn.send(h11.Data(data=payload[i : i + 7])))
+            else:
+                headers = [
+                    ("content-type", "application/json"),
+                    ("content-length", str(len(payload))),
+                    ("x-backend", name),
+                    ("connection", "x-hop"),
+                    ("x-hop", "dropped"),
+                ]
+                await stream.send_all(conn.send(h11.Response(status_code=200, headers=headers)))
+                if event.method != b"HEAD":
+                    await stream.send_all(conn.send(h11.Data(data=payload)))
+            await stream.send_all(conn.send(h11.EndOfMessage()))
+            if conn.our_state is h11.MUST_CLOSE or target == "/once":
+                return
+            conn.start_next_cycle()
+
+
+async def _echo_upgraded(stream: trio.SocketStream, conn: h11.Connection) -> None:
+    """Switch to a toy protocol: every received chunk comes back upper-cased."""
+    switch = h11.InformationalResponse(
+        status_code=101, headers=[("upgrade", "shout"), ("connection", "upgrade")]
+    )
+    await stream.send_all(conn.send(switch))
+    rest, _ = conn.trailing_data
+    if rest:
+        await stream.send_all(bytes(rest).upper())
+    while data := await stream.receive_some(65536):
+        await stream.send_all(bytes(data).upper())
+
+
+async def serve_echo(
+    name: str, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
+) -> None:
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    task_status.started(listeners[0].socket.getsockname()[1])
+
+    async def handle(stream: trio.SocketStream) -> None:
+        with contextlib.suppress(trio.BrokenResourceError, h11.RemoteProtocolError):
+            await _echo_connection(stream, name)
+
+    await trio.serve_listeners(handle, listeners)
+
+
+# --- snapshots ----------------------------------------------------------------------------------
+
+
+def backend(service: str, weight: int = 1, **extra: Any) -> dict[str, Any]:
+    return {
+        "namespace": "app",
+        "service": service,
+        "port": 80,
+        "weight": weight,
+        "valid": True,
+        **extra,
+    }
+
+
+def ref(kind: str, name: str) -> dict[str, str]:
+    return {"kind": kind, "namespace": "app", "name": name, "rule": "spec.rules[0]"}
+
+
+def ingress_path(service: str, path: str = "/", *, tls_redirect: bool = False) -> dict[str, Any]:
+    return {
+        "path": path,
+        "match": "Prefix",
+        "backend": backend(service),
+        "route": ref("Ingress", service),
+        "tls_redirect": tls_redirect,
+    }
+
+
+def gateway_rule(backends: list[dict[str, Any]], **action: Any) -> dict[str, Any]:
+    return {
+        "match": {
+            "path_type": "PathPrefix",
+            "path": "/",
+            "headers": [],
+            "query": [],
+            "method": None,
+        },
+        "route": ref("HTTPRoute", "r"),
+        "backends": backends,
+        "request_headers": None,
+        "response_headers": None,
+        "redirect": None,
+        "rewrite": None,
+        "mirrors": [],
+        "timeouts": {"request": None, "backend_request": None},
+        "problem": None,
+        **action,
+    }
+
+
+def snapshot(
+    *,
+    hosts: dict[str, list[dict[str, Any]]] | None = None,
+    endpoints: dict[str, list[int]] | None = None,
+    gateway_port: int | None = None,
+    gateway_rules: list[dict[str, Any]] | None = None,
+    tls: dict[str, dict[str, str]] | None = None,
+    scope: str = "shared",
+) -> dict[str, Any]:
+    """A snapshot document: Ingress hosts → paths; endpoints by service → local ports."""
+    data: dict[str, Any] = {
+        "version": "sha256:test",
+        "scope": scope,
+        "ingress": {
+            "http_port": 80,
+            "https_port": 443,
+            "hosts": {
+                host: {"paths": paths, "default_backend": None}
+                for host, paths in (hosts or {}).items()
+            },
+        },
+        "gateways": {},
+        "client_certs": {},
+        "listener_health": [],
+        "tls": {"443": tls} if tls else {},
+        "endpoints": {
+            f"app/{service}/80": [{"address": "127.0.0.1", "port": p} for p in ports]
+            for service, ports in (endpoints or {}).items()
+        },
+    }
+    if gateway_port is not None:
+        data["gateways"] = {
+            str(gateway_port): {
+                "*": {
+                    "gateway": "app/gw",
+                    "listener": "http",
+                    "port": 80,
+                    "protocol": "HTTP",
+                    "hostname": "*",
+                    "hosts": {"*": gateway_rules or []},
+                }
+            }
+        }
+        data["listener_health"] = [
+            {
+                "gateway": "app/gw",
+                "listener": "http",
+                "port": 80,
+                "target_port": gateway_port,
+                "protocol": "HTTP",
+                "hostname": None,
+                "attached_routes": 1,
+                "ready": True,
+                "reason": "Ready",
+            }
+        ]
+    return data
+
+
+def write_snapshot(path: Path, data: dict[str, Any]) -> None:
+    """Replace the file as tools should: write a temporary name, then rename."""
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(data))
+    os.replace(temporary, path)
+
+
+# --- running ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Running:
+    """What a test's client code gets: ports, the proxy, and a way into the trio thread."""
+
+    proxy: Proxy
+    http_port: int
+    https_port: int
+    admin_port: int
+    gateway_port: int
+    backends: dict[str, int] = field(default_factory=dict)
+
+    def wait_applies(self, count: int, rejections: int = 0) -> None:
+        trio.from_thread.run(lambda: self.proxy.wait_applies(count, rejections=rejections))
+
+
+def run_proxy(
+    tmp_path: Path,
+    make_snapshot: Callable[[dict[str, int]], dict[str, Any]],
+    client: Callable[[Running], None],
+    *,
+    backends: tuple[str, ...] = ("one", "two"),
+    scope: str = "shared",
+    header_timeout: float = 60.0,
+) -> None:
+    """Start echo backends and a proxy serving ``make_snapshot(ports)``, run ``client`` in a
+    thread, then stop everything. ``ports`` maps each backend name to its port, and
+    ``"gateway"`` to a free port for a Gateway listener."""
+    file = tmp_path / "snapshot.json"
+    http_port, https_port, admin_port = free_port(), free_port(), free_port()
+    gateway_port = free_port()
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            ports = {name: await nursery.start(serve_echo, name) for name in backends}
+            write_snapshot(file, make_snapshot({**ports, "gateway": gateway_port}))
+            parsed = parse_scope(scope)
+            assert parsed is not None
+            proxy: Proxy = await nursery.start(
+                lambda task_status: serve_snapshot_file(
+                    str(file),
+                    parsed,
+                    ProxyConfig(
+                        ingress_http_port=http_port,
+                        ingress_https_port=https_port,
+                        header_timeout=header_timeout,
+                    ),
+                    admin_port=admin_port,
+                    poll_interval=0.02,
+                    task_status=task_status,
+                )
+            )
+            running = Running(proxy, http_port, https_port, admin_port, gateway_port, ports)
+            await trio.to_thread.run_sync(client, running)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)

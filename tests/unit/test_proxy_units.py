@@ -1,0 +1,93 @@
+"""The proxy shell's small pure-ish parts: backend choice, round-robin, own answers, loading."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from typing import TYPE_CHECKING
+
+import pytest
+
+from coxswain.compile.scope import parse_scope
+from coxswain.compile.snapshot import Backend, Endpoint
+from coxswain.shell.http1 import ResponseHead, ResponseParser, codec_named
+from coxswain.shell.snapshot_file import SnapshotLoadError, load_snapshot
+from coxswain.shell.upstream import RoundRobin, pick_backend
+from coxswain.shell.wire import own_answer
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def test_pick_backend_follows_weights_and_skips_zero() -> None:
+    a = Backend(namespace="n", service="a", port=80, weight=1)
+    b = Backend(namespace="n", service="b", port=80, weight=3)
+    zero = Backend(namespace="n", service="z", port=80, weight=0)
+    rng = random.Random(7)
+    picks = [pick_backend([a, b, zero], rng) for _ in range(4000)]
+    seen = Counter(p.service for p in picks if p is not None)
+    assert seen["z"] == 0
+    assert 2700 <= seen["b"] <= 3300
+    assert pick_backend([zero], rng) is None
+    assert pick_backend([], rng) is None
+
+
+def test_round_robin_rotates_per_backend() -> None:
+    endpoints = [Endpoint("10.0.0.1", 80), Endpoint("10.0.0.2", 80), Endpoint("10.0.0.3", 80)]
+    rr = RoundRobin()
+    firsts = [rr.order("k", endpoints)[0].address for _ in range(4)]
+    assert firsts == ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.1"]
+    assert rr.order("other", endpoints)[0].address == "10.0.0.1"
+    assert sorted(rr.order("k", endpoints)) == endpoints
+
+
+@pytest.mark.parametrize("close", [False, True])
+def test_own_answer_is_a_well_framed_response(close: bool) -> None:
+    wire = own_answer(308, "moved", close=close, location="https://a.example.com/x")
+    parser = ResponseParser(codec_named("h11"))
+    parser.expect_response(b"GET")
+    parser.receive_data(wire)
+    head = parser.next_event()
+    assert isinstance(head, ResponseHead)
+    headers = dict(head.headers)
+    assert head.status == 308
+    assert headers[b"server"] == b"coxswain"
+    assert headers[b"location"] == b"https://a.example.com/x"
+    assert int(headers[b"content-length"]) == len(wire) - wire.index(b"\r\n\r\n") - 4
+    assert (headers.get(b"connection") == b"close") is close
+
+
+def test_own_answer_to_head_has_no_body() -> None:
+    wire = own_answer(404, "none", close=False, head_only=True)
+    assert wire.endswith(b"\r\n\r\n")
+    assert b"content-length: " in wire
+
+
+def test_load_snapshot_reports_unreadable_foreign_and_bad_files(tmp_path: Path) -> None:
+    shared = parse_scope("shared")
+    assert shared is not None
+    with pytest.raises(SnapshotLoadError, match="cannot be read"):
+        load_snapshot(str(tmp_path / "missing.json"), shared)
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2")
+    with pytest.raises(SnapshotLoadError, match="cannot be read"):
+        load_snapshot(str(bad), shared)
+    bad.write_text("{}")
+    with pytest.raises(SnapshotLoadError, match="not a snapshot"):
+        load_snapshot(str(bad), shared)
+    good = tmp_path / "good.json"
+    good.write_text(
+        json.dumps(
+            {
+                "version": "sha256:x",
+                "scope": "app/gw",
+                "ingress": {"http_port": 80, "https_port": 443, "hosts": {}},
+            }
+        )
+    )
+    with pytest.raises(SnapshotLoadError, match="this proxy serves shared"):
+        load_snapshot(str(good), shared)
+    gateway = parse_scope("app/gw")
+    assert gateway is not None
+    assert load_snapshot(str(good), gateway).scope == gateway
