@@ -212,8 +212,31 @@ def _parser() -> argparse.ArgumentParser:
     proxy.add_argument("--ingress-http-port", type=int, default=80)
     proxy.add_argument("--ingress-https-port", type=int, default=443)
     proxy.add_argument(
-        "--admin-port", type=int, default=9901, help="/healthz and /readyz (0: none)"
+        "--admin-port", type=int, default=9901, help="/healthz, /readyz and /metrics (0: none)"
     )
+    proxy.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="on SIGTERM, how long requests in flight may take to finish (default 10)",
+    )
+    proxy.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="answer 413 to a request body over N bytes (default: no limit)",
+    )
+    proxy.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="worker processes sharing the ports through SO_REUSEPORT, restarted if they die "
+        "(default 1: serve in this process; the Helm chart sets the pod's CPU count)",
+    )
+    proxy.add_argument(_WORKER_FLAG, action="store_true", help=argparse.SUPPRESS)
     proxy.set_defaults(handler=_proxy)
     return parser
 
@@ -374,29 +397,47 @@ def _route_text(data: dict[str, Any]) -> str:
 
 # --- proxy --------------------------------------------------------------------------------------
 
+_WORKER_FLAG: Final = "--worker-of-supervisor"  # internal: a process of `--workers N`
+
 
 def _proxy(args: argparse.Namespace) -> int:
     import trio  # only the proxy needs it; the offline commands start faster without
 
     from coxswain.shell.proxy import ProxyConfig, install_access_log
-    from coxswain.shell.proxy_process import serve_snapshot_file
+    from coxswain.shell.proxy_process import run_until_terminated
     from coxswain.shell.snapshot_file import SnapshotLoadError
+    from coxswain.shell.workers import supervise
 
     scope = parse_scope("shared" if args.shared else args.gateway)
     if scope is None:
         print("coxswain proxy: --gateway takes NS/NAME", file=sys.stderr)
         return EXIT_UNREADABLE
+    if args.workers < 1:
+        print("coxswain proxy: --workers takes a number from 1", file=sys.stderr)
+        return EXIT_UNREADABLE
+    if args.workers > 1 and not args.worker_of_supervisor:
+        install_access_log()
+        trio.run(
+            lambda: supervise(_worker_command(args), args.workers, drain_timeout=args.drain_timeout)
+        )
+        return EXIT_OK
     config = ProxyConfig(
         bind=args.bind,
         ingress_http_port=args.ingress_http_port,
         ingress_https_port=args.ingress_https_port,
+        max_body_bytes=args.max_body_bytes,
+        reuse_port=args.worker_of_supervisor,
     )
     install_access_log()
     failures: list[str] = []
     try:
         trio.run(
-            lambda: serve_snapshot_file(
-                args.snapshot, scope, config, admin_port=args.admin_port or None
+            lambda: run_until_terminated(
+                args.snapshot,
+                scope,
+                config,
+                admin_port=args.admin_port or None,
+                drain_timeout=args.drain_timeout,
             )
         )
     except* SnapshotLoadError as group:
@@ -406,6 +447,19 @@ def _proxy(args: argparse.Namespace) -> int:
     for failure in failures:
         print(f"coxswain proxy: {failure}", file=sys.stderr)
     return EXIT_UNREADABLE if failures else EXIT_OK
+
+
+def _worker_command(args: argparse.Namespace) -> list[str]:
+    """The command line of one worker: this command's options, one process, reuse-port."""
+    command = [sys.executable, "-m", "coxswain", "proxy"]
+    command += ["--shared"] if args.shared else ["--gateway", args.gateway]
+    command += ["--snapshot", args.snapshot, "--bind", args.bind]
+    command += ["--ingress-http-port", str(args.ingress_http_port)]
+    command += ["--ingress-https-port", str(args.ingress_https_port)]
+    command += ["--admin-port", str(args.admin_port), "--drain-timeout", str(args.drain_timeout)]
+    if args.max_body_bytes is not None:
+        command += ["--max-body-bytes", str(args.max_body_bytes)]
+    return [*command, _WORKER_FLAG]
 
 
 def _leaves(error: BaseException) -> list[BaseException]:

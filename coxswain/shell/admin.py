@@ -2,7 +2,9 @@
 
 ``/healthz`` answers 200 while the process serves at all. ``/readyz`` answers 200 only when a
 snapshot is applied and every listener it needs is bound (ARCHITECTURE §7), else 503. Both read
-flags the proxy keeps; they never probe. Any other path is 404. Requests are parsed with the
+flags the proxy keeps; they never probe; ``/readyz`` is 503 again once draining starts.
+``/metrics`` is the proxy's own registry in Prometheus text (:mod:`.metrics`). Any other path is
+404. Requests are parsed with the
 same codec as traffic, and answered with ``Connection: close``: probes open a connection each.
 """
 
@@ -14,7 +16,9 @@ from typing import TYPE_CHECKING
 import trio
 
 from coxswain.shell.http1 import RequestHead, RequestParser
+from coxswain.shell.metrics import CONTENT_TYPE
 from coxswain.shell.wire import EventReader, own_answer
+from coxswain.shell.workers import open_reuseport_listeners
 
 if TYPE_CHECKING:
     from coxswain.shell.proxy import Proxy
@@ -31,10 +35,16 @@ async def serve_admin(
     *,
     bind: str,
     port: int,
+    reuse_port: bool = False,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve the admin port; never returns. ``task_status.started`` gets the bound port."""
-    listeners = await trio.open_tcp_listeners(port, host=bind)
+    """Serve the admin port; never returns. ``task_status.started`` gets the bound port.
+    With ``reuse_port`` every worker process binds it (SO_REUSEPORT, see :mod:`.workers`)."""
+    listeners: list[trio.SocketListener] = (
+        await open_reuseport_listeners(port, host=bind)
+        if reuse_port
+        else await trio.open_tcp_listeners(port, host=bind)
+    )
     task_status.started(listeners[0].socket.getsockname()[1])
 
     async def handle(stream: trio.SocketStream) -> None:
@@ -66,6 +76,16 @@ async def _answer(proxy: Proxy, stream: trio.SocketStream) -> None:
             close=True,
             head_only=head_only,
         )
+    elif path == b"/metrics":
+        body = proxy.metrics.exposition()
+        reply = (
+            b"HTTP/1.1 200 OK\r\ncontent-type: "
+            + CONTENT_TYPE.encode("latin-1")
+            + b"\r\ncontent-length: "
+            + str(len(body)).encode("ascii")
+            + b"\r\nconnection: close\r\n\r\n"
+            + (b"" if head_only else body)
+        )
     else:
-        reply = own_answer(404, "the admin port serves /healthz and /readyz", close=True)
+        reply = own_answer(404, "the admin port serves /healthz, /readyz and /metrics", close=True)
     await stream.send_all(reply)

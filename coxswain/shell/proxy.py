@@ -15,6 +15,9 @@ Design (ARCHITECTURE §6, STYLE §7):
   (400, 413, 431, 501) is answered and the connection closed (RFC 9112 §9.6); no input ends
   anything but its own connection. A client idle between requests or slow to send a head is
   closed after ``header_timeout``.
+- **Draining** (:meth:`Proxy.drain`, on SIGTERM): ``ready()`` turns False, every listener is
+  closed, connections waiting for a request head are closed, a request in flight finishes and
+  its connection then closes; the drain ends when no connection is left or at its timeout.
 - **TLS** connections are wrapped with the front context of their port (certificate by SNI);
   after the handshake the listener selected by the SNI must admit the client certificate,
   else the connection is closed.
@@ -40,15 +43,18 @@ from coxswain.shell.http1 import (
     Data,
     EndOfMessage,
     HeadCodec,
+    Limits,
     ProtocolError,
     RequestHead,
     RequestParser,
     codec_named,
 )
+from coxswain.shell.metrics import Metrics
 from coxswain.shell.pool import UpstreamPool
 from coxswain.shell.tls import TLSContexts
 from coxswain.shell.upstream import Answer, ClientProtocolError, Exchange, RoundRobin, forward
 from coxswain.shell.wire import EventReader, own_answer
+from coxswain.shell.workers import open_reuseport_listeners
 
 if TYPE_CHECKING:
     import ssl
@@ -79,6 +85,8 @@ class ProxyConfig:
     ingress_https_port: int = 443
     header_timeout: float = HEADER_TIMEOUT
     codec: str = DEFAULT_CODEC
+    max_body_bytes: int | None = None  # a request body over it is answered 413
+    reuse_port: bool = False  # bind with SO_REUSEPORT: one of several worker processes
 
 
 class Served:
@@ -150,6 +158,11 @@ class Proxy:
     round_robin: RoundRobin = field(default_factory=RoundRobin)
     pool: UpstreamPool = field(default_factory=UpstreamPool)
     rng: random.Random = field(default_factory=random.Random)
+    metrics: Metrics = field(default_factory=Metrics)
+    draining: bool = False
+    _open: int = 0
+    _quiet: trio.Event = field(default_factory=trio.Event)
+    _idle: set[trio.CancelScope] = field(default_factory=set)
     _codec: HeadCodec | None = None
     _nursery: trio.Nursery | None = None
     _applied: trio.Event = field(default_factory=trio.Event)
@@ -163,7 +176,7 @@ class Proxy:
     def ready(self) -> bool:
         """A snapshot is applied and every listener it needs is bound."""
         served = self.served
-        if served is None:
+        if served is None or self.draining:
             return False
         return all(
             (entry := self.listeners.get(port)) is not None and entry.bound for port in served.specs
@@ -178,6 +191,7 @@ class Proxy:
         """A snapshot could not be used: log it; the served one stays."""
         log.error("%s", message)
         self.rejections += 1
+        self.metrics.refused()
         self._applied.set()
         self._applied = trio.Event()
 
@@ -191,8 +205,28 @@ class Proxy:
         finally:
             self.pool.close_all()
 
+    async def drain(self, grace: float) -> bool:
+        """Stop accepting, close idle connections, and wait up to ``grace`` seconds for the
+        requests in flight to finish; whether every connection ended in time."""
+        self.draining = True
+        for entry in self.listeners.values():
+            entry.scope.cancel()
+        for scope in self._idle:
+            scope.cancel()
+        log.info("draining %d connections (at most %s s)", self._open, grace)
+        with trio.move_on_after(grace):
+            while self._open:
+                self._quiet = trio.Event()
+                await self._quiet.wait()
+            return True
+        log.warning("drain timeout: %d connections cut", self._open)
+        return False
+
     async def apply(self, snapshot: Snapshot) -> None:
         """Serve ``snapshot`` from now on: one reference swap, then the listener plan."""
+        if self.draining:
+            log.info("not applying snapshot %s: draining", snapshot.version)
+            return
         served = Served(snapshot, self.config)
         current = {port: entry.spec for port, entry in self.listeners.items()}
         plan = diff_listeners(current, served.specs)
@@ -213,6 +247,7 @@ class Proxy:
             list(plan.keep),
         )
         self.applies += 1
+        self.metrics.applied(snapshot.version)
         self._applied.set()
         self._applied = trio.Event()
 
@@ -230,7 +265,11 @@ class Proxy:
         spec = entry.spec
         with entry.scope:
             try:
-                sockets = await trio.open_tcp_listeners(spec.port, host=self.config.bind)
+                sockets = (
+                    await open_reuseport_listeners(spec.port, host=self.config.bind)
+                    if self.config.reuse_port
+                    else await trio.open_tcp_listeners(spec.port, host=self.config.bind)
+                )
             except OSError as err:
                 log.error("cannot listen on %s:%d: %s", self.config.bind, spec.port, err)
                 task_status.started()
@@ -253,6 +292,8 @@ class Proxy:
             client = None
         sni: str | None = None
         conn: trio.abc.Stream = stream
+        self.metrics.open_connections.inc()
+        self._open += 1
         try:
             if spec.tls:
                 served = self.served
@@ -278,16 +319,25 @@ class Proxy:
         except Exception:  # one connection's bug must not end the others
             log.exception("connection from %s on port %d failed", client, spec.port)
         finally:
+            self.metrics.open_connections.dec()
+            self._open -= 1
+            if not self._open:
+                self._quiet.set()
             await trio.aclose_forcefully(conn)
 
     async def _requests(
         self, conn: trio.abc.Stream, spec: ListenerSpec, client: str | None, sni: str | None
     ) -> None:
-        reader = EventReader(conn, RequestParser(self.codec))
-        while True:
+        limits = Limits(max_body_bytes=self.config.max_body_bytes)
+        reader = EventReader(conn, RequestParser(self.codec, limits=limits))
+        while not self.draining:
             event = None
-            with trio.move_on_after(self.config.header_timeout):
-                event = await reader.next()
+            with trio.move_on_after(self.config.header_timeout) as idle:
+                self._idle.add(idle)
+                try:
+                    event = await reader.next()
+                finally:
+                    self._idle.discard(idle)
             if event is None:
                 return
             if event is PAUSED:  # the upgrade was not tunnelled: carry on with HTTP/1.1
@@ -296,6 +346,7 @@ class Proxy:
             if type(event) is ProtocolError:
                 await conn.send_all(own_answer(event.status, event.reason, close=True))
                 _log_access(client=client, status=event.status, reason=event.reason)
+                self.metrics.request(listener=spec.port, route=None, status=event.status)
                 return
             if type(event) is not RequestHead:
                 return  # ConnectionClosed
@@ -344,6 +395,7 @@ class Proxy:
         if decision.status is not None:
             answer = Answer(decision.status, decision.reason)
         else:
+            forwarding = trio.current_time()
             try:
                 await forward(
                     client=reader,
@@ -369,6 +421,8 @@ class Proxy:
                 await conn.send_all(own_answer(err.error.status, err.error.reason, close=True))
                 exchange.status = err.error.status
                 keep_alive = False
+            finally:
+                self.metrics.upstream_duration.observe(trio.current_time() - forwarding)
         if answer is not None:
             if decision.status is not None and keep_alive:
                 keep_alive = not head.expect_continue and await _drain(reader)
@@ -388,6 +442,11 @@ class Proxy:
             status=exchange.status,
             upstream=exchange.upstream or None,
             duration_ms=round((trio.current_time() - started) * 1000, 3),
+        )
+        self.metrics.request(
+            listener=spec.port,
+            route=(route.kind, route.namespace, route.name) if route else None,
+            status=exchange.status,
         )
         return keep_alive
 

@@ -4,11 +4,16 @@ One nursery, three tasks started in readiness order (STYLE §7): the proxy's con
 nursery, the snapshot file watcher (its first load applies the snapshot and binds the
 listeners), then the admin port, so that ``/readyz`` can only answer 200 once everything
 before it is in place.
+
+:func:`run_until_terminated` is what the command line runs: the same, until SIGTERM or SIGINT,
+which start a drain (:meth:`.Proxy.drain`, bounded by ``drain_timeout``) and then end the
+process normally, so that it exits 0.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 from typing import TYPE_CHECKING
 
 import trio
@@ -20,7 +25,9 @@ from coxswain.shell.snapshot_file import POLL_INTERVAL, watch_snapshot_file
 if TYPE_CHECKING:
     from coxswain.compile.scope import Scope
 
-__all__ = ["serve_snapshot_file"]
+__all__ = ["DRAIN_TIMEOUT", "run_until_terminated", "serve_snapshot_file"]
+
+DRAIN_TIMEOUT = 10.0
 
 log = logging.getLogger("coxswain.proxy")
 
@@ -55,7 +62,11 @@ async def serve_snapshot_file(
         if admin_port is not None:
             await nursery.start(
                 lambda task_status: serve_admin(
-                    proxy, bind=config.bind, port=admin_port, task_status=task_status
+                    proxy,
+                    bind=config.bind,
+                    port=admin_port,
+                    reuse_port=config.reuse_port,
+                    task_status=task_status,
                 )
             )
         log.info(
@@ -65,3 +76,30 @@ async def serve_snapshot_file(
             admin_port if admin_port is not None else "off",
         )
         task_status.started(proxy)
+
+
+async def run_until_terminated(
+    path: str,
+    scope: Scope,
+    config: ProxyConfig,
+    *,
+    admin_port: int | None,
+    drain_timeout: float = DRAIN_TIMEOUT,
+) -> None:
+    """Serve as :func:`serve_snapshot_file` until SIGTERM or SIGINT, then drain and return.
+
+    Raises:
+        SnapshotLoadError: the first load failed (nothing was served).
+    """
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            proxy: Proxy = await nursery.start(
+                lambda task_status: serve_snapshot_file(
+                    path, scope, config, admin_port=admin_port, task_status=task_status
+                )
+            )
+            async for number in signals:
+                log.info("%s: draining", signal.Signals(number).name)
+                break
+            await proxy.drain(drain_timeout)
+            nursery.cancel_scope.cancel()

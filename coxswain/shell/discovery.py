@@ -1,0 +1,604 @@
+"""The discovery transport: gRPC server and client, trio-facing (ARCHITECTURE §5, issue 6).
+
+Bridge design (STYLE §7: threads only behind one bridge module, and this is it):
+- grpcio's trio-compatible flavour does not exist; ``grpc.aio`` is asyncio. Each server and
+  each client owns one :class:`_AsyncioThread`: one asyncio loop in one dedicated, named thread.
+  Trio code submits coroutines to it with :meth:`_AsyncioThread.call` and is woken through its
+  ``TrioToken`` (``run_sync_soon``), so no trio worker thread is ever used. Cancelling the trio
+  side cancels the asyncio task and waits (shielded) until it has really finished.
+- ``grpc.aio`` rather than the threaded ``grpc.server``: a stream needs to wait on two things at
+  once (the client's next Ack and the registry's next snapshot); in asyncio that is two tasks on
+  one loop, where the threaded server would need two threads per stream.
+- State crossing threads is immutable and replaced by reference: the fleet observation is a
+  ``PMap`` rebuilt on the loop thread and read from trio; snapshots are frozen values.
+
+Stream rules (server): the first message must be Subscribe; a wrong ``wire_version`` is
+FAILED_PRECONDITION; no scope means SharedPool; a scope with no kind is INVALID_ARGUMENT; the
+peer identity (the client certificate's URI SAN) must be allowed the scope by the policy, else
+PERMISSION_DENIED. An unknown scope waits for its first snapshot. Then one snapshot is in flight
+per stream; newer ones are coalesced until the Ack or Nack. A Nack keeps the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar, cast
+
+import grpc
+import trio
+from pyrsistent import pmap
+
+from coxswain._proto.discovery.v1 import discovery_pb2 as pb
+from coxswain._proto.discovery.v1 import discovery_pb2_grpc as pb_grpc
+from coxswain.compile.scope import Scope, SharedPool
+from coxswain.shell.ca import IdentityError, ProxyIdentity, identity_from_certificate
+from coxswain.shell.codec import decode_scope, decode_snapshot, encode_scope, encode_snapshot
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterator
+
+    from pyrsistent.typing import PMap
+
+    from coxswain.compile.snapshot import Snapshot
+
+__all__ = [
+    "WIRE_VERSION",
+    "ClientCredentials",
+    "DiscoveryRefusedError",
+    "DiscoveryServer",
+    "NodeObservation",
+    "ScopePolicy",
+    "ServerCredentials",
+    "open_discovery_server",
+    "stream_snapshots",
+]
+
+_log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+# Bumped on any incompatible change to discovery.proto's meaning (as xDS versions its API).
+WIRE_VERSION: Final = 1
+
+ScopePolicy = Callable[[ProxyIdentity, Scope], bool]
+"""Whether an identity may subscribe to a scope (the server's authorisation rule)."""
+
+# POLICY: these codes mean the subscription itself is wrong; retrying cannot help.
+_PERMANENT: Final = frozenset(
+    {
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.PERMISSION_DENIED,
+    }
+)
+
+
+class DiscoveryRefusedError(Exception):
+    """The server refused the subscription with a permanent status code."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(f"{code.name}: {details}")
+        self.code = code
+        self.details = details
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerCredentials:
+    """The server's certificate and key, and the CA that client certificates must chain to."""
+
+    cert_pem: bytes
+    key_pem: bytes
+    ca_pem: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientCredentials:
+    """The proxy's certificate and key, and the CA the server's certificate must chain to."""
+
+    cert_pem: bytes
+    key_pem: bytes
+    ca_pem: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeObservation:
+    """What the server knows of one connected (or once connected) proxy."""
+
+    node_id: str
+    scope: Scope
+    identity: ProxyIdentity | None
+    connected: bool
+    acked_version: str | None = None
+    bound_ports: frozenset[int] = frozenset()
+    streams: int = 0  # how many streams this node has opened; a Nack must not add one
+    last_nack: str | None = None  # "<version>: <detail>" of the latest Nack
+
+
+# --- the bridge ---------------------------------------------------------------------------------
+
+
+class _AsyncioThread:
+    """One asyncio event loop in one dedicated thread, driven from trio."""
+
+    def __init__(self, name: str) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._stopped = trio.Event()
+        self._token = trio.lowlevel.current_trio_token()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_forever()
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+        finally:
+            self._loop.close()
+            with contextlib.suppress(trio.RunFinishedError):
+                self._token.run_sync_soon(self._stopped.set)
+
+    def call_soon(self, fn: Callable[[], object]) -> None:
+        """Run ``fn`` on the loop thread; thread-safe, never blocks."""
+        self._loop.call_soon_threadsafe(fn)
+
+    async def call(self, make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+        """Run ``make()`` as a task on the loop; trio cancellation cancels it and waits."""
+        done = trio.Event()
+        box: list[asyncio.Task[_T]] = []
+
+        def _start() -> None:
+            task = self._loop.create_task(make())
+            task.add_done_callback(lambda _: self._token.run_sync_soon(done.set))
+            box.append(task)
+
+        self._loop.call_soon_threadsafe(_start)
+        try:
+            await done.wait()
+        finally:
+            if not done.is_set():
+                self._loop.call_soon_threadsafe(lambda: box[0].cancel())
+                with trio.CancelScope(shield=True):
+                    await done.wait()
+        return box[0].result()
+
+    async def stop(self) -> None:
+        """Stop the loop and join its thread (the join is immediate once signalled)."""
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            with trio.CancelScope(shield=True):
+                await self._stopped.wait()
+        self._thread.join()
+
+
+# --- the server -----------------------------------------------------------------------------------
+
+
+class _Slot:
+    """The latest encoded snapshot of one scope and the streams waiting for a newer one."""
+
+    def __init__(self) -> None:
+        self.version: str | None = None
+        self.message: pb.ServerMessage | None = None
+        self.sequence = 0
+        self.waiters: set[asyncio.Event] = set()
+
+
+@dataclass(slots=True)
+class _StreamState:
+    """One stream's progress; touched only by its two tasks on the loop thread."""
+
+    sent: str | None = None  # the version last written
+    in_flight: bool = False  # written and neither Acked nor Nacked yet
+    closed: bool = False  # the client half-closed or the call ended
+
+
+class DiscoveryServer:
+    """A per-scope registry of the latest snapshot, served over gRPC. Build it with
+    :func:`open_discovery_server`; :meth:`publish` and :attr:`fleet` are for trio code."""
+
+    def __init__(self, bridge: _AsyncioThread, policy: ScopePolicy | None) -> None:
+        self._bridge = bridge
+        self._policy = policy
+        self._slots: dict[Scope, _Slot] = {}  # loop thread only
+        self._fleet: PMap[str, NodeObservation] = pmap()
+        self._fleet_changed = trio.Event()
+        self._token = trio.lowlevel.current_trio_token()
+        self.port = 0
+        self.refusals = 0  # PERMISSION_DENIED count; written on the loop thread, read anywhere
+
+    # trio side
+
+    def publish(self, scope: Scope, snapshot: Snapshot) -> None:
+        """Make ``snapshot`` the latest for ``scope``; streams get it after their next Ack."""
+        self._bridge.call_soon(lambda: self._put(scope, snapshot))
+
+    @property
+    def fleet(self) -> PMap[str, NodeObservation]:
+        """Per node id: scope, identity, acked version and bound ports (an immutable view)."""
+        return self._fleet
+
+    async def wait_fleet(
+        self, predicate: Callable[[PMap[str, NodeObservation]], bool]
+    ) -> PMap[str, NodeObservation]:
+        """Wait until ``predicate(fleet)`` holds; returns that fleet."""
+        while not predicate(fleet := self._fleet):
+            await self._fleet_changed.wait()
+        return fleet
+
+    def _signal_fleet(self) -> None:
+        self._fleet_changed.set()
+        self._fleet_changed = trio.Event()
+
+    # loop side
+
+    def _slot(self, scope: Scope) -> _Slot:
+        return self._slots.setdefault(scope, _Slot())
+
+    def _put(self, scope: Scope, snapshot: Snapshot) -> None:
+        slot = self._slot(scope)
+        if slot.version == snapshot.version:
+            return
+        slot.sequence += 1
+        slot.version = snapshot.version
+        slot.message = pb.ServerMessage(snapshot=encode_snapshot(snapshot, slot.sequence))
+        for waiter in slot.waiters:
+            waiter.set()
+
+    def _observe(self, node_id: str, **changes: Any) -> None:
+        current = self._fleet.get(node_id)
+        if current is None:
+            current = NodeObservation(node_id=node_id, **changes)
+        else:
+            current = replace(current, **changes)
+        self._fleet = self._fleet.set(node_id, current)
+        with contextlib.suppress(trio.RunFinishedError):
+            self._token.run_sync_soon(self._signal_fleet)
+
+    async def Stream(self, request_iterator: AsyncIterator[pb.ClientMessage], context: Any) -> None:
+        first = await context.read()
+        if first is grpc.aio.EOF or first.WhichOneof("message") != "subscribe":
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "expected Subscribe first")
+        subscribe: pb.Subscribe = first.subscribe
+        if subscribe.wire_version != WIRE_VERSION:
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"wire_version {subscribe.wire_version} != {WIRE_VERSION}",
+            )
+        scope: Scope | None = SharedPool()
+        if subscribe.HasField("scope"):
+            scope = decode_scope(subscribe.scope)
+        if scope is None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "scope has no kind")
+        assert scope is not None
+        identity = _peer_identity(context)
+        if self._policy is not None and (identity is None or not self._policy(identity, scope)):
+            self.refusals += 1
+            _log.warning("discovery: %s refused scope %s", identity, scope)
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED, f"{identity} may not subscribe to {scope}"
+            )
+        node = subscribe.node_id
+        opened = self._fleet[node].streams + 1 if node in self._fleet else 1
+        self._observe(node, scope=scope, identity=identity, connected=True, streams=opened)
+        try:
+            await self._serve_stream(context, node, self._slot(scope))
+        finally:
+            self._observe(node, connected=False)
+
+    async def _serve_stream(self, context: Any, node: str, slot: _Slot) -> None:
+        wake = asyncio.Event()
+        wake.set()
+        state = _StreamState()
+
+        async def read() -> None:
+            try:
+                while (message := await context.read()) is not grpc.aio.EOF:
+                    kind = message.WhichOneof("message")
+                    if kind in ("ack", "nack"):
+                        body = getattr(message, kind)
+                        if body.version == state.sent:
+                            state.in_flight = False
+                        if kind == "ack":
+                            self._observe(node, acked_version=body.version)
+                        else:
+                            _log.warning("discovery: %s nacked %s", node, body.detail)
+                            self._observe(node, last_nack=f"{body.version}: {body.detail}")
+                    elif kind == "node_status":
+                        ports = frozenset(message.node_status.bound_ports)
+                        self._observe(node, bound_ports=ports)
+                    wake.set()
+            finally:
+                state.closed = True
+                wake.set()
+
+        slot.waiters.add(wake)
+        reader = asyncio.get_running_loop().create_task(read())
+        try:
+            while True:
+                await wake.wait()
+                wake.clear()
+                if state.closed:
+                    return
+                if state.in_flight or slot.message is None or slot.version == state.sent:
+                    continue
+                state.sent, state.in_flight = slot.version, True
+                await context.write(slot.message)
+        finally:
+            slot.waiters.discard(wake)
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, grpc.RpcError):
+                await reader
+
+
+def _peer_identity(context: Any) -> ProxyIdentity | None:
+    pems = context.auth_context().get("x509_pem_cert") or []
+    if not pems:
+        return None
+    try:
+        return identity_from_certificate(pems[0])
+    except (IdentityError, ValueError):
+        return None
+
+
+@contextlib.asynccontextmanager
+async def open_discovery_server(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    credentials: ServerCredentials | None,
+    policy: ScopePolicy | None,
+    insecure: bool = False,
+) -> AsyncIterator[DiscoveryServer]:
+    """Serve discovery until the block exits; the server's bound port is ``server.port``.
+
+    Args:
+        host: the address to bind.
+        port: the port to bind; 0 picks a free one.
+        credentials: mutual TLS material; required unless ``insecure``.
+        policy: ``(identity, scope) -> bool``; required unless ``insecure``.
+        insecure: plaintext, every subscription allowed. Only when explicitly asked.
+    """
+    if not insecure and (credentials is None or policy is None):
+        raise ValueError("mutual TLS needs credentials and a policy (or insecure=True)")
+    bridge = _AsyncioThread("coxswain-discovery-server")
+    server = DiscoveryServer(bridge, None if insecure else policy)
+    bridge.start()
+    try:
+        grpc_server = await bridge.call(lambda: _start_server(server, host, port, credentials))
+        try:
+            yield server
+        finally:
+            with trio.CancelScope(shield=True):
+                await bridge.call(lambda: grpc_server.stop(grace=None))
+    finally:
+        await bridge.stop()
+
+
+async def _start_server(
+    server: DiscoveryServer, host: str, port: int, credentials: ServerCredentials | None
+) -> Any:
+    grpc_server = grpc.aio.server()
+    # Duck-typed: DiscoveryServer implements Stream the grpc.aio way (async, context.read()).
+    pb_grpc.add_DiscoveryServicer_to_server(cast("pb_grpc.DiscoveryServicer", server), grpc_server)
+    address = f"{host}:{port}"
+    if credentials is None:
+        server.port = grpc_server.add_insecure_port(address)
+    else:
+        creds = grpc.ssl_server_credentials(
+            [(credentials.key_pem, credentials.cert_pem)],
+            root_certificates=credentials.ca_pem,
+            require_client_auth=True,
+        )
+        server.port = grpc_server.add_secure_port(address, creds)
+    await grpc_server.start()
+    return grpc_server
+
+
+# --- the client -----------------------------------------------------------------------------------
+
+
+async def stream_snapshots(
+    address: str,
+    *,
+    node_id: str,
+    scope: Scope | None,
+    credentials: ClientCredentials | None,
+    on_snapshot: Callable[[Snapshot], Awaitable[None]],
+    bound_ports: trio.MemoryReceiveChannel[frozenset[int]] | None = None,
+    backoff: tuple[float, float] = (0.1, 10.0),
+    wire_version: int = WIRE_VERSION,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> NoReturn:
+    """Subscribe to ``scope`` at ``address`` and hand each snapshot to ``on_snapshot``; never
+    returns. Reconnects with jittered exponential backoff when the stream drops.
+
+    Args:
+        address: ``host:port`` of the discovery server.
+        node_id: this proxy's name in the fleet observation.
+        scope: the scope to subscribe to; None sends a Subscribe without scope (SharedPool).
+        credentials: mutual TLS material; None means plaintext (``--insecure-discovery``).
+        on_snapshot: applies a snapshot; returning Acks it, raising Nacks it with the error.
+        bound_ports: each value received is reported as NodeStatus (and again on reconnect).
+        backoff: first and maximum delay between attempts, in seconds.
+        wire_version: sent in Subscribe; tests use it to provoke FAILED_PRECONDITION.
+        task_status: ``started()`` once the loop thread runs.
+
+    Raises:
+        DiscoveryRefusedError: INVALID_ARGUMENT, FAILED_PRECONDITION or PERMISSION_DENIED.
+    """
+    bridge = _AsyncioThread(f"coxswain-discovery-client-{node_id}")
+    bridge.start()
+    try:
+        with _unwrap(DiscoveryRefusedError):
+            await _stream_forever(
+                bridge,
+                address,
+                node_id=node_id,
+                scope=scope,
+                credentials=credentials,
+                on_snapshot=on_snapshot,
+                bound_ports=bound_ports,
+                backoff=backoff,
+                wire_version=wire_version,
+                task_status=task_status,
+            )
+    finally:
+        await bridge.stop()
+
+
+@contextlib.contextmanager
+def _unwrap(kind: type[BaseException]) -> Iterator[None]:
+    """Re-raise a nursery's group as its one ``kind`` exception, when that is all it holds."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        matched, rest = group.split(kind)
+        leaves = list(_leaves(matched)) if matched is not None else []
+        if rest is None and len(leaves) == 1:
+            raise leaves[0] from None
+        raise
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(exc)
+        else:
+            yield exc
+
+
+async def _stream_forever(
+    bridge: _AsyncioThread,
+    address: str,
+    *,
+    node_id: str,
+    scope: Scope | None,
+    credentials: ClientCredentials | None,
+    on_snapshot: Callable[[Snapshot], Awaitable[None]],
+    bound_ports: trio.MemoryReceiveChannel[frozenset[int]] | None,
+    backoff: tuple[float, float],
+    wire_version: int,
+    task_status: trio.TaskStatus[None],
+) -> NoReturn:
+    ports: list[frozenset[int] | None] = [None]
+    async with trio.open_nursery() as nursery:
+        holder: list[trio.Event] | None = None
+        if bound_ports is not None:
+            holder = [trio.Event()]
+            changed = holder
+
+            async def follow_ports() -> None:
+                async for value in bound_ports:
+                    ports[0] = value
+                    changed[0].set()
+                    changed[0] = trio.Event()
+
+            nursery.start_soon(follow_ports)
+        task_status.started()
+        delay = backoff[0]
+        while True:
+            subscribe = pb.Subscribe(node_id=node_id, wire_version=wire_version)
+            if scope is not None:
+                subscribe.scope.CopyFrom(encode_scope(scope))
+            session = _ClientSession(bridge, address, credentials)
+            try:
+                received = await session.run(subscribe, on_snapshot, ports, holder)
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() in _PERMANENT:
+                    raise DiscoveryRefusedError(exc.code(), exc.details() or "") from None
+                _log.info("discovery: stream to %s dropped: %s", address, exc.code())
+                received = session.received
+            if received:
+                delay = backoff[0]
+            await trio.sleep(delay * random.uniform(0.5, 1.0))
+            delay = min(delay * 2, backoff[1])
+
+
+class _ClientSession:
+    """One connection attempt: a channel, one Stream call, and its teardown."""
+
+    def __init__(
+        self, bridge: _AsyncioThread, address: str, credentials: ClientCredentials | None
+    ) -> None:
+        self._bridge = bridge
+        self._address = address
+        self._credentials = credentials
+        self._write_lock = trio.Lock()
+        self.received = False
+
+    async def run(
+        self,
+        subscribe: pb.Subscribe,
+        on_snapshot: Callable[[Snapshot], Awaitable[None]],
+        ports: list[frozenset[int] | None],
+        ports_changed: list[trio.Event] | None,
+    ) -> bool:
+        channel, call = await self._bridge.call(self._open)
+        try:
+            await self._write(call, pb.ClientMessage(subscribe=subscribe))
+            with _unwrap(grpc.aio.AioRpcError):
+                async with trio.open_nursery() as nursery:
+                    if ports_changed is not None:
+                        nursery.start_soon(self._report_ports, call, ports, ports_changed)
+                    while True:
+                        message = await self._bridge.call(call.read)
+                        if message is grpc.aio.EOF:
+                            nursery.cancel_scope.cancel()
+                            return self.received
+                        await self._apply(call, message.snapshot, on_snapshot)
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._bridge.call(lambda: channel.close(grace=None))
+
+    async def _open(self) -> tuple[Any, Any]:
+        if self._credentials is None:
+            channel = grpc.aio.insecure_channel(self._address)
+        else:
+            creds = grpc.ssl_channel_credentials(
+                root_certificates=self._credentials.ca_pem,
+                private_key=self._credentials.key_pem,
+                certificate_chain=self._credentials.cert_pem,
+            )
+            channel = grpc.aio.secure_channel(self._address, creds)
+        return channel, pb_grpc.DiscoveryStub(channel).Stream()
+
+    async def _write(self, call: Any, message: pb.ClientMessage) -> None:
+        async with self._write_lock:
+            await self._bridge.call(lambda: call.write(message))
+
+    async def _apply(
+        self,
+        call: Any,
+        message: pb.Snapshot,
+        on_snapshot: Callable[[Snapshot], Awaitable[None]],
+    ) -> None:
+        try:
+            snapshot = decode_snapshot(message)
+            await on_snapshot(snapshot)
+        except Exception as exc:  # noqa: BLE001 - any refusal becomes a Nack, not a crash
+            nack = pb.Nack(version=message.version, detail=f"{type(exc).__name__}: {exc}")
+            await self._write(call, pb.ClientMessage(nack=nack))
+            return
+        self.received = True
+        await self._write(call, pb.ClientMessage(ack=pb.Ack(version=message.version)))
+
+    async def _report_ports(
+        self, call: Any, ports: list[frozenset[int] | None], changed: list[trio.Event]
+    ) -> None:
+        while True:
+            event = changed[0]
+            if ports[0] is not None:
+                status = pb.NodeStatus(bound_ports=sorted(ports[0]))
+                await self._write(call, pb.ClientMessage(node_status=status))
+            await event.wait()

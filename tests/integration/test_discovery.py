@@ -1,0 +1,423 @@
+"""The discovery stream over real gRPC on 127.0.0.1 with mutual TLS (ARCHITECTURE §5)."""
+
+from __future__ import annotations
+
+import datetime
+import gc
+import threading
+from typing import TYPE_CHECKING
+
+import grpc
+import pytest
+import trio
+
+from coxswain._proto.discovery.v1 import discovery_pb2 as pb
+from coxswain._proto.discovery.v1 import discovery_pb2_grpc as pb_grpc
+from coxswain.compile.scope import GatewayScope, Scope, SharedPool
+from coxswain.compile.snapshot import IngressTable, Snapshot
+from coxswain.shell.ca import CertificateAuthority, ProxyIdentity, create_ca
+from coxswain.shell.discovery import (
+    WIRE_VERSION,
+    ClientCredentials,
+    DiscoveryRefusedError,
+    NodeObservation,
+    ServerCredentials,
+    open_discovery_server,
+    stream_snapshots,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from pyrsistent.typing import PMap
+
+NOW = datetime.datetime.now(datetime.UTC)
+TIMEOUT = 10
+FAST_BACKOFF = (0.01, 0.05)
+
+
+def allow(identity: ProxyIdentity, scope: Scope) -> bool:
+    """Test policy: ``coxswain/shared`` gets SharedPool; ``<ns>/<gw>-proxy`` gets ``<ns>/<gw>``."""
+    if isinstance(scope, SharedPool):
+        return (identity.namespace, identity.name) == ("coxswain", "shared")
+    return (identity.namespace, identity.name) == (scope.namespace, f"{scope.name}-proxy")
+
+
+@pytest.fixture(scope="module")
+def ca() -> CertificateAuthority:
+    return create_ca(trust_domain="coxswain.test", now=NOW)
+
+
+def server_creds(ca: CertificateAuthority) -> ServerCredentials:
+    issued = ca.issue_server(hosts=["127.0.0.1"], now=NOW)
+    return ServerCredentials(cert_pem=issued.cert_pem, key_pem=issued.key_pem, ca_pem=ca.cert_pem)
+
+
+def client_creds(ca: CertificateAuthority, namespace: str, name: str) -> ClientCredentials:
+    issued = ca.issue_proxy(namespace=namespace, name=name, now=NOW)
+    return ClientCredentials(cert_pem=issued.cert_pem, key_pem=issued.key_pem, ca_pem=ca.cert_pem)
+
+
+def snap(version: str, scope: Scope | None = None) -> Snapshot:
+    return Snapshot(
+        version=version,
+        scope=scope or SharedPool(),
+        ingress=IngressTable(http_port=8080, https_port=8443),
+    )
+
+
+def acked(node: str, version: str) -> Callable[[PMap[str, NodeObservation]], bool]:
+    return lambda fleet: node in fleet and fleet[node].acked_version == version
+
+
+def run(main: Callable[[], Awaitable[None]]) -> None:
+    async def bounded() -> None:
+        with trio.fail_after(TIMEOUT):
+            await main()
+
+    trio.run(bounded)
+
+
+def test_shared_client_gets_the_snapshot_then_only_the_newest_after_its_ack(
+    ca: CertificateAuthority,
+) -> None:
+    async def main() -> None:
+        received: list[str] = []
+        send, recv = trio.open_memory_channel[str](10)
+        gate = trio.Event()
+        ports_send, ports_recv = trio.open_memory_channel[frozenset[int]](1)
+
+        async def on_snapshot(snapshot: Snapshot) -> None:
+            received.append(snapshot.version)
+            await send.send(snapshot.version)
+            if snapshot.version == "v1":
+                await gate.wait()
+
+        async with (
+            open_discovery_server(credentials=server_creds(ca), policy=allow) as server,
+            trio.open_nursery() as nursery,
+        ):
+            server.publish(SharedPool(), snap("v1"))
+            await nursery.start(
+                lambda task_status: stream_snapshots(
+                    f"127.0.0.1:{server.port}",
+                    node_id="shared-0",
+                    scope=None,
+                    credentials=client_creds(ca, "coxswain", "shared"),
+                    on_snapshot=on_snapshot,
+                    bound_ports=ports_recv,
+                    task_status=task_status,
+                )
+            )
+            assert await recv.receive() == "v1"
+            server.publish(SharedPool(), snap("v2"))
+            server.publish(SharedPool(), snap("v3"))
+            gate.set()
+            assert await recv.receive() == "v3"
+            fleet = await server.wait_fleet(acked("shared-0", "v3"))
+            assert received == ["v1", "v3"]
+            assert fleet["shared-0"].scope == SharedPool()
+            assert fleet["shared-0"].identity == ProxyIdentity(
+                trust_domain="coxswain.test", namespace="coxswain", name="shared"
+            )
+            await ports_send.send(frozenset({8080, 8443}))
+            await server.wait_fleet(lambda f: f["shared-0"].bound_ports == frozenset({8080, 8443}))
+            nursery.cancel_scope.cancel()
+
+    run(main)
+
+
+async def _expect_refusal(
+    address: str, credentials: ClientCredentials, scope: Scope | None, **extra: int
+) -> DiscoveryRefusedError:
+    async def never(snapshot: Snapshot) -> None:
+        raise AssertionError(f"unexpected snapshot {snapshot.version}")
+
+    with pytest.raises(DiscoveryRefusedError) as info:
+        await stream_snapshots(
+            address,
+            node_id="refused",
+            scope=scope,
+            credentials=credentials,
+            on_snapshot=never,
+            **extra,  # type: ignore[arg-type]
+        )
+    return info.value
+
+
+def test_dedicated_identity_is_refused_the_shared_pool_and_other_gateways(
+    ca: CertificateAuthority,
+) -> None:
+    async def main() -> None:
+        dedicated = client_creds(ca, "team", "web-proxy")
+        async with open_discovery_server(credentials=server_creds(ca), policy=allow) as server:
+            server.publish(SharedPool(), snap("v1"))
+            server.publish(GatewayScope("team", "api"), snap("g1", GatewayScope("team", "api")))
+            address = f"127.0.0.1:{server.port}"
+            for scope in (None, SharedPool(), GatewayScope("team", "api")):
+                refused = await _expect_refusal(address, dedicated, scope)
+                assert refused.code == grpc.StatusCode.PERMISSION_DENIED
+            assert server.refusals == 3
+            stranger = create_ca(trust_domain="coxswain.test", now=NOW)
+            foreign = client_creds(stranger, "coxswain", "shared")
+            assert server.fleet.get("refused") is None
+            # A certificate from another CA fails the TLS handshake before any RPC.
+            subscribe = pb.Subscribe(node_id="foreign", wire_version=WIRE_VERSION)
+            with pytest.raises(grpc.RpcError) as info:
+                await trio.to_thread.run_sync(_raw_subscribe, address, foreign, subscribe)
+            assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert "foreign" not in server.fleet
+
+    run(main)
+
+
+def test_unknown_gateway_scope_waits_until_its_first_snapshot(ca: CertificateAuthority) -> None:
+    async def main() -> None:
+        scope = GatewayScope("team", "web")
+        got = trio.Event()
+
+        async def on_snapshot(snapshot: Snapshot) -> None:
+            assert snapshot.scope == scope
+            got.set()
+
+        async with (
+            open_discovery_server(credentials=server_creds(ca), policy=allow) as server,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(
+                lambda: stream_snapshots(
+                    f"127.0.0.1:{server.port}",
+                    node_id="web-0",
+                    scope=scope,
+                    credentials=client_creds(ca, "team", "web-proxy"),
+                    on_snapshot=on_snapshot,
+                )
+            )
+            await server.wait_fleet(lambda f: "web-0" in f and f["web-0"].connected)
+            assert not got.is_set()
+            server.publish(scope, snap("g1", scope))
+            await got.wait()
+            await server.wait_fleet(acked("web-0", "g1"))
+            nursery.cancel_scope.cancel()
+
+    run(main)
+
+
+def test_wrong_wire_version_is_failed_precondition(ca: CertificateAuthority) -> None:
+    async def main() -> None:
+        async with open_discovery_server(credentials=server_creds(ca), policy=allow) as server:
+            refused = await _expect_refusal(
+                f"127.0.0.1:{server.port}",
+                client_creds(ca, "coxswain", "shared"),
+                None,
+                wire_version=WIRE_VERSION + 1,
+            )
+            assert refused.code == grpc.StatusCode.FAILED_PRECONDITION
+
+    run(main)
+
+
+def _raw_subscribe(
+    address: str, creds: ClientCredentials, subscribe: pb.Subscribe | pb.Ack
+) -> None:
+    """A raw blocking client, so a test can send what stream_snapshots never would."""
+    channel_creds = grpc.ssl_channel_credentials(
+        root_certificates=creds.ca_pem,
+        private_key=creds.key_pem,
+        certificate_chain=creds.cert_pem,
+    )
+    with grpc.secure_channel(address, channel_creds) as channel:
+        responses = pb_grpc.DiscoveryStub(channel).Stream(
+            iter([_client_message(subscribe)]), timeout=TIMEOUT
+        )
+        next(responses)
+
+
+def _client_message(body: pb.Subscribe | pb.Ack) -> pb.ClientMessage:
+    if isinstance(body, pb.Ack):
+        return pb.ClientMessage(ack=body)
+    return pb.ClientMessage(subscribe=body)
+
+
+def test_first_message_other_than_subscribe_is_invalid_argument(
+    ca: CertificateAuthority,
+) -> None:
+    async def main() -> None:
+        async with open_discovery_server(credentials=server_creds(ca), policy=allow) as server:
+            with pytest.raises(grpc.RpcError) as info:
+                await trio.to_thread.run_sync(
+                    _raw_subscribe,
+                    f"127.0.0.1:{server.port}",
+                    client_creds(ca, "coxswain", "shared"),
+                    pb.Ack(version="v1"),
+                )
+            assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+    run(main)
+
+
+def test_scope_without_kind_is_invalid_argument(ca: CertificateAuthority) -> None:
+    async def main() -> None:
+        async with open_discovery_server(credentials=server_creds(ca), policy=allow) as server:
+            server.publish(SharedPool(), snap("v1"))
+            subscribe = pb.Subscribe(node_id="n", wire_version=WIRE_VERSION, scope=pb.Scope())
+            assert subscribe.HasField("scope")
+            with pytest.raises(grpc.RpcError) as info:
+                await trio.to_thread.run_sync(
+                    _raw_subscribe,
+                    f"127.0.0.1:{server.port}",
+                    client_creds(ca, "coxswain", "shared"),
+                    subscribe,
+                )
+            assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+    run(main)
+
+
+def test_nack_keeps_the_stream_and_the_next_snapshot_arrives(ca: CertificateAuthority) -> None:
+    async def main() -> None:
+        send, recv = trio.open_memory_channel[str](10)
+
+        async def on_snapshot(snapshot: Snapshot) -> None:
+            await send.send(snapshot.version)
+            if snapshot.version == "bad":
+                raise ValueError("cannot apply")
+
+        async with (
+            open_discovery_server(credentials=server_creds(ca), policy=allow) as server,
+            trio.open_nursery() as nursery,
+        ):
+            server.publish(SharedPool(), snap("bad"))
+            nursery.start_soon(
+                lambda: stream_snapshots(
+                    f"127.0.0.1:{server.port}",
+                    node_id="shared-0",
+                    scope=SharedPool(),
+                    credentials=client_creds(ca, "coxswain", "shared"),
+                    on_snapshot=on_snapshot,
+                )
+            )
+            assert await recv.receive() == "bad"
+            server.publish(SharedPool(), snap("good"))
+            assert await recv.receive() == "good"
+            fleet = await server.wait_fleet(acked("shared-0", "good"))
+            assert fleet["shared-0"].streams == 1
+            assert fleet["shared-0"].last_nack == "bad: ValueError: cannot apply"
+            nursery.cancel_scope.cancel()
+
+    run(main)
+
+
+def test_client_reconnects_and_resynchronises_when_the_server_restarts(
+    ca: CertificateAuthority,
+) -> None:
+    async def main() -> None:
+        send, recv = trio.open_memory_channel[str](10)
+
+        async def on_snapshot(snapshot: Snapshot) -> None:
+            await send.send(snapshot.version)
+
+        async with trio.open_nursery() as nursery:
+            async with open_discovery_server(credentials=server_creds(ca), policy=allow) as first:
+                port = first.port
+                first.publish(SharedPool(), snap("v1"))
+                nursery.start_soon(
+                    lambda: stream_snapshots(
+                        f"127.0.0.1:{port}",
+                        node_id="shared-0",
+                        scope=None,
+                        credentials=client_creds(ca, "coxswain", "shared"),
+                        on_snapshot=on_snapshot,
+                        backoff=FAST_BACKOFF,
+                    )
+                )
+                assert await recv.receive() == "v1"
+                await first.wait_fleet(acked("shared-0", "v1"))
+            async with open_discovery_server(
+                port=port, credentials=server_creds(ca), policy=allow
+            ) as second:
+                second.publish(SharedPool(), snap("v2"))
+                assert await recv.receive() == "v2"
+                await second.wait_fleet(acked("shared-0", "v2"))
+            nursery.cancel_scope.cancel()
+
+    run(main)
+
+
+def test_plaintext_mode_serves_when_explicitly_insecure() -> None:
+    async def main() -> None:
+        got = trio.Event()
+
+        async def on_snapshot(snapshot: Snapshot) -> None:
+            assert snapshot.version == "v1"
+            got.set()
+
+        async with (
+            open_discovery_server(credentials=None, policy=None, insecure=True) as server,
+            trio.open_nursery() as nursery,
+        ):
+            server.publish(SharedPool(), snap("v1"))
+            nursery.start_soon(
+                lambda: stream_snapshots(
+                    f"127.0.0.1:{server.port}",
+                    node_id="local",
+                    scope=None,
+                    credentials=None,
+                    on_snapshot=on_snapshot,
+                )
+            )
+            await got.wait()
+            fleet = await server.wait_fleet(acked("local", "v1"))
+            assert fleet["local"].identity is None
+            nursery.cancel_scope.cancel()
+
+    run(main)
+
+
+def test_server_refuses_to_start_without_credentials_unless_insecure() -> None:
+    async def main() -> None:
+        with pytest.raises(ValueError, match="insecure=True"):
+            async with open_discovery_server(credentials=None, policy=None):
+                pass
+
+    run(main)
+
+
+def test_cancellation_and_shutdown_leave_no_thread_behind(ca: CertificateAuthority) -> None:
+    before = set(threading.enumerate())
+
+    async def main() -> None:
+        got = trio.Event()
+
+        async def on_snapshot(snapshot: Snapshot) -> None:
+            got.set()
+
+        async with (
+            open_discovery_server(credentials=server_creds(ca), policy=allow) as server,
+            trio.open_nursery() as nursery,
+        ):
+            server.publish(SharedPool(), snap("v1"))
+            nursery.start_soon(
+                lambda: stream_snapshots(
+                    f"127.0.0.1:{server.port}",
+                    node_id="shared-0",
+                    scope=None,
+                    credentials=client_creds(ca, "coxswain", "shared"),
+                    on_snapshot=on_snapshot,
+                )
+            )
+            await got.wait()
+            names = {t.name for t in threading.enumerate()}
+            assert "coxswain-discovery-server" in names
+            assert "coxswain-discovery-client-shared-0" in names
+            # Cancelled while blocked in a read on the stream.
+            nursery.cancel_scope.cancel()
+
+    run(main)
+    # grpc.aio's process-wide poller thread stops once the last aio server or channel object is
+    # collected; collect, then join (a wait on the event itself, not a sleep) anything new.
+    gc.collect()
+    for thread in set(threading.enumerate()) - before:
+        thread.join(timeout=TIMEOUT)
+    leftover = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    assert leftover == []
