@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["is_hostname", "is_wildcard", "matches_one_label", "wildcard_parent"]
+__all__ = ["is_hostname", "is_wildcard", "wildcard_parent"]
 
 _LABEL: Final = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"  # RFC 1123 §2.1: 63 characters
 _HOSTNAME: Final = re.compile(rf"{_LABEL}(\.{_LABEL})*")
@@ -39,10 +39,3 @@ def wildcard_parent(host: str) -> str | None:
     """The parent a one-label wildcard would be keyed by: ``a.b.c`` → ``b.c``; None for ``a``."""
     label, dot, parent = host.partition(".")
     return parent if label and dot and parent else None
-
-
-def matches_one_label(pattern: str, host: str) -> bool:
-    """Whether ``host`` matches ``pattern`` (exact, or ``*.`` standing for exactly one label)."""
-    if pattern.startswith("*."):
-        return wildcard_parent(host) == pattern[2:]
-    return pattern == host

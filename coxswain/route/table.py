@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from coxswain.compile.hostnames import wildcard_parent
 from coxswain.compile.snapshot import CATCH_ALL, PathMatch
 from coxswain.route.gateway import GatewayPortIndex, index_gateway_port
 
@@ -57,8 +58,8 @@ class RouteTable:
         found = self.exact_hosts.get(host)
         if found is not None:
             return found
-        label, _, parent = host.partition(".")
-        if label and parent and (found := self.wildcard_hosts.get(parent)) is not None:
+        parent = wildcard_parent(host)
+        if parent is not None and (found := self.wildcard_hosts.get(parent)) is not None:
             return found
         return self.catch_all
 
@@ -80,8 +81,8 @@ class RouteTable:
             found = by_host.get(name)
             if found is not None:
                 return found
-            label, _, parent = name.partition(".")
-            if label and parent and (found := by_host.get(f"*.{parent}")) is not None:
+            parent = wildcard_parent(name)
+            if parent is not None and (found := by_host.get(f"*.{parent}")) is not None:
                 return found
         return by_host.get(CATCH_ALL)
 

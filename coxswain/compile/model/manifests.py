@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["ManifestSyntaxError", "SourcedBody", "flatten_lists", "parse_manifests"]
+__all__ = ["ManifestSyntaxError", "SourcedBody", "parse_manifests"]
 
 try:  # libyaml is ~10x faster; the pure loader gives identical results.
     _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment,unused-ignore]
@@ -113,11 +113,6 @@ def _parse_yaml(text: str, path: str) -> list[SourcedBody] | ManifestSyntaxError
 def _yaml_message(err: yaml.MarkedYAMLError) -> str:
     parts = [p for p in (err.context, err.problem) if p]
     return ", ".join(parts) or "invalid YAML"
-
-
-def flatten_lists(sourced: SourcedBody) -> Iterator[SourcedBody]:
-    """Yield the objects of a ``List``/``*List`` or a sequence (recursively), or the object."""
-    return _flatten(sourced.body, None, sourced.path, sourced.line)
 
 
 def _flatten(value: Any, node: yaml.Node | None, path: str, line: int) -> Iterator[SourcedBody]:
