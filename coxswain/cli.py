@@ -228,6 +228,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="answer 413 to a request body over N bytes (default: no limit)",
     )
+    for flag, default, meaning in _TIMEOUT_FLAGS:
+        proxy.add_argument(
+            flag,
+            type=float,
+            default=default,
+            metavar="SECONDS",
+            help=f"{meaning} (default {default:g})",
+        )
     proxy.add_argument(
         "--workers",
         type=int,
@@ -398,6 +406,27 @@ def _route_text(data: dict[str, Any]) -> str:
 # --- proxy --------------------------------------------------------------------------------------
 
 _WORKER_FLAG: Final = "--worker-of-supervisor"  # internal: a process of `--workers N`
+_TIMEOUT_FLAGS: Final = (
+    (
+        "--client-header-timeout",
+        60.0,
+        "close a client that takes longer to send a request head, "
+        "or stays idle this long between requests",
+    ),
+    ("--client-body-timeout", 60.0, "answer 408 when the request body stalls this long"),
+    (
+        "--upstream-connect-timeout",
+        10.0,
+        "give up on an endpoint that does not accept a "
+        "connection within this time, and try the next",
+    ),
+    (
+        "--upstream-read-timeout",
+        60.0,
+        "answer 504 (or cut the response) when the upstream "
+        "sends nothing for this long; a route's own timeouts bound the whole exchange",
+    ),
+)
 
 
 def _proxy(args: argparse.Namespace) -> int:
@@ -406,6 +435,7 @@ def _proxy(args: argparse.Namespace) -> int:
     from coxswain.shell.proxy import ProxyConfig, install_access_log
     from coxswain.shell.proxy_process import run_until_terminated
     from coxswain.shell.snapshot_file import SnapshotLoadError
+    from coxswain.shell.upstream import Timeouts
     from coxswain.shell.workers import supervise
 
     scope = parse_scope("shared" if args.shared else args.gateway)
@@ -427,6 +457,12 @@ def _proxy(args: argparse.Namespace) -> int:
         ingress_https_port=args.ingress_https_port,
         max_body_bytes=args.max_body_bytes,
         reuse_port=args.worker_of_supervisor,
+        header_timeout=args.client_header_timeout,
+        timeouts=Timeouts(
+            connect=args.upstream_connect_timeout,
+            read=args.upstream_read_timeout,
+            client_body=args.client_body_timeout,
+        ),
     )
     install_access_log()
     failures: list[str] = []
@@ -459,6 +495,8 @@ def _worker_command(args: argparse.Namespace) -> list[str]:
     command += ["--admin-port", str(args.admin_port), "--drain-timeout", str(args.drain_timeout)]
     if args.max_body_bytes is not None:
         command += ["--max-body-bytes", str(args.max_body_bytes)]
+    for flag, _, _ in _TIMEOUT_FLAGS:
+        command += [flag, str(getattr(args, flag[2:].replace("-", "_")))]
     return [*command, _WORKER_FLAG]
 
 

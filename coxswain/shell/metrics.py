@@ -11,6 +11,8 @@ else in the process registers collectors by accident.
 - ``coxswain_open_connections``: client connections open now.
 - ``coxswain_snapshot_info{version}``: 1 for the version served; the previous one is removed.
 - ``coxswain_snapshot_applies_total{result}``: ``ok`` or ``refused``.
+- ``coxswain_mirror_requests_total{result}``: mirrored requests ``sent``, ``failed`` or
+  ``dropped`` (:mod:`.mirror`).
 """
 
 from __future__ import annotations
@@ -59,6 +61,12 @@ class Metrics:
             ["result"],
             registry=self.registry,
         )
+        self.mirrors = Counter(
+            "coxswain_mirror_requests",
+            "Mirrored requests by outcome: sent, failed or dropped.",
+            ["result"],
+            registry=self.registry,
+        )
         self._version: str | None = None
 
     def request(self, *, listener: int, route: tuple[str, str, str] | None, status: int) -> None:
@@ -72,6 +80,9 @@ class Metrics:
         self._version = version
         self.snapshot.labels(version).set(1)
         self.applies.labels("ok").inc()
+
+    def mirrored(self, result: str) -> None:
+        self.mirrors.labels(result).inc()
 
     def refused(self) -> None:
         self.applies.labels("refused").inc()

@@ -18,11 +18,16 @@ from __future__ import annotations
 
 import select
 from collections import deque
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import trio
 
-__all__ = ["UpstreamPool"]
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from coxswain.compile.snapshot import Endpoint
+
+__all__ = ["ConnectFailed", "UpstreamPool", "connect"]
 
 DEFAULT_MAX_IDLE: Final = 32
 DEFAULT_IDLE_TIMEOUT: Final = 30.0
@@ -66,6 +71,46 @@ class UpstreamPool:
         idle.append((trio.current_time(), stream))
         while len(idle) > self.max_idle:
             idle.popleft()[1].socket.close()
+
+
+class ConnectFailed(Exception):
+    """No endpoint took a connection; ``timed_out`` when every attempt ran out of time."""
+
+    def __init__(self, message: str, *, timed_out: bool) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+async def connect(
+    endpoints: Sequence[Endpoint], pool: UpstreamPool | None, *, within: float
+) -> tuple[trio.SocketStream, tuple[str, int], bool]:
+    """A connection to the first endpoint that takes one: an idle one from ``pool``, else a
+    new one within ``within`` seconds, trying the next endpoint on failure (nothing has been
+    sent yet, so this is always safe).
+
+    Returns the stream, the endpoint, and whether the stream was reused.
+
+    Raises:
+        ConnectFailed: every endpoint refused or timed out.
+    """
+    failures = []
+    timeouts = 0
+    for endpoint in endpoints:
+        key = (endpoint.address, endpoint.port)
+        if pool is not None and (stream := pool.take(key)) is not None:
+            return stream, key, True
+        with trio.move_on_after(within):
+            try:
+                return await trio.open_tcp_stream(endpoint.address, endpoint.port), key, False
+            except OSError as err:
+                failures.append(f"{endpoint.address}:{endpoint.port}: {err.strerror or err}")
+                continue
+        timeouts += 1
+        failures.append(f"{endpoint.address}:{endpoint.port}: no answer within {within:g} s")
+    raise ConnectFailed(
+        "no endpoint accepted a connection (" + "; ".join(failures) + ")",
+        timed_out=timeouts == len(failures),
+    )
 
 
 def _quiet(stream: trio.SocketStream) -> bool:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import math
 import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
@@ -50,9 +51,10 @@ from coxswain.shell.http1 import (
     codec_named,
 )
 from coxswain.shell.metrics import Metrics
+from coxswain.shell.mirror import Mirrors
 from coxswain.shell.pool import UpstreamPool
 from coxswain.shell.tls import TLSContexts
-from coxswain.shell.upstream import Answer, ClientProtocolError, Exchange, RoundRobin, forward
+from coxswain.shell.upstream import Answer, ClientProtocolError, Exchange, Forwarder, Timeouts
 from coxswain.shell.wire import EventReader, own_answer
 from coxswain.shell.workers import open_reuseport_listeners
 
@@ -67,6 +69,8 @@ __all__ = ["HEADER_TIMEOUT", "Proxy", "ProxyConfig", "Served"]
 
 HEADER_TIMEOUT: Final = 60.0
 HANDSHAKE_TIMEOUT: Final = 10.0
+BIND_RETRY_MIN: Final = 0.1
+BIND_RETRY_MAX: Final = 5.0
 
 access_log = logging.getLogger("coxswain.access")
 log = logging.getLogger("coxswain.proxy")
@@ -83,7 +87,8 @@ class ProxyConfig:
     bind: str = "127.0.0.1"
     ingress_http_port: int = 80
     ingress_https_port: int = 443
-    header_timeout: float = HEADER_TIMEOUT
+    header_timeout: float = HEADER_TIMEOUT  # for a request head, and idle between requests
+    timeouts: Timeouts = field(default_factory=Timeouts)
     codec: str = DEFAULT_CODEC
     max_body_bytes: int | None = None  # a request body over it is answered 413
     reuse_port: bool = False  # bind with SO_REUSEPORT: one of several worker processes
@@ -155,7 +160,6 @@ class Proxy:
     applies: int = 0
     rejections: int = 0
     listeners: dict[int, _Listener] = field(default_factory=dict)
-    round_robin: RoundRobin = field(default_factory=RoundRobin)
     pool: UpstreamPool = field(default_factory=UpstreamPool)
     rng: random.Random = field(default_factory=random.Random)
     metrics: Metrics = field(default_factory=Metrics)
@@ -164,6 +168,7 @@ class Proxy:
     _quiet: trio.Event = field(default_factory=trio.Event)
     _idle: set[trio.CancelScope] = field(default_factory=set)
     _codec: HeadCodec | None = None
+    _forwarder: Forwarder | None = None
     _nursery: trio.Nursery | None = None
     _applied: trio.Event = field(default_factory=trio.Event)
 
@@ -200,6 +205,15 @@ class Proxy:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                self._forwarder = Forwarder(
+                    codec=self.codec,
+                    rng=self.rng,
+                    timeouts=self.config.timeouts,
+                    pool=self.pool,
+                    mirrors=Mirrors(
+                        nursery, self.rng, self.config.timeouts.connect, self.metrics.mirrored
+                    ),
+                )
                 task_status.started()
                 await trio.sleep_forever()
         finally:
@@ -264,24 +278,50 @@ class Proxy:
     async def _listen(self, entry: _Listener, task_status: trio.TaskStatus[None]) -> None:
         spec = entry.spec
         with entry.scope:
-            try:
-                sockets = (
-                    await open_reuseport_listeners(spec.port, host=self.config.bind)
-                    if self.config.reuse_port
-                    else await trio.open_tcp_listeners(spec.port, host=self.config.bind)
-                )
-            except OSError as err:
-                log.error("cannot listen on %s:%d: %s", self.config.bind, spec.port, err)
-                task_status.started()
-                await trio.sleep_forever()
+            waiting = False
+
+            def wait_in_background() -> None:
+                nonlocal waiting
+                waiting = True
+                task_status.started()  # not ready(): /readyz answers 503 until bound
+
+            sockets = await self._bind(spec.port, wait_in_background)
             entry.bound = True
-            task_status.started()
+            if not waiting:
+                task_status.started()
             assert self._nursery is not None
 
             async def handle(stream: trio.SocketStream) -> None:
                 await self._connection(stream, spec)
 
             await trio.serve_listeners(handle, sockets, handler_nursery=self._nursery)
+
+    async def _bind(
+        self, port: int, first_failure: Callable[[], None]
+    ) -> list[trio.SocketListener]:
+        """The port's sockets, trying again with a growing pause while binding fails (the port
+        may be held by a process that is stopping, or the Service of a new listener is not yet
+        routed); ``first_failure`` lets the caller carry on with the rest of the snapshot."""
+        pause = BIND_RETRY_MIN
+        while True:
+            try:
+                return (
+                    await open_reuseport_listeners(port, host=self.config.bind)
+                    if self.config.reuse_port
+                    else await trio.open_tcp_listeners(port, host=self.config.bind)
+                )
+            except OSError as err:
+                log.error(
+                    "cannot listen on %s:%d: %s; trying again in %g s",
+                    self.config.bind,
+                    port,
+                    err,
+                    pause,
+                )
+            if pause == BIND_RETRY_MIN:
+                first_failure()
+            await trio.sleep(pause)
+            pause = min(pause * 2, BIND_RETRY_MAX)
 
     async def _connection(self, stream: trio.SocketStream, spec: ListenerSpec) -> None:
         client: str | None
@@ -329,13 +369,17 @@ class Proxy:
         self, conn: trio.abc.Stream, spec: ListenerSpec, client: str | None, sni: str | None
     ) -> None:
         limits = Limits(max_body_bytes=self.config.max_body_bytes)
-        reader = EventReader(conn, RequestParser(self.codec, limits=limits))
+        reader = EventReader(
+            conn,
+            RequestParser(self.codec, limits=limits),
+            read_timeout=self.config.timeouts.client_body,
+        )
         while not self.draining:
             event = None
             with trio.move_on_after(self.config.header_timeout) as idle:
                 self._idle.add(idle)
                 try:
-                    event = await reader.next()
+                    event = await reader.next(math.inf)  # bounded by header_timeout instead
                 finally:
                     self._idle.discard(idle)
             if event is None:
@@ -396,20 +440,17 @@ class Proxy:
             answer = Answer(decision.status, decision.reason)
         else:
             forwarding = trio.current_time()
+            assert self._forwarder is not None
             try:
-                await forward(
+                await self._forwarder.forward(
                     client=reader,
                     client_stream=conn,
                     head=head,
                     decision=decision,
                     snapshot=served.snapshot,
-                    round_robin=self.round_robin,
-                    rng=self.rng,
-                    codec=self.codec,
                     proto="https" if spec.tls else "http",
                     client_address=client,
                     exchange=exchange,
-                    pool=self.pool,
                 )
                 keep_alive = keep_alive and exchange.keep_alive
             except Answer as err:
@@ -455,7 +496,10 @@ async def _drain(reader: EventReader, limit: int = 64 * 1024) -> bool:
     """Read and drop a request body the proxy answers without; False if it is too long."""
     seen = 0
     while True:
-        event = await reader.next()
+        try:
+            event = await reader.next()
+        except trio.TooSlowError:
+            return False
         if type(event) is EndOfMessage:
             return True
         if type(event) is not Data:

@@ -24,10 +24,15 @@ Rules (ARCHITECTURE §6, issue 5):
   copies bytes both ways until either side closes (the route's timeout, if any, still bounds
   the whole exchange). Any other answer is an ordinary response and HTTP/1.1 carries on. A 101
   nobody asked for is 502.
+- **Mirrors** (``RequestMirror``) get a copy of the request, fire-and-forget (:mod:`.mirror`).
+- **Timeouts** (:class:`Timeouts`): connecting to one endpoint, each wait for the upstream's
+  bytes, each wait for the client's body bytes; the route's ``request`` and
+  ``backend_request`` timeouts (the smaller) bound the whole exchange.
 - **Errors.** Before the response head reached the client, a failure becomes an answer of the
   proxy: 502 when no endpoint accepted the connection or the upstream broke HTTP, 504 when the
-  route's timeout (``request`` or ``backend_request``, the smaller) expired. After that, the
-  client connection is closed, the only signal left (RFC 9112 §9.6).
+  route's timeout expired, the upstream stalled, or every endpoint timed out connecting, 408
+  when the client's body stalled. After that, the client connection is closed, the only
+  signal left (RFC 9112 §9.6).
 """
 
 from __future__ import annotations
@@ -53,18 +58,20 @@ from coxswain.shell.http1 import (
     frame_request_head,
     frame_response_head,
 )
+from coxswain.shell.pool import ConnectFailed, connect
 from coxswain.shell.wire import RECEIVE_SIZE, EventReader
 
 if TYPE_CHECKING:
     import random
     from collections.abc import Sequence
 
-    from coxswain.compile.snapshot import Backend, Endpoint, HeaderEdits, Snapshot
+    from coxswain.compile.snapshot import Backend, Endpoint, HeaderEdits, Mirror, Snapshot
     from coxswain.route import Decision
     from coxswain.shell.http1 import HeadCodec, RequestHead
+    from coxswain.shell.mirror import Mirrors, Tee
     from coxswain.shell.pool import UpstreamPool
 
-__all__ = ["Answer", "Exchange", "RoundRobin", "forward", "pick_backend"]
+__all__ = ["Answer", "Exchange", "Forwarder", "RoundRobin", "Timeouts", "pick_backend"]
 
 _CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
 _IDEMPOTENT: Final = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
@@ -137,184 +144,232 @@ def _wire(headers: Sequence[tuple[str, str]]) -> tuple[tuple[bytes, bytes], ...]
 
 
 def _edit(headers: list[tuple[str, str]], *edits: HeaderEdits | None) -> list[tuple[str, str]]:
+    """The headers with the edits applied, as a new list (callers append to it)."""
+    headers = list(headers)
     for edit in edits:
         if edit is not None:
             headers = apply_edits(headers, edit)
     return headers
 
 
-async def _connect(
-    endpoints: Sequence[Endpoint], pool: UpstreamPool | None
-) -> tuple[trio.SocketStream, tuple[str, int], bool]:
-    """A connection to the first endpoint that takes one: an idle one, else a new one.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Timeouts:
+    """How long the proxy waits on each side when the route sets no tighter bound.
 
-    Returns the stream, the endpoint, and whether the stream was reused.
+    ``connect``: for one endpoint to accept a connection (then the next is tried).
+    ``read``: between two reads of the upstream's response (nginx ``proxy_read_timeout``).
+    ``client_body``: between two reads of the client's request body (nginx
+    ``client_body_timeout``); a stalled body is answered 408 (RFC 9110 §15.5.9).
     """
-    failures = []
-    for endpoint in endpoints:
-        key = (endpoint.address, endpoint.port)
-        if pool is not None and (stream := pool.take(key)) is not None:
-            return stream, key, True
-        try:
-            return await trio.open_tcp_stream(endpoint.address, endpoint.port), key, False
-        except OSError as err:
-            failures.append(f"{endpoint.address}:{endpoint.port}: {err.strerror or err}")
-    raise Answer(502, "no endpoint accepted a connection (" + "; ".join(failures) + ")")
+
+    connect: float = 10.0
+    read: float = 60.0
+    client_body: float = 60.0
 
 
-async def forward(
-    *,
-    client: EventReader,
-    client_stream: trio.abc.SendStream,
-    head: RequestHead,
-    decision: Decision,
-    snapshot: Snapshot,
-    round_robin: RoundRobin,
-    rng: random.Random,
-    codec: HeadCodec,
-    proto: str,
-    client_address: str | None,
-    exchange: Exchange,
-    pool: UpstreamPool | None = None,
-) -> None:
-    """Forward one request whose head was read; fills ``exchange`` as it goes.
+@dataclass(slots=True, kw_only=True)
+class Forwarder:
+    """What every forwarded request shares: endpoint turns, the pool, timeouts, mirrors.
 
     With a ``pool``, upstream connections are reused (:mod:`.pool`); without, each exchange
     opens one and sends ``Connection: close``.
-
-    Raises:
-        Answer: a failure before the response head reached the client.
-        ClientProtocolError: the request body broke HTTP/1.1.
     """
-    backend = pick_backend(decision.backends, rng)
-    if backend is None or not backend.valid:
-        raise Answer(500, "the chosen backend is invalid")
-    endpoints = snapshot.endpoints.get(backend.endpoints_key, ())
-    if not endpoints:
-        raise Answer(503, f"backend {backend.endpoints_key} has no ready endpoints")
-    action = decision.action
-    timeouts = [
-        t
-        for t in (
-            action.request_timeout if action else None,
-            action.backend_timeout if action else None,
-        )
-        if t
-    ]
-    timeout = min(timeouts) if timeouts else math.inf
-    with trio.move_on_after(timeout) as scope:
-        await _relay(
-            client=client,
-            client_stream=client_stream,
-            head=head,
-            decision=decision,
-            backend=backend,
-            endpoints=round_robin.order(backend.endpoints_key, endpoints),
-            codec=codec,
+
+    codec: HeadCodec
+    rng: random.Random
+    timeouts: Timeouts = Timeouts()
+    round_robin: RoundRobin = field(default_factory=RoundRobin)
+    pool: UpstreamPool | None = None
+    mirrors: Mirrors | None = None
+
+    async def forward(
+        self,
+        *,
+        client: EventReader,
+        client_stream: trio.abc.SendStream,
+        head: RequestHead,
+        decision: Decision,
+        snapshot: Snapshot,
+        proto: str,
+        client_address: str | None,
+        exchange: Exchange,
+    ) -> None:
+        """Forward one request whose head was read; fills ``exchange`` as it goes.
+
+        Raises:
+            Answer: a failure before the response head reached the client.
+            ClientProtocolError: the request body broke HTTP/1.1.
+        """
+        backend = pick_backend(decision.backends, self.rng)
+        if backend is None or not backend.valid:
+            raise Answer(500, "the chosen backend is invalid")
+        endpoints = snapshot.endpoints.get(backend.endpoints_key, ())
+        if not endpoints:
+            raise Answer(503, f"backend {backend.endpoints_key} has no ready endpoints")
+        action = decision.action
+        timeouts = [
+            t
+            for t in (
+                action.request_timeout if action else None,
+                action.backend_timeout if action else None,
+            )
+            if t
+        ]
+        timeout = min(timeouts) if timeouts else math.inf
+        base = forwarded_headers(
+            [(n, v) for n, v in _text(head.headers) if n != "expect"],
+            host=decision.host,
             proto=proto,
-            client_address=client_address,
-            exchange=exchange,
-            pool=pool,
+            client=client_address,
         )
-    if scope.cancelled_caught:
-        if not exchange.response_started:
-            raise Answer(
-                504, f"the upstream did not answer within {timeout:g} s", exchange.upstream
-            )
-        exchange.keep_alive = False
-
-
-async def _relay(
-    *,
-    client: EventReader,
-    client_stream: trio.abc.SendStream,
-    head: RequestHead,
-    decision: Decision,
-    backend: Backend,
-    endpoints: Sequence[Endpoint],
-    codec: HeadCodec,
-    proto: str,
-    client_address: str | None,
-    exchange: Exchange,
-    pool: UpstreamPool | None,
-) -> None:
-    action = decision.action
-    headers = forwarded_headers(
-        [(n, v) for n, v in _text(head.headers) if n != "expect"],
-        host=decision.host,
-        proto=proto,
-        client=client_address,
-    )
-    headers = _edit(
-        headers,
-        action.request_headers if action else None,
-        backend.request_headers,
-    )
-    if head.chunked:
-        headers.append(("transfer-encoding", "chunked"))
-    if head.upgrade is not None:  # RFC 9110 §7.8: asked again of the upstream, hop by hop
-        headers.extend([("connection", "upgrade"), ("upgrade", head.upgrade.decode("latin-1"))])
-    elif pool is None:
-        headers.append(("connection", "close"))
-    try:
-        request_head = frame_request_head(
-            method=head.method, target=_latin1(decision.path), headers=_wire(headers)
-        )
-    except ValueError as err:  # a rewrite or header edit of the snapshot made it unsendable
-        raise Answer(500, f"the request cannot be forwarded as configured: {err}") from err
-    has_body = head.chunked or bool(head.content_length)
-    # a reused connection the upstream closed meanwhile may be retried once on a new one when
-    # repeating the request is safe (RFC 9112 §9.3.1): idempotent and nothing of a body sent
-    may_retry = not has_body and head.method in _IDEMPOTENT
-    body_read = False
-    idle_ok = True
-    while True:
-        upstream, endpoint, reused = await _connect(endpoints, pool if idle_ok else None)
-        address = f"{endpoint[0]}:{endpoint[1]}"
-        exchange.upstream = address
-        reusable = False
+        base = _edit(base, action.request_headers if action else None)
+        tee = None
+        if action is not None and action.mirrors and self.mirrors is not None and not head.upgrade:
+            tee = self._mirror(action.mirrors, snapshot, head, decision, base)
         try:
-            try:
-                await upstream.send_all(request_head)
-                if not body_read:  # a retry: the (empty) body was read by the first attempt
-                    if head.expect_continue:
-                        await client_stream.send_all(_CONTINUE)
-                    await _send_body(client, upstream, chunked=head.chunked)
-                    body_read = True
-                parser = ResponseParser(codec)
-                parser.expect_response(head.method)
-                reader = EventReader(upstream, parser)
-                response = await _final_head(reader, upgrading=head.upgrade is not None)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, Answer) as err:
-                if reused and may_retry:
-                    idle_ok = False  # the retry opens a new connection
-                    continue
-                if isinstance(err, Answer):
-                    raise
-                raise Answer(502, f"the upstream connection broke: {err}", address) from err
-            if response.status == 101:
-                await _tunnel(client, client_stream, reader, upstream, response, exchange)
-                return
-            reusable = await _send_response(
-                reader, client_stream, head, response, backend, decision, exchange
-            )
-            reusable = reusable and parser.next_event() is NEED_DATA
+            with trio.move_on_after(timeout) as scope:
+                await self._relay(
+                    client=client,
+                    client_stream=client_stream,
+                    head=head,
+                    headers=_edit(base, backend.request_headers),
+                    decision=decision,
+                    backend=backend,
+                    endpoints=self.round_robin.order(backend.endpoints_key, endpoints),
+                    exchange=exchange,
+                    tee=tee,
+                )
         finally:
-            if reusable and pool is not None:
-                pool.give(endpoint, upstream)
-            else:
-                await trio.aclose_forcefully(upstream)
-        return
+            if tee is not None:
+                tee.abort()  # a no-op once the body was sent whole
+        if scope.cancelled_caught:
+            if not exchange.response_started:
+                raise Answer(
+                    504, f"the upstream did not answer within {timeout:g} s", exchange.upstream
+                )
+            exchange.keep_alive = False
+
+    def _mirror(
+        self,
+        mirrors: Sequence[Mirror],
+        snapshot: Snapshot,
+        head: RequestHead,
+        decision: Decision,
+        base: list[tuple[str, str]],
+    ) -> Tee | None:
+        assert self.mirrors is not None
+
+        def endpoints_of(key: str) -> list[Endpoint]:
+            endpoints = snapshot.endpoints.get(key, ())
+            return self.round_robin.order(key, endpoints) if endpoints else []
+
+        def head_for(mirror: Mirror) -> bytes | None:
+            headers = _edit(base, mirror.backend.request_headers)
+            if head.chunked:
+                headers.append(("transfer-encoding", "chunked"))
+            headers.append(("connection", "close"))
+            try:
+                return frame_request_head(
+                    method=head.method, target=_latin1(decision.path), headers=_wire(headers)
+                )
+            except ValueError:
+                return None
+
+        return self.mirrors.start(mirrors, endpoints_of, head_for, chunked=head.chunked)
+
+    async def _relay(
+        self,
+        *,
+        client: EventReader,
+        client_stream: trio.abc.SendStream,
+        head: RequestHead,
+        headers: list[tuple[str, str]],
+        decision: Decision,
+        backend: Backend,
+        endpoints: Sequence[Endpoint],
+        exchange: Exchange,
+        tee: Tee | None,
+    ) -> None:
+        pool = self.pool
+        if head.chunked:
+            headers.append(("transfer-encoding", "chunked"))
+        if head.upgrade is not None:  # RFC 9110 §7.8: asked again of the upstream, hop by hop
+            headers.extend([("connection", "upgrade"), ("upgrade", head.upgrade.decode("latin-1"))])
+        elif pool is None:
+            headers.append(("connection", "close"))
+        try:
+            request_head = frame_request_head(
+                method=head.method, target=_latin1(decision.path), headers=_wire(headers)
+            )
+        except ValueError as err:  # a rewrite or header edit of the snapshot made it unsendable
+            raise Answer(500, f"the request cannot be forwarded as configured: {err}") from err
+        has_body = head.chunked or bool(head.content_length)
+        # a reused connection the upstream closed meanwhile may be retried once on a new one
+        # when repeating the request is safe (RFC 9112 §9.3.1): idempotent, no body sent
+        may_retry = not has_body and head.method in _IDEMPOTENT
+        body_read = False
+        idle_ok = True
+        while True:
+            try:
+                upstream, endpoint, reused = await connect(
+                    endpoints, pool if idle_ok else None, within=self.timeouts.connect
+                )
+            except ConnectFailed as err:
+                raise Answer(504 if err.timed_out else 502, str(err)) from err
+            address = f"{endpoint[0]}:{endpoint[1]}"
+            exchange.upstream = address
+            reusable = False
+            try:
+                try:
+                    await upstream.send_all(request_head)
+                    if not body_read:  # a retry: the (empty) body was read by the first attempt
+                        if head.expect_continue:
+                            await client_stream.send_all(_CONTINUE)
+                        await _send_body(client, upstream, chunked=head.chunked, tee=tee)
+                        body_read = True
+                    parser = ResponseParser(self.codec)
+                    parser.expect_response(head.method)
+                    reader = EventReader(upstream, parser, read_timeout=self.timeouts.read)
+                    response = await _final_head(reader, upgrading=head.upgrade is not None)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, Answer) as err:
+                    if reused and may_retry:
+                        idle_ok = False  # the retry opens a new connection
+                        continue
+                    if isinstance(err, Answer):
+                        raise
+                    raise Answer(502, f"the upstream connection broke: {err}", address) from err
+                if response.status == 101:
+                    await _tunnel(client, client_stream, reader, upstream, response, exchange)
+                    return
+                reusable = await _send_response(
+                    reader, client_stream, head, response, backend, decision, exchange
+                )
+                reusable = reusable and parser.next_event() is NEED_DATA
+            finally:
+                if reusable and pool is not None:
+                    pool.give(endpoint, upstream)
+                else:
+                    await trio.aclose_forcefully(upstream)
+            return
 
 
-async def _send_body(client: EventReader, upstream: trio.abc.SendStream, *, chunked: bool) -> None:
+async def _send_body(
+    client: EventReader, upstream: trio.abc.SendStream, *, chunked: bool, tee: Tee | None
+) -> None:
     while True:
-        event = await client.next()
+        try:
+            event = await client.next()
+        except trio.TooSlowError:
+            raise Answer(408, f"the request body stalled for {client.read_timeout:g} s") from None
         if type(event) is Data:
+            if tee is not None:
+                tee.data(event.data)
             await upstream.send_all(frame_chunk(event.data) if chunked else event.data)
         elif type(event) is EndOfMessage:
             if chunked:
                 await upstream.send_all(frame_last_chunk(event.trailers))
+            if tee is not None:
+                tee.end(event.trailers)
             return
         elif type(event) is ProtocolError:
             raise ClientProtocolError(event)
@@ -324,7 +379,10 @@ async def _send_body(client: EventReader, upstream: trio.abc.SendStream, *, chun
 
 async def _final_head(reader: EventReader, *, upgrading: bool) -> ResponseHead:
     while True:
-        event = await reader.next()
+        try:
+            event = await reader.next()
+        except trio.TooSlowError:
+            raise Answer(504, f"the upstream sent nothing for {reader.read_timeout:g} s") from None
         if type(event) is ResponseHead:
             if event.status < 200 and event.status != 101:
                 continue  # interim responses: the proxy answered Expect itself
@@ -433,6 +491,6 @@ async def _send_response(
             else:  # a broken body: the client can only learn it from the connection closing
                 exchange.keep_alive = False
                 return False
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        exchange.keep_alive = False  # either side broke off; our client must not wait
+    except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
+        exchange.keep_alive = False  # either side broke off or stalled; the client must not wait
         return False

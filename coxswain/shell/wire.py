@@ -9,14 +9,15 @@ with ``Content-Length`` (RFC 9112 §6.2), ``Server: coxswain`` (ARCHITECTURE §7
 
 from __future__ import annotations
 
+import math
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Final
+
+import trio
 
 from coxswain.shell.http1 import NEED_DATA, Event, frame_response_head
 
 if TYPE_CHECKING:
-    import trio
-
     from coxswain.shell.http1.parser import RequestParser, ResponseParser
 
 __all__ = ["RECEIVE_SIZE", "EventReader", "own_answer"]
@@ -25,22 +26,45 @@ RECEIVE_SIZE: Final = 64 * 1024
 
 
 class EventReader:
-    """Reads codec events from a stream, receiving bytes only when the parser needs them."""
+    """Reads codec events from a stream, receiving bytes only when the parser needs them.
 
-    __slots__ = ("parser", "stream")
+    ``read_timeout`` bounds each wait for bytes (not the whole message), as nginx's
+    ``client_body_timeout`` and ``proxy_read_timeout`` do: a peer that sends slowly but
+    steadily is served, one that stalls is not. It raises :class:`trio.TooSlowError`.
+    """
 
-    def __init__(self, stream: trio.abc.ReceiveStream, parser: RequestParser | ResponseParser):
+    __slots__ = ("parser", "read_timeout", "stream")
+
+    def __init__(
+        self,
+        stream: trio.abc.ReceiveStream,
+        parser: RequestParser | ResponseParser,
+        *,
+        read_timeout: float = math.inf,
+    ) -> None:
         self.stream = stream
         self.parser = parser
+        self.read_timeout = read_timeout
 
-    async def next(self) -> Event:
-        """The next event; the peer closing becomes EOF for the parser."""
+    async def next(self, read_timeout: float | None = None) -> Event:
+        """The next event; the peer closing becomes EOF for the parser. ``read_timeout``
+        replaces the reader's own for this call (the caller bounds the wait itself).
+
+        Raises:
+            trio.TooSlowError: no byte arrived within the read timeout.
+        """
         parser = self.parser
+        timeout = self.read_timeout if read_timeout is None else read_timeout
         while True:
             event = parser.next_event()
             if event is not NEED_DATA:
                 return event
-            parser.receive_data(bytes(await self.stream.receive_some(RECEIVE_SIZE)))
+            if timeout == math.inf:
+                data = await self.stream.receive_some(RECEIVE_SIZE)
+            else:
+                with trio.fail_after(timeout):
+                    data = await self.stream.receive_some(RECEIVE_SIZE)
+            parser.receive_data(bytes(data))
 
 
 def own_answer(

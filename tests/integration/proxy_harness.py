@@ -20,6 +20,7 @@ import trio
 from coxswain.compile.scope import parse_scope
 from coxswain.shell.proxy import Proxy, ProxyConfig
 from coxswain.shell.proxy_process import serve_snapshot_file
+from coxswain.shell.upstream import Timeouts
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -40,12 +41,15 @@ def free_port() -> int:
 _connections = iter(range(1, 1 << 30))
 
 
-async def _echo_connection(stream: trio.SocketStream, name: str) -> None:
+async def _echo_connection(
+    stream: trio.SocketStream, name: str, received: list[dict[str, Any]]
+) -> None:
     """h11 server: answers each request with JSON of what it received.
 
     ``/chunked`` answers with a chunked body; ``/stall`` never answers; ``/bad`` answers
     garbage; ``/once`` closes the connection after a response that announced keep-alive.
-    Each answer carries the number of the connection it came on.
+    Each answer carries the number of the connection it came on; ``received`` gets each
+    request's JSON too, for requests whose answer the test never sees (mirrors).
     """
     conn = h11.Connection(h11.SERVER)
     number = next(_connections)
@@ -78,16 +82,16 @@ async def _echo_connection(stream: trio.SocketStream, name: str) -> None:
             if target == "/bad":
                 await stream.send_all(b"HTTP/1.1 banana\r\n\r\n")
                 return
-            payload = json.dumps(
-                {
-                    "backend": name,
-                    "connection": number,
-                    "method": event.method.decode(),
-                    "target": target,
-                    "headers": [[n.decode(), v.decode()] for n, v in event.headers],
-                    "body": body.decode("latin-1"),
-                }
-            ).encode()
+            seen = {
+                "backend": name,
+                "connection": number,
+                "method": event.method.decode(),
+                "target": target,
+                "headers": [[n.decode(), v.decode()] for n, v in event.headers],
+                "body": body.decode("latin-1"),
+            }
+            received.append(seen)
+            payload = json.dumps(seen).encode()
             if target == "/chunked":
                 headers = [("content-type", "application/json"), ("transfer-encoding", "chunked")]
                 await stream.send_all(conn.send(h11.Response(status_code=200, headers=headers)))
@@ -124,14 +128,17 @@ async def _echo_upgraded(stream: trio.SocketStream, conn: h11.Connection) -> Non
 
 
 async def serve_echo(
-    name: str, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
+    name: str,
+    received: list[dict[str, Any]] | None = None,
+    *,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     task_status.started(listeners[0].socket.getsockname()[1])
 
     async def handle(stream: trio.SocketStream) -> None:
         with contextlib.suppress(trio.BrokenResourceError, h11.RemoteProtocolError):
-            await _echo_connection(stream, name)
+            await _echo_connection(stream, name, [] if received is None else received)
 
     await trio.serve_listeners(handle, listeners)
 
@@ -265,6 +272,7 @@ class Running:
     admin_port: int
     gateway_port: int
     backends: dict[str, int] = field(default_factory=dict)
+    received: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def wait_applies(self, count: int, rejections: int = 0) -> None:
         trio.from_thread.run(lambda: self.proxy.wait_applies(count, rejections=rejections))
@@ -278,6 +286,7 @@ def run_proxy(
     backends: tuple[str, ...] = ("one", "two"),
     scope: str = "shared",
     header_timeout: float = 60.0,
+    timeouts: Timeouts | None = None,
 ) -> None:
     """Start echo backends and a proxy serving ``make_snapshot(ports)``, run ``client`` in a
     thread, then stop everything. ``ports`` maps each backend name to its port, and
@@ -288,7 +297,10 @@ def run_proxy(
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
-            ports = {name: await nursery.start(serve_echo, name) for name in backends}
+            received: dict[str, list[dict[str, Any]]] = {name: [] for name in backends}
+            ports = {
+                name: await nursery.start(serve_echo, name, received[name]) for name in backends
+            }
             write_snapshot(file, make_snapshot({**ports, "gateway": gateway_port}))
             parsed = parse_scope(scope)
             assert parsed is not None
@@ -300,13 +312,16 @@ def run_proxy(
                         ingress_http_port=http_port,
                         ingress_https_port=https_port,
                         header_timeout=header_timeout,
+                        timeouts=timeouts or Timeouts(),
                     ),
                     admin_port=admin_port,
                     poll_interval=0.02,
                     task_status=task_status,
                 )
             )
-            running = Running(proxy, http_port, https_port, admin_port, gateway_port, ports)
+            running = Running(
+                proxy, http_port, https_port, admin_port, gateway_port, ports, received
+            )
             await trio.to_thread.run_sync(client, running)
             nursery.cancel_scope.cancel()
 

@@ -11,6 +11,7 @@ import ssl
 import subprocess
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -126,6 +127,12 @@ def test_admin_port_health_and_readiness(tmp_path: Path) -> None:
             )
             run.wait_applies(2)
             assert get(run.admin_port, "/readyz")[0] == 503
+        # once the port is free, the retries bind it: ready, and the listener serves
+        deadline = time.monotonic() + TIMEOUT
+        while get(run.admin_port, "/readyz")[0] != 200:
+            assert time.monotonic() < deadline, "the freed port was never bound"
+            time.sleep(0.05)
+        assert get(taken, "/")[0] == 404  # the Gateway listener answers (it has no routes)
 
     run_proxy(tmp_path, make, client)
 
