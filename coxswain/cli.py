@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
@@ -239,10 +240,10 @@ def _parser() -> argparse.ArgumentParser:
     proxy.add_argument(
         "--workers",
         type=int,
-        default=1,
+        default=_cpu_count(),
         metavar="N",
-        help="worker processes sharing the ports through SO_REUSEPORT, restarted if they die "
-        "(default 1: serve in this process; the Helm chart sets the pod's CPU count)",
+        help="worker processes sharing the ports through SO_REUSEPORT, restarted if they die; "
+        "1 serves in this process (default: the CPUs this process may use, here %(default)s)",
     )
     proxy.add_argument(_WORKER_FLAG, action="store_true", help=argparse.SUPPRESS)
     proxy.set_defaults(handler=_proxy)
@@ -447,10 +448,15 @@ def _proxy(args: argparse.Namespace) -> int:
         return EXIT_UNREADABLE
     if args.workers > 1 and not args.worker_of_supervisor:
         install_access_log()
-        trio.run(
-            lambda: supervise(_worker_command(args), args.workers, drain_timeout=args.drain_timeout)
+        return trio.run(
+            lambda: supervise(
+                _worker_command(args),
+                args.workers,
+                drain_timeout=args.drain_timeout,
+                admin_bind=args.bind,
+                admin_port=args.admin_port or None,
+            )
         )
-        return EXIT_OK
     config = ProxyConfig(
         bind=args.bind,
         ingress_http_port=args.ingress_http_port,
@@ -474,6 +480,7 @@ def _proxy(args: argparse.Namespace) -> int:
                 config,
                 admin_port=args.admin_port or None,
                 drain_timeout=args.drain_timeout,
+                supervised=args.worker_of_supervisor,
             )
         )
     except* SnapshotLoadError as group:
@@ -483,6 +490,15 @@ def _proxy(args: argparse.Namespace) -> int:
     for failure in failures:
         print(f"coxswain proxy: {failure}", file=sys.stderr)
     return EXIT_UNREADABLE if failures else EXIT_OK
+
+
+def _cpu_count() -> int:
+    """The CPUs this process may run on (its affinity mask, which container CPU sets and
+    ``taskset`` narrow), not the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
 
 
 def _worker_command(args: argparse.Namespace) -> list[str]:

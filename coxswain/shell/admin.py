@@ -1,57 +1,76 @@
 """The admin port: liveness and readiness for Kubernetes probes (ARCHITECTURE §6).
 
 ``/healthz`` answers 200 while the process serves at all. ``/readyz`` answers 200 only when a
-snapshot is applied and every listener it needs is bound (ARCHITECTURE §7), else 503. Both read
-flags the proxy keeps; they never probe; ``/readyz`` is 503 again once draining starts.
-``/metrics`` is the proxy's own registry in Prometheus text (:mod:`.metrics`). Any other path is
-404. Requests are parsed with the
-same codec as traffic, and answered with ``Connection: close``: probes open a connection each.
+snapshot is applied and every listener it needs is bound (ARCHITECTURE §7), else 503; it is 503
+again once draining starts. ``/metrics`` is Prometheus text. Any other path is 404. Requests
+are parsed with the traffic codec, and answered with ``Connection: close``: probes open a
+connection each.
+
+What the answers say comes from an :class:`AdminSource`: :class:`ProxyAdmin` reads the flags
+and registry of the proxy in this process; the supervisor of ``--workers N`` asks its workers
+(:mod:`.workers`).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
-from coxswain.shell.http1 import RequestHead, RequestParser
+from coxswain.shell.http1 import DEFAULT_CODEC, RequestHead, RequestParser, codec_named
 from coxswain.shell.metrics import CONTENT_TYPE
 from coxswain.shell.wire import EventReader, own_answer
-from coxswain.shell.workers import open_reuseport_listeners
 
 if TYPE_CHECKING:
+    from coxswain.shell.http1 import HeadCodec
     from coxswain.shell.proxy import Proxy
 
-__all__ = ["serve_admin"]
+__all__ = ["AdminSource", "ProxyAdmin", "serve_admin"]
 
 log = logging.getLogger("coxswain.admin")
 
 _TIMEOUT = 10.0
 
 
+class AdminSource(Protocol):
+    """What the admin port reports."""
+
+    async def ready(self) -> bool: ...
+
+    async def exposition(self) -> bytes: ...
+
+
+class ProxyAdmin:
+    """The admin answers of the proxy in this process."""
+
+    def __init__(self, proxy: Proxy) -> None:
+        self.proxy = proxy
+
+    async def ready(self) -> bool:
+        return self.proxy.ready()
+
+    async def exposition(self) -> bytes:
+        return self.proxy.metrics.exposition()
+
+
 async def serve_admin(
-    proxy: Proxy,
+    source: AdminSource,
     *,
     bind: str,
     port: int,
-    reuse_port: bool = False,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve the admin port; never returns. ``task_status.started`` gets the bound port.
-    With ``reuse_port`` every worker process binds it (SO_REUSEPORT, see :mod:`.workers`)."""
-    listeners: list[trio.SocketListener] = (
-        await open_reuseport_listeners(port, host=bind)
-        if reuse_port
-        else await trio.open_tcp_listeners(port, host=bind)
-    )
+    """Serve the admin port; never returns. ``task_status.started`` gets the bound port."""
+    listeners = await trio.open_tcp_listeners(port, host=bind)
     task_status.started(listeners[0].socket.getsockname()[1])
+    codec = codec_named(DEFAULT_CODEC)
 
     async def handle(stream: trio.SocketStream) -> None:
         async with stream:
             with trio.move_on_after(_TIMEOUT):
                 try:
-                    await _answer(proxy, stream)
+                    await _answer(source, stream, codec)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     return
                 except Exception:  # a probe's bug must not stop the proxy
@@ -60,8 +79,8 @@ async def serve_admin(
     await trio.serve_listeners(handle, listeners)
 
 
-async def _answer(proxy: Proxy, stream: trio.SocketStream) -> None:
-    event = await EventReader(stream, RequestParser(proxy.codec)).next()
+async def _answer(source: AdminSource, stream: trio.SocketStream, codec: HeadCodec) -> None:
+    event = await EventReader(stream, RequestParser(codec)).next()
     if type(event) is not RequestHead:
         return
     path = event.target.split(b"?", 1)[0]
@@ -69,7 +88,7 @@ async def _answer(proxy: Proxy, stream: trio.SocketStream) -> None:
     if path == b"/healthz":
         reply = own_answer(200, "alive", close=True, head_only=head_only)
     elif path == b"/readyz":
-        ready = proxy.ready()
+        ready = await source.ready()
         reply = own_answer(
             200 if ready else 503,
             "ready" if ready else "no snapshot applied or a listener is not bound",
@@ -77,7 +96,7 @@ async def _answer(proxy: Proxy, stream: trio.SocketStream) -> None:
             head_only=head_only,
         )
     elif path == b"/metrics":
-        body = proxy.metrics.exposition()
+        body = await source.exposition()
         reply = (
             b"HTTP/1.1 200 OK\r\ncontent-type: "
             + CONTENT_TYPE.encode("latin-1")

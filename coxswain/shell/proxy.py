@@ -164,6 +164,7 @@ class Proxy:
     rng: random.Random = field(default_factory=random.Random)
     metrics: Metrics = field(default_factory=Metrics)
     draining: bool = False
+    admin_port: int | None = None  # the admin port bound for this proxy, if any
     _open: int = 0
     _quiet: trio.Event = field(default_factory=trio.Event)
     _idle: set[trio.CancelScope] = field(default_factory=set)

@@ -205,6 +205,7 @@ def test_command_line_serves_a_snapshot_file(tmp_path: Path) -> None:
         sys.executable, "-m", "coxswain", "proxy", "--shared", "--snapshot", str(file),
         "--bind", "127.0.0.1", "--ingress-http-port", str(http_port),
         "--ingress-https-port", str(https_port), "--admin-port", str(admin_port),
+        "--workers", "1",
     ]  # fmt: skip
     with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as process:
         try:

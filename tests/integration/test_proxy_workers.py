@@ -12,9 +12,12 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
+
+import pytest
 
 from .proxy_harness import Running, free_port, ingress_path, run_proxy, snapshot, write_snapshot
 
@@ -75,7 +78,8 @@ def proxy_command(file: Path, http_port: int, admin_port: int, *extra: str) -> l
     return [
         sys.executable, "-m", "coxswain", "proxy", "--shared", "--snapshot", str(file),
         "--bind", "127.0.0.1", "--ingress-http-port", str(http_port),
-        "--ingress-https-port", str(free_port()), "--admin-port", str(admin_port), *extra,
+        "--ingress-https-port", str(free_port()), "--admin-port", str(admin_port),
+        "--workers", "1", *extra,
     ]  # fmt: skip
 
 
@@ -146,6 +150,36 @@ def test_a_chunked_body_over_the_limit_is_413_and_one_within_is_forwarded(
     run_proxy(tmp_path, make, client)
 
 
+_STARTED = re.compile(r"worker (\d) started: pid (\d+)")
+
+
+def wait_for_workers(process: subprocess.Popen[str], admin_port: int, count: int) -> dict[str, int]:
+    """Read stderr until ``count`` workers started and as many are serving, then wait for the
+    supervisor to know them all (a worker reports itself just after it logs "serving")."""
+    pids: dict[str, int] = {}
+    serving = 0
+    while len(pids) < count or serving < count:
+        line = read_until(process, "")[-1]
+        assert line, "the supervisor ended"
+        if match := _STARTED.search(line):
+            pids[match[1]] = int(match[2])
+        serving += line.startswith("serving shared")
+    deadline = time.monotonic() + TIMEOUT
+    while get(admin_port, "/readyz")[0] != 200:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    return pids
+
+
+def gone(pid: int) -> bool:
+    """The process has exited (a zombie nobody reaps counts as exited)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
 class _Hello(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -172,19 +206,9 @@ def test_workers_share_the_port_and_a_killed_worker_is_restarted(tmp_path: Path)
     )
     http_port, admin_port = free_port(), free_port()
     command = proxy_command(file, http_port, admin_port, "--workers", "2")
-    started = re.compile(r"worker (\d) started: pid (\d+)")
 
     def wait_workers(count: int) -> dict[str, int]:
-        """Read stderr until ``count`` workers started and as many are serving."""
-        pids: dict[str, int] = {}
-        serving = 0
-        while len(pids) < count or serving < count:
-            line = read_until(process, "")[-1]
-            assert line, "the supervisor ended"
-            if match := started.search(line):
-                pids[match[1]] = int(match[2])
-            serving += line.startswith("serving shared")
-        return pids
+        return wait_for_workers(process, admin_port, count)
 
     pids: dict[str, int] = {}
     restarted: dict[str, int] = {}
@@ -195,6 +219,15 @@ def test_workers_share_the_port_and_a_killed_worker_is_restarted(tmp_path: Path)
             for _ in range(20):
                 assert get(http_port) == (200, b"hello")
             assert get(admin_port, "/readyz")[0] == 200
+            # the supervisor's /metrics is the sum over the workers
+            status, metrics = get(admin_port, "/metrics")
+            assert status == 200
+            assert re.search(rb'coxswain_snapshot_info\{version="sha256:test"\} 2\.0', metrics)
+            served = re.search(
+                rb'coxswain_requests_total\{[^}]*status_class="2xx"\} (\S+)', metrics
+            )
+            assert served is not None
+            assert float(served[1]) == 20
             os.kill(pids["0"], signal.SIGKILL)
             read_until(process, f"worker 0 (pid {pids['0']}) exited")
             for _ in range(20):  # the other worker alone
@@ -213,3 +246,36 @@ def test_workers_share_the_port_and_a_killed_worker_is_restarted(tmp_path: Path)
                         os.kill(pid, signal.SIGKILL)
             server.shutdown()
             server.server_close()
+
+
+def test_workers_leave_when_the_supervisor_is_killed(tmp_path: Path) -> None:
+    file = tmp_path / "snapshot.json"
+    write_snapshot(file, snapshot(hosts={"a.example.com": [ingress_path("one")]}))
+    http_port, admin_port = free_port(), free_port()
+    command = proxy_command(file, http_port, admin_port, "--workers", "2")
+    pids: dict[str, int] = {}
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as process:
+        try:
+            pids.update(wait_for_workers(process, admin_port, 2))
+            process.kill()  # SIGKILL: no chance to forward anything
+            process.wait(TIMEOUT)
+            deadline = time.monotonic() + TIMEOUT
+            while not all(gone(pid) for pid in pids.values()):
+                assert time.monotonic() < deadline, "a worker outlived its supervisor"
+                time.sleep(0.05)
+            with pytest.raises(ConnectionRefusedError):
+                socket.create_connection(("127.0.0.1", http_port), timeout=TIMEOUT).close()
+        finally:
+            for pid in pids.values():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def test_the_supervisor_gives_up_on_workers_that_cannot_start(tmp_path: Path) -> None:
+    file = tmp_path / "snapshot.json"
+    write_snapshot(file, snapshot(scope="app/other"))  # not the shared pool's snapshot
+    command = proxy_command(file, free_port(), free_port(), "--workers", "2")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 2  # the workers' own status for an unusable snapshot
+    assert "giving up: worker" in done.stderr
+    assert done.stderr.count("started: pid") <= 2 * 3  # three attempts per worker at most
