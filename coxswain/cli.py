@@ -463,6 +463,7 @@ def _proxy(args: argparse.Namespace) -> int:
         ingress_https_port=args.ingress_https_port,
         max_body_bytes=args.max_body_bytes,
         reuse_port=args.worker_of_supervisor,
+        access_log=True,
         header_timeout=args.client_header_timeout,
         timeouts=Timeouts(
             connect=args.upstream_connect_timeout,

@@ -9,8 +9,10 @@ upstream's connections open after a complete keep-alive exchange avoids both. Ru
   idle connection older than ``idle_timeout`` is closed rather than reused (upstreams close idle
   connections themselves, nginx after 75 s, so ours stays below typical values).
 - A connection the upstream has closed, or that has unexpected bytes waiting, is readable while
-  idle: ``take`` checks with a zero-timeout poll and drops it. A close racing with reuse remains
-  possible; :mod:`.upstream` retries such a failure once on a new connection, for idempotent
+  idle: ``take`` checks with a zero-timeout poll and drops it, for connections idle at least
+  ``CHECK_AFTER`` (upstreams close idle connections after seconds, not milliseconds; under load
+  the poll would cost a system call per request for nothing). A close racing with reuse
+  remains possible; :mod:`.upstream` retries such a failure once on a new connection, for idempotent
   requests without a body only (RFC 9112 §9.3.1, RFC 9110 §9.2.2).
 """
 
@@ -31,6 +33,7 @@ __all__ = ["ConnectFailed", "UpstreamPool", "connect"]
 
 DEFAULT_MAX_IDLE: Final = 32
 DEFAULT_IDLE_TIMEOUT: Final = 30.0
+CHECK_AFTER: Final = 1.0  # an idle connection younger than this is taken without a poll
 
 
 class UpstreamPool:
@@ -53,7 +56,8 @@ class UpstreamPool:
         now = trio.current_time()
         while idle:
             since, stream = idle.pop()
-            if now - since <= self.idle_timeout and _quiet(stream):
+            idle_for = now - since
+            if idle_for <= self.idle_timeout and (idle_for < CHECK_AFTER or _quiet(stream)):
                 return stream
             stream.socket.close()
         return None

@@ -227,7 +227,7 @@ class Forwarder:
         if action is not None and action.mirrors and self.mirrors is not None and not head.upgrade:
             tee = self._mirror(action.mirrors, snapshot, head, decision, base)
         try:
-            with trio.move_on_after(timeout) as scope:
+            with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
                 await self._relay(
                     client=client,
                     client_stream=client_stream,
@@ -476,19 +476,34 @@ async def _send_response(
         raise Answer(500, f"the response cannot be relayed as configured: {err}") from err
     exchange.status = response.status
     exchange.response_started = True
-    await client_stream.send_all(response_head)
-    if not response.has_body:
-        return response.keep_alive
+    # what the parser already holds goes out with the head: one send for a small response
+    pending = response_head
+    parser = reader.parser
     try:
+        if not response.has_body:
+            await client_stream.send_all(pending)
+            return response.keep_alive
         while True:
-            event = await reader.next()
+            event = parser.next_event()
+            if event is NEED_DATA:
+                if pending:
+                    await client_stream.send_all(pending)
+                    pending = b""
+                event = await reader.next()
             if type(event) is Data:
-                await client_stream.send_all(frame_chunk(event.data) if rechunk else event.data)
+                piece = frame_chunk(event.data) if rechunk else event.data
+                pending = pending + piece if pending else piece
+                if len(pending) >= RECEIVE_SIZE:
+                    await client_stream.send_all(pending)
+                    pending = b""
             elif type(event) is EndOfMessage:
                 if rechunk:
-                    await client_stream.send_all(frame_last_chunk(event.trailers))
+                    pending += frame_last_chunk(event.trailers)
+                await client_stream.send_all(pending)
                 return response.keep_alive
             else:  # a broken body: the client can only learn it from the connection closing
+                if pending:
+                    await client_stream.send_all(pending)
                 exchange.keep_alive = False
                 return False
     except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
