@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(PY) bench/compile_ingress.py
 	$(PY) bench/compile_gateway.py
 	$(PY) bench/compile_scopes.py
+	$(PY) bench/proxy.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

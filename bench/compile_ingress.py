@@ -45,7 +45,6 @@ from coxswain.route.request import RequestHead
 from coxswain.route.select import select
 from coxswain.route.table import build_table
 
-CONTROLLER = "coxswain-labs.dev/ingress-controller"  # CompileConfig's default
 PATHS_PER_HOST = 10
 SELECT_PATHS_PER_HOST = 5  # so that the 10-path table still has an exact and a wildcard host
 TLS_SERIAL = 1000  # of the one certificate every Secret holds
@@ -101,17 +100,7 @@ def workload(paths: int, paths_per_host: int, tls_data: dict[str, str]) -> dict[
         raise ValueError(f"{paths} paths is not a multiple of {paths_per_host} paths per host")
     hosts = paths // paths_per_host
     namespaces = [f"team-{n:02d}" for n in range(max(1, min(50, max(10, hosts // 20), hosts)))]
-    bodies: list[dict[str, Any]] = [
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "IngressClass",
-            "metadata": {
-                "name": "coxswain",
-                "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"},
-            },
-            "spec": {"controller": CONTROLLER},
-        }
-    ]
+    bodies: list[dict[str, Any]] = [harness.default_ingress_class()]
     bodies.extend(
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in namespaces
     )

@@ -328,6 +328,22 @@ def service_bodies(
     ]
 
 
+INGRESS_CONTROLLER = "coxswain-labs.dev/ingress-controller"  # CompileConfig's default
+
+
+def default_ingress_class() -> dict[str, Any]:
+    """The IngressClass ``coxswain`` of the default controller, marked the cluster default."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "IngressClass",
+        "metadata": {
+            "name": "coxswain",
+            "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"},
+        },
+        "spec": {"controller": INGRESS_CONTROLLER},
+    }
+
+
 def api_object(
     api_version: str,
     kind: str,

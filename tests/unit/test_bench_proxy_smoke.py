@@ -1,0 +1,33 @@
+"""bench/proxy.py still runs (its --quick mode: one worker, 32 connections, 1 s cells), so that
+`make bench` cannot rot unnoticed. Kept apart from test_bench_smoke.py because it needs nginx
+and wrk, which a machine without them skips rather than installs.
+
+No figure is asserted: they belong in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "proxy.py"
+
+
+def test_proxy_benchmark_runs_in_quick_mode():
+    missing = [tool for tool in ("nginx", "wrk") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"bench/proxy.py needs {' and '.join(missing)} on PATH")
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "SKIP" in done.stdout
+    assert "errors: none" in done.stdout, done.stdout
