@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
 
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.model.manifests import SourcedBody
+    from coxswain.compile.scope import Scope
+    from coxswain.shell.proxy_process import Feed
 
 __all__ = ["main"]
 
@@ -78,12 +82,18 @@ _PROXY_EPILOG = """\
 Serves the snapshot in FILE (the JSON of `coxswain compile --scope ...`): Ingress ports
 (shared pool) and every ready Gateway listener's target port. The file is re-read on SIGHUP and
 when it is replaced (write a temporary file, then rename it); a file that cannot be used is
-logged and the current snapshot stays. One JSON access-log line per request goes to stderr.
+logged and the current snapshot stays. With --discovery HOST:PORT the snapshots come from the
+controller's gRPC stream instead, over mutual TLS with the proxy's certificate (its SPIFFE
+identity decides which scope it may subscribe to); a refused subscription exits 2, a lost
+connection is retried while the last snapshot keeps serving. One JSON access-log line per
+request goes to stderr.
 
 examples:
   coxswain compile -f examples/ > snapshot.json
   coxswain proxy --shared --snapshot snapshot.json --ingress-http-port 8080 \\
       --ingress-https-port 8443 --admin-port 9901
+  coxswain proxy --gateway demo/web --discovery coxswain-controller:18000 \\
+      --tls-cert tls.crt --tls-key tls.key --tls-ca ca.crt
 """
 
 
@@ -206,8 +216,25 @@ def _parser() -> argparse.ArgumentParser:
     scope = proxy.add_mutually_exclusive_group(required=True)
     scope.add_argument("--shared", action="store_true", help="serve the shared pool")
     scope.add_argument("--gateway", metavar="NS/NAME", help="serve one dedicated Gateway")
+    source = proxy.add_mutually_exclusive_group(required=True)
+    source.add_argument("--snapshot", metavar="FILE", help="snapshot JSON, re-read on change")
+    source.add_argument(
+        "--discovery",
+        metavar="HOST:PORT",
+        help="the controller's discovery server (gRPC over mutual TLS)",
+    )
+    proxy.add_argument("--tls-cert", metavar="FILE", help="discovery: this proxy's certificate")
+    proxy.add_argument("--tls-key", metavar="FILE", help="discovery: its private key")
+    proxy.add_argument("--tls-ca", metavar="FILE", help="discovery: the CA of the server")
     proxy.add_argument(
-        "--snapshot", required=True, metavar="FILE", help="snapshot JSON, re-read on change"
+        "--insecure-discovery",
+        action="store_true",
+        help="discovery in plaintext, no identity (development only)",
+    )
+    proxy.add_argument(
+        "--node-id",
+        default=os.environ.get("POD_NAME") or socket.gethostname(),
+        help="this proxy's name in the controller's fleet (default: $POD_NAME or the host name)",
     )
     proxy.add_argument("--bind", default="0.0.0.0", metavar="ADDR", help="address to listen on")
     proxy.add_argument("--ingress-http-port", type=int, default=80)
@@ -433,6 +460,7 @@ _TIMEOUT_FLAGS: Final = (
 def _proxy(args: argparse.Namespace) -> int:
     import trio  # only the proxy needs it; the offline commands start faster without
 
+    from coxswain.shell.discovery import DiscoveryRefusedError
     from coxswain.shell.proxy import ProxyConfig, install_access_log
     from coxswain.shell.proxy_process import run_until_terminated
     from coxswain.shell.snapshot_file import SnapshotLoadError
@@ -445,6 +473,11 @@ def _proxy(args: argparse.Namespace) -> int:
         return EXIT_UNREADABLE
     if args.workers < 1:
         print("coxswain proxy: --workers takes a number from 1", file=sys.stderr)
+        return EXIT_UNREADABLE
+    try:
+        feed = _feed(args, scope)
+    except (OSError, ValueError) as err:
+        print(f"coxswain proxy: {err}", file=sys.stderr)
         return EXIT_UNREADABLE
     if args.workers > 1 and not args.worker_of_supervisor:
         install_access_log()
@@ -476,7 +509,7 @@ def _proxy(args: argparse.Namespace) -> int:
     try:
         trio.run(
             lambda: run_until_terminated(
-                args.snapshot,
+                feed,
                 scope,
                 config,
                 admin_port=args.admin_port or None,
@@ -484,13 +517,38 @@ def _proxy(args: argparse.Namespace) -> int:
                 supervised=args.worker_of_supervisor,
             )
         )
-    except* SnapshotLoadError as group:
+    except* (SnapshotLoadError, DiscoveryRefusedError) as group:
         failures.extend(str(leaf) for leaf in _leaves(group))
     except* KeyboardInterrupt:
         pass
     for failure in failures:
         print(f"coxswain proxy: {failure}", file=sys.stderr)
     return EXIT_UNREADABLE if failures else EXIT_OK
+
+
+def _feed(args: argparse.Namespace, scope: Scope) -> Feed:
+    """Where the proxy's snapshots come from: ``--snapshot`` or ``--discovery``.
+
+    Raises:
+        ValueError: discovery without credentials (and without ``--insecure-discovery``).
+        OSError: a credential file cannot be read.
+    """
+    from coxswain.shell.discovery import ClientCredentials
+    from coxswain.shell.proxy_process import discovery_feed, file_feed
+
+    if args.snapshot is not None:
+        return file_feed(args.snapshot, scope)
+    files = (args.tls_cert, args.tls_key, args.tls_ca)
+    if args.insecure_discovery:
+        credentials = None
+    elif None in files:
+        raise ValueError(
+            "--discovery needs --tls-cert, --tls-key and --tls-ca (or --insecure-discovery)"
+        )
+    else:
+        cert, key, ca = (Path(name).read_bytes() for name in files)
+        credentials = ClientCredentials(cert_pem=cert, key_pem=key, ca_pem=ca)
+    return discovery_feed(args.discovery, scope, node_id=args.node_id, credentials=credentials)
 
 
 def _cpu_count() -> int:
@@ -506,7 +564,19 @@ def _worker_command(args: argparse.Namespace) -> list[str]:
     """The command line of one worker: this command's options, one process, reuse-port."""
     command = [sys.executable, "-m", "coxswain", "proxy"]
     command += ["--shared"] if args.shared else ["--gateway", args.gateway]
-    command += ["--snapshot", args.snapshot, "--bind", args.bind]
+    if args.snapshot is not None:
+        command += ["--snapshot", args.snapshot]
+    else:
+        command += ["--discovery", args.discovery, "--node-id", args.node_id]
+        command += ["--insecure-discovery"] if args.insecure_discovery else []
+        for flag, value in (
+            ("--tls-cert", args.tls_cert),
+            ("--tls-key", args.tls_key),
+            ("--tls-ca", args.tls_ca),
+        ):
+            if value is not None:
+                command += [flag, value]
+    command += ["--bind", args.bind]
     command += ["--ingress-http-port", str(args.ingress_http_port)]
     command += ["--ingress-https-port", str(args.ingress_https_port)]
     command += ["--admin-port", str(args.admin_port), "--drain-timeout", str(args.drain_timeout)]

@@ -1,9 +1,10 @@
-"""The whole ``coxswain proxy --snapshot FILE`` process: proxy, snapshot file, admin port.
+"""The whole ``coxswain proxy`` process: proxy, snapshot feed, admin port.
 
 One nursery, three tasks started in readiness order (STYLE §7): the proxy's connection
-nursery, the snapshot file watcher (its first load applies the snapshot and binds the
-listeners), then the admin port, so that ``/readyz`` can only answer 200 once everything
-before it is in place.
+nursery, the feed of snapshots (:func:`file_feed`: ``--snapshot FILE``, its first load applies
+the snapshot and binds the listeners; :func:`discovery_feed`: ``--discovery HOST:PORT``, the
+controller's gRPC stream), then the admin port, so that ``/readyz`` can only answer 200 once
+everything before it is in place.
 
 :func:`run_until_terminated` is what the command line runs: the same, until SIGTERM or SIGINT,
 which start a drain (:meth:`.Proxy.drain`, bounded by ``drain_timeout``) and then end the
@@ -20,26 +21,94 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import trio
 
 from coxswain.shell.admin import ProxyAdmin, serve_admin
+from coxswain.shell.discovery import stream_snapshots
 from coxswain.shell.proxy import Proxy, ProxyConfig
 from coxswain.shell.snapshot_file import POLL_INTERVAL, watch_snapshot_file
 
 if TYPE_CHECKING:
     from coxswain.compile.scope import Scope
+    from coxswain.compile.snapshot import Snapshot
+    from coxswain.shell.discovery import ClientCredentials
 
-__all__ = ["DRAIN_TIMEOUT", "run_until_terminated", "serve_snapshot_file"]
+__all__ = [
+    "DRAIN_TIMEOUT",
+    "Feed",
+    "discovery_feed",
+    "file_feed",
+    "run_until_terminated",
+    "serve_feed",
+    "serve_snapshot_file",
+]
 
 DRAIN_TIMEOUT = 10.0
 WORKER_ADMIN_BIND = "127.0.0.1"
 
 log = logging.getLogger("coxswain.proxy")
+
+
+Feed = Callable[[Proxy, trio.TaskStatus[None]], Awaitable[None]]
+"""Where snapshots come from: started with the proxy, it applies them until cancelled;
+``task_status.started()`` once the first one is applied (a file) or the source is running
+(discovery, whose first snapshot may come later: ``/readyz`` says when)."""
+
+
+def file_feed(path: str, scope: Scope, *, poll_interval: float = POLL_INTERVAL) -> Feed:
+    """Snapshots from a file, re-read on SIGHUP and when replaced (:mod:`.snapshot_file`)."""
+
+    async def feed(proxy: Proxy, task_status: trio.TaskStatus[None]) -> None:
+        await watch_snapshot_file(
+            path,
+            scope,
+            proxy.apply,
+            proxy.reject,
+            interval=poll_interval,
+            task_status=task_status,
+        )
+
+    return feed
+
+
+def discovery_feed(
+    address: str, scope: Scope, *, node_id: str, credentials: ClientCredentials | None
+) -> Feed:
+    """Snapshots from the controller's discovery stream (ARCHITECTURE §5). A snapshot of
+    another scope is refused (Nack) and the served one stays; after each apply the ports
+    bound are reported, which the controller turns into ``Programmed`` status."""
+
+    async def feed(proxy: Proxy, task_status: trio.TaskStatus[None]) -> None:
+        report, reports = trio.open_memory_channel[frozenset[int]](math.inf)
+
+        async def on_snapshot(snapshot: Snapshot) -> None:
+            if snapshot.scope != scope:
+                message = f"the snapshot is for {snapshot.scope}, but this proxy serves {scope}"
+                proxy.reject(message)
+                raise ValueError(message)
+            await proxy.apply(snapshot)
+            report.send_nowait(
+                frozenset(port for port, entry in proxy.listeners.items() if entry.bound)
+            )
+
+        await stream_snapshots(
+            address,
+            node_id=node_id,
+            scope=scope,
+            credentials=credentials,
+            on_snapshot=on_snapshot,
+            bound_ports=reports,
+            task_status=task_status,
+        )
+
+    return feed
 
 
 async def serve_snapshot_file(
@@ -52,25 +121,36 @@ async def serve_snapshot_file(
     poll_interval: float = POLL_INTERVAL,
     task_status: trio.TaskStatus[Proxy] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve the snapshot at ``path`` until cancelled; never returns. The admin port is bound
-    on ``admin_bind`` (default: the proxy's address); ``proxy.admin_port`` is the port bound.
+    """Serve the snapshot at ``path`` until cancelled (:func:`serve_feed`).
 
     Raises:
         SnapshotLoadError: the first load failed (nothing was served).
     """
+    await serve_feed(
+        file_feed(path, scope, poll_interval=poll_interval),
+        scope,
+        config,
+        admin_port=admin_port,
+        admin_bind=admin_bind,
+        task_status=task_status,
+    )
+
+
+async def serve_feed(
+    feed: Feed,
+    scope: Scope,
+    config: ProxyConfig,
+    *,
+    admin_port: int | None,
+    admin_bind: str | None = None,
+    task_status: trio.TaskStatus[Proxy] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the snapshots of ``feed`` until cancelled; never returns. The admin port is bound
+    on ``admin_bind`` (default: the proxy's address); ``proxy.admin_port`` is the port bound."""
     proxy = Proxy(config)
     async with trio.open_nursery() as nursery:
         await nursery.start(proxy.serve)
-        await nursery.start(
-            lambda task_status: watch_snapshot_file(
-                path,
-                scope,
-                proxy.apply,
-                proxy.reject,
-                interval=poll_interval,
-                task_status=task_status,
-            )
-        )
+        await nursery.start(feed, proxy)
         if admin_port is not None:
             proxy.admin_port = await nursery.start(
                 lambda task_status: serve_admin(
@@ -90,7 +170,7 @@ async def serve_snapshot_file(
 
 
 async def run_until_terminated(
-    path: str,
+    feed: Feed,
     scope: Scope,
     config: ProxyConfig,
     *,
@@ -98,18 +178,19 @@ async def run_until_terminated(
     drain_timeout: float = DRAIN_TIMEOUT,
     supervised: bool = False,
 ) -> None:
-    """Serve as :func:`serve_snapshot_file` until SIGTERM or SIGINT (or, ``supervised``, the
+    """Serve as :func:`serve_feed` until SIGTERM or SIGINT (or, ``supervised``, the
     supervisor's end), then drain and return.
 
     Raises:
-        SnapshotLoadError: the first load failed (nothing was served).
+        SnapshotLoadError: the first load of a snapshot file failed (nothing was served).
+        DiscoveryRefusedError: the discovery server refused this proxy's subscription.
     """
     stop = trio.Event()
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
             proxy: Proxy = await nursery.start(
-                lambda task_status: serve_snapshot_file(
-                    path,
+                lambda task_status: serve_feed(
+                    feed,
                     scope,
                     config,
                     admin_port=0 if supervised else admin_port,

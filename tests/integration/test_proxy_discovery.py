@@ -1,0 +1,124 @@
+"""``coxswain proxy --discovery``: a proxy process fed by the discovery server over gRPC with
+mutual TLS, end to end (ARCHITECTURE §5, issue 6): it applies the snapshot, reports the ports
+it bound, serves traffic, and exits 2 when the server refuses its identity."""
+
+from __future__ import annotations
+
+import datetime
+import http.client
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+import trio
+
+from coxswain.compile.scope import Scope, SharedPool
+from coxswain.compile.snapshot_json import snapshot_from_data
+from coxswain.shell.ca import CertificateAuthority, ProxyIdentity, create_ca
+from coxswain.shell.discovery import NodeObservation, ServerCredentials, open_discovery_server
+
+from .proxy_harness import free_port, ingress_path, serve_echo, snapshot
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from pyrsistent.typing import PMap
+
+NOW = datetime.datetime.now(datetime.UTC)
+TIMEOUT = 20
+
+
+def allow(identity: ProxyIdentity, scope: Scope) -> bool:
+    return isinstance(scope, SharedPool) and (identity.namespace, identity.name) == (
+        "coxswain",
+        "shared",
+    )
+
+
+def proxy_files(tmp_path: Path, ca: CertificateAuthority, name: str) -> list[str]:
+    issued = ca.issue_proxy(namespace="coxswain", name=name, now=NOW)
+    files = {"cert": issued.cert_pem, "key": issued.key_pem, "ca": ca.cert_pem}
+    for kind, pem in files.items():
+        (tmp_path / f"{name}.{kind}.pem").write_bytes(pem)
+    return [
+        arg for kind in files for arg in (f"--tls-{kind}", str(tmp_path / f"{name}.{kind}.pem"))
+    ]
+
+
+def command(address: str, http_port: int, tls: list[str]) -> list[str]:
+    return [
+        sys.executable, "-m", "coxswain", "proxy", "--shared", "--discovery", address,
+        "--node-id", "shared-0", "--bind", "127.0.0.1", "--ingress-http-port", str(http_port),
+        "--ingress-https-port", str(free_port()), "--admin-port", "0", "--workers", "1", *tls,
+    ]  # fmt: skip
+
+
+def get(port: int) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    conn.request("GET", "/x", headers={"Host": "a.example.com"})
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, data
+
+
+def test_a_proxy_process_serves_what_discovery_sends_and_reports_its_ports(
+    tmp_path: Path,
+) -> None:
+    ca = create_ca(trust_domain="coxswain.test", now=NOW)
+    issued = ca.issue_server(hosts=["127.0.0.1"], now=NOW)
+    server_creds = ServerCredentials(
+        cert_pem=issued.cert_pem, key_pem=issued.key_pem, ca_pem=ca.cert_pem
+    )
+    tls = proxy_files(tmp_path, ca, "shared")
+    http_port = free_port()
+
+    def served(fleet: PMap[str, NodeObservation]) -> bool:
+        node = fleet.get("shared-0")
+        return node is not None and http_port in node.bound_ports
+
+    async def main() -> None:
+        with trio.fail_after(TIMEOUT):
+            async with (
+                open_discovery_server(credentials=server_creds, policy=allow) as server,
+                trio.open_nursery() as nursery,
+            ):
+                backend = await nursery.start(serve_echo, "one")
+                data = snapshot(
+                    hosts={"a.example.com": [ingress_path("one")]}, endpoints={"one": [backend]}
+                )
+                server.publish(SharedPool(), snapshot_from_data(data))
+                address = f"127.0.0.1:{server.port}"
+                process = await trio.lowlevel.open_process(command(address, http_port, tls))
+                try:
+                    fleet = await server.wait_fleet(served)
+                    assert fleet["shared-0"].acked_version == "sha256:test"
+                    status, body = await trio.to_thread.run_sync(get, http_port)
+                    assert status == 200
+                    assert b'"backend": "one"' in body
+                finally:
+                    process.terminate()
+                    assert await process.wait() == 0
+                # an identity the policy does not allow the shared pool: refused, exit 2
+                refused = await trio.run_process(
+                    command(address, free_port(), proxy_files(tmp_path, ca, "intruder")),
+                    capture_stderr=True,
+                    check=False,
+                )
+                assert refused.returncode == 2
+                assert b"PERMISSION_DENIED" in refused.stderr
+                nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_discovery_without_credentials_is_refused_at_the_command_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "coxswain", "proxy", "--shared", "--discovery", "127.0.0.1:1"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--tls-cert, --tls-key and --tls-ca" in done.stderr
