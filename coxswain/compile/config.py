@@ -44,6 +44,8 @@ class CompileConfig:
             the Ingress entries in the TLS store, and omitted from redirects when it is 443.
         shared_proxy_selector: the labels of the shared pool's pods; every VIP Service selects
             them (the chart passes its release's labels).
+        shared_proxy_service_account: the shared pool's ServiceAccount in ``namespace``; its
+            discovery identity is the one granted the SharedPool scope (the chart sets it).
         shared_vip_service_type: ``LoadBalancer`` or ``ClusterIP`` for VIP Services.
         proxy_image: the image of dedicated proxies unless their parameters name one.
         discovery_address: where dedicated proxies reach the discovery server.
@@ -59,6 +61,7 @@ class CompileConfig:
     shared_proxy_selector: PMap[str, str] = field(
         default_factory=lambda: pmap(DEFAULT_SHARED_PROXY_SELECTOR)
     )
+    shared_proxy_service_account: str = "coxswain-proxy"
     shared_vip_service_type: str = "LoadBalancer"
     proxy_image: str = "coxswain:0.1.0"
     discovery_address: str = "coxswain-discovery.coxswain-system.svc:18000"

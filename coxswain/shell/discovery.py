@@ -41,7 +41,7 @@ from coxswain.shell.ca import IdentityError, ProxyIdentity, identity_from_certif
 from coxswain.shell.codec import decode_scope, decode_snapshot, encode_scope, encode_snapshot
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterator
+    from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterator, Mapping
 
     from pyrsistent.typing import PMap
 
@@ -55,6 +55,7 @@ __all__ = [
     "NodeObservation",
     "ScopePolicy",
     "ServerCredentials",
+    "granted_by",
     "open_discovery_server",
     "stream_snapshots",
 ]
@@ -67,6 +68,18 @@ WIRE_VERSION: Final = 1
 
 ScopePolicy = Callable[[ProxyIdentity, Scope], bool]
 """Whether an identity may subscribe to a scope (the server's authorisation rule)."""
+
+
+def granted_by(grants: Callable[[], Mapping[tuple[str, str], Scope]]) -> ScopePolicy:
+    """The production policy: an identity may subscribe to the one scope ``grants()`` gives
+    its ServiceAccount (``compile.grants.subscription_grants`` of the current state, read at
+    each subscription so that it follows the cluster)."""
+
+    def allowed(identity: ProxyIdentity, scope: Scope) -> bool:
+        return grants().get((identity.namespace, identity.name)) == scope
+
+    return allowed
+
 
 # POLICY: these codes mean the subscription itself is wrong; retrying cannot help.
 _PERMANENT: Final = frozenset(

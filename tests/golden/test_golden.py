@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,10 +33,11 @@ import yaml
 
 from coxswain.compile import SharedPool, build_state, compile, status
 from coxswain.compile.config import CompileConfig
+from coxswain.compile.grants import subscription_grants
 from coxswain.compile.listing import diagnostic_data, infra_list, status_list
 from coxswain.compile.model.manifests import ManifestSyntaxError, SourcedBody, parse_manifests
-from coxswain.compile.provision import provision
-from coxswain.compile.scope import parse_scope
+from coxswain.compile.provision import ROLE, provision
+from coxswain.compile.scope import Scope, parse_scope
 from coxswain.compile.snapshot_json import snapshot_to_data
 from coxswain.shell.output import dump_yaml
 
@@ -390,3 +392,24 @@ def test_status_matches_the_crd_schema(path: Path) -> None:
             f"{where}: status.{e}" for e in _schema_errors(schema["properties"]["status"], stamped)
         )
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", _case_paths(), ids=_name)
+def test_discovery_grants_match_the_provisioned_identities(path: Path) -> None:
+    """Each dedicated proxy's ServiceAccount that ``provision`` creates is granted its own
+    Gateway's scope and nothing else; the shared pool's gets SharedPool (ARCHITECTURE §5)."""
+    case = _load_case(path)
+    state = build_state(b.body for b in case.bodies)
+    config = CompileConfig()
+    expected: dict[tuple[str, str], Scope] = {
+        (config.namespace, config.shared_proxy_service_account): SharedPool()
+    }
+    for item in provision(state, config).objects:
+        body = json.loads(item.body)
+        labels = body["metadata"].get("labels", {})
+        if item.kind == "ServiceAccount" and labels.get(ROLE) == "dedicated-proxy":
+            gateway = body["metadata"]["annotations"]["coxswain-labs.dev/gateway"]
+            scope = parse_scope(gateway)
+            assert scope is not None
+            expected[(item.namespace, item.name)] = scope
+    assert dict(subscription_grants(state, config)) == expected

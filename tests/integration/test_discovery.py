@@ -22,6 +22,7 @@ from coxswain.shell.discovery import (
     DiscoveryRefusedError,
     NodeObservation,
     ServerCredentials,
+    granted_by,
     open_discovery_server,
     stream_snapshots,
 )
@@ -421,3 +422,33 @@ def test_cancellation_and_shutdown_leave_no_thread_behind(ca: CertificateAuthori
         thread.join(timeout=TIMEOUT)
     leftover = [t for t in threading.enumerate() if t not in before and t.is_alive()]
     assert leftover == []
+
+
+def test_the_production_policy_follows_the_grants(ca: CertificateAuthority) -> None:
+    """``granted_by``: each ServiceAccount gets its one scope, read anew per subscription."""
+    grants = {
+        ("coxswain-system", "coxswain-proxy"): SharedPool(),
+        ("app", "edge-coxswain"): GatewayScope("app", "edge"),
+    }
+    policy = granted_by(lambda: grants)
+    shared = ProxyIdentity(trust_domain="t", namespace="coxswain-system", name="coxswain-proxy")
+    edge = ProxyIdentity(trust_domain="t", namespace="app", name="edge-coxswain")
+    assert policy(shared, SharedPool())
+    assert not policy(shared, GatewayScope("app", "edge"))
+    assert policy(edge, GatewayScope("app", "edge"))
+    assert not policy(edge, GatewayScope("app", "other"))
+    assert not policy(edge, SharedPool())
+    assert not policy(ProxyIdentity(trust_domain="t", namespace="x", name="y"), SharedPool())
+    del grants[("app", "edge-coxswain")]  # the Gateway went back to the shared pool
+    assert not policy(edge, GatewayScope("app", "edge"))
+
+    async def main() -> None:
+        async with open_discovery_server(credentials=server_creds(ca), policy=policy) as server:
+            refused = await _expect_refusal(
+                f"127.0.0.1:{server.port}",
+                client_creds(ca, "app", "edge-coxswain"),
+                GatewayScope("app", "edge"),
+            )
+            assert refused.code == grpc.StatusCode.PERMISSION_DENIED
+
+    run(main)
