@@ -535,6 +535,7 @@ def _feed(args: argparse.Namespace, scope: Scope) -> Feed:
     """
     from coxswain.shell.discovery import ClientCredentials
     from coxswain.shell.proxy_process import discovery_feed, file_feed
+    from coxswain.shell.workers import WORKER_SLOT_ENV
 
     if args.snapshot is not None:
         return file_feed(args.snapshot, scope)
@@ -548,7 +549,10 @@ def _feed(args: argparse.Namespace, scope: Scope) -> Feed:
     else:
         cert, key, ca = (Path(name).read_bytes() for name in files)
         credentials = ClientCredentials(cert_pem=cert, key_pem=key, ca_pem=ca)
-    return discovery_feed(args.discovery, scope, node_id=args.node_id, credentials=credentials)
+    node_id = args.node_id
+    if args.worker_of_supervisor and (slot := os.environ.get(WORKER_SLOT_ENV)):
+        node_id = f"{node_id}-{slot}"  # one stream per worker, each its own fleet entry
+    return discovery_feed(args.discovery, scope, node_id=node_id, credentials=credentials)
 
 
 def _cpu_count() -> int:

@@ -12,6 +12,8 @@ no supervisor.
   gives up: it stops the other workers and :func:`supervise` returns the worker's exit
   status (2 for an unusable snapshot, as the single process), so that the pod's
   container restarts with its error in the log rather than looping silently.
+- **Identity.** Each worker gets its slot in ``COXSWAIN_WORKER_SLOT``; a worker fed by
+  discovery subscribes as ``<node-id>-<slot>``, so the controller's fleet sees every stream.
 - **Restarts.** A worker that exits after it started is started again, after a backoff that
   doubles from 0.1 s to 5 s and resets once a worker has run for 30 s.
 - **Stopping.** SIGTERM or SIGINT to the supervisor is forwarded to every worker (each drains,
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import socket
 import subprocess
@@ -51,7 +54,7 @@ from coxswain.shell.wire import EventReader
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
 
-__all__ = ["open_reuseport_listeners", "supervise"]
+__all__ = ["WORKER_SLOT_ENV", "open_reuseport_listeners", "supervise"]
 
 BACKOFF_MIN: Final = 0.1
 BACKOFF_MAX: Final = 5.0
@@ -60,6 +63,9 @@ KILL_MARGIN: Final = 5.0
 STARTUP_ATTEMPTS: Final = 3
 ASK_TIMEOUT: Final = 5.0
 REPORT_LIMIT: Final = 4096
+WORKER_SLOT_ENV: Final = (
+    "COXSWAIN_WORKER_SLOT"  # each worker's slot; its discovery node id ends in it
+)
 
 log = logging.getLogger("coxswain.workers")
 
@@ -210,7 +216,10 @@ async def supervise(
         while not stopping.is_set():
             started = trio.current_time()
             process = await trio.lowlevel.open_process(
-                list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE
+                list(command),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env={**os.environ, WORKER_SLOT_ENV: str(slot)},
             )
             worker = fleet.workers[slot] = _Worker(process)
             log.info("worker %d started: pid %d", slot, process.pid)

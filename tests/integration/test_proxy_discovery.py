@@ -10,6 +10,7 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
+import pytest
 import trio
 
 from coxswain.compile.scope import Scope, SharedPool
@@ -45,11 +46,12 @@ def proxy_files(tmp_path: Path, ca: CertificateAuthority, name: str) -> list[str
     ]
 
 
-def command(address: str, http_port: int, tls: list[str]) -> list[str]:
+def command(address: str, http_port: int, tls: list[str], workers: int = 1) -> list[str]:
     return [
         sys.executable, "-m", "coxswain", "proxy", "--shared", "--discovery", address,
         "--node-id", "shared-0", "--bind", "127.0.0.1", "--ingress-http-port", str(http_port),
-        "--ingress-https-port", str(free_port()), "--admin-port", "0", "--workers", "1", *tls,
+        "--ingress-https-port", str(free_port()), "--admin-port", "0",
+        "--workers", str(workers), *tls,
     ]  # fmt: skip
 
 
@@ -62,8 +64,9 @@ def get(port: int) -> tuple[int, bytes]:
     return response.status, data
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 def test_a_proxy_process_serves_what_discovery_sends_and_reports_its_ports(
-    tmp_path: Path,
+    tmp_path: Path, workers: int
 ) -> None:
     ca = create_ca(trust_domain="coxswain.test", now=NOW)
     issued = ca.issue_server(hosts=["127.0.0.1"], now=NOW)
@@ -73,9 +76,11 @@ def test_a_proxy_process_serves_what_discovery_sends_and_reports_its_ports(
     tls = proxy_files(tmp_path, ca, "shared")
     http_port = free_port()
 
+    # with --workers N each worker subscribes as its own node: <node-id>-<slot>
+    nodes = ["shared-0"] if workers == 1 else [f"shared-0-{slot}" for slot in range(workers)]
+
     def served(fleet: PMap[str, NodeObservation]) -> bool:
-        node = fleet.get("shared-0")
-        return node is not None and http_port in node.bound_ports
+        return all(node in fleet and http_port in fleet[node].bound_ports for node in nodes)
 
     async def main() -> None:
         with trio.fail_after(TIMEOUT):
@@ -89,10 +94,13 @@ def test_a_proxy_process_serves_what_discovery_sends_and_reports_its_ports(
                 )
                 server.publish(SharedPool(), snapshot_from_data(data))
                 address = f"127.0.0.1:{server.port}"
-                process = await trio.lowlevel.open_process(command(address, http_port, tls))
+                process = await trio.lowlevel.open_process(
+                    command(address, http_port, tls, workers)
+                )
                 try:
                     fleet = await server.wait_fleet(served)
-                    assert fleet["shared-0"].acked_version == "sha256:test"
+                    assert sorted(fleet) == nodes
+                    assert {fleet[node].acked_version for node in nodes} == {"sha256:test"}
                     status, body = await trio.to_thread.run_sync(get, http_port)
                     assert status == 200
                     assert b'"backend": "one"' in body
