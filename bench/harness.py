@@ -302,6 +302,21 @@ def service_bodies(
         }
         for i in range(ENDPOINTS_READY + ENDPOINTS_NOT_READY)
     ]
+    return service_and_slice(
+        namespace, service, cluster_ip=cluster_ip, target_port=8080, endpoints=endpoints
+    )
+
+
+def service_and_slice(
+    namespace: str,
+    service: str,
+    *,
+    cluster_ip: str,
+    target_port: int,
+    endpoints: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """A ClusterIP Service (port 80 named ``http``) and its one EndpointSlice of ``endpoints``
+    on ``target_port``."""
     return [
         {
             "apiVersion": "v1",
@@ -310,7 +325,9 @@ def service_bodies(
             "spec": {
                 "type": "ClusterIP",
                 "clusterIP": cluster_ip,
-                "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
+                "ports": [
+                    {"name": "http", "port": 80, "targetPort": target_port, "protocol": "TCP"}
+                ],
             },
         },
         {
@@ -322,7 +339,7 @@ def service_bodies(
                 "labels": {"kubernetes.io/service-name": service},
             },
             "addressType": "IPv4",
-            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+            "ports": [{"name": "http", "port": target_port, "protocol": "TCP"}],
             "endpoints": endpoints,
         },
     ]

@@ -93,37 +93,15 @@ def manifests(routes: int, backend_port: int) -> list[dict[str, Any]]:
 
 
 def _service(name: str, backend_port: int, seed: int) -> list[dict[str, Any]]:
-    """A ClusterIP Service on port 80 and its EndpointSlice: one ready endpoint, the backend.
-
-    ``harness.service_bodies`` spreads made-up 10.x addresses; here the endpoint has to be the
-    real backend, so the pair is built with that one address and port.
-    """
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {
-                "type": "ClusterIP",
-                "clusterIP": f"172.20.{(seed >> 8) % 256}.{seed % 256}",
-                "ports": [
-                    {"name": "http", "port": 80, "targetPort": backend_port, "protocol": "TCP"}
-                ],
-            },
-        },
-        {
-            "apiVersion": "discovery.k8s.io/v1",
-            "kind": "EndpointSlice",
-            "metadata": {
-                "name": f"{name}-abcde",
-                "namespace": NAMESPACE,
-                "labels": {"kubernetes.io/service-name": name},
-            },
-            "addressType": "IPv4",
-            "ports": [{"name": "http", "port": backend_port, "protocol": "TCP"}],
-            "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}],
-        },
-    ]
+    """A Service and its EndpointSlice whose one ready endpoint is the real backend (not the
+    made-up addresses of ``harness.service_bodies``)."""
+    return harness.service_and_slice(
+        NAMESPACE,
+        name,
+        cluster_ip=f"172.20.{(seed >> 8) % 256}.{seed % 256}",
+        target_port=backend_port,
+        endpoints=[{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}],
+    )
 
 
 # --- nginx --------------------------------------------------------------------------------------

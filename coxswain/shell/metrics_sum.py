@@ -8,8 +8,10 @@ right for counters, histogram buckets, sums and counts, and for the open-connect
 ``*_created`` series (a counter's creation time) are dropped: a sum of times means nothing.
 
 prometheus_client's multiprocess mode would do the same through files shared by the workers;
-it needs an environment variable set before import and a shared directory cleaned at start,
-and it cannot sum gauges this way, so the supervisor asks each worker over HTTP instead.
+it needs an environment variable set before import, a shared directory cleaned at start, and
+a mode chosen per gauge, and it would make every registry of the process shared (the tests run
+several proxies in one process, each with its own registry), so the supervisor asks each
+worker over HTTP instead.
 """
 
 from __future__ import annotations

@@ -73,6 +73,7 @@ HEADER_TIMEOUT: Final = 60.0
 HANDSHAKE_TIMEOUT: Final = 10.0
 BIND_RETRY_MIN: Final = 0.1
 BIND_RETRY_MAX: Final = 5.0
+SETTLE_INTERVAL: Final = 60.0
 
 log = logging.getLogger("coxswain.proxy")
 
@@ -175,6 +176,7 @@ class Proxy:
     _forwarder: Forwarder | None = None
     _nursery: trio.Nursery | None = None
     _applied: trio.Event = field(default_factory=trio.Event)
+    _settled_at: float = -math.inf
 
     @property
     def codec(self) -> HeadCodec:
@@ -269,11 +271,27 @@ class Proxy:
         )
         self.applies += 1
         self.metrics.applied(snapshot.version)
-        # the snapshot's objects live until the next apply: keep the cyclic collector from
-        # walking them on every collection (60 ms pauses with a 10,000-route table)
-        gc.freeze()
+        self._settle_heap()
         self._applied.set()
         self._applied = trio.Event()
+
+    def _settle_heap(self) -> None:
+        """After an apply: freeze what is alive, so that the cyclic collector stops walking
+        the snapshot's objects at every full collection (ad hoc, 60–70 ms per full collection
+        with a 10,000-route table loaded: docs/benchmarks.md, "Proxy").
+
+        Frozen objects that later become cyclic garbage (the previous snapshot, requests that
+        were in flight) are never collected while frozen; at most every ``SETTLE_INTERVAL``
+        the apply first unfreezes and runs one full collection to reclaim them. Not at every
+        apply: a full collection per apply is tens of milliseconds, and applies can come in
+        bursts.
+        """
+        now = trio.current_time()
+        if now - self._settled_at >= SETTLE_INTERVAL:
+            gc.unfreeze()
+            gc.collect()
+            self._settled_at = now
+        gc.freeze()
 
     async def _serve_port(
         self, spec: ListenerSpec, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED

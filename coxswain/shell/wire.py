@@ -61,7 +61,8 @@ class EventReader:
                 return event
             if timeout == math.inf:
                 data = await self.stream.receive_some(RECEIVE_SIZE)
-            else:  # a bare scope: trio.fail_after's context manager costs more than the read
+            else:  # a bare scope: fail_after's generator context manager showed up at ~9 % of
+                # a small request's samples (docs/benchmarks.md, "Proxy", profile)
                 with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
                     data = await self.stream.receive_some(RECEIVE_SIZE)
                 if scope.cancelled_caught:

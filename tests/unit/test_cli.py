@@ -7,6 +7,7 @@ two commands against them.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -498,3 +499,11 @@ def test_version_is_printed():
     result = run("--version")
     assert result.returncode == 0
     assert re.fullmatch(r"coxswain \d+\.\d+\.\d+\S*\n", result.stdout)
+
+
+def test_proxy_workers_default_to_the_cpus_this_process_may_use():
+    """Issue 5 item 9: ``--workers`` defaults to the CPU count (the affinity mask's)."""
+    from coxswain.cli import _parser
+
+    args = _parser().parse_args(["proxy", "--shared", "--snapshot", "s.json"])
+    assert args.workers == len(os.sched_getaffinity(0))
