@@ -12,22 +12,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-## run: compile examples/ and explain sample requests (the standalone server comes later)
+## run: the standalone demo: `coxswain serve` on examples/ with a sample backend; prints curl lines
 run: $(STAMP)
-	$(PY) -m coxswain compile -f examples/ > $(VENV)/demo-snapshot.json
-	@echo "# The routing table compiled from examples/:"
-	$(PY) -m coxswain compile -f examples/ -o table
-	$(PY) -m coxswain route --snapshot $(VENV)/demo-snapshot.json --port 80 GET http://demo.example.com/api/users
-	$(PY) -m coxswain route --snapshot $(VENV)/demo-snapshot.json --port 443 GET https://demo.example.com/
-	$(PY) -m coxswain route --snapshot $(VENV)/demo-snapshot.json --port 80 GET http://demo.example.com/
-	@echo "# The shared Gateway demo/web listens on internal port 30000 (see listener_health):"
-	$(PY) -m coxswain route --snapshot $(VENV)/demo-snapshot.json --port 30000 GET http://shop.gateway.example.com/api/cart
-	@echo "Snapshot written to $(VENV)/demo-snapshot.json; try: $(PY) -m coxswain route --help"
+	$(PY) examples/demo.py
 
 ## lint: ruff, mypy --strict, import-linter
 lint: $(STAMP)
-	$(VENV)/bin/ruff check coxswain tests bench proto
-	$(VENV)/bin/ruff format --check coxswain tests bench proto
+	$(VENV)/bin/ruff check coxswain tests bench proto examples
+	$(VENV)/bin/ruff format --check coxswain tests bench proto examples
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 

@@ -334,8 +334,9 @@ def start_coxswain(fleet: Fleet, root: Path, snapshot: Path, routes: int, worker
 
 
 def _serving(log: Path) -> int:
-    """How many proxy processes have logged that they serve (each logs it once)."""
-    return sum(line.startswith("serving ") for line in _tail(log, 1 << 20).splitlines())
+    """How many proxy processes have logged that they serve (each logs it once, as a JSON
+    line: the log goes to a file)."""
+    return sum('"message":"serving ' in line for line in _tail(log, 1 << 20).splitlines())
 
 
 def _ready(admin_port: int) -> bool:

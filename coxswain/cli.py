@@ -32,14 +32,13 @@ from coxswain.compile.snapshot_json import SnapshotFormatError, snapshot_from_da
 from coxswain.route import RequestHead, build_table, select
 from coxswain.route.explain import explain
 from coxswain.shell.output import dump_yaml
-from coxswain.shell.sources import LoadError, read_manifests
+from coxswain.shell.sources import LoadError, located, read_manifests
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Awaitable, Callable, Sequence
 
-    from coxswain.compile.diagnostics import Diagnostic
-    from coxswain.compile.model.manifests import SourcedBody
     from coxswain.compile.scope import Scope
+    from coxswain.shell.proxy import ProxyConfig
     from coxswain.shell.proxy_process import Feed
 
 __all__ = ["main"]
@@ -94,6 +93,27 @@ examples:
       --ingress-https-port 8443 --admin-port 9901
   coxswain proxy --gateway demo/web --discovery coxswain-controller:18000 \\
       --tls-cert tls.crt --tls-key tls.key --tls-ca ca.crt
+"""
+
+
+_SERVE_EPILOG = """\
+Standalone Coxswain: the manifests in the folders (Ingress, Gateway API objects, Services,
+EndpointSlices, Secrets, as for `coxswain compile`) are the cluster. They are compiled for every
+scope whenever a file changes (an edit routes within a second; a file that does not parse is
+reported as file:line and the last good manifests keep serving). A shared proxy runs in this
+process: Ingresses on the Ingress ports, each Gateway listener on its internal port (30000-32767,
+see `coxswain compile -o table`). With --discovery-port other proxies subscribe too; with
+--issue-certs DIR the CA is created on first run and each proxy identity the manifests grant a
+scope gets DIR/proxies/<namespace>/<serviceaccount>/{tls.crt,tls.key,ca.crt}.
+
+examples:
+  coxswain serve --manifests examples/ --bind 127.0.0.1 --ingress-http-port 8080 \\
+      --ingress-https-port 8443 --admin-port 9901
+  coxswain serve --manifests site/ --discovery-port 18000 --issue-certs certs/
+  coxswain proxy --shared --discovery 127.0.0.1:18000 \\
+      --tls-cert certs/proxies/coxswain-system/coxswain-proxy/tls.crt \\
+      --tls-key certs/proxies/coxswain-system/coxswain-proxy/tls.key \\
+      --tls-ca certs/proxies/coxswain-system/coxswain-proxy/ca.crt
 """
 
 
@@ -236,34 +256,7 @@ def _parser() -> argparse.ArgumentParser:
         default=os.environ.get("POD_NAME") or socket.gethostname(),
         help="this proxy's name in the controller's fleet (default: $POD_NAME or the host name)",
     )
-    proxy.add_argument("--bind", default="0.0.0.0", metavar="ADDR", help="address to listen on")
-    proxy.add_argument("--ingress-http-port", type=int, default=80)
-    proxy.add_argument("--ingress-https-port", type=int, default=443)
-    proxy.add_argument(
-        "--admin-port", type=int, default=9901, help="/healthz, /readyz and /metrics (0: none)"
-    )
-    proxy.add_argument(
-        "--drain-timeout",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="on SIGTERM, how long requests in flight may take to finish (default 10)",
-    )
-    proxy.add_argument(
-        "--max-body-bytes",
-        type=int,
-        default=None,
-        metavar="N",
-        help="answer 413 to a request body over N bytes (default: no limit)",
-    )
-    for flag, default, meaning in _TIMEOUT_FLAGS:
-        proxy.add_argument(
-            flag,
-            type=float,
-            default=default,
-            metavar="SECONDS",
-            help=f"{meaning} (default {default:g})",
-        )
+    _add_listener_flags(proxy)
     proxy.add_argument(
         "--workers",
         type=int,
@@ -274,7 +267,79 @@ def _parser() -> argparse.ArgumentParser:
     )
     proxy.add_argument(_WORKER_FLAG, action="store_true", help=argparse.SUPPRESS)
     proxy.set_defaults(handler=_proxy)
+
+    serve = commands.add_parser(
+        "serve",
+        help="standalone: serve a folder of manifests, no cluster needed",
+        description="Compile a folder of manifests, serve it with a shared proxy in this "
+        "process, and (with --discovery-port) to other proxies over discovery.",
+        epilog=_SERVE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument(
+        "--manifests",
+        action="append",
+        required=True,
+        metavar="PATH",
+        help="folder (read recursively) or file of manifests, re-read when it changes (repeatable)",
+    )
+    serve.add_argument(
+        "--discovery-port",
+        type=int,
+        metavar="N",
+        help="serve discovery on this port of --bind (0 picks one), for other proxies",
+    )
+    serve.add_argument(
+        "--issue-certs",
+        metavar="DIR",
+        help="discovery: the CA folder (created on first run); proxy certificates go to "
+        "DIR/proxies/<namespace>/<serviceaccount>/",
+    )
+    serve.add_argument(
+        "--insecure-discovery",
+        action="store_true",
+        help="serve discovery in plaintext, to anyone (development only)",
+    )
+    serve.add_argument(
+        "--namespace",
+        default="coxswain-system",
+        help="the controller namespace (the shared pool's identity lives there)",
+    )
+    _add_listener_flags(serve)
+    serve.set_defaults(handler=_serve)
     return parser
+
+
+def _add_listener_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of a proxy's listeners and requests, shared by ``proxy`` and ``serve``."""
+    parser.add_argument("--bind", default="0.0.0.0", metavar="ADDR", help="address to listen on")
+    parser.add_argument("--ingress-http-port", type=int, default=80)
+    parser.add_argument("--ingress-https-port", type=int, default=443)
+    parser.add_argument(
+        "--admin-port", type=int, default=9901, help="/healthz, /readyz and /metrics (0: none)"
+    )
+    parser.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="on SIGTERM, how long requests in flight may take to finish (default 10)",
+    )
+    parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="answer 413 to a request body over N bytes (default: no limit)",
+    )
+    for flag, default, meaning in _TIMEOUT_FLAGS:
+        parser.add_argument(
+            flag,
+            type=float,
+            default=default,
+            metavar="SECONDS",
+            help=f"{meaning} (default {default:g})",
+        )
 
 
 # --- compile ------------------------------------------------------------------------------------
@@ -320,10 +385,8 @@ def _compile(args: argparse.Namespace) -> int:
     if args.emit == "status":
         _print(args.output, status_list(status(state, config)))
         return EXIT_OK
-    where = _locations(bodies)
-    for diagnostic in result.diagnostics:
-        prefix = where.get(_location_key(diagnostic), "")
-        print(f"{prefix}{diagnostic}", file=sys.stderr)
+    for line in located(result.diagnostics, bodies):
+        print(line, file=sys.stderr)
     if args.output == "table":
         sys.stdout.write(routing_table(result.snapshot))
     else:
@@ -336,25 +399,6 @@ def _print(output: str, data: object) -> None:
         sys.stdout.write(dump_yaml(data))
     else:
         sys.stdout.write(json.dumps(data, sort_keys=True, indent=2) + "\n")
-
-
-def _locations(bodies: list[SourcedBody]) -> dict[tuple[str, str], str]:
-    """``(kind, name)`` and ``(kind, ns/name)`` → ``file:line: `` for messages."""
-    where: dict[tuple[str, str], str] = {}
-    for sourced in bodies:
-        body = sourced.body
-        if not isinstance(body, dict) or not isinstance(body.get("metadata"), dict):
-            continue
-        kind, meta = body.get("kind"), body["metadata"]
-        name, namespace = meta.get("name"), meta.get("namespace") or "default"
-        if isinstance(kind, str) and isinstance(name, str):
-            where.setdefault((kind, f"{namespace}/{name}"), f"{sourced.where}: ")
-            where.setdefault((kind, name), f"{sourced.where}: ")
-    return where
-
-
-def _location_key(d: Diagnostic) -> tuple[str, str]:
-    return ("", "") if d.key is None else (d.key.kind, d.key.ref)
 
 
 # --- route --------------------------------------------------------------------------------------
@@ -461,10 +505,9 @@ def _proxy(args: argparse.Namespace) -> int:
     import trio  # only the proxy needs it; the offline commands start faster without
 
     from coxswain.shell.discovery import DiscoveryRefusedError
-    from coxswain.shell.proxy import ProxyConfig, install_access_log
+    from coxswain.shell.logs import install_logging
     from coxswain.shell.proxy_process import run_until_terminated
     from coxswain.shell.snapshot_file import SnapshotLoadError
-    from coxswain.shell.upstream import Timeouts
     from coxswain.shell.workers import supervise
 
     scope = parse_scope("shared" if args.shared else args.gateway)
@@ -480,7 +523,7 @@ def _proxy(args: argparse.Namespace) -> int:
         print(f"coxswain proxy: {err}", file=sys.stderr)
         return EXIT_UNREADABLE
     if args.workers > 1 and not args.worker_of_supervisor:
-        install_access_log()
+        install_logging()
         return trio.run(
             lambda: supervise(
                 _worker_command(args),
@@ -490,12 +533,33 @@ def _proxy(args: argparse.Namespace) -> int:
                 admin_port=args.admin_port or None,
             )
         )
-    config = ProxyConfig(
+    config = _proxy_config(args, reuse_port=args.worker_of_supervisor)
+    install_logging()
+    return _run_until_done(
+        "proxy",
+        lambda: run_until_terminated(
+            feed,
+            scope,
+            config,
+            admin_port=args.admin_port or None,
+            drain_timeout=args.drain_timeout,
+            supervised=args.worker_of_supervisor,
+        ),
+        (SnapshotLoadError, DiscoveryRefusedError),
+    )
+
+
+def _proxy_config(args: argparse.Namespace, *, reuse_port: bool) -> ProxyConfig:
+    """The proxy's settings from the listener flags (:func:`_add_listener_flags`)."""
+    from coxswain.shell.proxy import ProxyConfig
+    from coxswain.shell.upstream import Timeouts
+
+    return ProxyConfig(
         bind=args.bind,
         ingress_http_port=args.ingress_http_port,
         ingress_https_port=args.ingress_https_port,
         max_body_bytes=args.max_body_bytes,
-        reuse_port=args.worker_of_supervisor,
+        reuse_port=reuse_port,
         access_log=True,
         header_timeout=args.client_header_timeout,
         timeouts=Timeouts(
@@ -504,26 +568,6 @@ def _proxy(args: argparse.Namespace) -> int:
             client_body=args.client_body_timeout,
         ),
     )
-    install_access_log()
-    failures: list[str] = []
-    try:
-        trio.run(
-            lambda: run_until_terminated(
-                feed,
-                scope,
-                config,
-                admin_port=args.admin_port or None,
-                drain_timeout=args.drain_timeout,
-                supervised=args.worker_of_supervisor,
-            )
-        )
-    except* (SnapshotLoadError, DiscoveryRefusedError) as group:
-        failures.extend(str(leaf) for leaf in _leaves(group))
-    except* KeyboardInterrupt:
-        pass
-    for failure in failures:
-        print(f"coxswain proxy: {failure}", file=sys.stderr)
-    return EXIT_UNREADABLE if failures else EXIT_OK
 
 
 def _feed(args: argparse.Namespace, scope: Scope) -> Feed:
@@ -591,7 +635,62 @@ def _worker_command(args: argparse.Namespace) -> list[str]:
     return [*command, _WORKER_FLAG]
 
 
+def _run_until_done(
+    command: str,
+    main: Callable[[], Awaitable[object]],
+    expected: tuple[type[Exception], ...],
+) -> int:
+    """Run a long-lived command under trio: exit 0 when it ends (SIGTERM, Ctrl-C), 2 with
+    ``coxswain COMMAND: message`` for each ``expected`` failure."""
+    import trio
+
+    failures: list[str] = []
+    try:
+        trio.run(main)
+    except* expected as group:
+        failures.extend(str(leaf) for leaf in _leaves(group))
+    except* KeyboardInterrupt:
+        pass
+    for failure in failures:
+        print(f"coxswain {command}: {failure}", file=sys.stderr)
+    return EXIT_UNREADABLE if failures else EXIT_OK
+
+
 def _leaves(error: BaseException) -> list[BaseException]:
     if isinstance(error, BaseExceptionGroup):
         return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
     return [error]
+
+
+# --- serve --------------------------------------------------------------------------------------
+
+
+def _serve(args: argparse.Namespace) -> int:
+
+    from coxswain.shell.logs import install_logging
+    from coxswain.shell.serve import DiscoverySettings, ServeSettings, run_serve
+
+    problem = None
+    if args.discovery_port is None and (args.issue_certs or args.insecure_discovery):
+        problem = "--issue-certs and --insecure-discovery need --discovery-port"
+    elif args.discovery_port is not None and not (args.issue_certs or args.insecure_discovery):
+        problem = "--discovery-port needs --issue-certs DIR (or --insecure-discovery)"
+    elif args.issue_certs and args.insecure_discovery:
+        problem = "--issue-certs and --insecure-discovery exclude each other"
+    if problem is not None:
+        print(f"coxswain serve: {problem}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    settings = ServeSettings(
+        manifests=tuple(args.manifests),
+        compile=CompileConfig(namespace=args.namespace),
+        proxy=_proxy_config(args, reuse_port=False),
+        admin_port=args.admin_port or None,
+        drain_timeout=args.drain_timeout,
+        discovery=None
+        if args.discovery_port is None
+        else DiscoverySettings(
+            host=args.bind, port=args.discovery_port, certificates=args.issue_certs
+        ),
+    )
+    install_logging()
+    return _run_until_done("serve", lambda: run_serve(settings), (LoadError, OSError, ValueError))

@@ -538,14 +538,3 @@ async def _drain(reader: EventReader, limit: int = 64 * 1024) -> bool:
         seen += len(event.data)
         if seen > limit:
             return False
-
-
-def install_access_log(stream_handler: logging.Handler | None = None) -> Callable[[], None]:
-    """Send the proxy's own logs to stderr, one line each (the CLI calls it); returns an undo.
-    The access log is separate (``ProxyConfig.access_log``)."""
-    handler = stream_handler or logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    root = logging.getLogger("coxswain")
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    return lambda: root.removeHandler(handler)

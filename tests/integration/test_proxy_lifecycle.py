@@ -210,10 +210,15 @@ def test_command_line_serves_a_snapshot_file(tmp_path: Path) -> None:
     with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as process:
         try:
             assert process.stderr is not None
+            # the process's own log is JSON lines when stderr is not a terminal; "serving" is
+            # logged once everything is up
             lines = [process.stderr.readline()]
-            while not lines[-1].startswith("serving shared"):  # logged once everything is up
+            while not (lines[-1] and json.loads(lines[-1]).get("message", "")).startswith(
+                "serving shared"
+            ):
                 assert lines[-1], lines
                 lines.append(process.stderr.readline())
+            assert {"time", "level", "logger"} <= json.loads(lines[-1]).keys()
             assert get(admin_port, "/readyz")[0] == 200
             assert get(http_port, host="x.example.com")[0] == 404
             access = json.loads(process.stderr.readline())

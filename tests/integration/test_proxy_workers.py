@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import json
 import os
 import re
 import signal
@@ -163,7 +164,7 @@ def wait_for_workers(process: subprocess.Popen[str], admin_port: int, count: int
         assert line, "the supervisor ended"
         if match := _STARTED.search(line):
             pids[match[1]] = int(match[2])
-        serving += line.startswith("serving shared")
+        serving += json.loads(line).get("message", "").startswith("serving shared")
     deadline = time.monotonic() + TIMEOUT
     while get(admin_port, "/readyz")[0] != 200:
         assert time.monotonic() < deadline

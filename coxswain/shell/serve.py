@@ -1,0 +1,159 @@
+"""``coxswain serve``: the standalone control plane and a shared proxy in one process.
+
+The cluster is a folder of manifests (:mod:`.manifest_folder`): each time it changes, every
+scope is compiled (:class:`.Publisher`), the shared pool's snapshot is applied to the proxy in
+this process, and, with ``--discovery-port``, every scope's snapshot is published to the
+discovery server so that proxies elsewhere (more shared ones, dedicated ones) follow the same
+folder. Discovery is mutual TLS with the CA of ``--issue-certs DIR`` (:mod:`.cert_folder`),
+which also receives a certificate for every proxy identity the manifests grant a scope; only
+``--insecure-discovery`` serves it in plaintext.
+
+Ordering (STYLE §7): the discovery server starts first (so its port is known when the first
+state is published), then the proxy with the folder as its feed, then the admin port; SIGTERM
+or SIGINT drain the proxy (:func:`.run_until_terminated`) and close the server last.
+
+Compiling runs on the event loop: while a large folder compiles, the in-process proxy waits.
+That is the standalone trade-off (one process, no threads); the controller's proxies run
+elsewhere and keep serving.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+import socket
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from coxswain.compile.scope import SharedPool
+from coxswain.shell.cert_folder import CertificateFolder
+from coxswain.shell.discovery import granted_by, open_discovery_server
+from coxswain.shell.manifest_folder import POLL_INTERVAL, watch_manifests
+from coxswain.shell.proxy_process import run_until_terminated
+from coxswain.shell.publisher import Publisher
+
+if TYPE_CHECKING:
+    import trio
+
+    from coxswain.compile import ClusterState, CompileConfig
+    from coxswain.compile.model.manifests import SourcedBody
+    from coxswain.shell.discovery import DiscoveryServer
+    from coxswain.shell.proxy import Proxy, ProxyConfig
+    from coxswain.shell.proxy_process import Feed
+
+__all__ = ["DiscoverySettings", "ServeSettings", "run_serve"]
+
+log = logging.getLogger("coxswain.serve")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DiscoverySettings:
+    """Where to serve discovery, and with which CA folder (None: plaintext)."""
+
+    host: str
+    port: int
+    certificates: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServeSettings:
+    """Everything ``coxswain serve`` was asked for."""
+
+    manifests: tuple[str, ...]
+    compile: CompileConfig
+    proxy: ProxyConfig
+    admin_port: int | None
+    drain_timeout: float
+    discovery: DiscoverySettings | None
+    poll_interval: float = POLL_INTERVAL
+
+
+async def run_serve(settings: ServeSettings) -> None:
+    """Serve the folder until SIGTERM or SIGINT, then drain and return.
+
+    Raises:
+        LoadError: the first read of the manifests failed.
+        OSError, ValueError: the certificate folder cannot be used.
+    """
+    publisher = Publisher(settings.compile)
+    certificates = None
+    discovery = settings.discovery
+    if discovery is not None and discovery.certificates is not None:
+        certificates = CertificateFolder.open(discovery.certificates, now=_now())
+    async with contextlib.AsyncExitStack() as stack:
+        server = None
+        if discovery is not None:
+            server = await stack.enter_async_context(
+                open_discovery_server(
+                    host=discovery.host,
+                    port=discovery.port,
+                    credentials=certificates.server_credentials(
+                        _server_hosts(discovery.host), now=_now()
+                    )
+                    if certificates is not None
+                    else None,
+                    policy=granted_by(lambda: publisher.grants),
+                    insecure=certificates is None,
+                )
+            )
+            log.info(
+                "discovery on %s:%d (%s)",
+                discovery.host,
+                server.port,
+                "plaintext" if certificates is None else f"mutual TLS, CA in {certificates.root}",
+            )
+        await run_until_terminated(
+            _folder_feed(settings, publisher, server, certificates),
+            SharedPool(),
+            settings.proxy,
+            admin_port=settings.admin_port,
+            drain_timeout=settings.drain_timeout,
+        )
+
+
+def _folder_feed(
+    settings: ServeSettings,
+    publisher: Publisher,
+    server: DiscoveryServer | None,
+    certificates: CertificateFolder | None,
+) -> Feed:
+    """The proxy's feed: the folder, compiled for every scope at each change."""
+
+    async def on_state(proxy: Proxy, state: ClusterState, bodies: list[SourcedBody]) -> None:
+        snapshots = publisher.compile(state, bodies)
+        if certificates is not None:
+            for folder in certificates.issue_proxies(publisher.grants, now=_now()):
+                log.info("proxy certificate written to %s", folder)
+        if server is not None:
+            for scope, snapshot in snapshots.items():
+                server.publish(scope, snapshot)
+        shared = snapshots[SharedPool()]
+        await proxy.apply(shared)
+        log.info(
+            "serving %s: %d scope(s), shared pool on ports %s",
+            shared.version[:19],
+            len(snapshots),
+            sorted(proxy.listeners),
+        )
+
+    async def feed(proxy: Proxy, task_status: trio.TaskStatus[None]) -> None:
+        await watch_manifests(
+            settings.manifests,
+            lambda state, bodies: on_state(proxy, state, bodies),
+            interval=settings.poll_interval,
+            task_status=task_status,
+        )
+
+    return feed
+
+
+def _server_hosts(bind: str) -> list[str]:
+    """The names the discovery server's certificate answers to: the bound address (unless a
+    wildcard), this host's name, and loopback."""
+    hosts = [] if bind in ("0.0.0.0", "::") else [bind]
+    return list(dict.fromkeys([*hosts, "localhost", "127.0.0.1", socket.gethostname()]))
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
