@@ -1,0 +1,606 @@
+"""The Helm chart, rendered by Helm's own engine (helm_python), offline.
+
+Every variant is rendered, linted and validated object by object (kubernetes client models for
+built-in kinds, CRD schemas for custom ones), then checked for the invariants the design rests
+on: selectors match the pods they mean, the controller's ``--shared-proxy-selector`` is the
+shared pool's pod labels (so every VIP Service the controller provisions reaches the pool),
+proxies hold no credentials, every pod is locked down, and NodePort VIPs are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import helm_python
+import jsonschema
+import pytest
+import yaml
+from pyrsistent import pmap
+
+from coxswain.compile import CompileConfig, build_state
+from coxswain.compile.config import DEFAULT_SHARED_PROXY_SELECTOR
+from coxswain.compile.labels import parse_selector
+from coxswain.compile.provision import ROLE, ROLE_VIP, TLS_MOUNT, provision
+from tests.unit.helm_render import CHART_DIR, ROOT, Rendered, chart, render, schema_error, validate
+
+RELEASE = "coxswain"
+NAMESPACE = "coxswain-system"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Values for one install, and the release it is installed as."""
+
+    values: dict[str, Any]
+    release: str = RELEASE
+    namespace: str = NAMESPACE
+
+
+VARIANTS: dict[str, Variant] = {
+    "defaults": Variant({}),
+    "clusterip-vips": Variant({"proxy": {"shared": {"vipServiceType": "ClusterIP"}}}),
+    "shared-replicas-0": Variant({"proxy": {"shared": {"replicas": 0}}}),
+    "shared-disabled": Variant({"proxy": {"shared": {"enabled": False}}}),
+    "gateway-api-disabled": Variant({"gatewayAPI": {"enabled": False}}),
+    "custom-release": Variant({}, release="edge", namespace="ingress-edge"),
+    "everything-on": Variant(
+        {
+            "namespace": {"create": True},
+            "commonLabels": {"team": "network"},
+            "controller": {
+                "replicas": 2,
+                "statusAddresses": ["203.0.113.10", "lb.example.com"],
+                "podLabels": {"extra": "yes"},
+            },
+            "proxy": {
+                "shared": {
+                    "ports": {"http": 80, "https": 443},
+                    "autoscaling": {"enabled": True, "targetMemoryUtilizationPercentage": 75},
+                    "podDisruptionBudget": {"minAvailable": 1},
+                    "podLabels": {"extra": "yes"},
+                    "ingressService": {
+                        "externalTrafficPolicy": "Local",
+                        "annotations": {"example.com/lb": "internal"},
+                    },
+                }
+            },
+            "gatewayAPI": {
+                "gatewayClass": {
+                    "create": True,
+                    "dedicatedParameters": {"replicas": 2, "serviceType": "ClusterIP"},
+                }
+            },
+            "ingress": {"ingressClass": {"default": True}},
+        },
+        release="prod",
+        namespace="net",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Installed:
+    """One variant, rendered."""
+
+    values: dict[str, Any]
+    release: str
+    namespace: str
+    rendered: Rendered
+
+
+@pytest.fixture(scope="module", params=sorted(VARIANTS))
+def installed(request: pytest.FixtureRequest) -> Installed:
+    variant = VARIANTS[request.param]
+    rendered = render(variant.values, name=variant.release, namespace=variant.namespace)
+    return Installed(variant.values, variant.release, variant.namespace, rendered)
+
+
+def fullname(release: str) -> str:
+    return release if "coxswain" in release else f"{release}-coxswain"
+
+
+def deployment(rendered: Rendered, release: str, role: str) -> dict[str, Any]:
+    return rendered.get("Deployment", f"{fullname(release)}-{role}")
+
+
+def args_of(container: dict[str, Any]) -> dict[str, list[str]]:
+    """``--flag=value`` arguments → flag → values (a bare ``--flag`` gets ``[""]``)."""
+    found: dict[str, list[str]] = {}
+    for arg in container["args"][1:]:
+        flag, _, value = arg.partition("=")
+        found.setdefault(flag, []).append(value)
+    return found
+
+
+def controller_args(rendered: Rendered, release: str) -> dict[str, list[str]]:
+    return args_of(
+        deployment(rendered, release, "controller")["spec"]["template"]["spec"]["containers"][0]
+    )
+
+
+def pod_templates(rendered: Rendered) -> list[dict[str, Any]]:
+    return [d["spec"]["template"] for d in rendered.of_kind("Deployment")]
+
+
+def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+# --- every variant ------------------------------------------------------------------------------
+
+
+def test_every_object_is_valid(installed: Installed) -> None:
+    rendered, namespace = installed.rendered, installed.namespace
+    assert rendered.objects
+    cluster_scoped = {
+        "Namespace",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "IngressClass",
+        "GatewayClass",
+    }
+    for obj in rendered.objects:
+        validate(obj)
+        meta = obj["metadata"]
+        if obj["kind"] in cluster_scoped:
+            assert "namespace" not in meta, obj["kind"]
+        else:
+            assert meta["namespace"] == namespace, (obj["kind"], meta["name"])
+    names = [(o["kind"], o["metadata"]["name"]) for o in rendered.objects]
+    assert len(names) == len(set(names)), "duplicate objects"
+    assert "Coxswain" in rendered.notes
+
+
+def test_the_chart_lints_clean(installed: Installed) -> None:
+    values, namespace = installed.values, installed.namespace
+    report = helm_python.lint(CHART_DIR, values, strict=True, namespace=namespace)
+    assert report["errors"] == []
+    assert [m for m in report["messages"] if m["severity"] >= 2] == []
+
+
+def test_every_selector_matches_its_pods(installed: Installed) -> None:
+    rendered, release = installed.rendered, installed.release
+    pods = {d["metadata"]["name"]: d["spec"]["template"] for d in rendered.of_kind("Deployment")}
+    for name, template in pods.items():
+        spec = rendered.get("Deployment", name)["spec"]
+        assert selects(spec["selector"]["matchLabels"], template["metadata"]["labels"])
+        # No Deployment's selector reaches another Deployment's pods.
+        others = [
+            n
+            for n, t in pods.items()
+            if selects(spec["selector"]["matchLabels"], t["metadata"]["labels"])
+        ]
+        assert others == [name]
+    for service in rendered.of_kind("Service"):
+        reached = [
+            n
+            for n, t in pods.items()
+            if selects(service["spec"]["selector"], t["metadata"]["labels"])
+        ]
+        assert len(reached) == 1, service["metadata"]["name"]
+        ports = {
+            p["name"]: p["containerPort"]
+            for p in pods[reached[0]]["spec"]["containers"][0]["ports"]
+        }
+        for port in service["spec"]["ports"]:
+            assert port["targetPort"] in ports, (service["metadata"]["name"], port)
+    for pdb in rendered.of_kind("PodDisruptionBudget"):
+        reached = [
+            n
+            for n, t in pods.items()
+            if selects(pdb["spec"]["selector"]["matchLabels"], t["metadata"]["labels"])
+        ]
+        assert reached == [f"{fullname(release)}-proxy"]
+    for hpa in rendered.of_kind("HorizontalPodAutoscaler"):
+        target = hpa["spec"]["scaleTargetRef"]
+        assert (target["kind"], target["name"]) == ("Deployment", f"{fullname(release)}-proxy")
+        assert "replicas" not in rendered.get("Deployment", target["name"])["spec"]
+
+
+def test_the_controller_selects_the_shared_pool_it_is_installed_with(installed: Installed) -> None:
+    """The `--shared-proxy-selector` is exactly the shared pool's pod selector, and a VIP Service
+    provisioned by the compiler with those flags reaches the pool's pods and nothing else."""
+    rendered, values = installed.rendered, installed.values
+    release, namespace = installed.release, installed.namespace
+    args = controller_args(rendered, release)
+    selector = parse_selector(args["--shared-proxy-selector"][0])
+    assert selector is not None
+    assert selector["app.kubernetes.io/instance"] == release
+    assert DEFAULT_SHARED_PROXY_SELECTOR.items() <= selector.items()
+    assert not selects(
+        selector,
+        deployment(rendered, release, "controller")["spec"]["template"]["metadata"]["labels"],
+    )
+    if not values.get("proxy", {}).get("shared", {}).get("enabled", True):
+        assert f"{fullname(release)}-proxy" not in rendered.names("Deployment")
+        return
+    pool = deployment(rendered, release, "proxy")
+    assert pool["spec"]["selector"]["matchLabels"] == selector
+    assert selects(selector, pool["spec"]["template"]["metadata"]["labels"])
+
+    config = CompileConfig(
+        namespace=args["--namespace"][0],
+        gateway_controller=args["--controller-name"][0],
+        ingress_controller=args["--ingress-controller-name"][0],
+        shared_proxy_selector=pmap(selector),
+        shared_vip_service_type=args["--shared-vip-service-type"][0],
+        gateway_api="--disable-gateway-api" not in args,
+    )
+    state = build_state(
+        [
+            {
+                "apiVersion": "gateway.networking.k8s.io/v1",
+                "kind": "GatewayClass",
+                "metadata": {"name": "coxswain"},
+                "spec": {"controllerName": args["--controller-name"][0]},
+            },
+            {
+                "apiVersion": "gateway.networking.k8s.io/v1",
+                "kind": "Gateway",
+                "metadata": {"name": "web", "namespace": "demo", "uid": "u1"},
+                "spec": {
+                    "gatewayClassName": "coxswain",
+                    "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
+                },
+            },
+        ]
+    )
+    vips = [
+        o
+        for o in (_body(d) for d in provision(state, config).objects)
+        if o["kind"] == "Service" and o["metadata"]["labels"].get(ROLE) == ROLE_VIP
+    ]
+    if not config.gateway_api:
+        assert vips == []
+        return
+    assert len(vips) == 1
+    vip = vips[0]
+    assert vip["metadata"]["namespace"] == namespace
+    assert vip["spec"]["type"] == values.get("proxy", {}).get("shared", {}).get(
+        "vipServiceType", "LoadBalancer"
+    )
+    reached = [
+        t
+        for t in pod_templates(rendered)
+        if selects(vip["spec"]["selector"], t["metadata"]["labels"])
+    ]
+    assert reached == [pool["spec"]["template"]]
+
+
+def _body(desired: Any) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(desired.body)
+    return body
+
+
+def test_every_pod_is_locked_down(installed: Installed) -> None:
+    rendered = installed.rendered
+    for template in pod_templates(rendered):
+        spec = template["spec"]
+        pod = spec["securityContext"]
+        assert pod["runAsNonRoot"] is True
+        assert pod["runAsUser"] != 0
+        assert pod["seccompProfile"] == {"type": "RuntimeDefault"}
+        for flag in ("hostNetwork", "hostPID", "hostIPC"):
+            assert not spec.get(flag)
+        for container in spec["containers"] + spec.get("initContainers", []):
+            context = container["securityContext"]
+            assert context["runAsNonRoot"] is True
+            assert context["readOnlyRootFilesystem"] is True
+            assert context["allowPrivilegeEscalation"] is False
+            assert context.get("privileged", False) is False
+            assert context["capabilities"]["drop"] == ["ALL"]
+            low = [p["containerPort"] for p in container["ports"] if p["containerPort"] < 1024]
+            assert context["capabilities"].get("add", []) == (["NET_BIND_SERVICE"] if low else [])
+            # A non-root process gets no ambient capabilities: the pod's network namespace must
+            # make the low ports unprivileged for the bind to succeed.
+            sysctls = {s["name"]: s["value"] for s in pod.get("sysctls", [])}
+            if low:
+                assert int(sysctls["net.ipv4.ip_unprivileged_port_start"]) <= min(low)
+            else:
+                assert sysctls == {}
+            assert all("hostPort" not in p for p in container["ports"])
+            resources = container["resources"]
+            assert {"cpu", "memory"} <= resources["requests"].keys()
+            assert {"cpu", "memory"} <= resources["limits"].keys()
+            # A read-only root: /tmp is the one writable place.
+            mounts = {m["mountPath"] for m in container["volumeMounts"]}
+            assert "/tmp" in mounts
+
+
+def test_proxies_hold_no_credentials(installed: Installed) -> None:
+    rendered, release, namespace = installed.rendered, installed.release, installed.namespace
+    proxy_account = f"{fullname(release)}-proxy"
+    subjects = [
+        (s["kind"], s.get("namespace"), s["name"])
+        for kind in ("RoleBinding", "ClusterRoleBinding")
+        for binding in rendered.of_kind(kind)
+        for s in binding["subjects"]
+    ]
+    assert subjects
+    assert all(
+        s == ("ServiceAccount", namespace, f"{fullname(release)}-controller") for s in subjects
+    )
+    if proxy_account in rendered.names("ServiceAccount"):
+        assert (
+            rendered.get("ServiceAccount", proxy_account)["automountServiceAccountToken"] is False
+        )
+        pod = deployment(rendered, release, "proxy")["spec"]["template"]["spec"]
+        assert pod["serviceAccountName"] == proxy_account
+        assert pod["automountServiceAccountToken"] is False
+
+
+# --- the controller -----------------------------------------------------------------------------
+
+
+def test_every_controller_flag_comes_from_values() -> None:
+    rendered = render(
+        {
+            "proxy": {"shared": {"vipServiceType": "ClusterIP"}},
+            "gatewayAPI": {"enabled": False, "controllerName": "example.com/gateway"},
+            "ingress": {"controllerName": "example.com/ingress"},
+            "controller": {
+                "statusAddresses": ["203.0.113.10", "lb.example.com"],
+                "discoveryPort": 19000,
+                "healthPort": 9999,
+                "kubeconfig": "/etc/kube/config",
+            },
+        },
+        name="edge",
+        namespace="net",
+    )
+    assert controller_args(rendered, "edge") == {
+        "--namespace": ["net"],
+        "--controller-name": ["example.com/gateway"],
+        "--ingress-controller-name": ["example.com/ingress"],
+        "--shared-proxy-selector": [
+            "app.kubernetes.io/component=shared-proxy,app.kubernetes.io/instance=edge,"
+            "app.kubernetes.io/name=coxswain"
+        ],
+        "--shared-vip-service-type": ["ClusterIP"],
+        "--disable-gateway-api": [""],
+        "--status-address": ["203.0.113.10", "lb.example.com"],
+        "--discovery-port": ["19000"],
+        "--health-port": ["9999"],
+        "--kubeconfig": ["/etc/kube/config"],
+    }
+    assert (
+        deployment(rendered, "edge", "controller")["spec"]["template"]["spec"]["containers"][0][
+            "args"
+        ][0]
+        == "controller"
+    )
+    discovery = rendered.get("Service", "edge-coxswain-discovery")
+    assert discovery["spec"]["ports"][0]["port"] == 19000
+    pool = deployment(rendered, "edge", "proxy")["spec"]["template"]["spec"]["containers"][0]
+    assert args_of(pool)["--discovery"] == ["edge-coxswain-discovery.net.svc:19000"]
+
+
+def test_default_names_are_the_ones_the_controller_assumes() -> None:
+    """Installed as `coxswain` in `coxswain-system`, the chart's names are the compiler's
+    defaults: the shared pool's ServiceAccount (its discovery identity), the discovery address
+    dedicated proxies dial, and the proxy image."""
+    rendered = render()
+    defaults = CompileConfig()
+    pool = deployment(rendered, RELEASE, "proxy")["spec"]["template"]["spec"]
+    container = pool["containers"][0]
+    assert pool["serviceAccountName"] == defaults.shared_proxy_service_account
+    assert args_of(container)["--discovery"] == [defaults.discovery_address]
+    assert container["image"] == defaults.proxy_image
+    assert controller_args(rendered, RELEASE)["--namespace"] == [defaults.namespace]
+
+
+def test_the_shared_pool_mounts_its_certificate_like_dedicated_proxies() -> None:
+    """Convention: `<proxy ServiceAccount>-discovery-tls` (tls.crt, tls.key, ca.crt) mounted at
+    /etc/coxswain/discovery, as coxswain/compile/provision.py does for dedicated proxies."""
+    rendered = render(name="edge", namespace="net")
+    pod = deployment(rendered, "edge", "proxy")["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    volume = {v["name"]: v for v in pod["volumes"]}["discovery-tls"]
+    assert volume["secret"]["secretName"] == f"{pod['serviceAccountName']}-discovery-tls"
+    assert {m["name"]: m["mountPath"] for m in container["volumeMounts"]}[
+        "discovery-tls"
+    ] == TLS_MOUNT
+    args = args_of(container)
+    assert container["args"][:2] == ["proxy", "--shared"]
+    assert args["--tls-cert"] == [f"{TLS_MOUNT}/tls.crt"]
+    assert args["--tls-key"] == [f"{TLS_MOUNT}/tls.key"]
+    assert args["--tls-ca"] == [f"{TLS_MOUNT}/ca.crt"]
+
+
+def test_rbac_is_exactly_what_the_controller_uses() -> None:
+    read = ("get", "list", "watch")
+    write = ("create", "update", "patch", "delete")
+    common = {
+        ("", "configmaps"): read,
+        ("", "namespaces"): read,
+        ("discovery.k8s.io", "endpointslices"): read,
+        ("networking.k8s.io", "ingresses"): read,
+        ("networking.k8s.io", "ingressclasses"): read,
+        ("networking.k8s.io", "ingresses/status"): ("update", "patch"),
+        ("", "events"): ("create", "patch"),
+        ("events.k8s.io", "events"): ("create", "patch"),
+    }
+    gateway = {
+        **common,
+        ("", "secrets"): read + write,
+        ("", "services"): read + write,
+        ("", "serviceaccounts"): read + write,
+        **{
+            ("gateway.networking.k8s.io", r): read
+            for r in ("gatewayclasses", "gateways", "httproutes", "referencegrants")
+        },
+        **{
+            ("gateway.networking.k8s.io", f"{r}/status"): ("update", "patch")
+            for r in ("gatewayclasses", "gateways", "httproutes")
+        },
+        ("gateway.coxswain-labs.dev", "coxswaingatewayparameters"): read,
+        ("apiextensions.k8s.io", "customresourcedefinitions"): read,
+        ("apps", "deployments"): read + write,
+        ("autoscaling", "horizontalpodautoscalers"): read + write,
+    }
+    ingress_only = {**common, ("", "secrets"): read, ("", "services"): read}
+    lease = {("coordination.k8s.io", "leases"): ("get", "create", "update", "patch")}
+    for values, cluster, namespaced in (
+        ({}, gateway, lease),
+        ({"gatewayAPI": {"enabled": False}}, ingress_only, {**lease, ("", "secrets"): write}),
+    ):
+        rendered = render(values)
+        assert _grants(rendered.get("ClusterRole", f"coxswain-controller-{NAMESPACE}")) == _sets(
+            cluster
+        )
+        assert _grants(rendered.get("Role", "coxswain-controller")) == _sets(namespaced)
+        for role in rendered.of_kind("ClusterRole") + rendered.of_kind("Role"):
+            for rule in role["rules"]:
+                assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
+                assert "resourceNames" not in rule
+
+
+def _grants(role: dict[str, Any]) -> dict[tuple[str, str], frozenset[str]]:
+    found: dict[tuple[str, str], set[str]] = {}
+    for rule in role["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                found.setdefault((group, resource), set()).update(rule["verbs"])
+    return {k: frozenset(v) for k, v in found.items()}
+
+
+def _sets(
+    expected: dict[tuple[str, str], tuple[str, ...]],
+) -> dict[tuple[str, str], frozenset[str]]:
+    return {k: frozenset(v) for k, v in expected.items()}
+
+
+# --- the shared pool and its Services -----------------------------------------------------------
+
+
+def test_the_ingress_service_exposes_80_and_443_on_unprivileged_ports() -> None:
+    rendered = render()
+    service = rendered.get("Service", "coxswain-ingress")
+    assert service["spec"]["type"] == "LoadBalancer"
+    container = deployment(rendered, RELEASE, "proxy")["spec"]["template"]["spec"]["containers"][0]
+    named = {p["name"]: p["containerPort"] for p in container["ports"]}
+    exposed = {p["port"]: named[p["targetPort"]] for p in service["spec"]["ports"]}
+    assert exposed == {80: 8080, 443: 8443}
+    args = args_of(container)
+    assert (args["--ingress-http-port"], args["--ingress-https-port"]) == (["8080"], ["8443"])
+    assert "add" not in container["securityContext"]["capabilities"]
+
+
+def test_replicas_zero_keeps_the_pool_objects_without_pods() -> None:
+    rendered = render({"proxy": {"shared": {"replicas": 0}}})
+    assert deployment(rendered, RELEASE, "proxy")["spec"]["replicas"] == 0
+    assert "coxswain-ingress" in rendered.names("Service")
+    assert rendered.of_kind("PodDisruptionBudget") == []
+    assert "0 replicas" in rendered.notes
+
+
+def test_without_the_shared_pool_only_the_controller_runs() -> None:
+    rendered = render({"proxy": {"shared": {"enabled": False}}})
+    assert rendered.names("Deployment") == {"coxswain-controller"}
+    assert rendered.names("Service") == {"coxswain-discovery"}
+    assert rendered.names("ServiceAccount") == {"coxswain-controller"}
+    assert "disabled" in rendered.notes
+
+
+def test_gateway_classes_and_ingress_classes() -> None:
+    offline = render()  # Helm's offline capabilities do not include the Gateway API
+    assert offline.of_kind("GatewayClass") == []
+    assert (
+        offline.get("IngressClass", "coxswain")["spec"]["controller"]
+        == "coxswain-labs.dev/ingress-controller"
+    )
+    rendered = render({"gatewayAPI": {"gatewayClass": {"create": True}}})
+    assert rendered.get("GatewayClass", "coxswain")["spec"] == {
+        "controllerName": "coxswain-labs.dev/gateway-controller",
+        "description": "Coxswain, shared or dedicated proxies per Gateway",
+    }
+    disabled = render({"gatewayAPI": {"enabled": False, "gatewayClass": {"create": True}}})
+    assert disabled.of_kind("GatewayClass") == []
+
+
+def test_class_wide_dedicated_parameters_validate_against_the_crd() -> None:
+    rendered = render(
+        {"gatewayAPI": {"gatewayClass": {"create": True, "dedicatedParameters": {"replicas": 3}}}}
+    )
+    ref = rendered.get("GatewayClass", "coxswain")["spec"]["parametersRef"]
+    parameters = rendered.get("CoxswainGatewayParameters", ref["name"])
+    assert ref["namespace"] == parameters["metadata"]["namespace"] == NAMESPACE
+    assert parameters["spec"] == {"replicas": 3}
+    validate(parameters)
+    with pytest.raises(Exception, match="replicas"):
+        validate({**parameters, "spec": {"replicas": "three"}})
+
+
+def test_the_crds_directory_holds_valid_crds() -> None:
+    crds = chart().crds
+    assert [c["name"] for c in crds] == [
+        "crds/gateway.coxswain-labs.dev_coxswaingatewayparameters.yaml"
+    ]
+    for crd in crds:
+        validate(yaml.safe_load(crd["data"]))
+
+
+def test_the_validator_refuses_what_the_api_server_would() -> None:
+    service = render().get("Service", "coxswain-discovery")
+    port = service["spec"]["ports"][0]
+    snake = {k: v for k, v in port.items() if k != "targetPort"} | {"target_port": "discovery"}
+    for bad, reason in (
+        (snake, "unknown field 'target_port'"),  # the models accept the snake_case alias
+        ({**port, "nodeport": 30000}, "nodeport"),
+        ({**port, "port": "18000"}, "valid integer"),
+        ({k: v for k, v in port.items() if k != "port"}, "port"),
+    ):
+        with pytest.raises((AssertionError, ValueError), match=reason):
+            validate({**service, "spec": {**service["spec"], "ports": [bad]}})
+    gateway_class = render({"gatewayAPI": {"gatewayClass": {"create": True}}}).get(
+        "GatewayClass", "coxswain"
+    )
+    with pytest.raises(jsonschema.ValidationError, match="no-domain"):
+        validate({**gateway_class, "spec": {"controllerName": "no-domain"}})
+
+
+# --- refused values -----------------------------------------------------------------------------
+
+
+def test_nodeport_vips_are_refused_with_the_reason() -> None:
+    message = schema_error({"proxy": {"shared": {"vipServiceType": "NodePort"}}})
+    assert "/proxy/shared/vipServiceType" in message
+    assert "NodePort is refused" in message
+    report = helm_python.lint(CHART_DIR, {"proxy": {"shared": {"vipServiceType": "NodePort"}}})
+    assert any("NodePort is refused" in e for e in report["errors"])
+
+
+@pytest.mark.parametrize(
+    ("values", "where"),
+    [
+        ({"proxy": {"shared": {"replicas": -1}}}, "/proxy/shared/replicas"),
+        ({"proxy": {"shared": {"vipServiceType": "External"}}}, "/proxy/shared/vipServiceType"),
+        ({"proxy": {"shared": {"ports": {"http": 70000}}}}, "/proxy/shared/ports/http"),
+        ({"controler": {"replicas": 2}}, "controler"),
+        ({"gatewayAPI": {"controllerName": "no-domain"}}, "/gatewayAPI/controllerName"),
+        ({"gatewayAPI": {"gatewayClass": {"create": "yes"}}}, "/gatewayAPI/gatewayClass/create"),
+        ({"commonLabels": {"app.kubernetes.io/name": "x"}}, "app.kubernetes.io/name"),
+        ({"controller": {"resources": {"limits": None}}}, "/controller/resources"),
+    ],
+)
+def test_invalid_values_are_refused(values: dict[str, Any], where: str) -> None:
+    assert where in schema_error(values)
+
+
+# --- the image ----------------------------------------------------------------------------------
+
+
+def test_the_dockerfile_builds_one_non_root_image_for_every_role() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    stages = re.findall(r"^FROM\s+\S+(?:\s+AS\s+(\S+))?", dockerfile, re.MULTILINE)
+    assert len(stages) >= 2, "multi-stage"
+    user = re.findall(r"^USER\s+(\d+)(?::(\d+))?$", dockerfile, re.MULTILINE)
+    assert user == [("65532", "65532")]
+    pod = deployment(render(), RELEASE, "controller")["spec"]["template"]["spec"]["securityContext"]
+    assert (pod["runAsUser"], pod["runAsGroup"]) == (65532, 65532)
+    assert re.search(r'^ENTRYPOINT \["coxswain"\]$', dockerfile, re.MULTILINE)
+    ignored = (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+    assert ignored[ignored.index("*") + 1 :][:3] == ["!pyproject.toml", "!README.md", "!coxswain/"]
