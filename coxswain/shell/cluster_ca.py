@@ -1,0 +1,134 @@
+"""The discovery CA in a cluster: kept in a Secret, issuing proxies' certificate Secrets.
+
+ARCHITECTURE §5: the controller holds a CA and issues each proxy a certificate naming its
+ServiceAccount. In a cluster the CA lives in the Secret ``coxswain-discovery-ca`` of the
+controller namespace, so that a restarted (or newly elected) controller keeps trusting the
+proxies already running; the first controller creates it, and a race between two creators is
+settled by the API (409: read the winner's). Each proxy identity the state grants a scope gets
+the Secret ``<serviceaccount>-discovery-tls`` in the ServiceAccount's namespace (``tls.crt``,
+``tls.key``, ``ca.crt``), the one the Deployments rendered by ``compile.podspec`` and the Helm
+chart mount. A certificate is re-issued when it is missing, not from this CA, or within
+``RENEW_BEFORE`` of expiring.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+from typing import TYPE_CHECKING, Any, Final
+
+from coxswain.shell.ca import CertificateAuthority, IdentityError, create_ca, verify_issued_by
+from coxswain.shell.kube import ApiFailure, Kube
+
+if TYPE_CHECKING:
+    from coxswain.shell.provisioner import Provisioner
+
+__all__ = ["CA_SECRET", "TRUST_DOMAIN", "issue_proxy_secrets", "load_or_create_ca", "secret_name"]
+
+CA_SECRET: Final = "coxswain-discovery-ca"
+TRUST_DOMAIN: Final = "cluster.local"
+RENEW_BEFORE: Final = datetime.timedelta(days=30)
+_SECRETS = "/api/v1/namespaces/{namespace}/secrets"
+
+
+def secret_name(service_account: str) -> str:
+    """The certificate Secret of a proxy ServiceAccount (``compile.podspec`` mounts it)."""
+    return f"{service_account}-discovery-tls"
+
+
+async def load_or_create_ca(
+    kube: Kube, namespace: str, *, now: datetime.datetime
+) -> CertificateAuthority:
+    """The CA of the Secret ``CA_SECRET``, created when absent.
+
+    Raises:
+        ApiFailure, Unreachable: the Secret can be neither read nor created.
+    """
+    path = _SECRETS.format(namespace=namespace)
+    try:
+        return _ca_from(await kube.request("GET", f"{path}/{CA_SECRET}"))
+    except ApiFailure as err:
+        if err.status != 404:
+            raise
+    ca = create_ca(trust_domain=TRUST_DOMAIN, now=now)
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": CA_SECRET,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/managed-by": "coxswain"},
+        },
+        "type": "Opaque",
+        "data": {"ca.crt": _b64(ca.cert_pem), "ca.key": _b64(ca.key_pem)},
+    }
+    try:
+        await kube.request("POST", path, body=secret)
+    except ApiFailure as err:
+        if err.status != 409:
+            raise
+        return _ca_from(await kube.request("GET", f"{path}/{CA_SECRET}"))  # another won
+    return ca
+
+
+def _ca_from(secret: dict[str, Any]) -> CertificateAuthority:
+    data = secret.get("data") or {}
+    return CertificateAuthority(
+        trust_domain=TRUST_DOMAIN,
+        cert_pem=base64.b64decode(data.get("ca.crt", "")),
+        key_pem=base64.b64decode(data.get("ca.key", "")),
+    )
+
+
+async def issue_proxy_secrets(
+    provisioner: Provisioner,
+    ca: CertificateAuthority,
+    identities: list[tuple[str, str]],
+    secrets: dict[tuple[str, str], dict[str, Any]],
+    *,
+    now: datetime.datetime,
+) -> None:
+    """Apply a certificate Secret for each ``(namespace, serviceaccount)`` whose current one
+    (in ``secrets``, by namespace and name) is missing or due for renewal."""
+    for namespace, account in identities:
+        name = secret_name(account)
+        if _still_good(secrets.get((namespace, name)), ca, now):
+            continue
+        issued = ca.issue_proxy(namespace=namespace, name=account, now=now)
+        body = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": {
+                    "app.kubernetes.io/managed-by": "coxswain",
+                    "coxswain-labs.dev/role": "discovery-tls",
+                },
+            },
+            "type": "kubernetes.io/tls",
+            "data": {
+                "tls.crt": _b64(issued.cert_pem),
+                "tls.key": _b64(issued.key_pem),
+                "ca.crt": _b64(ca.cert_pem),
+            },
+        }
+        await provisioner.apply("Secret", namespace, name, json.dumps(body, sort_keys=True))
+
+
+def _still_good(
+    secret: dict[str, Any] | None, ca: CertificateAuthority, now: datetime.datetime
+) -> bool:
+    if secret is None:
+        return False
+    try:
+        cert = base64.b64decode((secret.get("data") or {}).get("tls.crt", ""))
+        verify_issued_by(cert, ca.cert_pem, now=now + RENEW_BEFORE)
+    except (IdentityError, ValueError):
+        return False
+    return True
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()

@@ -1,0 +1,357 @@
+"""``coxswain controller``: Coxswain in a cluster (ARCHITECTURE §2, §4, §5).
+
+Order of start (STYLE §7, readiness order): the health port; leader election (a standby waits
+there, live but not ready); the discovery CA from its Secret; the discovery server; informers
+for every resource the cluster serves; then, once every informer has listed, the reconcile
+loop. The Gateway API is probed every ``crd_probe_every`` seconds, so installing its CRDs
+switches an Ingress-only controller to full mode without a restart.
+
+One reconcile, after changes settle (``debounce``: at least the first delay after the last
+change, at most the second after the first): build the state from the informers' objects,
+compile every scope and publish it, write the status that changed, apply what ``provision``
+desires and delete what it no longer does, and issue missing proxy certificates. The fleet's
+reports (bound ports, acked versions) also trigger a reconcile, which is how ``Programmed``
+follows the proxies.
+
+Nothing here loses the last good snapshot: a failing API call is logged and retried at the
+next round; the discovery server keeps what it last published.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import random
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
+
+import trio
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from coxswain.compile import build_state, status
+from coxswain.compile.provision import provision
+from coxswain.compile.scope import SharedPool
+from coxswain.shell.admin import serve_admin
+from coxswain.shell.cluster_ca import issue_proxy_secrets, load_or_create_ca
+from coxswain.shell.discovery import ServerCredentials, granted_by, open_discovery_server
+from coxswain.shell.informers import GATEWAY_API, INFORMED, Informer, Watched
+from coxswain.shell.kube import ApiFailure, Kube, Resource, Unreachable
+from coxswain.shell.leader import LeaderElection
+from coxswain.shell.provisioner import Provisioner
+from coxswain.shell.publisher import Publisher
+from coxswain.shell.status_writer import StatusWriter
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from pyrsistent.typing import PMap
+
+    from coxswain.compile import CompileConfig, Scope, Snapshot
+    from coxswain.shell.ca import CertificateAuthority
+    from coxswain.shell.discovery import DiscoveryServer, NodeObservation
+
+__all__ = ["ControllerSettings", "run_controller"]
+
+log = logging.getLogger("coxswain.controller")
+
+LEASE_NAME: Final = "coxswain-controller"
+RETRY: Final = (0.5, 30.0)  # after a round with API failures: first and longest delay
+RESYNC_EVERY: Final = 300.0  # a round without any change, as informers' resync period
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerSettings:
+    """Everything ``coxswain controller`` was asked for."""
+
+    compile: CompileConfig
+    identity: str
+    discovery_bind: str = "0.0.0.0"
+    discovery_port: int = 18000
+    health_bind: str = "0.0.0.0"
+    health_port: int | None = 9902
+    debounce: tuple[float, float] = (0.05, 1.0)
+    crd_probe_every: float = 30.0
+    lease_seconds: int = 15
+
+
+class _Health:
+    """The health port's answers: live while running, ready once leading and serving."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.leading = Gauge(
+            "coxswain_controller_leader", "1 when this controller leads", registry=self.registry
+        )
+        self.reconciles = Counter(
+            "coxswain_controller_reconciles", "Reconcile rounds", registry=self.registry
+        )
+        self.seconds = Histogram(
+            "coxswain_controller_reconcile_seconds",
+            "Time of one reconcile round",
+            registry=self.registry,
+        )
+        self.status_writes = Counter(
+            "coxswain_controller_status_writes",
+            "Status subresources patched",
+            registry=self.registry,
+        )
+        self.serving = False
+
+    async def ready(self) -> bool:
+        return self.serving
+
+    async def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+async def run_controller(
+    kube: Kube,
+    settings: ControllerSettings,
+    *,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+) -> NoReturn:
+    """Run the controller until cancelled; ``task_status.started(port)`` with the discovery
+    port once this controller leads and serves.
+
+    Raises:
+        LostLeadership: the Lease could not be renewed in time.
+    """
+    health = _Health()
+    async with trio.open_nursery() as nursery:
+        if (health_port := settings.health_port) is not None:
+            await nursery.start(
+                lambda task_status: serve_admin(
+                    health,
+                    bind=settings.health_bind,
+                    port=health_port,
+                    task_status=task_status,
+                )
+            )
+        namespace = settings.compile.namespace
+        election = LeaderElection(
+            kube,
+            namespace,
+            LEASE_NAME,
+            settings.identity,
+            lease_seconds=settings.lease_seconds,
+            renew_every=settings.lease_seconds / 3,
+            retry_every=min(2.0, settings.lease_seconds / 5),
+        )
+        await nursery.start(election.lead)
+        health.leading.set(1)
+        ca = await _until_done(lambda: load_or_create_ca(kube, namespace, now=_now()))
+        reconciler = _Reconciler(kube, settings, ca, health)
+        async with open_discovery_server(
+            host=settings.discovery_bind,
+            port=settings.discovery_port,
+            credentials=_server_credentials(ca, settings),
+            policy=granted_by(lambda: reconciler.publisher.grants),
+        ) as server:
+            log.info("discovery on %s:%d", settings.discovery_bind, server.port)
+            await reconciler.run(server, task_status)
+    raise AssertionError("unreachable")  # pragma: no cover - run() never returns
+
+
+def _server_credentials(
+    ca: CertificateAuthority, settings: ControllerSettings
+) -> ServerCredentials:
+    """The discovery server's certificate: the Service names proxies dial (the host of
+    ``discovery_address`` and its shorter forms) and loopback."""
+    host = settings.compile.discovery_address.rpartition(":")[0]
+    parts = host.split(".")
+    names = [".".join(parts[:i]) for i in range(len(parts), 0, -1)] if host else []
+    issued = ca.issue_server(hosts=[*dict.fromkeys([*names, "localhost", "127.0.0.1"])], now=_now())
+    return ServerCredentials(cert_pem=issued.cert_pem, key_pem=issued.key_pem, ca_pem=ca.cert_pem)
+
+
+class _Reconciler:
+    """The informers and the reconcile loop of the leading controller."""
+
+    def __init__(
+        self, kube: Kube, settings: ControllerSettings, ca: CertificateAuthority, health: _Health
+    ) -> None:
+        self._kube = kube
+        self._settings = settings
+        self._ca = ca
+        self._health = health
+        self.publisher = Publisher(settings.compile)
+        self._status = StatusWriter(kube, settings.compile.gateway_controller)
+        self._provisioner = Provisioner(kube)
+        self._informers: dict[str, Informer] = {}
+        self._changed = trio.Event()
+        self._gateway_api = False
+        self._served: dict[str, frozenset[str]] = {}  # snapshot version -> Gateways it serves
+
+    def _poke(self) -> None:
+        self._changed.set()
+
+    async def run(self, server: DiscoveryServer, task_status: trio.TaskStatus[int]) -> NoReturn:
+        async with trio.open_nursery() as nursery:
+            await self._start_served(nursery)
+            nursery.start_soon(self._probe, nursery)
+            nursery.start_soon(self._follow_fleet, server)
+            for informer in list(self._informers.values()):
+                await informer.synced.wait()
+            failed = await self._reconcile(server)
+            self._health.serving = True
+            task_status.started(server.port)
+            delay = RETRY[0]
+            while True:
+                await self._settled(delay if failed else RESYNC_EVERY)
+                failed = await self._reconcile(server)
+                delay = min(delay * 2, RETRY[1]) if failed else RETRY[0]
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _settled(self, at_most: float) -> None:
+        """Wait for a change (or ``at_most`` seconds: a retry, or the periodic resync), then
+        for the changes to settle (the debounce)."""
+        with trio.move_on_after(at_most * random.uniform(0.8, 1.0)):
+            await self._changed.wait()
+        first, (least, most) = trio.current_time(), self._settings.debounce
+        while True:
+            self._changed = trio.Event()
+            with trio.move_on_after(min(least, max(0.0, first + most - trio.current_time()))):
+                await self._changed.wait()
+                continue
+            return
+
+    async def _start_served(self, nursery: trio.Nursery) -> None:
+        """Start an informer for each resource the cluster serves and none runs for yet."""
+        for watched in INFORMED:
+            if watched.resource.plural not in self._informers and await self._is_served(
+                watched.resource
+            ):
+                self._start(nursery, watched)
+        wanted = self._settings.compile.gateway_api and not self._gateway_api
+        if wanted and all([await self._is_served(w.resource) for w in GATEWAY_API]):
+            for watched in GATEWAY_API:
+                self._start(nursery, watched)
+            for watched in GATEWAY_API:
+                await self._informers[watched.resource.plural].synced.wait()
+            self._gateway_api = True
+            log.info("the Gateway API is served: full mode")
+            self._poke()
+
+    def _start(self, nursery: trio.Nursery, watched: Watched) -> None:
+        informer = Informer(self._kube, watched, self._poke)
+        self._informers[watched.resource.plural] = informer
+        nursery.start_soon(informer.run)
+
+    async def _probe(self, nursery: trio.Nursery) -> NoReturn:
+        while True:
+            await trio.sleep(self._settings.crd_probe_every)
+            await self._start_served(nursery)
+
+    async def _is_served(self, resource: Resource) -> bool:
+        try:
+            answer = await self._kube.request("GET", resource.group_path)
+        except ApiFailure:
+            return False
+        except Unreachable as err:
+            log.warning("discovery of %s: %s", resource.group_path, err)
+            return False
+        return any(r.get("name") == resource.plural for r in answer.get("resources") or [])
+
+    async def _follow_fleet(self, server: DiscoveryServer) -> NoReturn:
+        while True:
+            await server.wait_fleet(_other_than(server.fleet))
+            self._poke()
+
+    async def _reconcile(self, server: DiscoveryServer) -> bool:
+        """One round; True when some API call failed (a retry round follows soon)."""
+        started = trio.current_time()
+        failures = self._status.failures + self._provisioner.failures
+        config = replace(
+            self._settings.compile,
+            gateway_api=self._settings.compile.gateway_api and self._gateway_api,
+        )
+        self.publisher.config = config
+        state = build_state(
+            body for informer in self._informers.values() for body in informer.bodies()
+        )
+        snapshots = self.publisher.compile(state)
+        for scope, snapshot in snapshots.items():
+            self._served.setdefault(snapshot.version, _gateways(snapshot))
+            server.publish(scope, snapshot)
+        fleet = server.fleet
+        now = _now()
+        written = await self._status.write(
+            status(state, config, _programmed_ports(fleet)), self._current_status(), now=now
+        )
+        self._health.status_writes.inc(written)
+        await self._provisioner.reconcile(provision(state, config, self._shared_served(fleet)))
+        await issue_proxy_secrets(
+            self._provisioner, self._ca, sorted(self.publisher.grants), self._secrets(), now=now
+        )
+        self._forget_versions(snapshots, fleet)
+        self._health.reconciles.inc()
+        self._health.seconds.observe(trio.current_time() - started)
+        return self._status.failures + self._provisioner.failures > failures
+
+    def _current_status(self) -> dict[tuple[str, str, str], dict[str, Any]]:
+        current: dict[tuple[str, str, str], dict[str, Any]] = {}
+        for plural in ("ingresses", "gatewayclasses", "gateways", "httproutes"):
+            informer = self._informers.get(plural)
+            if informer is None:
+                continue
+            kind = informer.watched.resource.kind
+            for (namespace, name), body in informer.objects.items():
+                current[(kind, namespace, name)] = body.get("status") or {}
+        return current
+
+    def _secrets(self) -> dict[tuple[str, str], dict[str, Any]]:
+        informer = self._informers.get("secrets")
+        return dict(informer.objects) if informer is not None else {}
+
+    def _shared_served(self, fleet: PMap[str, NodeObservation]) -> frozenset[str]:
+        """The Gateways some shared proxy has acked a snapshot of."""
+        return frozenset().union(
+            *(
+                self._served.get(node.acked_version or "", frozenset())
+                for node in fleet.values()
+                if node.connected and isinstance(node.scope, SharedPool)
+            )
+        )
+
+    def _forget_versions(
+        self, snapshots: PMap[Scope, Snapshot], fleet: PMap[str, NodeObservation]
+    ) -> None:
+        """Keep the served-Gateway sets of current and acked versions only."""
+        keep = {s.version for s in snapshots.values()} | {n.acked_version for n in fleet.values()}
+        for version in [v for v in self._served if v not in keep]:
+            del self._served[version]
+
+
+def _other_than(
+    before: PMap[str, NodeObservation],
+) -> Callable[[PMap[str, NodeObservation]], bool]:
+    return lambda fleet: fleet is not before
+
+
+def _gateways(snapshot: Snapshot) -> frozenset[str]:
+    return frozenset(health.gateway for health in snapshot.listener_health)
+
+
+def _programmed_ports(fleet: PMap[str, NodeObservation]) -> frozenset[int]:
+    """Ports some connected proxy has bound after acking a snapshot (``status`` reads them
+    against each listener's port)."""
+    return frozenset().union(
+        *(node.bound_ports for node in fleet.values() if node.connected and node.acked_version)
+    )
+
+
+async def _until_done(make: Callable[[], Awaitable[_T]]) -> _T:
+    """Retry an API step with a jittered, growing delay until it succeeds."""
+    delay = 0.2
+    while True:
+        try:
+            return await make()
+        except (ApiFailure, Unreachable) as err:
+            log.warning("%s; retrying in %.1f s", err, delay)
+            await trio.sleep(delay * random.uniform(0.5, 1.0))
+            delay = min(delay * 2, 30.0)
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)

@@ -1,0 +1,271 @@
+"""The Kubernetes API from trio: the official client behind one bridge (ARCHITECTURE §2, §9).
+
+This is the only module that touches the ``kubernetes`` package, and, with
+:mod:`.discovery`'s asyncio bridge, the only one that uses threads (STYLE §7):
+
+- **Requests** are built by the official client (``ApiClient.param_serialize``: the server
+  address, TLS, kubeconfig or in-cluster credentials, token refresh) and sent by it
+  (``call_api``), in trio worker threads bounded by this bridge's own limiter, so a slow API
+  server cannot take every thread trio has.
+- **Bodies stay raw JSON.** The compiler decodes raw objects (``compile.model.decode``); the
+  client's models would be built only to be thrown away, and they drop fields they do not
+  know (a newer CRD's).
+- **A watch** holds one thread that reads the chunked response line by line and hands each
+  event to trio. Cancelling the watch shuts the response's socket down, which ends the
+  thread's read at once; the watch waits for the thread before it returns, so no thread
+  outlives its watch. Every watch also carries ``timeoutSeconds``, so the server ends it too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import trio
+import urllib3
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Iterator, Sequence
+
+    from kubernetes.client import ApiClient
+
+__all__ = [
+    "APPLY_PATCH",
+    "MERGE_PATCH",
+    "ApiFailure",
+    "Kube",
+    "Resource",
+    "Unreachable",
+    "connect",
+]
+
+MERGE_PATCH: Final = "application/merge-patch+json"
+APPLY_PATCH: Final = "application/apply-patch+yaml"
+REQUEST_TIMEOUT: Final = 30.0
+CONNECT_TIMEOUT: Final = 10.0
+POOL_SIZE: Final = 32  # a connection per watch (about 15) and per concurrent request (8)
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One API resource: where its objects live in the REST API."""
+
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        """``group/version``, or ``version`` alone for the core group."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_path(self) -> str:
+        """``/api/v1`` or ``/apis/<group>/<version>``."""
+        return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str = ""
+    ) -> str:
+        """The collection (all namespaces when ``namespace`` is None) or one object's path."""
+        where = f"/namespaces/{namespace}" if self.namespaced and namespace else ""
+        path = f"{self.group_path}{where}/{self.plural}"
+        if name is not None:
+            path += f"/{name}"
+        if subresource:
+            path += f"/{subresource}"
+        return path
+
+
+class ApiFailure(Exception):
+    """The API server answered with an error status (its ``Status`` object, read)."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+
+class Unreachable(Exception):
+    """No answer: the connection failed or timed out."""
+
+
+def connect(kubeconfig: str | None) -> Kube:
+    """A client of the cluster: ``kubeconfig`` when given, else the in-cluster configuration
+    (the pod's ServiceAccount token, refreshed as it rotates).
+
+    Raises:
+        kubernetes.config.ConfigException: neither works.
+    """
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    # The loaders have no annotations; their contract is the keyword arguments used here.
+    from_file: Callable[..., None] = config.load_kube_config
+    in_cluster: Callable[..., None] = config.load_incluster_config
+    if kubeconfig:
+        from_file(config_file=kubeconfig, client_configuration=configuration)
+    else:
+        in_cluster(client_configuration=configuration)
+    configuration.connection_pool_maxsize = POOL_SIZE
+    return Kube(client.ApiClient(configuration))
+
+
+class Kube:
+    """Raw-JSON access to one API server, for trio code."""
+
+    def __init__(self, client: ApiClient, *, max_requests: int = 8) -> None:
+        self._client = client
+        self._requests = trio.CapacityLimiter(max_requests)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: object = None,
+        content_type: str | None = None,
+        read_timeout: float = REQUEST_TIMEOUT,
+    ) -> dict[str, Any]:
+        """One request; the decoded JSON answer.
+
+        Raises:
+            ApiFailure: a status other than 2xx.
+            Unreachable: no answer within ``read_timeout``.
+        """
+        headers = {"Accept": "application/json"}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+
+        def send() -> tuple[int, bytes]:
+            response = self._send(method, path, query, headers, body, read_timeout)
+            try:
+                return response.status, response.read()
+            finally:
+                response.release_conn()
+
+        status, data = await trio.to_thread.run_sync(send, limiter=self._requests)
+        answer = _json(data)
+        if not 200 <= status < 300:
+            raise _failure(status, answer)
+        return answer
+
+    async def watch(
+        self,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        resource_version: str,
+        timeout_seconds: int,
+        on_event: Callable[[dict[str, Any]], Awaitable[bool]],
+    ) -> None:
+        """Hand each event of a watch from ``resource_version`` to ``on_event`` until it
+        returns False, the server ends the watch, or the caller is cancelled.
+
+        Raises:
+            ApiFailure: the watch was refused (410 Gone arrives as an ERROR event instead).
+            Unreachable: it could not be opened or broke off.
+        """
+        query = [
+            *query,
+            ("watch", "true"),
+            ("resourceVersion", resource_version),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(timeout_seconds)),
+        ]
+        read = timeout_seconds + CONNECT_TIMEOUT
+        response = await trio.to_thread.run_sync(
+            lambda: self._send("GET", path, query, {"Accept": "application/json"}, None, read),
+            limiter=self._requests,
+        )
+        if not 200 <= response.status < 300:
+            data = response.read()
+            response.release_conn()
+            raise _failure(response.status, _json(data))
+        send, receive = trio.open_memory_channel[dict[str, Any]](math.inf)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._pump, response, send)
+            try:
+                async for event in receive:
+                    if not await on_event(event):
+                        break
+            finally:
+                # ends the thread's read now; RuntimeError: the thread already finished
+                with contextlib.suppress(OSError, RuntimeError):
+                    response.shutdown()
+
+    async def _pump(
+        self, response: urllib3.BaseHTTPResponse, send: trio.MemorySendChannel[dict[str, Any]]
+    ) -> None:
+        """Read the watch's lines in a thread (its own: a watch holds it for minutes)."""
+        token = trio.lowlevel.current_trio_token()
+
+        def read_lines() -> None:
+            try:
+                for line in _lines(response):
+                    event = _json(line)
+                    trio.from_thread.run_sync(send.send_nowait, event, trio_token=token)
+            except (urllib3.exceptions.HTTPError, OSError, ValueError):
+                pass  # shut down by the watch's end, or broken off: the informer re-lists
+            finally:
+                response.release_conn()
+
+        async with send:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(read_lines, limiter=trio.CapacityLimiter(1))
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]],
+        headers: dict[str, str],
+        body: object,
+        timeout: float,
+    ) -> urllib3.BaseHTTPResponse:
+        method, url, headers, body, _ = self._client.param_serialize(
+            method,
+            path,
+            query_params=list(query),
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        try:
+            answer = self._client.call_api(
+                method, url, headers, body, _request_timeout=(CONNECT_TIMEOUT, timeout)
+            )
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise Unreachable(f"{method} {path}: {err}") from err
+        response: urllib3.BaseHTTPResponse = answer.response
+        return response
+
+
+def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+    """The newline-separated JSON documents of a watch stream."""
+    pending = b""
+    for chunk in response.stream(65536, decode_content=True):
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        yield from (line for line in complete if line.strip())
+    if pending.strip():
+        yield pending
+
+
+def _json(data: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(data) if data else {}
+    except ValueError:
+        return {"message": data[:200].decode(errors="replace")}
+    return value if isinstance(value, dict) else {}
+
+
+def _failure(status: int, answer: dict[str, Any]) -> ApiFailure:
+    return ApiFailure(status, str(answer.get("reason") or ""), str(answer.get("message") or ""))

@@ -1,0 +1,287 @@
+"""The controller against the API emulator, in one process (issue 7, point 2).
+
+The official client talks real HTTP to the emulator; the controller runs under trio; a real
+proxy (in process) subscribes over discovery with the certificate the controller issued into
+a Secret. Checked: leadership, the CA and certificate Secrets, compiled snapshots reaching the
+proxy, status written (Accepted, then Programmed once the proxy bound and acked), VIP Services
+applied and pruned, no status write when nothing changed, Gateway API CRDs installed after
+start, and API faults survived.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from coxswain.compile import CompileConfig
+from coxswain.compile.scope import SharedPool
+from coxswain.shell.controller import ControllerSettings, run_controller
+from coxswain.shell.discovery import ClientCredentials
+from coxswain.shell.kube import Kube
+from coxswain.shell.proxy import ProxyConfig
+from coxswain.shell.proxy_process import discovery_feed, serve_feed
+from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer
+
+from .proxy_harness import free_port, serve_echo
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+NAMESPACE = "coxswain-system"
+PROXY = "127.0.0.5"  # the Gateway's internal port 30000 is fixed: an address of its own
+TIMEOUT = 30
+
+
+def objects(backend_port: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "IngressClass",
+            "metadata": {"name": "coxswain"},
+            "spec": {"controller": "coxswain-labs.dev/ingress-controller"},
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "Ingress",
+            "metadata": {"name": "site", "namespace": "app"},
+            "spec": {
+                "ingressClassName": "coxswain",
+                "defaultBackend": {"service": {"name": "echo", "port": {"number": 80}}},
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "echo", "namespace": "app"},
+            "spec": {"ports": [{"port": 80, "targetPort": backend_port}]},
+        },
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": "echo-1",
+                "namespace": "app",
+                "labels": {"kubernetes.io/service-name": "echo"},
+            },
+            "addressType": "IPv4",
+            "ports": [{"name": "", "port": backend_port}],
+            "endpoints": [{"addresses": ["127.0.0.1"]}],
+        },
+    ]
+
+
+def gateway_objects() -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "GatewayClass",
+            "metadata": {"name": "coxswain"},
+            "spec": {"controllerName": "coxswain-labs.dev/gateway-controller"},
+        },
+        {
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "Gateway",
+            "metadata": {"name": "web", "namespace": "app"},
+            "spec": {
+                "gatewayClassName": "coxswain",
+                "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
+            },
+        },
+        {
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "HTTPRoute",
+            "metadata": {"name": "shop", "namespace": "app"},
+            "spec": {
+                "parentRefs": [{"name": "web"}],
+                "rules": [{"backendRefs": [{"name": "echo", "port": 80}]}],
+            },
+        },
+    ]
+
+
+def condition(body: dict[str, Any] | None, kind: str) -> str | None:
+    for item in ((body or {}).get("status") or {}).get("conditions") or []:
+        if item["type"] == kind:
+            return str(item["status"])
+    return None
+
+
+async def eventually(check: Callable[[], bool], what: str) -> None:
+    """Poll ``check`` (the emulator's store, read directly) until it holds."""
+    with trio.fail_after(TIMEOUT):
+        while not check():  # noqa: ASYNC110 - the store has no event to wait on
+            await trio.sleep(0.05)
+    assert check(), what
+
+
+async def served(port: int, host: str) -> None:
+    """Wait until a GET through the proxy answers 200 (from a thread: the proxy and the
+    backends run on this trio loop)."""
+    with trio.fail_after(TIMEOUT):
+        while await trio.to_thread.run_sync(get, port, host) != 200:  # noqa: ASYNC110
+            await trio.sleep(0.05)
+
+
+def get(port: int, host: str) -> int:
+    try:
+        conn = http.client.HTTPConnection(PROXY, port, timeout=5)
+        conn.request("GET", "/", headers={"Host": host})
+        status = conn.getresponse().status
+        conn.close()
+    except OSError:
+        return 0
+    return status
+
+
+def credentials(api: ApiServer) -> ClientCredentials:
+    secret = api.get("Secret", "coxswain-proxy-discovery-tls", NAMESPACE)
+    assert secret is not None
+    data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
+    return ClientCredentials(
+        cert_pem=data["tls.crt"], key_pem=data["tls.key"], ca_pem=data["ca.crt"]
+    )
+
+
+def settings() -> ControllerSettings:
+    return ControllerSettings(
+        compile=CompileConfig(namespace=NAMESPACE),
+        identity="controller-a",
+        discovery_bind="127.0.0.1",
+        discovery_port=0,
+        health_port=None,
+        debounce=(0.02, 0.2),
+        crd_probe_every=0.2,
+        lease_seconds=3,
+    )
+
+
+def run(main: Callable[[ApiServer, Kube], Awaitable[None]]) -> None:
+    with ApiServer() as api, api.client() as client:
+        api.install_crds(COXSWAIN_CRDS)
+        trio.run(main, api, Kube(client))
+
+
+def test_ingress_only_then_gateway_api_installed_then_programmed_with_a_proxy() -> None:
+    async def main(api: ApiServer, kube: Kube) -> None:
+        async with trio.open_nursery() as nursery:
+            backend = await nursery.start(serve_echo, "echo")
+            for body in objects(backend):
+                api.put_object(body)
+            discovery = await nursery.start(run_controller, kube, settings())
+            lease = api.get("Lease", "coxswain-controller", NAMESPACE)
+            assert lease is not None
+            assert lease["spec"]["holderIdentity"] == "controller-a"
+            assert api.get("Secret", "coxswain-discovery-ca", NAMESPACE) is not None
+            # Ingress-only: the Ingress is served, reported, and a proxy can subscribe
+            http_port = free_port()
+            config = ProxyConfig(
+                bind=PROXY, ingress_http_port=http_port, ingress_https_port=free_port()
+            )
+            feed = discovery_feed(
+                f"127.0.0.1:{discovery}", SharedPool(), node_id="p", credentials=credentials(api)
+            )
+            await nursery.start(
+                lambda task_status: serve_feed(
+                    feed, SharedPool(), config, admin_port=None, task_status=task_status
+                )
+            )
+            await served(http_port, "a.example.com")
+
+            # the Gateway API appears: full mode without a restart
+            api.install_crds(GATEWAY_API_CRDS)
+            for body in gateway_objects():
+                api.put_object(body)
+            await eventually(
+                lambda: condition(api.get("Gateway", "web", "app"), "Programmed") == "True",
+                "the Gateway is Programmed once the proxy bound its port and acked",
+            )
+            gateway = api.get("Gateway", "web", "app")
+            assert condition(gateway, "Accepted") == "True"
+            assert gateway is not None
+            assert gateway["status"]["listeners"][0]["attachedRoutes"] == 1
+            route = api.get("HTTPRoute", "shop", "app")
+            assert route is not None
+            assert route["status"]["parents"][0]["conditions"][0]["status"] == "True"
+            vips = [
+                s
+                for s in api.objects("Service", NAMESPACE)
+                if s["metadata"].get("labels", {}).get("app.kubernetes.io/managed-by") == "coxswain"
+            ]
+            assert len(vips) == 1
+            await served(30000, "x.example.com")
+
+            # nothing changes: no status write, even when every watch is dropped
+            writes = len([r for r in api.requests if r.path.endswith("/status")])
+            stamp = gateway["status"]["conditions"][0]["lastTransitionTime"]
+            api.drop_watches()
+            await trio.sleep(1.0)
+            assert len([r for r in api.requests if r.path.endswith("/status")]) == writes
+            # a change to the route: its status and the Gateway's keep their timestamps
+            api.fail(500, method="PATCH", times=2)  # faults are retried at the next round
+            route = gateway_objects()[2]
+            route["spec"]["hostnames"] = ["shop.example.com"]
+            api.put_object(route)
+
+            def reported_generation() -> object:
+                body = api.get("HTTPRoute", "shop", "app") or {}
+                parents = (body.get("status") or {}).get("parents") or [{"conditions": [{}]}]
+                return parents[0]["conditions"][0].get("observedGeneration")
+
+            await eventually(lambda: reported_generation() == 2, "the new generation is reported")
+            gateway = api.get("Gateway", "web", "app")
+            assert gateway is not None
+            assert gateway["status"]["conditions"][0]["lastTransitionTime"] == stamp
+
+            # the Gateway goes: its VIP Service is pruned
+            api.delete_object("Gateway", "web", "app")
+            await eventually(
+                lambda: (
+                    not any(
+                        s["metadata"].get("labels", {}).get("coxswain-labs.dev/role") == "vip"
+                        for s in api.objects("Service", NAMESPACE)
+                    )
+                ),
+                "the VIP Service is pruned",
+            )
+            nursery.cancel_scope.cancel()
+
+    run(main)
+
+
+def test_a_standby_takes_over_when_the_leader_stops() -> None:
+    async def main(api: ApiServer, kube: Kube) -> None:
+        async with trio.open_nursery() as nursery:
+            first = settings()
+            leader_scope = trio.CancelScope()
+
+            async def leader(task_status: trio.TaskStatus[int]) -> None:
+                with leader_scope:
+                    await run_controller(kube, first, task_status=task_status)
+
+            await nursery.start(leader)
+
+            async def standby() -> None:
+                await run_controller(kube, replace(first, identity="controller-b"))
+
+            nursery.start_soon(standby)
+            await trio.sleep(1.0)
+            lease = api.get("Lease", "coxswain-controller", NAMESPACE)
+            assert lease is not None
+            assert lease["spec"]["holderIdentity"] == "controller-a"
+            leader_scope.cancel()  # a leader that stops hands the Lease back at once
+            await eventually(
+                lambda: (
+                    (api.get("Lease", "coxswain-controller", NAMESPACE) or {})
+                    .get("spec", {})
+                    .get("holderIdentity")
+                    == "controller-b"
+                ),
+                "the standby leads within the lease time",
+            )
+            nursery.cancel_scope.cancel()
+
+    run(main)
