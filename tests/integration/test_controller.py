@@ -241,7 +241,8 @@ def test_ingress_only_then_gateway_api_installed_then_programmed_with_a_proxy() 
             await eventually(
                 lambda: (
                     not any(
-                        s["metadata"].get("labels", {}).get("coxswain-labs.dev/role") == "vip"
+                        s["metadata"].get("labels", {}).get("coxswain-labs.dev/role")
+                        == "shared-vip"
                         for s in api.objects("Service", NAMESPACE)
                     )
                 ),

@@ -360,6 +360,9 @@ def test_every_controller_flag_comes_from_values() -> None:
             "app.kubernetes.io/name=coxswain"
         ],
         "--shared-vip-service-type": ["ClusterIP"],
+        "--shared-proxy-service-account": ["edge-coxswain-proxy"],
+        "--discovery-address": ["edge-coxswain-discovery.net.svc:19000"],
+        "--proxy-image": ["coxswain:0.1.0"],
         "--disable-gateway-api": [""],
         "--status-address": ["203.0.113.10", "lb.example.com"],
         "--discovery-port": ["19000"],
@@ -604,3 +607,17 @@ def test_the_dockerfile_builds_one_non_root_image_for_every_role() -> None:
     assert re.search(r'^ENTRYPOINT \["coxswain"\]$', dockerfile, re.MULTILINE)
     ignored = (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
     assert ignored[ignored.index("*") + 1 :][:3] == ["!pyproject.toml", "!README.md", "!coxswain/"]
+
+
+@pytest.mark.parametrize("gateway_api", [True, False])
+def test_the_controller_and_proxy_commands_accept_every_flag_the_chart_passes(
+    gateway_api: bool,
+) -> None:
+    """The chart and the command line cannot drift apart: the real parser reads the args."""
+    from coxswain.cli import _parser
+
+    rendered = render({"gatewayAPI": {"enabled": gateway_api}})
+    for component in ("controller", "proxy"):
+        pod = deployment(rendered, "coxswain", component)["spec"]["template"]["spec"]
+        parsed = _parser().parse_args(pod["containers"][0]["args"])
+        assert parsed.handler.__name__ == f"_{component}"

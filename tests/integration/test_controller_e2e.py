@@ -1,0 +1,378 @@
+"""The controller end to end with real processes (issue 7, point 4).
+
+The API emulator (in this process, real HTTP), ``coxswain controller`` as a process with a
+kubeconfig, a shared proxy with the certificate the controller put in its Secret, and a
+dedicated proxy started with the arguments of the Deployment the controller provisioned (its
+Secret's files standing in for the mounted volume). Objects are created through the API and
+traffic flows; status is written; VIP Services and identities are created, relabelled and
+pruned; a route with a missing backend is reported while the rest keeps working; the controller
+is killed and restarted while requests keep flowing, none failing.
+
+Each proxy binds its own loopback address: the shared pool's internal ports are fixed.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import sys
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer
+
+from .proxy_harness import free_port, serve_echo
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+NAMESPACE = "coxswain-system"
+SHARED, DEDICATED = "127.0.0.6", "127.0.0.7"
+INTERNAL = 30001  # the shared pool's port for app/web (app/edge, first in order, has 30000)
+TIMEOUT = 30
+TLS_MOUNT = "/etc/coxswain/discovery"
+
+
+def backend_objects(name: str, port: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "namespace": "app"},
+            "spec": {"ports": [{"port": 80, "targetPort": port}]},
+        },
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": f"{name}-1",
+                "namespace": "app",
+                "labels": {"kubernetes.io/service-name": name},
+            },
+            "addressType": "IPv4",
+            "ports": [{"name": "", "port": port}],
+            "endpoints": [{"addresses": ["127.0.0.1"]}],
+        },
+    ]
+
+
+def gateway(name: str, port: int, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"name": name, "namespace": "app"},
+        "spec": {
+            "gatewayClassName": "coxswain",
+            "listeners": [{"name": "http", "port": port, "protocol": "HTTP"}],
+            **spec,
+        },
+    }
+
+
+def route(name: str, parent: str, backend: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": name, "namespace": "app"},
+        "spec": {
+            "parentRefs": [{"name": parent}],
+            "hostnames": [f"{name}.example.com"],
+            "rules": [{"backendRefs": [{"name": backend, "port": 80}]}],
+        },
+    }
+
+
+def cluster_objects(ports: dict[str, int], edge_port: int) -> list[dict[str, Any]]:
+    return [
+        *backend_objects("one", ports["one"]),
+        *backend_objects("two", ports["two"]),
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "IngressClass",
+            "metadata": {"name": "coxswain"},
+            "spec": {"controller": "coxswain-labs.dev/ingress-controller"},
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "Ingress",
+            "metadata": {"name": "site", "namespace": "app"},
+            "spec": {
+                "ingressClassName": "coxswain",
+                "rules": [
+                    {
+                        "host": "site.example.com",
+                        "http": {
+                            "paths": [
+                                {
+                                    "path": "/",
+                                    "pathType": "Prefix",
+                                    "backend": {"service": {"name": "one", "port": {"number": 80}}},
+                                }
+                            ]
+                        },
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "GatewayClass",
+            "metadata": {"name": "coxswain"},
+            "spec": {"controllerName": "coxswain-labs.dev/gateway-controller"},
+        },
+        {
+            "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
+            "kind": "CoxswainGatewayParameters",
+            "metadata": {"name": "own", "namespace": "app"},
+            "spec": {"replicas": 1},
+        },
+        gateway("web", 80),
+        gateway(
+            "edge",
+            edge_port,
+            infrastructure={
+                "parametersRef": {
+                    "group": "gateway.coxswain-labs.dev",
+                    "kind": "CoxswainGatewayParameters",
+                    "name": "own",
+                }
+            },
+        ),
+        route("shop", "web", "two"),
+        route("fast", "edge", "one"),
+        route("broken", "web", "missing"),
+    ]
+
+
+def get(address: str, port: int, host: str) -> tuple[int, bytes]:
+    try:
+        conn = http.client.HTTPConnection(address, port, timeout=5)
+        conn.request("GET", "/", headers={"Host": host})
+        response = conn.getresponse()
+        body = response.read()
+        conn.close()
+    except OSError:
+        return 0, b""
+    return response.status, body
+
+
+async def served_by(address: str, port: int, host: str, backend: str) -> None:
+    with trio.fail_after(TIMEOUT):
+        while True:
+            status, body = await trio.to_thread.run_sync(get, address, port, host)
+            if status == 200 and f'"backend": "{backend}"'.encode() in body:
+                return
+            await trio.sleep(0.1)
+
+
+async def eventually(
+    check: Callable[[], object], what: str, show: Callable[[], object] = lambda: None
+) -> Any:
+    """Poll the emulator's store until ``check()`` is truthy; returns it. On time-out the
+    failure names ``what`` and shows ``show()``."""
+    with trio.move_on_after(TIMEOUT):
+        while not (value := check()):  # noqa: ASYNC110 - the store has no event to wait on
+            await trio.sleep(0.05)
+    assert value, f"timed out waiting for {what}: {show()}"
+    return value
+
+
+def conditions(body: dict[str, Any] | None) -> dict[str, str]:
+    status = (body or {}).get("status") or {}
+    return {c["type"]: c["status"] for c in status.get("conditions") or []}
+
+
+def secret_files(api: ApiServer, namespace: str, name: str, folder: Path) -> Path | None:
+    secret = api.get("Secret", name, namespace)
+    if secret is None:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    for key, value in secret["data"].items():
+        (folder / key).write_bytes(base64.b64decode(value))
+    return folder
+
+
+def _role(body: dict[str, Any]) -> str | None:
+    return (body["metadata"].get("labels") or {}).get("coxswain-labs.dev/role")
+
+
+def coxswain(*args: str) -> list[str]:
+    return [sys.executable, "-m", "coxswain", *args]
+
+
+def dedicated_command(api: ApiServer, certs: Path) -> list[str] | None:
+    """The provisioned Deployment's container, as this machine can run it: the Secret's files
+    for the mounted volume, a loopback address of its own, no fixed admin port."""
+    deployment = api.get("Deployment", "edge-coxswain", "app")
+    if deployment is None:
+        return None
+    args = list(deployment["spec"]["template"]["spec"]["containers"][0]["args"])
+    args = [a.replace(TLS_MOUNT, str(certs)) for a in args]
+    args[args.index("--admin-port") + 1] = "0"
+    # each proxy names itself in the fleet; in a cluster the pod name does (POD_NAME)
+    return coxswain(*args, "--bind", DEDICATED, "--workers", "1", "--node-id", "edge-0")
+
+
+def test_the_controller_serves_provisions_and_survives_a_restart(tmp_path: Path) -> None:
+    discovery, health, http_port, edge_port = free_port(), free_port(), free_port(), free_port()
+
+    async def main(api: ApiServer) -> None:
+        kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
+        controller_command = coxswain(
+            "controller", "--kubeconfig", str(kubeconfig), "--namespace", NAMESPACE,
+            "--discovery-port", str(discovery), "--health-port", str(health),
+            "--discovery-address", f"127.0.0.1:{discovery}",
+            "--shared-vip-service-type", "ClusterIP",
+        )  # fmt: skip
+        processes: list[trio.Process] = []
+
+        async def start(command: list[str]) -> trio.Process:
+            processes.append(await trio.lowlevel.open_process(command))
+            return processes[-1]
+
+        try:
+            async with trio.open_nursery() as nursery:
+                ports = {n: await nursery.start(serve_echo, n) for n in ("one", "two")}
+                for body in cluster_objects(ports, edge_port):
+                    api.put_object(body)
+                controller = await start(controller_command)
+                shared_certs = await eventually(
+                    lambda: secret_files(
+                        api, NAMESPACE, "coxswain-proxy-discovery-tls", tmp_path / "shared"
+                    ),
+                    "the shared pool's certificate Secret",
+                )
+                await start(
+                    coxswain(
+                        "proxy",
+                        "--shared",
+                        "--discovery",
+                        f"127.0.0.1:{discovery}",
+                        "--node-id",
+                        "shared-0",
+                        "--bind",
+                        SHARED,
+                        "--ingress-http-port",
+                        str(http_port),
+                        "--ingress-https-port",
+                        str(free_port()),
+                        "--admin-port",
+                        "0",
+                        "--workers",
+                        "1",
+                        "--tls-cert",
+                        str(shared_certs / "tls.crt"),
+                        "--tls-key",
+                        str(shared_certs / "tls.key"),
+                        "--tls-ca",
+                        str(shared_certs / "ca.crt"),
+                    )
+                )
+                edge_certs = await eventually(
+                    lambda: secret_files(
+                        api, "app", "edge-coxswain-discovery-tls", tmp_path / "edge"
+                    ),
+                    "the dedicated proxy's certificate Secret",
+                )
+                await start(
+                    await eventually(lambda: dedicated_command(api, edge_certs), "Deployment")
+                )
+
+                await served_by(SHARED, http_port, "site.example.com", "one")
+                await served_by(SHARED, INTERNAL, "shop.example.com", "two")
+                await served_by(DEDICATED, edge_port, "fast.example.com", "one")
+
+                # status: Programmed after bind and ack; the broken route reported alone
+                await eventually(
+                    lambda: (
+                        conditions(api.get("Gateway", "web", "app")).get("Programmed") == "True"
+                    ),
+                    "web Programmed",
+                    lambda: api.get("Gateway", "web", "app"),
+                )
+                await eventually(
+                    lambda: (
+                        conditions(api.get("Gateway", "edge", "app")).get("Programmed") == "True"
+                    ),
+                    "edge Programmed",
+                )
+                broken = await eventually(
+                    lambda: (api.get("HTTPRoute", "broken", "app") or {}).get("status"),
+                    "broken's status",
+                )
+                resolved = {c["type"]: c for c in broken["parents"][0]["conditions"]}[
+                    "ResolvedRefs"
+                ]
+                assert (resolved["status"], resolved["reason"]) == ("False", "BackendNotFound")
+
+                # identities and VIPs: created, relabelled from infrastructure labels, pruned
+                identities = [
+                    a for a in api.objects("ServiceAccount", "app") if _role(a) == "shared-identity"
+                ]
+                assert len(identities) == 1  # the shared Gateway's; edge has its own proxy's
+                assert api.get("ServiceAccount", "edge-coxswain", "app") is not None
+                vips = await eventually(
+                    lambda: {
+                        s["metadata"]["annotations"]["coxswain-labs.dev/gateway"]: s
+                        for s in api.objects("Service", NAMESPACE)
+                        if _role(s) == "shared-vip"
+                    },
+                    "the VIP Service",
+                )
+                assert set(vips) == {"app/web", "app/edge"}  # edge: until its proxy is ready
+                web = gateway("web", 80, infrastructure={"labels": {"team": "shop"}})
+                api.put_object(web)
+                await eventually(
+                    lambda: any(
+                        s["metadata"]["labels"].get("team") == "shop"
+                        for s in api.objects("Service", NAMESPACE)
+                    ),
+                    "the VIP Service relabelled",
+                )
+
+                # the controller dies and comes back: requests keep flowing, none fails
+                failures: list[int] = []
+                stop = trio.Event()
+
+                async def keep_asking() -> None:
+                    while not stop.is_set():
+                        status, _ = await trio.to_thread.run_sync(
+                            get, SHARED, INTERNAL, "shop.example.com"
+                        )
+                        if status != 200:
+                            failures.append(status)
+                        await trio.sleep(0.01)
+
+                nursery.start_soon(keep_asking)
+                controller.kill()
+                await controller.wait()
+                await trio.sleep(1.0)
+                controller = await start(controller_command)
+                api.put_object(route("shop", "web", "one"))  # the new controller's work arrives
+                await served_by(SHARED, INTERNAL, "shop.example.com", "one")
+                stop.set()
+                assert failures == []
+
+                # the Gateway goes: its VIP is pruned
+                api.delete_object("Gateway", "web", "app")
+                await eventually(
+                    lambda: (
+                        not any(
+                            s["metadata"]["name"] == vips["app/web"]["metadata"]["name"]
+                            for s in api.objects("Service", NAMESPACE)
+                        )
+                    ),
+                    "the VIP Service pruned",
+                )
+                nursery.cancel_scope.cancel()
+        finally:
+            for process in processes:
+                if process.returncode is None:
+                    process.kill()
+                    await process.wait()
+
+    with ApiServer() as api:
+        api.install_crds(COXSWAIN_CRDS, GATEWAY_API_CRDS)
+        trio.run(main, api)
