@@ -34,7 +34,7 @@ from coxswain.compile.scope import SharedPool
 from coxswain.shell.admin import serve_admin
 from coxswain.shell.cluster_ca import issue_proxy_secrets, load_or_create_ca
 from coxswain.shell.discovery import ServerCredentials, granted_by, open_discovery_server
-from coxswain.shell.informers import GATEWAY_API, INFORMED, Informer, Watched
+from coxswain.shell.informers import GATEWAY_API, INFORMED, PROVISIONING, Informer, Watched
 from coxswain.shell.kube import ApiFailure, Kube, Resource, Unreachable
 from coxswain.shell.leader import LeaderElection
 from coxswain.shell.provisioner import Provisioner
@@ -218,13 +218,17 @@ class _Reconciler:
 
     async def _start_served(self, nursery: trio.Nursery) -> None:
         """Start an informer for each resource the cluster serves and none runs for yet."""
-        for watched in INFORMED:
+        wanted = self._settings.compile.gateway_api
+        for watched in (*INFORMED, *(PROVISIONING if wanted else ())):
             if watched.resource.plural not in self._informers and await self._is_served(
                 watched.resource
             ):
                 self._start(nursery, watched)
-        wanted = self._settings.compile.gateway_api and not self._gateway_api
-        if wanted and all([await self._is_served(w.resource) for w in GATEWAY_API]):
+        if (
+            wanted
+            and not self._gateway_api
+            and all([await self._is_served(w.resource) for w in GATEWAY_API])
+        ):
             for watched in GATEWAY_API:
                 self._start(nursery, watched)
             for watched in GATEWAY_API:

@@ -26,7 +26,7 @@ from coxswain.shell.kube import ApiFailure, Kube, Resource, Unreachable
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-__all__ = ["GATEWAY_API", "INFORMED", "Informer", "Watched"]
+__all__ = ["GATEWAY_API", "INFORMED", "PROVISIONING", "Informer", "Watched"]
 
 log = logging.getLogger("coxswain.informers")
 
@@ -48,10 +48,24 @@ INFORMED: Final = (
     Watched(Resource("", "v1", "secrets", "Secret", True)),
     Watched(Resource("", "v1", "namespaces", "Namespace", False)),
     Watched(Resource("", "v1", "configmaps", "ConfigMap", True)),
-    Watched(Resource("", "v1", "serviceaccounts", "ServiceAccount", True), _OWNED),
     Watched(Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True)),
     Watched(Resource("networking.k8s.io", "v1", "ingresses", "Ingress", True)),
     Watched(Resource("networking.k8s.io", "v1", "ingressclasses", "IngressClass", False)),
+)
+"""What Ingress needs: watched in every mode (whenever the resource is served)."""
+
+GATEWAY_API: Final = (
+    Watched(Resource("gateway.networking.k8s.io", "v1", "gatewayclasses", "GatewayClass", False)),
+    Watched(Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway", True)),
+    Watched(Resource("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", True)),
+    Watched(
+        Resource("gateway.networking.k8s.io", "v1beta1", "referencegrants", "ReferenceGrant", True)
+    ),
+)
+"""The Gateway API resources (standard channel); full mode needs every one of them served."""
+
+PROVISIONING: Final = (
+    Watched(Resource("", "v1", "serviceaccounts", "ServiceAccount", True), _OWNED),
     Watched(Resource("apps", "v1", "deployments", "Deployment", True), _OWNED),
     Watched(
         Resource(
@@ -63,17 +77,8 @@ INFORMED: Final = (
         )
     ),
 )
-"""Everything but the Gateway API: watched whenever the resource is served."""
-
-GATEWAY_API: Final = (
-    Watched(Resource("gateway.networking.k8s.io", "v1", "gatewayclasses", "GatewayClass", False)),
-    Watched(Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway", True)),
-    Watched(Resource("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", True)),
-    Watched(
-        Resource("gateway.networking.k8s.io", "v1beta1", "referencegrants", "ReferenceGrant", True)
-    ),
-)
-"""The Gateway API resources (standard channel); full mode needs every one of them served."""
+"""What provisioning Gateways reads (owned identities and proxies, parameters): watched unless
+the Gateway API is disabled, so an Ingress-only installation needs no right on them."""
 
 
 class Informer:

@@ -1,0 +1,247 @@
+"""The chart's RBAC is exactly what the controller uses (issue 8: "the controller gets exactly
+the verbs it uses").
+
+The controller runs against the API emulator through a scenario that exercises every kind of
+request it makes: informers, leadership (take, renew, hand back), the discovery CA and proxy
+certificates, status, server-side apply of VIP Services, identities, a dedicated proxy and its
+autoscaler, and pruning when that Gateway moves back to the shared pool. Every request it made
+must be allowed by the ClusterRole and Role the chart renders, and every verb they grant must
+have been used: a grant nothing needs is as much a failure as a request that would be refused.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
+
+import pytest
+import trio
+
+from coxswain.compile import CompileConfig
+from coxswain.compile.scope import SharedPool
+from coxswain.shell.controller import ControllerSettings, run_controller
+from coxswain.shell.discovery import ClientCredentials
+from coxswain.shell.kube import Kube
+from coxswain.shell.proxy import ProxyConfig
+from coxswain.shell.proxy_process import discovery_feed, serve_feed
+from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer, RequestRecord
+from tests.unit.helm_render import render
+
+from .proxy_harness import free_port
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+NAMESPACE = "coxswain-system"
+TIMEOUT = 30
+Grant = tuple[str, str, str]  # API group, resource (or resource/subresource), verb
+
+
+def requested(record: RequestRecord) -> tuple[str | None, Grant] | None:
+    """The namespace and grant a request needs; None for discovery documents."""
+    parts = record.path.strip("/").split("/")
+    if parts[0] == "api":
+        group, rest = "", parts[2:]
+    elif parts[0] == "apis" and len(parts) > 3:
+        group, rest = parts[1], parts[3:]
+    else:
+        return None  # /api, /apis, /apis/<group>/<version>, /version
+    namespace = None
+    if len(rest) > 2 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    if not rest:
+        return None
+    resource = rest[0] + (f"/{rest[2]}" if len(rest) > 2 else "")
+    query = parse_qs(record.query)
+    verb = {
+        "POST": "create",
+        "PUT": "update",
+        "PATCH": "patch",
+        "DELETE": "delete",
+    }.get(record.method)
+    if verb is None:
+        if query.get("watch", [""])[0] in ("true", "1"):
+            verb = "watch"
+        else:
+            verb = "get" if len(rest) > 1 else "list"
+    return namespace, (group, resource, verb)
+
+
+def grants(role: dict[str, Any]) -> set[Grant]:
+    return {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def objects(gateway_api: bool) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = [
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "IngressClass",
+            "metadata": {"name": "coxswain"},
+            "spec": {"controller": "coxswain-labs.dev/ingress-controller"},
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "Ingress",
+            "metadata": {"name": "site", "namespace": "app"},
+            "spec": {
+                "ingressClassName": "coxswain",
+                "defaultBackend": {"service": {"name": "web", "port": {"number": 80}}},
+            },
+        },
+    ]
+    if gateway_api:
+        found += [
+            {
+                "apiVersion": "gateway.networking.k8s.io/v1",
+                "kind": "GatewayClass",
+                "metadata": {"name": "coxswain"},
+                "spec": {"controllerName": "coxswain-labs.dev/gateway-controller"},
+            },
+            {
+                "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
+                "kind": "CoxswainGatewayParameters",
+                "metadata": {"name": "own", "namespace": "app"},
+                "spec": {"autoscaling": {"minReplicas": 1, "maxReplicas": 3}},
+            },
+            edge(dedicated=True),
+            {
+                "apiVersion": "gateway.networking.k8s.io/v1",
+                "kind": "HTTPRoute",
+                "metadata": {"name": "r", "namespace": "app"},
+                "spec": {
+                    "parentRefs": [{"name": "edge"}],
+                    "rules": [{"backendRefs": [{"name": "web", "port": 80}]}],
+                },
+            },
+        ]
+    return found
+
+
+def edge(*, dedicated: bool) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "gatewayClassName": "coxswain",
+        "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
+    }
+    if dedicated:
+        spec["infrastructure"] = {
+            "parametersRef": {
+                "group": "gateway.coxswain-labs.dev",
+                "kind": "CoxswainGatewayParameters",
+                "name": "own",
+            }
+        }
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"name": "edge", "namespace": "app"},
+        "spec": spec,
+    }
+
+
+async def eventually(check: Callable[[], object], what: str) -> None:
+    with trio.move_on_after(TIMEOUT):
+        while not check():  # noqa: ASYNC110 - the store has no event to wait on
+            await trio.sleep(0.05)
+    assert check(), f"timed out waiting for {what}"
+
+
+@pytest.mark.parametrize("gateway_api", [True, False], ids=["full", "ingress-only"])
+def test_the_chart_grants_exactly_the_requests_the_controller_makes(gateway_api: bool) -> None:
+    settings = ControllerSettings(
+        compile=CompileConfig(namespace=NAMESPACE, gateway_api=gateway_api),
+        identity="controller-a",
+        discovery_bind="127.0.0.1",
+        discovery_port=0,
+        health_port=None,
+        debounce=(0.02, 0.2),
+        crd_probe_every=0.2,
+        lease_seconds=3,
+    )
+
+    async def main(api: ApiServer, kube: Kube) -> None:
+        async with trio.open_nursery() as nursery:
+            for body in objects(gateway_api):
+                api.put_object(body)
+            scope = trio.CancelScope()
+
+            async def controller(task_status: trio.TaskStatus[int]) -> None:
+                with scope:
+                    await run_controller(kube, settings, task_status=task_status)
+
+            discovery = await nursery.start(controller)
+            await trio.sleep(1.5)  # a lease renewal
+            if gateway_api:
+                await eventually(lambda: api.get("Deployment", "edge-coxswain", "app"), "proxy")
+                assert api.get("HorizontalPodAutoscaler", "edge-coxswain", "app") is not None
+                # back to the shared pool: pruned once a shared proxy has acked the Gateway
+                secret = api.get("Secret", "coxswain-proxy-discovery-tls", NAMESPACE)
+                assert secret is not None
+                data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
+                feed = discovery_feed(
+                    f"127.0.0.1:{discovery}",
+                    SharedPool(),
+                    node_id="p",
+                    credentials=ClientCredentials(
+                        cert_pem=data["tls.crt"], key_pem=data["tls.key"], ca_pem=data["ca.crt"]
+                    ),
+                )
+                config = ProxyConfig(
+                    bind="127.0.0.8", ingress_http_port=free_port(), ingress_https_port=free_port()
+                )
+                await nursery.start(
+                    lambda task_status: serve_feed(
+                        feed, SharedPool(), config, admin_port=None, task_status=task_status
+                    )
+                )
+                api.put_object(edge(dedicated=False))
+                await eventually(
+                    lambda: api.get("Deployment", "edge-coxswain", "app") is None, "pruning"
+                )
+            else:
+                await eventually(
+                    lambda: api.get("Secret", "coxswain-proxy-discovery-tls", NAMESPACE), "cert"
+                )
+            scope.cancel()  # hands the Lease back
+            await trio.sleep(0.1)
+            nursery.cancel_scope.cancel()
+
+    with ApiServer() as api, api.client() as client:
+        api.install_crds(COXSWAIN_CRDS)
+        if gateway_api:
+            api.install_crds(GATEWAY_API_CRDS)
+        trio.run(main, api, Kube(client))
+        made = [found for record in api.requests if (found := requested(record))]
+
+    chart = render({"gatewayAPI": {"enabled": gateway_api}})
+    cluster = grants(chart.get("ClusterRole", f"coxswain-controller-{NAMESPACE}"))
+    local = grants(chart.get("Role", "coxswain-controller"))
+    refused = {
+        (namespace, grant)
+        for namespace, grant in made
+        if grant not in cluster and not (namespace == NAMESPACE and grant in local)
+    }
+    assert refused == set()
+    used = {grant for _, grant in made}
+    assert cluster - used == set(), "granted cluster-wide, never used"
+    assert local - used == set(), "granted in the namespace, never used"
+
+
+def test_request_paths_map_to_grants() -> None:
+    def grant(method: str, path: str, query: str = "") -> object:
+        return requested(RequestRecord(method, path, query, None))
+
+    assert grant("GET", "/api/v1/services", "watch=true") == (None, ("", "services", "watch"))
+    assert grant("GET", "/api/v1/namespaces/a/secrets/x") == ("a", ("", "secrets", "get"))
+    assert grant("PATCH", "/apis/gateway.networking.k8s.io/v1/namespaces/a/gateways/g/status") == (
+        "a",
+        ("gateway.networking.k8s.io", "gateways/status", "patch"),
+    )
+    assert grant("GET", "/apis/apps/v1") is None
+    assert grant("GET", "/api") is None
