@@ -156,16 +156,17 @@ def _read_objects(
 def status(
     state: ClusterState,
     config: CompileConfig = _DEFAULT_CONFIG,
-    programmed_ports: Collection[int] | None = None,
+    programmed: Collection[tuple[str, int]] | None = None,
 ) -> PVector[ObjectStatus]:
     """The desired status of every object we own, in (kind, namespace, name) order. Pure.
 
     Args:
         state: the cluster.
         config: installation settings.
-        programmed_ports: internal ports the proxies have bound and acked (the fleet
-            observation); None offline, when every compiled listener counts as programmed.
+        programmed: ``(ns/name, port)`` of each Gateway port a proxy has bound after acking a
+            snapshot of the Gateway's current generation (the fleet observation); None
+            offline, when every compiled listener counts as programmed.
     """
     model = analyse_gateways(state, config, index_services(state))
-    found = [*gateway_statuses(model, config, programmed_ports), *ingress_statuses(state, config)]
+    found = [*gateway_statuses(model, config, programmed), *ingress_statuses(state, config)]
     return pvector(sorted(found, key=lambda s: (s.kind, s.namespace, s.name)))

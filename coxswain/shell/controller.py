@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     from pyrsistent.typing import PMap
 
-    from coxswain.compile import CompileConfig, Scope, Snapshot
+    from coxswain.compile import ClusterState, CompileConfig, Scope, Snapshot
     from coxswain.shell.ca import CertificateAuthority
     from coxswain.shell.discovery import DiscoveryServer, NodeObservation
 
@@ -181,7 +181,8 @@ class _Reconciler:
         self._informers: dict[str, Informer] = {}
         self._changed = trio.Event()
         self._gateway_api = False
-        self._served: dict[str, frozenset[str]] = {}  # snapshot version -> Gateways it serves
+        # snapshot version -> the Gateways it serves, with the generation it was compiled from
+        self._served: dict[str, dict[str, int]] = {}
 
     def _poke(self) -> None:
         self._changed.set()
@@ -276,12 +277,12 @@ class _Reconciler:
         )
         snapshots = self.publisher.compile(state)
         for scope, snapshot in snapshots.items():
-            self._served.setdefault(snapshot.version, _gateways(snapshot))
+            self._served.setdefault(snapshot.version, _generations(state, snapshot))
             server.publish(scope, snapshot)
         fleet = server.fleet
         now = _now()
         written = await self._status.write(
-            status(state, config, _programmed_ports(fleet)), self._current_status(), now=now
+            status(state, config, self._programmed(state, fleet)), self._current_status(), now=now
         )
         self._health.status_writes.inc(written)
         await self._provisioner.reconcile(provision(state, config, self._shared_served(fleet)))
@@ -308,11 +309,26 @@ class _Reconciler:
         informer = self._informers.get("secrets")
         return dict(informer.objects) if informer is not None else {}
 
+    def _programmed(
+        self, state: ClusterState, fleet: PMap[str, NodeObservation]
+    ) -> frozenset[tuple[str, int]]:
+        """``(ns/name, port)`` of each Gateway port a connected proxy bound after acking a
+        snapshot of the Gateway's current generation (ARCHITECTURE §5, ``Programmed``)."""
+        current = {g.meta.key.ref: g.meta.generation for g in state.gateways.values()}
+        return frozenset(
+            (gateway, port)
+            for node in fleet.values()
+            if node.connected and node.acked_version
+            for gateway, generation in self._served.get(node.acked_version, {}).items()
+            if current.get(gateway) == generation
+            for port in node.bound_ports
+        )
+
     def _shared_served(self, fleet: PMap[str, NodeObservation]) -> frozenset[str]:
         """The Gateways some shared proxy has acked a snapshot of."""
         return frozenset().union(
             *(
-                self._served.get(node.acked_version or "", frozenset())
+                frozenset(self._served.get(node.acked_version or "", {}))
                 for node in fleet.values()
                 if node.connected and isinstance(node.scope, SharedPool)
             )
@@ -333,16 +349,14 @@ def _other_than(
     return lambda fleet: fleet is not before
 
 
-def _gateways(snapshot: Snapshot) -> frozenset[str]:
-    return frozenset(health.gateway for health in snapshot.listener_health)
-
-
-def _programmed_ports(fleet: PMap[str, NodeObservation]) -> frozenset[int]:
-    """Ports some connected proxy has bound after acking a snapshot (``status`` reads them
-    against each listener's port)."""
-    return frozenset().union(
-        *(node.bound_ports for node in fleet.values() if node.connected and node.acked_version)
-    )
+def _generations(state: ClusterState, snapshot: Snapshot) -> dict[str, int]:
+    """``ns/name`` → generation of each Gateway a snapshot serves, as compiled."""
+    generations = {g.meta.key.ref: g.meta.generation for g in state.gateways.values()}
+    return {
+        health.gateway: generations[health.gateway]
+        for health in snapshot.listener_health
+        if health.gateway in generations
+    }
 
 
 async def _until_done(make: Callable[[], Awaitable[_T]]) -> _T:

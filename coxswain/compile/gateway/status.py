@@ -7,8 +7,9 @@ Rules:
    (``ListenersNotValid`` when some listener is refused, False when all are), ``Programmed``
    (True when some listener is programmed), and per listener ``supportedKinds``,
    ``attachedRoutes`` and the conditions Accepted, Conflicted, ResolvedRefs, Programmed.
-   Programmed needs the fleet to have bound the listener's internal port and acked a snapshot;
-   offline (no fleet) a listener that compiled cleanly counts as programmed.
+   Programmed needs a proxy to have bound the listener's port and acked a snapshot compiled
+   from the Gateway's current generation (ARCHITECTURE §5); offline (no fleet) a listener that
+   compiled cleanly counts as programmed.
 3. HTTPRoute: one ``parents`` entry per parentRef naming one of our Gateways, with
    ``parentRef`` written out with group and kind, ``controllerName``, and the conditions
    Accepted, ResolvedRefs, and PartiallyInvalid when some rules are not served.
@@ -65,14 +66,15 @@ SUPPORTED_FEATURES: Final = (
 
 
 def gateway_statuses(
-    model: GatewayModel, config: CompileConfig, programmed_ports: Collection[int] | None
+    model: GatewayModel, config: CompileConfig, programmed: Collection[tuple[str, int]] | None
 ) -> list[ObjectStatus]:
     """Every desired status the Gateway API passes own. Pure.
 
     Args:
         model: the analysis.
         config: for the controller name.
-        programmed_ports: internal ports the fleet has bound and acked; None offline.
+        programmed: ``(ns/name, port)`` of each Gateway port some proxy has bound after acking
+            a snapshot of the Gateway's current generation; None offline.
     """
     found: list[ObjectStatus] = []
     for gateway_class in model.classes:
@@ -94,7 +96,7 @@ def gateway_statuses(
         )
     counts = attached_counts(model)
     for gateway in model.gateways:
-        found.append(_gateway_status(gateway, model, counts, programmed_ports))
+        found.append(_gateway_status(gateway, model, counts, programmed))
     for route in model.routes:
         found.append(_route_status(route, config))
     return found
@@ -117,7 +119,7 @@ def _gateway_status(
     gateway: Gateway,
     model: GatewayModel,
     counts: dict[int, int],
-    programmed_ports: Collection[int] | None,
+    programmed: Collection[tuple[str, int]] | None,
 ) -> ObjectStatus:
     generation = gateway.meta.generation
     listeners: list[dict[str, Any]] = []
@@ -125,8 +127,8 @@ def _gateway_status(
     programmed_any = False
     for verdict in model.listeners[gateway.meta.key]:
         port = model.ports.get((gateway.meta.key.ref, verdict.listener.port))
-        programmed = _programmed(verdict, port, programmed_ports)
-        programmed_any = programmed_any or programmed.status
+        condition = _programmed(verdict, gateway.meta.key.ref, port, programmed)
+        programmed_any = programmed_any or condition.status
         if not verdict.serving:
             refused.append(verdict.listener.name)
         listeners.append(
@@ -139,7 +141,7 @@ def _gateway_status(
                     for c in (
                         verdict.accepted,
                         verdict.conflicted,
-                        programmed,
+                        condition,
                         verdict.resolved_refs,
                     )
                 ],
@@ -183,7 +185,10 @@ def _gateway_status(
 
 
 def _programmed(
-    verdict: ListenerVerdict, port: int | None, programmed_ports: Collection[int] | None
+    verdict: ListenerVerdict,
+    gateway: str,
+    port: int | None,
+    programmed: Collection[tuple[str, int]] | None,
 ) -> Condition:
     if not verdict.serving:
         return Condition(
@@ -196,12 +201,12 @@ def _programmed(
             reason="Pending",
             message="no internal port is free in 30000-32767",
         )
-    if programmed_ports is not None and port not in programmed_ports:
+    if programmed is not None and (gateway, port) not in programmed:
         return Condition(
             type="Programmed",
             status=False,
             reason="Pending",
-            message=f"no proxy has bound internal port {port} and acked the configuration yet",
+            message=f"no proxy has bound port {port} and acked this generation yet",
         )
     return Condition(type="Programmed", status=True, reason="Programmed")
 

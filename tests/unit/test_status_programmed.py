@@ -1,0 +1,58 @@
+"""``Programmed`` from the fleet (ARCHITECTURE §5): a proxy bound the listener's port and acked
+a snapshot of the Gateway's current generation; offline every valid listener counts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from coxswain.compile import build_state, status
+
+
+def gateway_state(name: str = "web") -> Any:
+    return build_state(
+        [
+            {
+                "apiVersion": "gateway.networking.k8s.io/v1",
+                "kind": "GatewayClass",
+                "metadata": {"name": "coxswain"},
+                "spec": {"controllerName": "coxswain-labs.dev/gateway-controller"},
+            },
+            {
+                "apiVersion": "gateway.networking.k8s.io/v1",
+                "kind": "Gateway",
+                "metadata": {"name": name, "namespace": "app", "generation": 3},
+                "spec": {
+                    "gatewayClassName": "coxswain",
+                    "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
+                },
+            },
+        ]
+    )
+
+
+def programmed(programmed_pairs: Any) -> tuple[str, str, str]:
+    found = {
+        s.kind: json.loads(s.body) for s in status(gateway_state(), programmed=programmed_pairs)
+    }
+    gateway = {c["type"]: c for c in found["Gateway"]["conditions"]}["Programmed"]
+    listener = {c["type"]: c for c in found["Gateway"]["listeners"][0]["conditions"]}["Programmed"]
+    return gateway["status"], listener["status"], listener["reason"]
+
+
+@pytest.mark.parametrize(
+    ("pairs", "expected"),
+    [
+        (None, ("True", "True", "Programmed")),  # offline
+        ({("app/web", 30000)}, ("True", "True", "Programmed")),  # its internal port
+        (set(), ("False", "False", "Pending")),  # no proxy yet
+        ({("app/web", 30001)}, ("False", "False", "Pending")),  # another port
+        ({("app/other", 30000)}, ("False", "False", "Pending")),  # another Gateway's pair
+    ],
+)
+def test_a_listener_is_programmed_when_its_gateway_and_port_were_bound_and_acked(
+    pairs: Any, expected: tuple[str, str, str]
+) -> None:
+    assert programmed(pairs) == expected
