@@ -33,6 +33,7 @@ SHARED, DEDICATED = "127.0.0.6", "127.0.0.7"
 INTERNAL = 30001  # the shared pool's port for app/web (app/edge, first in order, has 30000)
 TIMEOUT = 30
 TLS_MOUNT = "/etc/coxswain/discovery"
+GATEWAY = "coxswain-labs.dev/gateway"  # the annotation naming an owned object's Gateway
 
 
 def backend_objects(name: str, port: int) -> list[dict[str, Any]]:
@@ -146,10 +147,10 @@ def cluster_objects(ports: dict[str, int], edge_port: int) -> list[dict[str, Any
     ]
 
 
-def get(address: str, port: int, host: str) -> tuple[int, bytes]:
+def get(address: str, port: int, host: str, path: str = "/") -> tuple[int, bytes]:
     try:
         conn = http.client.HTTPConnection(address, port, timeout=5)
-        conn.request("GET", "/", headers={"Host": host})
+        conn.request("GET", path, headers={"Host": host})
         response = conn.getresponse()
         body = response.read()
         conn.close()
@@ -366,6 +367,160 @@ def test_the_controller_serves_provisions_and_survives_a_restart(tmp_path: Path)
                     ),
                     "the VIP Service pruned",
                 )
+                nursery.cancel_scope.cancel()
+        finally:
+            for process in processes:
+                if process.returncode is None:
+                    process.kill()
+                    await process.wait()
+
+    with ApiServer() as api:
+        api.install_crds(COXSWAIN_CRDS, GATEWAY_API_CRDS)
+        trio.run(main, api)
+
+
+def test_a_gateway_moves_to_a_dedicated_proxy_and_back_without_a_failed_request(
+    tmp_path: Path,
+) -> None:
+    """Clients follow the Gateway as a cluster would route them: to the dedicated proxy once
+    its Deployment has a ready replica (the test plays the kubelet and marks it ready when the
+    proxy's /readyz says so), otherwise to the shared pool through the VIP Service's target
+    port. Neither move may fail a request."""
+    discovery, edge_port, edge_admin = free_port(), free_port(), free_port()
+    with_params = gateway(
+        "edge",
+        edge_port,
+        infrastructure={
+            "parametersRef": {
+                "group": "gateway.coxswain-labs.dev",
+                "kind": "CoxswainGatewayParameters",
+                "name": "own",
+            }
+        },
+    )
+
+    def target(api: ApiServer) -> tuple[str, int] | None:
+        deployment = api.get("Deployment", "edge-coxswain", "app")
+        if deployment is not None and (deployment.get("status") or {}).get("readyReplicas"):
+            return DEDICATED, edge_port
+        for service in api.objects("Service", NAMESPACE):
+            if service["metadata"].get("annotations", {}).get(GATEWAY) == "app/edge":
+                return SHARED, int(service["spec"]["ports"][0]["targetPort"])
+        return None
+
+    async def main(api: ApiServer) -> None:
+        processes: list[trio.Process] = []
+
+        async def start(command: list[str]) -> trio.Process:
+            processes.append(await trio.lowlevel.open_process(command))
+            return processes[-1]
+
+        try:
+            async with trio.open_nursery() as nursery:
+                ports = {n: await nursery.start(serve_echo, n) for n in ("one", "two")}
+                for body in cluster_objects(ports, edge_port):
+                    api.put_object(body)
+                api.put_object(gateway("edge", edge_port))  # shared, to begin with
+                await start(
+                    coxswain(
+                        "controller",
+                        "--kubeconfig",
+                        str(api.kubeconfig(tmp_path / "kube")),
+                        "--namespace",
+                        NAMESPACE,
+                        "--discovery-port",
+                        str(discovery),
+                        "--health-port",
+                        "0",
+                        "--discovery-address",
+                        f"127.0.0.1:{discovery}",
+                    )
+                )
+                shared = await eventually(
+                    lambda: secret_files(
+                        api, NAMESPACE, "coxswain-proxy-discovery-tls", tmp_path / "shared"
+                    ),
+                    "the shared pool's certificate",
+                )
+                await start(
+                    coxswain(
+                        "proxy",
+                        "--shared",
+                        "--discovery",
+                        f"127.0.0.1:{discovery}",
+                        "--node-id",
+                        "shared-0",
+                        "--bind",
+                        SHARED,
+                        "--ingress-http-port",
+                        str(free_port()),
+                        "--ingress-https-port",
+                        str(free_port()),
+                        "--admin-port",
+                        "0",
+                        "--workers",
+                        "1",
+                        "--tls-cert",
+                        str(shared / "tls.crt"),
+                        "--tls-key",
+                        str(shared / "tls.key"),
+                        "--tls-ca",
+                        str(shared / "ca.crt"),
+                    )
+                )
+                where = await eventually(lambda: target(api), "the VIP Service")
+                await served_by(*where, "fast.example.com", "one")
+
+                answered: list[int] = []
+                stop = trio.Event()
+
+                async def keep_asking() -> None:
+                    while not stop.is_set():
+                        place = target(api)
+                        status = 0
+                        if place is not None:
+                            status, _ = await trio.to_thread.run_sync(
+                                get, *place, "fast.example.com"
+                            )
+                        answered.append(status)
+                        await trio.sleep(0.01)
+
+                nursery.start_soon(keep_asking)
+                # to a dedicated proxy: it starts, becomes ready, then the pool lets go
+                api.put_object(with_params)
+                certs = await eventually(
+                    lambda: secret_files(api, "app", "edge-coxswain-discovery-tls", tmp_path / "e"),
+                    "the dedicated proxy's certificate",
+                )
+                command = await eventually(lambda: dedicated_command(api, certs), "Deployment")
+                command[command.index("--admin-port") + 1] = str(edge_admin)
+                await start(command)
+                await eventually(
+                    lambda: get(DEDICATED, edge_admin, "admin", "/readyz")[0] == 200, "its /readyz"
+                )
+                deployment = api.get("Deployment", "edge-coxswain", "app")
+                assert deployment is not None
+                api.put_object({**deployment, "status": {"replicas": 1, "readyReplicas": 1}})
+                await eventually(lambda: target(api) == (DEDICATED, edge_port), "the move")
+                await eventually(
+                    lambda: (
+                        not any(
+                            s["metadata"].get("annotations", {}).get(GATEWAY) == "app/edge"
+                            for s in api.objects("Service", NAMESPACE)
+                        )
+                    ),
+                    "the shared pool letting go (its VIP Service pruned)",
+                )
+                # and back: the pool serves it again before the dedicated proxy is pruned
+                api.put_object(gateway("edge", edge_port))
+                await eventually(
+                    lambda: api.get("Deployment", "edge-coxswain", "app") is None,
+                    "the dedicated proxy pruned",
+                )
+                await served_by(*(target(api) or ("", 0)), "fast.example.com", "one")
+                stop.set()
+                assert len(answered) > 20
+                assert set(answered) == {200}, [s for s in answered if s != 200]
                 nursery.cancel_scope.cancel()
         finally:
             for process in processes:
