@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(PY) bench/compile_gateway.py
 	$(PY) bench/compile_scopes.py
 	$(PY) bench/proxy.py
+	$(PY) bench/discovery.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

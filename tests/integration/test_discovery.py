@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import datetime
 import gc
+import queue
 import threading
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import grpc
 import pytest
 import trio
+from pyrsistent import pmap, pvector
 
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain._proto.discovery.v1 import discovery_pb2_grpc as pb_grpc
 from coxswain.compile.scope import GatewayScope, Scope, SharedPool
-from coxswain.compile.snapshot import IngressTable, Snapshot
+from coxswain.compile.snapshot import Certificate, Endpoint, IngressTable, Snapshot
+from coxswain.shell import discovery
 from coxswain.shell.ca import CertificateAuthority, ProxyIdentity, create_ca
 from coxswain.shell.discovery import (
     WIRE_VERSION,
@@ -450,5 +454,182 @@ def test_the_production_policy_follows_the_grants(ca: CertificateAuthority) -> N
                 GatewayScope("app", "edge"),
             )
             assert refused.code == grpc.StatusCode.PERMISSION_DENIED
+
+    run(main)
+
+
+# --- incremental delivery -----------------------------------------------------------------------
+
+
+def with_endpoints(version: str, **addresses: str) -> Snapshot:
+    """A snapshot whose endpoints table maps each ``ns/svc/port`` key (``_`` for ``/``) to one
+    address."""
+    return replace(
+        snap(version),
+        endpoints=pmap(
+            {k.replace("_", "/"): pvector([Endpoint(a, 8080)]) for k, a in addresses.items()}
+        ),
+    )
+
+
+def test_a_delta_client_applies_deltas_to_exactly_the_published_snapshots(
+    ca: CertificateAuthority, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    applied_deltas: list[str] = []
+    real = discovery.apply_delta
+
+    def counting(base: Snapshot, delta: pb.Delta) -> Snapshot:
+        applied_deltas.append(delta.version)
+        return real(base, delta)
+
+    monkeypatch.setattr(discovery, "apply_delta", counting)
+    published = [
+        with_endpoints("v1", a_s_80="10.0.0.1", a_t_80="10.0.0.2"),
+        with_endpoints("v2", a_s_80="10.0.0.9", a_t_80="10.0.0.2"),
+        with_endpoints("v3", a_s_80="10.0.0.9", b_u_80="10.0.0.3"),
+    ]
+
+    async def main() -> None:
+        send, recv = trio.open_memory_channel[Snapshot](10)
+
+        async def on_snapshot(snapshot: Snapshot) -> None:
+            await send.send(snapshot)
+
+        async with (
+            open_discovery_server(credentials=server_creds(ca), policy=allow) as server,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(
+                lambda: stream_snapshots(
+                    f"127.0.0.1:{server.port}",
+                    node_id="shared-0",
+                    scope=None,
+                    credentials=client_creds(ca, "coxswain", "shared"),
+                    on_snapshot=on_snapshot,
+                )
+            )
+            for snapshot in published:
+                server.publish(SharedPool(), snapshot)
+                assert await recv.receive() == snapshot
+                await server.wait_fleet(acked("shared-0", snapshot.version))
+            nursery.cancel_scope.cancel()
+
+    run(main)
+    assert applied_deltas == ["v2", "v3"]
+
+
+class _RawClient:
+    """A blocking client driven message by message (``next`` in a trio worker thread), so a
+    test can subscribe without deltas, as proxies before them did, or Nack on purpose."""
+
+    def __init__(self, address: str, creds: ClientCredentials, subscribe: pb.Subscribe) -> None:
+        channel_creds = grpc.ssl_channel_credentials(
+            root_certificates=creds.ca_pem,
+            private_key=creds.key_pem,
+            certificate_chain=creds.cert_pem,
+        )
+        self._requests: queue.Queue[pb.ClientMessage | None] = queue.Queue()
+        self._requests.put(pb.ClientMessage(subscribe=subscribe))
+        self._channel = grpc.secure_channel(address, channel_creds)
+        stream = pb_grpc.DiscoveryStub(self._channel).Stream
+        self._responses = stream(iter(self._requests.get, None), timeout=TIMEOUT)
+
+    async def next(self) -> pb.ServerMessage:
+        return await trio.to_thread.run_sync(next, self._responses)
+
+    def send(self, message: pb.ClientMessage) -> None:
+        self._requests.put(message)
+
+    def close(self) -> None:
+        self._requests.put(None)
+        self._channel.close()
+
+
+@pytest.mark.parametrize("accept_deltas", [False, True])
+def test_only_a_client_that_accepts_deltas_gets_them(
+    ca: CertificateAuthority, accept_deltas: bool
+) -> None:
+    async def main() -> None:
+        async with open_discovery_server(credentials=server_creds(ca), policy=allow) as server:
+            server.publish(SharedPool(), with_endpoints("v1", a_s_80="10.0.0.1"))
+            subscribe = pb.Subscribe(
+                node_id="raw", wire_version=WIRE_VERSION, accept_deltas=accept_deltas
+            )
+            client = _RawClient(
+                f"127.0.0.1:{server.port}", client_creds(ca, "coxswain", "shared"), subscribe
+            )
+            try:
+                first = await client.next()
+                assert first.WhichOneof("message") == "snapshot"
+                client.send(pb.ClientMessage(ack=pb.Ack(version="v1")))
+                server.publish(SharedPool(), with_endpoints("v2", a_s_80="10.0.0.2"))
+                second = await client.next()
+            finally:
+                client.close()
+        if accept_deltas:
+            assert second.WhichOneof("message") == "delta"
+            assert (second.delta.base_version, second.delta.version) == ("v1", "v2")
+            assert [r.key.name for r in second.delta.upserts] == ["a/s/80"]
+        else:
+            assert second.WhichOneof("message") == "snapshot"
+            assert second.snapshot.version == "v2"
+
+    run(main)
+
+
+def test_a_nacked_delta_is_followed_by_the_same_version_in_full(ca: CertificateAuthority) -> None:
+    async def main() -> None:
+        async with open_discovery_server(credentials=server_creds(ca), policy=allow) as server:
+            server.publish(SharedPool(), with_endpoints("v1", a_s_80="10.0.0.1"))
+            subscribe = pb.Subscribe(node_id="raw", wire_version=WIRE_VERSION, accept_deltas=True)
+            client = _RawClient(
+                f"127.0.0.1:{server.port}", client_creds(ca, "coxswain", "shared"), subscribe
+            )
+            try:
+                assert (await client.next()).WhichOneof("message") == "snapshot"
+                client.send(pb.ClientMessage(ack=pb.Ack(version="v1")))
+                server.publish(SharedPool(), with_endpoints("v2", a_s_80="10.0.0.2"))
+                assert (await client.next()).WhichOneof("message") == "delta"
+                client.send(pb.ClientMessage(nack=pb.Nack(version="v2", detail="cannot apply")))
+                again = await client.next()
+                assert again.WhichOneof("message") == "snapshot"
+                assert again.snapshot.version == "v2"
+                client.send(pb.ClientMessage(ack=pb.Ack(version="v2")))
+                await server.wait_fleet(acked("raw", "v2"))
+            finally:
+                client.close()
+
+    run(main)
+
+
+def test_a_snapshot_over_4_mib_gets_through(ca: CertificateAuthority) -> None:
+    """gRPC's default receive limit is 4 MiB; both sides raise it."""
+    big = Certificate(chain_pem="x" * (5 * 1024 * 1024), key_pem="k", secret="a/tls")
+    large = replace(snap("big"), tls=pmap({8443: pmap({"*": big})}))
+
+    async def main() -> None:
+        got = trio.Event()
+
+        async def on_snapshot(snapshot: Snapshot) -> None:
+            assert snapshot == large
+            got.set()
+
+        async with (
+            open_discovery_server(credentials=server_creds(ca), policy=allow) as server,
+            trio.open_nursery() as nursery,
+        ):
+            server.publish(SharedPool(), large)
+            nursery.start_soon(
+                lambda: stream_snapshots(
+                    f"127.0.0.1:{server.port}",
+                    node_id="shared-0",
+                    scope=None,
+                    credentials=client_creds(ca, "coxswain", "shared"),
+                    on_snapshot=on_snapshot,
+                )
+            )
+            await got.wait()
+            await server.wait_fleet(acked("shared-0", "big"))
+            nursery.cancel_scope.cancel()
 
     run(main)

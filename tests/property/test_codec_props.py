@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile import SharedPool, build_state, compile
 from coxswain.compile.scope import GatewayScope
 from coxswain.compile.snapshot_json import dump_snapshot
 from coxswain.shell.codec import decode_snapshot, encode_snapshot
+from coxswain.shell.resources import ResourceCache, apply_delta
 
 from .gateway_strategies import worlds as gateway_worlds
+from .strategies import worlds as ingress_worlds
 from .test_scope_props import worlds as scope_worlds
 
 pytestmark = pytest.mark.property
@@ -43,3 +46,53 @@ def test_every_scope_round_trips_through_protobuf(bodies):
     for scope in scopes:
         snapshot = compile(state, scope).snapshot
         assert _round_trip(snapshot) == snapshot
+
+
+# --- incremental delivery: a chain of Deltas gives what full Snapshots give --------------------
+
+
+def _delivered(snapshots):
+    """Publish ``snapshots`` in order through one ``ResourceCache`` and follow them as a delta
+    client does: the first in full, each next one as a Delta against the one before. Also
+    checks each spliced full message against ``encode_snapshot`` and a Delta from the first
+    version straight to each later one (a client further behind)."""
+    cache = ResourceCache()
+    encoded = [cache.encode(s) for s in snapshots]
+    first = pb.ServerMessage.FromString(encoded[0].full_message())
+    held = decode_snapshot(first.snapshot)
+    for snapshot, version, before in zip(snapshots, encoded, [None, *encoded], strict=False):
+        full = pb.ServerMessage.FromString(version.full_message()).snapshot
+        assert full == encode_snapshot(snapshot, version.sequence)
+        expected = decode_snapshot(full)
+        if before is not None:
+            delta = pb.ServerMessage.FromString(version.delta_message(before)).delta
+            held = apply_delta(held, delta)
+            assert held == expected
+            assert held.version == snapshot.version
+            skip = pb.ServerMessage.FromString(version.delta_message(encoded[0])).delta
+            assert apply_delta(decode_snapshot(first.snapshot), skip) == expected
+
+
+@given(st.lists(gateway_worlds, min_size=2, max_size=4))
+def test_deltas_between_unrelated_gateway_worlds_give_the_full_decode(worlds):
+    _delivered([compile(build_state(bodies), SharedPool()).snapshot for bodies in worlds])
+
+
+@given(st.lists(ingress_worlds(), min_size=2, max_size=4))
+def test_deltas_between_unrelated_ingress_worlds_give_the_full_decode(worlds):
+    _delivered([compile(build_state(bodies), SharedPool()).snapshot for bodies in worlds])
+
+
+@given(scope_worlds(), st.lists(st.sets(st.integers(0, 30)), min_size=1, max_size=4))
+def test_deltas_of_small_edits_give_the_full_decode_in_every_scope(bodies, drops):
+    """A world and the same world with a few bodies left out, as after small edits."""
+    states = [build_state(bodies)] + [
+        build_state([b for i, b in enumerate(bodies) if i not in dropped]) for dropped in drops
+    ]
+    scopes = [SharedPool()] + [
+        GatewayScope(b["metadata"]["namespace"], b["metadata"]["name"])
+        for b in bodies
+        if b["kind"] == "Gateway"
+    ]
+    for scope in scopes:
+        _delivered([compile(state, scope).snapshot for state in states])

@@ -7,12 +7,21 @@ One bidirectional stream per proxy: the proxy subscribes to a scope, the server 
 Snapshot, then a new one whenever that scope's content changes, one in flight at a time
 (the next after an Ack or Nack). The stream is mutual TLS; scopes are authorised by the
 proxy's certificate identity.
+
+Incremental delivery (additive; wire_version stays 1): a client that sets
+Subscribe.accept_deltas may, after it Acks a version, receive a Delta against that version
+instead of the next full Snapshot. The first message of every stream is still a full
+Snapshot. A client that does not set the flag (every proxy before it existed) only ever
+receives full Snapshots, and an old server ignores the flag, so neither side needs a new
+wire_version. A Delta the client cannot apply (its base is not what it holds, or applying it
+fails) is Nacked; the server then sends the same version as a full Snapshot.
 """
 
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -63,18 +72,24 @@ class ServerMessage(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     SNAPSHOT_FIELD_NUMBER: _builtins.int
+    DELTA_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def snapshot(self) -> Global___Snapshot: ...
+    @_builtins.property
+    def delta(self) -> Global___Delta:
+        """only to a client that set Subscribe.accept_deltas"""
+
     def __init__(
         self,
         *,
         snapshot: Global___Snapshot | None = ...,
+        delta: Global___Delta | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "snapshot", b"snapshot"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "message", b"message", "snapshot", b"snapshot"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "snapshot", b"snapshot"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "message", b"message", "snapshot", b"snapshot"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["snapshot"]  # noqa: Y015
+    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["snapshot", "delta"]  # noqa: Y015
     _WhichOneofArgType_message: _TypeAlias = _typing.Literal["message", b"message"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_message) -> _WhichOneofReturnType_message | None: ...
 
@@ -92,8 +107,11 @@ class Subscribe(_message.Message):
     NODE_ID_FIELD_NUMBER: _builtins.int
     WIRE_VERSION_FIELD_NUMBER: _builtins.int
     SCOPE_FIELD_NUMBER: _builtins.int
+    ACCEPT_DELTAS_FIELD_NUMBER: _builtins.int
     node_id: _builtins.str
     wire_version: _builtins.int
+    accept_deltas: _builtins.bool
+    """this client applies Delta messages (see the file comment)"""
     @_builtins.property
     def scope(self) -> Global___Scope: ...
     def __init__(
@@ -102,10 +120,11 @@ class Subscribe(_message.Message):
         node_id: _builtins.str = ...,
         wire_version: _builtins.int = ...,
         scope: Global___Scope | None = ...,
+        accept_deltas: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_scope", b"_scope", "scope", b"scope"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_scope", b"_scope", "node_id", b"node_id", "scope", b"scope", "wire_version", b"wire_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_scope", b"_scope", "accept_deltas", b"accept_deltas", "node_id", b"node_id", "scope", b"scope", "wire_version", b"wire_version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__scope: _TypeAlias = _typing.Literal["scope"]  # noqa: Y015
     _WhichOneofArgType__scope: _TypeAlias = _typing.Literal["_scope", b"_scope"]  # noqa: Y015
@@ -1225,3 +1244,203 @@ class Endpoints(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Endpoints: _TypeAlias = Endpoints  # noqa: Y015
+
+@_typing.final
+class ResourceKey(_message.Message):
+    """--- incremental delivery: the snapshot as keyed resources ---------------------------------
+
+    A Snapshot splits into resources, each identified by a ResourceKey, so that a one-route or
+    one-endpoint change touches one or a few of them:
+
+      kind             port                  name                     host        body
+      HEAD             -                     -                        -           head
+      INGRESS_HOST     -                     Ingress host key         -           ingress_host
+      LISTENER         bind port             listener hostname        -           listener
+      ROUTE_HOST       bind port             listener hostname        route host  route_host
+      CERTIFICATE      bind port             SNI host                 -           certificate
+      CLIENT_CERT      bind port             SNI host                 -           client_cert
+      LISTENER_HEALTH  position in the list  -                        -           listener_health
+      ENDPOINTS        -                     namespace/service/port   -           endpoints
+
+    A LISTENER body is its ListenerTable without hosts; each of its hosts is a ROUTE_HOST. A
+    snapshot's resources are exactly the entries of its maps (and positions of its list), so
+    the set of keys of a version is fully determined by its content.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    class _Kind:
+        ValueType = _typing.NewType("ValueType", _builtins.int)
+        V: _TypeAlias = ValueType  # noqa: Y015
+
+    class _KindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[ResourceKey._Kind.ValueType], _builtins.type):
+        DESCRIPTOR: _descriptor.EnumDescriptor
+        HEAD: ResourceKey._Kind.ValueType  # 0
+        INGRESS_HOST: ResourceKey._Kind.ValueType  # 1
+        LISTENER: ResourceKey._Kind.ValueType  # 2
+        ROUTE_HOST: ResourceKey._Kind.ValueType  # 3
+        CERTIFICATE: ResourceKey._Kind.ValueType  # 4
+        CLIENT_CERT: ResourceKey._Kind.ValueType  # 5
+        LISTENER_HEALTH: ResourceKey._Kind.ValueType  # 6
+        ENDPOINTS: ResourceKey._Kind.ValueType  # 7
+
+    class Kind(_Kind, metaclass=_KindEnumTypeWrapper): ...
+    HEAD: ResourceKey.Kind.ValueType  # 0
+    INGRESS_HOST: ResourceKey.Kind.ValueType  # 1
+    LISTENER: ResourceKey.Kind.ValueType  # 2
+    ROUTE_HOST: ResourceKey.Kind.ValueType  # 3
+    CERTIFICATE: ResourceKey.Kind.ValueType  # 4
+    CLIENT_CERT: ResourceKey.Kind.ValueType  # 5
+    LISTENER_HEALTH: ResourceKey.Kind.ValueType  # 6
+    ENDPOINTS: ResourceKey.Kind.ValueType  # 7
+
+    KIND_FIELD_NUMBER: _builtins.int
+    PORT_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    HOST_FIELD_NUMBER: _builtins.int
+    kind: Global___ResourceKey.Kind.ValueType
+    port: _builtins.int
+    name: _builtins.str
+    host: _builtins.str
+    def __init__(
+        self,
+        *,
+        kind: Global___ResourceKey.Kind.ValueType = ...,
+        port: _builtins.int = ...,
+        name: _builtins.str = ...,
+        host: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["host", b"host", "kind", b"kind", "name", b"name", "port", b"port"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResourceKey: _TypeAlias = ResourceKey  # noqa: Y015
+
+@_typing.final
+class SnapshotHead(_message.Message):
+    """The snapshot's own fields: the Ingress ports, and the TLS and client-cert ports (a port may
+    map to an empty table, which no CERTIFICATE or CLIENT_CERT resource would name).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HTTP_PORT_FIELD_NUMBER: _builtins.int
+    HTTPS_PORT_FIELD_NUMBER: _builtins.int
+    TLS_PORTS_FIELD_NUMBER: _builtins.int
+    CLIENT_CERT_PORTS_FIELD_NUMBER: _builtins.int
+    http_port: _builtins.int
+    https_port: _builtins.int
+    @_builtins.property
+    def tls_ports(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def client_cert_ports(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def __init__(
+        self,
+        *,
+        http_port: _builtins.int = ...,
+        https_port: _builtins.int = ...,
+        tls_ports: _abc.Iterable[_builtins.int] | None = ...,
+        client_cert_ports: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_cert_ports", b"client_cert_ports", "http_port", b"http_port", "https_port", b"https_port", "tls_ports", b"tls_ports"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SnapshotHead: _TypeAlias = SnapshotHead  # noqa: Y015
+
+@_typing.final
+class Resource(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    HEAD_FIELD_NUMBER: _builtins.int
+    INGRESS_HOST_FIELD_NUMBER: _builtins.int
+    LISTENER_FIELD_NUMBER: _builtins.int
+    ROUTE_HOST_FIELD_NUMBER: _builtins.int
+    CERTIFICATE_FIELD_NUMBER: _builtins.int
+    CLIENT_CERT_FIELD_NUMBER: _builtins.int
+    LISTENER_HEALTH_FIELD_NUMBER: _builtins.int
+    ENDPOINTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def key(self) -> Global___ResourceKey: ...
+    @_builtins.property
+    def head(self) -> Global___SnapshotHead: ...
+    @_builtins.property
+    def ingress_host(self) -> Global___VirtualHost: ...
+    @_builtins.property
+    def listener(self) -> Global___ListenerTable: ...
+    @_builtins.property
+    def route_host(self) -> Global___Rules: ...
+    @_builtins.property
+    def certificate(self) -> Global___Certificate: ...
+    @_builtins.property
+    def client_cert(self) -> Global___ClientValidation: ...
+    @_builtins.property
+    def listener_health(self) -> Global___ListenerHealth: ...
+    @_builtins.property
+    def endpoints(self) -> Global___Endpoints: ...
+    def __init__(
+        self,
+        *,
+        key: Global___ResourceKey | None = ...,
+        head: Global___SnapshotHead | None = ...,
+        ingress_host: Global___VirtualHost | None = ...,
+        listener: Global___ListenerTable | None = ...,
+        route_host: Global___Rules | None = ...,
+        certificate: Global___Certificate | None = ...,
+        client_cert: Global___ClientValidation | None = ...,
+        listener_health: Global___ListenerHealth | None = ...,
+        endpoints: Global___Endpoints | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "certificate", b"certificate", "client_cert", b"client_cert", "endpoints", b"endpoints", "head", b"head", "ingress_host", b"ingress_host", "key", b"key", "listener", b"listener", "listener_health", b"listener_health", "route_host", b"route_host"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "certificate", b"certificate", "client_cert", b"client_cert", "endpoints", b"endpoints", "head", b"head", "ingress_host", b"ingress_host", "key", b"key", "listener", b"listener", "listener_health", b"listener_health", "route_host", b"route_host"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["head", "ingress_host", "listener", "route_host", "certificate", "client_cert", "listener_health", "endpoints"]  # noqa: Y015
+    _WhichOneofArgType_body: _TypeAlias = _typing.Literal["body", b"body"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_body) -> _WhichOneofReturnType_body | None: ...
+
+Global___Resource: _TypeAlias = Resource  # noqa: Y015
+
+@_typing.final
+class Delta(_message.Message):
+    """The change from base_version (the version this client last Acked on this stream) to
+    version: resources added or changed, and keys gone. Applying it to the base gives exactly
+    the snapshot a full Snapshot of version would carry; the client Acks or Nacks version.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VERSION_FIELD_NUMBER: _builtins.int
+    SEQUENCE_FIELD_NUMBER: _builtins.int
+    BASE_VERSION_FIELD_NUMBER: _builtins.int
+    UPSERTS_FIELD_NUMBER: _builtins.int
+    REMOVED_FIELD_NUMBER: _builtins.int
+    version: _builtins.str
+    sequence: _builtins.int
+    """as Snapshot.sequence"""
+    base_version: _builtins.str
+    @_builtins.property
+    def upserts(self) -> _containers.RepeatedCompositeFieldContainer[Global___Resource]: ...
+    @_builtins.property
+    def removed(self) -> _containers.RepeatedCompositeFieldContainer[Global___ResourceKey]: ...
+    def __init__(
+        self,
+        *,
+        version: _builtins.str = ...,
+        sequence: _builtins.int = ...,
+        base_version: _builtins.str = ...,
+        upserts: _abc.Iterable[Global___Resource] | None = ...,
+        removed: _abc.Iterable[Global___ResourceKey] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_version", b"base_version", "removed", b"removed", "sequence", b"sequence", "upserts", b"upserts", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Delta: _TypeAlias = Delta  # noqa: Y015

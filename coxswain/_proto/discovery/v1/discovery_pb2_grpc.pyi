@@ -7,6 +7,14 @@ One bidirectional stream per proxy: the proxy subscribes to a scope, the server 
 Snapshot, then a new one whenever that scope's content changes, one in flight at a time
 (the next after an Ack or Nack). The stream is mutual TLS; scopes are authorised by the
 proxy's certificate identity.
+
+Incremental delivery (additive; wire_version stays 1): a client that sets
+Subscribe.accept_deltas may, after it Acks a version, receive a Delta against that version
+instead of the next full Snapshot. The first message of every stream is still a full
+Snapshot. A client that does not set the flag (every proxy before it existed) only ever
+receives full Snapshots, and an old server ignores the flag, so neither side needs a new
+wire_version. A Delta the client cannot apply (its base is not what it holds, or applying it
+fails) is Nacked; the server then sends the same version as a full Snapshot.
 """
 
 from collections import abc as _abc

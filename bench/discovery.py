@@ -1,0 +1,557 @@
+"""Benchmark: discovery. Codec and incremental-delivery cost, publish-to-applied latency.
+
+Run from the repository root::
+
+    .venv/bin/python bench/discovery.py           # full run (about 2 minutes)
+    .venv/bin/python bench/discovery.py --quick   # 100 routes, 1 and 3 subscribers: a smoke run
+
+The snapshot: ``compile(state, SharedPool())`` of the Ingress world that
+``compile_ingress.workload`` generates at 10,000 paths (1,000 hosts of 10 paths, one in five a
+wildcard, one in five with TLS; a Service and an EndpointSlice of 3 ready endpoints per path):
+10,000 routes and 10,000 endpoint lists. Each worker process builds it afresh and checks it
+(10,000 paths, one endpoint list per path, no diagnostics). A publish after the first is a
+one-route change, as the controller publishes after a small edit: ``variant`` points the first
+path of one host (a different host each time) at another Service, under the version
+``bench-<n>`` (versions are opaque to the transport; the variant is not re-sealed).
+
+What it measures, each part in a fresh subprocess (results go in docs/benchmarks.md):
+
+1. Codec, each step timed separately:
+   - the full form, as every message was before incremental delivery and as a first subscribe
+     still gets it: ``encode_snapshot``, ``SerializeToString``, ``FromString`` and
+     ``decode_snapshot`` (with the collector running, and paused as the client now decodes);
+     the encoded size against gRPC's default 4 MiB receive limit;
+   - the resource form (``coxswain.shell.resources``): the first ``ResourceCache.encode``
+     (every resource), the encode of a one-route variant when the unchanged values are the
+     same objects and when they are only equal (a second compile of the same state: what a
+     controller's fresh compile gives), splicing the full message from the parts, building a
+     Delta against the previous version (from the keys the encode noted) and against an older
+     one (a diff of the two versions' parts), ``apply_delta`` on the client; and ``seal`` (the
+     content hash a client would recompute to verify a version).
+2. Publish-to-applied latency with 1, 10 and 100 subscribers: one discovery server
+   (``open_discovery_server``) on 127.0.0.1 with mutual TLS (a CA from ``coxswain.shell.ca``,
+   the server certificate for 127.0.0.1, one proxy certificate for ServiceAccount
+   ``coxswain/shared``, as the shared pool's replicas share one) and the production policy
+   (``granted_by`` with that ServiceAccount granted SharedPool). N clients run
+   ``stream_snapshots`` (which accepts deltas) as tasks of one trio run in the same process,
+   each with its own asyncio thread and gRPC channel, as each proxy has. Two phases:
+
+   - ``full``: the clients connect, then the first snapshot is published: every client gets it
+     as a full Snapshot and decodes it (first-subscribe delivery). One publish.
+   - ``delta``: one-route variants, one at a time: every client gets a Delta against the
+     version it acked.
+
+   The clock starts just before ``server.publish(...)`` (which encodes the changed resources on
+   the calling thread) and stops, per subscriber, when its ``on_snapshot`` is called with that
+   version. Also recorded per pair: when the client's decode (or delta apply) began, how long it
+   took, and when the server's fleet observation showed the Ack. The next publish starts only
+   once every subscriber's Ack is in the fleet, so each publish is measured alone. Figures are
+   p50 / p99 / max over all (publish, subscriber) pairs, nearest-rank. Delta publishes: 30 at
+   1 subscriber, 20 at 10, 10 at 100 (30, 200 and 1,000 pairs).
+
+Caveats. Every subscriber is in this one process: their decodes take turns on the GIL, so in
+the ``full`` phase the last of N subscribers applies roughly N decode times after the publish;
+proxies on their own nodes decode in parallel. The machine has 2 shared cores and other work
+runs on it: the load average before and after is printed, and the figures move with it. Timings
+are wall-clock (``time.perf_counter``). The script prints PASS/FAIL for the target (p99 under
+100 ms at 100 subscribers, judged on the ``delta`` phase: a publish after a change) and exits 0
+whatever the figures; it exits non-zero only when it breaks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import gc
+import itertools
+import os
+import statistics
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import compile_ingress
+import harness
+import trio
+
+import coxswain.shell.discovery as discovery
+from coxswain._proto.discovery.v1 import discovery_pb2 as pb
+from coxswain.compile.api import compile as compile_state
+from coxswain.compile.model.state import build_state
+from coxswain.compile.scope import SharedPool
+from coxswain.compile.snapshot_json import seal
+from coxswain.shell.ca import create_ca
+from coxswain.shell.codec import decode_snapshot, encode_snapshot
+from coxswain.shell.discovery import (
+    ClientCredentials,
+    ServerCredentials,
+    granted_by,
+    open_discovery_server,
+    stream_snapshots,
+)
+from coxswain.shell.resources import ResourceCache, apply_delta
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    from pyrsistent.typing import PMap
+
+    from coxswain.compile.snapshot import Snapshot
+    from coxswain.shell.discovery import NodeObservation
+
+ROUTES = 10_000
+QUICK_ROUTES = 100
+TLS_SERIAL = 4000  # of the one certificate every Secret holds
+IDENTITY = ("coxswain", "shared")  # the shared pool's ServiceAccount
+GRPC_DEFAULT_RECEIVE = 4 * 1024 * 1024  # grpc.max_receive_message_length when unset
+PUBLISH_TIMEOUT_S = 300.0  # one publish, every subscriber acked; a broken run stops here
+
+# (subscribers, delta publishes)
+PLAN = ((1, 30), (10, 20), (100, 10))
+QUICK_PLAN = ((1, 3), (3, 3))
+CODEC_REPEAT, QUICK_CODEC_REPEAT = 5, 2
+
+# Target (issue 6, point 8): p99 under 100 ms at 100 subscribers, at 10,000 routes.
+TARGET_SUBSCRIBERS = 100
+TARGET_P99_S = 0.100
+
+
+# --- the snapshot -------------------------------------------------------------------------------
+
+
+@functools.cache
+def _tls_data() -> dict[str, str]:
+    """One certificate and key per process, so that two compiles give equal snapshots."""
+    return harness.make_tls_data(TLS_SERIAL)
+
+
+def shared_snapshot(routes: int) -> Snapshot:
+    """The SharedPool snapshot of ``routes`` Ingress paths, checked."""
+    load = compile_ingress.workload(routes, compile_ingress.PATHS_PER_HOST, _tls_data())
+    result = compile_state(build_state(load.pop("bodies")), SharedPool())
+    snapshot = result.snapshot
+    served = sum(len(v.paths) for v in snapshot.ingress.hosts.values())
+    problems = []
+    if served != routes:
+        problems.append(f"{served} paths, expected {routes}")
+    if len(snapshot.endpoints) != load["services"]:
+        problems.append(f"{len(snapshot.endpoints)} endpoint lists, expected {load['services']}")
+    if result.diagnostics:
+        problems.append(f"{len(result.diagnostics)} diagnostics")
+    if problems:
+        raise SystemExit("workload did not compile as expected: " + "; ".join(problems))
+    return snapshot
+
+
+def variant(base: Snapshot, number: int) -> Snapshot:
+    """``base`` with one route changed, under the version ``bench-<number>``: the first path of
+    the ``number``-th host (cycling) points at Service ``bench-<number>``, as an edit of one
+    Ingress path's backend makes."""
+    hosts = base.ingress.hosts
+    host = sorted(hosts)[number % len(hosts)]
+    vhost = hosts[host]
+    first = vhost.paths[0]
+    edited = replace(first, backend=replace(first.backend, service=f"bench-{number}"))
+    vhost = replace(vhost, paths=vhost.paths.set(0, edited))
+    ingress = replace(base.ingress, hosts=hosts.set(host, vhost))
+    return replace(base, version=f"bench-{number}", ingress=ingress)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """As the client decodes a full Snapshot (``discovery._collector_paused``)."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+# --- workers (each run in its own process) ------------------------------------------------------
+
+
+def worker_codec(routes: int, repeat: int) -> dict[str, Any]:
+    """The full form's steps, the resource form's steps, and sizes; see the module doc."""
+    snapshot = shared_snapshot(routes)
+    figures: dict[str, Any] = {"routes": routes, "hosts": len(snapshot.ingress.hosts)}
+    figures["endpoint_lists"] = len(snapshot.endpoints)
+    figures["certificates"] = sum(len(c) for c in snapshot.tls.values())
+    figures["encode_s"], _, message = harness.timed(lambda: encode_snapshot(snapshot, 1), repeat)
+    figures["serialize_s"], _, data = harness.timed(message.SerializeToString, repeat)
+    figures["parse_s"], _, parsed = harness.timed(lambda: pb.Snapshot.FromString(data), repeat)
+    figures["decode_s"], _, decoded = harness.timed(lambda: decode_snapshot(parsed), repeat)
+    with collector_paused():
+        figures["decode_paused_s"], _, _ = harness.timed(lambda: decode_snapshot(parsed), repeat)
+    if decoded != snapshot:
+        raise SystemExit("decode_snapshot(encode_snapshot(s)) != s")
+    figures["protobuf_bytes"] = len(data)
+    figures["seal_s"], _, _ = harness.timed(lambda: seal(snapshot), repeat)
+    figures.update(_resource_figures(snapshot, routes, repeat))
+    return figures
+
+
+def _resource_figures(snapshot: Snapshot, routes: int, repeat: int) -> dict[str, Any]:
+    """The resource form at the same size: first encode, one-route re-encodes, splice, delta."""
+    figures: dict[str, Any] = {}
+    figures["first_encode_s"], _, _ = harness.timed(
+        lambda: ResourceCache().encode(snapshot), repeat
+    )
+    numbers = itertools.count(1)
+    cache = ResourceCache()
+    cache.encode(snapshot)
+    figures["same_objects_s"], _, _ = harness.timed(
+        lambda: cache.encode(variant(snapshot, next(numbers))), repeat
+    )
+    equal = shared_snapshot(routes)  # a second compile: equal values, distinct objects
+    if equal != snapshot or equal.ingress.hosts is snapshot.ingress.hosts:
+        raise SystemExit("a second compile of the same state is not an equal, distinct value")
+    changed = variant(equal, next(numbers))
+    figures["equal_values_s"] = []
+    for _ in range(repeat):
+        cache = ResourceCache()
+        before = cache.encode(snapshot)
+        gc.collect()
+        started = time.perf_counter()
+        after = cache.encode(changed)
+        figures["equal_values_s"].append(time.perf_counter() - started)
+
+    def splice() -> bytes:
+        after._full = None  # time the splice, not its cache
+        return after.full_message()
+
+    figures["splice_s"], _, full = harness.timed(splice, repeat)
+    delta_s, _, delta = harness.timed(lambda: after._delta(before), repeat)  # uncached
+    later = cache.encode(variant(equal, next(numbers)))  # two publishes after ``before``
+    figures["delta_diff_s"], _, _ = harness.timed(lambda: later._delta(before), repeat)
+    message = pb.Delta.FromString(delta)
+    base = replace(snapshot, version=before.version)
+    figures["apply_s"], _, applied = harness.timed(lambda: apply_delta(base, message), repeat)
+    if applied != changed:
+        raise SystemExit("apply_delta did not give the published variant")
+    figures["delta_build_s"] = delta_s
+    figures["full_bytes"] = len(full)
+    figures["delta_bytes"] = len(delta)
+    figures["resources"] = len(after.parts)
+    return figures
+
+
+@dataclass
+class _Pair:
+    """One (publish, subscriber): times after the publish, in seconds."""
+
+    received: float | None = None  # the client's decode (or delta apply) began
+    decode: float | None = None  # how long it took
+    applied: float | None = None  # on_snapshot called with this version
+    acked: float | None = None  # the Ack seen in the server's fleet
+
+
+@dataclass
+class _Probe:
+    """What the subscribers saw. Lives on the trio thread: the clients' decode and
+    ``on_snapshot`` both run there, one after the other with no checkpoint between them, so
+    ``decode_started``/``decode_ended`` always belong to the ``on_snapshot`` call that follows."""
+
+    subscribers: int
+    version: str | None = None  # the one being measured
+    published: float = 0.0
+    pairs: dict[int, _Pair] = field(default_factory=dict)
+    applied: trio.Event = field(default_factory=trio.Event)
+    decode_started: float = 0.0
+    decode_ended: float = 0.0
+
+    def timing(self, work: Callable[..., Snapshot]) -> Callable[..., Snapshot]:
+        """``work`` (the client's full decode or delta apply), noting when it ran."""
+
+        def timed(*args: Any) -> Snapshot:
+            self.decode_started = time.perf_counter()
+            try:
+                return work(*args)
+            finally:
+                self.decode_ended = time.perf_counter()
+
+        return timed
+
+    async def on_snapshot(self, subscriber: int, snapshot: Snapshot) -> None:
+        """The subscriber's ``on_snapshot``: note the times; returning Acks."""
+        now = time.perf_counter()
+        if snapshot.version != self.version:
+            raise SystemExit(f"subscriber {subscriber} got {snapshot.version}, not {self.version}")
+        self.pairs[subscriber] = _Pair(
+            received=self.decode_started - self.published,
+            decode=self.decode_ended - self.decode_started,
+            applied=now - self.published,
+        )
+        if len(self.pairs) == self.subscribers:
+            self.applied.set()
+
+
+@contextmanager
+def _probed(probe: _Probe) -> Iterator[None]:
+    """Time the client's ``decode_snapshot`` and ``apply_delta`` (module globals it calls).
+
+    The globals are the module's imports, not part of its API (hence the ``attr-defined``
+    ignores): a benchmark-only hook, restored on the way out."""
+    names = ("decode_snapshot", "apply_delta")
+    originals = [getattr(discovery, name) for name in names]
+    for name, original in zip(names, originals, strict=True):
+        setattr(discovery, name, probe.timing(original))
+    try:
+        yield
+    finally:
+        for name, original in zip(names, originals, strict=True):
+            setattr(discovery, name, original)
+
+
+def worker_fanout(routes: int, subscribers: int, deltas: int) -> dict[str, Any]:
+    """One server, ``subscribers`` clients: the first publish (full), then ``deltas``
+    one-route publishes. Per phase: one list of ``_Pair`` fields per field."""
+    base = shared_snapshot(routes)
+    measured = trio.run(_fanout, base, subscribers, deltas)
+    return {"routes": routes, "subscribers": subscribers, **measured}
+
+
+def _credentials() -> tuple[ServerCredentials, ClientCredentials]:
+    now = dt.datetime.now(dt.UTC)
+    ca = create_ca(trust_domain="coxswain.bench", now=now)
+    issued = ca.issue_server(hosts=["127.0.0.1"], now=now)
+    server = ServerCredentials(cert_pem=issued.cert_pem, key_pem=issued.key_pem, ca_pem=ca.cert_pem)
+    proxy = ca.issue_proxy(namespace=IDENTITY[0], name=IDENTITY[1], now=now)
+    client = ClientCredentials(cert_pem=proxy.cert_pem, key_pem=proxy.key_pem, ca_pem=ca.cert_pem)
+    return server, client
+
+
+async def _fanout(base: Snapshot, subscribers: int, deltas: int) -> dict[str, Any]:
+    server_creds, client_creds = _credentials()
+    policy = granted_by(lambda: {IDENTITY: SharedPool()})
+    nodes = [f"shared-{i}" for i in range(subscribers)]
+    probe = _Probe(subscribers=subscribers)
+    measured: dict[str, Any] = {}
+    with _probed(probe):
+        async with (
+            open_discovery_server(credentials=server_creds, policy=policy) as server,
+            trio.open_nursery() as nursery,
+        ):
+            address = f"127.0.0.1:{server.port}"
+            connect_started = time.perf_counter()
+            for i, node in enumerate(nodes):
+                await nursery.start(
+                    partial(
+                        stream_snapshots,
+                        address,
+                        node_id=node,
+                        scope=None,
+                        credentials=client_creds,
+                        on_snapshot=partial(probe.on_snapshot, i),
+                    )
+                )
+            await server.wait_fleet(lambda f: all(n in f and f[n].connected for n in nodes))
+            measured["connect_s"] = time.perf_counter() - connect_started
+            snapshots = [variant(base, number) for number in range(deltas + 1)]
+            measured["full"] = await _measure(server, probe, nodes, snapshots[:1])
+            # As each proxy does after an apply (shell.proxy settles with gc.freeze()): the
+            # applied snapshots leave the collector's reach. Without it, the first collection
+            # here walks N in-process snapshots (seconds at 100), which no proxy ever does.
+            gc.freeze()
+            measured["delta"] = await _measure(server, probe, nodes, snapshots[1:])
+            measured["refusals"] = server.refusals
+            nursery.cancel_scope.cancel()
+    return measured
+
+
+async def _measure(
+    server: discovery.DiscoveryServer, probe: _Probe, nodes: list[str], snapshots: list[Snapshot]
+) -> dict[str, Any]:
+    """Publish each snapshot alone (the next once every node acked) and time every pair."""
+    pairs: list[_Pair] = []
+    publish_s: list[float] = []
+    for snapshot in snapshots:
+        probe.version, probe.pairs, probe.applied = snapshot.version, {}, trio.Event()
+        acks: dict[str, float] = {}
+        with trio.fail_after(PUBLISH_TIMEOUT_S):
+            probe.published = started = time.perf_counter()
+            server.publish(SharedPool(), snapshot)
+            publish_s.append(time.perf_counter() - started)
+            await server.wait_fleet(_all_acked(nodes, snapshot.version, acks, started))
+            await probe.applied.wait()
+        for i, node in enumerate(nodes):
+            probe.pairs[i].acked = acks[node]
+        pairs.extend(probe.pairs[i] for i in range(len(nodes)))
+    return {
+        "publishes": len(snapshots),
+        "publish_s": publish_s,
+        "received_s": [p.received for p in pairs],
+        "decode_s": [p.decode for p in pairs],
+        "applied_s": [p.applied for p in pairs],
+        "acked_s": [p.acked for p in pairs],
+    }
+
+
+def _all_acked(
+    nodes: list[str], version: str, acks: dict[str, float], started: float
+) -> Callable[[PMap[str, NodeObservation]], bool]:
+    """A ``wait_fleet`` predicate: every node has acked ``version``. It runs at each fleet
+    change and notes in ``acks`` when it first saw each node's Ack (seconds after
+    ``started``)."""
+
+    def check(fleet: PMap[str, NodeObservation]) -> bool:
+        seen = time.perf_counter() - started
+        for node in nodes:
+            if node not in acks and node in fleet and fleet[node].acked_version == version:
+                acks[node] = seen
+        return len(acks) == len(nodes)
+
+    return check
+
+
+# --- report -------------------------------------------------------------------------------------
+
+
+def _percentile(values: list[float], share: float) -> float:
+    """The nearest-rank percentile (``share`` in 0..1)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered)) - 1))]
+
+
+def _dist(values: list[float]) -> str:
+    """``p50 / p99 / max`` in ms."""
+    return (
+        f"{statistics.median(values) * 1e3:,.1f} / {_percentile(values, 0.99) * 1e3:,.1f} / "
+        f"{max(values) * 1e3:,.1f}"
+    )
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def report(codec: dict[str, Any], runs: list[dict[str, Any]], quick: bool) -> None:
+    print(f"  machine: nproc {os.cpu_count()}, {_cpu_model()}")
+    print()
+    _report_codec(codec)
+    print()
+    routes = runs[0]["routes"] if runs else 0
+    print(
+        f"Publish to applied at {routes:,} routes, mutual TLS on 127.0.0.1, subscribers "
+        "in this process. ms: p50 / p99 / max over (publish, subscriber) pairs"
+    )
+    columns = [
+        ("phase", 5), ("subs", 4), ("pubs", 4), ("pairs", 5), ("publish()", 20),
+        ("applied", 24), ("decode began", 24), ("decode/apply", 20), ("ack in fleet", 24),
+    ]  # fmt: skip
+    rows = []
+    for run in runs:
+        for phase in ("full", "delta"):
+            figures = run[phase]
+            rows.append(
+                [
+                    phase, run["subscribers"], figures["publishes"], len(figures["applied_s"]),
+                    _dist(figures["publish_s"]), _dist(figures["applied_s"]),
+                    _dist(figures["received_s"]), _dist(figures["decode_s"]),
+                    _dist(figures["acked_s"]),
+                ]
+            )  # fmt: skip
+    harness.print_table(columns, rows)
+    print(
+        "  full: the first publish, a full Snapshot to every connected client (first-subscribe\n"
+        "  delivery). delta: one-route publishes, a Delta to every client. publish(): the call\n"
+        "  itself (it encodes the changed resources; over publishes). applied: publish() to\n"
+        "  on_snapshot(version); decode began: the client's full decode or delta apply started;\n"
+        "  ack in fleet: the server's fleet showed the Ack. One publish at a time."
+    )
+    connects = ", ".join(f"{r['subscribers']}: {r['connect_s']:.1f} s" for r in runs)
+    print(f"  connect (no snapshot yet), per subscriber count: {connects}")
+    print()
+    _report_targets(codec, runs, quick)
+
+
+def _report_codec(codec: dict[str, Any]) -> None:
+    print(
+        f"Codec at {codec['routes']:,} routes ({codec['hosts']:,} hosts, "
+        f"{codec['endpoint_lists']:,} endpoint lists, {codec['certificates']} certificates, "
+        f"{codec['resources']:,} resources). ms: median (best)"
+    )
+    columns = [
+        ("encode_snapshot", 15), ("SerializeToString", 17), ("FromString", 12),
+        ("decode (gc on)", 14), ("decode (gc paused)", 18), ("seal", 12),
+    ]  # fmt: skip
+    names = ("encode_s", "serialize_s", "parse_s", "decode_s", "decode_paused_s", "seal_s")
+    harness.print_table(columns, [[harness.med_best(codec[name]) for name in names]])
+    columns = [
+        ("resources: first", 16), ("1 route, same objs", 18), ("1 route, equal vals", 19),
+        ("splice full", 12), ("delta, last", 12), ("delta, older", 12), ("apply_delta", 12),
+    ]  # fmt: skip
+    names = (
+        "first_encode_s", "same_objects_s", "equal_values_s", "splice_s", "delta_build_s",
+        "delta_diff_s", "apply_s",
+    )  # fmt: skip
+    harness.print_table(columns, [[harness.med_best(codec[name]) for name in names]])
+    print(
+        f"  sizes: full {codec['protobuf_bytes']:,} bytes "
+        f"({codec['protobuf_bytes'] / GRPC_DEFAULT_RECEIVE:.0%} of gRPC's default 4 MiB; both "
+        f"sides now allow 256 MiB), spliced full {codec['full_bytes']:,} bytes, one-route "
+        f"delta {codec['delta_bytes']:,} bytes. Runs: {len(codec['encode_s'])} of each."
+    )
+
+
+def _report_targets(codec: dict[str, Any], runs: list[dict[str, Any]], quick: bool) -> None:
+    print("Targets")
+    big = next((r for r in runs if r["subscribers"] == TARGET_SUBSCRIBERS), None)
+    if quick or big is None or big["routes"] != ROUTES:
+        harness.print_skipped_targets()
+        return
+    measured = big["delta"]["applied_s"]
+    p99 = _percentile(measured, 0.99)
+    harness.print_targets(
+        [
+            (
+                p99 < TARGET_P99_S,
+                f"publish to applied at {ROUTES:,} routes, {TARGET_SUBSCRIBERS} subscribers, "
+                f"p99 < {TARGET_P99_S * 1e3:g} ms: p99 {p99 * 1e3:,.0f} ms over "
+                f"{len(measured)} pairs (one-route publishes, subscribers in one process)",
+            )
+        ]
+    )
+    lone = statistics.median(codec["decode_paused_s"])
+    for run in runs:
+        full = run["full"]
+        print(
+            f"info  {run['subscribers']} subscriber(s): first-subscribe full delivery p50 / p99 "
+            f"{_percentile(full['applied_s'], 0.5) * 1e3:,.0f} / "
+            f"{_percentile(full['applied_s'], 0.99) * 1e3:,.0f} ms (one decode alone: "
+            f"{lone * 1e3:,.0f} ms)"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = harness.parse_args(__doc__, argv)
+    if args.worker:
+        harness.answer_worker(args.worker, {"codec": worker_codec, "fanout": worker_fanout})
+        return 0
+    routes = QUICK_ROUTES if args.quick else ROUTES
+    plan = QUICK_PLAN if args.quick else PLAN
+    repeat = QUICK_CODEC_REPEAT if args.quick else CODEC_REPEAT
+    with harness.session(__file__, args.quick):
+        print(f"  codec, {routes:,} routes ...", flush=True)
+        codec = harness.run_worker(__file__, ["codec", str(routes), str(repeat)])
+        runs = []
+        for subscribers, deltas in plan:
+            print(f"  {subscribers} subscriber(s), {routes:,} routes ...", flush=True)
+            runs.append(
+                harness.run_worker(__file__, ["fanout", str(routes), str(subscribers), str(deltas)])
+            )
+        report(codec, runs, args.quick)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
