@@ -286,3 +286,88 @@ def test_a_standby_takes_over_when_the_leader_stops() -> None:
             nursery.cancel_scope.cancel()
 
     run(main)
+
+
+def test_faults_are_survived_and_the_vip_address_is_reported() -> None:
+    """A watch history compacted (410 on re-watch: a new list), every watch dropped, and the
+    API server unreachable for a while: the controller keeps serving its last snapshot and
+    catches up afterwards. The VIP Service's load-balancer address is the Gateway's."""
+
+    async def main(api: ApiServer, kube: Kube) -> None:
+        api.install_crds(GATEWAY_API_CRDS)
+        async with trio.open_nursery() as nursery:
+            backend = await nursery.start(serve_echo, "echo")
+            for body in [*objects(backend), *gateway_objects()]:
+                api.put_object(body)
+            await nursery.start(run_controller, kube, settings())
+            vip = await eventually_value(
+                lambda: next(
+                    (
+                        s
+                        for s in api.objects("Service", NAMESPACE)
+                        if s["metadata"].get("labels", {}).get("coxswain-labs.dev/role")
+                        == "shared-vip"
+                    ),
+                    None,
+                ),
+                "the VIP Service",
+            )
+            api.put_object(
+                {**vip, "status": {"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}}
+            )
+            await eventually(
+                lambda: (
+                    (api.get("Gateway", "web", "app") or {}).get("status", {}).get("addresses")
+                    == [{"type": "IPAddress", "value": "203.0.113.7"}]
+                ),
+                "the Gateway reports its VIP's address",
+            )
+            lists = _route_lists(api)
+            api.compact()
+            api.drop_watches()  # re-watching from a compacted version: 410, then a new list
+            await eventually(
+                lambda: (
+                    len([r for r in api.requests if r.method == "GET" and "watch" not in r.query])
+                    > lists
+                ),
+                "informers list again after 410 Gone",
+            )
+            with api.outage():
+                await trio.sleep(1.0)
+            route = gateway_objects()[2]
+            route["spec"]["hostnames"] = ["after.example.com"]
+            api.put_object(route)
+            await eventually(
+                lambda: (
+                    (api.get("Gateway", "web", "app") or {})
+                    .get("status", {})
+                    .get("listeners", [{}])[0]
+                    .get("attachedRoutes")
+                    == 1
+                    and _route_generation(api) == 2
+                ),
+                "the controller caught up after the outage",
+            )
+            nursery.cancel_scope.cancel()
+
+    run(main)
+
+
+def _route_lists(api: ApiServer) -> int:
+    """How many times the HTTPRoute informer has listed (a GET of the collection, no watch)."""
+    return sum(
+        1
+        for r in api.requests
+        if r.method == "GET" and r.path.endswith("/httproutes") and "watch" not in r.query
+    )
+
+
+def _route_generation(api: ApiServer) -> object:
+    body = api.get("HTTPRoute", "shop", "app") or {}
+    parents = (body.get("status") or {}).get("parents") or [{"conditions": [{}]}]
+    return parents[0]["conditions"][0].get("observedGeneration")
+
+
+async def eventually_value(check: Callable[[], Any], what: str) -> Any:
+    await eventually(lambda: check() is not None, what)
+    return check()

@@ -507,3 +507,33 @@ def test_proxy_workers_default_to_the_cpus_this_process_may_use():
 
     args = _parser().parse_args(["proxy", "--shared", "--snapshot", "s.json"])
     assert args.workers == len(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (
+            ["--shared-vip-service-type", "NodePort"],
+            {},
+            "--shared-vip-service-type NodePort is refused: every shared Gateway needs",
+        ),
+        ([], {"COXSWAIN_SHARED_VIP_SERVICE_TYPE": "NodePort"}, "NodePort is refused"),
+        (["--shared-proxy-selector", "app"], {}, "comma-separated key=value labels"),
+        ([], {"COXSWAIN_HEALTH_PORT": "x"}, "--health-port take port numbers"),
+        (["--kubeconfig", "/nonexistent/kubeconfig"], {}, "no cluster configuration"),
+    ],
+)
+def test_controller_flags_and_their_environment_variables_are_checked_at_start(
+    args: list[str], env: dict[str, str], message: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "coxswain", "controller", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, **env},
+        cwd=REPO,
+    )
+    assert done.returncode == 2
+    assert message in done.stderr
