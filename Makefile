@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(PY) bench/compile_scopes.py
 	$(PY) bench/proxy.py
 	$(PY) bench/discovery.py
+	$(PY) bench/controller.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -7,11 +7,11 @@ loop. The Gateway API is probed every ``crd_probe_every`` seconds, so installing
 switches an Ingress-only controller to full mode without a restart.
 
 One reconcile, after changes settle (``debounce``: at least the first delay after the last
-change, at most the second after the first): build the state from the informers' objects,
-compile every scope and publish it, write the status that changed, apply what ``provision``
-desires and delete what it no longer does, and issue missing proxy certificates. The fleet's
-reports (bound ports, acked versions) also trigger a reconcile, which is how ``Programmed``
-follows the proxies.
+change, at most the second after the first): take the state the informers' events have built
+(:mod:`.cluster_view`), compile every scope and publish it, write the status that changed,
+apply what ``provision`` desires and delete what it no longer does, and issue missing proxy
+certificates. The fleet's reports (bound ports, acked versions) also trigger a reconcile, which
+is how ``Programmed`` follows the proxies.
 
 Nothing here loses the last good snapshot: a failing API call is logged and retried at the
 next round; the discovery server keeps what it last published.
@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 import trio
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from coxswain.compile import build_state, status
+from coxswain.compile import status
 from coxswain.compile.provision import provision
 from coxswain.compile.scope import SharedPool
 from coxswain.shell.admin import serve_admin
 from coxswain.shell.cluster_ca import issue_proxy_secrets, load_or_create_ca
+from coxswain.shell.cluster_view import ClusterView
 from coxswain.shell.discovery import ServerCredentials, granted_by, open_discovery_server
 from coxswain.shell.informers import GATEWAY_API, INFORMED, PROVISIONING, Informer, Watched
 from coxswain.shell.kube import ApiFailure, Kube, Resource, Unreachable
@@ -179,12 +180,17 @@ class _Reconciler:
         self._status = StatusWriter(kube, settings.compile.gateway_controller)
         self._provisioner = Provisioner(kube)
         self._informers: dict[str, Informer] = {}
+        self._view = ClusterView()
         self._changed = trio.Event()
         self._gateway_api = False
         # snapshot version -> the Gateways it serves, with the generation it was compiled from
         self._served: dict[str, dict[str, int]] = {}
 
     def _poke(self) -> None:
+        self._changed.set()
+
+    def _event(self, resource: Resource, key: tuple[str, str], body: dict[str, Any] | None) -> None:
+        self._view.event(resource, key, body)
         self._changed.set()
 
     async def run(self, server: DiscoveryServer, task_status: trio.TaskStatus[int]) -> NoReturn:
@@ -239,7 +245,7 @@ class _Reconciler:
             self._poke()
 
     def _start(self, nursery: trio.Nursery, watched: Watched) -> None:
-        informer = Informer(self._kube, watched, self._poke)
+        informer = Informer(self._kube, watched, self._event)
         self._informers[watched.resource.plural] = informer
         nursery.start_soon(informer.run)
 
@@ -272,9 +278,7 @@ class _Reconciler:
             gateway_api=self._settings.compile.gateway_api and self._gateway_api,
         )
         self.publisher.config = config
-        state = build_state(
-            body for informer in self._informers.values() for body in informer.bodies()
-        )
+        state = self._view.state
         snapshots = self.publisher.compile(state)
         for scope, snapshot in snapshots.items():
             self._served.setdefault(snapshot.version, _generations(state, snapshot))
@@ -282,32 +286,21 @@ class _Reconciler:
         fleet = server.fleet
         now = _now()
         written = await self._status.write(
-            status(state, config, self._programmed(state, fleet)), self._current_status(), now=now
+            status(state, config, self._programmed(state, fleet)), self._view.statuses, now=now
         )
         self._health.status_writes.inc(written)
         await self._provisioner.reconcile(provision(state, config, self._shared_served(fleet)))
         await issue_proxy_secrets(
-            self._provisioner, self._ca, sorted(self.publisher.grants), self._secrets(), now=now
+            self._provisioner,
+            self._ca,
+            sorted(self.publisher.grants),
+            self._view.certificates,
+            now=now,
         )
         self._forget_versions(snapshots, fleet)
         self._health.reconciles.inc()
         self._health.seconds.observe(trio.current_time() - started)
         return self._status.failures + self._provisioner.failures > failures
-
-    def _current_status(self) -> dict[tuple[str, str, str], dict[str, Any]]:
-        current: dict[tuple[str, str, str], dict[str, Any]] = {}
-        for plural in ("ingresses", "gatewayclasses", "gateways", "httproutes"):
-            informer = self._informers.get(plural)
-            if informer is None:
-                continue
-            kind = informer.watched.resource.kind
-            for (namespace, name), body in informer.objects.items():
-                current[(kind, namespace, name)] = body.get("status") or {}
-        return current
-
-    def _secrets(self) -> dict[tuple[str, str], dict[str, Any]]:
-        informer = self._informers.get("secrets")
-        return dict(informer.objects) if informer is not None else {}
 
     def _programmed(
         self, state: ClusterState, fleet: PMap[str, NodeObservation]

@@ -8,23 +8,23 @@ connection leads to a new list, after a jittered, growing delay when something f
 client-go's reflector does), so that a restarted API server is not met by every informer of
 every controller at once.
 
-The objects stay raw dicts: the compiler decodes them (``compile.build_state``), so that an
-object means the same whether it came from a cluster or a file.
+The informer keeps no objects, only which exist: each change goes to ``on_event`` (the body,
+or None for a deletion; a new list reports what disappeared meanwhile), and the controller
+decodes it there into its state (``compile.model.state.apply``), so that an object means the
+same whether it came from a cluster or a file, and 10,000 routes are not held twice.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import Any, Final, NoReturn
 
 import trio
 
 from coxswain.shell.kube import ApiFailure, Kube, Resource, Unreachable
-
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
 
 __all__ = ["GATEWAY_API", "INFORMED", "PROVISIONING", "Informer", "Watched"]
 
@@ -81,23 +81,31 @@ PROVISIONING: Final = (
 the Gateway API is disabled, so an Ingress-only installation needs no right on them."""
 
 
-class Informer:
-    """The objects of one resource, kept current by list and watch."""
+Sink = Callable[[Resource, tuple[str, str], "dict[str, Any] | None"], None]
+"""Where an informer's changes go: the resource, ``(namespace, name)``, and the object (with
+``kind`` and ``apiVersion`` filled in, which list items lack) or None when it is gone."""
 
-    def __init__(self, kube: Kube, watched: Watched, on_change: Callable[[], None]) -> None:
+
+class Informer:
+    """The objects of one resource, followed by list and watch."""
+
+    def __init__(self, kube: Kube, watched: Watched, on_event: Sink) -> None:
         self.watched = watched
-        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        self.keys: set[tuple[str, str]] = set()
         self.synced = trio.Event()
         self.relists = 0
         self._kube = kube
-        self._on_change = on_change
+        self._on_event = on_event
         self._version = ""
 
-    def bodies(self) -> Iterator[dict[str, Any]]:
-        """Every object, with ``kind`` and ``apiVersion`` filled (list items lack them)."""
+    def _emit(self, key: tuple[str, str], body: dict[str, Any] | None) -> None:
         resource = self.watched.resource
-        for body in self.objects.values():
-            yield {**body, "kind": resource.kind, "apiVersion": resource.api_version}
+        if body is None:
+            self.keys.discard(key)
+        else:
+            self.keys.add(key)
+            body = {**_trimmed(body), "kind": resource.kind, "apiVersion": resource.api_version}
+        self._on_event(resource, key, body)
 
     async def run(self) -> NoReturn:
         """List, then watch, forever; ``synced`` is set after the first list."""
@@ -120,12 +128,14 @@ class Informer:
 
     async def _list(self) -> None:
         answer = await self._kube.request("GET", self.watched.resource.path(), query=self._query())
-        items = answer.get("items") or []
-        self.objects = {key: item for item in items if (key := _key(item)) is not None}
+        listed = {key: item for item in answer.get("items") or [] if (key := _key(item))}
+        for gone in self.keys - listed.keys():
+            self._emit(gone, None)
+        for key, item in listed.items():
+            self._emit(key, item)
         self._version = str((answer.get("metadata") or {}).get("resourceVersion") or "")
         self.relists += 1
         self.synced.set()
-        self._on_change()
 
     async def _watch(self) -> bool:
         """One watch; True when it ended normally and may be reopened from where it was."""
@@ -143,11 +153,7 @@ class Informer:
                 self._version = str(version)
             if kind == "BOOKMARK" or (key := _key(body)) is None:
                 return True
-            if kind == "DELETED":
-                self.objects.pop(key, None)
-            else:
-                self.objects[key] = body
-            self._on_change()
+            self._emit(key, None if kind == "DELETED" else body)
             return True
 
         await self._kube.watch(
@@ -158,6 +164,26 @@ class Informer:
             on_event=on_event,
         )
         return not expired
+
+
+_UNREAD: Final = ("kubectl.kubernetes.io/last-applied-configuration",)
+
+
+def _trimmed(body: dict[str, Any]) -> dict[str, Any]:
+    """The object without what nothing here reads and what weighs most: ``managedFields``
+    and kubectl's copy of the last applied manifest."""
+    meta = body.get("metadata")
+    if not isinstance(meta, dict) or not ("managedFields" in meta or _has_unread(meta)):
+        return body
+    meta = {k: v for k, v in meta.items() if k != "managedFields"}
+    if isinstance(annotations := meta.get("annotations"), dict):
+        meta["annotations"] = {k: v for k, v in annotations.items() if k not in _UNREAD}
+    return {**body, "metadata": meta}
+
+
+def _has_unread(meta: dict[str, Any]) -> bool:
+    annotations = meta.get("annotations")
+    return isinstance(annotations, dict) and any(k in annotations for k in _UNREAD)
 
 
 def _key(body: dict[str, Any]) -> tuple[str, str] | None:

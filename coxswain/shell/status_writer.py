@@ -10,7 +10,8 @@ status is laid over the object's current one:
   by every controller a route is attached to, and each owns its own entries (GEP-1364,
   ``RouteParentStatus.controllerName``);
 - when the result equals the current status nothing is written, so a resync, a restart or an
-  unrelated change makes no API write at all ("no write churn").
+  unrelated change makes no API write at all ("no write churn"); an object whose current
+  status and desired status are both those of its last write or check is not even compared.
 
 Writes are merge patches of the ``status`` subresource; keys the desired status no longer has
 are removed with ``null``.
@@ -22,6 +23,8 @@ import copy
 import json
 import logging
 from typing import TYPE_CHECKING, Any
+
+import trio
 
 from coxswain.shell.kube import MERGE_PATCH, ApiFailure, Kube, Resource, Unreachable
 
@@ -89,7 +92,10 @@ class StatusWriter:
     def __init__(self, kube: Kube, controller: str) -> None:
         self._kube = kube
         self._controller = controller
-        self._pending: dict[tuple[str, str, str], tuple[dict[str, Any], dict[str, Any]]] = {}
+        # per object: the status last seen and the desired body it was settled against (by a
+        # write, or found equal); while both stay the same there is nothing to do, even before
+        # the watch has brought a write back
+        self._settled: dict[tuple[str, str, str], tuple[dict[str, Any], str]] = {}
         self.writes = 0
         self.failures = 0  # patches that failed: the controller retries at a next round
 
@@ -100,39 +106,56 @@ class StatusWriter:
         *,
         now: datetime.datetime,
     ) -> int:
-        """Write each changed status; returns how many were written. ``current`` maps
-        ``(kind, namespace, name)`` to the object's current ``status``. Failures are logged
-        and left for the next round (the desired status will still differ)."""
+        """Write each changed status, several at once; returns how many were written.
+        ``current`` maps ``(kind, namespace, name)`` to the object's current ``status``.
+        Failures are logged and left for the next round (the desired status will still
+        differ)."""
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        written = 0
+        due: list[tuple[tuple[str, str, str], Resource, dict[str, Any], str]] = []
         for status in desired:
             key = (status.kind, status.namespace, status.name)
             if key not in current or (resource := STATUS_RESOURCES.get(status.kind)) is None:
                 continue  # not in the cluster (any more)
             old = current[key]
+            if self._settled.get(key) == (old, status.body):
+                continue
             new = merged_status(
                 json.loads(status.body), old, controller=self._controller, now=stamp
             )
-            if new == old or self._pending.get(key) == (old, new):
-                continue  # unchanged, or written and the watch has not brought it back yet
-            patch = {"status": {**{k: None for k in old if k not in new}, **new}}
-            try:
-                await self._kube.request(
-                    "PATCH",
-                    resource.path(status.namespace or None, status.name, "status"),
-                    body=patch,
-                    content_type=MERGE_PATCH,
-                )
-            except ApiFailure as err:
-                if err.status != 404:
-                    log.warning("status of %s %s/%s: %s", *key, err)
-                    self.failures += 1
+            if new == old:
+                self._settled[key] = (old, status.body)
                 continue
-            except Unreachable as err:
+            patch = {"status": {**{k: None for k in old if k not in new}, **new}}
+            due.append((key, resource, patch, status.body))
+        before = self.writes
+        async with trio.open_nursery() as nursery:
+            for key, resource, patch, body in due:
+                nursery.start_soon(self._patch, key, resource, patch, (current[key], body))
+        return self.writes - before
+
+    async def _patch(
+        self,
+        key: tuple[str, str, str],
+        resource: Resource,
+        patch: dict[str, Any],
+        settled: tuple[dict[str, Any], str],
+    ) -> None:
+        _, namespace, name = key
+        try:
+            await self._kube.request(
+                "PATCH",
+                resource.path(namespace or None, name, "status"),
+                body=patch,
+                content_type=MERGE_PATCH,
+            )
+        except ApiFailure as err:
+            if err.status != 404:
                 log.warning("status of %s %s/%s: %s", *key, err)
                 self.failures += 1
-                continue
-            self._pending[key] = (old, new)
-            written += 1
-        self.writes += written
-        return written
+            return
+        except Unreachable as err:
+            log.warning("status of %s %s/%s: %s", *key, err)
+            self.failures += 1
+            return
+        self._settled[key] = settled
+        self.writes += 1
