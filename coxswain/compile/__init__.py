@@ -4,7 +4,7 @@ Nothing in this package performs I/O, reads the clock, the environment or random
 the layering test (``tests/unit/test_layering.py``) and import-linter enforce it.
 """
 
-from coxswain.compile.api import CompileResult, compile, status
+from coxswain.compile.api import CompileResult, analyse, compile, status
 from coxswain.compile.config import CompileConfig
 from coxswain.compile.model.state import ClusterState, build_state
 from coxswain.compile.scope import Scope, SharedPool
@@ -17,6 +17,7 @@ __all__ = [
     "Scope",
     "SharedPool",
     "Snapshot",
+    "analyse",
     "build_state",
     "compile",
     "status",

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from coxswain.compile.model.state import ClusterState
     from coxswain.compile.status import ObjectStatus
 
-__all__ = ["CompileResult", "compile", "status"]
+__all__ = ["CompileResult", "analyse", "compile", "status"]
 
 _DEFAULT_CONFIG = CompileConfig()
 
@@ -153,10 +153,18 @@ def _read_objects(
     return found
 
 
+def analyse(state: ClusterState, config: CompileConfig = _DEFAULT_CONFIG) -> GatewayModel:
+    """The Gateway API analysis of the whole cluster (no scope): what ``status``,
+    ``provision.provision`` and ``grants.subscription_grants`` each compute when not handed it.
+    A caller needing several of them computes it once. Pure."""
+    return analyse_gateways(state, config, index_services(state))
+
+
 def status(
     state: ClusterState,
     config: CompileConfig = _DEFAULT_CONFIG,
     programmed: Collection[tuple[str, int]] | None = None,
+    model: GatewayModel | None = None,
 ) -> PVector[ObjectStatus]:
     """The desired status of every object we own, in (kind, namespace, name) order. Pure.
 
@@ -166,7 +174,9 @@ def status(
         programmed: ``(ns/name, port)`` of each Gateway port a proxy has bound after acking a
             snapshot of the Gateway's current generation (the fleet observation); None
             offline, when every compiled listener counts as programmed.
+        model: the scope-less ``analyse_gateways`` of ``state``, when the caller has it.
     """
-    model = analyse_gateways(state, config, index_services(state))
+    if model is None:
+        model = analyse_gateways(state, config, index_services(state))
     found = [*gateway_statuses(model, config, programmed), *ingress_statuses(state, config)]
     return pvector(sorted(found, key=lambda s: (s.kind, s.namespace, s.name)))

@@ -26,18 +26,26 @@ if TYPE_CHECKING:
     from pyrsistent.typing import PMap
 
     from coxswain.compile.config import CompileConfig
+    from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.model.state import ClusterState
 
 __all__ = ["subscription_grants"]
 
 
-def subscription_grants(state: ClusterState, config: CompileConfig) -> PMap[tuple[str, str], Scope]:
-    """ServiceAccount ``(namespace, name)`` → the one scope it may subscribe to. Pure."""
+def subscription_grants(
+    state: ClusterState, config: CompileConfig, model: GatewayModel | None = None
+) -> PMap[tuple[str, str], Scope]:
+    """ServiceAccount ``(namespace, name)`` → the one scope it may subscribe to. Pure.
+
+    ``model`` is ``analyse_gateways(state, config, ...)`` with no scope, when the caller has it
+    already (the controller computes it once per round for grants, status and provision).
+    """
     grants: dict[tuple[str, str], Scope] = {
         (config.namespace, config.shared_proxy_service_account): SharedPool()
     }
     if config.gateway_api:
-        model = analyse_gateways(state, config, index_services(state))
+        if model is None:
+            model = analyse_gateways(state, config, index_services(state))
         for gateway in model.gateways:
             placed = model.placements.get(gateway.meta.key)
             if placed is not None and placed.dedicated:

@@ -81,7 +81,10 @@ class DesiredObjects:
 
 
 def provision(
-    state: ClusterState, config: CompileConfig, shared_served: Collection[str] | None = None
+    state: ClusterState,
+    config: CompileConfig,
+    shared_served: Collection[str] | None = None,
+    model: GatewayModel | None = None,
 ) -> DesiredObjects:
     """Every object to own and to delete. Pure.
 
@@ -89,8 +92,10 @@ def provision(
         state: the cluster.
         config: installation settings (namespace, selector, VIP type, image, discovery).
         shared_served: ``ns/name`` of the Gateways the shared pool has acked; None offline.
+        model: the scope-less ``analyse_gateways`` of ``state``, when the caller has it.
     """
-    model = analyse_gateways(state, config, index_services(state))
+    if model is None:
+        model = analyse_gateways(state, config, index_services(state))
     objects: list[dict[str, Any]] = []
     found: list[Diagnostic] = []
     for gateway in model.gateways:

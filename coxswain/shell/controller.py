@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 import trio
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from coxswain.compile import status
+from coxswain.compile import analyse, status
 from coxswain.compile.provision import provision
 from coxswain.compile.scope import SharedPool
 from coxswain.shell.admin import serve_admin
@@ -279,17 +279,22 @@ class _Reconciler:
         )
         self.publisher.config = config
         state = self._view.state
-        snapshots = self.publisher.compile(state)
+        model = analyse(state, config)  # one cluster-wide analysis for grants, status, provision
+        snapshots = self.publisher.compile(state, model=model)
         for scope, snapshot in snapshots.items():
             self._served.setdefault(snapshot.version, _generations(state, snapshot))
             server.publish(scope, snapshot)
         fleet = server.fleet
         now = _now()
         written = await self._status.write(
-            status(state, config, self._programmed(state, fleet)), self._view.statuses, now=now
+            status(state, config, self._programmed(state, fleet), model),
+            self._view.statuses,
+            now=now,
         )
         self._health.status_writes.inc(written)
-        await self._provisioner.reconcile(provision(state, config, self._shared_served(fleet)))
+        await self._provisioner.reconcile(
+            provision(state, config, self._shared_served(fleet), model)
+        )
         await issue_proxy_secrets(
             self._provisioner,
             self._ca,

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from pyrsistent.typing import PMap
 
     from coxswain.compile import ClusterState, Scope, Snapshot
+    from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.model.manifests import SourcedBody
 
 __all__ = ["Publisher"]
@@ -41,11 +42,14 @@ class Publisher:
         self._reported: frozenset[str] = frozenset()
 
     def compile(
-        self, state: ClusterState, bodies: list[SourcedBody] | None = None
+        self,
+        state: ClusterState,
+        bodies: list[SourcedBody] | None = None,
+        model: GatewayModel | None = None,
     ) -> PMap[Scope, Snapshot]:
         """Every scope's snapshot of ``state``; new diagnostics are logged (``bodies`` give
-        them a file and line)."""
-        grants = subscription_grants(state, self.config)
+        them a file and line). ``model``: ``compile.analyse(state, config)``, if at hand."""
+        grants = subscription_grants(state, self.config, model)
         results = {
             scope: compile(state, scope, self.config)
             for scope in sorted({SharedPool(), *grants.values()}, key=str)
