@@ -767,7 +767,7 @@ def _env(flag: str, default: str) -> str:
 
 
 def _controller(args: argparse.Namespace) -> int:
-    from coxswain.shell.controller import run_controller
+    from coxswain.shell.controller import run_until_terminated
     from coxswain.shell.kube import connect
     from coxswain.shell.leader import LostLeadership
     from coxswain.shell.logs import install_logging
@@ -782,7 +782,9 @@ def _controller(args: argparse.Namespace) -> int:
     except Exception as err:  # noqa: BLE001 - the loaders raise several kinds; all mean "no cluster"
         print(f"coxswain controller: no cluster configuration: {err}", file=sys.stderr)
         return EXIT_UNREADABLE
-    code = _run_until_done("controller", lambda: run_controller(kube, settings), (LostLeadership,))
+    code = _run_until_done(
+        "controller", lambda: run_until_terminated(kube, settings), (LostLeadership,)
+    )
     return 1 if code == EXIT_UNREADABLE else code
 
 

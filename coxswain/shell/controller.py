@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime
 import logging
 import random
+import signal
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
     from coxswain.shell.ca import CertificateAuthority
     from coxswain.shell.discovery import DiscoveryServer, NodeObservation
 
-__all__ = ["ControllerSettings", "run_controller"]
+__all__ = ["ControllerSettings", "run_controller", "run_until_terminated"]
 
 log = logging.getLogger("coxswain.controller")
 
@@ -104,6 +105,18 @@ class _Health:
 
     async def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+async def run_until_terminated(kube: Kube, settings: ControllerSettings) -> None:
+    """Run the controller until SIGTERM or SIGINT; then stop, handing the Lease back so that
+    a standby leads at once (a rolling update fails over in seconds, not a lease duration)."""
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_controller, kube, settings)
+            async for number in signals:
+                log.info("%s: stopping", signal.Signals(number).name)
+                nursery.cancel_scope.cancel()
+                break
 
 
 async def run_controller(

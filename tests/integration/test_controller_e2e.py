@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import http.client
+import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -530,4 +531,36 @@ def test_a_gateway_moves_to_a_dedicated_proxy_and_back_without_a_failed_request(
 
     with ApiServer() as api:
         api.install_crds(COXSWAIN_CRDS, GATEWAY_API_CRDS)
+        trio.run(main, api)
+
+
+def test_sigterm_stops_the_controller_and_hands_the_lease_back(tmp_path: Path) -> None:
+    health = free_port()
+
+    async def main(api: ApiServer) -> None:
+        command = coxswain(
+            "controller", "--kubeconfig", str(api.kubeconfig(tmp_path / "kube")),
+            "--namespace", NAMESPACE, "--discovery-port", str(free_port()),
+            "--health-port", str(health),
+        )  # fmt: skip
+        process = await trio.lowlevel.open_process(command)
+        try:
+            await eventually(
+                lambda: get("127.0.0.1", health, "health", "/readyz")[0] == 200, "leading"
+            )
+            lease = api.get("Lease", "coxswain-controller", NAMESPACE)
+            assert lease is not None
+            assert lease["spec"]["holderIdentity"]
+            process.send_signal(signal.SIGTERM)
+            with trio.fail_after(5):
+                assert await process.wait() == 0
+            lease = api.get("Lease", "coxswain-controller", NAMESPACE)
+            assert lease is not None
+            assert lease["spec"]["holderIdentity"] is None  # a standby may lead at once
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+
+    with ApiServer() as api:
         trio.run(main, api)
