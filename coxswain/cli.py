@@ -747,13 +747,14 @@ _CONTROLLER_FLAGS: Final = (
     ("--discovery-port", "18000", "the discovery server's port (gRPC, mutual TLS)"),
     ("--health-port", "9902", "/healthz, /readyz and /metrics"),
     ("--kubeconfig", "", "a kubeconfig file (default: the in-cluster configuration)"),
+    ("--crd-probe-interval", "30", "seconds between looks for the Gateway API CRDs"),
 )  # fmt: skip
 
 _CONTROLLER_EPILOG = """\
 Only the leader (a coordination.k8s.io/v1 Lease named coxswain-controller in --namespace)
 writes status, provisions and serves discovery; a standby is live but not ready until it
-takes over. The Gateway API CRDs are probed every 30 s: installing them switches an
-Ingress-only controller to full mode without a restart.
+takes over. The Gateway API CRDs are probed every 30 s (--crd-probe-interval): installing
+them switches an Ingress-only controller to full mode without a restart.
 
 examples:
   coxswain controller --namespace coxswain-system --shared-vip-service-type ClusterIP
@@ -809,6 +810,12 @@ def _controller_settings(args: argparse.Namespace) -> tuple[str, ControllerSetti
         discovery_port, health_port = int(args.discovery_port), int(args.health_port)
     except ValueError:
         return "--discovery-port and --health-port take port numbers", None
+    try:
+        probe = float(args.crd_probe_interval)
+    except ValueError:
+        probe = -1.0
+    if not probe > 0:
+        return "--crd-probe-interval takes a number of seconds above 0", None
     addresses = args.status_addresses
     if addresses is None:
         addresses = [a for a in _env("--status-address", "").split(",") if a]
@@ -832,4 +839,5 @@ def _controller_settings(args: argparse.Namespace) -> tuple[str, ControllerSetti
         identity=identity,
         discovery_port=discovery_port,
         health_port=health_port or None,
+        crd_probe_every=probe,
     )

@@ -534,19 +534,30 @@ def test_a_gateway_moves_to_a_dedicated_proxy_and_back_without_a_failed_request(
         trio.run(main, api)
 
 
-def test_sigterm_stops_the_controller_and_hands_the_lease_back(tmp_path: Path) -> None:
+def test_gateway_api_installed_after_start_then_sigterm_hands_the_lease_back(
+    tmp_path: Path,
+) -> None:
+    """An Ingress-only cluster gets the Gateway API CRDs while the controller runs: it starts
+    serving Gateways without a restart. Then SIGTERM: it exits 0 and hands the Lease back."""
     health = free_port()
 
     async def main(api: ApiServer) -> None:
         command = coxswain(
             "controller", "--kubeconfig", str(api.kubeconfig(tmp_path / "kube")),
             "--namespace", NAMESPACE, "--discovery-port", str(free_port()),
-            "--health-port", str(health),
+            "--health-port", str(health), "--crd-probe-interval", "0.2",
         )  # fmt: skip
         process = await trio.lowlevel.open_process(command)
         try:
             await eventually(
                 lambda: get("127.0.0.1", health, "health", "/readyz")[0] == 200, "leading"
+            )
+            api.install_crds(COXSWAIN_CRDS, GATEWAY_API_CRDS)
+            for body in cluster_objects({"one": 1, "two": 2}, free_port()):
+                api.put_object(body)
+            await eventually(
+                lambda: conditions(api.get("Gateway", "web", "app")).get("Accepted") == "True",
+                "the Gateway accepted without a restart",
             )
             lease = api.get("Lease", "coxswain-controller", NAMESPACE)
             assert lease is not None
