@@ -633,3 +633,81 @@ def test_a_snapshot_over_4_mib_gets_through(ca: CertificateAuthority) -> None:
             nursery.cancel_scope.cancel()
 
     run(main)
+
+
+def test_node_status_goes_out_before_any_snapshot_and_while_one_is_applied(
+    ca: CertificateAuthority,
+) -> None:
+    """The Subscribe is written before anything else; a NodeStatus is not held back by the
+    client waiting for the scope's first snapshot nor by an ``on_snapshot`` still running,
+    and the Ack follows once it returns, on the same stream."""
+
+    async def main() -> None:
+        scope = GatewayScope("team", "web")
+        applying, gate = trio.Event(), trio.Event()
+        ports_send, ports_recv = trio.open_memory_channel[frozenset[int]](1)
+
+        async def on_snapshot(snapshot: Snapshot) -> None:
+            applying.set()
+            await gate.wait()
+
+        async with (
+            open_discovery_server(credentials=server_creds(ca), policy=allow) as server,
+            trio.open_nursery() as nursery,
+        ):
+            await ports_send.send(frozenset({80}))
+            nursery.start_soon(
+                lambda: stream_snapshots(
+                    f"127.0.0.1:{server.port}",
+                    node_id="web-0",
+                    scope=scope,
+                    credentials=client_creds(ca, "team", "web-proxy"),
+                    on_snapshot=on_snapshot,
+                    bound_ports=ports_recv,
+                )
+            )
+            await server.wait_fleet(lambda f: "web-0" in f and f["web-0"].bound_ports == {80})
+            server.publish(scope, snap("g1", scope))
+            await applying.wait()
+            await ports_send.send(frozenset({80, 443}))
+            await server.wait_fleet(lambda f: f["web-0"].bound_ports == {80, 443})
+            assert server.fleet["web-0"].acked_version is None
+            gate.set()
+            await server.wait_fleet(acked("web-0", "g1"))
+            assert server.fleet["web-0"].streams == 1
+            nursery.cancel_scope.cancel()
+
+    run(main)
+
+
+def test_the_inbox_runs_every_callback_on_the_trio_thread_in_each_threads_order() -> None:
+    """Loop threads hand results to trio through one ``_Inbox`` per run, which calls
+    ``run_sync_soon`` only when no drain is pending: nothing may be lost or reordered."""
+
+    async def main() -> None:
+        inbox = discovery._inbox()
+        assert discovery._inbox() is inbox  # one per run
+        trio_thread = threading.get_ident()
+        seen: dict[int, list[int]] = {t: [] for t in range(8)}
+        done = trio.Event()
+        total = 8 * 2000
+
+        def note(t: int, i: int) -> None:
+            assert threading.get_ident() == trio_thread
+            seen[t].append(i)
+            if sum(map(len, seen.values())) == total:
+                done.set()
+
+        def produce(t: int) -> None:
+            for i in range(2000):
+                inbox.put(lambda t=t, i=i: note(t, i))  # type: ignore[misc]
+
+        threads = [threading.Thread(target=produce, args=(t,)) for t in range(8)]
+        for thread in threads:
+            thread.start()
+        await done.wait()
+        for thread in threads:
+            thread.join()
+        assert all(seen[t] == list(range(2000)) for t in seen)
+
+    run(main)
