@@ -1,8 +1,9 @@
 """The discovery transport: gRPC server and client, trio-facing (ARCHITECTURE §5, issue 6).
 
 Bridge design (STYLE §7: threads only behind one bridge module, and this is it):
-- grpcio's trio-compatible flavour does not exist; ``grpc.aio`` is asyncio. Each server and
-  each client owns one :class:`_AsyncioThread`: one asyncio loop in one dedicated, named thread.
+- grpcio's trio-compatible flavour does not exist; ``grpc.aio`` is asyncio. Each server owns
+  one :class:`_AsyncioThread` (one asyncio loop in one dedicated, named thread) and the clients
+  of one trio run share one (:func:`_client_bridge`).
   Trio code submits coroutines to it with :meth:`_AsyncioThread.call` and is woken through the
   trio run's :class:`_Inbox` (one ``run_sync_soon`` per batch of results, however many loop
   threads hand them back), so no trio worker thread is ever used. Cancelling the trio side
@@ -590,9 +591,7 @@ async def stream_snapshots(
     Raises:
         DiscoveryRefusedError: INVALID_ARGUMENT, FAILED_PRECONDITION or PERMISSION_DENIED.
     """
-    bridge = _AsyncioThread(f"coxswain-discovery-client-{node_id}")
-    bridge.start()
-    try:
+    async with _client_bridge() as bridge:
         with _unwrap(DiscoveryRefusedError):
             await _stream_forever(
                 bridge,
@@ -606,8 +605,40 @@ async def stream_snapshots(
                 wire_version=wire_version,
                 task_status=task_status,
             )
+
+
+class _SharedBridge:
+    """The client loop thread of one trio run, and how many streams use it."""
+
+    def __init__(self) -> None:
+        self.bridge = _AsyncioThread("coxswain-discovery-client")
+        self.users = 0
+
+
+_CLIENT_BRIDGE: Final[trio.lowlevel.RunVar[_SharedBridge | None]] = trio.lowlevel.RunVar(
+    "coxswain_discovery_client_bridge", default=None
+)
+
+
+@contextlib.asynccontextmanager
+async def _client_bridge() -> AsyncIterator[_AsyncioThread]:
+    """The loop thread every discovery client of this trio run shares. A proxy (or a worker)
+    has one client, so this changes nothing there; 100 clients in one process (the discovery
+    benchmark) then hand their results through one thread instead of 100 threads contending
+    for the GIL. The thread starts with the first client and stops after the last."""
+    shared = _CLIENT_BRIDGE.get()
+    if shared is None:
+        shared = _SharedBridge()
+        shared.bridge.start()
+        _CLIENT_BRIDGE.set(shared)
+    shared.users += 1
+    try:
+        yield shared.bridge
     finally:
-        await bridge.stop()
+        shared.users -= 1
+        if shared.users == 0:
+            _CLIENT_BRIDGE.set(None)
+            await shared.bridge.stop()
 
 
 @contextlib.contextmanager

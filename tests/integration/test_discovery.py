@@ -414,7 +414,7 @@ def test_cancellation_and_shutdown_leave_no_thread_behind(ca: CertificateAuthori
             await got.wait()
             names = {t.name for t in threading.enumerate()}
             assert "coxswain-discovery-server" in names
-            assert "coxswain-discovery-client-shared-0" in names
+            assert "coxswain-discovery-client" in names
             # Cancelled while blocked in a read on the stream.
             nursery.cancel_scope.cancel()
 
