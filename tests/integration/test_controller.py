@@ -26,6 +26,7 @@ from coxswain.shell.proxy import ProxyConfig
 from coxswain.shell.proxy_process import discovery_feed, serve_feed
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer
 
+from .manifests import backend, default_ingress, gateway_class, ingress_class
 from .proxy_harness import free_port, serve_echo
 
 if TYPE_CHECKING:
@@ -37,51 +38,12 @@ TIMEOUT = 30
 
 
 def objects(backend_port: int) -> list[dict[str, Any]]:
-    return [
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "IngressClass",
-            "metadata": {"name": "coxswain"},
-            "spec": {"controller": "coxswain-labs.dev/ingress-controller"},
-        },
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "Ingress",
-            "metadata": {"name": "site", "namespace": "app"},
-            "spec": {
-                "ingressClassName": "coxswain",
-                "defaultBackend": {"service": {"name": "echo", "port": {"number": 80}}},
-            },
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": "echo", "namespace": "app"},
-            "spec": {"ports": [{"port": 80, "targetPort": backend_port}]},
-        },
-        {
-            "apiVersion": "discovery.k8s.io/v1",
-            "kind": "EndpointSlice",
-            "metadata": {
-                "name": "echo-1",
-                "namespace": "app",
-                "labels": {"kubernetes.io/service-name": "echo"},
-            },
-            "addressType": "IPv4",
-            "ports": [{"name": "", "port": backend_port}],
-            "endpoints": [{"addresses": ["127.0.0.1"]}],
-        },
-    ]
+    return [ingress_class(), default_ingress("echo"), *backend("echo", backend_port)]
 
 
 def gateway_objects() -> list[dict[str, Any]]:
     return [
-        {
-            "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": "GatewayClass",
-            "metadata": {"name": "coxswain"},
-            "spec": {"controllerName": "coxswain-labs.dev/gateway-controller"},
-        },
+        gateway_class(),
         {
             "apiVersion": "gateway.networking.k8s.io/v1",
             "kind": "Gateway",

@@ -23,6 +23,7 @@ import trio
 
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer
 
+from .manifests import backend, gateway_class, ingress_class
 from .proxy_harness import free_port, serve_echo
 
 if TYPE_CHECKING:
@@ -35,29 +36,6 @@ INTERNAL = 30001  # the shared pool's port for app/web (app/edge, first in order
 TIMEOUT = 30
 TLS_MOUNT = "/etc/coxswain/discovery"
 GATEWAY = "coxswain-labs.dev/gateway"  # the annotation naming an owned object's Gateway
-
-
-def backend_objects(name: str, port: int) -> list[dict[str, Any]]:
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": name, "namespace": "app"},
-            "spec": {"ports": [{"port": 80, "targetPort": port}]},
-        },
-        {
-            "apiVersion": "discovery.k8s.io/v1",
-            "kind": "EndpointSlice",
-            "metadata": {
-                "name": f"{name}-1",
-                "namespace": "app",
-                "labels": {"kubernetes.io/service-name": name},
-            },
-            "addressType": "IPv4",
-            "ports": [{"name": "", "port": port}],
-            "endpoints": [{"addresses": ["127.0.0.1"]}],
-        },
-    ]
 
 
 def gateway(name: str, port: int, **spec: Any) -> dict[str, Any]:
@@ -88,14 +66,9 @@ def route(name: str, parent: str, backend: str) -> dict[str, Any]:
 
 def cluster_objects(ports: dict[str, int], edge_port: int) -> list[dict[str, Any]]:
     return [
-        *backend_objects("one", ports["one"]),
-        *backend_objects("two", ports["two"]),
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "IngressClass",
-            "metadata": {"name": "coxswain"},
-            "spec": {"controller": "coxswain-labs.dev/ingress-controller"},
-        },
+        *backend("one", ports["one"]),
+        *backend("two", ports["two"]),
+        ingress_class(),
         {
             "apiVersion": "networking.k8s.io/v1",
             "kind": "Ingress",
@@ -118,12 +91,7 @@ def cluster_objects(ports: dict[str, int], edge_port: int) -> list[dict[str, Any
                 ],
             },
         },
-        {
-            "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": "GatewayClass",
-            "metadata": {"name": "coxswain"},
-            "spec": {"controllerName": "coxswain-labs.dev/gateway-controller"},
-        },
+        gateway_class(),
         {
             "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
             "kind": "CoxswainGatewayParameters",
@@ -204,6 +172,17 @@ def coxswain(*args: str) -> list[str]:
     return [sys.executable, "-m", "coxswain", *args]
 
 
+def shared_proxy(discovery: int, certs: Path, http_port: int) -> list[str]:
+    """A one-process shared proxy on its own loopback address, with the pool's certificate."""
+    return coxswain(
+        "proxy", "--shared", "--discovery", f"127.0.0.1:{discovery}", "--node-id", "shared-0",
+        "--bind", SHARED, "--ingress-http-port", str(http_port),
+        "--ingress-https-port", str(free_port()), "--admin-port", "0", "--workers", "1",
+        "--tls-cert", str(certs / "tls.crt"), "--tls-key", str(certs / "tls.key"),
+        "--tls-ca", str(certs / "ca.crt"),
+    )  # fmt: skip
+
+
 def dedicated_command(api: ApiServer, certs: Path) -> list[str] | None:
     """The provisioned Deployment's container, as this machine can run it: the Secret's files
     for the mounted volume, a loopback address of its own, no fixed admin port."""
@@ -246,32 +225,7 @@ def test_the_controller_serves_provisions_and_survives_a_restart(tmp_path: Path)
                     ),
                     "the shared pool's certificate Secret",
                 )
-                await start(
-                    coxswain(
-                        "proxy",
-                        "--shared",
-                        "--discovery",
-                        f"127.0.0.1:{discovery}",
-                        "--node-id",
-                        "shared-0",
-                        "--bind",
-                        SHARED,
-                        "--ingress-http-port",
-                        str(http_port),
-                        "--ingress-https-port",
-                        str(free_port()),
-                        "--admin-port",
-                        "0",
-                        "--workers",
-                        "1",
-                        "--tls-cert",
-                        str(shared_certs / "tls.crt"),
-                        "--tls-key",
-                        str(shared_certs / "tls.key"),
-                        "--tls-ca",
-                        str(shared_certs / "ca.crt"),
-                    )
-                )
+                await start(shared_proxy(discovery, shared_certs, http_port))
                 edge_certs = await eventually(
                     lambda: secret_files(
                         api, "app", "edge-coxswain-discovery-tls", tmp_path / "edge"
@@ -443,32 +397,7 @@ def test_a_gateway_moves_to_a_dedicated_proxy_and_back_without_a_failed_request(
                     ),
                     "the shared pool's certificate",
                 )
-                await start(
-                    coxswain(
-                        "proxy",
-                        "--shared",
-                        "--discovery",
-                        f"127.0.0.1:{discovery}",
-                        "--node-id",
-                        "shared-0",
-                        "--bind",
-                        SHARED,
-                        "--ingress-http-port",
-                        str(free_port()),
-                        "--ingress-https-port",
-                        str(free_port()),
-                        "--admin-port",
-                        "0",
-                        "--workers",
-                        "1",
-                        "--tls-cert",
-                        str(shared / "tls.crt"),
-                        "--tls-key",
-                        str(shared / "tls.key"),
-                        "--tls-ca",
-                        str(shared / "ca.crt"),
-                    )
-                )
+                await start(shared_proxy(discovery, shared, free_port()))
                 where = await eventually(lambda: target(api), "the VIP Service")
                 await served_by(*where, "fast.example.com", "one")
 

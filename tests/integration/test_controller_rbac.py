@@ -28,6 +28,7 @@ from coxswain.shell.proxy_process import discovery_feed, serve_feed
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer, RequestRecord
 from tests.unit.helm_render import render
 
+from .manifests import default_ingress, gateway_class, ingress_class
 from .proxy_harness import free_port
 
 if TYPE_CHECKING:
@@ -79,31 +80,10 @@ def grants(role: dict[str, Any]) -> set[Grant]:
 
 
 def objects(gateway_api: bool) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = [
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "IngressClass",
-            "metadata": {"name": "coxswain"},
-            "spec": {"controller": "coxswain-labs.dev/ingress-controller"},
-        },
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "Ingress",
-            "metadata": {"name": "site", "namespace": "app"},
-            "spec": {
-                "ingressClassName": "coxswain",
-                "defaultBackend": {"service": {"name": "web", "port": {"number": 80}}},
-            },
-        },
-    ]
+    found: list[dict[str, Any]] = [ingress_class(), default_ingress("web")]
     if gateway_api:
         found += [
-            {
-                "apiVersion": "gateway.networking.k8s.io/v1",
-                "kind": "GatewayClass",
-                "metadata": {"name": "coxswain"},
-                "spec": {"controllerName": "coxswain-labs.dev/gateway-controller"},
-            },
+            gateway_class(),
             {
                 "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
                 "kind": "CoxswainGatewayParameters",
