@@ -306,7 +306,8 @@ class _Reconciler:
         )
         self._health.status_writes.inc(written)
         await self._provisioner.reconcile(
-            provision(state, config, self._shared_served(fleet), model)
+            provision(state, config, self._shared_served(fleet), model),
+            autoscalers=config.gateway_api,
         )
         await issue_proxy_secrets(
             self._provisioner,

@@ -16,6 +16,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Final
 
+from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.provision import MANAGED_BY
 from coxswain.shell.kube import APPLY_PATCH, ApiFailure, Kube, Resource, Unreachable
 
 if TYPE_CHECKING:
@@ -38,6 +40,9 @@ PROVISIONED: Final = {
         "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True
     ),
 }
+
+
+_HPA: Final = PROVISIONED["HorizontalPodAutoscaler"]
 
 
 class Provisioner:
@@ -72,14 +77,45 @@ class Provisioner:
         self.applies += 1
         return True
 
-    async def reconcile(self, desired: DesiredObjects) -> None:
-        """Apply every desired object, then delete what is no longer wanted."""
+    async def reconcile(self, desired: DesiredObjects, *, autoscalers: bool = False) -> None:
+        """Apply every desired object, then delete what is no longer wanted. With
+        ``autoscalers``, also the owned HorizontalPodAutoscalers no longer desired (a Gateway's
+        parameters dropped ``autoscaling``): the compiler's state does not hold them, so they
+        are listed here."""
         for obj in desired.objects:
             await self.apply(obj.kind, obj.namespace, obj.name, obj.body)
-        for key in desired.deletions:
-            resource = PROVISIONED.get(key.kind)
-            if resource is None:
-                continue
+        deletions = list(desired.deletions)
+        if autoscalers:
+            wanted = {(o.namespace, o.name) for o in desired.objects if o.kind == _HPA.kind}
+            deletions += [
+                ObjectKey(_HPA.kind, namespace, name)
+                for namespace, name in await self._owned(_HPA)
+                if (namespace, name) not in wanted
+            ]
+        for key in deletions:
+            await self._delete(key)
+
+    async def _owned(self, resource: Resource) -> list[tuple[str, str]]:
+        """``(namespace, name)`` of every object of ``resource`` labelled as ours."""
+        try:
+            answer = await self._kube.request(
+                "GET",
+                resource.path(),
+                query=[("labelSelector", f"{MANAGED_BY[0]}={MANAGED_BY[1]}")],
+            )
+        except (ApiFailure, Unreachable) as err:
+            log.warning("list %s: %s", resource.plural, err)
+            self.failures += 1
+            return []
+        return [
+            (str(meta.get("namespace") or ""), str(meta["name"]))
+            for item in answer.get("items") or []
+            if "name" in (meta := item.get("metadata") or {})
+        ]
+
+    async def _delete(self, key: ObjectKey) -> None:
+        resource = PROVISIONED.get(key.kind)
+        if resource is not None:
             try:
                 await self._kube.request(
                     "DELETE",
@@ -90,11 +126,11 @@ class Provisioner:
                 if err.status != 404:
                     log.warning("delete %s: %s", key, err)
                     self.failures += 1
-                    continue
+                    return
             except Unreachable as err:
                 log.warning("delete %s: %s", key, err)
                 self.failures += 1
-                continue
+                return
             self._applied.pop((key.kind, key.namespace, key.name), None)
             self.deletes += 1
             log.info("deleted %s", key)

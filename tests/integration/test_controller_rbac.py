@@ -184,6 +184,7 @@ def test_the_chart_grants_exactly_the_requests_the_controller_makes(gateway_api:
                 await eventually(
                     lambda: api.get("Deployment", "edge-coxswain", "app") is None, "pruning"
                 )
+                assert api.get("HorizontalPodAutoscaler", "edge-coxswain", "app") is None
             else:
                 await eventually(
                     lambda: api.get("Secret", "coxswain-proxy-discovery-tls", NAMESPACE), "cert"

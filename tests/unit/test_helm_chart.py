@@ -441,7 +441,7 @@ def test_rbac_is_exactly_what_the_controller_uses() -> None:
         },
         ("gateway.coxswain-labs.dev", "coxswaingatewayparameters"): watch,
         ("apps", "deployments"): owned,
-        ("autoscaling", "horizontalpodautoscalers"): ("patch",),
+        ("autoscaling", "horizontalpodautoscalers"): ("list", "patch", "delete"),
     }
     ingress_only = {**common, ("", "secrets"): watch, ("", "services"): watch}
     lease = {("coordination.k8s.io", "leases"): ("get", "create", "update")}
