@@ -8,7 +8,8 @@ settled by the API (409: read the winner's). Each proxy identity the state grant
 the Secret ``<serviceaccount>-discovery-tls`` in the ServiceAccount's namespace (``tls.crt``,
 ``tls.key``, ``ca.crt``), the one the Deployments rendered by ``compile.podspec`` and the Helm
 chart mount. A certificate is re-issued when it is missing, not from this CA, or within
-``RENEW_BEFORE`` of expiring.
+``RENEW_BEFORE`` of expiring, and deleted once its identity is granted nothing and its proxy
+is gone.
 """
 
 from __future__ import annotations
@@ -18,13 +19,22 @@ import datetime
 import json
 from typing import TYPE_CHECKING, Any, Final
 
+from coxswain.compile.model.keys import ObjectKey
 from coxswain.shell.ca import CertificateAuthority, IdentityError, create_ca, verify_issued_by
 from coxswain.shell.kube import ApiFailure, Kube
 
 if TYPE_CHECKING:
+    from coxswain.compile import ClusterState
     from coxswain.shell.provisioner import Provisioner
 
-__all__ = ["CA_SECRET", "TRUST_DOMAIN", "issue_proxy_secrets", "load_or_create_ca", "secret_name"]
+__all__ = [
+    "CA_SECRET",
+    "TRUST_DOMAIN",
+    "issue_proxy_secrets",
+    "load_or_create_ca",
+    "secret_name",
+    "stale_proxy_secrets",
+]
 
 CA_SECRET: Final = "coxswain-discovery-ca"
 TRUST_DOMAIN: Final = "cluster.local"
@@ -115,6 +125,23 @@ async def issue_proxy_secrets(
             },
         }
         await provisioner.apply("Secret", namespace, name, json.dumps(body, sort_keys=True))
+
+
+def stale_proxy_secrets(
+    certificates: dict[tuple[str, str], dict[str, Any]],
+    identities: set[tuple[str, str]],
+    state: ClusterState,
+) -> list[ObjectKey]:
+    """Certificate Secrets whose ServiceAccount is granted nothing any more and whose proxy is
+    gone: a Gateway back in the shared pool, once its dedicated Deployment has been pruned
+    (until then the proxy still runs, and may reconnect, with it)."""
+    stale = []
+    for namespace, name in certificates:
+        account = name.removesuffix("-discovery-tls")
+        running = ObjectKey("Deployment", namespace, account) in state.deployments
+        if (namespace, account) not in identities and not running:
+            stale.append(ObjectKey("Secret", namespace, name))
+    return sorted(stale)
 
 
 def _still_good(

@@ -33,7 +33,11 @@ from coxswain.compile import analyse, status
 from coxswain.compile.provision import provision
 from coxswain.compile.scope import SharedPool
 from coxswain.shell.admin import serve_admin
-from coxswain.shell.cluster_ca import issue_proxy_secrets, load_or_create_ca
+from coxswain.shell.cluster_ca import (
+    issue_proxy_secrets,
+    load_or_create_ca,
+    stale_proxy_secrets,
+)
 from coxswain.shell.cluster_view import ClusterView
 from coxswain.shell.discovery import ServerCredentials, granted_by, open_discovery_server
 from coxswain.shell.informers import GATEWAY_API, INFORMED, PROVISIONING, Informer, Watched
@@ -316,6 +320,8 @@ class _Reconciler:
             self._view.certificates,
             now=now,
         )
+        for key in stale_proxy_secrets(self._view.certificates, set(self.publisher.grants), state):
+            await self._provisioner.delete(key)
         self._forget_versions(snapshots, fleet)
         self._health.reconciles.inc()
         self._health.seconds.observe(trio.current_time() - started)

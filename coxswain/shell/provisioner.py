@@ -93,7 +93,7 @@ class Provisioner:
                 if (namespace, name) not in wanted
             ]
         for key in deletions:
-            await self._delete(key)
+            await self.delete(key)
 
     async def _owned(self, resource: Resource) -> list[tuple[str, str]]:
         """``(namespace, name)`` of every object of ``resource`` labelled as ours."""
@@ -113,7 +113,8 @@ class Provisioner:
             if "name" in (meta := item.get("metadata") or {})
         ]
 
-    async def _delete(self, key: ObjectKey) -> None:
+    async def delete(self, key: ObjectKey) -> None:
+        """Delete one owned object (gone already is fine); failures are logged and counted."""
         resource = PROVISIONED.get(key.kind)
         if resource is not None:
             try:

@@ -185,6 +185,10 @@ def test_the_chart_grants_exactly_the_requests_the_controller_makes(gateway_api:
                     lambda: api.get("Deployment", "edge-coxswain", "app") is None, "pruning"
                 )
                 assert api.get("HorizontalPodAutoscaler", "edge-coxswain", "app") is None
+                await eventually(
+                    lambda: api.get("Secret", "edge-coxswain-discovery-tls", "app") is None,
+                    "its certificate Secret deleted once the proxy is gone",
+                )
             else:
                 await eventually(
                     lambda: api.get("Secret", "coxswain-proxy-discovery-tls", NAMESPACE), "cert"

@@ -428,7 +428,7 @@ def test_rbac_is_exactly_what_the_controller_uses() -> None:
     }
     gateway = {
         **common,
-        ("", "secrets"): (*watch, "patch"),
+        ("", "secrets"): (*watch, "patch", "delete"),
         ("", "services"): owned,
         ("", "serviceaccounts"): owned,
         **{
