@@ -18,7 +18,7 @@ from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain._proto.discovery.v1 import discovery_pb2_grpc as pb_grpc
 from coxswain.compile.scope import GatewayScope, Scope, SharedPool
 from coxswain.compile.snapshot import Certificate, Endpoint, IngressTable, Snapshot
-from coxswain.shell import discovery
+from coxswain.shell import aio_bridge, discovery
 from coxswain.shell.ca import CertificateAuthority, ProxyIdentity, create_ca
 from coxswain.shell.discovery import (
     WIRE_VERSION,
@@ -685,8 +685,8 @@ def test_the_inbox_runs_every_callback_on_the_trio_thread_in_each_threads_order(
     ``run_sync_soon`` only when no drain is pending: nothing may be lost or reordered."""
 
     async def main() -> None:
-        inbox = discovery._inbox()
-        assert discovery._inbox() is inbox  # one per run
+        inbox = aio_bridge.run_inbox()
+        assert aio_bridge.run_inbox() is inbox  # one per run
         trio_thread = threading.get_ident()
         seen: dict[int, list[int]] = {t: [] for t in range(8)}
         done = trio.Event()
