@@ -23,7 +23,7 @@ from coxswain.shell.proxy_process import serve_snapshot_file
 from coxswain.shell.upstream import Timeouts
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import AsyncIterator, Awaitable, Callable
     from pathlib import Path
 
 
@@ -326,3 +326,23 @@ def run_proxy(
             nursery.cancel_scope.cancel()
 
     trio.run(main)
+
+
+@contextlib.asynccontextmanager
+async def reaped() -> AsyncIterator[Callable[..., Awaitable[trio.Process]]]:
+    """``start(command, **options)`` opens a process that is killed and reaped when the block
+    exits, even failing, so that no test leaves a server holding its ports."""
+    processes: list[trio.Process] = []
+
+    async def start(command: list[str], **options: Any) -> trio.Process:
+        processes.append(await trio.lowlevel.open_process(command, **options))
+        return processes[-1]
+
+    try:
+        yield start
+    finally:
+        for process in processes:
+            if process.returncode is None:
+                process.kill()
+                with trio.CancelScope(shield=True):
+                    await process.wait()

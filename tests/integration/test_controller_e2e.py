@@ -24,7 +24,7 @@ import trio
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer
 
 from .manifests import backend, gateway_class, ingress_class
-from .proxy_harness import free_port, serve_echo
+from .proxy_harness import free_port, reaped, serve_echo
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -207,127 +207,105 @@ def test_the_controller_serves_provisions_and_survives_a_restart(tmp_path: Path)
             "--discovery-address", f"127.0.0.1:{discovery}",
             "--shared-vip-service-type", "ClusterIP",
         )  # fmt: skip
-        processes: list[trio.Process] = []
+        async with reaped() as start, trio.open_nursery() as nursery:
+            ports = {n: await nursery.start(serve_echo, n) for n in ("one", "two")}
+            for body in cluster_objects(ports, edge_port):
+                api.put_object(body)
+            controller = await start(controller_command)
+            shared_certs = await eventually(
+                lambda: secret_files(
+                    api, NAMESPACE, "coxswain-proxy-discovery-tls", tmp_path / "shared"
+                ),
+                "the shared pool's certificate Secret",
+            )
+            await start(shared_proxy(discovery, shared_certs, http_port))
+            edge_certs = await eventually(
+                lambda: secret_files(api, "app", "edge-coxswain-discovery-tls", tmp_path / "edge"),
+                "the dedicated proxy's certificate Secret",
+            )
+            await start(await eventually(lambda: dedicated_command(api, edge_certs), "Deployment"))
 
-        async def start(command: list[str]) -> trio.Process:
-            processes.append(await trio.lowlevel.open_process(command))
-            return processes[-1]
+            await served_by(SHARED, http_port, "site.example.com", "one")
+            await served_by(SHARED, INTERNAL, "shop.example.com", "two")
+            await served_by(DEDICATED, edge_port, "fast.example.com", "one")
 
-        try:
-            async with trio.open_nursery() as nursery:
-                ports = {n: await nursery.start(serve_echo, n) for n in ("one", "two")}
-                for body in cluster_objects(ports, edge_port):
-                    api.put_object(body)
-                controller = await start(controller_command)
-                shared_certs = await eventually(
-                    lambda: secret_files(
-                        api, NAMESPACE, "coxswain-proxy-discovery-tls", tmp_path / "shared"
-                    ),
-                    "the shared pool's certificate Secret",
-                )
-                await start(shared_proxy(discovery, shared_certs, http_port))
-                edge_certs = await eventually(
-                    lambda: secret_files(
-                        api, "app", "edge-coxswain-discovery-tls", tmp_path / "edge"
-                    ),
-                    "the dedicated proxy's certificate Secret",
-                )
-                await start(
-                    await eventually(lambda: dedicated_command(api, edge_certs), "Deployment")
-                )
+            # status: Programmed after bind and ack; the broken route reported alone
+            await eventually(
+                lambda: conditions(api.get("Gateway", "web", "app")).get("Programmed") == "True",
+                "web Programmed",
+                lambda: api.get("Gateway", "web", "app"),
+            )
+            await eventually(
+                lambda: conditions(api.get("Gateway", "edge", "app")).get("Programmed") == "True",
+                "edge Programmed",
+            )
+            broken = await eventually(
+                lambda: (api.get("HTTPRoute", "broken", "app") or {}).get("status"),
+                "broken's status",
+            )
+            resolved = {c["type"]: c for c in broken["parents"][0]["conditions"]}["ResolvedRefs"]
+            assert (resolved["status"], resolved["reason"]) == ("False", "BackendNotFound")
 
-                await served_by(SHARED, http_port, "site.example.com", "one")
-                await served_by(SHARED, INTERNAL, "shop.example.com", "two")
-                await served_by(DEDICATED, edge_port, "fast.example.com", "one")
+            # identities and VIPs: created, relabelled from infrastructure labels, pruned
+            identities = [
+                a for a in api.objects("ServiceAccount", "app") if _role(a) == "shared-identity"
+            ]
+            assert len(identities) == 1  # the shared Gateway's; edge has its own proxy's
+            assert api.get("ServiceAccount", "edge-coxswain", "app") is not None
+            vips = await eventually(
+                lambda: {
+                    s["metadata"]["annotations"]["coxswain-labs.dev/gateway"]: s
+                    for s in api.objects("Service", NAMESPACE)
+                    if _role(s) == "shared-vip"
+                },
+                "the VIP Service",
+            )
+            assert set(vips) == {"app/web", "app/edge"}  # edge: until its proxy is ready
+            web = gateway("web", 80, infrastructure={"labels": {"team": "shop"}})
+            api.put_object(web)
+            await eventually(
+                lambda: any(
+                    s["metadata"]["labels"].get("team") == "shop"
+                    for s in api.objects("Service", NAMESPACE)
+                ),
+                "the VIP Service relabelled",
+            )
 
-                # status: Programmed after bind and ack; the broken route reported alone
-                await eventually(
-                    lambda: (
-                        conditions(api.get("Gateway", "web", "app")).get("Programmed") == "True"
-                    ),
-                    "web Programmed",
-                    lambda: api.get("Gateway", "web", "app"),
-                )
-                await eventually(
-                    lambda: (
-                        conditions(api.get("Gateway", "edge", "app")).get("Programmed") == "True"
-                    ),
-                    "edge Programmed",
-                )
-                broken = await eventually(
-                    lambda: (api.get("HTTPRoute", "broken", "app") or {}).get("status"),
-                    "broken's status",
-                )
-                resolved = {c["type"]: c for c in broken["parents"][0]["conditions"]}[
-                    "ResolvedRefs"
-                ]
-                assert (resolved["status"], resolved["reason"]) == ("False", "BackendNotFound")
+            # the controller dies and comes back: requests keep flowing, none fails
+            failures: list[int] = []
+            stop = trio.Event()
 
-                # identities and VIPs: created, relabelled from infrastructure labels, pruned
-                identities = [
-                    a for a in api.objects("ServiceAccount", "app") if _role(a) == "shared-identity"
-                ]
-                assert len(identities) == 1  # the shared Gateway's; edge has its own proxy's
-                assert api.get("ServiceAccount", "edge-coxswain", "app") is not None
-                vips = await eventually(
-                    lambda: {
-                        s["metadata"]["annotations"]["coxswain-labs.dev/gateway"]: s
+            async def keep_asking() -> None:
+                while not stop.is_set():
+                    status, _ = await trio.to_thread.run_sync(
+                        get, SHARED, INTERNAL, "shop.example.com"
+                    )
+                    if status != 200:
+                        failures.append(status)
+                    await trio.sleep(0.01)
+
+            nursery.start_soon(keep_asking)
+            controller.kill()
+            await controller.wait()
+            await trio.sleep(1.0)
+            controller = await start(controller_command)
+            api.put_object(route("shop", "web", "one"))  # the new controller's work arrives
+            await served_by(SHARED, INTERNAL, "shop.example.com", "one")
+            stop.set()
+            assert failures == []
+
+            # the Gateway goes: its VIP is pruned
+            api.delete_object("Gateway", "web", "app")
+            await eventually(
+                lambda: (
+                    not any(
+                        s["metadata"]["name"] == vips["app/web"]["metadata"]["name"]
                         for s in api.objects("Service", NAMESPACE)
-                        if _role(s) == "shared-vip"
-                    },
-                    "the VIP Service",
-                )
-                assert set(vips) == {"app/web", "app/edge"}  # edge: until its proxy is ready
-                web = gateway("web", 80, infrastructure={"labels": {"team": "shop"}})
-                api.put_object(web)
-                await eventually(
-                    lambda: any(
-                        s["metadata"]["labels"].get("team") == "shop"
-                        for s in api.objects("Service", NAMESPACE)
-                    ),
-                    "the VIP Service relabelled",
-                )
-
-                # the controller dies and comes back: requests keep flowing, none fails
-                failures: list[int] = []
-                stop = trio.Event()
-
-                async def keep_asking() -> None:
-                    while not stop.is_set():
-                        status, _ = await trio.to_thread.run_sync(
-                            get, SHARED, INTERNAL, "shop.example.com"
-                        )
-                        if status != 200:
-                            failures.append(status)
-                        await trio.sleep(0.01)
-
-                nursery.start_soon(keep_asking)
-                controller.kill()
-                await controller.wait()
-                await trio.sleep(1.0)
-                controller = await start(controller_command)
-                api.put_object(route("shop", "web", "one"))  # the new controller's work arrives
-                await served_by(SHARED, INTERNAL, "shop.example.com", "one")
-                stop.set()
-                assert failures == []
-
-                # the Gateway goes: its VIP is pruned
-                api.delete_object("Gateway", "web", "app")
-                await eventually(
-                    lambda: (
-                        not any(
-                            s["metadata"]["name"] == vips["app/web"]["metadata"]["name"]
-                            for s in api.objects("Service", NAMESPACE)
-                        )
-                    ),
-                    "the VIP Service pruned",
-                )
-                nursery.cancel_scope.cancel()
-        finally:
-            for process in processes:
-                if process.returncode is None:
-                    process.kill()
-                    await process.wait()
+                    )
+                ),
+                "the VIP Service pruned",
+            )
+            nursery.cancel_scope.cancel()
 
     with ApiServer() as api:
         api.install_crds(COXSWAIN_CRDS, GATEWAY_API_CRDS)
@@ -364,99 +342,85 @@ def test_a_gateway_moves_to_a_dedicated_proxy_and_back_without_a_failed_request(
         return None
 
     async def main(api: ApiServer) -> None:
-        processes: list[trio.Process] = []
+        async with reaped() as start, trio.open_nursery() as nursery:
+            ports = {n: await nursery.start(serve_echo, n) for n in ("one", "two")}
+            for body in cluster_objects(ports, edge_port):
+                api.put_object(body)
+            api.put_object(gateway("edge", edge_port))  # shared, to begin with
+            await start(
+                coxswain(
+                    "controller",
+                    "--kubeconfig",
+                    str(api.kubeconfig(tmp_path / "kube")),
+                    "--namespace",
+                    NAMESPACE,
+                    "--discovery-port",
+                    str(discovery),
+                    "--health-port",
+                    "0",
+                    "--discovery-address",
+                    f"127.0.0.1:{discovery}",
+                )
+            )
+            shared = await eventually(
+                lambda: secret_files(
+                    api, NAMESPACE, "coxswain-proxy-discovery-tls", tmp_path / "shared"
+                ),
+                "the shared pool's certificate",
+            )
+            await start(shared_proxy(discovery, shared, free_port()))
+            where = await eventually(lambda: target(api), "the VIP Service")
+            await served_by(*where, "fast.example.com", "one")
 
-        async def start(command: list[str]) -> trio.Process:
-            processes.append(await trio.lowlevel.open_process(command))
-            return processes[-1]
+            answered: list[int] = []
+            stop = trio.Event()
 
-        try:
-            async with trio.open_nursery() as nursery:
-                ports = {n: await nursery.start(serve_echo, n) for n in ("one", "two")}
-                for body in cluster_objects(ports, edge_port):
-                    api.put_object(body)
-                api.put_object(gateway("edge", edge_port))  # shared, to begin with
-                await start(
-                    coxswain(
-                        "controller",
-                        "--kubeconfig",
-                        str(api.kubeconfig(tmp_path / "kube")),
-                        "--namespace",
-                        NAMESPACE,
-                        "--discovery-port",
-                        str(discovery),
-                        "--health-port",
-                        "0",
-                        "--discovery-address",
-                        f"127.0.0.1:{discovery}",
+            async def keep_asking() -> None:
+                while not stop.is_set():
+                    place = target(api)
+                    status = 0
+                    if place is not None:
+                        status, _ = await trio.to_thread.run_sync(get, *place, "fast.example.com")
+                    answered.append(status)
+                    await trio.sleep(0.01)
+
+            nursery.start_soon(keep_asking)
+            # to a dedicated proxy: it starts, becomes ready, then the pool lets go
+            api.put_object(with_params)
+            certs = await eventually(
+                lambda: secret_files(api, "app", "edge-coxswain-discovery-tls", tmp_path / "e"),
+                "the dedicated proxy's certificate",
+            )
+            command = await eventually(lambda: dedicated_command(api, certs), "Deployment")
+            command[command.index("--admin-port") + 1] = str(edge_admin)
+            await start(command)
+            await eventually(
+                lambda: get(DEDICATED, edge_admin, "admin", "/readyz")[0] == 200, "its /readyz"
+            )
+            deployment = api.get("Deployment", "edge-coxswain", "app")
+            assert deployment is not None
+            api.put_object({**deployment, "status": {"replicas": 1, "readyReplicas": 1}})
+            await eventually(lambda: target(api) == (DEDICATED, edge_port), "the move")
+            await eventually(
+                lambda: (
+                    not any(
+                        s["metadata"].get("annotations", {}).get(GATEWAY) == "app/edge"
+                        for s in api.objects("Service", NAMESPACE)
                     )
-                )
-                shared = await eventually(
-                    lambda: secret_files(
-                        api, NAMESPACE, "coxswain-proxy-discovery-tls", tmp_path / "shared"
-                    ),
-                    "the shared pool's certificate",
-                )
-                await start(shared_proxy(discovery, shared, free_port()))
-                where = await eventually(lambda: target(api), "the VIP Service")
-                await served_by(*where, "fast.example.com", "one")
-
-                answered: list[int] = []
-                stop = trio.Event()
-
-                async def keep_asking() -> None:
-                    while not stop.is_set():
-                        place = target(api)
-                        status = 0
-                        if place is not None:
-                            status, _ = await trio.to_thread.run_sync(
-                                get, *place, "fast.example.com"
-                            )
-                        answered.append(status)
-                        await trio.sleep(0.01)
-
-                nursery.start_soon(keep_asking)
-                # to a dedicated proxy: it starts, becomes ready, then the pool lets go
-                api.put_object(with_params)
-                certs = await eventually(
-                    lambda: secret_files(api, "app", "edge-coxswain-discovery-tls", tmp_path / "e"),
-                    "the dedicated proxy's certificate",
-                )
-                command = await eventually(lambda: dedicated_command(api, certs), "Deployment")
-                command[command.index("--admin-port") + 1] = str(edge_admin)
-                await start(command)
-                await eventually(
-                    lambda: get(DEDICATED, edge_admin, "admin", "/readyz")[0] == 200, "its /readyz"
-                )
-                deployment = api.get("Deployment", "edge-coxswain", "app")
-                assert deployment is not None
-                api.put_object({**deployment, "status": {"replicas": 1, "readyReplicas": 1}})
-                await eventually(lambda: target(api) == (DEDICATED, edge_port), "the move")
-                await eventually(
-                    lambda: (
-                        not any(
-                            s["metadata"].get("annotations", {}).get(GATEWAY) == "app/edge"
-                            for s in api.objects("Service", NAMESPACE)
-                        )
-                    ),
-                    "the shared pool letting go (its VIP Service pruned)",
-                )
-                # and back: the pool serves it again before the dedicated proxy is pruned
-                api.put_object(gateway("edge", edge_port))
-                await eventually(
-                    lambda: api.get("Deployment", "edge-coxswain", "app") is None,
-                    "the dedicated proxy pruned",
-                )
-                await served_by(*(target(api) or ("", 0)), "fast.example.com", "one")
-                stop.set()
-                assert len(answered) > 20
-                assert set(answered) == {200}, [s for s in answered if s != 200]
-                nursery.cancel_scope.cancel()
-        finally:
-            for process in processes:
-                if process.returncode is None:
-                    process.kill()
-                    await process.wait()
+                ),
+                "the shared pool letting go (its VIP Service pruned)",
+            )
+            # and back: the pool serves it again before the dedicated proxy is pruned
+            api.put_object(gateway("edge", edge_port))
+            await eventually(
+                lambda: api.get("Deployment", "edge-coxswain", "app") is None,
+                "the dedicated proxy pruned",
+            )
+            await served_by(*(target(api) or ("", 0)), "fast.example.com", "one")
+            stop.set()
+            assert len(answered) > 20
+            assert set(answered) == {200}, [s for s in answered if s != 200]
+            nursery.cancel_scope.cancel()
 
     with ApiServer() as api:
         api.install_crds(COXSWAIN_CRDS, GATEWAY_API_CRDS)

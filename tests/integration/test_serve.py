@@ -12,7 +12,6 @@ address: the server 127.0.0.1, the shared proxy 127.0.0.2, the dedicated one 127
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import os
 import signal
@@ -30,10 +29,10 @@ from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain._proto.discovery.v1 import discovery_pb2_grpc as pb_grpc
 from coxswain.shell.discovery import WIRE_VERSION
 
-from .proxy_harness import free_port, serve_echo
+from .manifests import backend, gateway_class
+from .proxy_harness import free_port, reaped, serve_echo
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterator
     from pathlib import Path
 
 TIMEOUT = 30
@@ -60,12 +59,7 @@ def manifests(backends: dict[str, int], ingress_to: str, route_to: str, edge_por
             "metadata": {"name": "site", "namespace": "app"},
             "spec": {"defaultBackend": {"service": {"name": ingress_to, "port": {"number": 80}}}},
         },
-        {
-            "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": "GatewayClass",
-            "metadata": {"name": "coxswain"},
-            "spec": {"controllerName": "coxswain-labs.dev/gateway-controller"},
-        },
+        gateway_class(),
         {
             "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
             "kind": "CoxswainGatewayParameters",
@@ -99,28 +93,7 @@ def manifests(backends: dict[str, int], ingress_to: str, route_to: str, edge_por
         },
     ]
     for name, port in backends.items():
-        objects.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Service",
-                "metadata": {"name": name, "namespace": "app"},
-                "spec": {"ports": [{"port": 80, "targetPort": port}]},
-            }
-        )
-        objects.append(
-            {
-                "apiVersion": "discovery.k8s.io/v1",
-                "kind": "EndpointSlice",
-                "metadata": {
-                    "name": f"{name}-1",
-                    "namespace": "app",
-                    "labels": {"kubernetes.io/service-name": name},
-                },
-                "addressType": "IPv4",
-                "ports": [{"name": "", "port": port}],
-                "endpoints": [{"addresses": ["127.0.0.1"]}],
-            }
-        )
+        objects.extend(backend(name, port))
     return yaml.safe_dump_all(objects)
 
 
@@ -168,24 +141,6 @@ def proxy(scope: list[str], address: str, bind: str, certs: Path, identity: str)
     )  # fmt: skip
 
 
-@contextlib.contextmanager
-def reaped() -> Iterator[Callable[..., Awaitable[trio.Process]]]:
-    """``start(command, **options)`` opens a process that is killed when the block exits,
-    even failing, so that no test leaves a server holding its ports."""
-    processes: list[trio.Process] = []
-
-    async def start(command: list[str], **options: Any) -> trio.Process:
-        processes.append(await trio.lowlevel.open_process(command, **options))
-        return processes[-1]
-
-    try:
-        yield start
-    finally:
-        for process in processes:
-            if process.returncode is None:
-                process.kill()
-
-
 async def stop_within_two_seconds(process: trio.Process) -> None:
     process.send_signal(signal.SIGTERM)
     started = time.monotonic()
@@ -229,8 +184,8 @@ def test_serve_feeds_its_own_proxy_and_external_ones_and_survives_a_restart(
     address = f"{SERVER}:{discovery}"
 
     async def main() -> None:
-        with trio.fail_after(120), reaped() as start:
-            async with trio.open_nursery() as nursery:
+        with trio.fail_after(120):
+            async with reaped() as start, trio.open_nursery() as nursery:
                 ports = {name: await nursery.start(serve_echo, name) for name in ("one", "two")}
 
                 def publish(ingress_to: str, route_to: str) -> None:
@@ -248,7 +203,13 @@ def test_serve_feeds_its_own_proxy_and_external_ones_and_survives_a_restart(
                 shared_command[shared_command.index("--ingress-http-port") + 1] = str(http_port)
                 shared = await start(shared_command)
                 dedicated = await start(
-                    proxy(["--gateway", "app/edge"], address, DEDICATED, certs, "app/edge-coxswain")
+                    proxy(
+                        ["--gateway", "app/edge"],
+                        address,
+                        DEDICATED,
+                        certs,
+                        "app/edge-coxswain",
+                    )
                 )
                 await served_by(SHARED, http_port, "a.example.com", "one")
                 await served_by(SHARED, INTERNAL, "edge.example.com", "two")
@@ -305,8 +266,8 @@ def test_a_syntax_error_keeps_the_last_good_manifests_and_is_reported_with_its_l
     )  # fmt: skip
 
     async def main() -> None:
-        with trio.fail_after(60), reaped() as start:
-            async with trio.open_nursery() as nursery:
+        with trio.fail_after(60):
+            async with reaped() as start, trio.open_nursery() as nursery:
                 ports = {"one": await nursery.start(serve_echo, "one")}
                 write_atomically(site / "a.yaml", manifests(ports, "one", "one", free_port()))
                 server = await start(
