@@ -5,9 +5,10 @@ Pure: the CLI prints what this returns, tests compare it.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
-from coxswain.route.forward import apply_edits, forwarded_headers
+from coxswain.route.forward import apply_edits, forwarded_headers, wire_edits
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -28,12 +29,17 @@ def explain(
     action = decision.action
     if decision.status is None:
         sent = forwarded_headers(
-            headers, host=decision.host, proto="https" if head.tls else "http", client=None
+            [(_wire(n), _wire(v)) for n, v in headers],
+            host=_wire(decision.host),
+            proto=b"https" if head.tls else b"http",
+            client=None,
         )
         if action is not None and action.request_headers is not None:
-            sent = apply_edits(sent, action.request_headers)
+            # an edit that is not Latin-1: the proxy answers 500; the headers show what it had
+            with contextlib.suppress(ValueError):
+                sent = apply_edits(sent, wire_edits(action.request_headers))
         for name, value in sent:
-            forwarded.setdefault(name, []).append(value)
+            forwarded.setdefault(name.decode("latin-1"), []).append(value.decode("latin-1"))
     route = decision.route
     response = action.response_headers if action is not None else None
     return {
@@ -89,3 +95,8 @@ def _grouped(pairs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
     for name, value in pairs:
         grouped.setdefault(name, []).append(value)
     return grouped
+
+
+def _wire(text: str) -> bytes:
+    """Text as the proxy would see it on the wire; what Latin-1 cannot hold becomes ``?``."""
+    return text.encode("latin-1", "replace")

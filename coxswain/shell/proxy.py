@@ -25,7 +25,6 @@ Design (ARCHITECTURE §6, STYLE §7):
 
 from __future__ import annotations
 
-import contextvars
 import gc
 import logging
 import math
@@ -36,9 +35,7 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from coxswain.route import RequestHead as RouteHead
-from coxswain.route import build_table, select
-from coxswain.route.plan import ListenerSpec, diff_listeners, listener_specs
+from coxswain.route.plan import ListenerSpec, diff_listeners
 from coxswain.shell.access_log import AccessLog
 from coxswain.shell.http1 import (
     DEFAULT_CODEC,
@@ -55,19 +52,17 @@ from coxswain.shell.http1 import (
 from coxswain.shell.metrics import Metrics
 from coxswain.shell.mirror import Mirrors
 from coxswain.shell.pool import UpstreamPool
-from coxswain.shell.tls import TLSContexts
+from coxswain.shell.served import Served, handshake_sni
 from coxswain.shell.upstream import Answer, ClientProtocolError, Exchange, Forwarder, Timeouts
 from coxswain.shell.wire import EventReader, own_answer
 from coxswain.shell.workers import open_reuseport_listeners
 
 if TYPE_CHECKING:
-    import ssl
     from collections.abc import Callable
 
     from coxswain.compile.snapshot import Snapshot
-    from coxswain.route.table import RouteTable
 
-__all__ = ["HEADER_TIMEOUT", "Proxy", "ProxyConfig", "Served"]
+__all__ = ["HEADER_TIMEOUT", "Proxy", "ProxyConfig"]
 
 HEADER_TIMEOUT: Final = 60.0
 HANDSHAKE_TIMEOUT: Final = 10.0
@@ -76,10 +71,6 @@ BIND_RETRY_MAX: Final = 5.0
 SETTLE_INTERVAL: Final = 60.0
 
 log = logging.getLogger("coxswain.proxy")
-
-_handshake_sni: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "coxswain_handshake_sni", default=None
-)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,55 +86,6 @@ class ProxyConfig:
     max_body_bytes: int | None = None  # a request body over it is answered 413
     reuse_port: bool = False  # bind with SO_REUSEPORT: one of several worker processes
     access_log: bool = False  # one JSON line per request on stderr (:mod:`.access_log`)
-
-
-class Served:
-    """A snapshot and what is derived from it; never changed after construction."""
-
-    __slots__ = ("_fronts", "snapshot", "specs", "table", "tls")
-
-    def __init__(self, snapshot: Snapshot, config: ProxyConfig) -> None:
-        self.snapshot = snapshot
-        self.table: RouteTable = build_table(
-            snapshot,
-            ingress_http_port=config.ingress_http_port,
-            ingress_https_port=config.ingress_https_port,
-        )
-        self.tls = TLSContexts(self.table)
-        self.specs = listener_specs(
-            snapshot,
-            ingress_http_port=config.ingress_http_port,
-            ingress_https_port=config.ingress_https_port,
-        )
-        self._fronts: dict[int, ssl.SSLContext] = {}
-
-    def tls_port(self, port: int) -> int:
-        """The key of the TLS stores for a local port: the Ingress HTTPS listener's store is
-        keyed by the advertised port (``ingress.https_port``), a Gateway's by its own."""
-        if port == self.table.ingress_https_port and port not in self.snapshot.gateways:
-            return self.snapshot.ingress.https_port
-        return port
-
-    def admits(self, port: int, server_name: str | None, peer_der: bytes | None) -> bool:
-        """Whether the listener ``server_name`` selects on ``port`` admits this client."""
-        return self.tls.admits(self.tls_port(port), server_name, peer_der)
-
-    def front(self, port: int) -> ssl.SSLContext:
-        """The port's front context, its SNI callback also noting the name for routing."""
-        context = self._fronts.get(port)
-        if context is None:
-            context = self.tls.front(self.tls_port(port))
-            inner = context.sni_callback
-
-            def note(
-                connection: ssl.SSLObject, name: str | None, ctx: ssl.SSLContext
-            ) -> int | None:
-                _handshake_sni.set(name)  # runs inside the handshaking task's context
-                return inner(connection, name, ctx) if inner is not None else None  # type: ignore[arg-type]
-
-            context.sni_callback = note
-            self._fronts[port] = context
-        return context
 
 
 @dataclass(slots=True)
@@ -250,7 +192,11 @@ class Proxy:
         if self.draining:
             log.info("not applying snapshot %s: draining", snapshot.version)
             return
-        served = Served(snapshot, self.config)
+        served = Served(
+            snapshot,
+            ingress_http_port=self.config.ingress_http_port,
+            ingress_https_port=self.config.ingress_https_port,
+        )
         current = {port: entry.spec for port, entry in self.listeners.items()}
         plan = diff_listeners(current, served.specs)
         self.served = served  # the swap: the next request reads the new snapshot
@@ -370,14 +316,14 @@ class Proxy:
                 tls = trio.SSLStream(
                     stream, served.front(spec.port), server_side=True, https_compatible=True
                 )
-                _handshake_sni.set(None)
+                handshake_sni.set(None)
                 handshook = False
                 with trio.move_on_after(HANDSHAKE_TIMEOUT):
                     await tls.do_handshake()
                     handshook = True
                 if not handshook:
                     return
-                sni = _handshake_sni.get()
+                sni = handshake_sni.get()
                 if not served.admits(spec.port, sni, tls.getpeercert(binary_form=True)):
                     return
                 conn = tls
@@ -442,46 +388,24 @@ class Proxy:
         started = trio.current_time()
         served = self.served
         assert served is not None
-        host = next((v.decode("latin-1") for n, v in head.headers if n == b"host"), None)
-        method = head.method.decode("latin-1")
-        target = head.target.decode("latin-1")
-        decision = select(
-            served.table,
-            RouteHead(
-                port=spec.port,
-                method=method,
-                target=target,
-                host=host,
-                tls=spec.tls,
-                sni=sni,
-                headers=tuple((n.decode("latin-1"), v.decode("latin-1")) for n, v in head.headers),
-            ),
-        )
-        route = decision.route
-        fields: dict[str, object] = {
-            "method": method,
-            "host": host,
-            "path": target,
-            "route": f"{route.kind} {route.namespace}/{route.name} {route.rule}" if route else None,
-            "client": client,
-        }
+        routed = served.route(spec.port, head, tls=spec.tls, sni=sni)
+        decision = routed.decision
         keep_alive = head.keep_alive
         exchange = Exchange()
         answer: Answer | None = None
         if decision.status is not None:
             answer = Answer(decision.status, decision.reason)
         else:
-            forwarding = trio.current_time()
             assert self._forwarder is not None
             try:
                 await self._forwarder.forward(
                     client=reader,
                     client_stream=conn,
                     head=head,
-                    decision=decision,
-                    snapshot=served.snapshot,
-                    proto="https" if spec.tls else "http",
-                    client_address=client,
+                    routed=routed,
+                    served=served,
+                    proto=b"https" if spec.tls else b"http",
+                    client_address=None if client is None else client.encode("latin-1"),
                     exchange=exchange,
                 )
                 keep_alive = keep_alive and exchange.keep_alive
@@ -495,7 +419,7 @@ class Proxy:
                 exchange.status = err.error.status
                 keep_alive = False
             finally:
-                self.metrics.upstream_duration.observe(trio.current_time() - forwarding)
+                self.metrics.upstream_duration.observe(trio.current_time() - started)
         if answer is not None:
             if decision.status is not None and keep_alive:
                 keep_alive = not head.expect_continue and await _drain(reader)
@@ -509,17 +433,21 @@ class Proxy:
                 )
             )
             exchange.status = answer.status
-            fields["reason"] = answer.reason
         if self.access.stream is not None:
-            fields["status"] = exchange.status
-            fields["upstream"] = exchange.upstream or None
-            fields["duration_ms"] = round((trio.current_time() - started) * 1000, 3)
-            self.access.write(fields)
-        self.metrics.request(
-            listener=spec.port,
-            route=(route.kind, route.namespace, route.name) if route else None,
-            status=exchange.status,
-        )
+            self.access.write(
+                {
+                    "method": head.method.decode("latin-1"),
+                    "host": None if head.host is None else head.host.decode("latin-1"),
+                    "path": head.target.decode("latin-1"),
+                    "route": routed.label,
+                    "client": client,
+                    **({"reason": answer.reason} if answer is not None else {}),
+                    "status": exchange.status,
+                    "upstream": exchange.upstream or None,
+                    "duration_ms": round((trio.current_time() - started) * 1000, 3),
+                }
+            )
+        self.metrics.request(listener=spec.port, route=routed.metric, status=exchange.status)
         return keep_alive
 
 

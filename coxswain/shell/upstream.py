@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from coxswain.route.forward import HOP_BY_HOP, apply_edits, forwarded_headers
+from coxswain.route.forward import HOP_BY_HOP, apply_edits, connection_named, forwarded_headers
 from coxswain.shell.http1 import (
     NEED_DATA,
     PAUSED,
@@ -65,11 +65,13 @@ if TYPE_CHECKING:
     import random
     from collections.abc import Sequence
 
-    from coxswain.compile.snapshot import Backend, Endpoint, HeaderEdits, Mirror, Snapshot
+    from coxswain.compile.snapshot import Backend, Endpoint, HeaderEdits, Mirror
     from coxswain.route import Decision
+    from coxswain.route.forward import Fields
     from coxswain.shell.http1 import HeadCodec, RequestHead
     from coxswain.shell.mirror import Mirrors, Tee
     from coxswain.shell.pool import UpstreamPool
+    from coxswain.shell.served import Routed, Served
 
 __all__ = ["Answer", "Exchange", "Forwarder", "RoundRobin", "Timeouts", "pick_backend"]
 
@@ -128,10 +130,6 @@ def pick_backend(backends: Sequence[Backend], rng: random.Random) -> Backend | N
     return rng.choices(weighted, weights=[b.weight for b in weighted])[0]
 
 
-def _text(headers: Sequence[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
-    return [(n.decode("latin-1"), v.decode("latin-1")) for n, v in headers]
-
-
 def _latin1(text: str) -> bytes:
     try:
         return text.encode("latin-1")
@@ -139,16 +137,16 @@ def _latin1(text: str) -> bytes:
         raise ValueError(f"{text!r} is not Latin-1") from err
 
 
-def _wire(headers: Sequence[tuple[str, str]]) -> tuple[tuple[bytes, bytes], ...]:
-    return tuple((_latin1(n), _latin1(v)) for n, v in headers)
+def _edit(served: Served, headers: Fields, *edits: HeaderEdits | None) -> Fields:
+    """The headers with the edits applied: a new list when there are edits (callers that
+    append to the result pass a list of their own).
 
-
-def _edit(headers: list[tuple[str, str]], *edits: HeaderEdits | None) -> list[tuple[str, str]]:
-    """The headers with the edits applied, as a new list (callers append to it)."""
-    headers = list(headers)
+    Raises:
+        ValueError: an edit cannot be written in a header field.
+    """
     for edit in edits:
         if edit is not None:
-            headers = apply_edits(headers, edit)
+            headers = apply_edits(headers, served.edits(edit))
     return headers
 
 
@@ -188,10 +186,10 @@ class Forwarder:
         client: EventReader,
         client_stream: trio.abc.SendStream,
         head: RequestHead,
-        decision: Decision,
-        snapshot: Snapshot,
-        proto: str,
-        client_address: str | None,
+        routed: Routed,
+        served: Served,
+        proto: bytes,
+        client_address: bytes | None,
         exchange: Exchange,
     ) -> None:
         """Forward one request whose head was read; fills ``exchange`` as it goes.
@@ -200,9 +198,11 @@ class Forwarder:
             Answer: a failure before the response head reached the client.
             ClientProtocolError: the request body broke HTTP/1.1.
         """
+        decision = routed.decision
         backend = pick_backend(decision.backends, self.rng)
         if backend is None or not backend.valid:
             raise Answer(500, "the chosen backend is invalid")
+        snapshot = served.snapshot
         endpoints = snapshot.endpoints.get(backend.endpoints_key, ())
         if not endpoints:
             raise Answer(503, f"backend {backend.endpoints_key} has no ready endpoints")
@@ -216,23 +216,33 @@ class Forwarder:
             if t
         ]
         timeout = min(timeouts) if timeouts else math.inf
+        if routed.host is None:
+            raise Answer(500, f"the forwarded Host {decision.host!r} is not Latin-1")
+        client_headers: Sequence[tuple[bytes, bytes]] = head.headers
+        if any(n == b"expect" for n, _ in client_headers):  # answered here, never forwarded
+            client_headers = [(n, v) for n, v in client_headers if n != b"expect"]
         base = forwarded_headers(
-            [(n, v) for n, v in _text(head.headers) if n != "expect"],
-            host=decision.host,
+            client_headers,
+            host=routed.host,
             proto=proto,
             client=client_address,
         )
-        base = _edit(base, action.request_headers if action else None)
+        try:
+            base = _edit(served, base, action.request_headers if action else None)
+            headers = _edit(served, base, backend.request_headers)
+        except ValueError as err:
+            raise Answer(500, f"the request cannot be forwarded as configured: {err}") from err
         tee = None
         if action is not None and action.mirrors and self.mirrors is not None and not head.upgrade:
-            tee = self._mirror(action.mirrors, snapshot, head, decision, base)
+            tee = self._mirror(action.mirrors, served, head, decision, base)
         try:
             with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
                 await self._relay(
                     client=client,
                     client_stream=client_stream,
                     head=head,
-                    headers=_edit(base, backend.request_headers),
+                    headers=headers,  # the mirrors' heads were framed from ``base`` already
+                    served=served,
                     decision=decision,
                     backend=backend,
                     endpoints=self.round_robin.order(backend.endpoints_key, endpoints),
@@ -252,25 +262,29 @@ class Forwarder:
     def _mirror(
         self,
         mirrors: Sequence[Mirror],
-        snapshot: Snapshot,
+        served: Served,
         head: RequestHead,
         decision: Decision,
-        base: list[tuple[str, str]],
+        base: Fields,
     ) -> Tee | None:
         assert self.mirrors is not None
+        endpoints_by_key = served.snapshot.endpoints
 
         def endpoints_of(key: str) -> list[Endpoint]:
-            endpoints = snapshot.endpoints.get(key, ())
+            endpoints = endpoints_by_key.get(key, ())
             return self.round_robin.order(key, endpoints) if endpoints else []
 
         def head_for(mirror: Mirror) -> bytes | None:
-            headers = _edit(base, mirror.backend.request_headers)
-            if head.chunked:
-                headers.append(("transfer-encoding", "chunked"))
-            headers.append(("connection", "close"))
             try:
+                headers = list(_edit(served, base, mirror.backend.request_headers))
+                if head.chunked:
+                    headers.append((b"transfer-encoding", b"chunked"))
+                headers.append((b"connection", b"close"))
                 return frame_request_head(
-                    method=head.method, target=_latin1(decision.path), headers=_wire(headers)
+                    method=head.method,
+                    target=_latin1(decision.path),
+                    headers=headers,
+                    validate=False,
                 )
             except ValueError:
                 return None
@@ -283,7 +297,8 @@ class Forwarder:
         client: EventReader,
         client_stream: trio.abc.SendStream,
         head: RequestHead,
-        headers: list[tuple[str, str]],
+        headers: Fields,
+        served: Served,
         decision: Decision,
         backend: Backend,
         endpoints: Sequence[Endpoint],
@@ -292,14 +307,14 @@ class Forwarder:
     ) -> None:
         pool = self.pool
         if head.chunked:
-            headers.append(("transfer-encoding", "chunked"))
+            headers.append((b"transfer-encoding", b"chunked"))
         if head.upgrade is not None:  # RFC 9110 §7.8: asked again of the upstream, hop by hop
-            headers.extend([("connection", "upgrade"), ("upgrade", head.upgrade.decode("latin-1"))])
+            headers.extend([(b"connection", b"upgrade"), (b"upgrade", head.upgrade)])
         elif pool is None:
-            headers.append(("connection", "close"))
-        try:
+            headers.append((b"connection", b"close"))
+        try:  # every field came from the parser or passed Served.edits: only the line is checked
             request_head = frame_request_head(
-                method=head.method, target=_latin1(decision.path), headers=_wire(headers)
+                method=head.method, target=_latin1(decision.path), headers=headers, validate=False
             )
         except ValueError as err:  # a rewrite or header edit of the snapshot made it unsendable
             raise Answer(500, f"the request cannot be forwarded as configured: {err}") from err
@@ -342,7 +357,7 @@ class Forwarder:
                     await _tunnel(client, client_stream, reader, upstream, response, exchange)
                     return
                 reusable = await _send_response(
-                    reader, client_stream, head, response, backend, decision, exchange
+                    reader, client_stream, head, response, served, backend, decision, exchange
                 )
                 reusable = reusable and parser.next_event() is NEED_DATA
             finally:
@@ -404,7 +419,7 @@ async def _tunnel(
 ) -> None:
     """After a 101 (RFC 9110 §15.2.2): relay the new protocol's bytes both ways until either
     side closes. The connection then carries no more HTTP/1.1."""
-    headers = [(n, v) for n, v in response.headers if n.decode("latin-1") not in HOP_BY_HOP]
+    headers = [(n, v) for n, v in response.headers if n not in HOP_BY_HOP]
     upgrade = next((v for n, v in response.headers if n == b"upgrade"), None)
     if upgrade is not None:
         headers.extend([(b"connection", b"upgrade"), (b"upgrade", upgrade)])
@@ -443,37 +458,39 @@ async def _send_response(
     client_stream: trio.abc.SendStream,
     head: RequestHead,
     response: ResponseHead,
+    served: Served,
     backend: Backend,
     decision: Decision,
     exchange: Exchange,
 ) -> bool:
     """Relay the response; whether the upstream connection ended the exchange cleanly."""
-    named = {
-        token.strip().lower()
-        for name, value in response.headers
-        if name == b"connection"
-        for token in value.decode("latin-1").split(",")
-    }
-    headers = [(n, v) for n, v in _text(response.headers) if n not in HOP_BY_HOP and n not in named]
+    named = connection_named(response.headers)
+    headers = [(n, v) for n, v in response.headers if n not in HOP_BY_HOP and n not in named]
     action = decision.action
-    headers = _edit(headers, action.response_headers if action else None, backend.response_headers)
+    try:
+        headers = _edit(
+            served,
+            headers,
+            action.response_headers if action else None,
+            backend.response_headers,
+        )
+    except ValueError as err:  # a header edit of the snapshot cannot be sent
+        raise Answer(500, f"the response cannot be relayed as configured: {err}") from err
     client_http11 = head.http_version == b"1.1"
     rechunk = False
     if response.has_body and response.content_length is None:
         if client_http11:
-            headers.append(("transfer-encoding", "chunked"))
+            headers.append((b"transfer-encoding", b"chunked"))
             rechunk = True
         else:
             exchange.keep_alive = False
     if not head.keep_alive or not exchange.keep_alive:
         exchange.keep_alive = False
-        headers.append(("connection", "close"))
-    try:
-        response_head = frame_response_head(
-            status=response.status, reason=response.reason, headers=_wire(headers)
-        )
-    except ValueError as err:  # a header edit of the snapshot made it unsendable
-        raise Answer(500, f"the response cannot be relayed as configured: {err}") from err
+        headers.append((b"connection", b"close"))
+    # every field came from the parser or passed Served.edits
+    response_head = frame_response_head(
+        status=response.status, reason=response.reason, headers=headers, validate=False
+    )
     exchange.status = response.status
     exchange.response_started = True
     # what the parser already holds goes out with the head: one send for a small response

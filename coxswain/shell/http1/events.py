@@ -50,13 +50,15 @@ class RequestHead:
     neither the request has no body (RFC 9112 §6.3 rule 6). ``expect_continue`` is true when the
     client sent ``Expect: 100-continue`` (RFC 9110 §10.1.1) and waits for a 100 before the body.
     ``upgrade`` is the ``Upgrade`` value when ``Connection: upgrade`` asks to switch protocols
-    (RFC 9110 §7.8); after this request's EndOfMessage the parser pauses.
+    (RFC 9110 §7.8); after this request's EndOfMessage the parser pauses. ``host`` is the one
+    ``Host`` value, None when the request has none (HTTP/1.0 only).
     """
 
     method: bytes
     target: bytes
     http_version: bytes
     headers: Headers
+    host: bytes | None
     keep_alive: bool
     content_length: int | None
     chunked: bool

@@ -16,9 +16,15 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from coxswain.shell.http1.events import Headers
+    from collections.abc import Sequence
 
-__all__ = ["frame_chunk", "frame_last_chunk", "frame_request_head", "frame_response_head"]
+__all__ = [
+    "check_fields",
+    "frame_chunk",
+    "frame_last_chunk",
+    "frame_request_head",
+    "frame_response_head",
+]
 
 _TOKEN: Final = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _VALUE: Final = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
@@ -26,17 +32,26 @@ _TARGET: Final = re.compile(rb"[\x21-\x7e]+")
 _REASON: Final = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
 
 
-def _field_lines(headers: Headers) -> list[bytes]:
-    lines = []
+def check_fields(headers: Sequence[tuple[bytes, bytes]]) -> None:
+    """Raise ValueError unless every name is a token and every value free of CR, LF, NUL."""
     for name, value in headers:
         if _TOKEN.fullmatch(name) is None or _VALUE.fullmatch(value) is None:
             raise ValueError(f"invalid header field {name!r}: {value!r}")
-        lines.append(b"%s: %s\r\n" % (name, value))
-    return lines
+
+
+def _field_lines(headers: Sequence[tuple[bytes, bytes]], validate: bool) -> list[bytes]:
+    if validate:
+        check_fields(headers)
+    return [b"%s: %s\r\n" % field for field in headers]
 
 
 def frame_request_head(
-    *, method: bytes, target: bytes, headers: Headers, http_version: bytes = b"1.1"
+    *,
+    method: bytes,
+    target: bytes,
+    headers: Sequence[tuple[bytes, bytes]],
+    http_version: bytes = b"1.1",
+    validate: bool = True,
 ) -> bytes:
     """The request line and header section (RFC 9112 §3).
 
@@ -45,6 +60,9 @@ def frame_request_head(
         target: the request-target, no spaces or controls.
         headers: (name, value) pairs written in order; include the framing header yourself.
         http_version: b"1.1" or b"1.0".
+        validate: False when every field is known to be valid already (parsed from a peer by
+            this package's parsers, or passed through :func:`check_fields`); the request line
+            is always checked.
 
     Returns:
         The head bytes, ending with the empty line.
@@ -52,15 +70,16 @@ def frame_request_head(
     if _TOKEN.fullmatch(method) is None or _TARGET.fullmatch(target) is None:
         raise ValueError(f"invalid request line {method!r} {target!r}")
     start = b"%s %s HTTP/%s\r\n" % (method, target, http_version)
-    return b"".join([start, *_field_lines(headers), b"\r\n"])
+    return b"".join([start, *_field_lines(headers, validate), b"\r\n"])
 
 
 def frame_response_head(
     *,
     status: int,
-    headers: Headers,
+    headers: Sequence[tuple[bytes, bytes]],
     reason: bytes | None = None,
     http_version: bytes = b"1.1",
+    validate: bool = True,
 ) -> bytes:
     """The status line and header section (RFC 9112 §4).
 
@@ -69,6 +88,7 @@ def frame_response_head(
         headers: as for :func:`frame_request_head`.
         reason: the reason phrase; None picks the standard phrase (empty when unknown).
         http_version: b"1.1" or b"1.0".
+        validate: as for :func:`frame_request_head`; the status line is always checked.
 
     Returns:
         The head bytes, ending with the empty line.
@@ -83,7 +103,7 @@ def frame_response_head(
     if _REASON.fullmatch(reason) is None:
         raise ValueError(f"invalid reason phrase {reason!r}")
     start = b"HTTP/%s %d %s\r\n" % (http_version, status, reason)
-    return b"".join([start, *_field_lines(headers), b"\r\n"])
+    return b"".join([start, *_field_lines(headers, validate), b"\r\n"])
 
 
 def frame_chunk(data: bytes) -> bytes:
@@ -93,6 +113,6 @@ def frame_chunk(data: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
-def frame_last_chunk(trailers: Headers = ()) -> bytes:
+def frame_last_chunk(trailers: Sequence[tuple[bytes, bytes]] = ()) -> bytes:
     """The last chunk and the trailer section (RFC 9112 §7.1.2)."""
-    return b"".join([b"0\r\n", *_field_lines(trailers), b"\r\n"])
+    return b"".join([b"0\r\n", *_field_lines(trailers, True), b"\r\n"])

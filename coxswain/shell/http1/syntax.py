@@ -264,6 +264,7 @@ def frame_request(
         target=target,
         http_version=http_version,
         headers=headers,
+        host=hosts[0] if hosts else None,
         keep_alive=_keep_alive(http_version, connection),
         content_length=content_length,
         chunked=chunked,
