@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
+from coxswain.shell.connection import Connection
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -44,13 +46,13 @@ class UpstreamPool:
     ) -> None:
         self.max_idle = max_idle
         self.idle_timeout = idle_timeout
-        self._idle: dict[tuple[str, int], deque[tuple[float, trio.SocketStream]]] = {}
+        self._idle: dict[tuple[str, int], deque[tuple[float, Connection]]] = {}
 
     def idle_count(self, endpoint: tuple[str, int]) -> int:
         """How many idle connections the endpoint has (for tests and metrics)."""
         return len(self._idle.get(endpoint, ()))
 
-    def take(self, endpoint: tuple[str, int]) -> trio.SocketStream | None:
+    def take(self, endpoint: tuple[str, int]) -> Connection | None:
         """The most recently used live idle connection to ``endpoint``, or None."""
         idle = self._idle.get(endpoint)
         now = trio.current_time()
@@ -59,22 +61,22 @@ class UpstreamPool:
             idle_for = now - since
             if idle_for <= self.idle_timeout and (idle_for < CHECK_AFTER or _quiet(stream)):
                 return stream
-            stream.socket.close()
+            stream.close()
         return None
 
     def close_all(self) -> None:
         """Close every idle connection (the proxy is stopping)."""
         for idle in self._idle.values():
             for _, stream in idle:
-                stream.socket.close()
+                stream.close()
         self._idle.clear()
 
-    def give(self, endpoint: tuple[str, int], stream: trio.SocketStream) -> None:
+    def give(self, endpoint: tuple[str, int], stream: Connection) -> None:
         """Keep ``stream`` for reuse after a complete exchange."""
         idle = self._idle.setdefault(endpoint, deque())
         idle.append((trio.current_time(), stream))
         while len(idle) > self.max_idle:
-            idle.popleft()[1].socket.close()
+            idle.popleft()[1].close()
 
 
 class ConnectFailed(Exception):
@@ -87,7 +89,7 @@ class ConnectFailed(Exception):
 
 async def connect(
     endpoints: Sequence[Endpoint], pool: UpstreamPool | None, *, within: float
-) -> tuple[trio.SocketStream, tuple[str, int], bool]:
+) -> tuple[Connection, tuple[str, int], bool]:
     """A connection to the first endpoint that takes one: an idle one from ``pool``, else a
     new one within ``within`` seconds, trying the next endpoint on failure (nothing has been
     sent yet, so this is always safe).
@@ -105,7 +107,8 @@ async def connect(
             return stream, key, True
         with trio.move_on_after(within):
             try:
-                return await trio.open_tcp_stream(endpoint.address, endpoint.port), key, False
+                opened = await trio.open_tcp_stream(endpoint.address, endpoint.port)
+                return Connection.take(opened), key, False
             except OSError as err:
                 failures.append(f"{endpoint.address}:{endpoint.port}: {err.strerror or err}")
                 continue
@@ -117,7 +120,7 @@ async def connect(
     )
 
 
-def _quiet(stream: trio.SocketStream) -> bool:
+def _quiet(stream: Connection) -> bool:
     """Nothing to read on an idle connection: not closed by the peer, no stray bytes."""
     try:
         readable, _, _ = select.select([stream.socket.fileno()], [], [], 0)

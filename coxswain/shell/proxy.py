@@ -37,6 +37,7 @@ import trio
 
 from coxswain.route.plan import ListenerSpec, diff_listeners
 from coxswain.shell.access_log import AccessLog
+from coxswain.shell.connection import Connection
 from coxswain.shell.http1 import (
     DEFAULT_CODEC,
     PAUSED,
@@ -297,7 +298,8 @@ class Proxy:
             await trio.sleep(pause)
             pause = min(pause * 2, BIND_RETRY_MAX)
 
-    async def _connection(self, stream: trio.SocketStream, spec: ListenerSpec) -> None:
+    async def _connection(self, accepted: trio.SocketStream, spec: ListenerSpec) -> None:
+        stream = Connection.take(accepted)
         client: str | None
         try:
             peer = stream.socket.getpeername()
@@ -348,32 +350,36 @@ class Proxy:
             RequestParser(self.codec, limits=limits),
             read_timeout=self.config.timeouts.client_body,
         )
-        while not self.draining:
-            event = None
-            with trio.CancelScope(
-                deadline=trio.current_time() + self.config.header_timeout
-            ) as idle:
-                self._idle.add(idle)
-                try:
-                    event = await reader.next(math.inf)  # bounded by header_timeout instead
-                finally:
+        header_timeout = self.config.header_timeout
+        # One scope for the connection rather than one per request (a scope costs several
+        # microseconds): its deadline bounds each wait for a request head, and draining cancels
+        # it then; while a request is served the deadline is infinite.
+        with trio.CancelScope() as idle:
+            try:
+                while not self.draining:
+                    idle.deadline = trio.current_time() + header_timeout
+                    self._idle.add(idle)
+                    event = await reader.next(math.inf)  # bounded by the scope's deadline
                     self._idle.discard(idle)
-            if event is None:
-                return
-            if event is PAUSED:  # the upgrade was not tunnelled: carry on with HTTP/1.1
-                reader.parser.resume()
-                continue
-            if type(event) is ProtocolError:
-                await conn.send_all(own_answer(event.status, event.reason, close=True))
-                self.access.write(
-                    {"client": client, "status": event.status, "reason": event.reason}
-                )
-                self.metrics.request(listener=spec.port, route=None, status=event.status)
-                return
-            if type(event) is not RequestHead:
-                return  # ConnectionClosed
-            if not await self._request(reader, conn, event, spec, client, sni):
-                return
+                    if idle.cancel_called:
+                        return  # drained, or timed out, just as the head arrived
+                    idle.deadline = math.inf
+                    if event is PAUSED:  # the upgrade was not tunnelled: carry on with HTTP/1.1
+                        reader.parser.resume()
+                        continue
+                    if type(event) is ProtocolError:
+                        await conn.send_all(own_answer(event.status, event.reason, close=True))
+                        self.access.write(
+                            {"client": client, "status": event.status, "reason": event.reason}
+                        )
+                        self.metrics.request(listener=spec.port, route=None, status=event.status)
+                        return
+                    if type(event) is not RequestHead:
+                        return  # ConnectionClosed
+                    if not await self._request(reader, conn, event, spec, client, sni):
+                        return
+            finally:
+                self._idle.discard(idle)
 
     async def _request(
         self,

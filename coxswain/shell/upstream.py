@@ -59,7 +59,7 @@ from coxswain.shell.http1 import (
     frame_response_head,
 )
 from coxswain.shell.pool import ConnectFailed, connect
-from coxswain.shell.wire import RECEIVE_SIZE, EventReader
+from coxswain.shell.wire import RECEIVE_SIZE, EventReader, Timer
 
 if TYPE_CHECKING:
     import random
@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from coxswain.compile.snapshot import Backend, Endpoint, HeaderEdits, Mirror
     from coxswain.route import Decision
     from coxswain.route.forward import Fields
+    from coxswain.shell.connection import Connection
     from coxswain.shell.http1 import HeadCodec, RequestHead
     from coxswain.shell.mirror import Mirrors, Tee
     from coxswain.shell.pool import UpstreamPool
@@ -235,8 +236,11 @@ class Forwarder:
         tee = None
         if action is not None and action.mirrors and self.mirrors is not None and not head.upgrade:
             tee = self._mirror(action.mirrors, served, head, decision, base)
+        # one scope bounds the exchange: the route's timeout, and each wait for either peer
+        timer = Timer(trio.current_time() + timeout)
+        client.timer = timer
         try:
-            with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
+            with timer.scope:
                 await self._relay(
                     client=client,
                     client_stream=client_stream,
@@ -248,16 +252,28 @@ class Forwarder:
                     endpoints=self.round_robin.order(backend.endpoints_key, endpoints),
                     exchange=exchange,
                     tee=tee,
+                    timer=timer,
                 )
         finally:
+            client.timer = None
             if tee is not None:
                 tee.abort()  # a no-op once the body was sent whole
-        if scope.cancelled_caught:
-            if not exchange.response_started:
+        if timer.scope.cancelled_caught:
+            stalled = timer.stalled
+            if exchange.response_started:
+                exchange.keep_alive = False  # the client can only learn it from the close
+            elif stalled is client:
+                raise Answer(408, f"the request body stalled for {client.read_timeout:g} s")
+            elif stalled is not None:
+                raise Answer(
+                    504,
+                    f"the upstream sent nothing for {stalled.read_timeout:g} s",
+                    exchange.upstream,
+                )
+            else:
                 raise Answer(
                     504, f"the upstream did not answer within {timeout:g} s", exchange.upstream
                 )
-            exchange.keep_alive = False
 
     def _mirror(
         self,
@@ -304,6 +320,7 @@ class Forwarder:
         endpoints: Sequence[Endpoint],
         exchange: Exchange,
         tee: Tee | None,
+        timer: Timer,
     ) -> None:
         pool = self.pool
         if head.chunked:
@@ -344,7 +361,9 @@ class Forwarder:
                         body_read = True
                     parser = ResponseParser(self.codec)
                     parser.expect_response(head.method)
-                    reader = EventReader(upstream, parser, read_timeout=self.timeouts.read)
+                    reader = EventReader(
+                        upstream, parser, read_timeout=self.timeouts.read, timer=timer
+                    )
                     response = await _final_head(reader, upgrading=head.upgrade is not None)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, Answer) as err:
                     if reused and may_retry:
@@ -372,10 +391,7 @@ async def _send_body(
     client: EventReader, upstream: trio.abc.SendStream, *, chunked: bool, tee: Tee | None
 ) -> None:
     while True:
-        try:
-            event = await client.next()
-        except trio.TooSlowError:
-            raise Answer(408, f"the request body stalled for {client.read_timeout:g} s") from None
+        event = await client.next()
         if type(event) is Data:
             if tee is not None:
                 tee.data(event.data)
@@ -394,10 +410,7 @@ async def _send_body(
 
 async def _final_head(reader: EventReader, *, upgrading: bool) -> ResponseHead:
     while True:
-        try:
-            event = await reader.next()
-        except trio.TooSlowError:
-            raise Answer(504, f"the upstream sent nothing for {reader.read_timeout:g} s") from None
+        event = await reader.next()
         if type(event) is ResponseHead:
             if event.status < 200 and event.status != 101:
                 continue  # interim responses: the proxy answered Expect itself
@@ -413,7 +426,7 @@ async def _tunnel(
     client: EventReader,
     client_stream: trio.abc.SendStream,
     reader: EventReader,
-    upstream: trio.SocketStream,
+    upstream: Connection,
     response: ResponseHead,
     exchange: Exchange,
 ) -> None:
@@ -523,6 +536,6 @@ async def _send_response(
                     await client_stream.send_all(pending)
                 exchange.keep_alive = False
                 return False
-    except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError):
-        exchange.keep_alive = False  # either side broke off or stalled; the client must not wait
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        exchange.keep_alive = False  # either side broke off; the client must not wait
         return False

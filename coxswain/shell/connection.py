@@ -1,0 +1,112 @@
+"""A TCP connection as a trio stream, without trio's per-call wrappers: the proxy's sockets.
+
+``trio.SocketStream`` wraps every call in a conflict detector and a generator context manager
+that translates errors, and ``trio.socket`` adds a cancellation check and a scheduling yield
+around every system call: together they cost about a tenth of a small proxied request's CPU
+(docs/benchmarks.md, "Proxy"). :class:`Connection` owns the standard-library socket (taken
+over from trio's with ``detach``) and calls it directly, waiting with
+``trio.lowlevel.wait_readable``/``wait_writable`` only when the kernel says it would block.
+
+Differences from ``trio.SocketStream``, on purpose:
+
+- A call that completes at once is not a checkpoint (it neither yields nor notices a
+  cancellation). The proxy's loops always block on the network between two requests, so no
+  task can hold the loop, and cancellation is seen at the next wait.
+- No conflict detection: each connection is used by one task at a time by construction (the
+  only concurrent use, a WebSocket tunnel, sends and receives from two tasks, which is allowed).
+
+Errors follow the trio stream contract: ``ClosedResourceError`` after our own close,
+``BrokenResourceError`` for a connection the peer broke (reset, broken pipe).
+"""
+
+from __future__ import annotations
+
+import errno
+import socket as stdlib_socket
+from typing import Final
+
+import trio
+
+__all__ = ["Connection"]
+
+_DEFAULT_RECEIVE: Final = 64 * 1024
+
+
+class Connection(trio.abc.HalfCloseableStream):
+    """One connected TCP socket (see the module docstring)."""
+
+    __slots__ = ("_closed", "socket")
+
+    def __init__(self, sock: stdlib_socket.socket) -> None:
+        sock.setblocking(False)
+        self.socket = sock
+        self._closed = False
+
+    @classmethod
+    def take(cls, stream: trio.SocketStream) -> Connection:
+        """Take over the socket of ``stream``, whose options (``TCP_NODELAY``) it keeps;
+        ``stream`` must not be used afterwards."""
+        return cls(stdlib_socket.socket(fileno=stream.socket.detach()))
+
+    def _broken(self, err: OSError) -> trio.BrokenResourceError | trio.ClosedResourceError:
+        if self._closed or err.errno == errno.EBADF:
+            return trio.ClosedResourceError("the connection was closed")
+        return trio.BrokenResourceError(f"the connection broke: {err}")
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        """Send every byte of ``data``, waiting while the kernel's buffer is full."""
+        sock = self.socket
+        if self._closed:
+            raise trio.ClosedResourceError("the connection was closed")
+        view = memoryview(data)
+        while view:
+            try:
+                sent = sock.send(view)
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(sock)
+                continue
+            except OSError as err:
+                raise self._broken(err) from err
+            view = view[sent:]
+
+    async def wait_send_all_might_not_block(self) -> None:
+        """Wait until the socket accepts bytes."""
+        if self._closed:
+            raise trio.ClosedResourceError("the connection was closed")
+        await trio.lowlevel.wait_writable(self.socket)
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        """The bytes available (at most ``max_bytes``), waiting for some; ``b""`` at the end."""
+        sock = self.socket
+        size = _DEFAULT_RECEIVE if max_bytes is None else max_bytes
+        while True:
+            if self._closed:
+                raise trio.ClosedResourceError("the connection was closed")
+            try:
+                return sock.recv(size)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(sock)
+            except OSError as err:
+                raise self._broken(err) from err
+
+    async def send_eof(self) -> None:
+        """Shut down the sending half (the peer reads the end of the stream)."""
+        if self._closed:
+            raise trio.ClosedResourceError("the connection was closed")
+        await trio.lowlevel.checkpoint()
+        try:
+            self.socket.shutdown(stdlib_socket.SHUT_WR)
+        except OSError as err:
+            raise self._broken(err) from err
+
+    def close(self) -> None:
+        """Close the socket now; a task waiting on it gets ``ClosedResourceError``."""
+        if not self._closed:
+            self._closed = True
+            trio.lowlevel.notify_closing(self.socket)
+            self.socket.close()
+
+    async def aclose(self) -> None:
+        """Close the socket (a checkpoint, as the stream contract asks)."""
+        self.close()
+        await trio.lowlevel.checkpoint()

@@ -1,0 +1,143 @@
+"""``shell.connection.Connection``: the trio stream contract on a bare socket, over real
+loopback TCP connections."""
+
+from __future__ import annotations
+
+import socket
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+import pytest
+import trio
+
+from coxswain.shell.connection import Connection
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+
+@asynccontextmanager
+async def connected() -> AsyncIterator[tuple[Connection, socket.socket]]:
+    """Our Connection (a connected client socket) and the plain socket of its peer."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        client = await trio.open_tcp_stream("127.0.0.1", server.getsockname()[1])
+        peer, _ = server.accept()
+        connection = Connection.take(client)
+        try:
+            yield connection, peer
+        finally:
+            connection.close()
+            peer.close()
+
+
+def test_bytes_go_both_ways_and_the_peer_closing_is_the_end_of_the_stream() -> None:
+    async def main() -> None:
+        async with connected() as (connection, peer):
+            await connection.send_all(b"ping")
+            assert peer.recv(16) == b"ping"
+            peer.sendall(b"pong")
+            assert await connection.receive_some() == b"pong"
+            peer.shutdown(socket.SHUT_WR)
+            assert await connection.receive_some() == b""
+
+    trio.run(main)
+
+
+def test_a_receive_waits_for_bytes_and_a_large_send_waits_for_the_reader() -> None:
+    async def main() -> None:
+        async with connected() as (connection, peer):
+            peer.setblocking(False)
+            big = bytes(range(256)) * 40_000  # 10 MB: more than the kernel's buffers hold
+            received = bytearray()
+
+            async def drain() -> None:
+                while len(received) < len(big):
+                    await trio.lowlevel.wait_readable(peer)
+                    received.extend(peer.recv(1 << 20))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(drain)
+                await connection.send_all(big)
+            assert bytes(received) == big
+
+            async def answer_later() -> None:
+                await trio.sleep(0.05)
+                peer.send(b"late")
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(answer_later)
+                assert await connection.receive_some(2) == b"la"
+            assert await connection.receive_some() == b"te"
+
+    trio.run(main)
+
+
+def test_after_our_own_close_every_call_is_closed_resource() -> None:
+    async def main() -> None:
+        async with connected() as (connection, _):
+            await connection.aclose()
+            await connection.aclose()  # closing twice is allowed
+            with pytest.raises(trio.ClosedResourceError):
+                await connection.send_all(b"x")
+            with pytest.raises(trio.ClosedResourceError):
+                await connection.receive_some()
+            with pytest.raises(trio.ClosedResourceError):
+                await connection.send_eof()
+            with pytest.raises(trio.ClosedResourceError):
+                await connection.wait_send_all_might_not_block()
+
+    trio.run(main)
+
+
+def test_closing_wakes_a_task_waiting_to_receive() -> None:
+    async def main() -> None:
+        async with connected() as (connection, _):
+
+            async def close_soon() -> None:
+                await trio.sleep(0.05)
+                connection.close()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(close_soon)
+                with pytest.raises(trio.ClosedResourceError):
+                    await connection.receive_some()
+
+    trio.run(main)
+
+
+def test_a_reset_by_the_peer_is_broken_resource() -> None:
+    async def main() -> None:
+        async with connected() as (connection, peer):
+            # SO_LINGER 0: the peer's close sends RST instead of FIN
+            peer.setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+            )
+            peer.close()
+            await trio.sleep(0.05)
+            with pytest.raises(trio.BrokenResourceError):
+                await connection.receive_some()
+
+    trio.run(main)
+
+
+def test_send_eof_lets_the_peer_read_the_end_while_we_still_receive() -> None:
+    async def main() -> None:
+        async with connected() as (connection, peer):
+            await connection.send_all(b"last")
+            await connection.send_eof()
+            assert peer.recv(16) == b"last"
+            assert peer.recv(16) == b""
+            peer.sendall(b"reply")
+            assert await connection.receive_some() == b"reply"
+
+    trio.run(main)
+
+
+def test_a_waiting_receive_is_cancelled_like_any_trio_wait() -> None:
+    async def main() -> None:
+        async with connected() as (connection, _):
+            with trio.move_on_after(0.05) as scope:
+                await connection.receive_some()
+            assert scope.cancelled_caught
+
+    trio.run(main)
