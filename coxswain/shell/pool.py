@@ -19,6 +19,7 @@ upstream's connections open after a complete keep-alive exchange avoids both. Ru
 from __future__ import annotations
 
 import select
+import time
 from collections import deque
 from typing import TYPE_CHECKING, Final
 
@@ -55,7 +56,7 @@ class UpstreamPool:
     def take(self, endpoint: tuple[str, int]) -> Connection | None:
         """The most recently used live idle connection to ``endpoint``, or None."""
         idle = self._idle.get(endpoint)
-        now = trio.current_time()
+        now = time.monotonic()
         while idle:
             since, stream = idle.pop()
             idle_for = now - since
@@ -74,7 +75,7 @@ class UpstreamPool:
     def give(self, endpoint: tuple[str, int], stream: Connection) -> None:
         """Keep ``stream`` for reuse after a complete exchange."""
         idle = self._idle.setdefault(endpoint, deque())
-        idle.append((trio.current_time(), stream))
+        idle.append((time.monotonic(), stream))
         while len(idle) > self.max_idle:
             idle.popleft()[1].close()
 

@@ -30,6 +30,7 @@ import logging
 import math
 import random
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
@@ -55,7 +56,7 @@ from coxswain.shell.mirror import Mirrors
 from coxswain.shell.pool import UpstreamPool
 from coxswain.shell.served import Served, handshake_sni
 from coxswain.shell.upstream import Answer, ClientProtocolError, Exchange, Forwarder, Timeouts
-from coxswain.shell.wire import EventReader, own_answer
+from coxswain.shell.wire import EventReader, Timer, Watchdog, own_answer
 from coxswain.shell.workers import open_reuseport_listeners
 
 if TYPE_CHECKING:
@@ -157,8 +158,14 @@ class Proxy:
                 if self.config.access_log:
                     self.access = AccessLog(sys.stderr)
                     nursery.start_soon(self.access.run)
+                timeouts = self.config.timeouts
+                watchdog = Watchdog.for_timeouts(
+                    self.config.header_timeout, timeouts.read, timeouts.client_body
+                )
+                nursery.start_soon(watchdog.run)
                 self._forwarder = Forwarder(
                     codec=self.codec,
+                    watchdog=watchdog,
                     rng=self.rng,
                     timeouts=self.config.timeouts,
                     pool=self.pool,
@@ -351,19 +358,20 @@ class Proxy:
             read_timeout=self.config.timeouts.client_body,
         )
         header_timeout = self.config.header_timeout
-        # One scope for the connection rather than one per request (a scope costs several
-        # microseconds): its deadline bounds each wait for a request head, and draining cancels
-        # it then; while a request is served the deadline is infinite.
-        with trio.CancelScope() as idle:
+        assert self._forwarder is not None
+        # One timer for the connection rather than a scope per request (a scope costs several
+        # microseconds): armed while waiting for a request head; draining cancels it then.
+        idle = Timer(self._forwarder.watchdog)
+        with idle.scope:
             try:
                 while not self.draining:
-                    idle.deadline = trio.current_time() + header_timeout
-                    self._idle.add(idle)
-                    event = await reader.next(math.inf)  # bounded by the scope's deadline
-                    self._idle.discard(idle)
-                    if idle.cancel_called:
-                        return  # drained, or timed out, just as the head arrived
-                    idle.deadline = math.inf
+                    idle.arm(None, header_timeout)
+                    self._idle.add(idle.scope)
+                    event = await reader.next(math.inf)  # bounded by the timer instead
+                    self._idle.discard(idle.scope)
+                    idle.disarm()
+                    if self.draining:
+                        return  # the idle connections were closed just as the head arrived
                     if event is PAUSED:  # the upgrade was not tunnelled: carry on with HTTP/1.1
                         reader.parser.resume()
                         continue
@@ -379,7 +387,8 @@ class Proxy:
                     if not await self._request(reader, conn, event, spec, client, sni):
                         return
             finally:
-                self._idle.discard(idle)
+                self._idle.discard(idle.scope)
+                idle.disarm()
 
     async def _request(
         self,
@@ -391,7 +400,7 @@ class Proxy:
         sni: str | None,
     ) -> bool:
         """Answer one request; whether the connection may carry another."""
-        started = trio.current_time()
+        started = time.perf_counter()
         served = self.served
         assert served is not None
         routed = served.route(spec.port, head, tls=spec.tls, sni=sni)
@@ -425,7 +434,7 @@ class Proxy:
                 exchange.status = err.error.status
                 keep_alive = False
             finally:
-                self.metrics.upstream_duration.observe(trio.current_time() - started)
+                self.metrics.upstream_duration.observe(time.perf_counter() - started)
         if answer is not None:
             if decision.status is not None and keep_alive:
                 keep_alive = not head.expect_continue and await _drain(reader)
@@ -450,7 +459,7 @@ class Proxy:
                     **({"reason": answer.reason} if answer is not None else {}),
                     "status": exchange.status,
                     "upstream": exchange.upstream or None,
-                    "duration_ms": round((trio.current_time() - started) * 1000, 3),
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 3),
                 }
             )
         self.metrics.request(listener=spec.port, route=routed.metric, status=exchange.status)

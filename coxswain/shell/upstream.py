@@ -59,7 +59,7 @@ from coxswain.shell.http1 import (
     frame_response_head,
 )
 from coxswain.shell.pool import ConnectFailed, connect
-from coxswain.shell.wire import RECEIVE_SIZE, EventReader, Timer
+from coxswain.shell.wire import RECEIVE_SIZE, EventReader, Timer, Watchdog
 
 if TYPE_CHECKING:
     import random
@@ -171,11 +171,13 @@ class Forwarder:
     """What every forwarded request shares: endpoint turns, the pool, timeouts, mirrors.
 
     With a ``pool``, upstream connections are reused (:mod:`.pool`); without, each exchange
-    opens one and sends ``Connection: close``.
+    opens one and sends ``Connection: close``. The ``watchdog`` times the waits for either
+    peer (:class:`~.wire.Watchdog`).
     """
 
     codec: HeadCodec
     rng: random.Random
+    watchdog: Watchdog
     timeouts: Timeouts = Timeouts()
     round_robin: RoundRobin = field(default_factory=RoundRobin)
     pool: UpstreamPool | None = None
@@ -237,7 +239,9 @@ class Forwarder:
         if action is not None and action.mirrors and self.mirrors is not None and not head.upgrade:
             tee = self._mirror(action.mirrors, served, head, decision, base)
         # one scope bounds the exchange: the route's timeout, and each wait for either peer
-        timer = Timer(trio.current_time() + timeout)
+        timer = Timer(
+            self.watchdog, trio.current_time() + timeout if timeout < math.inf else timeout
+        )
         client.timer = timer
         try:
             with timer.scope:
@@ -256,6 +260,7 @@ class Forwarder:
                 )
         finally:
             client.timer = None
+            timer.disarm()  # when the scope ended otherwise while a reader waited
             if tee is not None:
                 tee.abort()  # a no-op once the body was sent whole
         if timer.scope.cancelled_caught:
@@ -267,7 +272,7 @@ class Forwarder:
             elif stalled is not None:
                 raise Answer(
                     504,
-                    f"the upstream sent nothing for {stalled.read_timeout:g} s",
+                    f"the upstream sent nothing for {self.timeouts.read:g} s",
                     exchange.upstream,
                 )
             else:

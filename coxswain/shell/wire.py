@@ -20,41 +20,86 @@ from coxswain.shell.http1 import NEED_DATA, Event, frame_response_head
 if TYPE_CHECKING:
     from coxswain.shell.http1.parser import RequestParser, ResponseParser
 
-__all__ = ["RECEIVE_SIZE", "EventReader", "Timer", "own_answer"]
+__all__ = ["RECEIVE_SIZE", "EventReader", "Timer", "Watchdog", "own_answer"]
 
 RECEIVE_SIZE: Final = 64 * 1024
 
 
-class Timer:
-    """The deadlines of one exchange on a single cancel scope whose deadline moves.
+class Watchdog:
+    """Cancels the scopes of waits that ran out, checked every ``tick`` seconds (nginx's
+    timers work the same way).
 
-    Entering a cancel scope for every wait cost about a tenth of a small proxied request's CPU
-    (docs/benchmarks.md, "Proxy"); moving the deadline of one scope costs a heap push. The
-    exchange runs inside ``scope``; ``limit`` is its own bound (the route's timeout, or
-    infinity). A reader armed with its read timeout pulls the deadline closer while it waits
-    and puts it back after; when the scope fires, ``stalled`` is the reader that was waiting
-    (None: the limit fired), so the owner can say which peer was too slow.
+    A cancel scope per wait, or moving a scope's deadline, goes through trio's deadline heap
+    and cost about a tenth of a small proxied request's CPU (docs/benchmarks.md, "Proxy");
+    watching a wait here is one dictionary store and one removal. The price is precision: a
+    wait runs out between ``timeout - tick`` and ``timeout + tick`` seconds after it began,
+    so ``tick`` is a small fraction of the shortest timeout it serves (``for_timeouts``).
+    Timeouts that must be exact (a route's) use a scope deadline instead.
     """
 
-    __slots__ = ("limit", "scope", "stalled")
+    __slots__ = ("_waits", "now", "tick")
 
-    def __init__(self, limit: float) -> None:
-        self.limit = limit
-        self.scope = trio.CancelScope(deadline=limit)
-        self.stalled: EventReader | None = None
+    def __init__(self, tick: float) -> None:
+        self.tick = tick
+        self.now = trio.current_time()
+        self._waits: dict[Timer, float] = {}
 
-    def arm(self, reader: EventReader, timeout: float) -> None:
-        """``reader`` waits for at most ``timeout`` seconds from now."""
-        deadline = trio.current_time() + timeout
-        if deadline < self.limit:
-            self.scope.deadline = deadline
-            self.stalled = reader
+    @classmethod
+    def for_timeouts(cls, *timeouts: float) -> Watchdog:
+        """A watchdog precise to a tenth of the shortest timeout, at most a second."""
+        return cls(min(1.0, *(t / 10 for t in timeouts)))
+
+    def watch(self, timer: Timer, timeout: float) -> None:
+        """``timer``'s wait runs out ``timeout`` seconds from now."""
+        self._waits[timer] = self.now + timeout
+
+    def unwatch(self, timer: Timer) -> None:
+        """The wait is over."""
+        self._waits.pop(timer, None)
+
+    async def run(self) -> None:
+        """Check the waits every ``tick`` until cancelled."""
+        while True:
+            await trio.sleep(self.tick)
+            self.now = now = trio.current_time()
+            expired = [timer for timer, deadline in self._waits.items() if deadline <= now]
+            for timer in expired:
+                del self._waits[timer]
+                timer.expire()
+
+
+class Timer:
+    """The waits of one exchange (or one connection), bounded through one cancel scope.
+
+    The exchange runs inside ``scope``. A reader arms the timer with its read timeout while
+    it waits (:meth:`arm`), and disarms it after; when the wait runs out the watchdog calls
+    :meth:`expire`, which notes the reader in ``stalled`` and cancels the scope, so the owner
+    can say which peer was too slow. ``stalled`` stays None when the scope ended otherwise
+    (its own deadline: the route's timeout).
+    """
+
+    __slots__ = ("_waiting", "scope", "stalled", "watchdog")
+
+    def __init__(self, watchdog: Watchdog, deadline: float = math.inf) -> None:
+        self.watchdog = watchdog
+        self.scope = trio.CancelScope(deadline=deadline)
+        self.stalled: object | None = None
+        self._waiting: object | None = None
+
+    def arm(self, waiter: object, timeout: float) -> None:
+        """``waiter`` waits for at most ``timeout`` seconds from now."""
+        self._waiting = waiter
+        self.watchdog.watch(self, timeout)
 
     def disarm(self) -> None:
-        """The wait is over: back to the exchange's own limit."""
-        if self.stalled is not None:
-            self.scope.deadline = self.limit
-            self.stalled = None
+        """The wait is over."""
+        self._waiting = None
+        self.watchdog.unwatch(self)
+
+    def expire(self) -> None:
+        """The armed wait ran out (called by the watchdog)."""
+        self.stalled = self._waiting
+        self.scope.cancel()
 
 
 class EventReader:

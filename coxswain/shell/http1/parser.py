@@ -153,6 +153,8 @@ class _MessageParser:
 
     def _read_head(self) -> Event:
         buf = self._buf
+        if not buf and not self._eof:  # between messages: the common case, checked first
+            return NEED_DATA
         while buf[:2] == b"\r\n":
             del buf[:2]
             self._scanned = 0
