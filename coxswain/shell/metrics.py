@@ -4,6 +4,11 @@ Each :class:`Metrics` owns a :class:`prometheus_client.CollectorRegistry` of its
 process-global one: several proxies in one test process must not share counters, and nothing
 else in the process registers collectors by accident.
 
+The two series every request touches (the request counter and the upstream histogram) are
+plain integers in :class:`_RequestSeries`, turned into metric families only when scraped:
+``prometheus_client``'s children take a lock and check their type on every increment, a few
+microseconds per request that the proxy's request path cannot spare (docs/benchmarks.md).
+
 - ``coxswain_requests_total{listener, route_kind, route_namespace, route_name, status_class}``:
   every answered request; ``route_*`` are empty when no route matched (404, 400, …).
 - ``coxswain_upstream_duration_seconds``: a histogram of forwarded exchanges, from the request
@@ -17,10 +22,18 @@ else in the process registers collectors by accident.
 
 from __future__ import annotations
 
-from typing import Final
+from bisect import bisect_left
+from typing import TYPE_CHECKING, Final
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from prometheus_client.metrics_core import Metric
 
 __all__ = ["CONTENT_TYPE", "Metrics"]
 
@@ -29,23 +42,47 @@ CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 _BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
+_RequestKey = tuple[int, tuple[str, str, str] | None, int]
+
+
+class _RequestSeries(Collector):
+    """Requests by (listener, route, status class) and the upstream duration histogram."""
+
+    def __init__(self) -> None:
+        self.requests: dict[_RequestKey, int] = {}
+        self.buckets = [0] * (len(_BUCKETS) + 1)  # per bucket, not cumulative; the last: +Inf
+        self.duration_sum = 0.0
+
+    def collect(self) -> Iterator[Metric]:
+        requests = CounterMetricFamily(
+            "coxswain_requests",
+            "Requests answered, by local listener port, route and status class.",
+            labels=["listener", "route_kind", "route_namespace", "route_name", "status_class"],
+        )
+        for (listener, route, status_class), count in self.requests.items():
+            kind, namespace, name = route or ("", "", "")
+            label = f"{status_class}xx" if status_class else "other"
+            requests.add_metric([str(listener), kind, namespace, name, label], count)
+        yield requests
+        cumulative, seen = [], 0
+        for bound, count in zip([*map(str, _BUCKETS), "+Inf"], self.buckets, strict=True):
+            seen += count
+            cumulative.append((bound, float(seen)))
+        yield HistogramMetricFamily(
+            "coxswain_upstream_duration_seconds",
+            "Duration of forwarded exchanges, request head to end of the upstream response.",
+            buckets=cumulative,
+            sum_value=self.duration_sum,
+        )
+
+
 class Metrics:
     """The proxy's collectors in a registry of their own."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        self.requests = Counter(
-            "coxswain_requests",
-            "Requests answered, by local listener port, route and status class.",
-            ["listener", "route_kind", "route_namespace", "route_name", "status_class"],
-            registry=self.registry,
-        )
-        self.upstream_duration = Histogram(
-            "coxswain_upstream_duration_seconds",
-            "Duration of forwarded exchanges, request head to end of the upstream response.",
-            buckets=_BUCKETS,
-            registry=self.registry,
-        )
+        self._series = _RequestSeries()
+        self.registry.register(self._series)
         self.open_connections = Gauge(
             "coxswain_open_connections", "Client connections open now.", registry=self.registry
         )
@@ -68,19 +105,18 @@ class Metrics:
             registry=self.registry,
         )
         self._version: str | None = None
-        # the counter's children by (listener, route, status class): ``labels()`` costs a few
-        # microseconds per request; the dictionary probe a fraction of one
-        self._request_counters: dict[tuple[int, tuple[str, str, str] | None, int], Counter] = {}
 
     def request(self, *, listener: int, route: tuple[str, str, str] | None, status: int) -> None:
+        """One answered request (a status outside 100-599 is counted as ``other``)."""
+        requests = self._series.requests
         key = (listener, route, status // 100 if 100 <= status <= 599 else 0)
-        counter = self._request_counters.get(key)
-        if counter is None:
-            kind, namespace, name = route or ("", "", "")
-            status_class = f"{key[2]}xx" if key[2] else "other"
-            counter = self.requests.labels(str(listener), kind, namespace, name, status_class)
-            self._request_counters[key] = counter
-        counter.inc()
+        requests[key] = requests.get(key, 0) + 1
+
+    def forwarded(self, seconds: float) -> None:
+        """One forwarded exchange took ``seconds``."""
+        series = self._series
+        series.buckets[bisect_left(_BUCKETS, seconds)] += 1
+        series.duration_sum += seconds
 
     def applied(self, version: str) -> None:
         if self._version is not None and self._version != version:

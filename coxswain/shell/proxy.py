@@ -434,7 +434,7 @@ class Proxy:
                 exchange.status = err.error.status
                 keep_alive = False
             finally:
-                self.metrics.upstream_duration.observe(time.perf_counter() - started)
+                self.metrics.forwarded(time.perf_counter() - started)
         if answer is not None:
             if decision.status is not None and keep_alive:
                 keep_alive = not head.expect_continue and await _drain(reader)
