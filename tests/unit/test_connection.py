@@ -141,3 +141,32 @@ def test_a_waiting_receive_is_cancelled_like_any_trio_wait() -> None:
             assert scope.cancelled_caught
 
     trio.run(main)
+
+
+def test_a_connection_whose_bytes_are_always_there_still_lets_other_tasks_run() -> None:
+    async def main() -> None:
+        async with connected() as (connection, peer):
+            peer.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+            payload = b"x" * (1 << 20)
+            peer.sendall(payload)  # all of it waits in the kernel: no receive below must wait
+            await trio.sleep(0.05)
+            turns = 0
+
+            async def other_task() -> None:
+                nonlocal turns
+                while True:
+                    turns += 1
+                    await trio.lowlevel.checkpoint()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(other_task)
+                await trio.lowlevel.checkpoint()  # let it start
+                before = turns
+                received = 0
+                while received < len(payload):
+                    received += len(await connection.receive_some(16 * 1024))
+                nursery.cancel_scope.cancel()
+            # 1 MB in 16 KiB pieces: a yield after each of the 64 receives
+            assert turns - before >= 32
+
+    trio.run(main)
