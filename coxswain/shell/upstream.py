@@ -104,8 +104,10 @@ class RoundRobin:
 
     next_index: dict[str, int] = field(default_factory=dict)
 
-    def order(self, key: str, endpoints: Sequence[Endpoint]) -> list[Endpoint]:
+    def order(self, key: str, endpoints: Sequence[Endpoint]) -> Sequence[Endpoint]:
         """The endpoints rotated to start at this backend's turn, then advance the turn."""
+        if len(endpoints) == 1:
+            return endpoints
         start = self.next_index.get(key, 0) % len(endpoints)
         self.next_index[key] = start + 1
         return [*endpoints[start:], *endpoints[:start]]
@@ -205,10 +207,10 @@ class Forwarder:
         backend = pick_backend(decision.backends, self.rng)
         if backend is None or not backend.valid:
             raise Answer(500, "the chosen backend is invalid")
-        snapshot = served.snapshot
-        endpoints = snapshot.endpoints.get(backend.endpoints_key, ())
+        key = backend.endpoints_key
+        endpoints = served.snapshot.endpoints.get(key, ())
         if not endpoints:
-            raise Answer(503, f"backend {backend.endpoints_key} has no ready endpoints")
+            raise Answer(503, f"backend {key} has no ready endpoints")
         action = decision.action
         timeouts = [
             t
@@ -253,7 +255,7 @@ class Forwarder:
                     served=served,
                     decision=decision,
                     backend=backend,
-                    endpoints=self.round_robin.order(backend.endpoints_key, endpoints),
+                    endpoints=self.round_robin.order(key, endpoints),
                     exchange=exchange,
                     tee=tee,
                     timer=timer,
@@ -291,7 +293,7 @@ class Forwarder:
         assert self.mirrors is not None
         endpoints_by_key = served.snapshot.endpoints
 
-        def endpoints_of(key: str) -> list[Endpoint]:
+        def endpoints_of(key: str) -> Sequence[Endpoint]:
             endpoints = endpoints_by_key.get(key, ())
             return self.round_robin.order(key, endpoints) if endpoints else []
 
