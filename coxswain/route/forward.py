@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
 
     from coxswain.compile.snapshot import HeaderEdits
 
@@ -64,6 +64,7 @@ def forwarded_headers(
     host: bytes,
     proto: bytes,
     client: bytes | None,
+    named: Collection[bytes] | None = None,
 ) -> Fields:
     """The header list to send upstream.
 
@@ -72,8 +73,11 @@ def forwarded_headers(
         host: the Host to forward.
         proto: ``http`` or ``https``, as the client connected.
         client: the client's address, or None when unknown (offline explanations).
+        named: the ``Connection`` options, lower-cased, when the caller has them already
+            (the proxy's parser does); else they are read from ``headers``.
     """
-    named = connection_named(headers)
+    if named is None:
+        named = connection_named(headers)
     out: Fields = [(b"host", host)]
     forwarded_for: list[bytes] = []
     original_host = host

@@ -9,13 +9,13 @@ over from trio's with ``detach``) and calls it directly, waiting with
 
 Differences from ``trio.SocketStream``, on purpose:
 
-- A call does not check for cancellation before its system call; one that completes at once
-  still yields to the scheduler afterwards (without noticing a cancellation, as trio's socket
-  calls do). That yield matters: under load a connection's bytes are often already there, and
-  a task that never waited would serve request after request, or a whole large body, while
-  the other connections starve. Measured without it (bench/proxy.py): p99 over a second for
-  1 MB bodies at 64 connections, and *more* CPU per small request (149 µs against 104 µs of
-  user time: the loop ran with fewer ready tasks per turn).
+- A call does not check for cancellation before its system call; one that completes without
+  waiting still yields to the scheduler once afterwards (without noticing a cancellation, as
+  trio's socket calls do). That yield matters: under load a connection's bytes are often
+  already there, and a task that never waited would serve request after request, or a whole
+  large body, while the other connections starve. Measured without it (bench/proxy.py): p99
+  over a second for 1 MB bodies at 64 connections, and *more* CPU per small request (149 µs
+  against 104 µs of user time: the loop ran with fewer ready tasks per turn).
 - No conflict detection: each connection is used by one task at a time by construction (the
   only concurrent use, a WebSocket tunnel, sends and receives from two tasks, which is allowed).
 
@@ -63,15 +63,18 @@ class Connection(trio.abc.HalfCloseableStream):
         if self._closed:
             raise trio.ClosedResourceError("the connection was closed")
         view = memoryview(data)
+        waited = False
         while view:
             try:
                 sent = sock.send(view)
             except BlockingIOError:
                 await trio.lowlevel.wait_writable(sock)
+                waited = True
                 continue
             except OSError as err:
                 raise self._broken(err) from err
             view = view[sent:]
+        if not waited:
             await trio.lowlevel.cancel_shielded_checkpoint()  # let the others run: see above
 
     async def wait_send_all_might_not_block(self) -> None:
@@ -84,6 +87,7 @@ class Connection(trio.abc.HalfCloseableStream):
         """The bytes available (at most ``max_bytes``), waiting for some; ``b""`` at the end."""
         sock = self.socket
         size = _DEFAULT_RECEIVE if max_bytes is None else max_bytes
+        waited = False
         while True:
             if self._closed:
                 raise trio.ClosedResourceError("the connection was closed")
@@ -91,10 +95,12 @@ class Connection(trio.abc.HalfCloseableStream):
                 data = sock.recv(size)
             except BlockingIOError:
                 await trio.lowlevel.wait_readable(sock)
+                waited = True
                 continue
             except OSError as err:
                 raise self._broken(err) from err
-            await trio.lowlevel.cancel_shielded_checkpoint()  # let the others run: see above
+            if not waited:
+                await trio.lowlevel.cancel_shielded_checkpoint()  # let the others run: see above
             return data
 
     async def send_eof(self) -> None:

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from coxswain.route.forward import HOP_BY_HOP, apply_edits, connection_named, forwarded_headers
+from coxswain.route.forward import HOP_BY_HOP, apply_edits, forwarded_headers
 from coxswain.shell.http1 import (
     NEED_DATA,
     PAUSED,
@@ -231,6 +231,7 @@ class Forwarder:
             host=routed.host,
             proto=proto,
             client=client_address,
+            named=head.connection,
         )
         try:
             base = _edit(served, base, action.request_headers if action else None)
@@ -484,7 +485,7 @@ async def _send_response(
     exchange: Exchange,
 ) -> bool:
     """Relay the response; whether the upstream connection ended the exchange cleanly."""
-    named = connection_named(response.headers)
+    named = response.connection
     headers = [(n, v) for n, v in response.headers if n not in HOP_BY_HOP and n not in named]
     action = decision.action
     try:

@@ -68,6 +68,7 @@ def test_head_fields_when_request_is_simple(codec: HeadCodec) -> None:
         http_version=b"1.1",
         headers=((b"host", b"x.test"), (b"x-y", b"v w")),
         host=b"x.test",
+        connection=(),
         keep_alive=True,
         content_length=None,
         chunked=False,

@@ -55,6 +55,7 @@ def test_head_fields_when_sized_response(codec: HeadCodec) -> None:
         reason=b"OK",
         http_version=b"1.1",
         headers=((b"content-length", b"2"), (b"a", b"b")),
+        connection=(),
         keep_alive=True,
         content_length=2,
         chunked=False,
