@@ -16,6 +16,11 @@ Differences from ``trio.SocketStream``, on purpose:
   large body, while the other connections starve. Measured without it (bench/proxy.py): p99
   over a second for 1 MB bodies at 64 connections, and *more* CPU per small request (149 µs
   against 104 µs of user time: the loop ran with fewer ready tasks per turn).
+- A receive that finds nothing yields once and tries again before it waits: an upstream
+  usually answers within the turn the other connections take, and the retry saves the
+  readiness wait's registration and epoll round trip. Measured (1 worker, wrk -c32, 4
+  alternated rounds): 7,310 req/s against 6,620 and 108 µs of user time per request against
+  115; a second retry made it worse (6,110 req/s).
 - No conflict detection: each connection is used by one task at a time by construction (the
   only concurrent use, a WebSocket tunnel, sends and receives from two tasks, which is allowed).
 
@@ -87,13 +92,17 @@ class Connection(trio.abc.HalfCloseableStream):
         """The bytes available (at most ``max_bytes``), waiting for some; ``b""`` at the end."""
         sock = self.socket
         size = _DEFAULT_RECEIVE if max_bytes is None else max_bytes
-        waited = False
+        waited = yielded = False
         while True:
             if self._closed:
                 raise trio.ClosedResourceError("the connection was closed")
             try:
                 data = sock.recv(size)
             except BlockingIOError:
+                if not yielded:  # one turn of the others first: the peer may answer meanwhile
+                    yielded = True
+                    await trio.lowlevel.cancel_shielded_checkpoint()
+                    continue
                 await trio.lowlevel.wait_readable(sock)
                 waited = True
                 continue
