@@ -365,7 +365,10 @@ class Forwarder:
                     if not body_read:  # a retry: the (empty) body was read by the first attempt
                         if head.expect_continue:
                             await client_stream.send_all(_CONTINUE)
-                        await _send_body(client, upstream, chunked=head.chunked, tee=tee)
+                        if has_body or tee is not None:
+                            await _send_body(client, upstream, chunked=head.chunked, tee=tee)
+                        else:  # no body: the parser has the request's end already, no reading
+                            client.parser.next_event()
                         body_read = True
                     parser = ResponseParser(self.codec)
                     parser.expect_response(head.method)
