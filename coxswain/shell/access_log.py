@@ -11,6 +11,7 @@ the proxy stops.
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring_ascii as _quote  # the C string encoder of json
 from typing import TYPE_CHECKING, Final
 
 import trio
@@ -26,6 +27,10 @@ INTERVAL: Final = 0.2
 _encode = json.JSONEncoder(separators=(",", ":")).encode
 
 
+def _text(value: str | None) -> str:
+    return "null" if value is None else _quote(value)
+
+
 class AccessLog:
     """Batched JSON lines to ``stream``; with no stream, requests are not logged."""
 
@@ -38,9 +43,38 @@ class AccessLog:
 
     def write(self, fields: dict[str, object]) -> None:
         """Log one request."""
+        if self.stream is not None:
+            self._add(_encode(fields))
+
+    def request(
+        self,
+        *,
+        method: bytes,
+        host: bytes | None,
+        path: bytes,
+        route: str | None,
+        client: str | None,
+        reason: str | None,
+        status: int,
+        upstream: str | None,
+        duration_ms: float,
+    ) -> None:
+        """Log one proxied request: the object :meth:`write` makes of these fields (``reason``
+        only when given), put together directly; the generic encoder and the dictionary it
+        needs were two thirds of the line's cost."""
         if self.stream is None:
             return
-        line = _encode(fields)
+        latin1 = "latin-1"
+        said = "" if reason is None else f'"reason":{_quote(reason)},'
+        self._add(
+            f'{{"method":{_quote(method.decode(latin1))},'
+            f'"host":{"null" if host is None else _quote(host.decode(latin1))},'
+            f'"path":{_quote(path.decode(latin1))},"route":{_text(route)},'
+            f'"client":{_text(client)},{said}'
+            f'"status":{status:d},"upstream":{_text(upstream)},"duration_ms":{duration_ms!r}}}'
+        )
+
+    def _add(self, line: str) -> None:
         self._lines.append(line)
         self._size += len(line) + 1
         if self._size >= LIMIT:

@@ -449,18 +449,16 @@ class Proxy:
             )
             exchange.status = answer.status
         if self.access.stream is not None:
-            self.access.write(
-                {
-                    "method": head.method.decode("latin-1"),
-                    "host": None if head.host is None else head.host.decode("latin-1"),
-                    "path": head.target.decode("latin-1"),
-                    "route": routed.label,
-                    "client": client,
-                    **({"reason": answer.reason} if answer is not None else {}),
-                    "status": exchange.status,
-                    "upstream": exchange.upstream or None,
-                    "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-                }
+            self.access.request(
+                method=head.method,
+                host=head.host,
+                path=head.target,
+                route=routed.label,
+                client=client,
+                reason=None if answer is None else answer.reason,
+                status=exchange.status,
+                upstream=exchange.upstream or None,
+                duration_ms=round((time.perf_counter() - started) * 1000, 3),
             )
         self.metrics.request(listener=spec.port, route=routed.metric, status=exchange.status)
         return keep_alive

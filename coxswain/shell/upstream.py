@@ -78,6 +78,7 @@ __all__ = ["Answer", "Exchange", "Forwarder", "RoundRobin", "Timeouts", "pick_ba
 
 _CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
 _IDEMPOTENT: Final = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
+_SPARE_READERS: Final = 256
 
 
 class Answer(Exception):
@@ -184,6 +185,9 @@ class Forwarder:
     round_robin: RoundRobin = field(default_factory=RoundRobin)
     pool: UpstreamPool | None = None
     mirrors: Mirrors | None = None
+    # response readers left clean by a complete keep-alive exchange, for the next exchange
+    # (a parser and its reader cost several microseconds to build per request)
+    _readers: list[tuple[EventReader, ResponseParser]] = field(default_factory=list)
 
     async def forward(
         self,
@@ -370,11 +374,8 @@ class Forwarder:
                         else:  # no body: the parser has the request's end already, no reading
                             client.parser.next_event()
                         body_read = True
-                    parser = ResponseParser(self.codec)
+                    reader, parser = self._response_reader(upstream, timer)
                     parser.expect_response(head.method)
-                    reader = EventReader(
-                        upstream, parser, read_timeout=self.timeouts.read, timer=timer
-                    )
                     response = await _final_head(reader, upgrading=head.upgrade is not None)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, Answer) as err:
                     if reused and may_retry:
@@ -393,9 +394,26 @@ class Forwarder:
             finally:
                 if reusable and pool is not None:
                     pool.give(endpoint, upstream)
+                    if len(self._readers) < _SPARE_READERS:
+                        reader.timer = None
+                        self._readers.append((reader, parser))
                 else:
                     await trio.aclose_forcefully(upstream)
             return
+
+    def _response_reader(
+        self, upstream: Connection, timer: Timer
+    ) -> tuple[EventReader, ResponseParser]:
+        """A reader for the upstream's response and its parser: a spare pair, the parser
+        waiting for a head with nothing buffered, or a new one."""
+        if self._readers:
+            reader, parser = self._readers.pop()
+            reader.stream = upstream
+            reader.timer = timer
+            return reader, parser
+        parser = ResponseParser(self.codec)
+        reader = EventReader(upstream, parser, read_timeout=self.timeouts.read, timer=timer)
+        return reader, parser
 
 
 async def _send_body(
