@@ -336,7 +336,7 @@ def _add_listener_flags(parser: argparse.ArgumentParser) -> None:
     for flag, default, meaning in _TIMEOUT_FLAGS:
         parser.add_argument(
             flag,
-            type=float,
+            type=_seconds,
             default=default,
             metavar="SECONDS",
             help=f"{meaning} (default {default:g})",
@@ -500,6 +500,17 @@ _TIMEOUT_FLAGS: Final = (
         "sends nothing for this long; a route's own timeouts bound the whole exchange",
     ),
 )
+
+
+def _seconds(text: str) -> float:
+    """A timeout on the command line: a positive number of seconds (``inf``: none)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{text!r}: a timeout must be more than 0 seconds")
+    return value
 
 
 def _proxy(args: argparse.Namespace) -> int:

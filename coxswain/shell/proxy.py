@@ -365,13 +365,14 @@ class Proxy:
         with idle.scope:
             try:
                 while not self.draining:
-                    idle.arm(None, header_timeout)
+                    idle.arm(reader, header_timeout)
                     self._idle.add(idle.scope)
                     event = await reader.next(math.inf)  # bounded by the timer instead
                     self._idle.discard(idle.scope)
                     idle.disarm()
-                    if self.draining:
-                        return  # the idle connections were closed just as the head arrived
+                    if self.draining or idle.stalled is not None:
+                        return  # drained, or timed out, just as the head arrived: the scope
+                        # is cancelled, so nothing more can be done on this connection
                     if event is PAUSED:  # the upgrade was not tunnelled: carry on with HTTP/1.1
                         reader.parser.resume()
                         continue

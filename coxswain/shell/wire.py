@@ -34,7 +34,9 @@ class Watchdog:
     watching a wait here is one dictionary store and one removal. The price is precision: a
     wait runs out between ``timeout - tick`` and ``timeout + tick`` seconds after it began,
     so ``tick`` is a small fraction of the shortest timeout it serves (``for_timeouts``).
-    Timeouts that must be exact (a route's) use a scope deadline instead.
+    Timeouts that must be exact (a route's) use a scope deadline instead. Each tick walks
+    every wait (one per open connection at most, plus one per exchange in flight): a
+    millisecond or two per tick at ten thousand connections.
     """
 
     __slots__ = ("_waits", "now", "tick")
@@ -46,8 +48,9 @@ class Watchdog:
 
     @classmethod
     def for_timeouts(cls, *timeouts: float) -> Watchdog:
-        """A watchdog precise to a tenth of the shortest timeout, at most a second."""
-        return cls(min(1.0, *(t / 10 for t in timeouts)))
+        """A watchdog precise to a tenth of the shortest timeout: at most a second, at least
+        a millisecond."""
+        return cls(max(0.001, min(1.0, *(t / 10 for t in timeouts))))
 
     def watch(self, timer: Timer, timeout: float) -> None:
         """``timer``'s wait runs out ``timeout`` seconds from now."""

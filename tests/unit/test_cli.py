@@ -509,6 +509,25 @@ def test_proxy_workers_default_to_the_cpus_this_process_may_use():
     assert args.workers == len(os.sched_getaffinity(0))
 
 
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "soon"])
+def test_a_proxy_timeout_that_is_not_a_positive_number_of_seconds_is_refused(value, capsys):
+    from coxswain.cli import _parser
+
+    with pytest.raises(SystemExit):
+        _parser().parse_args(
+            ["proxy", "--shared", "--snapshot", "s.json", "--client-header-timeout", value]
+        )
+    assert "--client-header-timeout" in capsys.readouterr().err
+
+
+def test_a_proxy_timeout_may_be_fractional_or_infinite():
+    from coxswain.cli import _parser
+
+    flags = ["--upstream-read-timeout", "0.25", "--client-body-timeout", "inf"]
+    args = _parser().parse_args(["proxy", "--shared", "--snapshot", "s.json", *flags])
+    assert (args.upstream_read_timeout, args.client_body_timeout) == (0.25, float("inf"))
+
+
 @pytest.mark.parametrize(
     ("args", "env", "message"),
     [
