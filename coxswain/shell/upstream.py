@@ -162,6 +162,7 @@ class Timeouts:
     ``read``: between two reads of the upstream's response (nginx ``proxy_read_timeout``).
     ``client_body``: between two reads of the client's request body (nginx
     ``client_body_timeout``); a stalled body is answered 408 (RFC 9110 §15.5.9).
+    ``read`` and ``client_body`` are kept to within a tenth by :class:`~.wire.Watchdog`.
     """
 
     connect: float = 10.0
