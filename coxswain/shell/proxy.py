@@ -25,6 +25,7 @@ Design (ARCHITECTURE §6, STYLE §7):
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import math
@@ -54,7 +55,7 @@ from coxswain.shell.http1 import (
 from coxswain.shell.metrics import Metrics
 from coxswain.shell.mirror import Mirrors
 from coxswain.shell.pool import UpstreamPool
-from coxswain.shell.served import Served, handshake_sni
+from coxswain.shell.served import Routed, Served, handshake_sni
 from coxswain.shell.upstream import Answer, ClientProtocolError, Exchange, Forwarder, Timeouts
 from coxswain.shell.wire import EventReader, Timer, Watchdog, own_answer
 from coxswain.shell.workers import open_reuseport_listeners
@@ -88,6 +89,20 @@ class ProxyConfig:
     max_body_bytes: int | None = None  # a request body over it is answered 413
     reuse_port: bool = False  # bind with SO_REUSEPORT: one of several worker processes
     access_log: bool = False  # one JSON line per request on stderr (:mod:`.access_log`)
+
+
+_HEAD_WAIT: Final = object()
+"""What the connection's timer names while the connection waits for a request head."""
+
+
+@dataclass(slots=True)
+class _InFlight:
+    """A request being forwarded: what answering and logging it takes if a timeout cuts it."""
+
+    head: RequestHead
+    routed: Routed
+    exchange: Exchange
+    started: float
 
 
 @dataclass(slots=True)
@@ -351,26 +366,31 @@ class Proxy:
     async def _requests(
         self, conn: trio.abc.Stream, spec: ListenerSpec, client: str | None, sni: str | None
     ) -> None:
+        header_timeout = self.config.header_timeout
+        assert self._forwarder is not None
+        # One timer for the connection rather than a cancel scope per request or per wait (a
+        # scope costs several microseconds): armed while waiting for a request head (draining
+        # cancels it then), for each piece of a request body, and for each wait on the
+        # upstream; its scope's deadline is a route's timeout. Any of them firing ends the
+        # connection; a request cut short is answered and logged after the scope (_cut).
+        timer = Timer(self._forwarder.watchdog)
         limits = Limits(max_body_bytes=self.config.max_body_bytes)
         reader = EventReader(
             conn,
             RequestParser(self.codec, limits=limits),
             read_timeout=self.config.timeouts.client_body,
+            timer=timer,
         )
-        header_timeout = self.config.header_timeout
-        assert self._forwarder is not None
-        # One timer for the connection rather than a scope per request (a scope costs several
-        # microseconds): armed while waiting for a request head; draining cancels it then.
-        idle = Timer(self._forwarder.watchdog)
-        with idle.scope:
+        inflight: list[_InFlight] = []  # the forwarded request a timeout may cut, if any
+        with timer.scope:
             try:
                 while not self.draining:
-                    idle.arm(reader, header_timeout)
-                    self._idle.add(idle.scope)
+                    timer.arm(_HEAD_WAIT, header_timeout)
+                    self._idle.add(timer.scope)
                     event = await reader.next(math.inf)  # bounded by the timer instead
-                    self._idle.discard(idle.scope)
-                    idle.disarm()
-                    if self.draining or idle.stalled is not None:
+                    self._idle.discard(timer.scope)
+                    timer.disarm()
+                    if self.draining or timer.stalled is not None:
                         return  # drained, or timed out, just as the head arrived: the scope
                         # is cancelled, so nothing more can be done on this connection
                     if event is PAUSED:  # the upgrade was not tunnelled: carry on with HTTP/1.1
@@ -385,11 +405,44 @@ class Proxy:
                         return
                     if type(event) is not RequestHead:
                         return  # ConnectionClosed
-                    if not await self._request(reader, conn, event, spec, client, sni):
+                    if not await self._request(reader, conn, event, spec, client, sni, inflight):
                         return
             finally:
-                self._idle.discard(idle.scope)
-                idle.disarm()
+                self._idle.discard(timer.scope)
+                timer.disarm()
+        if timer.scope.cancelled_caught and inflight:
+            await self._cut(conn, spec, client, inflight[0], reader, timer.stalled)
+
+    async def _cut(
+        self,
+        conn: trio.abc.Stream,
+        spec: ListenerSpec,
+        client: str | None,
+        request: _InFlight,
+        reader: EventReader,
+        stalled: object | None,
+    ) -> None:
+        """A forwarded request's timeout fired: answer it, if no response byte went out yet
+        (408 for a stalled body, RFC 9110 §15.5.9; 504 for the upstream, §15.6.5), and log it.
+        The connection closes after (RFC 9112 §9.6)."""
+        exchange = request.exchange
+        reason = None
+        if not exchange.response_started:
+            timeouts = self.config.timeouts
+            if stalled is reader:
+                status, reason = 408, f"the request body stalled for {timeouts.client_body:g} s"
+            elif stalled is not None:
+                status, reason = 504, f"the upstream sent nothing for {timeouts.read:g} s"
+            else:
+                status, reason = 504, f"the upstream did not answer within {exchange.limit:g} s"
+            answer = own_answer(
+                status, reason, close=True, head_only=request.head.method == b"HEAD"
+            )
+            with trio.move_on_after(HANDSHAKE_TIMEOUT):  # the client may have stopped reading
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await conn.send_all(answer)
+            exchange.status = status
+        self._record(request.head, request.routed, spec, client, reason, exchange, request.started)
 
     async def _request(
         self,
@@ -399,8 +452,10 @@ class Proxy:
         spec: ListenerSpec,
         client: str | None,
         sni: str | None,
+        inflight: list[_InFlight],
     ) -> bool:
-        """Answer one request; whether the connection may carry another."""
+        """Answer one request; whether the connection may carry another. While a request is
+        forwarded it is in ``inflight``, for :meth:`_cut` if a timeout ends the connection."""
         started = time.perf_counter()
         served = self.served
         assert served is not None
@@ -413,6 +468,7 @@ class Proxy:
             answer = Answer(decision.status, decision.reason)
         else:
             assert self._forwarder is not None
+            inflight.append(_InFlight(head, routed, exchange, started))
             try:
                 await self._forwarder.forward(
                     client=reader,
@@ -436,6 +492,7 @@ class Proxy:
                 keep_alive = False
             finally:
                 self.metrics.forwarded(time.perf_counter() - started)
+            inflight.clear()  # not reached when a timeout cancels the connection
         if answer is not None:
             if decision.status is not None and keep_alive:
                 keep_alive = not head.expect_continue and await _drain(reader)
@@ -449,6 +506,21 @@ class Proxy:
                 )
             )
             exchange.status = answer.status
+        reason = None if answer is None else answer.reason
+        self._record(head, routed, spec, client, reason, exchange, started)
+        return keep_alive
+
+    def _record(
+        self,
+        head: RequestHead,
+        routed: Routed,
+        spec: ListenerSpec,
+        client: str | None,
+        reason: str | None,
+        exchange: Exchange,
+        started: float,
+    ) -> None:
+        """The access-log line and the request counter of one answered request."""
         if self.access.stream is not None:
             self.access.request(
                 method=head.method,
@@ -456,17 +528,25 @@ class Proxy:
                 path=head.target,
                 route=routed.label,
                 client=client,
-                reason=None if answer is None else answer.reason,
+                reason=reason,
                 status=exchange.status,
                 upstream=exchange.upstream or None,
                 duration_ms=round((time.perf_counter() - started) * 1000, 3),
             )
         self.metrics.request(listener=spec.port, route=routed.metric, status=exchange.status)
-        return keep_alive
 
 
 async def _drain(reader: EventReader, limit: int = 64 * 1024) -> bool:
-    """Read and drop a request body the proxy answers without; False if it is too long."""
+    """Read and drop a request body the proxy answers without; False if it is too long or
+    stalls (then the answer is sent with ``Connection: close``)."""
+    timer, reader.timer = reader.timer, None  # a stall here is not the connection's end
+    try:
+        return await _drop_body(reader, limit)
+    finally:
+        reader.timer = timer
+
+
+async def _drop_body(reader: EventReader, limit: int) -> bool:
     seen = 0
     while True:
         try:

@@ -122,6 +122,7 @@ class Exchange:
     upstream: str = ""
     keep_alive: bool = True
     response_started: bool = False
+    limit: float = math.inf  # the route's timeout for the whole exchange
 
 
 def pick_backend(backends: Sequence[Backend], rng: random.Random) -> Backend | None:
@@ -246,47 +247,34 @@ class Forwarder:
         tee = None
         if action is not None and action.mirrors and self.mirrors is not None and not head.upgrade:
             tee = self._mirror(action.mirrors, served, head, decision, base)
-        # one scope bounds the exchange: the route's timeout, and each wait for either peer
-        timer = Timer(
-            self.watchdog, trio.current_time() + timeout if timeout < math.inf else timeout
-        )
-        client.timer = timer
+        # The client connection's timer bounds the exchange: each wait for either peer, and
+        # the route's timeout as its scope's deadline. When it fires, the cancellation ends
+        # the connection and its owner answers 408/504 outside the scope (Proxy._requests).
+        timer = client.timer
+        assert timer is not None, "the client's reader carries its connection's timer"
+        if timeout < math.inf:
+            exchange.limit = timeout
+            timer.scope.deadline = trio.current_time() + timeout
         try:
-            with timer.scope:
-                await self._relay(
-                    client=client,
-                    client_stream=client_stream,
-                    head=head,
-                    headers=headers,  # the mirrors' heads were framed from ``base`` already
-                    served=served,
-                    decision=decision,
-                    backend=backend,
-                    endpoints=self.round_robin.order(key, endpoints),
-                    exchange=exchange,
-                    tee=tee,
-                    timer=timer,
-                )
+            await self._relay(
+                client=client,
+                client_stream=client_stream,
+                head=head,
+                headers=headers,  # the mirrors' heads were framed from ``base`` already
+                served=served,
+                decision=decision,
+                backend=backend,
+                endpoints=self.round_robin.order(key, endpoints),
+                exchange=exchange,
+                tee=tee,
+                timer=timer,
+            )
         finally:
-            client.timer = None
-            timer.disarm()  # when the scope ended otherwise while a reader waited
+            timer.disarm()  # when the exchange ended otherwise while a reader waited
+            if timeout < math.inf:
+                timer.scope.deadline = math.inf
             if tee is not None:
                 tee.abort()  # a no-op once the body was sent whole
-        if timer.scope.cancelled_caught:
-            stalled = timer.stalled
-            if exchange.response_started:
-                exchange.keep_alive = False  # the client can only learn it from the close
-            elif stalled is client:
-                raise Answer(408, f"the request body stalled for {client.read_timeout:g} s")
-            elif stalled is not None:
-                raise Answer(
-                    504,
-                    f"the upstream sent nothing for {self.timeouts.read:g} s",
-                    exchange.upstream,
-                )
-            else:
-                raise Answer(
-                    504, f"the upstream did not answer within {timeout:g} s", exchange.upstream
-                )
 
     def _mirror(
         self,

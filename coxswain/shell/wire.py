@@ -72,20 +72,20 @@ class Watchdog:
 
 
 class Timer:
-    """The waits of one exchange (or one connection), bounded through one cancel scope.
+    """The waits of one client connection, bounded through one cancel scope.
 
-    The exchange runs inside ``scope``. A reader arms the timer with its read timeout while
-    it waits (:meth:`arm`), and disarms it after; when the wait runs out the watchdog calls
-    :meth:`expire`, which notes the reader in ``stalled`` and cancels the scope, so the owner
-    can say which peer was too slow. ``stalled`` stays None when the scope ended otherwise
-    (its own deadline: the route's timeout).
+    The connection's requests run inside ``scope``. A waiter arms the timer with its timeout
+    while it waits (:meth:`arm`), and disarms it after; when the wait runs out the watchdog
+    calls :meth:`expire`, which notes the waiter in ``stalled`` and cancels the scope, so the
+    owner can say who was too slow. ``stalled`` stays None when the scope ended otherwise
+    (its deadline, which a route's timeout sets, or a cancellation from outside).
     """
 
     __slots__ = ("_waiting", "scope", "stalled", "watchdog")
 
-    def __init__(self, watchdog: Watchdog, deadline: float = math.inf) -> None:
+    def __init__(self, watchdog: Watchdog) -> None:
         self.watchdog = watchdog
-        self.scope = trio.CancelScope(deadline=deadline)
+        self.scope = trio.CancelScope()
         self.stalled: object | None = None
         self._waiting: object | None = None
 

@@ -46,10 +46,11 @@ async def _echo_connection(
 ) -> None:
     """h11 server: answers each request with JSON of what it received.
 
-    ``/chunked`` answers with a chunked body; ``/stall`` never answers; ``/bad`` answers
-    garbage; ``/once`` closes the connection after a response that announced keep-alive.
-    Each answer carries the number of the connection it came on; ``received`` gets each
-    request's JSON too, for requests whose answer the test never sees (mirrors).
+    ``/chunked`` answers with a chunked body; ``/stall`` never answers; ``/stall-body`` sends
+    a head and 10 of the 100 bytes it announced, then nothing; ``/bad`` answers garbage;
+    ``/once`` closes the connection after a response that announced keep-alive. Each answer
+    carries the number of the connection it came on; ``received`` gets each request's JSON
+    too, for requests whose answer the test never sees (mirrors).
     """
     conn = h11.Connection(h11.SERVER)
     number = next(_connections)
@@ -78,6 +79,9 @@ async def _echo_connection(
                 await _echo_upgraded(stream, conn)
                 return
             if target == "/stall":
+                await trio.sleep_forever()
+            if target == "/stall-body":
+                await stream.send_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n0123456789")
                 await trio.sleep_forever()
             if target == "/bad":
                 await stream.send_all(b"HTTP/1.1 banana\r\n\r\n")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import http.client
 import socket
 import time
 from typing import TYPE_CHECKING, Any
+
+import pytest
 
 from coxswain.shell.upstream import Timeouts
 
@@ -126,6 +129,27 @@ def test_an_upstream_that_sends_nothing_is_504_without_a_route_timeout(tmp_path:
         assert response.status == 504
         assert time.monotonic() - started < TIMEOUT
         response, _ = request(run.gateway_port, "GET", "/")
+        assert response.status == 200
+
+    run_proxy(tmp_path, make, client, timeouts=Timeouts(read=0.2))
+
+
+def test_an_upstream_that_stalls_mid_body_gets_the_client_connection_closed(
+    tmp_path: Path,
+) -> None:
+    def make(ports: dict[str, int]) -> dict[str, Any]:
+        return _mirrored(ports, [])
+
+    def client(run: Running) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", run.gateway_port, timeout=TIMEOUT)
+        conn.request("GET", "/stall-body", headers={"Host": "a.example.com"})
+        response = conn.getresponse()
+        assert response.status == 200  # the head went out before the upstream stalled
+        with pytest.raises(http.client.IncompleteRead) as cut:
+            response.read()
+        assert cut.value.partial == b"0123456789"
+        conn.close()
+        response, _ = request(run.gateway_port, "GET", "/")  # others are served
         assert response.status == 200
 
     run_proxy(tmp_path, make, client, timeouts=Timeouts(read=0.2))

@@ -65,7 +65,8 @@ def test_a_disarmed_wait_never_fires_and_each_wait_restarts_the_count() -> None:
 
 def test_the_scope_deadline_fires_on_its_own_with_no_waiter_named() -> None:
     async def body(watchdog: Watchdog) -> None:
-        timer = Timer(watchdog, trio.current_time() + 0.3)
+        timer = Timer(watchdog)
+        timer.scope.deadline = trio.current_time() + 0.3  # a route's timeout
         with timer.scope:
             timer.arm("upstream", 10.0)
             await trio.sleep_forever()
