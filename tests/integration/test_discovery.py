@@ -7,7 +7,7 @@ import gc
 import queue
 import threading
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import pytest
@@ -73,6 +73,29 @@ def snap(version: str, scope: Scope | None = None) -> Snapshot:
 
 def acked(node: str, version: str) -> Callable[[PMap[str, NodeObservation]], bool]:
     return lambda fleet: node in fleet and fleet[node].acked_version == version
+
+
+def start_client(
+    nursery: trio.Nursery,
+    port: int,
+    on_snapshot: Callable[[Snapshot], Awaitable[None]],
+    credentials: ClientCredentials | None,
+    *,
+    node_id: str = "shared-0",
+    scope: Scope | None = None,
+    **extra: Any,
+) -> None:
+    """Run ``stream_snapshots`` against the server on 127.0.0.1:``port`` in ``nursery``."""
+    nursery.start_soon(
+        lambda: stream_snapshots(
+            f"127.0.0.1:{port}",
+            node_id=node_id,
+            scope=scope,
+            credentials=credentials,
+            on_snapshot=on_snapshot,
+            **extra,
+        )
+    )
 
 
 def run(main: Callable[[], Awaitable[None]]) -> None:
@@ -189,14 +212,13 @@ def test_unknown_gateway_scope_waits_until_its_first_snapshot(ca: CertificateAut
             open_discovery_server(credentials=server_creds(ca), policy=allow) as server,
             trio.open_nursery() as nursery,
         ):
-            nursery.start_soon(
-                lambda: stream_snapshots(
-                    f"127.0.0.1:{server.port}",
-                    node_id="web-0",
-                    scope=scope,
-                    credentials=client_creds(ca, "team", "web-proxy"),
-                    on_snapshot=on_snapshot,
-                )
+            start_client(
+                nursery,
+                server.port,
+                on_snapshot,
+                client_creds(ca, "team", "web-proxy"),
+                node_id="web-0",
+                scope=scope,
             )
             await server.wait_fleet(lambda f: "web-0" in f and f["web-0"].connected)
             assert not got.is_set()
@@ -293,14 +315,12 @@ def test_nack_keeps_the_stream_and_the_next_snapshot_arrives(ca: CertificateAuth
             trio.open_nursery() as nursery,
         ):
             server.publish(SharedPool(), snap("bad"))
-            nursery.start_soon(
-                lambda: stream_snapshots(
-                    f"127.0.0.1:{server.port}",
-                    node_id="shared-0",
-                    scope=SharedPool(),
-                    credentials=client_creds(ca, "coxswain", "shared"),
-                    on_snapshot=on_snapshot,
-                )
+            start_client(
+                nursery,
+                server.port,
+                on_snapshot,
+                client_creds(ca, "coxswain", "shared"),
+                scope=SharedPool(),
             )
             assert await recv.receive() == "bad"
             server.publish(SharedPool(), snap("good"))
@@ -326,15 +346,12 @@ def test_client_reconnects_and_resynchronises_when_the_server_restarts(
             async with open_discovery_server(credentials=server_creds(ca), policy=allow) as first:
                 port = first.port
                 first.publish(SharedPool(), snap("v1"))
-                nursery.start_soon(
-                    lambda: stream_snapshots(
-                        f"127.0.0.1:{port}",
-                        node_id="shared-0",
-                        scope=None,
-                        credentials=client_creds(ca, "coxswain", "shared"),
-                        on_snapshot=on_snapshot,
-                        backoff=FAST_BACKOFF,
-                    )
+                start_client(
+                    nursery,
+                    port,
+                    on_snapshot,
+                    client_creds(ca, "coxswain", "shared"),
+                    backoff=FAST_BACKOFF,
                 )
                 assert await recv.receive() == "v1"
                 await first.wait_fleet(acked("shared-0", "v1"))
@@ -362,15 +379,7 @@ def test_plaintext_mode_serves_when_explicitly_insecure() -> None:
             trio.open_nursery() as nursery,
         ):
             server.publish(SharedPool(), snap("v1"))
-            nursery.start_soon(
-                lambda: stream_snapshots(
-                    f"127.0.0.1:{server.port}",
-                    node_id="local",
-                    scope=None,
-                    credentials=None,
-                    on_snapshot=on_snapshot,
-                )
-            )
+            start_client(nursery, server.port, on_snapshot, None, node_id="local")
             await got.wait()
             fleet = await server.wait_fleet(acked("local", "v1"))
             assert fleet["local"].identity is None
@@ -402,15 +411,7 @@ def test_cancellation_and_shutdown_leave_no_thread_behind(ca: CertificateAuthori
             trio.open_nursery() as nursery,
         ):
             server.publish(SharedPool(), snap("v1"))
-            nursery.start_soon(
-                lambda: stream_snapshots(
-                    f"127.0.0.1:{server.port}",
-                    node_id="shared-0",
-                    scope=None,
-                    credentials=client_creds(ca, "coxswain", "shared"),
-                    on_snapshot=on_snapshot,
-                )
-            )
+            start_client(nursery, server.port, on_snapshot, client_creds(ca, "coxswain", "shared"))
             await got.wait()
             names = {t.name for t in threading.enumerate()}
             assert "coxswain-discovery-server" in names
@@ -499,15 +500,7 @@ def test_a_delta_client_applies_deltas_to_exactly_the_published_snapshots(
             open_discovery_server(credentials=server_creds(ca), policy=allow) as server,
             trio.open_nursery() as nursery,
         ):
-            nursery.start_soon(
-                lambda: stream_snapshots(
-                    f"127.0.0.1:{server.port}",
-                    node_id="shared-0",
-                    scope=None,
-                    credentials=client_creds(ca, "coxswain", "shared"),
-                    on_snapshot=on_snapshot,
-                )
-            )
+            start_client(nursery, server.port, on_snapshot, client_creds(ca, "coxswain", "shared"))
             for snapshot in published:
                 server.publish(SharedPool(), snapshot)
                 assert await recv.receive() == snapshot
@@ -619,15 +612,7 @@ def test_a_snapshot_over_4_mib_gets_through(ca: CertificateAuthority) -> None:
             trio.open_nursery() as nursery,
         ):
             server.publish(SharedPool(), large)
-            nursery.start_soon(
-                lambda: stream_snapshots(
-                    f"127.0.0.1:{server.port}",
-                    node_id="shared-0",
-                    scope=None,
-                    credentials=client_creds(ca, "coxswain", "shared"),
-                    on_snapshot=on_snapshot,
-                )
-            )
+            start_client(nursery, server.port, on_snapshot, client_creds(ca, "coxswain", "shared"))
             await got.wait()
             await server.wait_fleet(acked("shared-0", "big"))
             nursery.cancel_scope.cancel()
@@ -656,15 +641,14 @@ def test_node_status_goes_out_before_any_snapshot_and_while_one_is_applied(
             trio.open_nursery() as nursery,
         ):
             await ports_send.send(frozenset({80}))
-            nursery.start_soon(
-                lambda: stream_snapshots(
-                    f"127.0.0.1:{server.port}",
-                    node_id="web-0",
-                    scope=scope,
-                    credentials=client_creds(ca, "team", "web-proxy"),
-                    on_snapshot=on_snapshot,
-                    bound_ports=ports_recv,
-                )
+            start_client(
+                nursery,
+                server.port,
+                on_snapshot,
+                client_creds(ca, "team", "web-proxy"),
+                node_id="web-0",
+                scope=scope,
+                bound_ports=ports_recv,
             )
             await server.wait_fleet(lambda f: "web-0" in f and f["web-0"].bound_ports == {80})
             server.publish(scope, snap("g1", scope))

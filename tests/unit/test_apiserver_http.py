@@ -19,27 +19,19 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer
+from tests.unit import apiserver_fixtures
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
+
+# The emulator fixtures this module uses (see tests/unit/apiserver_fixtures.py).
+api = apiserver_fixtures.api
+client = apiserver_fixtures.client
 
 PARAMS = "coxswaingatewayparameters"
 PARAMS_GROUP = "gateway.coxswain-labs.dev"
 TIMEOUT = 5
 LONG = {"timeout_seconds": 30, "_request_timeout": 30}
-
-
-@pytest.fixture
-def api() -> Iterator[ApiServer]:
-    with ApiServer() as server:
-        yield server
-
-
-@pytest.fixture
-def client(api: ApiServer) -> Iterator[k8s.ApiClient]:
-    with api.client() as api_client:
-        yield api_client
 
 
 def our_crd() -> dict[str, Any]:

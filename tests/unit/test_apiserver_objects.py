@@ -3,28 +3,18 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from tests.apiserver import GATEWAY_API_CRDS, ApiServer
+from tests.unit import apiserver_fixtures
 
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-
-
-@pytest.fixture
-def api() -> Iterator[ApiServer]:
-    with ApiServer() as server:
-        yield server
-
-
-@pytest.fixture
-def core(api: ApiServer) -> Iterator[k8s.CoreV1Api]:
-    with api.client() as api_client:
-        yield k8s.CoreV1Api(api_client)
+# The emulator fixtures this module uses (see tests/unit/apiserver_fixtures.py).
+api = apiserver_fixtures.api
+core = apiserver_fixtures.core
 
 
 def status_of(error: pytest.ExceptionInfo[ApiException]) -> dict[str, Any]:

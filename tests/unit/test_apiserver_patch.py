@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 from kubernetes import client as k8s
@@ -11,9 +11,11 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.apiserver import COXSWAIN_CRDS, ApiError, ApiServer
 from tests.apiserver.patch import json_patch, merge_patch
+from tests.unit import apiserver_fixtures
 
-if TYPE_CHECKING:
-    from collections.abc import Iterator
+# The emulator fixtures this module uses (see tests/unit/apiserver_fixtures.py).
+api = apiserver_fixtures.api
+core = apiserver_fixtures.core
 
 APPLY = "application/apply-patch+yaml"
 PARAMS_GROUP, PARAMS_VERSION, PARAMS = (
@@ -21,18 +23,6 @@ PARAMS_GROUP, PARAMS_VERSION, PARAMS = (
     "v1alpha1",
     "coxswaingatewayparameters",
 )
-
-
-@pytest.fixture
-def api() -> Iterator[ApiServer]:
-    with ApiServer() as server:
-        yield server
-
-
-@pytest.fixture
-def core(api: ApiServer) -> Iterator[k8s.CoreV1Api]:
-    with api.client() as api_client:
-        yield k8s.CoreV1Api(api_client)
 
 
 def apply(

@@ -15,9 +15,14 @@ from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
 from tests.apiserver import COXSWAIN_CRDS, ApiServer
+from tests.unit import apiserver_fixtures
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+
+# The emulator fixtures this module uses (see tests/unit/apiserver_fixtures.py); `core` runs on
+# this module's own `api` below.
+core = apiserver_fixtures.core
 
 LIMITS: dict[str, Any] = {"timeout_seconds": 5, "_request_timeout": 10}
 
@@ -26,12 +31,6 @@ LIMITS: dict[str, Any] = {"timeout_seconds": 5, "_request_timeout": 10}
 def api() -> Iterator[ApiServer]:
     with ApiServer(bookmark_interval=60) as server:
         yield server
-
-
-@pytest.fixture
-def core(api: ApiServer) -> Iterator[k8s.CoreV1Api]:
-    with api.client() as api_client:
-        yield k8s.CoreV1Api(api_client)
 
 
 def config_map(name: str, **labels: str) -> dict[str, Any]:

@@ -7,21 +7,13 @@ No figure is asserted: they belong in docs/benchmarks.md.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
+from tests.unit.bench_smoke import BENCH, run_quick
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "discovery.py"
+SCRIPT = BENCH / "discovery.py"
 
 
 def test_discovery_benchmark_runs_in_quick_mode() -> None:
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_quick(SCRIPT, timeout=60)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "SKIP" in done.stdout
     assert "Publish to applied" in done.stdout, done.stdout

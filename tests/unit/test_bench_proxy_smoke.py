@@ -8,26 +8,19 @@ No figure is asserted: they belong in docs/benchmarks.md.
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "proxy.py"
+from tests.unit.bench_smoke import BENCH, run_quick
+
+SCRIPT = BENCH / "proxy.py"
 
 
 def test_proxy_benchmark_runs_in_quick_mode():
     missing = [tool for tool in ("nginx", "wrk") if shutil.which(tool) is None]
     if missing:
         pytest.skip(f"bench/proxy.py needs {' and '.join(missing)} on PATH")
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_quick(SCRIPT, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "SKIP" in done.stdout
     assert "errors: none" in done.stdout, done.stdout
