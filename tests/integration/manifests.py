@@ -5,11 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 
-def ingress_class() -> dict[str, Any]:
+def ingress_class(*, default: bool = False) -> dict[str, Any]:
+    """IngressClass ``coxswain``; ``default`` marks it the cluster's default class."""
+    metadata: dict[str, Any] = {"name": "coxswain"}
+    if default:
+        metadata["annotations"] = {"ingressclass.kubernetes.io/is-default-class": "true"}
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "IngressClass",
-        "metadata": {"name": "coxswain"},
+        "metadata": metadata,
         "spec": {"controller": "coxswain-labs.dev/ingress-controller"},
     }
 
@@ -20,6 +24,55 @@ def gateway_class() -> dict[str, Any]:
         "kind": "GatewayClass",
         "metadata": {"name": "coxswain"},
         "spec": {"controllerName": "coxswain-labs.dev/gateway-controller"},
+    }
+
+
+def gateway(name: str, port: int, **spec: Any) -> dict[str, Any]:
+    """A Gateway of class ``coxswain`` in ``app`` with one HTTP listener on ``port``."""
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"name": name, "namespace": "app"},
+        "spec": {
+            "gatewayClassName": "coxswain",
+            "listeners": [{"name": "http", "port": port, "protocol": "HTTP"}],
+            **spec,
+        },
+    }
+
+
+def own_infrastructure() -> dict[str, Any]:
+    """A Gateway's ``infrastructure`` naming the CoxswainGatewayParameters ``own``."""
+    return {
+        "parametersRef": {
+            "group": "gateway.coxswain-labs.dev",
+            "kind": "CoxswainGatewayParameters",
+            "name": "own",
+        }
+    }
+
+
+def own_parameters(spec: dict[str, Any]) -> dict[str, Any]:
+    """The CoxswainGatewayParameters ``app/own`` (a dedicated proxy) with ``spec``."""
+    return {
+        "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
+        "kind": "CoxswainGatewayParameters",
+        "metadata": {"name": "own", "namespace": "app"},
+        "spec": spec,
+    }
+
+
+def http_route(name: str, parent: str, service: str, **spec: Any) -> dict[str, Any]:
+    """An HTTPRoute ``app/name`` attached to Gateway ``parent``, to ``service``:80."""
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": name, "namespace": "app"},
+        "spec": {
+            "parentRefs": [{"name": parent}],
+            **spec,
+            "rules": [{"backendRefs": [{"name": service, "port": 80}]}],
+        },
     }
 
 

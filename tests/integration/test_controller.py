@@ -26,7 +26,7 @@ from coxswain.shell.proxy import ProxyConfig
 from coxswain.shell.proxy_process import discovery_feed, serve_feed
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer
 
-from .manifests import backend, default_ingress, gateway_class, ingress_class
+from .manifests import backend, default_ingress, gateway, gateway_class, http_route, ingress_class
 from .proxy_harness import free_port, serve_echo
 
 if TYPE_CHECKING:
@@ -42,27 +42,7 @@ def objects(backend_port: int) -> list[dict[str, Any]]:
 
 
 def gateway_objects() -> list[dict[str, Any]]:
-    return [
-        gateway_class(),
-        {
-            "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": "Gateway",
-            "metadata": {"name": "web", "namespace": "app"},
-            "spec": {
-                "gatewayClassName": "coxswain",
-                "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
-            },
-        },
-        {
-            "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": "HTTPRoute",
-            "metadata": {"name": "shop", "namespace": "app"},
-            "spec": {
-                "parentRefs": [{"name": "web"}],
-                "rules": [{"backendRefs": [{"name": "echo", "port": 80}]}],
-            },
-        },
-    ]
+    return [gateway_class(), gateway("web", 80), http_route("shop", "web", "echo")]
 
 
 def condition(body: dict[str, Any] | None, kind: str) -> str | None:
@@ -108,9 +88,24 @@ def credentials(api: ApiServer) -> ClientCredentials:
     )
 
 
-def settings() -> ControllerSettings:
+async def start_shared_proxy(
+    nursery: trio.Nursery, api: ApiServer, discovery: int, config: ProxyConfig
+) -> None:
+    """An in-process shared proxy subscribed to the controller's discovery port with the
+    certificate from the pool's Secret."""
+    feed = discovery_feed(
+        f"127.0.0.1:{discovery}", SharedPool(), node_id="p", credentials=credentials(api)
+    )
+    await nursery.start(
+        lambda task_status: serve_feed(
+            feed, SharedPool(), config, admin_port=None, task_status=task_status
+        )
+    )
+
+
+def settings(*, gateway_api: bool = True) -> ControllerSettings:
     return ControllerSettings(
-        compile=CompileConfig(namespace=NAMESPACE),
+        compile=CompileConfig(namespace=NAMESPACE, gateway_api=gateway_api),
         identity="controller-a",
         discovery_bind="127.0.0.1",
         discovery_port=0,
@@ -143,14 +138,7 @@ def test_ingress_only_then_gateway_api_installed_then_programmed_with_a_proxy() 
             config = ProxyConfig(
                 bind=PROXY, ingress_http_port=http_port, ingress_https_port=free_port()
             )
-            feed = discovery_feed(
-                f"127.0.0.1:{discovery}", SharedPool(), node_id="p", credentials=credentials(api)
-            )
-            await nursery.start(
-                lambda task_status: serve_feed(
-                    feed, SharedPool(), config, admin_port=None, task_status=task_status
-                )
-            )
+            await start_shared_proxy(nursery, api, discovery, config)
             await served(http_port, "a.example.com")
 
             # the Gateway API appears: full mode without a restart

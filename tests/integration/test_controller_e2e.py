@@ -14,20 +14,28 @@ Each proxy binds its own loopback address: the shared pool's internal ports are 
 from __future__ import annotations
 
 import base64
-import http.client
 import signal
-import sys
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer
 
-from .manifests import backend, gateway_class, ingress_class
+from .manifests import (
+    backend,
+    gateway,
+    gateway_class,
+    http_route,
+    ingress_class,
+    own_infrastructure,
+    own_parameters,
+)
 from .proxy_harness import free_port, reaped, serve_echo
+from .test_serve import coxswain, get
+from .test_serve import served_by as served_by_eventually
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
     from pathlib import Path
 
 NAMESPACE = "coxswain-system"
@@ -38,30 +46,8 @@ TLS_MOUNT = "/etc/coxswain/discovery"
 GATEWAY = "coxswain-labs.dev/gateway"  # the annotation naming an owned object's Gateway
 
 
-def gateway(name: str, port: int, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "gateway.networking.k8s.io/v1",
-        "kind": "Gateway",
-        "metadata": {"name": name, "namespace": "app"},
-        "spec": {
-            "gatewayClassName": "coxswain",
-            "listeners": [{"name": "http", "port": port, "protocol": "HTTP"}],
-            **spec,
-        },
-    }
-
-
 def route(name: str, parent: str, backend: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "gateway.networking.k8s.io/v1",
-        "kind": "HTTPRoute",
-        "metadata": {"name": name, "namespace": "app"},
-        "spec": {
-            "parentRefs": [{"name": parent}],
-            "hostnames": [f"{name}.example.com"],
-            "rules": [{"backendRefs": [{"name": backend, "port": 80}]}],
-        },
-    }
+    return http_route(name, parent, backend, hostnames=[f"{name}.example.com"])
 
 
 def cluster_objects(ports: dict[str, int], edge_port: int) -> list[dict[str, Any]]:
@@ -92,49 +78,18 @@ def cluster_objects(ports: dict[str, int], edge_port: int) -> list[dict[str, Any
             },
         },
         gateway_class(),
-        {
-            "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
-            "kind": "CoxswainGatewayParameters",
-            "metadata": {"name": "own", "namespace": "app"},
-            "spec": {"replicas": 1},
-        },
+        own_parameters({"replicas": 1}),
         gateway("web", 80),
-        gateway(
-            "edge",
-            edge_port,
-            infrastructure={
-                "parametersRef": {
-                    "group": "gateway.coxswain-labs.dev",
-                    "kind": "CoxswainGatewayParameters",
-                    "name": "own",
-                }
-            },
-        ),
+        gateway("edge", edge_port, infrastructure=own_infrastructure()),
         route("shop", "web", "two"),
         route("fast", "edge", "one"),
         route("broken", "web", "missing"),
     ]
 
 
-def get(address: str, port: int, host: str, path: str = "/") -> tuple[int, bytes]:
-    try:
-        conn = http.client.HTTPConnection(address, port, timeout=5)
-        conn.request("GET", path, headers={"Host": host})
-        response = conn.getresponse()
-        body = response.read()
-        conn.close()
-    except OSError:
-        return 0, b""
-    return response.status, body
-
-
 async def served_by(address: str, port: int, host: str, backend: str) -> None:
     with trio.fail_after(TIMEOUT):
-        while True:
-            status, body = await trio.to_thread.run_sync(get, address, port, host)
-            if status == 200 and f'"backend": "{backend}"'.encode() in body:
-                return
-            await trio.sleep(0.1)
+        await served_by_eventually(address, port, host, backend)
 
 
 async def eventually(
@@ -168,10 +123,6 @@ def _role(body: dict[str, Any]) -> str | None:
     return (body["metadata"].get("labels") or {}).get("coxswain-labs.dev/role")
 
 
-def coxswain(*args: str) -> list[str]:
-    return [sys.executable, "-m", "coxswain", *args]
-
-
 def shared_proxy(discovery: int, certs: Path, http_port: int) -> list[str]:
     """A one-process shared proxy on its own loopback address, with the pool's certificate."""
     return coxswain(
@@ -194,6 +145,13 @@ def dedicated_command(api: ApiServer, certs: Path) -> list[str] | None:
     args[args.index("--admin-port") + 1] = "0"
     # each proxy names itself in the fleet; in a cluster the pod name does (POD_NAME)
     return coxswain(*args, "--bind", DEDICATED, "--workers", "1", "--node-id", "edge-0")
+
+
+def run_with_crds(main: Callable[[ApiServer], Awaitable[None]]) -> None:
+    """Run ``main`` against an emulator with the coxswain and Gateway API CRDs installed."""
+    with ApiServer() as api:
+        api.install_crds(COXSWAIN_CRDS, GATEWAY_API_CRDS)
+        trio.run(main, api)
 
 
 def test_the_controller_serves_provisions_and_survives_a_restart(tmp_path: Path) -> None:
@@ -307,9 +265,7 @@ def test_the_controller_serves_provisions_and_survives_a_restart(tmp_path: Path)
             )
             nursery.cancel_scope.cancel()
 
-    with ApiServer() as api:
-        api.install_crds(COXSWAIN_CRDS, GATEWAY_API_CRDS)
-        trio.run(main, api)
+    run_with_crds(main)
 
 
 def test_a_gateway_moves_to_a_dedicated_proxy_and_back_without_a_failed_request(
@@ -320,17 +276,7 @@ def test_a_gateway_moves_to_a_dedicated_proxy_and_back_without_a_failed_request(
     proxy's /readyz says so), otherwise to the shared pool through the VIP Service's target
     port. Neither move may fail a request."""
     discovery, edge_port, edge_admin = free_port(), free_port(), free_port()
-    with_params = gateway(
-        "edge",
-        edge_port,
-        infrastructure={
-            "parametersRef": {
-                "group": "gateway.coxswain-labs.dev",
-                "kind": "CoxswainGatewayParameters",
-                "name": "own",
-            }
-        },
-    )
+    with_params = gateway("edge", edge_port, infrastructure=own_infrastructure())
 
     def target(api: ApiServer) -> tuple[str, int] | None:
         deployment = api.get("Deployment", "edge-coxswain", "app")
@@ -422,9 +368,7 @@ def test_a_gateway_moves_to_a_dedicated_proxy_and_back_without_a_failed_request(
             assert set(answered) == {200}, [s for s in answered if s != 200]
             nursery.cancel_scope.cancel()
 
-    with ApiServer() as api:
-        api.install_crds(COXSWAIN_CRDS, GATEWAY_API_CRDS)
-        trio.run(main, api)
+    run_with_crds(main)
 
 
 def test_gateway_api_installed_after_start_then_sigterm_hands_the_lease_back(

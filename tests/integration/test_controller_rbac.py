@@ -11,25 +11,30 @@ have been used: a grant nothing needs is as much a failure as a request that wou
 
 from __future__ import annotations
 
-import base64
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 import pytest
 import trio
 
-from coxswain.compile import CompileConfig
-from coxswain.compile.scope import SharedPool
-from coxswain.shell.controller import ControllerSettings, run_controller
-from coxswain.shell.discovery import ClientCredentials
+from coxswain.shell.controller import run_controller
 from coxswain.shell.kube import Kube
 from coxswain.shell.proxy import ProxyConfig
-from coxswain.shell.proxy_process import discovery_feed, serve_feed
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer, RequestRecord
 from tests.unit.helm_render import render
 
-from .manifests import default_ingress, gateway_class, ingress_class
+from .manifests import (
+    default_ingress,
+    gateway,
+    gateway_class,
+    http_route,
+    ingress_class,
+    own_infrastructure,
+    own_parameters,
+)
 from .proxy_harness import free_port
+from .test_controller import settings as controller_settings
+from .test_controller import start_shared_proxy
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -84,45 +89,17 @@ def objects(gateway_api: bool) -> list[dict[str, Any]]:
     if gateway_api:
         found += [
             gateway_class(),
-            {
-                "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
-                "kind": "CoxswainGatewayParameters",
-                "metadata": {"name": "own", "namespace": "app"},
-                "spec": {"autoscaling": {"minReplicas": 1, "maxReplicas": 3}},
-            },
+            own_parameters({"autoscaling": {"minReplicas": 1, "maxReplicas": 3}}),
             edge(dedicated=True),
-            {
-                "apiVersion": "gateway.networking.k8s.io/v1",
-                "kind": "HTTPRoute",
-                "metadata": {"name": "r", "namespace": "app"},
-                "spec": {
-                    "parentRefs": [{"name": "edge"}],
-                    "rules": [{"backendRefs": [{"name": "web", "port": 80}]}],
-                },
-            },
+            http_route("r", "edge", "web"),
         ]
     return found
 
 
 def edge(*, dedicated: bool) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "gatewayClassName": "coxswain",
-        "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
-    }
     if dedicated:
-        spec["infrastructure"] = {
-            "parametersRef": {
-                "group": "gateway.coxswain-labs.dev",
-                "kind": "CoxswainGatewayParameters",
-                "name": "own",
-            }
-        }
-    return {
-        "apiVersion": "gateway.networking.k8s.io/v1",
-        "kind": "Gateway",
-        "metadata": {"name": "edge", "namespace": "app"},
-        "spec": spec,
-    }
+        return gateway("edge", 80, infrastructure=own_infrastructure())
+    return gateway("edge", 80)
 
 
 async def eventually(check: Callable[[], object], what: str) -> None:
@@ -134,16 +111,7 @@ async def eventually(check: Callable[[], object], what: str) -> None:
 
 @pytest.mark.parametrize("gateway_api", [True, False], ids=["full", "ingress-only"])
 def test_the_chart_grants_exactly_the_requests_the_controller_makes(gateway_api: bool) -> None:
-    settings = ControllerSettings(
-        compile=CompileConfig(namespace=NAMESPACE, gateway_api=gateway_api),
-        identity="controller-a",
-        discovery_bind="127.0.0.1",
-        discovery_port=0,
-        health_port=None,
-        debounce=(0.02, 0.2),
-        crd_probe_every=0.2,
-        lease_seconds=3,
-    )
+    settings = controller_settings(gateway_api=gateway_api)
 
     async def main(api: ApiServer, kube: Kube) -> None:
         async with trio.open_nursery() as nursery:
@@ -161,25 +129,10 @@ def test_the_chart_grants_exactly_the_requests_the_controller_makes(gateway_api:
                 await eventually(lambda: api.get("Deployment", "edge-coxswain", "app"), "proxy")
                 assert api.get("HorizontalPodAutoscaler", "edge-coxswain", "app") is not None
                 # back to the shared pool: pruned once a shared proxy has acked the Gateway
-                secret = api.get("Secret", "coxswain-proxy-discovery-tls", NAMESPACE)
-                assert secret is not None
-                data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
-                feed = discovery_feed(
-                    f"127.0.0.1:{discovery}",
-                    SharedPool(),
-                    node_id="p",
-                    credentials=ClientCredentials(
-                        cert_pem=data["tls.crt"], key_pem=data["tls.key"], ca_pem=data["ca.crt"]
-                    ),
-                )
                 config = ProxyConfig(
                     bind="127.0.0.8", ingress_http_port=free_port(), ingress_https_port=free_port()
                 )
-                await nursery.start(
-                    lambda task_status: serve_feed(
-                        feed, SharedPool(), config, admin_port=None, task_status=task_status
-                    )
-                )
+                await start_shared_proxy(nursery, api, discovery, config)
                 api.put_object(edge(dedicated=False))
                 await eventually(
                     lambda: api.get("Deployment", "edge-coxswain", "app") is None, "pruning"

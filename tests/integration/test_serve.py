@@ -29,7 +29,15 @@ from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain._proto.discovery.v1 import discovery_pb2_grpc as pb_grpc
 from coxswain.shell.discovery import WIRE_VERSION
 
-from .manifests import backend, gateway_class
+from .manifests import (
+    backend,
+    gateway,
+    gateway_class,
+    http_route,
+    ingress_class,
+    own_infrastructure,
+    own_parameters,
+)
 from .proxy_harness import free_port, reaped, serve_echo
 
 if TYPE_CHECKING:
@@ -44,15 +52,7 @@ INTERNAL = 30000  # the first internal port: the Gateway's only listener in the 
 def manifests(backends: dict[str, int], ingress_to: str, route_to: str, edge_port: int) -> str:
     """The folder's one file: an Ingress and a dedicated Gateway with one HTTPRoute."""
     objects: list[dict[str, Any]] = [
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "IngressClass",
-            "metadata": {
-                "name": "coxswain",
-                "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"},
-            },
-            "spec": {"controller": "coxswain-labs.dev/ingress-controller"},
-        },
+        ingress_class(default=True),
         {
             "apiVersion": "networking.k8s.io/v1",
             "kind": "Ingress",
@@ -60,37 +60,9 @@ def manifests(backends: dict[str, int], ingress_to: str, route_to: str, edge_por
             "spec": {"defaultBackend": {"service": {"name": ingress_to, "port": {"number": 80}}}},
         },
         gateway_class(),
-        {
-            "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
-            "kind": "CoxswainGatewayParameters",
-            "metadata": {"name": "own", "namespace": "app"},
-            "spec": {"replicas": 1},
-        },
-        {
-            "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": "Gateway",
-            "metadata": {"name": "edge", "namespace": "app"},
-            "spec": {
-                "gatewayClassName": "coxswain",
-                "infrastructure": {
-                    "parametersRef": {
-                        "group": "gateway.coxswain-labs.dev",
-                        "kind": "CoxswainGatewayParameters",
-                        "name": "own",
-                    }
-                },
-                "listeners": [{"name": "http", "port": edge_port, "protocol": "HTTP"}],
-            },
-        },
-        {
-            "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": "HTTPRoute",
-            "metadata": {"name": "edge", "namespace": "app"},
-            "spec": {
-                "parentRefs": [{"name": "edge"}],
-                "rules": [{"backendRefs": [{"name": route_to, "port": 80}]}],
-            },
-        },
+        own_parameters({"replicas": 1}),
+        gateway("edge", edge_port, infrastructure=own_infrastructure()),
+        http_route("edge", "edge", route_to),
     ]
     for name, port in backends.items():
         objects.extend(backend(name, port))
@@ -103,11 +75,11 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
-def get(address: str, port: int, host: str) -> tuple[int, bytes]:
+def get(address: str, port: int, host: str, path: str = "/") -> tuple[int, bytes]:
     """One GET; (0, b"") when nothing answers."""
     try:
         conn = http.client.HTTPConnection(address, port, timeout=5)
-        conn.request("GET", "/", headers={"Host": host})
+        conn.request("GET", path, headers={"Host": host})
         response = conn.getresponse()
         body = response.read()
         conn.close()
