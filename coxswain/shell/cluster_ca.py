@@ -20,6 +20,7 @@ import json
 from typing import TYPE_CHECKING, Any, Final
 
 from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.provision import MANAGED_BY, ROLE
 from coxswain.shell.ca import CertificateAuthority, IdentityError, create_ca, verify_issued_by
 from coxswain.shell.kube import ApiFailure, Kube
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CA_SECRET",
+    "CERTIFICATE_ROLE",
     "TRUST_DOMAIN",
     "issue_proxy_secrets",
     "load_or_create_ca",
@@ -39,12 +41,14 @@ __all__ = [
 CA_SECRET: Final = "coxswain-discovery-ca"
 TRUST_DOMAIN: Final = "cluster.local"
 RENEW_BEFORE: Final = datetime.timedelta(days=30)
+CERTIFICATE_ROLE: Final = "discovery-tls"  # the ``ROLE`` label of proxies' certificate Secrets
+_SUFFIX: Final = "-discovery-tls"
 _SECRETS = "/api/v1/namespaces/{namespace}/secrets"
 
 
 def secret_name(service_account: str) -> str:
     """The certificate Secret of a proxy ServiceAccount (``compile.podspec`` mounts it)."""
-    return f"{service_account}-discovery-tls"
+    return f"{service_account}{_SUFFIX}"
 
 
 async def load_or_create_ca(
@@ -68,7 +72,7 @@ async def load_or_create_ca(
         "metadata": {
             "name": CA_SECRET,
             "namespace": namespace,
-            "labels": {"app.kubernetes.io/managed-by": "coxswain"},
+            "labels": {MANAGED_BY[0]: MANAGED_BY[1]},
         },
         "type": "Opaque",
         "data": {"ca.crt": _b64(ca.cert_pem), "ca.key": _b64(ca.key_pem)},
@@ -112,10 +116,7 @@ async def issue_proxy_secrets(
             "metadata": {
                 "name": name,
                 "namespace": namespace,
-                "labels": {
-                    "app.kubernetes.io/managed-by": "coxswain",
-                    "coxswain-labs.dev/role": "discovery-tls",
-                },
+                "labels": {MANAGED_BY[0]: MANAGED_BY[1], ROLE: CERTIFICATE_ROLE},
             },
             "type": "kubernetes.io/tls",
             "data": {
@@ -137,7 +138,7 @@ def stale_proxy_secrets(
     (until then the proxy still runs, and may reconnect, with it)."""
     stale = []
     for namespace, name in certificates:
-        account = name.removesuffix("-discovery-tls")
+        account = name.removesuffix(_SUFFIX)
         running = ObjectKey("Deployment", namespace, account) in state.deployments
         if (namespace, account) not in identities and not running:
             stale.append(ObjectKey("Secret", namespace, name))

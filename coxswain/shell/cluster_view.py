@@ -14,12 +14,14 @@ objects of kinds the compiler does not read are ignored.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from coxswain.compile import ClusterState
 from coxswain.compile.model.decode import Decoded, Malformed, decode_object
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.model.state import Deleted, Upserted, apply
+from coxswain.compile.provision import ROLE
+from coxswain.shell.cluster_ca import CERTIFICATE_ROLE
 from coxswain.shell.status_writer import STATUS_RESOURCES
 
 if TYPE_CHECKING:
@@ -28,8 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["ClusterView"]
 
 log = logging.getLogger("coxswain.controller")
-
-_CERTIFICATE_ROLE: Final = ("coxswain-labs.dev/role", "discovery-tls")
 
 
 class ClusterView:
@@ -51,7 +51,7 @@ class ClusterView:
                 self.statuses[(resource.kind, namespace, name)] = body.get("status") or {}
         if resource.kind == "Secret":
             labels = (body or {}).get("metadata", {}).get("labels") or {}
-            if body is not None and labels.get(_CERTIFICATE_ROLE[0]) == _CERTIFICATE_ROLE[1]:
+            if body is not None and labels.get(ROLE) == CERTIFICATE_ROLE:
                 self.certificates[key] = body
             else:
                 self.certificates.pop(key, None)

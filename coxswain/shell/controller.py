@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
     from pyrsistent.typing import PMap
 
-    from coxswain.compile import ClusterState, CompileConfig, Scope, Snapshot
+    from coxswain.compile import CompileConfig, Scope, Snapshot
     from coxswain.shell.ca import CertificateAuthority
     from coxswain.shell.discovery import DiscoveryServer, NodeObservation
 
@@ -298,13 +298,15 @@ class _Reconciler:
         state = self._view.state
         model = analyse(state, config)  # one cluster-wide analysis for grants, status, provision
         snapshots = self.publisher.compile(state, model=model)
+        generations = {g.meta.key.ref: g.meta.generation for g in state.gateways.values()}
         for scope, snapshot in snapshots.items():
-            self._served.setdefault(snapshot.version, _generations(state, snapshot))
+            if snapshot.version not in self._served:
+                self._served[snapshot.version] = _served_generations(generations, snapshot)
             server.publish(scope, snapshot)
         fleet = server.fleet
         now = _now()
         written = await self._status.write(
-            status(state, config, self._programmed(state, fleet), model),
+            status(state, config, self._programmed(generations, fleet), model),
             self._view.statuses,
             now=now,
         )
@@ -328,11 +330,10 @@ class _Reconciler:
         return self._status.failures + self._provisioner.failures > failures
 
     def _programmed(
-        self, state: ClusterState, fleet: PMap[str, NodeObservation]
+        self, current: dict[str, int], fleet: PMap[str, NodeObservation]
     ) -> frozenset[tuple[str, int]]:
         """``(ns/name, port)`` of each Gateway port a connected proxy bound after acking a
-        snapshot of the Gateway's current generation (ARCHITECTURE §5, ``Programmed``)."""
-        current = {g.meta.key.ref: g.meta.generation for g in state.gateways.values()}
+        snapshot of the Gateway's ``current`` generation (ARCHITECTURE §5, ``Programmed``)."""
         return frozenset(
             (gateway, port)
             for node in fleet.values()
@@ -367,9 +368,8 @@ def _other_than(
     return lambda fleet: fleet is not before
 
 
-def _generations(state: ClusterState, snapshot: Snapshot) -> dict[str, int]:
+def _served_generations(generations: dict[str, int], snapshot: Snapshot) -> dict[str, int]:
     """``ns/name`` → generation of each Gateway a snapshot serves, as compiled."""
-    generations = {g.meta.key.ref: g.meta.generation for g in state.gateways.values()}
     return {
         health.gateway: generations[health.gateway]
         for health in snapshot.listener_health

@@ -24,6 +24,7 @@ from typing import Any, Final, NoReturn
 
 import trio
 
+from coxswain.compile.provision import MANAGED_BY
 from coxswain.shell.kube import ApiFailure, Kube, Resource, Unreachable
 
 __all__ = ["GATEWAY_API", "INFORMED", "PROVISIONING", "Informer", "Watched"]
@@ -42,7 +43,7 @@ class Watched:
     label_selector: str = ""
 
 
-_OWNED: Final = "app.kubernetes.io/managed-by=coxswain"
+_OWNED: Final = f"{MANAGED_BY[0]}={MANAGED_BY[1]}"
 INFORMED: Final = (
     Watched(Resource("", "v1", "services", "Service", True)),
     Watched(Resource("", "v1", "secrets", "Secret", True)),
@@ -93,7 +94,6 @@ class Informer:
         self.watched = watched
         self.keys: set[tuple[str, str]] = set()
         self.synced = trio.Event()
-        self.relists = 0
         self._kube = kube
         self._on_event = on_event
         self._version = ""
@@ -134,7 +134,6 @@ class Informer:
         for key, item in listed.items():
             self._emit(key, item)
         self._version = str((answer.get("metadata") or {}).get("resourceVersion") or "")
-        self.relists += 1
         self.synced.set()
 
     async def _watch(self) -> bool:

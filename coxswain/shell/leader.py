@@ -57,6 +57,7 @@ class LeaderElection:
     ) -> None:
         self._kube = kube
         self._path = LEASE.path(namespace)
+        self._lease = LEASE.path(namespace, name)
         self._name = name
         self._namespace = namespace
         self.identity = identity
@@ -93,7 +94,7 @@ class LeaderElection:
     async def _release(self) -> None:
         """Hand the Lease back (a stopping leader: a rolling update fails over at once)."""
         try:
-            lease = await self._kube.request("GET", f"{self._path}/{self._name}")
+            lease = await self._kube.request("GET", self._lease)
         except (ApiFailure, Unreachable):
             return
         spec = lease.get("spec") or {}
@@ -101,14 +102,14 @@ class LeaderElection:
             return
         body = self._body(lease, self._clock(), self._clock())
         body["spec"]["holderIdentity"] = None
-        if await self._write("PUT", f"{self._path}/{self._name}", body):
+        if await self._write("PUT", self._lease, body):
             log.info("%s released the lease", self.identity)
 
     async def _try_acquire(self) -> bool:
         """Take or renew the Lease; False when someone else holds it or the write lost."""
         now = self._clock()
         try:
-            lease = await self._kube.request("GET", f"{self._path}/{self._name}")
+            lease = await self._kube.request("GET", self._lease)
         except ApiFailure as err:
             if err.status != 404:
                 log.warning("lease: %s", err)
@@ -123,7 +124,7 @@ class LeaderElection:
             return False
         acquired = now if holder != self.identity else _parse(spec.get("acquireTime")) or now
         body = self._body(lease, acquired, now)
-        return await self._write("PUT", f"{self._path}/{self._name}", body)
+        return await self._write("PUT", self._lease, body)
 
     def _expired(self, spec: dict[str, Any], now: datetime.datetime) -> bool:
         renewed = _parse(spec.get("renewTime"))

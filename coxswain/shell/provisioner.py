@@ -51,8 +51,6 @@ class Provisioner:
     def __init__(self, kube: Kube) -> None:
         self._kube = kube
         self._applied: dict[tuple[str, str, str], str] = {}
-        self.applies = 0
-        self.deletes = 0
         self.failures = 0  # API calls that failed: the controller retries at a next round
 
     async def apply(self, kind: str, namespace: str, name: str, body: str) -> bool:
@@ -74,7 +72,6 @@ class Provisioner:
             self.failures += 1
             return False
         self._applied[key] = body
-        self.applies += 1
         return True
 
     async def reconcile(self, desired: DesiredObjects, *, autoscalers: bool = False) -> None:
@@ -133,5 +130,4 @@ class Provisioner:
                 self.failures += 1
                 return
             self._applied.pop((key.kind, key.namespace, key.name), None)
-            self.deletes += 1
             log.info("deleted %s", key)
