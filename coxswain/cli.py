@@ -651,7 +651,7 @@ def _worker_command(args: argparse.Namespace) -> list[str]:
 
 
 def _serve(args: argparse.Namespace) -> int:
-
+    """``coxswain serve`` (:mod:`coxswain.shell.serve`)."""
     from coxswain.shell.logs import install_logging
     from coxswain.shell.serve import DiscoverySettings, ServeSettings, run_serve
 

@@ -86,10 +86,6 @@ class AsyncioThread:
         self._token = trio.lowlevel.current_trio_token()
         self._inbox = run_inbox()
 
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        return self._loop
-
     def start(self) -> None:
         self._thread.start()
 

@@ -86,18 +86,11 @@ def encode_snapshot(snapshot: Snapshot, sequence: int = 0) -> pb.Snapshot:
         listener_health=[_health(h) for h in snapshot.listener_health],
     )
     for host, vhost in snapshot.ingress.hosts.items():
-        target = message.ingress.hosts[host]
-        target.paths.extend(_path_rule(r) for r in vhost.paths)
-        if vhost.default is not None:
-            target.default_backend.CopyFrom(_path_rule(vhost.default))
+        message.ingress.hosts[host].CopyFrom(_vhost(vhost))
     for port, tables in snapshot.gateways.items():
         for hostname, table in tables.items():
             listener = message.gateways[port].by_hostname[hostname]
-            listener.gateway = table.gateway
-            listener.listener = table.listener
-            listener.port = table.port
-            listener.protocol = table.protocol
-            listener.hostname = table.hostname
+            listener.CopyFrom(_listener_head(table))
             for host, rules in table.hosts.items():
                 listener.hosts[host].rules.extend(_gateway_rule(r) for r in rules)
     for port, certificates in snapshot.tls.items():
@@ -109,9 +102,7 @@ def encode_snapshot(snapshot: Snapshot, sequence: int = 0) -> pb.Snapshot:
         for host, v in validations.items():
             by_port.by_host[host].CopyFrom(_validation(v))
     for key, endpoints in snapshot.endpoints.items():
-        message.endpoints[key].endpoints.extend(
-            pb.Endpoint(address=e.address, port=e.port) for e in endpoints
-        )
+        message.endpoints[key].CopyFrom(_endpoints(endpoints))
     return message
 
 

@@ -212,7 +212,6 @@ class DiscoveryServer:
         self._caches: dict[Scope, ResourceCache] = {}  # publisher (trio) thread only
         self._fleet: PMap[str, NodeObservation] = pmap()
         self._fleet_changed = trio.Event()
-        self._token = trio.lowlevel.current_trio_token()
         self.port = 0
         self.refusals = 0  # PERMISSION_DENIED count; written on the loop thread, read anywhere
 
@@ -566,13 +565,12 @@ async def _stream_forever(
                 subscribe.scope.CopyFrom(encode_scope(scope))
             session = _ClientSession(bridge, address, credentials)
             try:
-                received = await session.run(subscribe, on_snapshot, ports, holder)
+                await session.run(subscribe, on_snapshot, ports, holder)
             except grpc.aio.AioRpcError as exc:
                 if exc.code() in _PERMANENT:
                     raise DiscoveryRefusedError(exc.code(), exc.details() or "") from None
                 _log.info("discovery: stream to %s dropped: %s", address, exc.code())
-                received = session.received
-            if received:
+            if session.received:
                 delay = backoff[0]
             await trio.sleep(delay * random.uniform(0.5, 1.0))
             delay = min(delay * 2, backoff[1])
@@ -599,7 +597,9 @@ class _ClientSession:
         on_snapshot: Callable[[Snapshot], Awaitable[None]],
         ports: list[frozenset[int] | None],
         ports_changed: list[trio.Event] | None,
-    ) -> bool:
+    ) -> None:
+        """Subscribe and apply what arrives until the server ends the stream (``received``
+        says whether anything was applied)."""
         channel, call = await self._bridge.call(self._open)
         try:
             await self._write(call, pb.ClientMessage(subscribe=subscribe))
@@ -611,7 +611,7 @@ class _ClientSession:
                         message = await self._bridge.call(call.read)
                         if message is grpc.aio.EOF:
                             nursery.cancel_scope.cancel()
-                            return self.received
+                            return
                         await self._apply(call, message, on_snapshot)
         finally:
             with trio.CancelScope(shield=True):
