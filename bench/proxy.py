@@ -134,7 +134,7 @@ class Fleet:
     def __init__(self) -> None:
         self._running: list[subprocess.Popen[bytes]] = []
 
-    def start(self, command: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
+    def start(self, command: Sequence[str], log: Path, cwd: Path = REPO) -> subprocess.Popen[bytes]:
         with log.open("ab") as out:
             process = subprocess.Popen(
                 command,
@@ -142,7 +142,7 @@ class Fleet:
                 stdout=out,
                 stderr=out,
                 start_new_session=True,
-                cwd=REPO,
+                cwd=cwd,
             )
         self._running.append(process)
         return process
@@ -291,11 +291,14 @@ def compile_snapshot(root: Path, routes: int, backend_port: int) -> Path:
     return snapshot
 
 
-def start_coxswain(fleet: Fleet, root: Path, snapshot: Path, routes: int, workers: int) -> Proxy:
+def start_coxswain(
+    fleet: Fleet, root: Path, snapshot: Path, routes: int, workers: int, checkout: Path = REPO
+) -> Proxy:
     """``coxswain proxy`` on fresh ports, once ``/readyz`` answers 200 and every worker has
-    said it is serving (with ``--workers 2`` a probe reaches one worker only)."""
+    said it is serving (with ``--workers 2`` a probe reaches one worker only). ``python -m``
+    in ``checkout`` runs that checkout's code (``bench/proxy_ab.py`` compares two)."""
     port, admin = free_port(), free_port()
-    log = root / f"coxswain-{routes}-{workers}.log"
+    log = root / f"coxswain-{routes}-{workers}-{checkout.name}.log"
     process = fleet.start(
         [
             sys.executable,
@@ -319,6 +322,7 @@ def start_coxswain(fleet: Fleet, root: Path, snapshot: Path, routes: int, worker
             "1",
         ],
         log,
+        checkout,
     )
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline and process.poll() is None:

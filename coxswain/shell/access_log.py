@@ -60,8 +60,8 @@ class AccessLog:
         duration_ms: float,
     ) -> None:
         """Log one proxied request: the object :meth:`write` makes of these fields (``reason``
-        only when given), put together directly; the generic encoder and the dictionary it
-        needs were two thirds of the line's cost."""
+        only when given), put together directly: 1.84 µs a line against 3.46 µs for the
+        dictionary and the generic encoder (``bench/proxy_parts.py``)."""
         if self.stream is None:
             return
         latin1 = "latin-1"

@@ -2,8 +2,10 @@
 
 ``trio.SocketStream`` wraps every call in a conflict detector and a generator context manager
 that translates errors, and ``trio.socket`` adds a cancellation check and a scheduling yield
-around every system call: together they cost about a tenth of a small proxied request's CPU
-(docs/benchmarks.md, "Proxy"). :class:`Connection` owns the standard-library socket (taken
+around every system call; they stood out in the proxy's profiles (docs/benchmarks.md,
+"Proxy"), and the step that replaced them with this class and the per-read cancel scopes with
+one per exchange took user CPU per small request from 204 to 184 µs in its A/B (same document,
+"After the request-path rework"). :class:`Connection` owns the standard-library socket (taken
 over from trio's with ``detach``) and calls it directly, waiting with
 ``trio.lowlevel.wait_readable``/``wait_writable`` only when the kernel says it would block.
 
@@ -13,14 +15,15 @@ Differences from ``trio.SocketStream``, on purpose:
   waiting still yields to the scheduler once afterwards (without noticing a cancellation, as
   trio's socket calls do). That yield matters: under load a connection's bytes are often
   already there, and a task that never waited would serve request after request, or a whole
-  large body, while the other connections starve. Measured without it (bench/proxy.py): p99
-  over a second for 1 MB bodies at 64 connections, and *more* CPU per small request (149 µs
-  against 104 µs of user time: the loop ran with fewer ready tasks per turn).
+  large body, while the other connections starve. Measured without it: p99 over a second for
+  1 MB bodies at 64 connections (``bench/proxy.py`` at ed40f6c), and *more* CPU per small
+  request (149 µs against 104 µs of user time in the A/B of docs/benchmarks.md, "After the
+  request-path rework": the loop ran with fewer ready tasks per turn).
 - A receive that finds nothing yields once and tries again before it waits: an upstream
   usually answers within the turn the other connections take, and the retry saves the
-  readiness wait's registration and epoll round trip. Measured (1 worker, wrk -c32, 4
-  alternated rounds): 7,310 req/s against 6,620 and 108 µs of user time per request against
-  115; a second retry made it worse (6,110 req/s).
+  readiness wait's registration and epoll round trip. Measured by the same A/B (1 worker,
+  wrk -c32, 4 alternated rounds): 7,310 req/s against 6,620 and 108 µs of user time per
+  request against 115; a second retry made it worse (6,110 req/s).
 - No conflict detection: each connection is used by one task at a time by construction (the
   only concurrent use, a WebSocket tunnel, sends and receives from two tasks, which is allowed).
 

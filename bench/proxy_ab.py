@@ -1,0 +1,104 @@
+"""Benchmark: two or more versions of the proxy, alternated, for the CPU each spends per request.
+
+Run from the repository root::
+
+    .venv/bin/python bench/proxy_ab.py 81e0265 HEAD            # 4 rounds, 32 connections
+    .venv/bin/python bench/proxy_ab.py --rounds 3 --connections 64 HEAD~1 HEAD
+
+Full runs of ``bench/proxy.py`` swing by ±30% on a shared machine, more than one change
+moves the figures; alternating the versions round by round, a few seconds apart, lets drift hit
+each alike. Each revision is checked out with ``git worktree`` in a temporary folder and run
+from there (``python -m coxswain`` in a checkout imports that checkout's code). One nginx
+backend and one 10-route snapshot (compiled by this checkout) serve every version. Per round and
+version: ``coxswain proxy --workers 1`` started, warmed with 1 s of ``wrk``, measured with
+``wrk -t1 -cN -dS`` while its CPU is read from /proc, stopped. The table gives each round and
+the medians: req/s, p99, and user + system CPU per request. No targets; needs nginx and wrk as
+``bench/proxy.py`` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import harness
+import proxy
+import proxy_workload as workload
+
+ROUTES = 10
+
+
+def _checkout(revision: str, into: Path) -> Path:
+    folder = into / f"rev-{len(list(into.iterdir()))}"
+    subprocess.run(
+        ["git", "worktree", "add", "--detach", "--quiet", str(folder), revision],
+        cwd=proxy.REPO,
+        check=True,
+    )
+    return folder
+
+
+def _remove(folder: Path) -> None:
+    subprocess.run(
+        ["git", "worktree", "remove", "--force", str(folder)], cwd=proxy.REPO, check=False
+    )
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("revisions", nargs="+", help="git revisions to compare (two or more)")
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--seconds", type=int, default=5)
+    args = parser.parse_args(argv)
+    proxy.ensure_tools()
+    fleet = proxy.Fleet()
+    with harness.session(__file__, quick=False), tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        trees = root / "trees"
+        trees.mkdir()
+        folders = [_checkout(revision, trees) for revision in args.revisions]
+        cells: dict[str, list[proxy.Cell]] = {revision: [] for revision in args.revisions}
+        try:
+            snapshot = proxy.compile_snapshot(root, ROUTES, proxy.start_backend(fleet, root))
+            rows = []
+            for number in range(1, args.rounds + 1):
+                for revision, folder in zip(args.revisions, folders, strict=True):
+                    served = proxy.start_coxswain(fleet, root, snapshot, ROUTES, 1, folder)
+                    proxy.run_wrk(served, workload.SMALL_PATH, args.connections, 1)
+                    cell = proxy.run_wrk(
+                        served, workload.SMALL_PATH, args.connections, args.seconds
+                    )
+                    fleet.stop(served.process)
+                    cells[revision].append(cell)
+                    rows.append((number, revision, *_figures([cell])))
+        finally:
+            fleet.stop_all()
+            for folder in folders:
+                _remove(folder)
+        columns = [("round", 5), ("revision", 12), ("req/s", 9), ("p99 ms", 7), ("CPU/req µs", 10)]
+        print(f"\n100 B, {args.connections} connections, {args.seconds} s per run, 1 worker")
+        harness.print_table(columns, rows)
+        print("\nmedians")
+        harness.print_table(
+            columns[1:], [(revision, *_figures(cells[revision])) for revision in args.revisions]
+        )
+
+
+def _figures(cells: list[proxy.Cell]) -> tuple[str, str, str]:
+    def median(values: list[float]) -> float:
+        return statistics.median(values)
+
+    return (
+        f"{median([c.wrk.requests_per_s for c in cells]):,.0f}",
+        f"{median([c.wrk.p99_ms for c in cells]):.2f}",
+        f"{median([c.cpu_us_per_request for c in cells]):.0f}",
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
