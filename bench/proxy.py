@@ -19,12 +19,16 @@ What runs, all on 127.0.0.1 (results go in docs/benchmarks.md):
   backend over a keep-alive upstream pool (``proxy_workload.front_config``);
 - **wrk** (one thread) against one proxy at a time: ``wrk -t1 -cN -dT --latency``.
 
-The matrix: {Coxswain, nginx} × {1, 2} workers × {100 B, 1 MB} × {32, 64} connections, the two
-proxies measured one after the other for each setting so that drift on the machine hits both;
-then Coxswain with 1 worker serving a 10,000-route table against a 10-route table (100 B, 32
-connections), alternated over several rounds. Each cell also reports the CPU time the proxy's
-processes used per request, read from /proc: on a machine where wrk, the backend and the proxy
-share the cores, it is the figure that does not depend on who got the CPU.
+The matrix: {Coxswain, nginx} × {1, 2} workers × {100 B, 1 MB} × {32, 64} connections. Each
+setting is measured in ``ROUNDS`` rounds, the two proxies one after the other in each round
+(the order swapped every round), and the table gives the medians: on this shared 2-core
+machine one run of the same build swings from 103 to 212 µs of CPU per request between runs
+minutes apart (docs/benchmarks.md, "Measuring on this machine"), so a single run decides
+nothing, and alternating lets drift hit both proxies alike. Then Coxswain with 1 worker
+serving a 10,000-route table against a 10-route table (100 B, 32 connections), alternated over
+``ROUTE_ROUNDS`` rounds. Each cell also reports the CPU time the proxy's processes used per
+request, read from /proc: on a machine where wrk, the backend and the proxy share the cores,
+it is the figure that does not depend on who got the CPU.
 
 Before any figure is kept, one request through each proxy must return 200 and the expected body
 length, and every wrk run's socket errors and non-2xx responses are counted and shown. The
@@ -57,8 +61,6 @@ import proxy_workload as workload
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from proxy_workload import WrkResult
-
 REPO = Path(__file__).resolve().parents[1]
 
 WORKERS = (1, 2)
@@ -67,7 +69,8 @@ SIZES = (
     ("100 B", workload.SMALL_PATH, workload.SMALL_BYTES),
     ("1 MB", workload.LARGE_PATH, workload.LARGE_BYTES),
 )
-CELL_S = 10  # one wrk run
+CELL_S = 5  # one wrk run
+ROUNDS = 3  # runs of each matrix setting per proxy, alternated; the table gives medians
 WARMUP_S = 2  # once per proxy started: connection pools filled, code paths warm
 ROUTE_ROUNDS = 5  # 10-route and 10,000-route runs, alternated
 SMALL_ROUTES, BIG_ROUTES = 10, 10_000
@@ -378,7 +381,7 @@ def check_route(proxy: Proxy, path: str, size: int) -> None:
 class Cell:
     """One wrk run and the CPU the proxy spent on it."""
 
-    wrk: WrkResult
+    wrk: workload.WrkResult
     cpu_us_per_request: float
 
 
@@ -410,25 +413,28 @@ class Plan:
     cell_s: int
     warmup_s: int
     big_routes: int
+    rounds: int
     route_rounds: int
 
 
 def plan(quick: bool) -> Plan:
     if quick:
-        return Plan((1,), (32,), QUICK_CELL_S, 1, QUICK_BIG_ROUTES, 1)
-    return Plan(WORKERS, CONNECTIONS, CELL_S, WARMUP_S, BIG_ROUTES, ROUTE_ROUNDS)
+        return Plan((1,), (32,), QUICK_CELL_S, 1, QUICK_BIG_ROUTES, 1, 1)
+    return Plan(WORKERS, CONNECTIONS, CELL_S, WARMUP_S, BIG_ROUTES, ROUNDS, ROUTE_ROUNDS)
 
 
 Key = tuple[str, int, str, int]  # proxy, workers, size label, connections
 
 
-def measure(root: Path, fleet: Fleet, run: Plan) -> tuple[dict[Key, Cell], dict[int, list[Cell]]]:
-    """Every cell of the matrix, and the route-table rounds (routes → cells)."""
+def measure(
+    root: Path, fleet: Fleet, run: Plan
+) -> tuple[dict[Key, list[Cell]], dict[int, list[Cell]]]:
+    """Every cell of the matrix (its rounds), and the route-table rounds (routes → cells)."""
     backend = start_backend(fleet, root)
     snapshots = {
         routes: compile_snapshot(root, routes, backend) for routes in (SMALL_ROUTES, run.big_routes)
     }
-    cells: dict[Key, Cell] = {}
+    cells: dict[Key, list[Cell]] = {}
     rounds: dict[int, list[Cell]] = {SMALL_ROUTES: [], run.big_routes: []}
     for workers in run.workers:
         proxies = [
@@ -439,15 +445,15 @@ def measure(root: Path, fleet: Fleet, run: Plan) -> tuple[dict[Key, Cell], dict[
             warm(proxy, run.warmup_s)
         for label, path, _ in SIZES:
             for connections in run.connections:
-                for proxy in proxies:
-                    cells[proxy.name, workers, label, connections] = run_wrk(
-                        proxy, path, connections, run.cell_s
-                    )
-                    print(
-                        f"  {proxy.name:>8} {workers} worker(s) {label:>5} c{connections}: "
-                        f"{_brief(cells[proxy.name, workers, label, connections])}",
-                        flush=True,
-                    )
+                for number in range(run.rounds):
+                    for proxy in proxies if number % 2 == 0 else proxies[::-1]:
+                        cell = run_wrk(proxy, path, connections, run.cell_s)
+                        cells.setdefault((proxy.name, workers, label, connections), []).append(cell)
+                        print(
+                            f"  {proxy.name:>8} {workers} worker(s) {label:>5} c{connections}, "
+                            f"round {number + 1}: {_brief(cell)}",
+                            flush=True,
+                        )
         if workers == 1:
             big = start_coxswain(fleet, root, snapshots[run.big_routes], run.big_routes, 1)
             warm(big, run.warmup_s)
@@ -485,10 +491,30 @@ def _brief(cell: Cell) -> str:
 # --- reporting ----------------------------------------------------------------------------------
 
 
-def report(cells: dict[Key, Cell], rounds: dict[int, list[Cell]], run: Plan, quick: bool) -> None:
+def _median(runs: list[Cell]) -> Cell:
+    """One cell of the matrix from its rounds: the median of each figure, and every socket
+    error and non-2xx response of every round."""
+    return Cell(
+        workload.WrkResult(
+            requests=sum(c.wrk.requests for c in runs),
+            requests_per_s=statistics.median(c.wrk.requests_per_s for c in runs),
+            p50_ms=statistics.median(c.wrk.p50_ms for c in runs),
+            p99_ms=statistics.median(c.wrk.p99_ms for c in runs),
+            errors=sum(c.wrk.errors for c in runs),
+            non_2xx=sum(c.wrk.non_2xx for c in runs),
+        ),
+        statistics.median(c.cpu_us_per_request for c in runs),
+    )
+
+
+def report(
+    runs: dict[Key, list[Cell]], rounds: dict[int, list[Cell]], run: Plan, quick: bool
+) -> None:
+    cells = {key: _median(cells_) for key, cells_ in runs.items()}
     print(
         "\nreq/s, latency percentiles (ms) and proxy CPU per request (µs), wrk -t1, "
-        f"{run.cell_s} s per cell; ratio: Coxswain req/s over nginx req/s"
+        f"{run.cell_s} s per run, medians of {run.rounds} alternated round(s); "
+        "ratio: Coxswain req/s over nginx req/s"
     )
     columns = [
         ("workers", 7),
