@@ -106,13 +106,8 @@ from coxswain.compile.scope import SharedPool
 from coxswain.compile.snapshot_json import seal
 from coxswain.shell.ca import create_ca
 from coxswain.shell.codec import decode_snapshot, encode_snapshot
-from coxswain.shell.discovery import (
-    ClientCredentials,
-    ServerCredentials,
-    granted_by,
-    open_discovery_server,
-    stream_snapshots,
-)
+from coxswain.shell.discovery import granted_by, open_discovery_server, stream_snapshots
+from coxswain.shell.discovery_tls import ClientCredentials, ServerCredentials
 from coxswain.shell.resources import ResourceCache, apply_delta
 
 if TYPE_CHECKING:

@@ -242,7 +242,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="HOST:PORT",
         help="the controller's discovery server (gRPC over mutual TLS)",
     )
-    proxy.add_argument("--tls-cert", metavar="FILE", help="discovery: this proxy's certificate")
+    proxy.add_argument(
+        "--tls-cert",
+        metavar="FILE",
+        help="discovery: this proxy's certificate (the three files are read again at each "
+        "connection, so a renewed certificate needs no restart)",
+    )
     proxy.add_argument("--tls-key", metavar="FILE", help="discovery: its private key")
     proxy.add_argument("--tls-ca", metavar="FILE", help="discovery: the CA of the server")
     proxy.add_argument(
@@ -589,7 +594,7 @@ def _feed(args: argparse.Namespace, scope: Scope) -> Feed:
         ValueError: discovery without credentials (and without ``--insecure-discovery``).
         OSError: a credential file cannot be read.
     """
-    from coxswain.shell.discovery import ClientCredentials
+    from coxswain.shell.discovery_tls import CredentialFiles
     from coxswain.shell.proxy_process import discovery_feed, file_feed
     from coxswain.shell.workers import WORKER_SLOT_ENV
 
@@ -603,8 +608,8 @@ def _feed(args: argparse.Namespace, scope: Scope) -> Feed:
             "--discovery needs --tls-cert, --tls-key and --tls-ca (or --insecure-discovery)"
         )
     else:
-        cert, key, ca = (Path(name).read_bytes() for name in files)
-        credentials = ClientCredentials(cert_pem=cert, key_pem=key, ca_pem=ca)
+        cert, key, ca = (Path(name) for name in files)
+        credentials = CredentialFiles(cert, key, ca)  # read again at each connection attempt
     node_id = args.node_id
     if args.worker_of_supervisor and (slot := os.environ.get(WORKER_SLOT_ENV)):
         node_id = f"{node_id}-{slot}"  # one stream per worker, each its own fleet entry

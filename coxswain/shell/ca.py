@@ -26,18 +26,24 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 __all__ = [
+    "DEFAULT_VALIDITY",
+    "RENEW_BEFORE",
     "CertificateAuthority",
     "IdentityError",
     "IssuedCertificate",
     "ProxyIdentity",
     "create_ca",
     "identity_from_certificate",
+    "renew_at",
     "verify_issued_by",
 ]
 
 # Precedent: SPIFFE ID format (spiffe.io, "SPIFFE-ID" §2), as used by Istio for ServiceAccounts.
 _SCHEME: Final = "spiffe://"
 DEFAULT_VALIDITY: Final = datetime.timedelta(days=365)
+RENEW_BEFORE: Final = datetime.timedelta(days=30)
+"""How long before it expires a certificate is replaced, by every issuer of this project: a
+month leaves room for a controller or server that was down when the time came."""
 
 
 class IdentityError(ValueError):
@@ -250,6 +256,15 @@ def verify_issued_by(cert_pem: bytes, ca_pem: bytes, *, now: datetime.datetime) 
         raise IdentityError(f"signature check failed: {exc}") from None
     if not cert.not_valid_before_utc <= now <= cert.not_valid_after_utc:
         raise IdentityError("the certificate is not valid at this time")
+
+
+def renew_at(cert_pem: bytes) -> datetime.datetime:
+    """When the certificate is due for replacement: ``RENEW_BEFORE`` before it expires.
+
+    Raises:
+        ValueError: ``cert_pem`` is not a PEM certificate.
+    """
+    return x509.load_pem_x509_certificate(cert_pem).not_valid_after_utc - RENEW_BEFORE
 
 
 def _cert_pem(cert: x509.Certificate) -> bytes:

@@ -11,8 +11,12 @@ folder, created on the first run and reused after (proxies started earlier keep 
 The layout mirrors the certificate Secrets the controller mounts into proxy pods (``tls.crt``,
 ``tls.key``, ``ca.crt``). A proxy certificate is issued for every identity the manifests grant
 a scope (the shared pool's, each dedicated Gateway's) and re-issued only when it is missing,
-unreadable, expired or from another CA. The server's own certificate is issued at each start and
-kept in memory.
+unreadable, from another CA, or due for renewal (``RENEW_BEFORE`` of expiring, as the
+controller renews its Secrets): ``coxswain serve`` checks at every change of the manifests and
+at least every ``RENEW_CHECK_INTERVAL``. Proxies read their files again at each connection to
+discovery (:mod:`.discovery_tls`), so a renewed certificate needs no restart. The server's own
+certificate is kept in memory, issued at start and again before it expires
+(:class:`~.discovery_tls.ServerCertificate`).
 """
 
 from __future__ import annotations
@@ -21,16 +25,23 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from coxswain.shell.ca import CertificateAuthority, IdentityError, create_ca, verify_issued_by
-from coxswain.shell.discovery import ServerCredentials
+from coxswain.shell.ca import (
+    RENEW_BEFORE,
+    CertificateAuthority,
+    IdentityError,
+    create_ca,
+    verify_issued_by,
+)
+from coxswain.shell.discovery_tls import ServerCertificate, ServerCredentials
 
 if TYPE_CHECKING:
     import datetime
     from collections.abc import Iterable
 
-__all__ = ["DEFAULT_TRUST_DOMAIN", "CertificateFolder"]
+__all__ = ["DEFAULT_TRUST_DOMAIN", "RENEW_CHECK_INTERVAL", "CertificateFolder"]
 
 DEFAULT_TRUST_DOMAIN: Final = "coxswain.local"
+RENEW_CHECK_INTERVAL: Final = 3600.0  # seconds; renewal is due a month ahead, so hourly is ample
 
 
 class CertificateFolder:
@@ -63,13 +74,17 @@ class CertificateFolder:
             _write(cert, ca.cert_pem)
         return cls(path, ca)
 
-    def server_credentials(self, hosts: list[str], *, now: datetime.datetime) -> ServerCredentials:
-        """A fresh server certificate for ``hosts`` (names or IP literals), with the CA that
-        client certificates must chain to."""
-        issued = self.ca.issue_server(hosts=hosts, now=now)
-        return ServerCredentials(
-            cert_pem=issued.cert_pem, key_pem=issued.key_pem, ca_pem=self.ca.cert_pem
-        )
+    def server_certificate(self, hosts: list[str]) -> ServerCertificate:
+        """The server's certificate for ``hosts`` (names or IP literals), with the CA that
+        client certificates must chain to; issued now and again before it expires."""
+
+        def issue(now: datetime.datetime) -> ServerCredentials:
+            issued = self.ca.issue_server(hosts=hosts, now=now)
+            return ServerCredentials(
+                cert_pem=issued.cert_pem, key_pem=issued.key_pem, ca_pem=self.ca.cert_pem
+            )
+
+        return ServerCertificate(issue)
 
     def proxy_folder(self, namespace: str, name: str) -> Path:
         """Where the certificate of ServiceAccount ``namespace/name`` is kept."""
@@ -78,8 +93,8 @@ class CertificateFolder:
     def issue_proxies(
         self, identities: Iterable[tuple[str, str]], *, now: datetime.datetime
     ) -> list[Path]:
-        """Make sure each ``(namespace, name)`` has a valid certificate; returns the folders
-        written now (already valid ones are left alone).
+        """Make sure each ``(namespace, name)`` has a certificate valid for more than
+        ``RENEW_BEFORE``; returns the folders written now (the others are left alone).
 
         Raises:
             OSError: a folder cannot be written.
@@ -102,7 +117,7 @@ class CertificateFolder:
             cert = (folder / "tls.crt").read_bytes()
             if not (folder / "tls.key").exists():
                 return False
-            verify_issued_by(cert, self.ca.cert_pem, now=now)
+            verify_issued_by(cert, self.ca.cert_pem, now=now + RENEW_BEFORE)
         except (OSError, ValueError, IdentityError):
             return False
         return (folder / "ca.crt").exists()

@@ -15,16 +15,23 @@ is gone.
 from __future__ import annotations
 
 import base64
-import datetime
 import json
 from typing import TYPE_CHECKING, Any, Final
 
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.provision import MANAGED_BY, ROLE
-from coxswain.shell.ca import CertificateAuthority, IdentityError, create_ca, verify_issued_by
+from coxswain.shell.ca import (
+    RENEW_BEFORE,
+    CertificateAuthority,
+    IdentityError,
+    create_ca,
+    verify_issued_by,
+)
 from coxswain.shell.kube import ApiFailure, Kube
 
 if TYPE_CHECKING:
+    import datetime
+
     from coxswain.compile import ClusterState
     from coxswain.shell.provisioner import Provisioner
 
@@ -40,7 +47,6 @@ __all__ = [
 
 CA_SECRET: Final = "coxswain-discovery-ca"
 TRUST_DOMAIN: Final = "cluster.local"
-RENEW_BEFORE: Final = datetime.timedelta(days=30)
 CERTIFICATE_ROLE: Final = "discovery-tls"  # the ``ROLE`` label of proxies' certificate Secrets
 _SUFFIX: Final = "-discovery-tls"
 _SECRETS = "/api/v1/namespaces/{namespace}/secrets"

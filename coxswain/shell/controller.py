@@ -39,7 +39,8 @@ from coxswain.shell.cluster_ca import (
     stale_proxy_secrets,
 )
 from coxswain.shell.cluster_view import ClusterView
-from coxswain.shell.discovery import ServerCredentials, granted_by, open_discovery_server
+from coxswain.shell.discovery import granted_by, open_discovery_server
+from coxswain.shell.discovery_tls import ServerCertificate, ServerCredentials
 from coxswain.shell.informers import GATEWAY_API, INFORMED, PROVISIONING, Informer, Watched
 from coxswain.shell.kube import ApiFailure, Kube, Resource, Unreachable
 from coxswain.shell.leader import LeaderElection
@@ -163,7 +164,7 @@ async def run_controller(
         async with open_discovery_server(
             host=settings.discovery_bind,
             port=settings.discovery_port,
-            credentials=_server_credentials(ca, settings),
+            credentials=ServerCertificate(lambda now: _server_credentials(ca, settings, now)),
             policy=granted_by(lambda: reconciler.publisher.grants),
         ) as server:
             log.info("discovery on %s:%d", settings.discovery_bind, server.port)
@@ -172,14 +173,15 @@ async def run_controller(
 
 
 def _server_credentials(
-    ca: CertificateAuthority, settings: ControllerSettings
+    ca: CertificateAuthority, settings: ControllerSettings, now: datetime.datetime
 ) -> ServerCredentials:
     """The discovery server's certificate: the Service names proxies dial (the host of
-    ``discovery_address`` and its shorter forms) and loopback."""
+    ``discovery_address`` and its shorter forms) and loopback. Issued again while the
+    controller runs, before it expires (:class:`~.discovery_tls.ServerCertificate`)."""
     host = settings.compile.discovery_address.rpartition(":")[0]
     parts = host.split(".")
     names = [".".join(parts[:i]) for i in range(len(parts), 0, -1)] if host else []
-    issued = ca.issue_server(hosts=[*dict.fromkeys([*names, "localhost", "127.0.0.1"])], now=_now())
+    issued = ca.issue_server(hosts=[*dict.fromkeys([*names, "localhost", "127.0.0.1"])], now=now)
     return ServerCredentials(cert_pem=issued.cert_pem, key_pem=issued.key_pem, ca_pem=ca.cert_pem)
 
 

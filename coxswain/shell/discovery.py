@@ -44,6 +44,7 @@ from coxswain.compile.scope import Scope, SharedPool
 from coxswain.shell.aio_bridge import AsyncioThread, client_bridge
 from coxswain.shell.ca import IdentityError, ProxyIdentity, identity_from_certificate
 from coxswain.shell.codec import decode_scope, decode_snapshot, encode_scope
+from coxswain.shell.discovery_tls import channel_credentials, server_credentials
 from coxswain.shell.resources import EncodedVersion, ResourceCache, apply_delta
 
 if TYPE_CHECKING:
@@ -52,15 +53,19 @@ if TYPE_CHECKING:
     from pyrsistent.typing import PMap
 
     from coxswain.compile.snapshot import Snapshot
+    from coxswain.shell.discovery_tls import (
+        ClientCredentials,
+        CredentialFiles,
+        ServerCertificate,
+        ServerCredentials,
+    )
 
 __all__ = [
     "WIRE_VERSION",
-    "ClientCredentials",
     "DiscoveryRefusedError",
     "DiscoveryServer",
     "NodeObservation",
     "ScopePolicy",
-    "ServerCredentials",
     "granted_by",
     "open_discovery_server",
     "stream_snapshots",
@@ -117,24 +122,6 @@ class DiscoveryRefusedError(Exception):
         super().__init__(f"{code.name}: {details}")
         self.code = code
         self.details = details
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ServerCredentials:
-    """The server's certificate and key, and the CA that client certificates must chain to."""
-
-    cert_pem: bytes
-    key_pem: bytes
-    ca_pem: bytes
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClientCredentials:
-    """The proxy's certificate and key, and the CA the server's certificate must chain to."""
-
-    cert_pem: bytes
-    key_pem: bytes
-    ca_pem: bytes
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -371,7 +358,7 @@ async def open_discovery_server(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
-    credentials: ServerCredentials | None,
+    credentials: ServerCredentials | ServerCertificate | None,
     policy: ScopePolicy | None,
     insecure: bool = False,
 ) -> AsyncIterator[DiscoveryServer]:
@@ -380,7 +367,8 @@ async def open_discovery_server(
     Args:
         host: the address to bind.
         port: the port to bind; 0 picks a free one.
-        credentials: mutual TLS material; required unless ``insecure``.
+        credentials: mutual TLS material, renewed while the server runs when it is a
+            :class:`~.discovery_tls.ServerCertificate`; required unless ``insecure``.
         policy: ``(identity, scope) -> bool``; required unless ``insecure``.
         insecure: plaintext, every subscription allowed. Only when explicitly asked.
     """
@@ -401,7 +389,10 @@ async def open_discovery_server(
 
 
 async def _start_server(
-    server: DiscoveryServer, host: str, port: int, credentials: ServerCredentials | None
+    server: DiscoveryServer,
+    host: str,
+    port: int,
+    credentials: ServerCredentials | ServerCertificate | None,
 ) -> Any:
     grpc_server = grpc.aio.server(options=_GRPC_OPTIONS)
     # Not the generated add_DiscoveryServicer_to_server: Stream writes ServerMessages already
@@ -420,12 +411,7 @@ async def _start_server(
     if credentials is None:
         server.port = grpc_server.add_insecure_port(address)
     else:
-        creds = grpc.ssl_server_credentials(
-            [(credentials.key_pem, credentials.cert_pem)],
-            root_certificates=credentials.ca_pem,
-            require_client_auth=True,
-        )
-        server.port = grpc_server.add_secure_port(address, creds)
+        server.port = grpc_server.add_secure_port(address, server_credentials(credentials))
     await grpc_server.start()
     return grpc_server
 
@@ -442,7 +428,7 @@ async def stream_snapshots(
     *,
     node_id: str,
     scope: Scope | None,
-    credentials: ClientCredentials | None,
+    credentials: ClientCredentials | CredentialFiles | None,
     on_snapshot: Callable[[Snapshot], Awaitable[None]],
     bound_ports: trio.MemoryReceiveChannel[frozenset[int]] | None = None,
     backoff: tuple[float, float] = (0.1, 10.0),
@@ -456,7 +442,8 @@ async def stream_snapshots(
         address: ``host:port`` of the discovery server.
         node_id: this proxy's name in the fleet observation.
         scope: the scope to subscribe to; None sends a Subscribe without scope (SharedPool).
-        credentials: mutual TLS material; None means plaintext (``--insecure-discovery``).
+        credentials: mutual TLS material (files are read again at each connection attempt);
+            None means plaintext (``--insecure-discovery``).
         on_snapshot: applies a snapshot; returning Acks it, raising Nacks it with the error.
         bound_ports: each value received is reported as NodeStatus (and again on reconnect).
         backoff: first and maximum delay between attempts, in seconds.
@@ -536,7 +523,7 @@ async def _stream_forever(
     *,
     node_id: str,
     scope: Scope | None,
-    credentials: ClientCredentials | None,
+    credentials: ClientCredentials | CredentialFiles | None,
     on_snapshot: Callable[[Snapshot], Awaitable[None]],
     bound_ports: trio.MemoryReceiveChannel[frozenset[int]] | None,
     backoff: tuple[float, float],
@@ -582,7 +569,10 @@ class _ClientSession:
     with a full Snapshot, so nothing is carried across reconnects)."""
 
     def __init__(
-        self, bridge: AsyncioThread, address: str, credentials: ClientCredentials | None
+        self,
+        bridge: AsyncioThread,
+        address: str,
+        credentials: ClientCredentials | CredentialFiles | None,
     ) -> None:
         self._bridge = bridge
         self._address = address
@@ -621,11 +611,7 @@ class _ClientSession:
         if self._credentials is None:
             channel = grpc.aio.insecure_channel(self._address, options=_GRPC_OPTIONS)
         else:
-            creds = grpc.ssl_channel_credentials(
-                root_certificates=self._credentials.ca_pem,
-                private_key=self._credentials.key_pem,
-                certificate_chain=self._credentials.cert_pem,
-            )
+            creds = channel_credentials(self._credentials)
             channel = grpc.aio.secure_channel(self._address, creds, options=_GRPC_OPTIONS)
         return channel, pb_grpc.DiscoveryStub(channel).Stream()
 

@@ -38,7 +38,7 @@ from coxswain.shell.snapshot_file import POLL_INTERVAL, watch_snapshot_file
 if TYPE_CHECKING:
     from coxswain.compile.scope import Scope
     from coxswain.compile.snapshot import Snapshot
-    from coxswain.shell.discovery import ClientCredentials
+    from coxswain.shell.discovery_tls import ClientCredentials, CredentialFiles
 
 __all__ = [
     "DRAIN_TIMEOUT",
@@ -79,7 +79,11 @@ def file_feed(path: str, scope: Scope, *, poll_interval: float = POLL_INTERVAL) 
 
 
 def discovery_feed(
-    address: str, scope: Scope, *, node_id: str, credentials: ClientCredentials | None
+    address: str,
+    scope: Scope,
+    *,
+    node_id: str,
+    credentials: ClientCredentials | CredentialFiles | None,
 ) -> Feed:
     """Snapshots from the controller's discovery stream (ARCHITECTURE §5). A snapshot of
     another scope is refused (Nack) and the served one stays; after each apply the ports

@@ -24,18 +24,18 @@ import datetime
 import logging
 import socket
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
+
+import trio
 
 from coxswain.compile.scope import SharedPool
-from coxswain.shell.cert_folder import CertificateFolder
+from coxswain.shell.cert_folder import RENEW_CHECK_INTERVAL, CertificateFolder
 from coxswain.shell.discovery import granted_by, open_discovery_server
 from coxswain.shell.manifest_folder import POLL_INTERVAL, watch_manifests
 from coxswain.shell.proxy_process import run_until_terminated
 from coxswain.shell.publisher import Publisher
 
 if TYPE_CHECKING:
-    import trio
-
     from coxswain.compile import ClusterState, CompileConfig
     from coxswain.compile.model.manifests import SourcedBody
     from coxswain.shell.discovery import DiscoveryServer
@@ -88,9 +88,7 @@ async def run_serve(settings: ServeSettings) -> None:
                 open_discovery_server(
                     host=discovery.host,
                     port=discovery.port,
-                    credentials=certificates.server_credentials(
-                        _server_hosts(discovery.host), now=_now()
-                    )
+                    credentials=certificates.server_certificate(_server_hosts(discovery.host))
                     if certificates is not None
                     else None,
                     policy=granted_by(lambda: publisher.grants),
@@ -103,13 +101,17 @@ async def run_serve(settings: ServeSettings) -> None:
                 server.port,
                 "plaintext" if certificates is None else f"mutual TLS, CA in {certificates.root}",
             )
-        await run_until_terminated(
-            _folder_feed(settings, publisher, server, certificates),
-            SharedPool(),
-            settings.proxy,
-            admin_port=settings.admin_port,
-            drain_timeout=settings.drain_timeout,
-        )
+        async with trio.open_nursery() as nursery:
+            if certificates is not None:
+                nursery.start_soon(_renew_proxy_certificates, certificates, publisher)
+            await run_until_terminated(
+                _folder_feed(settings, publisher, server, certificates),
+                SharedPool(),
+                settings.proxy,
+                admin_port=settings.admin_port,
+                drain_timeout=settings.drain_timeout,
+            )
+            nursery.cancel_scope.cancel()
 
 
 def _folder_feed(
@@ -123,8 +125,7 @@ def _folder_feed(
     async def on_state(proxy: Proxy, state: ClusterState, bodies: list[SourcedBody]) -> None:
         snapshots = publisher.compile(state, bodies)
         if certificates is not None:
-            for folder in certificates.issue_proxies(publisher.grants, now=_now()):
-                log.info("proxy certificate written to %s", folder)
+            _issue_proxy_certificates(certificates, publisher)
         if server is not None:
             for scope, snapshot in snapshots.items():
                 server.publish(scope, snapshot)
@@ -146,6 +147,29 @@ def _folder_feed(
         )
 
     return feed
+
+
+def _issue_proxy_certificates(certificates: CertificateFolder, publisher: Publisher) -> None:
+    """A certificate for every identity the manifests grant a scope, unless it has a good one.
+
+    Raises:
+        OSError: the certificate folder cannot be written.
+    """
+    for folder in certificates.issue_proxies(publisher.grants, now=_now()):
+        log.info("proxy certificate written to %s", folder)
+
+
+async def _renew_proxy_certificates(
+    certificates: CertificateFolder, publisher: Publisher, interval: float = RENEW_CHECK_INTERVAL
+) -> NoReturn:
+    """Certificates fall due with time, not only when the manifests change: check every
+    ``interval`` seconds (a folder that cannot be written now is tried again next time)."""
+    while True:
+        await trio.sleep(interval)
+        try:
+            _issue_proxy_certificates(certificates, publisher)
+        except OSError as err:
+            log.warning("renewing proxy certificates in %s failed: %s", certificates.root, err)
 
 
 def _server_hosts(bind: str) -> list[str]:

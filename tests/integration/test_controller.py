@@ -20,7 +20,7 @@ import trio
 from coxswain.compile import CompileConfig
 from coxswain.compile.scope import SharedPool
 from coxswain.shell.controller import ControllerSettings, run_controller
-from coxswain.shell.discovery import ClientCredentials
+from coxswain.shell.discovery_tls import ClientCredentials
 from coxswain.shell.kube import Kube
 from coxswain.shell.proxy import ProxyConfig
 from coxswain.shell.proxy_process import discovery_feed, serve_feed

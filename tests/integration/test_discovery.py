@@ -22,14 +22,13 @@ from coxswain.shell import aio_bridge, discovery
 from coxswain.shell.ca import CertificateAuthority, ProxyIdentity, create_ca
 from coxswain.shell.discovery import (
     WIRE_VERSION,
-    ClientCredentials,
     DiscoveryRefusedError,
     NodeObservation,
-    ServerCredentials,
     granted_by,
     open_discovery_server,
     stream_snapshots,
 )
+from coxswain.shell.discovery_tls import ClientCredentials, ServerCredentials
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

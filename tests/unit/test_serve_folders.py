@@ -5,10 +5,20 @@ from __future__ import annotations
 import datetime
 import os
 import stat
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
-from coxswain.shell.ca import identity_from_certificate, verify_issued_by
-from coxswain.shell.cert_folder import CertificateFolder
+import trio
+import trio.testing
+
+from coxswain.shell import serve
+from coxswain.shell.ca import (
+    DEFAULT_VALIDITY,
+    RENEW_BEFORE,
+    identity_from_certificate,
+    verify_issued_by,
+)
+from coxswain.shell.cert_folder import RENEW_CHECK_INTERVAL, CertificateFolder
 from coxswain.shell.manifest_folder import fingerprint
 
 if TYPE_CHECKING:
@@ -64,3 +74,37 @@ def test_certificate_folder_keeps_its_ca_and_issues_each_identity_once(tmp_path:
     # an expired one too
     later = NOW + datetime.timedelta(days=400)
     assert fresh.issue_proxies([("app", "edge")], now=later) == [root / "proxies" / "app" / "edge"]
+
+
+def test_a_proxy_certificate_is_renewed_a_month_before_it_expires(tmp_path: Path) -> None:
+    folder = CertificateFolder.open(str(tmp_path), now=NOW)
+    assert folder.issue_proxies([("app", "edge")], now=NOW) == [tmp_path / "proxies/app/edge"]
+    due = NOW + DEFAULT_VALIDITY - RENEW_BEFORE
+    assert folder.issue_proxies([("app", "edge")], now=due - datetime.timedelta(hours=1)) == []
+    renewed = folder.issue_proxies([("app", "edge")], now=due + datetime.timedelta(hours=1))
+    assert renewed == [tmp_path / "proxies/app/edge"]
+
+
+def test_serve_renews_proxy_certificates_with_time_not_only_when_manifests_change(
+    tmp_path: Path,
+) -> None:
+    folder = CertificateFolder.open(str(tmp_path), now=NOW)
+    edge = folder.proxy_folder("app", "edge")
+    edge.mkdir(parents=True)
+    # a certificate a week from expiry, as a server that ran for 358 days would hold
+    issued = folder.ca.issue_proxy(
+        namespace="app", name="edge", now=NOW, validity=datetime.timedelta(days=7)
+    )
+    (edge / "tls.crt").write_bytes(issued.cert_pem)
+    (edge / "tls.key").write_bytes(issued.key_pem)
+    (edge / "ca.crt").write_bytes(folder.ca.cert_pem)
+    publisher = SimpleNamespace(grants=[("app", "edge")])
+
+    async def main() -> None:
+        with trio.move_on_after(RENEW_CHECK_INTERVAL * 1.5):
+            await serve._renew_proxy_certificates(folder, publisher)  # type: ignore[arg-type]
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    renewed = (edge / "tls.crt").read_bytes()
+    assert renewed != issued.cert_pem
+    verify_issued_by(renewed, folder.ca.cert_pem, now=NOW + datetime.timedelta(days=300))
