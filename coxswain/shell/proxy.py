@@ -62,7 +62,6 @@ from coxswain.shell.upstream import (
     Exchange,
     Forwarder,
     Timeouts,
-    route_timeout,
 )
 from coxswain.shell.wire import EventReader, Timer, Watchdog, own_answer
 from coxswain.shell.workers import open_reuseport_listeners
@@ -442,7 +441,7 @@ class Proxy:
             elif stalled is not None:
                 status, reason = 504, f"the upstream sent nothing for {timeouts.read:g} s"
             else:
-                limit = route_timeout(request.routed.decision.action)
+                limit = request.routed.timeout
                 status, reason = 504, f"the upstream did not answer within {limit:g} s"
             answer = own_answer(
                 status, reason, close=True, head_only=request.head.method == b"HEAD"

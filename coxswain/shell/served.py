@@ -19,6 +19,7 @@ them too, so no memo outlives the routing it was computed from (ARCHITECTURE §6
 from __future__ import annotations
 
 import contextvars
+import math
 from typing import TYPE_CHECKING, Final
 
 from coxswain.route import RequestHead as RouteHead
@@ -30,13 +31,14 @@ from coxswain.shell.tls import TLSContexts
 
 if TYPE_CHECKING:
     import ssl
+    from collections.abc import Sequence
 
-    from coxswain.compile.snapshot import HeaderEdits, Snapshot
+    from coxswain.compile.snapshot import Endpoint, HeaderEdits, RouteAction, Snapshot
     from coxswain.route import Decision
     from coxswain.route.table import RouteTable
     from coxswain.shell.http1 import RequestHead
 
-__all__ = ["ROUTE_MEMO_SIZE", "Routed", "Served", "handshake_sni"]
+__all__ = ["ROUTE_MEMO_SIZE", "Routed", "Served", "handshake_sni", "route_timeout"]
 
 ROUTE_MEMO_SIZE: Final = 4096
 
@@ -51,20 +53,47 @@ class Routed:
     """A routing decision and what the request path derives from it, computed once per key.
 
     ``label`` names the route for the access log, ``metric`` for the request counter;
-    ``host`` is the Host to forward as bytes, None when it cannot be written in a field.
+    ``host`` and ``target`` are the Host and request-target to forward as bytes, None when
+    they cannot be written on the wire (not Latin-1); ``timeout`` bounds the whole exchange
+    (:func:`route_timeout`); ``backends`` are the decision's backends with a weight above 0,
+    ``weights`` their weights, for the weighted choice.
     """
 
-    __slots__ = ("decision", "host", "label", "metric")
+    __slots__ = (
+        "backends",
+        "decision",
+        "host",
+        "label",
+        "metric",
+        "target",
+        "timeout",
+        "weights",
+    )
 
     def __init__(self, decision: Decision) -> None:
         self.decision = decision
         route = decision.route
         self.label = f"{route.kind} {route.namespace}/{route.name} {route.rule}" if route else None
         self.metric = (route.kind, route.namespace, route.name) if route else None
-        try:
-            self.host: bytes | None = decision.host.encode("latin-1")
-        except UnicodeEncodeError:
-            self.host = None
+        self.host = _latin1(decision.host)
+        self.target = _latin1(decision.path)
+        self.timeout = route_timeout(decision.action)
+        self.backends = tuple(b for b in decision.backends if b.weight > 0)
+        self.weights = tuple(b.weight for b in self.backends)
+
+
+def route_timeout(action: RouteAction | None) -> float:
+    """The bound on a whole exchange: the smaller of the HTTPRoute rule's ``request`` and
+    ``backendRequest`` timeouts (GEP-1742), infinity when neither is set."""
+    timeouts = [t for t in (action.request_timeout, action.backend_timeout) if t] if action else []
+    return min(timeouts, default=math.inf)
+
+
+def _latin1(text: str) -> bytes | None:
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:
+        return None
 
 
 class Served:
@@ -75,6 +104,7 @@ class Served:
         "_fronts",
         "_header_ports",
         "_routes",
+        "endpoints",
         "snapshot",
         "specs",
         "table",
@@ -85,6 +115,8 @@ class Served:
         self, snapshot: Snapshot, *, ingress_http_port: int, ingress_https_port: int
     ) -> None:
         self.snapshot = snapshot
+        # a plain dict: a persistent map's lookup is four Python calls per request
+        self.endpoints: dict[str, Sequence[Endpoint]] = dict(snapshot.endpoints)
         self.table: RouteTable = build_table(
             snapshot, ingress_http_port=ingress_http_port, ingress_https_port=ingress_https_port
         )

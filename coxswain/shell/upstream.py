@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     import random
     from collections.abc import Sequence
 
-    from coxswain.compile.snapshot import Backend, Endpoint, HeaderEdits, Mirror, RouteAction
+    from coxswain.compile.snapshot import Backend, Endpoint, HeaderEdits, Mirror
     from coxswain.route import Decision
     from coxswain.route.forward import Fields
     from coxswain.shell.connection import Connection
@@ -81,10 +81,10 @@ __all__ = [
     "RoundRobin",
     "Timeouts",
     "pick_backend",
-    "route_timeout",
 ]
 
 _CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
+_EXPECT: Final = (b"expect",)
 _IDEMPOTENT: Final = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
 _SPARE_READERS: Final = 256
 
@@ -132,28 +132,16 @@ class Exchange:
     response_started: bool = False
 
 
-def route_timeout(action: RouteAction | None) -> float:
-    """The bound on a whole exchange: the smaller of the HTTPRoute rule's ``request`` and
-    ``backendRequest`` timeouts (GEP-1742), infinity when neither is set."""
-    timeouts = [t for t in (action.request_timeout, action.backend_timeout) if t] if action else []
-    return min(timeouts, default=math.inf)
-
-
-def pick_backend(backends: Sequence[Backend], rng: random.Random) -> Backend | None:
-    """A backend chosen at random in proportion to its weight; None when every weight is 0."""
-    weighted = [b for b in backends if b.weight > 0]
-    if not weighted:
+def pick_backend(
+    backends: Sequence[Backend], weights: Sequence[int], rng: random.Random
+) -> Backend | None:
+    """One of ``backends`` (those of a decision with a weight above 0, :class:`~.served.Routed`)
+    chosen at random in proportion to ``weights``; None when there is none."""
+    if len(backends) == 1:
+        return backends[0]
+    if not backends:
         return None
-    if len(weighted) == 1:
-        return weighted[0]
-    return rng.choices(weighted, weights=[b.weight for b in weighted])[0]
-
-
-def _latin1(text: str) -> bytes:
-    try:
-        return text.encode("latin-1")
-    except UnicodeEncodeError as err:
-        raise ValueError(f"{text!r} is not Latin-1") from err
+    return rng.choices(backends, weights=weights)[0]
 
 
 def _edit(served: Served, headers: Fields, *edits: HeaderEdits | None) -> Fields:
@@ -224,26 +212,26 @@ class Forwarder:
             ClientProtocolError: the request body broke HTTP/1.1.
         """
         decision = routed.decision
-        backend = pick_backend(decision.backends, self.rng)
+        backend = pick_backend(routed.backends, routed.weights, self.rng)
         if backend is None or not backend.valid:
             raise Answer(500, "the chosen backend is invalid")
         key = backend.endpoints_key
-        endpoints = served.snapshot.endpoints.get(key, ())
+        endpoints = served.endpoints.get(key, ())
         if not endpoints:
             raise Answer(503, f"backend {key} has no ready endpoints")
         action = decision.action
-        timeout = route_timeout(action)
+        timeout = routed.timeout
         if routed.host is None:
             raise Answer(500, f"the forwarded Host {decision.host!r} is not Latin-1")
-        client_headers: Sequence[tuple[bytes, bytes]] = head.headers
-        if any(n == b"expect" for n, _ in client_headers):  # answered here, never forwarded
-            client_headers = [(n, v) for n, v in client_headers if n != b"expect"]
+        if routed.target is None:
+            raise Answer(500, f"the forwarded path {decision.path!r} is not Latin-1")
         base = forwarded_headers(
-            client_headers,
+            head.headers,
             host=routed.host,
             proto=proto,
             client=client_address,
-            named=head.connection,
+            # Expect is answered here, never forwarded: dropped as a Connection option is
+            named=(*head.connection, b"expect") if head.connection else _EXPECT,
         )
         try:
             base = _edit(served, base, action.request_headers if action else None)
@@ -252,7 +240,7 @@ class Forwarder:
             raise Answer(500, f"the request cannot be forwarded as configured: {err}") from err
         tee = None
         if action is not None and action.mirrors and self.mirrors is not None and not head.upgrade:
-            tee = self._mirror(action.mirrors, served, head, decision, base)
+            tee = self._mirror(action.mirrors, served, head, routed.target, base)
         # The client connection's timer bounds the exchange: each wait for either peer, and
         # the route's timeout as its scope's deadline. When it fires, the cancellation ends
         # the connection and its owner answers 408/504 outside the scope (Proxy._requests).
@@ -268,6 +256,7 @@ class Forwarder:
                 headers=headers,  # the mirrors' heads were framed from ``base`` already
                 served=served,
                 decision=decision,
+                target=routed.target,
                 backend=backend,
                 endpoints=self.round_robin.order(key, endpoints),
                 exchange=exchange,
@@ -286,11 +275,11 @@ class Forwarder:
         mirrors: Sequence[Mirror],
         served: Served,
         head: RequestHead,
-        decision: Decision,
+        target: bytes,
         base: Fields,
     ) -> Tee | None:
         assert self.mirrors is not None
-        endpoints_by_key = served.snapshot.endpoints
+        endpoints_by_key = served.endpoints
 
         def endpoints_of(key: str) -> Sequence[Endpoint]:
             endpoints = endpoints_by_key.get(key, ())
@@ -304,7 +293,7 @@ class Forwarder:
                 headers.append((b"connection", b"close"))
                 return frame_request_head(
                     method=head.method,
-                    target=_latin1(decision.path),
+                    target=target,
                     headers=headers,
                     validate=False,
                 )
@@ -322,6 +311,7 @@ class Forwarder:
         headers: Fields,
         served: Served,
         decision: Decision,
+        target: bytes,
         backend: Backend,
         endpoints: Sequence[Endpoint],
         exchange: Exchange,
@@ -337,7 +327,7 @@ class Forwarder:
             headers.append((b"connection", b"close"))
         try:  # every field came from the parser or passed Served.edits: only the line is checked
             request_head = frame_request_head(
-                method=head.method, target=_latin1(decision.path), headers=headers, validate=False
+                method=head.method, target=target, headers=headers, validate=False
             )
         except ValueError as err:  # a rewrite or header edit of the snapshot made it unsendable
             raise Answer(500, f"the request cannot be forwarded as configured: {err}") from err

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pytest
 
 from coxswain.compile.scope import parse_scope
 from coxswain.compile.snapshot import Backend, Endpoint
+from coxswain.route import Decision
 from coxswain.shell.http1 import ResponseHead, ResponseParser, codec_named
+from coxswain.shell.served import Routed
 from coxswain.shell.snapshot_file import SnapshotLoadError, load_snapshot
 from coxswain.shell.upstream import RoundRobin, pick_backend
 from coxswain.shell.wire import own_answer
@@ -25,12 +28,17 @@ def test_pick_backend_follows_weights_and_skips_zero() -> None:
     b = Backend(namespace="n", service="b", port=80, weight=3)
     zero = Backend(namespace="n", service="z", port=80, weight=0)
     rng = random.Random(7)
-    picks = [pick_backend([a, b, zero], rng) for _ in range(4000)]
+    decision = Decision(
+        matched=True, status=None, reason="r", host="h", path="/", backends=(a, b, zero)
+    )
+    routed = Routed(decision)
+    assert routed.backends == (a, b)
+    picks = [pick_backend(routed.backends, routed.weights, rng) for _ in range(4000)]
     seen = Counter(p.service for p in picks if p is not None)
-    assert seen["z"] == 0
     assert 2700 <= seen["b"] <= 3300
-    assert pick_backend([zero], rng) is None
-    assert pick_backend([], rng) is None
+    assert pick_backend((a,), (1,), rng) is a
+    assert Routed(replace(decision, backends=(zero,))).backends == ()
+    assert pick_backend((), (), rng) is None
 
 
 def test_round_robin_rotates_per_backend() -> None:

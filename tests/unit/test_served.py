@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -118,3 +119,5 @@ def test_edits_are_converted_once_and_an_unsendable_one_fails_every_time() -> No
 def test_a_forwarded_host_that_is_not_latin_1_is_flagged_for_a_500() -> None:
     decision = Decision(matched=True, status=None, reason="r", host="\u20ac.example", path="/")
     assert Routed(decision).host is None
+    assert Routed(decision).target == b"/"
+    assert Routed(replace(decision, host="h", path="/\u20ac")).target is None
