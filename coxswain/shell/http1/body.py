@@ -24,6 +24,7 @@ import re
 from typing import Final
 
 from coxswain.shell.http1.events import (
+    END_OF_MESSAGE,
     NEED_DATA,
     Data,
     EndOfMessage,
@@ -58,14 +59,19 @@ class SizedBody:
     def read(self, buf: bytearray, *, eof: bool) -> Event:
         """Consume body bytes from ``buf``; one Data piece, EndOfMessage, or NEED_DATA."""
         if self._remaining == 0:
-            return EndOfMessage()
+            return END_OF_MESSAGE
         if not buf:
             if eof:
                 return ProtocolError(self._error_status, "connection closed inside the body")
             return NEED_DATA
-        n = min(self._remaining, len(buf))
-        piece = bytes(buf[:n])
-        del buf[:n]
+        n = len(buf)
+        if n <= self._remaining:  # all of it: one copy rather than a slice and a copy
+            piece = bytes(buf)
+            buf.clear()
+        else:
+            n = self._remaining
+            piece = bytes(buf[:n])
+            del buf[:n]
         self._remaining -= n
         return Data(piece)
 
@@ -81,7 +87,7 @@ class CloseDelimitedBody:
             piece = bytes(buf)
             buf.clear()
             return Data(piece)
-        return EndOfMessage() if eof else NEED_DATA
+        return END_OF_MESSAGE if eof else NEED_DATA
 
 
 class ChunkedBody:
@@ -164,9 +170,9 @@ class ChunkedBody:
         return None
 
     def _read_trailers(self, buf: bytearray) -> Event:
-        if buf[:2] == b"\r\n":
+        if buf.startswith(b"\r\n"):
             del buf[:2]
-            return EndOfMessage()
+            return END_OF_MESSAGE
         end = buf.find(b"\r\n\r\n")
         if end < 0:
             if len(buf) > self._max_trailer:

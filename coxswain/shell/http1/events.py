@@ -27,6 +27,7 @@ from typing import Final
 
 __all__ = [
     "CONNECTION_CLOSED",
+    "END_OF_MESSAGE",
     "NEED_DATA",
     "PAUSED",
     "ConnectionClosed",
@@ -142,6 +143,8 @@ class ConnectionClosed:
         return "CONNECTION_CLOSED"
 
 
+END_OF_MESSAGE: Final = EndOfMessage()
+"""The end of a message without trailers (events are immutable values, so one is shared)."""
 NEED_DATA: Final = NeedData()
 PAUSED: Final = Paused()
 CONNECTION_CLOSED: Final = ConnectionClosed()

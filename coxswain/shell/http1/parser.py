@@ -62,6 +62,9 @@ class Limits:
 DEFAULT_LIMITS: Final = Limits()
 
 _HEAD, _BODY, _PAUSED, _CLOSED, _ERROR = range(5)
+# The body of a message without one: a zero-length body never changes state, so one serves all
+# (its error status is never used: reading it cannot fail).
+_NO_BODY: Final = SizedBody(0, error_status=400)
 
 
 class _MessageParser:
@@ -89,7 +92,7 @@ class _MessageParser:
         self._eof = False
         self._state = _HEAD
         self._scanned = 0
-        self._body: BodyReader = SizedBody(0, error_status=error_status)
+        self._body: BodyReader = _NO_BODY
         self._keep_alive = True
         self._pause_after = False
         self._error = ProtocolError(error_status, "")
@@ -155,7 +158,7 @@ class _MessageParser:
         buf = self._buf
         if not buf and not self._eof:  # between messages: the common case, checked first
             return NEED_DATA
-        while buf[:2] == b"\r\n":
+        while buf.startswith(b"\r\n"):
             del buf[:2]
             self._scanned = 0
         end = buf.find(b"\r\n\r\n", max(0, self._scanned - 3))
@@ -175,8 +178,12 @@ class _MessageParser:
         self._scanned = 0
         if end + 4 > limit:
             return self._fail(self._too_large())
-        head = bytes(buf[: end + 4])
-        del buf[: end + 4]
+        if end + 4 == len(buf):  # the common case for requests: one copy, not two
+            head = bytes(buf)
+            buf.clear()
+        else:
+            head = bytes(buf[: end + 4])
+            del buf[: end + 4]
         return self._on_head(head)
 
     def _too_large(self) -> ProtocolError:
@@ -195,8 +202,10 @@ class _MessageParser:
             )
         elif until_close:
             self._body = CloseDelimitedBody()
+        elif content_length:
+            self._body = SizedBody(content_length, error_status=status)
         else:
-            self._body = SizedBody(content_length or 0, error_status=status)
+            self._body = _NO_BODY
         self._state = _BODY
 
 

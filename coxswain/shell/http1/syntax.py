@@ -253,12 +253,12 @@ def frame_request(
         and (content_length > max_body_bytes)
     ):
         return ProtocolError(413, "declared Content-Length over the body limit")
-    connection = _tokens(found.get(b"connection", _NONE))
+    connection = _tokens(found[b"connection"]) if b"connection" in found else _NONE
     upgrade = None
     if http_version == b"1.1" and b"upgrade" in connection:
         offers = found.get(b"upgrade", _NONE)
         upgrade = b", ".join(offers) if offers else None
-    expect = _tokens(found.get(b"expect", _NONE))
+    expect = _tokens(found[b"expect"]) if b"expect" in found else _NONE
     return RequestHead(
         method=method,
         target=target,
@@ -304,7 +304,7 @@ def frame_response(
     if chunked:
         headers = _canonical_chunked(headers)
     has_body = not (status < 200 or status in (204, 304) or request_method == b"HEAD")
-    connection = _tokens(found.get(b"connection", _NONE))
+    connection = _tokens(found[b"connection"]) if b"connection" in found else _NONE
     close_delimited = has_body and content_length is None and not chunked
     return ResponseHead(
         status=status,
