@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(PY) bench/compile_scopes.py
 	$(PY) bench/proxy.py
 	$(PY) bench/proxy_parts.py
+	$(PY) bench/proxy_instructions.py
 	$(PY) bench/discovery.py
 	$(PY) bench/controller.py
 

@@ -32,7 +32,7 @@ import proxy_workload as workload
 ROUTES = 10
 
 
-def _checkout(revision: str, into: Path) -> Path:
+def checkout(revision: str, into: Path) -> Path:
     folder = into / f"rev-{len(list(into.iterdir()))}"
     subprocess.run(
         ["git", "worktree", "add", "--detach", "--quiet", str(folder), revision],
@@ -42,7 +42,7 @@ def _checkout(revision: str, into: Path) -> Path:
     return folder
 
 
-def _remove(folder: Path) -> None:
+def remove(folder: Path) -> None:
     subprocess.run(
         ["git", "worktree", "remove", "--force", str(folder)], cwd=proxy.REPO, check=False
     )
@@ -61,7 +61,7 @@ def main(argv: list[str]) -> None:
         root = Path(tmp)
         trees = root / "trees"
         trees.mkdir()
-        folders = [_checkout(revision, trees) for revision in args.revisions]
+        folders = [checkout(revision, trees) for revision in args.revisions]
         cells: dict[str, list[proxy.Cell]] = {revision: [] for revision in args.revisions}
         try:
             snapshot = proxy.compile_snapshot(root, ROUTES, proxy.start_backend(fleet, root))
@@ -79,7 +79,7 @@ def main(argv: list[str]) -> None:
         finally:
             fleet.stop_all()
             for folder in folders:
-                _remove(folder)
+                remove(folder)
         columns = [("round", 5), ("revision", 12), ("req/s", 9), ("p99 ms", 7), ("CPU/req µs", 10)]
         print(f"\n100 B, {args.connections} connections, {args.seconds} s per run, 1 worker")
         harness.print_table(columns, rows)
