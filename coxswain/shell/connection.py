@@ -18,7 +18,10 @@ Differences from ``trio.SocketStream``, on purpose:
   large body, while the other connections starve. Measured without it: p99 over a second for
   1 MB bodies at 64 connections (``bench/proxy.py`` at ed40f6c), and *more* CPU per small
   request (149 µs against 104 µs of user time in the A/B of docs/benchmarks.md, "After the
-  request-path rework": the loop ran with fewer ready tasks per turn).
+  request-path rework": the loop ran with fewer ready tasks per turn). Removing only the
+  send's yield, or only the receive's, was no better (132 against 98 µs per request; p99 up in
+  8 rounds of 10: same document, "Measuring on this machine"): after a send the yield gives the
+  peer time to answer, so 97% of receives find their bytes at once.
 - A receive that finds nothing yields once and tries again before it waits: an upstream
   usually answers within the turn the other connections take, and the retry saves the
   readiness wait's registration and epoll round trip. Measured by the same A/B (1 worker,
