@@ -99,6 +99,11 @@ class StatusWriter:
         self.writes = 0
         self.failures = 0  # patches that failed: the controller retries at a next round
 
+    @property
+    def remembered(self) -> int:
+        """How many objects' settled statuses are kept (at most one per object that exists)."""
+        return len(self._settled)
+
     async def write(
         self,
         desired: Iterable[ObjectStatus],
@@ -110,6 +115,9 @@ class StatusWriter:
         ``current`` maps ``(kind, namespace, name)`` to the object's current ``status``.
         Failures are logged and left for the next round (the desired status will still
         differ)."""
+        # objects gone from the cluster are forgotten: the table follows the cluster's size
+        for gone in self._settled.keys() - current.keys():
+            del self._settled[gone]
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
         due: list[tuple[tuple[str, str, str], Resource, dict[str, Any], str]] = []
         for status in desired:
