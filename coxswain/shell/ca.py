@@ -35,6 +35,7 @@ __all__ = [
     "create_ca",
     "identity_from_certificate",
     "renew_at",
+    "renewal_due",
     "verify_issued_by",
 ]
 
@@ -247,15 +248,31 @@ def verify_issued_by(cert_pem: bytes, ca_pem: bytes, *, now: datetime.datetime) 
         IdentityError: wrong issuer, bad signature, or outside the validity window.
     """
     cert = x509.load_pem_x509_certificate(cert_pem)
-    ca = x509.load_pem_x509_certificate(ca_pem)
+    _check_signed_by(cert, x509.load_pem_x509_certificate(ca_pem))
+    if not cert.not_valid_before_utc <= now <= cert.not_valid_after_utc:
+        raise IdentityError("the certificate is not valid at this time")
+
+
+def renewal_due(cert_pem: bytes, ca_pem: bytes) -> datetime.datetime:
+    """When a certificate the CA signed is due for replacement (``RENEW_BEFORE`` before it
+    expires): the check and the time at once, for callers that remember the answer.
+
+    Raises:
+        IdentityError: wrong issuer or bad signature.
+        ValueError: either is not a PEM certificate.
+    """
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    _check_signed_by(cert, x509.load_pem_x509_certificate(ca_pem))
+    return cert.not_valid_after_utc - RENEW_BEFORE
+
+
+def _check_signed_by(cert: x509.Certificate, ca: x509.Certificate) -> None:
     if cert.issuer != ca.subject:
         raise IdentityError("the certificate was not issued by this CA")
     try:
         cert.verify_directly_issued_by(ca)
     except (InvalidSignature, ValueError, TypeError) as exc:
         raise IdentityError(f"signature check failed: {exc}") from None
-    if not cert.not_valid_before_utc <= now <= cert.not_valid_after_utc:
-        raise IdentityError("the certificate is not valid at this time")
 
 
 def renew_at(cert_pem: bytes) -> datetime.datetime:

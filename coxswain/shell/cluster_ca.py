@@ -8,8 +8,8 @@ settled by the API (409: read the winner's). Each proxy identity the state grant
 the Secret ``<serviceaccount>-discovery-tls`` in the ServiceAccount's namespace (``tls.crt``,
 ``tls.key``, ``ca.crt``), the one the Deployments rendered by ``compile.podspec`` and the Helm
 chart mount. A certificate is re-issued when it is missing, not from this CA, or within
-``RENEW_BEFORE`` of expiring, and deleted once its identity is granted nothing and its proxy
-is gone.
+``RENEW_BEFORE`` (:mod:`.ca`) of expiring, and deleted once its identity is granted nothing
+and its proxy is gone.
 """
 
 from __future__ import annotations
@@ -20,13 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.provision import MANAGED_BY, ROLE
-from coxswain.shell.ca import (
-    RENEW_BEFORE,
-    CertificateAuthority,
-    IdentityError,
-    create_ca,
-    verify_issued_by,
-)
+from coxswain.shell.ca import CertificateAuthority, IdentityError, create_ca, renewal_due
 from coxswain.shell.kube import ApiFailure, Kube
 
 if TYPE_CHECKING:
@@ -39,7 +33,7 @@ __all__ = [
     "CA_SECRET",
     "CERTIFICATE_ROLE",
     "TRUST_DOMAIN",
-    "issue_proxy_secrets",
+    "ProxyCertificates",
     "load_or_create_ca",
     "secret_name",
     "stale_proxy_secrets",
@@ -101,21 +95,51 @@ def _ca_from(secret: dict[str, Any]) -> CertificateAuthority:
     )
 
 
-async def issue_proxy_secrets(
-    provisioner: Provisioner,
-    ca: CertificateAuthority,
-    identities: list[tuple[str, str]],
-    secrets: dict[tuple[str, str], dict[str, Any]],
-    *,
-    now: datetime.datetime,
-) -> None:
-    """Apply a certificate Secret for each ``(namespace, serviceaccount)`` whose current one
-    (in ``secrets``, by namespace and name) is missing or due for renewal."""
-    for namespace, account in identities:
-        name = secret_name(account)
-        if _still_good(secrets.get((namespace, name)), ca, now):
-            continue
-        issued = ca.issue_proxy(namespace=namespace, name=account, now=now)
+class ProxyCertificates:
+    """Keeps a certificate Secret for each proxy identity, issued by the cluster's CA.
+
+    Checking a certificate (parse, signature, expiry) takes about 130 µs; a round checks every
+    granted identity's, 65 ms at 500 dedicated Gateways on the event loop. So each certificate
+    is checked once and its renewal time remembered, for as long as its Secret holds it.
+    """
+
+    def __init__(self, provisioner: Provisioner, ca: CertificateAuthority) -> None:
+        self._provisioner = provisioner
+        self._ca = ca
+        self._due: dict[str, datetime.datetime | None] = {}  # tls.crt (base64) → renewal time
+
+    async def issue(
+        self,
+        identities: list[tuple[str, str]],
+        secrets: dict[tuple[str, str], dict[str, Any]],
+        *,
+        now: datetime.datetime,
+    ) -> None:
+        """Apply a certificate Secret for each ``(namespace, serviceaccount)`` whose current one
+        (in ``secrets``, by namespace and name) is missing, not from this CA, or due for
+        renewal."""
+        due: dict[str, datetime.datetime | None] = {}
+        for namespace, account in identities:
+            name = secret_name(account)
+            secret = secrets.get((namespace, name))
+            if secret is not None:
+                encoded = (secret.get("data") or {}).get("tls.crt", "")
+                renewal = due[encoded] = (
+                    self._due[encoded] if encoded in self._due else self._renewal(encoded)
+                )
+                if renewal is not None and now < renewal:
+                    continue
+            await self._apply(namespace, name, account, now)
+        self._due = due  # only certificates still held: the table follows the identities
+
+    def _renewal(self, encoded: str) -> datetime.datetime | None:
+        try:
+            return renewal_due(base64.b64decode(encoded), self._ca.cert_pem)
+        except (IdentityError, ValueError):
+            return None
+
+    async def _apply(self, namespace: str, name: str, account: str, now: datetime.datetime) -> None:
+        issued = self._ca.issue_proxy(namespace=namespace, name=account, now=now)
         body = {
             "apiVersion": "v1",
             "kind": "Secret",
@@ -128,10 +152,10 @@ async def issue_proxy_secrets(
             "data": {
                 "tls.crt": _b64(issued.cert_pem),
                 "tls.key": _b64(issued.key_pem),
-                "ca.crt": _b64(ca.cert_pem),
+                "ca.crt": _b64(self._ca.cert_pem),
             },
         }
-        await provisioner.apply("Secret", namespace, name, json.dumps(body, sort_keys=True))
+        await self._provisioner.apply("Secret", namespace, name, json.dumps(body, sort_keys=True))
 
 
 def stale_proxy_secrets(
@@ -149,19 +173,6 @@ def stale_proxy_secrets(
         if (namespace, account) not in identities and not running:
             stale.append(ObjectKey("Secret", namespace, name))
     return sorted(stale)
-
-
-def _still_good(
-    secret: dict[str, Any] | None, ca: CertificateAuthority, now: datetime.datetime
-) -> bool:
-    if secret is None:
-        return False
-    try:
-        cert = base64.b64decode((secret.get("data") or {}).get("tls.crt", ""))
-        verify_issued_by(cert, ca.cert_pem, now=now + RENEW_BEFORE)
-    except (IdentityError, ValueError):
-        return False
-    return True
 
 
 def _b64(data: bytes) -> str:

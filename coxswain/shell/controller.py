@@ -34,7 +34,7 @@ from coxswain.compile.provision import provision
 from coxswain.compile.scope import SharedPool
 from coxswain.shell.admin import serve_admin
 from coxswain.shell.cluster_ca import (
-    issue_proxy_secrets,
+    ProxyCertificates,
     load_or_create_ca,
     stale_proxy_secrets,
 )
@@ -193,11 +193,11 @@ class _Reconciler:
     ) -> None:
         self._kube = kube
         self._settings = settings
-        self._ca = ca
         self._health = health
         self.publisher = Publisher(settings.compile)
         self._status = StatusWriter(kube, settings.compile.gateway_controller)
         self._provisioner = Provisioner(kube)
+        self._certificates = ProxyCertificates(self._provisioner, ca)
         self._informers: dict[str, Informer] = {}
         self._view = ClusterView()
         self._changed = trio.Event()
@@ -317,12 +317,8 @@ class _Reconciler:
             provision(state, config, self._shared_served(fleet), model),
             autoscalers=config.gateway_api,
         )
-        await issue_proxy_secrets(
-            self._provisioner,
-            self._ca,
-            sorted(self.publisher.grants),
-            self._view.certificates,
-            now=now,
+        await self._certificates.issue(
+            sorted(self.publisher.grants), self._view.certificates, now=now
         )
         for key in stale_proxy_secrets(self._view.certificates, set(self.publisher.grants), state):
             await self._provisioner.delete(key)
