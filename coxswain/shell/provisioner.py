@@ -51,6 +51,9 @@ class Provisioner:
     def __init__(self, kube: Kube) -> None:
         self._kube = kube
         self._applied: dict[tuple[str, str, str], str] = {}
+        # (namespace, name) of the owned autoscalers: listed once, then followed by what this
+        # process applies and deletes (None until the list succeeded)
+        self._autoscalers: set[tuple[str, str]] | None = None
         self.failures = 0  # API calls that failed: the controller retries at a next round
 
     async def apply(self, kind: str, namespace: str, name: str, body: str) -> bool:
@@ -78,22 +81,26 @@ class Provisioner:
         """Apply every desired object, then delete what is no longer wanted. With
         ``autoscalers``, also the owned HorizontalPodAutoscalers no longer desired (a Gateway's
         parameters dropped ``autoscaling``): the compiler's state does not hold them, so they
-        are listed here."""
+        are listed, once (those a controller before this one left), and followed after that
+        by what this one applies; the leader is the only writer of owned objects."""
         for obj in desired.objects:
             await self.apply(obj.kind, obj.namespace, obj.name, obj.body)
         deletions = list(desired.deletions)
         if autoscalers:
+            if self._autoscalers is None:
+                owned = await self._owned(_HPA)
+                self._autoscalers = set(owned) if owned is not None else None
             wanted = {(o.namespace, o.name) for o in desired.objects if o.kind == _HPA.kind}
-            deletions += [
-                ObjectKey(_HPA.kind, namespace, name)
-                for namespace, name in await self._owned(_HPA)
-                if (namespace, name) not in wanted
-            ]
+            known = (self._autoscalers or set()) | wanted
+            deletions += [ObjectKey(_HPA.kind, *key) for key in sorted(known - wanted)]
+            if self._autoscalers is not None:
+                self._autoscalers = known
         for key in deletions:
             await self.delete(key)
 
-    async def _owned(self, resource: Resource) -> list[tuple[str, str]]:
-        """``(namespace, name)`` of every object of ``resource`` labelled as ours."""
+    async def _owned(self, resource: Resource) -> list[tuple[str, str]] | None:
+        """``(namespace, name)`` of every object of ``resource`` labelled as ours; None when
+        the list failed."""
         try:
             answer = await self._kube.request(
                 "GET",
@@ -103,7 +110,7 @@ class Provisioner:
         except (ApiFailure, Unreachable) as err:
             log.warning("list %s: %s", resource.plural, err)
             self.failures += 1
-            return []
+            return None
         return [
             (str(meta.get("namespace") or ""), str(meta["name"]))
             for item in answer.get("items") or []
@@ -130,4 +137,6 @@ class Provisioner:
                 self.failures += 1
                 return
             self._applied.pop((key.kind, key.namespace, key.name), None)
+            if key.kind == _HPA.kind and self._autoscalers is not None:
+                self._autoscalers.discard((key.namespace, key.name))
             log.info("deleted %s", key)
