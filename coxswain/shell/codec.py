@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from pyrsistent.typing import PVector
 
 __all__ = [
+    "RESOURCE_BODIES",
     "decode_resource",
     "decode_scope",
     "decode_snapshot",
@@ -124,7 +125,7 @@ def decode_resource(resource: pb.Resource) -> Any:
     """
     kind = resource.key.kind
     body = resource.WhichOneof("body")
-    if body is None or body != _RESOURCE_BODIES.get(kind):
+    if body is None or body != RESOURCE_BODIES.get(kind):
         raise ValueError(f"resource kind {kind} carries body {body!r}")
     reader = _RESOURCE_DECODERS[kind]
     return reader(resource.key, getattr(resource, body))
@@ -505,7 +506,7 @@ _RESOURCE_ENCODERS: Final[dict[int, Callable[[Any], Message]]] = {
     _Kind.LISTENER_HEALTH: _health,
     _Kind.ENDPOINTS: _endpoints,
 }
-_RESOURCE_BODIES: Final = {
+RESOURCE_BODIES: Final = {  # the body field of pb.Resource each kind carries
     _Kind.HEAD: "head",
     _Kind.INGRESS_HOST: "ingress_host",
     _Kind.LISTENER: "listener",

@@ -31,7 +31,12 @@ from pyrsistent import pmap, pvector
 
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile.snapshot import IngressTable, ListenerTable, Snapshot
-from coxswain.shell.codec import decode_resource, encode_resource, encode_scope
+from coxswain.shell.codec import (
+    RESOURCE_BODIES,
+    decode_resource,
+    encode_resource,
+    encode_scope,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
@@ -50,16 +55,10 @@ HEAD: Final[Key] = (_K.HEAD, 0, "", "")
 _NO_HOSTS: Final[PMap[str, Any]] = pmap()
 _REMOVED: Final = object()  # a key the delta removes
 
-# The field of each kind's body in pb.Resource, and of its entry in its full-Snapshot parent.
+# The field number of each kind's body in pb.Resource, from the codec's names for them.
 _BODY_FIELD: Final[dict[int, int]] = {
-    _K.HEAD: 2,
-    _K.INGRESS_HOST: 3,
-    _K.LISTENER: 4,
-    _K.ROUTE_HOST: 5,
-    _K.CERTIFICATE: 6,
-    _K.CLIENT_CERT: 7,
-    _K.LISTENER_HEALTH: 8,
-    _K.ENDPOINTS: 9,
+    kind: pb.Resource.DESCRIPTOR.fields_by_name[name].number
+    for kind, name in RESOURCE_BODIES.items()
 }
 
 
