@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.provision import MANAGED_BY, ROLE
 from coxswain.shell.ca import CertificateAuthority, IdentityError, create_ca, renewal_due
+from coxswain.shell.kinds import SECRET
 from coxswain.shell.kube import ApiFailure, Kube
 
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ CA_SECRET: Final = "coxswain-discovery-ca"
 TRUST_DOMAIN: Final = "cluster.local"
 CERTIFICATE_ROLE: Final = "discovery-tls"  # the ``ROLE`` label of proxies' certificate Secrets
 _SUFFIX: Final = "-discovery-tls"
-_SECRETS = "/api/v1/namespaces/{namespace}/secrets"
 
 
 def secret_name(service_account: str) -> str:
@@ -59,9 +59,9 @@ async def load_or_create_ca(
     Raises:
         ApiFailure, Unreachable: the Secret can be neither read nor created.
     """
-    path = _SECRETS.format(namespace=namespace)
+    secret_path = SECRET.path(namespace, CA_SECRET)
     try:
-        return _ca_from(await kube.request("GET", f"{path}/{CA_SECRET}"))
+        return _ca_from(await kube.request("GET", secret_path))
     except ApiFailure as err:
         if err.status != 404:
             raise
@@ -78,11 +78,11 @@ async def load_or_create_ca(
         "data": {"ca.crt": _b64(ca.cert_pem), "ca.key": _b64(ca.key_pem)},
     }
     try:
-        await kube.request("POST", path, body=secret)
+        await kube.request("POST", SECRET.path(namespace), body=secret)
     except ApiFailure as err:
         if err.status != 409:
             raise
-        return _ca_from(await kube.request("GET", f"{path}/{CA_SECRET}"))  # another won
+        return _ca_from(await kube.request("GET", secret_path))  # another won
     return ca
 
 

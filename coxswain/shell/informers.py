@@ -25,6 +25,7 @@ from typing import Any, Final, NoReturn
 import trio
 
 from coxswain.compile.provision import MANAGED_BY
+from coxswain.shell import kinds
 from coxswain.shell.kube import ApiFailure, Kube, Resource, Unreachable
 
 __all__ = ["GATEWAY_API", "INFORMED", "PROVISIONING", "Informer", "Watched"]
@@ -45,38 +46,28 @@ class Watched:
 
 _OWNED: Final = f"{MANAGED_BY[0]}={MANAGED_BY[1]}"
 INFORMED: Final = (
-    Watched(Resource("", "v1", "services", "Service", True)),
-    Watched(Resource("", "v1", "secrets", "Secret", True)),
-    Watched(Resource("", "v1", "namespaces", "Namespace", False)),
-    Watched(Resource("", "v1", "configmaps", "ConfigMap", True)),
-    Watched(Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True)),
-    Watched(Resource("networking.k8s.io", "v1", "ingresses", "Ingress", True)),
-    Watched(Resource("networking.k8s.io", "v1", "ingressclasses", "IngressClass", False)),
+    Watched(kinds.SERVICE),
+    Watched(kinds.SECRET),
+    Watched(kinds.NAMESPACE),
+    Watched(kinds.CONFIG_MAP),
+    Watched(kinds.ENDPOINT_SLICE),
+    Watched(kinds.INGRESS),
+    Watched(kinds.INGRESS_CLASS),
 )
 """What Ingress needs: watched in every mode (whenever the resource is served)."""
 
 GATEWAY_API: Final = (
-    Watched(Resource("gateway.networking.k8s.io", "v1", "gatewayclasses", "GatewayClass", False)),
-    Watched(Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway", True)),
-    Watched(Resource("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", True)),
-    Watched(
-        Resource("gateway.networking.k8s.io", "v1beta1", "referencegrants", "ReferenceGrant", True)
-    ),
+    Watched(kinds.GATEWAY_CLASS),
+    Watched(kinds.GATEWAY),
+    Watched(kinds.HTTP_ROUTE),
+    Watched(kinds.REFERENCE_GRANT),
 )
 """The Gateway API resources (standard channel); full mode needs every one of them served."""
 
 PROVISIONING: Final = (
-    Watched(Resource("", "v1", "serviceaccounts", "ServiceAccount", True), _OWNED),
-    Watched(Resource("apps", "v1", "deployments", "Deployment", True), _OWNED),
-    Watched(
-        Resource(
-            "gateway.coxswain-labs.dev",
-            "v1alpha1",
-            "coxswaingatewayparameters",
-            "CoxswainGatewayParameters",
-            True,
-        )
-    ),
+    Watched(kinds.SERVICE_ACCOUNT, _OWNED),
+    Watched(kinds.DEPLOYMENT, _OWNED),
+    Watched(kinds.GATEWAY_PARAMETERS),
 )
 """What provisioning Gateways reads (owned identities and proxies, parameters): watched unless
 the Gateway API is disabled, so an Ingress-only installation needs no right on them."""

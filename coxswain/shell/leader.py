@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import trio
 
-from coxswain.shell.kube import ApiFailure, Kube, Resource, Unreachable
+from coxswain.shell import kinds
+from coxswain.shell.kube import ApiFailure, Kube, Unreachable
 
 __all__ = ["LEASE", "LeaderElection", "LostLeadership"]
 
 log = logging.getLogger("coxswain.leader")
 
-LEASE: Final = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
+LEASE: Final = kinds.LEASE
 LEASE_SECONDS: Final = 15
 RENEW_EVERY: Final = 5.0
 RETRY_EVERY: Final = 2.0

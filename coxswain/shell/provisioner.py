@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Final
 
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.provision import MANAGED_BY
+from coxswain.shell import kinds
 from coxswain.shell.kube import APPLY_PATCH, ApiFailure, Kube, Resource, Unreachable
 
 if TYPE_CHECKING:
@@ -29,20 +30,17 @@ log = logging.getLogger("coxswain.provision")
 
 FIELD_MANAGER: Final = "coxswain-controller"
 PROVISIONED: Final = {
-    "Service": Resource("", "v1", "services", "Service", True),
-    "ServiceAccount": Resource("", "v1", "serviceaccounts", "ServiceAccount", True),
-    "Secret": Resource("", "v1", "secrets", "Secret", True),
-    "Deployment": Resource("apps", "v1", "deployments", "Deployment", True),
-    "HorizontalPodAutoscaler": Resource(
-        "autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True
-    ),
-    "PodDisruptionBudget": Resource(
-        "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True
-    ),
+    resource.kind: resource
+    for resource in (
+        kinds.SERVICE,
+        kinds.SERVICE_ACCOUNT,
+        kinds.SECRET,
+        kinds.DEPLOYMENT,
+        kinds.HORIZONTAL_POD_AUTOSCALER,
+        kinds.POD_DISRUPTION_BUDGET,
+    )
 }
-
-
-_HPA: Final = PROVISIONED["HorizontalPodAutoscaler"]
+_HPA: Final = kinds.HORIZONTAL_POD_AUTOSCALER
 
 
 class Provisioner:

@@ -22,10 +22,11 @@ from __future__ import annotations
 import copy
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from coxswain.shell import kinds
 from coxswain.shell.kube import MERGE_PATCH, ApiFailure, Kube, Resource, Unreachable
 
 if TYPE_CHECKING:
@@ -38,13 +39,9 @@ __all__ = ["STATUS_RESOURCES", "StatusWriter", "merged_status"]
 
 log = logging.getLogger("coxswain.status")
 
-STATUS_RESOURCES: dict[str, Resource] = {
-    "Ingress": Resource("networking.k8s.io", "v1", "ingresses", "Ingress", True),
-    "GatewayClass": Resource(
-        "gateway.networking.k8s.io", "v1", "gatewayclasses", "GatewayClass", False
-    ),
-    "Gateway": Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway", True),
-    "HTTPRoute": Resource("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", True),
+STATUS_RESOURCES: Final[dict[str, Resource]] = {
+    resource.kind: resource
+    for resource in (kinds.INGRESS, kinds.GATEWAY_CLASS, kinds.GATEWAY, kinds.HTTP_ROUTE)
 }
 
 
