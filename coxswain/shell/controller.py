@@ -33,6 +33,7 @@ from coxswain.compile import analyse, status
 from coxswain.compile.provision import provision
 from coxswain.compile.scope import SharedPool
 from coxswain.shell.admin import serve_admin
+from coxswain.shell.backoff import Backoff
 from coxswain.shell.cluster_ca import (
     ProxyCertificates,
     load_or_create_ca,
@@ -377,14 +378,13 @@ def _served_generations(generations: dict[str, int], snapshot: Snapshot) -> dict
 
 async def _until_done(make: Callable[[], Awaitable[_T]]) -> _T:
     """Retry an API step with a jittered, growing delay until it succeeds."""
-    delay = 0.2
+    backoff = Backoff(0.2, 30.0)
     while True:
         try:
             return await make()
         except (ApiFailure, Unreachable) as err:
-            log.warning("%s; retrying in %.1f s", err, delay)
-            await trio.sleep(delay * random.uniform(0.5, 1.0))
-            delay = min(delay * 2, 30.0)
+            log.warning("%s; retrying in %.1f s", err, backoff.delay)
+            await backoff.wait()
 
 
 def _now() -> datetime.datetime:

@@ -29,7 +29,6 @@ import asyncio
 import contextlib
 import gc
 import logging
-import random
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, NoReturn
@@ -42,6 +41,7 @@ from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain._proto.discovery.v1 import discovery_pb2_grpc as pb_grpc
 from coxswain.compile.scope import Scope, SharedPool
 from coxswain.shell.aio_bridge import AsyncioThread, client_bridge
+from coxswain.shell.backoff import Backoff
 from coxswain.shell.ca import IdentityError, ProxyIdentity, identity_from_certificate
 from coxswain.shell.codec import decode_scope, decode_snapshot, encode_scope
 from coxswain.shell.discovery_tls import channel_credentials, server_credentials
@@ -545,7 +545,7 @@ async def _stream_forever(
 
             nursery.start_soon(follow_ports)
         task_status.started()
-        delay = backoff[0]
+        delays = Backoff(*backoff)
         while True:
             subscribe = pb.Subscribe(node_id=node_id, wire_version=wire_version, accept_deltas=True)
             if scope is not None:
@@ -558,9 +558,8 @@ async def _stream_forever(
                     raise DiscoveryRefusedError(exc.code(), exc.details() or "") from None
                 _log.info("discovery: stream to %s dropped: %s", address, exc.code())
             if session.received:
-                delay = backoff[0]
-            await trio.sleep(delay * random.uniform(0.5, 1.0))
-            delay = min(delay * 2, backoff[1])
+                delays.reset()
+            await delays.wait()
 
 
 class _ClientSession:

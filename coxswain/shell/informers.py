@@ -17,7 +17,6 @@ same whether it came from a cluster or a file, and 10,000 routes are not held tw
 from __future__ import annotations
 
 import logging
-import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
@@ -26,6 +25,7 @@ import trio
 
 from coxswain.compile.provision import MANAGED_BY
 from coxswain.shell import kinds
+from coxswain.shell.backoff import Backoff
 from coxswain.shell.kube import ApiFailure, Kube, Resource, Unreachable
 
 __all__ = ["GATEWAY_API", "INFORMED", "PROVISIONING", "Informer", "Watched"]
@@ -100,17 +100,16 @@ class Informer:
 
     async def run(self) -> NoReturn:
         """List, then watch, forever; ``synced`` is set after the first list."""
-        delay = BACKOFF[0]
+        backoff = Backoff(*BACKOFF)
         while True:
             try:
                 await self._list()
-                delay = BACKOFF[0]
+                backoff.reset()
                 while await self._watch():
                     pass
             except (ApiFailure, Unreachable) as err:
                 log.warning("%s: %s; listing again", self.watched.resource.plural, err)
-                await trio.sleep(delay * random.uniform(0.5, 1.0))
-                delay = min(delay * 2, BACKOFF[1])
+                await backoff.wait()
 
     def _query(self) -> list[tuple[str, str]]:
         return (
