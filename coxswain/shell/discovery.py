@@ -11,7 +11,9 @@ Stream rules (server): the first message must be Subscribe; a wrong ``wire_versi
 FAILED_PRECONDITION; no scope means SharedPool; a scope with no kind is INVALID_ARGUMENT; the
 peer identity (the client certificate's URI SAN) must be allowed the scope by the policy, else
 PERMISSION_DENIED. An unknown scope waits for its first snapshot. Then one snapshot is in flight
-per stream; newer ones are coalesced until the Ack or Nack. A Nack keeps the stream.
+per stream; newer ones are coalesced until the Ack or Nack. A Nack keeps the stream. The policy
+is asked again before each version is sent: a stream whose identity lost the scope's grant gets
+nothing newer until the grant returns (it is not ended: grants can flicker during a change).
 
 Incremental delivery (``shell.resources``; issue 6's latency target at 10,000 routes and 100
 subscribers): a stream whose Subscribe set ``accept_deltas`` gets, after its first full
@@ -277,12 +279,43 @@ class DiscoveryServer:
         self._observe(node, scope=scope, identity=identity, connected=True, streams=opened)
         try:
             state = _StreamState(deltas=subscribe.accept_deltas)
-            await self._serve_stream(context, node, self._slot(scope), state)
+            allowed = self._still_allowed(identity, scope)
+            await self._serve_stream(context, node, self._slot(scope), state, allowed)
         finally:
             self._observe(node, connected=False)
 
+    def _still_allowed(self, identity: ProxyIdentity | None, scope: Scope) -> Callable[[], bool]:
+        """Whether the stream's identity may still have the scope: grants follow the cluster,
+        so a stream that lost its grant gets no newer version (it keeps the last one, as after a
+        disconnect) until the grant comes back; logged at each change."""
+        policy = self._policy
+        if policy is None:  # insecure: every subscription allowed
+            return lambda: True
+        if identity is None:  # refused at the subscription already
+            return lambda: False
+        withheld = [False]
+
+        def allowed() -> bool:
+            now = policy(identity, scope)
+            if now == withheld[0]:
+                withheld[0] = not now
+                _log.warning(
+                    "discovery: %s %s scope %s",
+                    identity,
+                    "may have again" if now else "lost the grant of",
+                    scope,
+                )
+            return now
+
+        return allowed
+
     async def _serve_stream(
-        self, context: Any, node: str, slot: _Slot, state: _StreamState
+        self,
+        context: Any,
+        node: str,
+        slot: _Slot,
+        state: _StreamState,
+        allowed: Callable[[], bool],
     ) -> None:
         wake = asyncio.Event()
         wake.set()
@@ -320,6 +353,8 @@ class DiscoveryServer:
                 current = slot.current
                 if state.in_flight or current is None or current.version == state.sent:
                     continue
+                if not allowed():
+                    continue  # a new publish wakes the stream and asks again
                 version, message, delta = slot.message_for(state)
                 state.sent, state.sent_delta, state.in_flight = version.version, delta, True
                 await context.write(message)
