@@ -329,7 +329,7 @@ def start_coxswain(
     )
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline and process.poll() is None:
-        if _ready(admin) and _serving(log) >= workers:
+        if ready(admin) and _serving(log) >= workers:
             break
         time.sleep(0.1)
     else:
@@ -346,7 +346,8 @@ def _serving(log: Path) -> int:
     return sum('"message":"serving ' in line for line in _tail(log, 1 << 20).splitlines())
 
 
-def _ready(admin_port: int) -> bool:
+def ready(admin_port: int) -> bool:
+    """Whether the proxy's admin port answers ``/readyz`` with 200."""
     try:
         status, _ = get(admin_port, "/readyz", "localhost")
     except OSError:

@@ -115,7 +115,7 @@ def count(checkout: Path, snapshot: Path, root: Path, args: argparse.Namespace) 
         )
     try:
         deadline = time.monotonic() + READY_TIMEOUT_S
-        while not _ready(admin):
+        while not proxy.ready(admin):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"the proxy under callgrind did not start:\n{log.read_text()}")
             time.sleep(0.5)
@@ -137,14 +137,6 @@ def count(checkout: Path, snapshot: Path, root: Path, args: argparse.Namespace) 
     for dump in dumps:
         dump.unlink()
     return int(totals.group(1)) / sent
-
-
-def _ready(admin_port: int) -> bool:
-    try:
-        status, _ = proxy.get(admin_port, "/readyz", "localhost")
-    except OSError:
-        return False
-    return status == 200
 
 
 def main(argv: list[str]) -> None:

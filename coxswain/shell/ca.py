@@ -34,7 +34,6 @@ __all__ = [
     "ProxyIdentity",
     "create_ca",
     "identity_from_certificate",
-    "renew_at",
     "renewal_due",
     "verify_issued_by",
 ]
@@ -255,7 +254,8 @@ def verify_issued_by(cert_pem: bytes, ca_pem: bytes, *, now: datetime.datetime) 
 
 def renewal_due(cert_pem: bytes, ca_pem: bytes) -> datetime.datetime:
     """When a certificate the CA signed is due for replacement (``RENEW_BEFORE`` before it
-    expires): the check and the time at once, for callers that remember the answer.
+    expires): the one rule every issuer renews by (:mod:`.cluster_ca`, :mod:`.cert_folder`,
+    :class:`~.discovery_tls.ServerCertificate`).
 
     Raises:
         IdentityError: wrong issuer or bad signature.
@@ -273,15 +273,6 @@ def _check_signed_by(cert: x509.Certificate, ca: x509.Certificate) -> None:
         cert.verify_directly_issued_by(ca)
     except (InvalidSignature, ValueError, TypeError) as exc:
         raise IdentityError(f"signature check failed: {exc}") from None
-
-
-def renew_at(cert_pem: bytes) -> datetime.datetime:
-    """When the certificate is due for replacement: ``RENEW_BEFORE`` before it expires.
-
-    Raises:
-        ValueError: ``cert_pem`` is not a PEM certificate.
-    """
-    return x509.load_pem_x509_certificate(cert_pem).not_valid_after_utc - RENEW_BEFORE
 
 
 def _cert_pem(cert: x509.Certificate) -> bytes:

@@ -25,13 +25,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from coxswain.shell.ca import (
-    RENEW_BEFORE,
-    CertificateAuthority,
-    IdentityError,
-    create_ca,
-    verify_issued_by,
-)
+from coxswain.shell.ca import CertificateAuthority, IdentityError, create_ca, renewal_due
 from coxswain.shell.discovery_tls import ServerCertificate, ServerCredentials
 
 if TYPE_CHECKING:
@@ -117,10 +111,10 @@ class CertificateFolder:
             cert = (folder / "tls.crt").read_bytes()
             if not (folder / "tls.key").exists():
                 return False
-            verify_issued_by(cert, self.ca.cert_pem, now=now + RENEW_BEFORE)
+            due = renewal_due(cert, self.ca.cert_pem)
         except (OSError, ValueError, IdentityError):
             return False
-        return (folder / "ca.crt").exists()
+        return now < due and (folder / "ca.crt").exists()
 
 
 def _write(path: Path, data: bytes, *, private: bool = False) -> None:

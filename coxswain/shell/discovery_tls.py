@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import grpc
 
-from coxswain.shell.ca import renew_at
+from coxswain.shell.ca import renewal_due
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -83,7 +83,7 @@ class ServerCertificate:
         self._clock = clock
         self._lock = threading.Lock()  # gRPC may ask from several threads at once
         self.current = issue(clock())
-        self._due = renew_at(self.current.cert_pem)
+        self._due = renewal_due(self.current.cert_pem, self.current.ca_pem)
 
     def renewed(self) -> ServerCredentials | None:
         """New credentials when the current ones are due, else None (keep them)."""
@@ -96,7 +96,7 @@ class ServerCertificate:
             except Exception:  # a failed issue must not fail the handshake: the old one holds
                 log.exception("discovery: renewing the server certificate failed")
                 return None
-            self.current, self._due = fresh, renew_at(fresh.cert_pem)
+            self.current, self._due = fresh, renewal_due(fresh.cert_pem, fresh.ca_pem)
         log.info("discovery: server certificate renewed, next renewal after %s", self._due)
         return fresh
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from coxswain.shell.ca import DEFAULT_VALIDITY, RENEW_BEFORE, create_ca, renew_at
+from coxswain.shell.ca import DEFAULT_VALIDITY, RENEW_BEFORE, create_ca, renewal_due
 from coxswain.shell.discovery_tls import CredentialFiles, ServerCertificate, ServerCredentials
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ def _issue(now: datetime.datetime) -> ServerCredentials:
 
 def test_renewal_falls_due_a_month_before_expiry() -> None:
     cert = CA.issue_server(hosts=["127.0.0.1"], now=NOW).cert_pem
-    due = renew_at(cert)
+    due = renewal_due(cert, CA.cert_pem)
     assert abs(due - (NOW + DEFAULT_VALIDITY - RENEW_BEFORE)) < datetime.timedelta(seconds=1)
 
 
@@ -33,7 +33,7 @@ def test_the_server_certificate_is_issued_again_only_once_due() -> None:
     clock = [NOW]
     certificate = ServerCertificate(_issue, clock=lambda: clock[0])
     first = certificate.current
-    due = renew_at(first.cert_pem)
+    due = renewal_due(first.cert_pem, CA.cert_pem)
     clock[0] = due - datetime.timedelta(seconds=1)
     assert certificate.renewed() is None
     assert certificate.current is first
@@ -42,7 +42,8 @@ def test_the_server_certificate_is_issued_again_only_once_due() -> None:
     assert fresh is not None
     assert fresh is certificate.current
     assert fresh.cert_pem != first.cert_pem
-    assert renew_at(fresh.cert_pem) > due  # issued at the new time, so due a year later
+    # issued at the new time, so due a year later
+    assert renewal_due(fresh.cert_pem, CA.cert_pem) > due
     assert certificate.renewed() is None  # and not again until then
 
 
