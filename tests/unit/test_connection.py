@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 import trio
 
-from coxswain.shell.connection import Connection
+from coxswain.shell.connection import Connection, SendBatch
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -168,5 +168,88 @@ def test_a_connection_whose_bytes_are_always_there_still_lets_other_tasks_run() 
                 nursery.cancel_scope.cancel()
             # 1 MB in 16 KiB pieces: a yield after each of the 64 receives
             assert turns - before >= 32
+
+    trio.run(main)
+
+
+class _RecordingSocket(socket.socket):
+    """A socket that notes, for each ``send``, whether a task made it or trio's scheduler
+    between two turns (the send batch)."""
+
+    from_task: list[bool]
+
+    def send(self, data: object, flags: int = 0) -> int:  # type: ignore[override]
+        try:
+            trio.lowlevel.current_task()
+            self.from_task.append(True)
+        except RuntimeError:
+            self.from_task.append(False)
+        return super().send(data, flags)  # type: ignore[arg-type]
+
+
+def test_the_sends_of_one_turn_go_out_together_after_it_and_each_arrives_whole() -> None:
+    async def main() -> None:
+        async with connected() as (a, peer_a), connected() as (b, peer_b):
+            from_task: list[bool] = []
+            for connection in (a, b):
+                recording = _RecordingSocket(fileno=connection.socket.detach())
+                recording.from_task = from_task
+                connection.socket = recording
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(a.send_all, b"to a")
+                nursery.start_soon(b.send_all, b"to b")
+            assert from_task == [False, False]  # both sent by the batch, outside any task
+            assert peer_a.recv(16) == b"to a"
+            assert peer_b.recv(16) == b"to b"
+
+    trio.run(main)
+
+
+def test_a_connection_closed_while_its_bytes_wait_for_the_batch_is_closed_resource() -> None:
+    class CloseFirst(trio.abc.Instrument):
+        """Runs before the send batch (installed before the first connection): closes."""
+
+        connection: Connection | None = None
+
+        def before_io_wait(self, timeout: float) -> None:
+            if self.connection is not None:
+                self.connection.close()
+
+    async def main() -> None:
+        closer = CloseFirst()
+        trio.lowlevel.add_instrument(closer)
+        async with connected() as (connection, peer):
+            closer.connection = connection
+            with pytest.raises(trio.ClosedResourceError):
+                await connection.send_all(b"never")
+            peer.settimeout(1)
+            assert peer.recv(16) == b""  # the peer sees the end, not the bytes
+
+    trio.run(main)
+
+
+def test_a_send_the_batch_fails_is_broken_resource_and_the_next_send_too() -> None:
+    async def main() -> None:
+        async with connected() as (connection, peer):
+            peer.setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+            )
+            peer.close()  # RST: the batch's send fails with ECONNRESET or EPIPE
+            await trio.sleep(0.05)
+            with pytest.raises(trio.BrokenResourceError):
+                await connection.send_all(b"x")
+            with pytest.raises(trio.BrokenResourceError):
+                await connection.send_all(b"y")
+
+    trio.run(main)
+
+
+def test_bytes_the_batch_did_not_send_before_the_task_ran_again_are_sent_by_the_task() -> None:
+    async def main() -> None:
+        async with connected() as (connection, peer):
+            connection._batch = SendBatch()  # a batch trio never calls: the task sends itself
+            peer.settimeout(1)
+            await connection.send_all(b"still sent")
+            assert peer.recv(16) == b"still sent"
 
     trio.run(main)
