@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python bench/proxy_ab.py 81e0265 HEAD            # 4 rounds, 32 connections
     .venv/bin/python bench/proxy_ab.py --rounds 3 --connections 64 HEAD~1 HEAD
+    .venv/bin/python bench/proxy_ab.py --response "1 MB" HEAD~1 HEAD
 
 Full runs of ``bench/proxy.py`` swing by ±30% on a shared machine, more than one change
 moves the figures; alternating the versions round by round, a few seconds apart, lets drift hit
@@ -27,7 +28,6 @@ from pathlib import Path
 
 import harness
 import proxy
-import proxy_workload as workload
 
 ROUTES = 10
 
@@ -54,7 +54,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument(
+        "--response", choices=[label for label, _, _ in proxy.SIZES], default="100 B"
+    )
     args = parser.parse_args(argv)
+    path = next(path for label, path, _ in proxy.SIZES if label == args.response)
     proxy.ensure_tools()
     fleet = proxy.Fleet()
     with harness.session(__file__, quick=False), tempfile.TemporaryDirectory() as tmp:
@@ -69,10 +73,8 @@ def main(argv: list[str]) -> None:
             for number in range(1, args.rounds + 1):
                 for revision, folder in zip(args.revisions, folders, strict=True):
                     served = proxy.start_coxswain(fleet, root, snapshot, ROUTES, 1, folder)
-                    proxy.run_wrk(served, workload.SMALL_PATH, args.connections, 1)
-                    cell = proxy.run_wrk(
-                        served, workload.SMALL_PATH, args.connections, args.seconds
-                    )
+                    proxy.run_wrk(served, path, args.connections, 1)
+                    cell = proxy.run_wrk(served, path, args.connections, args.seconds)
                     fleet.stop(served.process)
                     cells[revision].append(cell)
                     rows.append((number, revision, *_figures([cell])))
@@ -81,7 +83,9 @@ def main(argv: list[str]) -> None:
             for folder in folders:
                 remove(folder)
         columns = [("round", 5), ("revision", 12), ("req/s", 9), ("p99 ms", 7), ("CPU/req µs", 10)]
-        print(f"\n100 B, {args.connections} connections, {args.seconds} s per run, 1 worker")
+        print(
+            f"\n{args.response}, {args.connections} connections, {args.seconds} s per run, 1 worker"
+        )
         harness.print_table(columns, rows)
         print("\nmedians")
         harness.print_table(

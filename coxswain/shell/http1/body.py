@@ -15,7 +15,10 @@ Chunked rules (RFC 9112 §7.1), as strict as llhttp's defaults and stricter than
   head (:mod:`.syntax`), bounded by the head limit (431 past it), names lower-cased.
 - A streamed total over ``max_body_bytes`` is 413.
 
-Pure: a reader consumes from the caller's buffer and returns one event.
+Pure: a reader consumes from the caller's buffer and returns one event. ``take`` is the same
+step for bytes that arrived while nothing was buffered: when they all belong to the body, they
+are the piece as they are, with no copy into the buffer and none out of it (a 1 MB body is
+sixteen 64 KiB receives; each copy of each piece was a ``malloc`` and a ``memcpy``).
 """
 
 from __future__ import annotations
@@ -75,6 +78,13 @@ class SizedBody:
         self._remaining -= n
         return Data(piece)
 
+    def take(self, data: bytes) -> Data | None:
+        """``data`` as the next piece when it lies inside the body, else None."""
+        if len(data) > self._remaining:
+            return None
+        self._remaining -= len(data)
+        return Data(data)
+
 
 class CloseDelimitedBody:
     """A response body that runs until the connection closes (RFC 9112 §6.3 rule 8)."""
@@ -88,6 +98,10 @@ class CloseDelimitedBody:
             buf.clear()
             return Data(piece)
         return END_OF_MESSAGE if eof else NEED_DATA
+
+    def take(self, data: bytes) -> Data:
+        """``data`` as the next piece: everything is body."""
+        return Data(data)
 
 
 class ChunkedBody:
@@ -144,6 +158,15 @@ class ChunkedBody:
                 return self._fail("connection closed inside a chunked body")
             if event is not None:
                 return event
+
+    def take(self, data: bytes) -> Data | None:
+        """``data`` as the next piece when it lies inside the current chunk, else None."""
+        if self._state != self._DATA or len(data) > self._in_chunk:
+            return None
+        self._in_chunk -= len(data)
+        if self._in_chunk == 0:
+            self._state = self._DATA_CRLF
+        return Data(data)
 
     def _read_size_line(self, buf: bytearray) -> Event | None:
         """Parse one chunk-size line; None means continue the loop in the new state."""

@@ -77,6 +77,7 @@ class _MessageParser:
         "_eof",
         "_error",
         "_error_status",
+        "_fresh",
         "_keep_alive",
         "_limits",
         "_pause_after",
@@ -89,6 +90,7 @@ class _MessageParser:
         self._limits = limits
         self._error_status = error_status
         self._buf = bytearray()
+        self._fresh: bytes | None = None  # received while nothing was buffered, not yet parsed
         self._eof = False
         self._state = _HEAD
         self._scanned = 0
@@ -105,15 +107,29 @@ class _MessageParser:
         """
         if self._eof and data:
             raise RuntimeError("receive_data after EOF")
-        if data:
+        if not data:
+            self._eof = True
+        elif self._buf or self._fresh is not None:
+            self._merge()
             self._buf += data
         else:
-            self._eof = True
+            self._fresh = data
+
+    def _merge(self) -> None:
+        """Into the buffer with the fresh bytes: they are not one whole body piece."""
+        if (fresh := self._fresh) is not None:
+            self._fresh = None
+            self._buf += fresh
 
     def next_event(self) -> Event:
         """The next event, or NEED_DATA when the buffered bytes do not make one yet."""
         state = self._state
         if state == _BODY:
+            if (fresh := self._fresh) is not None:
+                if (piece := self._body.take(fresh)) is not None:
+                    self._fresh = None
+                    return piece  # the bytes as received, not copied (see .body)
+                self._merge()
             event = self._body.read(self._buf, eof=self._eof)
             if type(event) is EndOfMessage:
                 self._state = self._after_message()
@@ -132,6 +148,7 @@ class _MessageParser:
         """While PAUSED: stop parsing and return the bytes received after the message."""
         if self._state != _PAUSED:
             raise RuntimeError("detach() outside PAUSED")
+        self._merge()
         rest = bytes(self._buf)
         self._buf.clear()
         self._state = _CLOSED
@@ -152,9 +169,19 @@ class _MessageParser:
         self._state = _ERROR
         self._error = error
         self._buf.clear()
+        self._fresh = None
         return error
 
     def _read_head(self) -> Event:
+        if (fresh := self._fresh) is not None:  # the buffer is empty: parse the bytes as they are
+            self._fresh = None
+            end = fresh.find(b"\r\n\r\n")
+            if end >= 0 and end + 4 <= self._limits.max_head_bytes and fresh[:2] != b"\r\n":
+                if end + 4 == len(fresh):
+                    return self._on_head(fresh)
+                self._fresh = fresh[end + 4 :]  # a body, or the next message
+                return self._on_head(fresh[: end + 4])
+            self._buf += fresh
         buf = self._buf
         if not buf and not self._eof:  # between messages: the common case, checked first
             return NEED_DATA
