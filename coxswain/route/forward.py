@@ -4,6 +4,9 @@ Rules:
 1. Hop-by-hop fields are removed: ``Connection`` and every field it names, ``Keep-Alive``,
    ``Proxy-Connection``, ``TE``, ``Trailer``, ``Transfer-Encoding``, ``Upgrade`` (the proxy
    re-adds framing and upgrade fields itself when it relays them).
+   ``Expect`` is not forwarded either: the proxy answers ``100-continue`` itself before it
+   reads the body (RFC 9110 §10.1.1 lets a proxy respond rather than forward), so the
+   upstream receives a request whose body is already on its way.
 2. ``Host`` is the decided host.
 3. ``X-Forwarded-For`` gets the client address appended; ``X-Forwarded-Proto`` and
    ``X-Forwarded-Host`` are set to what the client used (replacing what the client sent:
@@ -45,6 +48,7 @@ HOP_BY_HOP: Final = frozenset(
         b"upgrade",
     }
 )
+_NOT_FORWARDED: Final = HOP_BY_HOP | {b"expect"}
 _REPLACED: Final = frozenset({b"host", b"x-forwarded-proto", b"x-forwarded-host"})
 
 
@@ -83,7 +87,7 @@ def forwarded_headers(
     original_host = host
     for name, value in headers:
         lower = name.lower()
-        if lower in HOP_BY_HOP or lower in named:
+        if lower in _NOT_FORWARDED or lower in named:
             continue
         if lower == b"x-forwarded-for":
             forwarded_for.append(value)

@@ -84,7 +84,6 @@ __all__ = [
 ]
 
 _CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
-_EXPECT: Final = (b"expect",)
 _IDEMPOTENT: Final = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
 _SPARE_READERS: Final = 256
 
@@ -230,8 +229,7 @@ class Forwarder:
             host=routed.host,
             proto=proto,
             client=client_address,
-            # Expect is answered here, never forwarded: dropped as a Connection option is
-            named=(*head.connection, b"expect") if head.connection else _EXPECT,
+            named=head.connection,
         )
         try:
             base = _edit(served, base, action.request_headers if action else None)

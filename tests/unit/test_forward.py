@@ -37,6 +37,17 @@ def test_hop_by_hop_field_is_removed_in_any_case(hop):
     assert values(out, b"accept") == [b"*/*"]
 
 
+def test_expect_is_not_forwarded_the_proxy_answers_it():
+    out = forwarded_headers(
+        [(b"Host", b"a"), (b"Expect", b"100-continue"), (b"Content-Length", b"3")],
+        host=b"a",
+        proto=b"http",
+        client=None,
+    )
+    assert b"expect" not in names(out)
+    assert values(out, b"content-length") == [b"3"]
+
+
 def test_hop_by_hop_set_is_the_rfc_list():
     assert {
         b"connection",
