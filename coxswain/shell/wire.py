@@ -111,9 +111,10 @@ class EventReader:
 
     ``read_timeout`` bounds each wait for bytes (not the whole message), as nginx's
     ``client_body_timeout`` and ``proxy_read_timeout`` do: a peer that sends slowly but
-    steadily is served, one that stalls is not. With a ``timer`` the stall cancels the
-    timer's scope (the owner reads ``timer.stalled``); without, it raises
-    :class:`trio.TooSlowError`.
+    steadily is served, one that stalls is not. The ``timer`` keeps that bound: a stall
+    cancels the timer's scope, and the owner reads ``timer.stalled``. A reader with a finite
+    timeout therefore needs a timer whenever it reads; without a timer (between exchanges,
+    or for a caller that bounds the wait itself) it reads with ``next(math.inf)``.
     """
 
     __slots__ = ("parser", "read_timeout", "stream", "timer")
@@ -133,11 +134,7 @@ class EventReader:
 
     async def next(self, read_timeout: float | None = None) -> Event:
         """The next event; the peer closing becomes EOF for the parser. ``read_timeout``
-        replaces the reader's own for this call (the caller bounds the wait itself).
-
-        Raises:
-            trio.TooSlowError: no byte arrived within the read timeout (without a timer).
-        """
+        replaces the reader's own for this call (``math.inf``: the caller bounds the wait)."""
         parser = self.parser
         timeout = self.read_timeout if read_timeout is None else read_timeout
         while True:
@@ -146,16 +143,12 @@ class EventReader:
                 return event
             if timeout == math.inf:
                 data = await self.stream.receive_some(RECEIVE_SIZE)
-            elif (timer := self.timer) is not None:
+            else:
+                timer = self.timer
+                assert timer is not None, "a finite read timeout is kept by a timer"
                 timer.arm(self, timeout)
                 data = await self.stream.receive_some(RECEIVE_SIZE)
                 timer.disarm()
-            else:  # a bare scope: fail_after's generator context manager showed up at ~9 % of
-                # a small request's samples (docs/benchmarks.md, "Proxy", profile)
-                with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
-                    data = await self.stream.receive_some(RECEIVE_SIZE)
-                if scope.cancelled_caught:
-                    raise trio.TooSlowError
             parser.receive_data(bytes(data))
 
 

@@ -8,6 +8,8 @@ import socket
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from coxswain.shell.upstream import Timeouts
+
 from .proxy_harness import (
     Running,
     backend,
@@ -122,6 +124,40 @@ def test_own_answers_404_redirect_503(tmp_path: Path) -> None:
         assert data == b""
 
     run_proxy(tmp_path, two_hosts, client)
+
+
+def test_the_body_of_a_request_the_proxy_answers_itself_is_read_and_dropped(
+    tmp_path: Path,
+) -> None:
+    """A 404 for a request with a body: the body is read so the connection can carry the next
+    request; a body that stalls or runs over 64 KiB gets the answer with Connection: close."""
+
+    def answer(sock: socket.socket, sent: bytes) -> http.client.HTTPResponse:
+        sock.sendall(sent)
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        response.read()
+        return response
+
+    def client(run: Running) -> None:
+        head = b"POST / HTTP/1.1\r\nHost: nowhere.example.com\r\nContent-Length: %d\r\n\r\n"
+        with socket.create_connection(("127.0.0.1", run.http_port), timeout=TIMEOUT) as sock:
+            response = answer(sock, head % 5 + b"hello")
+            assert response.status == 404
+            assert response.getheader("connection") is None  # kept alive
+            assert answer(sock, head % 2 + b"hi").status == 404  # the same connection
+        with socket.create_connection(("127.0.0.1", run.http_port), timeout=TIMEOUT) as sock:
+            response = answer(sock, head % 10 + b"abc")  # then nothing: a stall
+            assert response.status == 404
+            assert response.getheader("connection") == "close"
+            assert sock.recv(16) == b""
+        big = 65 * 1024
+        with socket.create_connection(("127.0.0.1", run.http_port), timeout=TIMEOUT) as sock:
+            response = answer(sock, head % big + b"x" * big)
+            assert response.status == 404
+            assert response.getheader("connection") == "close"
+
+    run_proxy(tmp_path, two_hosts, client, timeouts=Timeouts(client_body=0.2))
 
 
 def test_keep_alive_carries_several_requests_and_answers(tmp_path: Path) -> None:
