@@ -104,6 +104,11 @@ class _Health:
             "Status subresources patched",
             registry=self.registry,
         )
+        self.status_objects = Gauge(
+            "coxswain_controller_status_objects",
+            "Objects whose settled status the controller keeps (one per owned object that exists)",
+            registry=self.registry,
+        )
         self.serving = False
 
     async def ready(self) -> bool:
@@ -314,6 +319,7 @@ class _Reconciler:
             now=now,
         )
         self._health.status_writes.inc(written)
+        self._health.status_objects.set(self._status.remembered)
         await self._provisioner.reconcile(
             provision(state, config, self._shared_served(fleet), model),
             autoscalers=config.gateway_api,

@@ -204,6 +204,13 @@ def test_the_controller_serves_provisions_and_survives_a_restart(tmp_path: Path)
             resolved = {c["type"]: c for c in broken["parents"][0]["conditions"]}["ResolvedRefs"]
             assert (resolved["status"], resolved["reason"]) == ("False", "BackendNotFound")
 
+            # its metrics: statuses written, and the settled statuses it keeps, one per object
+            status, metrics = get("127.0.0.1", health, "health", "/metrics")
+            assert status == 200
+            samples = _samples(metrics.decode())
+            assert samples["coxswain_controller_status_writes_total"] >= 3
+            assert samples["coxswain_controller_status_objects"] >= 3
+
             # identities and VIPs: created, relabelled from infrastructure labels, pruned
             identities = [
                 a for a in api.objects("ServiceAccount", "app") if _role(a) == "shared-identity"
@@ -412,3 +419,13 @@ def test_gateway_api_installed_after_start_then_sigterm_hands_the_lease_back(
 
     with ApiServer() as api:
         trio.run(main, api)
+
+
+def _samples(exposition: str) -> dict[str, float]:
+    """Prometheus text exposition: the value of each sample without labels."""
+    return {
+        name: float(value)
+        for line in exposition.splitlines()
+        if line and not line.startswith("#") and "{" not in line
+        for name, value in [line.rsplit(" ", 1)]
+    }
