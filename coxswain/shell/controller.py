@@ -251,15 +251,16 @@ class _Reconciler:
     async def _start_served(self, nursery: trio.Nursery) -> None:
         """Start an informer for each resource the cluster serves and none runs for yet."""
         wanted = self._settings.compile.gateway_api
+        served: dict[str, frozenset[str]] = {}  # per group version, asked once per probe
         for watched in (*INFORMED, *(PROVISIONING if wanted else ())):
             if watched.resource.plural not in self._informers and await self._is_served(
-                watched.resource
+                watched.resource, served
             ):
                 self._start(nursery, watched)
         if (
             wanted
             and not self._gateway_api
-            and all([await self._is_served(w.resource) for w in GATEWAY_API])
+            and all([await self._is_served(w.resource, served) for w in GATEWAY_API])
         ):
             for watched in GATEWAY_API:
                 self._start(nursery, watched)
@@ -279,15 +280,21 @@ class _Reconciler:
             await trio.sleep(self._settings.crd_probe_every)
             await self._start_served(nursery)
 
-    async def _is_served(self, resource: Resource) -> bool:
-        try:
-            answer = await self._kube.request("GET", resource.group_path)
-        except ApiFailure:
-            return False
-        except Unreachable as err:
-            log.warning("discovery of %s: %s", resource.group_path, err)
-            return False
-        return any(r.get("name") == resource.plural for r in answer.get("resources") or [])
+    async def _is_served(self, resource: Resource, served: dict[str, frozenset[str]]) -> bool:
+        """Whether the API serves ``resource``, from its group version's discovery document;
+        ``served`` keeps the documents' resource names asked already (none when unreachable)."""
+        path = resource.group_path
+        if path not in served:
+            try:
+                answer = await self._kube.request("GET", path)
+                names = frozenset(r.get("name") for r in answer.get("resources") or [])
+            except ApiFailure:
+                names = frozenset()
+            except Unreachable as err:
+                log.warning("discovery of %s: %s", path, err)
+                names = frozenset()
+            served[path] = names
+        return resource.plural in served[path]
 
     async def _follow_fleet(self, server: DiscoveryServer) -> NoReturn:
         while True:

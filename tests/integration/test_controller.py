@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import http.client
+from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -140,6 +141,13 @@ def test_ingress_only_then_gateway_api_installed_then_programmed_with_a_proxy() 
             )
             await start_shared_proxy(nursery, api, discovery, config)
             await served(http_port, "a.example.com")
+
+            # meanwhile the probe asks each group version once a round, not once per resource
+            await trio.sleep(0.5)  # two probes or more (crd_probe_every 0.2 s)
+            asked = Counter(r.path for r in api.requests if r.path.startswith("/apis/gateway"))
+            v1, v1beta1 = (asked[f"/apis/gateway.networking.k8s.io/{v}"] for v in ("v1", "v1beta1"))
+            assert v1 >= 2
+            assert v1 <= v1beta1 + 1  # three v1 resources and one v1beta1 are probed
 
             # the Gateway API appears: full mode without a restart
             api.install_crds(GATEWAY_API_CRDS)
