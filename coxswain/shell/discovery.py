@@ -133,11 +133,16 @@ class NodeObservation:
     node_id: str
     scope: Scope
     identity: ProxyIdentity | None
-    connected: bool
+    live: int = 0  # streams open now: a proxy that reconnects before its old stream ends has two
     acked_version: str | None = None
     bound_ports: frozenset[int] = frozenset()
     streams: int = 0  # how many streams this node has opened; a Nack must not add one
     last_nack: str | None = None  # "<version>: <detail>" of the latest Nack
+
+    @property
+    def connected(self) -> bool:
+        """Some stream of the node is open (the end of an older one does not disconnect it)."""
+        return self.live > 0
 
 
 # --- the server -----------------------------------------------------------------------------------
@@ -275,14 +280,15 @@ class DiscoveryServer:
                 grpc.StatusCode.PERMISSION_DENIED, f"{identity} may not subscribe to {scope}"
             )
         node = subscribe.node_id
-        opened = self._fleet[node].streams + 1 if node in self._fleet else 1
-        self._observe(node, scope=scope, identity=identity, connected=True, streams=opened)
+        known = self._fleet.get(node)
+        opened, live = (known.streams + 1, known.live + 1) if known is not None else (1, 1)
+        self._observe(node, scope=scope, identity=identity, live=live, streams=opened)
         try:
             state = _StreamState(deltas=subscribe.accept_deltas)
             allowed = self._still_allowed(identity, scope)
             await self._serve_stream(context, node, self._slot(scope), state, allowed)
-        finally:
-            self._observe(node, connected=False)
+        finally:  # on the server's one asyncio thread: no other stream changes it meanwhile
+            self._observe(node, live=self._fleet[node].live - 1)
 
     def _still_allowed(self, identity: ProxyIdentity | None, scope: Scope) -> Callable[[], bool]:
         """Whether the stream's identity may still have the scope: grants follow the cluster,

@@ -569,6 +569,34 @@ def test_only_a_client_that_accepts_deltas_gets_them(
     run(main)
 
 
+def test_a_proxy_that_reconnects_before_its_old_stream_ends_stays_connected(
+    ca: CertificateAuthority,
+) -> None:
+    """The fleet is keyed by node id: the end of the old stream must not mark the node
+    disconnected while its new stream is open (the controller reads Programmed from it)."""
+
+    async def main() -> None:
+        async with open_discovery_server(credentials=server_creds(ca), policy=allow) as server:
+            server.publish(SharedPool(), snap("v1"))
+            subscribe = pb.Subscribe(node_id="shared-0", wire_version=WIRE_VERSION)
+            address, creds = f"127.0.0.1:{server.port}", client_creds(ca, "coxswain", "shared")
+            old = _RawClient(address, creds, subscribe)
+            assert (await old.next()).WhichOneof("message") == "snapshot"
+            new = _RawClient(address, creds, subscribe)
+            try:
+                assert (await new.next()).WhichOneof("message") == "snapshot"
+                await server.wait_fleet(lambda f: f["shared-0"].live == 2)
+                old.close()
+                await server.wait_fleet(lambda f: f["shared-0"].live == 1)
+                assert server.fleet["shared-0"].connected
+                assert server.fleet["shared-0"].streams == 2
+            finally:
+                new.close()
+            await server.wait_fleet(lambda f: not f["shared-0"].connected)
+
+    run(main)
+
+
 def test_a_nacked_delta_is_followed_by_the_same_version_in_full(ca: CertificateAuthority) -> None:
     async def main() -> None:
         async with open_discovery_server(credentials=server_creds(ca), policy=allow) as server:
