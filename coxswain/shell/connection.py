@@ -39,8 +39,10 @@ Differences from ``trio.SocketStream``, on purpose:
   readiness wait's registration and epoll round trip. Measured by the same A/B (1 worker,
   wrk -c32, 4 alternated rounds): 7,310 req/s against 6,620 and 108 µs of user time per
   request against 115; a second retry made it worse (6,110 req/s).
-- No conflict detection: each connection is used by one task at a time by construction (the
-  only concurrent use, a WebSocket tunnel, sends and receives from two tasks, which is allowed).
+- Conflict detection for sends only: a second task calling ``send_all`` while one is in
+  progress gets ``BusyResourceError`` (their bytes would interleave, or the batch would send
+  only one task's); receives are used by one task at a time by construction (a WebSocket
+  tunnel sends from one task and receives from another, which is allowed).
 
 Errors follow the trio stream contract: ``ClosedResourceError`` after our own close,
 ``BrokenResourceError`` for a connection the peer broke (reset, broken pipe).
@@ -92,7 +94,7 @@ _BATCH: Final[trio.lowlevel.RunVar[SendBatch]] = trio.lowlevel.RunVar("coxswain.
 class Connection(trio.abc.HalfCloseableStream):
     """One connected TCP socket (see the module docstring)."""
 
-    __slots__ = ("_batch", "_closed", "_failed", "_queued", "_rest", "socket")
+    __slots__ = ("_batch", "_closed", "_failed", "_queued", "_rest", "_sending", "socket")
 
     def __init__(self, sock: stdlib_socket.socket) -> None:
         sock.setblocking(False)
@@ -101,7 +103,8 @@ class Connection(trio.abc.HalfCloseableStream):
         self._batch = SendBatch.current()
         self._queued: bytes | bytearray | memoryview | None = None  # for the batch to send
         self._rest: memoryview | None = None  # what the kernel did not take from the batch
-        self._failed: OSError | None = None  # how the batch's send failed
+        self._failed: Exception | None = None  # how the batch's send failed
+        self._sending = False  # a send_all is in progress (one task at a time)
 
     @classmethod
     def take(cls, stream: trio.SocketStream) -> Connection:
@@ -116,38 +119,53 @@ class Connection(trio.abc.HalfCloseableStream):
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         """Send every byte of ``data``: queued for the batch, then what the kernel did not
-        take at once, waiting while its buffer is full."""
+        take at once, waiting while its buffer is full.
+
+        Raises:
+            trio.BusyResourceError: another task is sending on this connection (its bytes and
+                these would interleave).
+        """
         if self._closed:
             raise trio.ClosedResourceError("the connection was closed")
+        if self._sending:
+            raise trio.BusyResourceError("another task is sending on this connection")
         if not data:
             await trio.lowlevel.cancel_shielded_checkpoint()
             return
-        self._queued = data
-        self._batch.queued.append(self)
-        await trio.lowlevel.cancel_shielded_checkpoint()  # the batch sends meanwhile
-        if self._queued is not None:  # trio ran this task again before waiting for I/O
-            self.flush()
-        if self._closed:
-            raise trio.ClosedResourceError("the connection was closed")
-        if (failed := self._failed) is not None:
-            self._failed = None
-            raise self._broken(failed) from failed
-        if (view := self._rest) is None:
-            return
-        self._rest = None
-        sock = self.socket
-        while view:
-            await trio.lowlevel.wait_writable(sock)  # the kernel's buffer was full just now
-            try:
-                sent = sock.send(view)
-            except BlockingIOError:
-                continue
-            except OSError as err:
-                raise self._broken(err) from err
-            view = view[sent:]
+        self._sending = True
+        try:
+            self._queued = data
+            self._batch.queued.append(self)
+            await trio.lowlevel.cancel_shielded_checkpoint()  # the batch sends meanwhile
+            if self._queued is not None:  # trio ran this task again before waiting for I/O
+                self.flush()
+            failed, view = self._failed, self._rest
+            self._failed = self._rest = None  # nothing of the caller's buffer is kept
+            if self._closed:
+                raise trio.ClosedResourceError("the connection was closed")
+            if failed is not None:
+                if isinstance(failed, OSError):
+                    raise self._broken(failed) from failed
+                raise failed
+            if view is None:
+                return
+            sock = self.socket
+            while view:
+                await trio.lowlevel.wait_writable(sock)  # the kernel's buffer was full just now
+                try:
+                    sent = sock.send(view)
+                except BlockingIOError:
+                    continue
+                except OSError as err:
+                    raise self._broken(err) from err
+                view = view[sent:]
+        finally:
+            self._sending = False
 
     def flush(self) -> None:
-        """Send the queued bytes, as many as the kernel takes now (the batch calls this)."""
+        """Send the queued bytes, as many as the kernel takes now (the batch calls this).
+        Never raises: what fails is kept for the sending task to raise, since trio removes an
+        instrument whose hook raises."""
         data = self._queued
         if data is None:
             return  # sent already: the task did not wait for the batch
@@ -158,7 +176,7 @@ class Connection(trio.abc.HalfCloseableStream):
             sent = self.socket.send(data)
         except BlockingIOError:
             sent = 0
-        except OSError as err:
+        except Exception as err:  # noqa: BLE001 - OSError: it broke; else a bad argument
             self._failed = err
             return
         if sent < len(data):

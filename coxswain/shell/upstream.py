@@ -372,7 +372,9 @@ class Forwarder:
                 reusable = await _send_response(
                     reader, client_stream, head, response, served, backend, decision, exchange
                 )
-                reusable = reusable and parser.next_event() is NEED_DATA
+                # reused only clean: bytes after the response (a body on a HEAD answer, say)
+                # would be read as the start of the next exchange's response
+                reusable = reusable and parser.next_event() is NEED_DATA and not parser.buffered
             finally:
                 if reusable and pool is not None:
                     pool.give(endpoint, upstream)

@@ -48,7 +48,8 @@ async def _echo_connection(
 
     ``/chunked`` answers with a chunked body; ``/stall`` never answers; ``/stall-body`` sends
     a head and 10 of the 100 bytes it announced, then nothing; ``/bad`` answers garbage;
-    ``/once`` closes the connection after a response that announced keep-alive. Each answer
+    ``/once`` closes the connection after a response that announced keep-alive; ``/extra``
+    sends 5 bytes more than its response, in the same write, and keeps the connection. Each answer
     carries the number of the connection it came on; ``received`` gets each request's JSON
     too, for requests whose answer the test never sees (mirrors).
     """
@@ -101,6 +102,7 @@ async def _echo_connection(
                 await stream.send_all(conn.send(h11.Response(status_code=200, headers=headers)))
                 for i in range(0, len(payload), 7):
                     await stream.send_all(conn.send(h11.Data(data=payload[i : i + 7])))
+                await stream.send_all(conn.send(h11.EndOfMessage()))
             else:
                 headers = [
                     ("content-type", "application/json"),
@@ -109,10 +111,11 @@ async def _echo_connection(
                     ("connection", "x-hop"),
                     ("x-hop", "dropped"),
                 ]
-                await stream.send_all(conn.send(h11.Response(status_code=200, headers=headers)))
+                response = conn.send(h11.Response(status_code=200, headers=headers))
                 if event.method != b"HEAD":
-                    await stream.send_all(conn.send(h11.Data(data=payload)))
-            await stream.send_all(conn.send(h11.EndOfMessage()))
+                    response += conn.send(h11.Data(data=payload))
+                response += conn.send(h11.EndOfMessage())
+                await stream.send_all(response + b"hello" if target == "/extra" else response)
             if conn.our_state is h11.MUST_CLOSE or target == "/once":
                 return
             conn.start_next_cycle()

@@ -377,6 +377,24 @@ def test_upstream_connections_are_reused_and_a_closed_one_is_replaced(tmp_path: 
     run_proxy(tmp_path, two_hosts, client)
 
 
+def test_an_upstream_connection_with_bytes_after_its_response_is_not_reused(
+    tmp_path: Path,
+) -> None:
+    """Bytes the upstream sent after a complete response would be read as the next exchange's
+    response: that connection is closed, not pooled (else a POST, never retried, got 502)."""
+
+    def client(run: Running) -> None:
+        response, data = request(run.http_port, "GET", "/extra")
+        assert response.status == 200
+        dirty = echoed(data)["connection"]
+        response, data = request(run.http_port, "POST", "/", body=b"abc")
+        assert response.status == 200
+        assert echoed(data)["connection"] != dirty
+        assert echoed(data)["body"] == "abc"
+
+    run_proxy(tmp_path, two_hosts, client)
+
+
 def test_a_stale_reused_connection_is_retried_only_when_repeating_is_safe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -253,3 +253,70 @@ def test_bytes_the_batch_did_not_send_before_the_task_ran_again_are_sent_by_the_
             assert peer.recv(16) == b"still sent"
 
     trio.run(main)
+
+
+def test_a_second_task_sending_at_the_same_time_is_busy_and_nothing_interleaves() -> None:
+    async def main() -> None:
+        async with connected() as (connection, peer):
+            failures: list[BaseException] = []
+
+            async def send(message: bytes) -> None:
+                try:
+                    await connection.send_all(message)
+                except trio.BusyResourceError as err:
+                    failures.append(err)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(send, b"AAAA")
+                nursery.start_soon(send, b"BBBB")
+            assert len(failures) == 1  # whichever started second
+            peer.settimeout(1)
+            assert peer.recv(16) in (b"AAAA", b"BBBB")
+            await connection.send_all(b"next")  # the connection is usable again
+            assert peer.recv(16) == b"next"
+
+    trio.run(main)
+
+
+def test_a_bad_argument_is_raised_in_the_caller_and_batching_goes_on() -> None:
+    async def main() -> None:
+        async with connected() as (connection, peer):
+            with pytest.raises(TypeError):
+                await connection.send_all("text, not bytes")  # type: ignore[arg-type]
+            batch = connection._batch
+            for _ in range(50):
+                await connection.send_all(b"x")
+            assert batch.queued == []  # still flushed by trio: the instrument was kept
+            peer.settimeout(1)
+            received = b""
+            while len(received) < 50:
+                received += peer.recv(64)
+            assert received == b"x" * 50
+
+    trio.run(main)
+
+
+def test_a_send_cut_by_a_close_keeps_nothing_of_the_callers_buffer() -> None:
+    class CloseAfterBatch(trio.abc.Instrument):
+        """Runs after the send batch (installed after the first connection): closes the
+        connection once the batch left part of the bytes unsent."""
+
+        connection: Connection | None = None
+
+        def before_io_wait(self, timeout: float) -> None:
+            if self.connection is not None and self.connection._rest is not None:
+                self.connection.close()
+                self.connection = None
+
+    async def main() -> None:
+        async with connected() as (connection, _):
+            connection.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+            closer = CloseAfterBatch()
+            trio.lowlevel.add_instrument(closer)
+            closer.connection = connection
+            buffer = bytearray(1_000_000)  # more than the kernel takes at once
+            with pytest.raises(trio.ClosedResourceError):
+                await connection.send_all(buffer)
+            buffer.clear()  # BufferError if a view of it were still held
+
+    trio.run(main)

@@ -115,6 +115,12 @@ class _MessageParser:
         else:
             self._fresh = data
 
+    @property
+    def buffered(self) -> bool:
+        """Bytes were received that no event has consumed yet (between messages: the start of
+        the next one, or bytes the peer should not have sent)."""
+        return bool(self._buf) or self._fresh is not None
+
     def _merge(self) -> None:
         """Into the buffer with the fresh bytes: they are not one whole body piece."""
         if (fresh := self._fresh) is not None:
