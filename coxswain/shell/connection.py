@@ -23,17 +23,21 @@ Differences from ``trio.SocketStream``, on purpose:
   "Sends in batches"). What the kernel does not take at once, ``send_all`` sends itself,
   waiting while the buffer is full, as before. ``send_all`` returns once every byte was handed
   to the kernel, as the stream contract asks.
-- **Every call yields once**, even one that did not wait, and without noticing a cancellation
-  (as trio's socket calls do): ``send_all`` while its bytes wait for the batch, a receive after
-  its system call. That yield matters: under load a connection's bytes are often already there,
-  and a task that never waited would serve request after request, or a whole large body, while
-  the other connections starve. Measured without either yield: p99 over a second for 1 MB
-  bodies at 64 connections (``bench/proxy.py`` at ed40f6c), and *more* CPU per small request
-  (149 µs against 104 µs of user time in the A/B of docs/benchmarks.md, "After the
-  request-path rework": the loop ran with fewer ready tasks per turn); without only the send's
-  or only the receive's, no better (132 against 98 µs per request; p99 up in 8 rounds of 10:
-  same document, "Measuring on this machine"): after a send the yield gives the peer time to
-  answer, so 97% of receives find their bytes at once.
+- **``send_all`` always yields; a receive that finds bytes does not.** ``send_all`` yields
+  while its bytes wait for the batch, even when the kernel then takes them at once, and
+  without noticing a cancellation (as trio's socket calls do). That yield keeps connections
+  fair: under load a connection's bytes are often already there, and a task that never yielded
+  would serve request after request, or a whole large body, while the others starve (without
+  any yield: p99 over a second for 1 MB bodies at 64 connections, ``bench/proxy.py`` at
+  ed40f6c). Every loop of the proxy that receives also sends (a request and its answer, a body
+  relayed piece by piece, a tunnel) or is bounded (a head by the head limit, a dropped body by
+  64 KiB), so a receive that finds bytes returns them without a yield of its own. Before the
+  batch that yield still paid (p99 up in 8 rounds of 10 without it: docs/benchmarks.md,
+  "Measuring on this machine"); with the batch it only doubled the scheduler's work:
+  404,444 against 363,037 user-space instructions per request (``bench/proxy_instructions.py``),
+  and under load (``bench/proxy_ab.py``, medians) 8,994 against 9,737 req/s at 32
+  connections, 10,756 against 11,105 at 64 (p99 10.98 against 11.88 ms), 765 against 936 1 MB
+  responses a second at 64 (p99 123 against 112 ms) (docs/benchmarks.md, "Sends in batches").
 - A receive that finds nothing yields once and tries again before it waits: an upstream
   usually answers within the turn the other connections take, and the retry saves the
   readiness wait's registration and epoll round trip. Measured by the same A/B (1 worker,
@@ -192,7 +196,7 @@ class Connection(trio.abc.HalfCloseableStream):
         """The bytes available (at most ``max_bytes``), waiting for some; ``b""`` at the end."""
         sock = self.socket
         size = _DEFAULT_RECEIVE if max_bytes is None else max_bytes
-        waited = yielded = False
+        yielded = False
         while True:
             if self._closed:
                 raise trio.ClosedResourceError("the connection was closed")
@@ -204,13 +208,10 @@ class Connection(trio.abc.HalfCloseableStream):
                     await trio.lowlevel.cancel_shielded_checkpoint()
                     continue
                 await trio.lowlevel.wait_readable(sock)
-                waited = True
                 continue
             except OSError as err:
                 raise self._broken(err) from err
-            if not waited:
-                await trio.lowlevel.cancel_shielded_checkpoint()  # let the others run: see above
-            return data
+            return data  # no yield of its own: the caller's next send yields (see above)
 
     async def send_eof(self) -> None:
         """Shut down the sending half (the peer reads the end of the stream)."""

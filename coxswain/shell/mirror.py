@@ -173,7 +173,9 @@ class Mirrors:
                 else:
                     return "dropped"  # cut off before the body ended
                 while await stream.receive_some(RECEIVE_SIZE):
-                    pass  # the answer is not wanted; Connection: close ends it
+                    # the answer is not wanted (Connection: close ends it); a receive that
+                    # finds bytes does not yield (.connection), so this loop does
+                    await trio.lowlevel.checkpoint()
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return "failed"
         return "sent"

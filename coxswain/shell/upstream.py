@@ -426,7 +426,11 @@ async def _final_head(reader: EventReader, *, upgrading: bool) -> ResponseHead:
         event = await reader.next()
         if type(event) is ResponseHead:
             if event.status < 200 and event.status != 101:
-                continue  # interim responses: the proxy answered Expect itself
+                # interim responses: the proxy answered Expect itself. Nothing is sent for
+                # them, so this loop yields itself (a receive that finds bytes does not,
+                # .connection): an upstream flooding 1xx must not starve the others
+                await trio.lowlevel.checkpoint()
+                continue
             if event.status == 101 and not upgrading:
                 raise Answer(502, "the upstream switched protocols unasked")
             return event

@@ -143,12 +143,16 @@ def test_a_waiting_receive_is_cancelled_like_any_trio_wait() -> None:
     trio.run(main)
 
 
-def test_a_connection_whose_bytes_are_always_there_still_lets_other_tasks_run() -> None:
+def test_a_relay_whose_bytes_are_always_there_still_lets_other_tasks_run() -> None:
+    """A receive that finds bytes does not yield; the send after it does, so a loop that
+    relays (every receiving loop of the proxy also sends, or is bounded) lets the others run."""
+
     async def main() -> None:
-        async with connected() as (connection, peer):
-            peer.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+        async with connected() as (source, feeder), connected() as (sink, drain):
+            feeder.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+            drain.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
             payload = b"x" * (1 << 20)
-            peer.sendall(payload)  # all of it waits in the kernel: no receive below must wait
+            feeder.sendall(payload)  # all of it waits in the kernel: no receive below waits
             await trio.sleep(0.05)
             turns = 0
 
@@ -162,11 +166,15 @@ def test_a_connection_whose_bytes_are_always_there_still_lets_other_tasks_run() 
                 nursery.start_soon(other_task)
                 await trio.lowlevel.checkpoint()  # let it start
                 before = turns
-                received = 0
-                while received < len(payload):
-                    received += len(await connection.receive_some(16 * 1024))
+                assert await source.receive_some(16 * 1024)
+                assert turns == before  # the bytes were there: no yield
+                relayed = 16 * 1024
+                while relayed < len(payload):
+                    data = await source.receive_some(16 * 1024)
+                    await sink.send_all(data)
+                    relayed += len(data)
                 nursery.cancel_scope.cancel()
-            # 1 MB in 16 KiB pieces: a yield after each of the 64 receives
+            # 1 MB in 16 KiB pieces: a yield at each of the 63 sends
             assert turns - before >= 32
 
     trio.run(main)

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import json
 import random
+import socket
 from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pytest
+import trio
 
 from coxswain.compile.scope import parse_scope
 from coxswain.compile.snapshot import Backend, Endpoint
 from coxswain.route import Decision
+from coxswain.shell.connection import Connection
 from coxswain.shell.http1 import ResponseHead, ResponseParser, codec_named
 from coxswain.shell.served import Routed
 from coxswain.shell.snapshot_file import SnapshotLoadError, load_snapshot
-from coxswain.shell.upstream import RoundRobin, pick_backend
-from coxswain.shell.wire import own_answer
+from coxswain.shell.upstream import RoundRobin, _final_head, pick_backend
+from coxswain.shell.wire import EventReader, own_answer
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -99,3 +102,35 @@ def test_load_snapshot_reports_unreadable_foreign_and_bad_files(tmp_path: Path) 
     gateway = parse_scope("app/gw")
     assert gateway is not None
     assert load_snapshot(str(good), gateway).scope == gateway
+
+
+def test_an_upstream_flooding_interim_responses_lets_other_tasks_run() -> None:
+    """Nothing is sent for a 1xx and a receive that finds bytes does not yield, so the loop
+    that skips interim responses yields itself."""
+
+    async def main() -> None:
+        ours, theirs = socket.socketpair()
+        with ours, theirs:
+            upstream = Connection(ours)
+            interim = b"HTTP/1.1 100 Continue\r\n\r\n" * 2000  # 50 KB: one receive
+            theirs.sendall(interim + b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+            parser = ResponseParser(codec_named("llhttp"))
+            parser.expect_response(b"GET")
+            turns = 0
+
+            async def other_task() -> None:
+                nonlocal turns
+                while True:
+                    turns += 1
+                    await trio.lowlevel.checkpoint()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(other_task)
+                await trio.lowlevel.checkpoint()  # let it start
+                before = turns
+                head = await _final_head(EventReader(upstream, parser), upgrading=False)
+                nursery.cancel_scope.cancel()
+            assert head.status == 200
+            assert turns - before >= 1000
+
+    trio.run(main)
