@@ -38,6 +38,11 @@ class H11Codec:
         """``"h11"``."""
         return "h11"
 
+    @property
+    def folds_content_length(self) -> bool:
+        """True: h11 folds duplicates and comma lists."""
+        return True
+
     def parse_request_head(self, head: bytes) -> ParsedRequestHead:
         """Parse a complete request head with h11; see the Protocol."""
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=len(head) + 1)

@@ -43,6 +43,13 @@ class HeadCodec(Protocol):
         """Short identifier: ``"h11"`` or ``"llhttp"``."""
         ...
 
+    @property
+    def folds_content_length(self) -> bool:
+        """Repeated or comma-listed Content-Length values come out folded into one (h11), so
+        the shared rules must count them on the raw head (:mod:`.syntax`); an implementation
+        that returns each field as sent, and refuses duplicates itself (llhttp), spares that."""
+        ...
+
     def parse_request_head(self, head: bytes) -> ParsedRequestHead:
         """Parse a request head (RFC 9112 §3, §5).
 

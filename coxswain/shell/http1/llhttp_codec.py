@@ -71,6 +71,11 @@ class LlhttpCodec:
         """``"llhttp"``."""
         return "llhttp"
 
+    @property
+    def folds_content_length(self) -> bool:
+        """False: each field as sent; llhttp refuses a duplicate itself."""
+        return False
+
     def parse_request_head(self, head: bytes) -> ParsedRequestHead:
         """Parse a complete request head with llhttp; see the Protocol."""
         collector = _Collector()

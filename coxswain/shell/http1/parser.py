@@ -81,12 +81,14 @@ class _MessageParser:
         "_keep_alive",
         "_limits",
         "_pause_after",
+        "_raw_lengths",
         "_scanned",
         "_state",
     )
 
     def __init__(self, codec: HeadCodec, limits: Limits, error_status: int) -> None:
         self._codec = codec
+        self._raw_lengths = codec.folds_content_length  # see .syntax
         self._limits = limits
         self._error_status = error_status
         self._buf = bytearray()
@@ -256,7 +258,7 @@ class RequestParser(_MessageParser):
         super().__init__(codec, limits, 400)
 
     def _on_head(self, head: bytes) -> Event:
-        error = check_request_syntax(head)
+        error = check_request_syntax(head, raw_lengths=self._raw_lengths)
         if error is not None:
             return self._fail(error)
         try:
@@ -303,7 +305,7 @@ class ResponseParser(_MessageParser):
     def _on_head(self, head: bytes) -> Event:
         if not self._methods:
             return self._fail(ProtocolError(502, "upstream: response without a request"))
-        error = check_response_syntax(head)
+        error = check_response_syntax(head, raw_lengths=self._raw_lengths)
         if error is not None:
             return self._fail(error)
         try:

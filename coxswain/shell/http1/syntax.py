@@ -67,8 +67,9 @@ _FIELD_VALUE: Final = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
 _BARE_LINE_BREAK: Final = re.compile(rb"(?<!\r)\n|\r[^\n]")
 _CONTENT_LENGTH: Final = re.compile(rb"[0-9]{1,18}")
 _HOST: Final = re.compile(rb"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::[0-9]*)?")
-# h11 folds duplicate and comma-listed Content-Length values before we could see them, so the
-# count and the digits are checked on the raw head, for both implementations alike.
+# h11 folds duplicate and comma-listed Content-Length values before we could see them, so for
+# it the count and the digits are checked on the raw head (llhttp gives each field as sent,
+# and _framing counts and checks them).
 _CONTENT_LENGTH_LINE: Final = re.compile(rb"\r\ncontent-length:[ \t]*([^\r]*?)[ \t]*(?=\r\n)", re.I)
 _ABSOLUTE_FORM: Final = re.compile(rb"(?i)https?://[^/?#@\s]+(?:[/?][\x21-\x7e]*)?")
 
@@ -101,11 +102,13 @@ def _diagnose(head: bytes, *, start_line_ok: bool) -> str:
     return "malformed header section"
 
 
-def check_request_syntax(head: bytes) -> ProtocolError | None:
+def check_request_syntax(head: bytes, *, raw_lengths: bool = True) -> ProtocolError | None:
     """Lexical check of a complete request head (RFC 9112 §2.2, §3, §5).
 
     Args:
         head: request line through the empty line, as received.
+        raw_lengths: count and check the Content-Length fields on the raw head (needed when
+            the implementation folds them, :attr:`~.interface.HeadCodec.folds_content_length`).
 
     Returns:
         None when the head is well-formed and the method known, else the error to answer.
@@ -120,7 +123,7 @@ def check_request_syntax(head: bytes) -> ProtocolError | None:
         return ProtocolError(501, "CONNECT is not supported by this proxy")
     if method not in KNOWN_METHODS:
         return ProtocolError(501, "unknown request method")
-    return _check_content_length(head, 400)
+    return _check_content_length(head, 400) if raw_lengths else None
 
 
 def _check_content_length(head: bytes, status: int) -> ProtocolError | None:
@@ -132,13 +135,14 @@ def _check_content_length(head: bytes, status: int) -> ProtocolError | None:
     return None
 
 
-def check_response_syntax(head: bytes) -> ProtocolError | None:
-    """Lexical check of a complete response head (RFC 9112 §4, §5); errors are 502."""
+def check_response_syntax(head: bytes, *, raw_lengths: bool = True) -> ProtocolError | None:
+    """Lexical check of a complete response head (RFC 9112 §4, §5); errors are 502;
+    ``raw_lengths`` as for requests."""
     if _RESPONSE_HEAD.fullmatch(head) is None:
         line = head.split(b"\r\n", 1)[0]
         start_ok = re.fullmatch(rb"HTTP/1\.[01] [0-9]{3}(?: .*)?", line) is not None
         return ProtocolError(502, "upstream: " + _diagnose(head, start_line_ok=start_ok))
-    return _check_content_length(head, 502)
+    return _check_content_length(head, 502) if raw_lengths else None
 
 
 def header_tokens(headers: Headers, name: bytes) -> list[bytes]:
