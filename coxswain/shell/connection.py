@@ -30,8 +30,9 @@ Differences from ``trio.SocketStream``, on purpose:
   would serve request after request, or a whole large body, while the others starve (without
   any yield: p99 over a second for 1 MB bodies at 64 connections, ``bench/proxy.py`` at
   ed40f6c). Every loop of the proxy that receives also sends (a request and its answer, a body
-  relayed piece by piece, a tunnel) or is bounded (a head by the head limit, a dropped body by
-  64 KiB), so a receive that finds bytes returns them without a yield of its own. Before the
+  relayed piece by piece, a tunnel) or yields itself where it sends nothing (a head that takes
+  more than one receive, a dropped body, skipped 1xx responses, a mirror's unwanted answer), so
+  a receive that finds bytes returns them without a yield of its own. Before the
   batch that yield still paid (p99 up in 8 rounds of 10 without it: docs/benchmarks.md,
   "Measuring on this machine"); with the batch it only doubled the scheduler's work:
   404,444 against 363,037 user-space instructions per request (``bench/proxy_instructions.py``),

@@ -561,3 +561,4 @@ async def _drain(reader: EventReader, limit: int = 64 * 1024) -> bool:
         seen += len(event.data)
         if seen > limit:
             return False
+        await trio.lowlevel.checkpoint()  # nothing is sent here: tiny chunks must not hog

@@ -137,10 +137,15 @@ class EventReader:
         replaces the reader's own for this call (``math.inf``: the caller bounds the wait)."""
         parser = self.parser
         timeout = self.read_timeout if read_timeout is None else read_timeout
+        received = False
         while True:
             event = parser.next_event()
             if event is not NEED_DATA:
                 return event
+            if received:  # the last bytes made no event (a head in pieces): a receive that
+                # finds bytes does not yield (.connection), so yield here, and notice a timeout
+                await trio.lowlevel.checkpoint()
+            received = True
             if timeout == math.inf:
                 data = await self.stream.receive_some(RECEIVE_SIZE)
             else:

@@ -128,6 +128,26 @@ def test_leading_empty_lines_ignored_when_between_requests(codec: HeadCodec) -> 
     assert isinstance(events[0], RequestHead)
 
 
+def test_empty_lines_count_against_the_head_limit_even_when_they_come_in_pieces(
+    codec: HeadCodec,
+) -> None:
+    """An endless stream of CRLFs must end: it is skipped, but counted like head bytes."""
+    parser = RequestParser(codec, limits=Limits(max_head_bytes=1024))
+    for _ in range(5):  # 5 × 200 bytes of empty lines: fine, under the 1 KiB limit
+        parser.receive_data(b"\r\n" * 100)
+        assert parser.next_event() is NEED_DATA
+    parser.receive_data(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert isinstance(parser.next_event(), RequestHead)
+    flood = RequestParser(codec, limits=Limits(max_head_bytes=1024))
+    events: list[Event] = []
+    for _ in range(6):  # 1,200 bytes of them before any start line
+        flood.receive_data(b"\r\n" * 100)
+        events.append(flood.next_event())
+    assert events[:5] == [NEED_DATA] * 5
+    assert isinstance(events[5], ProtocolError)
+    assert events[5].status == 400
+
+
 @pytest.mark.parametrize(
     ("request_bytes", "keep_alive"),
     [

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import random
 import socket
 from collections import Counter
@@ -16,13 +18,22 @@ from coxswain.compile.scope import parse_scope
 from coxswain.compile.snapshot import Backend, Endpoint
 from coxswain.route import Decision
 from coxswain.shell.connection import Connection
-from coxswain.shell.http1 import ResponseHead, ResponseParser, codec_named
+from coxswain.shell.http1 import (
+    Limits,
+    RequestHead,
+    RequestParser,
+    ResponseHead,
+    ResponseParser,
+    codec_named,
+)
+from coxswain.shell.proxy import _drain
 from coxswain.shell.served import Routed
 from coxswain.shell.snapshot_file import SnapshotLoadError, load_snapshot
 from coxswain.shell.upstream import RoundRobin, _final_head, pick_backend
 from coxswain.shell.wire import EventReader, own_answer
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
     from pathlib import Path
 
 
@@ -132,5 +143,65 @@ def test_an_upstream_flooding_interim_responses_lets_other_tasks_run() -> None:
                 nursery.cancel_scope.cancel()
             assert head.status == 200
             assert turns - before >= 1000
+
+    trio.run(main)
+
+
+async def _turns_while(work: Callable[[], Awaitable[object]]) -> tuple[object, int]:
+    """Run ``work`` beside a task that counts its own turns; (the result, the turns)."""
+    turns = 0
+
+    async def other_task() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(other_task)
+        await trio.lowlevel.checkpoint()  # let it start
+        before = turns
+        result = await work()
+        nursery.cancel_scope.cancel()
+    return result, turns - before
+
+
+def _filled(data: bytes) -> tuple[Connection, socket.socket]:
+    """Our end of a socket pair whose peer has sent ``data`` already (it all fits)."""
+    ours, theirs = socket.socketpair()
+    theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    theirs.sendall(data)
+    return Connection(ours), theirs
+
+
+def test_a_head_whose_pieces_are_always_there_still_lets_other_tasks_run() -> None:
+    """A receive that finds bytes does not yield; when they make no event, the reader does."""
+
+    async def main() -> None:
+        head = b"GET / HTTP/1.1\r\nHost: x\r\nX-Long: " + b"v" * 300_000 + b"\r\n\r\n"
+        connection, peer = _filled(head)  # five receives of 64 KiB, every one at once
+        with peer, contextlib.closing(connection):
+            parser = RequestParser(codec_named("llhttp"), limits=Limits(max_head_bytes=1 << 20))
+            event, turns = await _turns_while(EventReader(connection, parser).next)
+            assert isinstance(event, RequestHead)
+            assert turns >= 4
+
+    trio.run(main)
+
+
+def test_dropping_a_body_of_tiny_chunks_lets_other_tasks_run() -> None:
+    """The body of a request the proxy answers itself is read and dropped; nothing is sent
+    meanwhile, so the drain yields itself."""
+
+    async def main() -> None:
+        request = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        connection, peer = _filled(request + b"1\r\nx\r\n" * 2000 + b"0\r\n\r\n")
+        with peer, contextlib.closing(connection):
+            reader = EventReader(connection, RequestParser(codec_named("llhttp")), read_timeout=5)
+            assert isinstance(await reader.next(math.inf), RequestHead)
+            kept, turns = await _turns_while(lambda: _drain(reader))
+            assert kept is True
+            assert turns >= 1000
 
     trio.run(main)

@@ -5,8 +5,10 @@
 Either takes a :class:`~.interface.HeadCodec` (h11 or llhttp) for the one step that differs,
 parsing a complete head; everything else lives here and in :mod:`.syntax` and :mod:`.body`:
 
-- **Heads.** Leading empty lines before a start line are skipped (RFC 9112 §2.2). The head ends
-  at the first CRLFCRLF; more than ``Limits.max_head_bytes`` before it is 431 (a response: 502).
+- **Heads.** Leading empty lines before a start line are skipped (RFC 9112 §2.2), up to
+  ``Limits.max_head_bytes`` of them (then 400: a peer must not keep a task reading forever).
+  The head ends at the first CRLFCRLF; more than ``Limits.max_head_bytes`` before it is 431
+  (a response: 502).
   A bare CR or LF seen while waiting is 400 at once rather than at the limit.
 - **Keep-alive** (§9.3). After EndOfMessage the next message starts on the same bytes; after a
   message that is not keep-alive (HTTP/1.0 without ``keep-alive``, ``Connection: close``, a
@@ -83,6 +85,7 @@ class _MessageParser:
         "_pause_after",
         "_raw_lengths",
         "_scanned",
+        "_skipped",
         "_state",
     )
 
@@ -96,6 +99,7 @@ class _MessageParser:
         self._eof = False
         self._state = _HEAD
         self._scanned = 0
+        self._skipped = 0  # bytes of empty lines skipped before the head being read
         self._body: BodyReader = _NO_BODY
         self._keep_alive = True
         self._pause_after = False
@@ -181,10 +185,12 @@ class _MessageParser:
         return error
 
     def _read_head(self) -> Event:
+        limit = self._limits.max_head_bytes
         if (fresh := self._fresh) is not None:  # the buffer is empty: parse the bytes as they are
             self._fresh = None
             end = fresh.find(b"\r\n\r\n")
-            if end >= 0 and end + 4 <= self._limits.max_head_bytes and fresh[:2] != b"\r\n":
+            if end >= 0 and end + 4 <= limit and fresh[:2] != b"\r\n":
+                self._skipped = 0
                 if end + 4 == len(fresh):
                     return self._on_head(fresh)
                 self._fresh = fresh[end + 4 :]  # a body, or the next message
@@ -193,11 +199,14 @@ class _MessageParser:
         buf = self._buf
         if not buf and not self._eof:  # between messages: the common case, checked first
             return NEED_DATA
-        while buf.startswith(b"\r\n"):
+        while buf.startswith(b"\r\n"):  # empty lines before a start line (RFC 9112 §2.2)
             del buf[:2]
             self._scanned = 0
+            self._skipped += 2
+        if self._skipped > limit:  # they count against the head's size: no endless stream
+            reason = "empty lines before the start line over the head limit"
+            return self._fail(ProtocolError(self._error_status, reason))
         end = buf.find(b"\r\n\r\n", max(0, self._scanned - 3))
-        limit = self._limits.max_head_bytes
         if end < 0:
             if len(buf) > limit:
                 return self._fail(self._too_large())
@@ -210,7 +219,7 @@ class _MessageParser:
                 return self._fail(ProtocolError(self._error_status, "line ending is not CRLF"))
             self._scanned = len(buf)
             return NEED_DATA
-        self._scanned = 0
+        self._scanned = self._skipped = 0
         if end + 4 > limit:
             return self._fail(self._too_large())
         if end + 4 == len(buf):  # the common case for requests: one copy, not two
