@@ -99,6 +99,7 @@ import harness
 import trio
 
 import coxswain.shell.discovery as discovery
+import coxswain.shell.discovery_client as discovery_client
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile.api import compile as compile_state
 from coxswain.compile.model.state import build_state
@@ -106,7 +107,8 @@ from coxswain.compile.scope import SharedPool
 from coxswain.compile.snapshot_json import seal
 from coxswain.shell.ca import create_ca
 from coxswain.shell.codec import decode_snapshot, encode_snapshot
-from coxswain.shell.discovery import granted_by, open_discovery_server, stream_snapshots
+from coxswain.shell.discovery import granted_by, open_discovery_server
+from coxswain.shell.discovery_client import stream_snapshots
 from coxswain.shell.discovery_tls import ClientCredentials, ServerCredentials
 from coxswain.shell.resources import ResourceCache, apply_delta
 
@@ -182,7 +184,7 @@ def variant(base: Snapshot, number: int) -> Snapshot:
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
-    """As the client decodes a full Snapshot (``discovery._collector_paused``)."""
+    """As the client decodes a full Snapshot (``discovery_client._collector_paused``)."""
     gc.disable()
     try:
         yield
@@ -315,14 +317,14 @@ def _probed(probe: _Probe | _Recorder) -> Iterator[None]:
     The globals are the module's imports, not part of its API (hence the ``attr-defined``
     ignores): a benchmark-only hook, restored on the way out."""
     names = ("decode_snapshot", "apply_delta")
-    originals = [getattr(discovery, name) for name in names]
+    originals = [getattr(discovery_client, name) for name in names]
     for name, original in zip(names, originals, strict=True):
-        setattr(discovery, name, probe.timing(original))
+        setattr(discovery_client, name, probe.timing(original))
     try:
         yield
     finally:
         for name, original in zip(names, originals, strict=True):
-            setattr(discovery, name, original)
+            setattr(discovery_client, name, original)
 
 
 def worker_fanout(routes: int, subscribers: int, deltas: int) -> dict[str, Any]:

@@ -521,7 +521,7 @@ def _seconds(text: str) -> float:
 def _proxy(args: argparse.Namespace) -> int:
     import trio  # only the proxy needs it; the offline commands start faster without
 
-    from coxswain.shell.discovery import DiscoveryRefusedError
+    from coxswain.shell.discovery_client import DiscoveryRefusedError
     from coxswain.shell.logs import install_logging
     from coxswain.shell.proxy_process import run_until_terminated
     from coxswain.shell.snapshot_file import SnapshotLoadError

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from coxswain.shell.admin import ProxyAdmin, serve_admin
-from coxswain.shell.discovery import stream_snapshots
+from coxswain.shell.discovery_client import stream_snapshots
 from coxswain.shell.proxy import Proxy, ProxyConfig
 from coxswain.shell.snapshot_file import POLL_INTERVAL, watch_snapshot_file
 

@@ -18,16 +18,15 @@ from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain._proto.discovery.v1 import discovery_pb2_grpc as pb_grpc
 from coxswain.compile.scope import GatewayScope, Scope, SharedPool
 from coxswain.compile.snapshot import Certificate, Endpoint, IngressTable, Snapshot
-from coxswain.shell import aio_bridge, discovery
+from coxswain.shell import aio_bridge, discovery_client
 from coxswain.shell.ca import CertificateAuthority, ProxyIdentity, create_ca
 from coxswain.shell.discovery import (
     WIRE_VERSION,
-    DiscoveryRefusedError,
     NodeObservation,
     granted_by,
     open_discovery_server,
-    stream_snapshots,
 )
+from coxswain.shell.discovery_client import DiscoveryRefusedError, stream_snapshots
 from coxswain.shell.discovery_tls import ClientCredentials, ServerCredentials
 
 if TYPE_CHECKING:
@@ -476,13 +475,13 @@ def test_a_delta_client_applies_deltas_to_exactly_the_published_snapshots(
     ca: CertificateAuthority, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     applied_deltas: list[str] = []
-    real = discovery.apply_delta
+    real = discovery_client.apply_delta
 
     def counting(base: Snapshot, delta: pb.Delta) -> Snapshot:
         applied_deltas.append(delta.version)
         return real(base, delta)
 
-    monkeypatch.setattr(discovery, "apply_delta", counting)
+    monkeypatch.setattr(discovery_client, "apply_delta", counting)
     published = [
         with_endpoints("v1", a_s_80="10.0.0.1", a_t_80="10.0.0.2"),
         with_endpoints("v2", a_s_80="10.0.0.9", a_t_80="10.0.0.2"),

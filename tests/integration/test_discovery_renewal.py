@@ -14,7 +14,8 @@ import trio
 from coxswain.compile.scope import SharedPool
 from coxswain.compile.snapshot import IngressTable, Snapshot
 from coxswain.shell.ca import DEFAULT_VALIDITY, RENEW_BEFORE, create_ca
-from coxswain.shell.discovery import granted_by, open_discovery_server, stream_snapshots
+from coxswain.shell.discovery import granted_by, open_discovery_server
+from coxswain.shell.discovery_client import stream_snapshots
 from coxswain.shell.discovery_tls import CredentialFiles, ServerCertificate, ServerCredentials
 
 if TYPE_CHECKING:
