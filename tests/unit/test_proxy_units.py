@@ -172,7 +172,9 @@ def test_a_head_whose_pieces_are_always_there_still_lets_other_tasks_run() -> No
             parser = RequestParser(codec_named("llhttp"), limits=Limits(max_head_bytes=1 << 20))
             event, turns = await _turns_while(EventReader(connection, parser).next)
             assert isinstance(event, RequestHead)
-            assert turns >= 4
+            # a yield between each two receives: 4; trio runs the tasks of a turn in either
+            # order, so the other task may run once less (or more) around the first and last
+            assert turns >= 3
 
     trio.run(main)
 
