@@ -18,14 +18,16 @@ run: $(STAMP)
 
 ## lint: ruff, mypy --strict, import-linter
 lint: $(STAMP)
-	$(VENV)/bin/ruff check coxswain tests bench proto examples
-	$(VENV)/bin/ruff format --check coxswain tests bench proto examples
+	$(VENV)/bin/ruff check coxswain tests bench proto examples setup.py build_backend
+	$(VENV)/bin/ruff format --check coxswain tests bench proto examples setup.py build_backend
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-## test: lint, then the whole suite (HYPOTHESIS_PROFILE=ci under CI)
+## test: lint, the whole suite (HYPOTHESIS_PROFILE=ci under CI), then the codec and proxy
+## tests again on the codec compiled with mypyc, as the image ships it (tests/compiled.py)
 test: lint
 	$(PY) -m pytest
+	$(PY) tests/compiled.py -q
 
 ## goldens: regenerate tests/golden expectations; review `git diff` before committing
 goldens: $(STAMP)

@@ -14,7 +14,9 @@ header recorded with every result) reaches all three:
 - workload pieces the scripts build the same way: the one self-signed certificate and its
   ``kubernetes.io/tls`` Secret, a Service with its EndpointSlice, namespaced objects with uid
   and creationTimestamp, a Gateway's HTTPS listener, HTTPRoute backendRefs with a 90/10 split;
-- reporting: right-aligned tables, ``median (best)`` cells, MB figures, PASS/FAIL lines.
+- reporting: right-aligned tables, ``median (best)`` cells, MB figures, PASS/FAIL lines;
+- building: a copy of the project with the HTTP/1.1 codec compiled by mypyc, as the image
+  ships it (setup.py), for the proxy benchmarks and tests/compiled.py.
 
 The scripts run as ``.venv/bin/python bench/<script>.py``, which puts bench/ first on
 ``sys.path``; they import this module as plain ``harness``. Standard library only, plus
@@ -28,8 +30,10 @@ import base64
 import datetime as dt
 import gc
 import json
+import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -107,6 +111,46 @@ def load_average() -> str:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
         return "n/a"
+
+
+# --- building: the compiled codec -------------------------------------------------------------
+
+PROJECT_FILES = ("coxswain", "build_backend", "pyproject.toml", "setup.py", "README.md")
+_LEFT_OUT = shutil.ignore_patterns("__pycache__", "*.so", ".hypothesis", ".pytest_cache")
+
+
+def copy_project(source: Path, into: Path, names: Sequence[str] = PROJECT_FILES) -> Path:
+    """Copy ``names`` (files or folders) of the project at ``source`` into ``into``, leaving
+    out byte code and any native module built there; returns ``into``."""
+    into.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        if (source / name).is_dir():
+            shutil.copytree(source / name, into / name, ignore=_LEFT_OUT)
+        else:
+            shutil.copy2(source / name, into / name)
+    return into
+
+
+def compile_codec(folder: Path) -> None:
+    """Build setup.py's modules in place in ``folder`` (a copy or a worktree, never the
+    working tree: a native module there would shadow edits to its source) and check that
+    ``python -m coxswain`` run there uses them."""
+    done = subprocess.run(
+        [sys.executable, "setup.py", "--quiet", "build_ext", "--inplace"],
+        cwd=folder,
+        env=dict(os.environ, COXSWAIN_MYPYC="1"),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the mypyc build in {folder} failed:\n{done.stdout}\n{done.stderr}")
+    check = "from coxswain.shell.http1 import codec_build; print(codec_build())"
+    build = subprocess.run(
+        [sys.executable, "-c", check], cwd=folder, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    if build != "compiled":
+        raise SystemExit(f"the copy in {folder} runs the codec {build}, not compiled")
 
 
 @contextmanager

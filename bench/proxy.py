@@ -2,8 +2,9 @@
 
 Run from the repository root::
 
-    .venv/bin/python bench/proxy.py           # full run (`make bench`), about 5 minutes
-    .venv/bin/python bench/proxy.py --quick   # reduced matrix, 1 s cells: a smoke run
+    .venv/bin/python bench/proxy.py                 # full run (`make bench`), about 5 minutes
+    .venv/bin/python bench/proxy.py --quick         # reduced matrix, 1 s cells: a smoke run
+    .venv/bin/python bench/proxy.py --build interpreted   # the codec as `make test` runs it
 
 It needs ``nginx`` and ``wrk``. When either is missing and the script runs as root, it installs
 Debian's ``nginx-light`` and ``wrk`` with apt-get; otherwise it says what to install and exits 2.
@@ -14,7 +15,9 @@ What runs, all on 127.0.0.1 (results go in docs/benchmarks.md):
   /large from files, no access log;
 - **Coxswain**: ``python -m coxswain proxy --shared`` with 1 or 2 workers, serving a snapshot
   compiled by ``python -m coxswain compile`` from generated Ingresses whose Services' one
-  endpoint is the backend (``proxy_workload.manifests``);
+  endpoint is the backend (``proxy_workload.manifests``); run from a copy of this checkout
+  whose HTTP/1.1 codec is compiled with mypyc, as the image ships it (setup.py), or with
+  ``--build interpreted`` from the checkout itself;
 - **nginx as the proxy to beat**: a second nginx with as many workers, proxying to the same
   backend over a keep-alive upstream pool (``proxy_workload.front_config``);
 - **wrk** (one thread) against one proxy at a time: ``wrk -t1 -cN -dT --latency``.
@@ -39,6 +42,7 @@ the way out, including after Ctrl-C or an error.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import http.client
 import json
@@ -294,6 +298,13 @@ def compile_snapshot(root: Path, routes: int, backend_port: int) -> Path:
     return snapshot
 
 
+def built(root: Path) -> Path:
+    """A copy of this checkout with the codec compiled (harness.compile_codec)."""
+    code = harness.copy_project(REPO, root / "compiled")
+    harness.compile_codec(code)
+    return code
+
+
 def start_coxswain(
     fleet: Fleet, root: Path, snapshot: Path, routes: int, workers: int, checkout: Path = REPO
 ) -> Proxy:
@@ -428,9 +439,10 @@ Key = tuple[str, int, str, int]  # proxy, workers, size label, connections
 
 
 def measure(
-    root: Path, fleet: Fleet, run: Plan
+    root: Path, fleet: Fleet, run: Plan, code: Path
 ) -> tuple[dict[Key, list[Cell]], dict[int, list[Cell]]]:
-    """Every cell of the matrix (its rounds), and the route-table rounds (routes → cells)."""
+    """Every cell of the matrix (its rounds), and the route-table rounds (routes → cells),
+    with Coxswain run from ``code``."""
     backend = start_backend(fleet, root)
     snapshots = {
         routes: compile_snapshot(root, routes, backend) for routes in (SMALL_ROUTES, run.big_routes)
@@ -439,7 +451,7 @@ def measure(
     rounds: dict[int, list[Cell]] = {SMALL_ROUTES: [], run.big_routes: []}
     for workers in run.workers:
         proxies = [
-            start_coxswain(fleet, root, snapshots[SMALL_ROUTES], SMALL_ROUTES, workers),
+            start_coxswain(fleet, root, snapshots[SMALL_ROUTES], SMALL_ROUTES, workers, code),
             start_front(fleet, root, backend, workers),
         ]
         for proxy in proxies:
@@ -456,7 +468,7 @@ def measure(
                             flush=True,
                         )
         if workers == 1:
-            big = start_coxswain(fleet, root, snapshots[run.big_routes], run.big_routes, 1)
+            big = start_coxswain(fleet, root, snapshots[run.big_routes], run.big_routes, 1, code)
             warm(big, run.warmup_s)
             pair = {SMALL_ROUTES: proxies[0], run.big_routes: big}
             for number in range(run.route_rounds):
@@ -633,7 +645,15 @@ def report(
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = harness.parse_args(__doc__, argv)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="reduced matrix, 1 s cells")
+    parser.add_argument(
+        "--build",
+        choices=("compiled", "interpreted"),
+        default="compiled",
+        help="the codec compiled with mypyc (as the image ships it) or interpreted",
+    )
+    args = parser.parse_args(argv)
     ensure_tools()
     run = plan(args.quick)
     # SIGTERM (a CI timeout, `kill`) unwinds like Ctrl-C, so that the finally below runs.
@@ -643,8 +663,10 @@ def main(argv: list[str] | None = None) -> None:
         harness.session(__file__, args.quick),
         tempfile.TemporaryDirectory(prefix="coxswain-bench-") as tmp,
     ):
+        code = built(Path(tmp)) if args.build == "compiled" else REPO
+        print(f"Coxswain's HTTP/1.1 codec: {args.build}")
         try:
-            cells, rounds = measure(Path(tmp), fleet, run)
+            cells, rounds = measure(Path(tmp), fleet, run, code)
         finally:
             fleet.stop_all()
         report(cells, rounds, run, args.quick)

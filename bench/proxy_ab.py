@@ -5,11 +5,16 @@ Run from the repository root::
     .venv/bin/python bench/proxy_ab.py 81e0265 HEAD            # 4 rounds, 32 connections
     .venv/bin/python bench/proxy_ab.py --rounds 3 --connections 64 HEAD~1 HEAD
     .venv/bin/python bench/proxy_ab.py --response "1 MB" HEAD~1 HEAD
+    .venv/bin/python bench/proxy_ab.py --build both HEAD      # interpreted against compiled
+    .venv/bin/python bench/proxy_ab.py --build interpreted 18e71c1 HEAD
 
 Full runs of ``bench/proxy.py`` swing by ±30% on a shared machine, more than one change
 moves the figures; alternating the versions round by round, a few seconds apart, lets drift hit
 each alike. Each revision is checked out with ``git worktree`` in a temporary folder and run
-from there (``python -m coxswain`` in a checkout imports that checkout's code). One nginx
+from there (``python -m coxswain`` in a checkout imports that checkout's code), its HTTP/1.1
+codec compiled with mypyc as the image ships it (setup.py; revisions older than that build
+need ``--build interpreted``, which measures what the editable install runs; ``--build both``
+runs each revision both ways). One nginx
 backend and one 10-route snapshot (compiled by this checkout) serve every version. Per round and
 version: ``coxswain proxy --workers 1`` started, warmed with 1 s of ``wrk``, measured with
 ``wrk -t1 -cN -dS`` while its CPU is read from /proc, stopped. The table gives each round and
@@ -25,20 +30,53 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import harness
 import proxy
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 ROUTES = 10
 
 
-def checkout(revision: str, into: Path) -> Path:
+def add_build_argument(parser: argparse.ArgumentParser) -> None:
+    """``--build compiled|interpreted|both``: how each revision runs the HTTP/1.1 codec."""
+    parser.add_argument(
+        "--build",
+        choices=("compiled", "interpreted", "both"),
+        default="compiled",
+        help="the codec compiled with mypyc (as the image ships it), interpreted, or both",
+    )
+
+
+def versions(revisions: Sequence[str], build: str) -> list[tuple[str, str, bool]]:
+    """(label, revision, compiled) for each revision and build asked for."""
+    builds = {"compiled": [True], "interpreted": [False], "both": [False, True]}[build]
+    return [
+        (
+            f"{revision} {'compiled' if compiled else 'interpreted'}"
+            if len(builds) > 1
+            else revision,
+            revision,
+            compiled,
+        )
+        for revision in revisions
+        for compiled in builds
+    ]
+
+
+def checkout(revision: str, into: Path, *, compiled: bool) -> Path:
+    """A worktree of ``revision`` in ``into``, its codec compiled if asked."""
     folder = into / f"rev-{len(list(into.iterdir()))}"
     subprocess.run(
         ["git", "worktree", "add", "--detach", "--quiet", str(folder), revision],
         cwd=proxy.REPO,
         check=True,
     )
+    if compiled:
+        harness.compile_codec(folder)
     return folder
 
 
@@ -57,6 +95,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument(
         "--response", choices=[label for label, _, _ in proxy.SIZES], default="100 B"
     )
+    add_build_argument(parser)
     args = parser.parse_args(argv)
     path = next(path for label, path, _ in proxy.SIZES if label == args.response)
     proxy.ensure_tools()
@@ -65,32 +104,31 @@ def main(argv: list[str]) -> None:
         root = Path(tmp)
         trees = root / "trees"
         trees.mkdir()
-        folders = [checkout(revision, trees) for revision in args.revisions]
-        cells: dict[str, list[proxy.Cell]] = {revision: [] for revision in args.revisions}
+        runs = versions(args.revisions, args.build)
+        folders = [checkout(revision, trees, compiled=compiled) for _, revision, compiled in runs]
+        cells: dict[str, list[proxy.Cell]] = {label: [] for label, _, _ in runs}
         try:
             snapshot = proxy.compile_snapshot(root, ROUTES, proxy.start_backend(fleet, root))
             rows = []
             for number in range(1, args.rounds + 1):
-                for revision, folder in zip(args.revisions, folders, strict=True):
+                for (label, _, _), folder in zip(runs, folders, strict=True):
                     served = proxy.start_coxswain(fleet, root, snapshot, ROUTES, 1, folder)
                     proxy.run_wrk(served, path, args.connections, 1)
                     cell = proxy.run_wrk(served, path, args.connections, args.seconds)
                     fleet.stop(served.process)
-                    cells[revision].append(cell)
-                    rows.append((number, revision, *_figures([cell])))
+                    cells[label].append(cell)
+                    rows.append((number, label, *_figures([cell])))
         finally:
             fleet.stop_all()
             for folder in folders:
                 remove(folder)
-        columns = [("round", 5), ("revision", 12), ("req/s", 9), ("p99 ms", 7), ("CPU/req µs", 10)]
+        columns = [("round", 5), ("revision", 22), ("req/s", 9), ("p99 ms", 7), ("CPU/req µs", 10)]
         print(
             f"\n{args.response}, {args.connections} connections, {args.seconds} s per run, 1 worker"
         )
         harness.print_table(columns, rows)
         print("\nmedians")
-        harness.print_table(
-            columns[1:], [(revision, *_figures(cells[revision])) for revision in args.revisions]
-        )
+        harness.print_table(columns[1:], [(label, *_figures(cells[label])) for label in cells])
 
 
 def _figures(cells: list[proxy.Cell]) -> tuple[str, str, str]:

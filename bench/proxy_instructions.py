@@ -5,6 +5,7 @@ Run from the repository root::
     .venv/bin/python bench/proxy_instructions.py                 # this checkout (make bench)
     .venv/bin/python bench/proxy_instructions.py HEAD~1 HEAD     # two revisions
     .venv/bin/python bench/proxy_instructions.py --routes 10000 HEAD
+    .venv/bin/python bench/proxy_instructions.py --build both .   # interpreted and compiled
 
 Why: on this shared 2-core machine the CPU time of one request varies by ±25% from run to run
 (docs/benchmarks.md, "Measuring on this machine"), more than most single changes move it.
@@ -20,7 +21,9 @@ How: ``coxswain proxy --workers 1`` runs under ``valgrind --tool=callgrind`` (wi
 ``--connections`` keep-alive connections busy in a closed loop (each round sends one request
 on each, then reads every response), 200 requests to warm up, then ``--requests`` requests
 between ``callgrind_control --zero`` and ``--dump``. Revisions other than ``.`` (the working
-tree) are checked out with ``git worktree`` as ``bench/proxy_ab.py`` does. Needs valgrind
+tree) are checked out with ``git worktree`` as ``bench/proxy_ab.py`` does; the codec is
+compiled with mypyc in each (the working tree: in a copy), as the image ships it, or
+interpreted, or both (``--build``, as for ``bench/proxy_ab.py``). Needs valgrind
 (installed with apt-get when missing and run as root) and nginx. No targets.
 """
 
@@ -145,6 +148,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--routes", type=int, default=10)
+    proxy_ab.add_build_argument(parser)
     args = parser.parse_args(argv)
     proxy.ensure_tools()
     ensure_valgrind()
@@ -154,27 +158,30 @@ def main(argv: list[str]) -> None:
         root = Path(tmp)
         trees = root / "trees"
         trees.mkdir()
+        runs = proxy_ab.versions(args.revisions, args.build)
         folders = [
-            proxy.REPO if revision == "." else proxy_ab.checkout(revision, trees)
-            for revision in args.revisions
+            (proxy.built(trees) if compiled else proxy.REPO)
+            if revision == "."
+            else proxy_ab.checkout(revision, trees, compiled=compiled)
+            for _, revision, compiled in runs
         ]
         try:
             backend = proxy.start_backend(fleet, root)
             snapshot = proxy.compile_snapshot(root, args.routes, backend)
-            for revision, folder in zip(args.revisions, folders, strict=True):
+            for (label, _, _), folder in zip(runs, folders, strict=True):
                 per_request = count(folder, snapshot, root, args)
-                rows.append((revision, f"{per_request:,.0f}"))
-                print(f"  {revision}: {per_request:,.0f} instructions per request", flush=True)
+                rows.append((label, f"{per_request:,.0f}"))
+                print(f"  {label}: {per_request:,.0f} instructions per request", flush=True)
         finally:
             fleet.stop_all()
             for folder in folders:
-                if folder != proxy.REPO:
+                if folder.name.startswith("rev-"):
                     proxy_ab.remove(folder)
     print(
         f"\n{args.requests:,} requests of 100 B over {args.connections} connections, "
-        f"{args.routes:,} routes, 1 worker, user-space instructions (callgrind)"
+        f"{args.routes:,} routes, 1 worker, codec {args.build}, user-space instructions (callgrind)"
     )
-    harness.print_table([("revision", 12), ("instructions/request", 20)], rows)
+    harness.print_table([("revision", 22), ("instructions/request", 20)], rows)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from coxswain.compile.scope import parse_scope
 from coxswain.compile.snapshot_json import SnapshotFormatError, snapshot_from_data, snapshot_to_data
 from coxswain.route import RequestHead, build_table, select
 from coxswain.route.explain import explain
+from coxswain.shell.http1 import codec_build
 from coxswain.shell.output import dump_yaml
 from coxswain.shell.sources import LoadError, located, read_manifests
 
@@ -129,7 +130,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="coxswain", description="Kubernetes Ingress and Gateway API controller and proxy."
     )
-    parser.add_argument("--version", action="version", version=f"coxswain {__version__}")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"coxswain {__version__} (HTTP/1.1 codec {codec_build()})",
+    )
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
     comp = commands.add_parser(

@@ -32,6 +32,7 @@ import trio
 
 from coxswain.shell.admin import ProxyAdmin, serve_admin
 from coxswain.shell.discovery_client import stream_snapshots
+from coxswain.shell.http1 import codec_build
 from coxswain.shell.proxy import Proxy, ProxyConfig
 from coxswain.shell.snapshot_file import POLL_INTERVAL, watch_snapshot_file
 
@@ -165,10 +166,12 @@ async def serve_feed(
                 )
             )
         log.info(
-            "serving %s on %s, admin port %s",
+            "serving %s on %s, admin port %s, HTTP/1.1 codec %s (%s)",
             scope,
             sorted(proxy.listeners),
             proxy.admin_port if proxy.admin_port is not None else "off",
+            config.codec,
+            codec_build(),
         )
         task_status.started(proxy)
 

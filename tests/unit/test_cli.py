@@ -498,7 +498,8 @@ def test_help_shows_an_example(command, example):
 def test_version_is_printed():
     result = run("--version")
     assert result.returncode == 0
-    assert re.fullmatch(r"coxswain \d+\.\d+\.\d+\S*\n", result.stdout)
+    pattern = r"coxswain \d+\.\d+\.\d+\S* \(HTTP/1\.1 codec (compiled|interpreted)\)\n"
+    assert re.fullmatch(pattern, result.stdout)
 
 
 def test_proxy_workers_default_to_the_cpus_this_process_may_use():

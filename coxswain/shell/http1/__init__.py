@@ -13,7 +13,13 @@ Layout (read the module docstrings in this order):
 - :mod:`.serialize`: writing heads and chunks.
 """
 
-from coxswain.shell.http1.codec import CODEC_NAMES, DEFAULT_CODEC, CodecName, codec_named
+from coxswain.shell.http1.codec import (
+    CODEC_NAMES,
+    DEFAULT_CODEC,
+    CodecName,
+    codec_build,
+    codec_named,
+)
 from coxswain.shell.http1.events import (
     CONNECTION_CLOSED,
     NEED_DATA,
@@ -61,6 +67,7 @@ __all__ = [
     "RequestParser",
     "ResponseHead",
     "ResponseParser",
+    "codec_build",
     "codec_named",
     "frame_chunk",
     "frame_last_chunk",

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final, Literal
 
+from coxswain.shell.http1 import parser
 from coxswain.shell.http1.h11_codec import H11Codec
 from coxswain.shell.http1.llhttp_codec import LlhttpCodec
 
 if TYPE_CHECKING:
     from coxswain.shell.http1.interface import HeadCodec
 
-__all__ = ["CODEC_NAMES", "DEFAULT_CODEC", "CodecName", "codec_named"]
+__all__ = ["CODEC_NAMES", "DEFAULT_CODEC", "CodecName", "codec_build", "codec_named"]
 
 CodecName = Literal["h11", "llhttp"]
 DEFAULT_CODEC: Final[CodecName] = "llhttp"
@@ -40,3 +41,11 @@ def codec_named(name: CodecName = DEFAULT_CODEC) -> HeadCodec:
         return _CODECS[name]
     except KeyError:
         raise ValueError(f"unknown HTTP/1.1 codec {name!r}; choose h11 or llhttp") from None
+
+
+def codec_build() -> str:
+    """How this installation runs the shared codec: ``"compiled"`` when setup.py's modules
+    were built with mypyc (``COXSWAIN_MYPYC=1``, the container image), else ``"interpreted"``.
+    Shown by ``coxswain --version`` and logged when a proxy starts, because the two differ in
+    speed (docs/benchmarks.md) and nothing else should tell them apart."""
+    return "interpreted" if (parser.__file__ or "").endswith(".py") else "compiled"
