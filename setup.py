@@ -6,8 +6,9 @@ see the Dockerfile): the modules in :data:`COMPILED` are then compiled to C with
 compiler that ships with mypy. They are plain, strictly typed Python, so the compiled and the
 interpreted package behave alike; ``make test`` runs the codec and proxy tests against both
 (tests/compiled.py). Why: the codec parses and writes every head the proxy handles, and the
-proxy is CPU-bound; compiled, a small proxied request costs 14% fewer instructions
-(docs/benchmarks.md, "The HTTP/1.1 codec compiled with mypyc").
+proxy is CPU-bound; compiled, a small proxied request costs about 12% fewer user-space
+instructions and 5–9% less user CPU (docs/benchmarks.md, "The HTTP/1.1 codec compiled with
+mypyc").
 
 Only synchronous modules are compiled (tests/unit/test_build.py holds it). mypyc's
 coroutines keep the exception being handled differently from CPython's across an ``await``
@@ -16,8 +17,15 @@ been caught and answered came back out of the connection task once it ended. Com
 async request path as well would take a request from 303,587 to 263,802 instructions (that
 experiment's figures); it waits for mypyc.
 
-Without the variable the build is pure Python and needs no C compiler, which keeps editable
-installs honest: no stale native module ever shadows an edited source file.
+What else compiled code changes, for code that calls into these modules or tests them:
+arguments are checked against their annotations at run time (a ``bytearray`` where ``bytes``
+is declared raises TypeError, hence ``bytes(data)`` in ``wire.EventReader``); module constants
+are compiled in, so patching one in a test changes nothing; interpreted classes cannot
+subclass compiled ones.
+
+Without the variable the build is pure Python and needs no C compiler. Only wheels are built
+natively (build_backend/ refuses a native editable install), so no native module lands beside
+the sources to shadow later edits of them (tests/unit/test_build.py checks the tree).
 """
 
 from __future__ import annotations

@@ -9,13 +9,17 @@ build must pass the tests that exercise the codec, not only the interpreted one.
 
 How: the sources and tests are copied to a temporary folder, setup.py's modules are built in
 place there (``setup.py build_ext --inplace``, so the module list has one home), the copy is
-checked to run compiled, and pytest runs the files below from it; the proxies those tests
-start as subprocesses import the same copy (their working directory). The project's own
-folder is never written to. The copy and build steps are the benchmarks' (bench/harness.py).
+checked to run compiled, and pytest runs the files below from it, with the copy first on
+``PYTHONPATH`` so that the proxies those tests start as subprocesses import it too, and
+``COXSWAIN_EXPECT_CODEC_BUILD=compiled`` so that the run stops if the codec it imports is not
+compiled (tests/conftest.py). The project's own folder is never written to. The build uses the
+venv's mypy, pinned in the test extra to the version the image's build pins. The copy and
+build steps are the benchmarks' (bench/harness.py).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -50,7 +54,10 @@ def main(argv: list[str]) -> int:
         harness.compile_codec(copy)
         print(f"the codec compiled with mypyc in {copy}; running {len(TESTS)} test files")
         command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *TESTS, *argv]
-        return subprocess.run(command, cwd=copy, check=False).returncode
+        # the copy first on every path, whatever folder a test starts a proxy in, and a run
+        # that stops unless the codec it imports is the compiled one (tests/conftest.py)
+        env = dict(os.environ, PYTHONPATH=str(copy), COXSWAIN_EXPECT_CODEC_BUILD="compiled")
+        return subprocess.run(command, cwd=copy, env=env, check=False).returncode
 
 
 if __name__ == "__main__":

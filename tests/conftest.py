@@ -4,6 +4,9 @@
   default ``dev`` profile keeps local runs quick.
 - ``pytest --update-goldens`` (or ``make goldens``) rewrites the expected files under
   ``tests/golden/cases``; review the diff before committing.
+- ``COXSWAIN_EXPECT_CODEC_BUILD=compiled`` (set by tests/compiled.py) stops the run at once
+  unless the imported codec is that build: a run meant for the compiled codec must not pass
+  on the interpreted one.
 """
 
 from __future__ import annotations
@@ -18,6 +21,15 @@ settings.register_profile(
     "ci", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    expected = os.environ.get("COXSWAIN_EXPECT_CODEC_BUILD")
+    if expected:
+        from coxswain.shell.http1 import codec_build
+
+        if codec_build() != expected:
+            pytest.exit(f"the codec imported is {codec_build()}, not {expected}", returncode=3)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -154,6 +154,7 @@ class EventReader:
                 timer.arm(self, timeout)
                 data = await self.stream.receive_some(RECEIVE_SIZE)
                 timer.disarm()
+            # exactly bytes: the compiled codec checks the declared type (setup.py)
             parser.receive_data(bytes(data))
 
 

@@ -9,10 +9,13 @@ from __future__ import annotations
 import ast
 import importlib.util
 import sys
+import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+
+from coxswain.shell.http1.codec import NATIVE_MODULES
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -45,50 +48,96 @@ def _compiled_paths() -> list[str]:
     raise AssertionError("setup.py has no COMPILED list")
 
 
+def _module_file(name: str) -> Path | None:
+    """The source of module ``coxswain.…`` ``name``, if it is one."""
+    base = ROOT.joinpath(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imports(path: Path, name: str) -> set[str]:
+    """Every module name ``path`` (module ``name``) imports, type-checking imports included
+    (mypy reads those too), with ``from X import Y`` also giving ``X.Y``."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([base] if base else [])])
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _read_by_mypy() -> dict[str, set[str]]:
+    """The project modules mypy reads to compile setup.py's modules (those, their parent
+    packages, and what they import, transitively): module name → the names it imports."""
+    todo = [path.removesuffix(".py").replace("/", ".") for path in _compiled_paths()]
+    read: dict[str, set[str]] = {}
+    while todo:
+        name = todo.pop()
+        path = _module_file(name)
+        if name in read or path is None:
+            continue
+        read[name] = _imports(path, name)
+        parents = [".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)]
+        todo.extend([*parents, *(n for n in read[name] if n.startswith("coxswain."))])
+    return read
+
+
 def test_the_plain_build_asks_for_nothing_more_than_setuptools(
     backend: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(ROOT)  # setuptools answers by running setup.py from here
     monkeypatch.delenv("COXSWAIN_MYPYC", raising=False)
     for hook in (backend.get_requires_for_build_wheel, backend.get_requires_for_build_editable):
         assert not any(r.startswith("mypy") for r in hook(None))
+    static = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert not any(r.startswith("mypy") for r in static["build-system"]["requires"])
 
 
-def test_the_native_build_asks_for_a_pinned_mypy(
+def test_the_native_build_asks_for_the_mypy_the_tests_compile_with(
+    backend: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tests/compiled.py builds with the venv's mypy: the test extra pins the same one."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("COXSWAIN_MYPYC", "1")
+    requires = backend.get_requires_for_build_wheel(None)
+    pinned = [r for r in requires if r.startswith("mypy=")]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    test_extra = [r for r in project["optional-dependencies"]["test"] if r.startswith("mypy=")]
+    assert pinned == test_extra
+    assert pinned[0].startswith("mypy==")
+
+
+def test_a_native_editable_install_is_refused(
     backend: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COXSWAIN_MYPYC", "1")
-    for hook in (backend.get_requires_for_build_wheel, backend.get_requires_for_build_editable):
-        requires = hook(None)
-        assert [r for r in requires if r.startswith("mypy")] == [backend._NATIVE[0]]
-        assert backend._NATIVE[0].startswith("mypy==")
+    with pytest.raises(RuntimeError, match="wheels only"):
+        backend.get_requires_for_build_editable(None)
 
 
-def test_the_compiled_modules_import_only_what_the_native_build_installs(
+def test_what_mypyc_reads_imports_only_what_the_native_build_installs(
     backend: ModuleType,
 ) -> None:
-    """mypyc type-checks what it compiles in pip's isolated build environment, where only
-    build_backend's requirements are installed: an import of anything else (trio, say) in a
-    compiled module would fail the image's build, not this suite's."""
-    installed = {r.split(">")[0].split("=")[0].lower() for r in backend._NATIVE}
-    paths = _compiled_paths()
-    assert paths, "setup.py compiles nothing"
-    for path in paths:
-        tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module]
-            else:
-                continue
-            for name in names:
-                top = name.split(".")[0]
-                allowed = (
-                    top in sys.stdlib_module_names
-                    or top in installed
-                    or name.startswith("coxswain.shell.http1")
-                )
-                assert allowed, f"{path} imports {name}, which the native build does not install"
+    """mypyc type-checks what it compiles, and what that imports, in pip's isolated build
+    environment, where only build_backend's requirements are installed: an import of anything
+    else there (trio, say) would fail the image's build, not this suite."""
+    installed = {r.split(">")[0].split("=")[0].lower() for r in backend.NATIVE_REQUIRES}
+    read = _read_by_mypy()
+    assert "coxswain.shell.http1.codec" in read, "the package's __init__ is read"
+    for module, names in sorted(read.items()):
+        for name in names:
+            top = name.split(".")[0]
+            allowed = top in sys.stdlib_module_names or top in installed or top == "coxswain"
+            assert allowed, f"{module} imports {name}, which the native build does not install"
 
 
 def test_the_compiled_modules_exist_and_are_synchronous() -> None:
@@ -102,3 +151,13 @@ def test_the_compiled_modules_exist_and_are_synchronous() -> None:
             if isinstance(node, ast.AsyncFunctionDef | ast.Await | ast.AsyncFor | ast.AsyncWith)
         ]
         assert not asynchronous, f"{path} has async code at lines {asynchronous}"
+
+
+def test_the_build_reported_is_that_of_every_compiled_module() -> None:
+    reported = {module.__name__.replace(".", "/") + ".py" for module in NATIVE_MODULES}
+    assert reported == set(_compiled_paths())
+
+
+def test_no_native_module_lies_in_the_source_tree() -> None:
+    """One there would be imported instead of its source, and shadow every edit of it."""
+    assert sorted(str(p.relative_to(ROOT)) for p in (ROOT / "coxswain").rglob("*.so")) == []

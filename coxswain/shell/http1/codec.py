@@ -7,9 +7,10 @@ each is shared.
 
 from __future__ import annotations
 
+from importlib.machinery import EXTENSION_SUFFIXES
 from typing import TYPE_CHECKING, Final, Literal
 
-from coxswain.shell.http1 import parser
+from coxswain.shell.http1 import body, events, llhttp_codec, parser, serialize, syntax
 from coxswain.shell.http1.h11_codec import H11Codec
 from coxswain.shell.http1.llhttp_codec import LlhttpCodec
 
@@ -43,9 +44,17 @@ def codec_named(name: CodecName = DEFAULT_CODEC) -> HeadCodec:
         raise ValueError(f"unknown HTTP/1.1 codec {name!r}; choose h11 or llhttp") from None
 
 
+# setup.py's COMPILED, as modules (tests/unit/test_build.py keeps the two lists equal)
+NATIVE_MODULES: Final = (events, syntax, body, llhttp_codec, parser, serialize)
+
+
 def codec_build() -> str:
     """How this installation runs the shared codec: ``"compiled"`` when setup.py's modules
-    were built with mypyc (``COXSWAIN_MYPYC=1``, the container image), else ``"interpreted"``.
-    Shown by ``coxswain --version`` and logged when a proxy starts, because the two differ in
-    speed (docs/benchmarks.md) and nothing else should tell them apart."""
-    return "interpreted" if (parser.__file__ or "").endswith(".py") else "compiled"
+    were built with mypyc (``COXSWAIN_MYPYC=1``, the container image), ``"interpreted"``
+    when none was, ``"partly compiled"`` for a broken mix. Shown by ``coxswain --version``
+    and logged when a proxy starts, because the builds differ in speed (docs/benchmarks.md)
+    and nothing else should tell them apart."""
+    native = [(m.__file__ or "").endswith(tuple(EXTENSION_SUFFIXES)) for m in NATIVE_MODULES]
+    if all(native):
+        return "compiled"
+    return "partly compiled" if any(native) else "interpreted"
