@@ -31,6 +31,7 @@ from coxswain.shell.served import Routed
 from coxswain.shell.snapshot_file import SnapshotLoadError, load_snapshot
 from coxswain.shell.upstream import RoundRobin, _final_head, pick_backend
 from coxswain.shell.wire import EventReader, own_answer
+from tests.unit.turns import turn_counter
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -136,21 +137,10 @@ def test_an_upstream_flooding_interim_responses_lets_other_tasks_run() -> None:
 
 async def _turns_while(work: Callable[[], Awaitable[object]]) -> tuple[object, int]:
     """Run ``work`` beside a task that counts its own turns; (the result, the turns)."""
-    turns = 0
-
-    async def other_task() -> None:
-        nonlocal turns
-        while True:
-            turns += 1
-            await trio.lowlevel.checkpoint()
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(other_task)
-        await trio.lowlevel.checkpoint()  # let it start
-        before = turns
+    async with turn_counter() as turns:
+        before = turns()
         result = await work()
-        nursery.cancel_scope.cancel()
-    return result, turns - before
+        return result, turns() - before
 
 
 def _filled(data: bytes) -> tuple[Connection, socket.socket]:
