@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(PY) bench/proxy.py
 	$(PY) bench/proxy_parts.py
 	$(PY) bench/proxy_instructions.py
+	$(PY) bench/proxy_cpu.py --build both
 	$(PY) bench/discovery.py
 	$(PY) bench/controller.py
 

@@ -7,8 +7,8 @@ compiler that ships with mypy. They are plain, strictly typed Python, so the com
 interpreted package behave alike; ``make test`` runs the codec and proxy tests against both
 (tests/compiled.py). Why: the codec parses and writes every head the proxy handles, and the
 proxy is CPU-bound; compiled, a small proxied request costs about 12% fewer user-space
-instructions and 5–9% less user CPU (docs/benchmarks.md, "The HTTP/1.1 codec compiled with
-mypyc").
+instructions; its CPU time moved by 0–2% on the shared machine the figures come from, inside
+the noise there (docs/benchmarks.md, "The HTTP/1.1 codec compiled with mypyc").
 
 Only synchronous modules are compiled (tests/unit/test_build.py holds it). mypyc's
 coroutines keep the exception being handled differently from CPython's across an ``await``

@@ -647,12 +647,7 @@ def report(
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="reduced matrix, 1 s cells")
-    parser.add_argument(
-        "--build",
-        choices=("compiled", "interpreted"),
-        default="compiled",
-        help="the codec compiled with mypyc (as the image ships it) or interpreted",
-    )
+    harness.add_build_argument(parser, both=False)
     args = parser.parse_args(argv)
     ensure_tools()
     run = plan(args.quick)

@@ -11,7 +11,8 @@ Run from the repository root::
 Full runs of ``bench/proxy.py`` swing by ±30% on a shared machine, more than one change
 moves the figures; alternating the versions round by round, a few seconds apart, lets drift hit
 each alike. Each revision is checked out with ``git worktree`` in a temporary folder and run
-from there (``python -m coxswain`` in a checkout imports that checkout's code), its HTTP/1.1
+from there (``python -m coxswain`` in a checkout imports that checkout's code; ``.`` is the working
+tree itself), its HTTP/1.1
 codec compiled with mypyc as the image ships it (setup.py; revisions older than that build
 need ``--build interpreted``, which measures what the editable install runs; ``--build both``
 runs each revision both ways). One nginx
@@ -29,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,19 +38,9 @@ import harness
 import proxy
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
 ROUTES = 10
-
-
-def add_build_argument(parser: argparse.ArgumentParser) -> None:
-    """``--build compiled|interpreted|both``: how each revision runs the HTTP/1.1 codec."""
-    parser.add_argument(
-        "--build",
-        choices=("compiled", "interpreted", "both"),
-        default="compiled",
-        help="the codec compiled with mypyc (as the image ships it), interpreted, or both",
-    )
 
 
 def versions(revisions: Sequence[str], build: str) -> list[tuple[str, str, bool]]:
@@ -86,6 +78,26 @@ def remove(folder: Path) -> None:
     )
 
 
+@contextmanager
+def version_folders(runs: Sequence[tuple[str, str, bool]], trees: Path) -> Iterator[list[Path]]:
+    """The folder each of ``versions``' runs starts from: the working tree for ``.`` (a copy
+    of it when compiled: a native module must not land beside the sources), else a worktree of
+    the revision in ``trees``; the worktrees are removed on the way out."""
+    folders: list[Path] = []
+    worktrees: list[Path] = []
+    try:
+        for _, revision, compiled in runs:
+            if revision == ".":
+                folders.append(proxy.built(trees) if compiled else proxy.REPO)
+            else:
+                worktrees.append(checkout(revision, trees, compiled=compiled))
+                folders.append(worktrees[-1])
+        yield folders
+    finally:
+        for folder in worktrees:
+            remove(folder)
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("revisions", nargs="+", help="git revisions to compare (two or more)")
@@ -95,21 +107,22 @@ def main(argv: list[str]) -> None:
     parser.add_argument(
         "--response", choices=[label for label, _, _ in proxy.SIZES], default="100 B"
     )
-    add_build_argument(parser)
+    harness.add_build_argument(parser)
     args = parser.parse_args(argv)
     path = next(path for label, path, _ in proxy.SIZES if label == args.response)
     proxy.ensure_tools()
     fleet = proxy.Fleet()
-    with harness.session(__file__, quick=False), tempfile.TemporaryDirectory() as tmp:
+    runs = versions(args.revisions, args.build)
+    cells: dict[str, list[proxy.Cell]] = {label: [] for label, _, _ in runs}
+    rows = []
+    with (
+        harness.session(__file__, quick=False),
+        tempfile.TemporaryDirectory() as tmp,
+        version_folders(runs, Path(tmp)) as folders,
+    ):
         root = Path(tmp)
-        trees = root / "trees"
-        trees.mkdir()
-        runs = versions(args.revisions, args.build)
-        folders = [checkout(revision, trees, compiled=compiled) for _, revision, compiled in runs]
-        cells: dict[str, list[proxy.Cell]] = {label: [] for label, _, _ in runs}
         try:
             snapshot = proxy.compile_snapshot(root, ROUTES, proxy.start_backend(fleet, root))
-            rows = []
             for number in range(1, args.rounds + 1):
                 for (label, _, _), folder in zip(runs, folders, strict=True):
                     served = proxy.start_coxswain(fleet, root, snapshot, ROUTES, 1, folder)
@@ -120,8 +133,6 @@ def main(argv: list[str]) -> None:
                     rows.append((number, label, *_figures([cell])))
         finally:
             fleet.stop_all()
-            for folder in folders:
-                remove(folder)
         columns = [("round", 5), ("revision", 22), ("req/s", 9), ("p99 ms", 7), ("CPU/req µs", 10)]
         print(
             f"\n{args.response}, {args.connections} connections, {args.seconds} s per run, 1 worker"

@@ -148,23 +148,19 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--routes", type=int, default=10)
-    proxy_ab.add_build_argument(parser)
+    harness.add_build_argument(parser)
     args = parser.parse_args(argv)
     proxy.ensure_tools()
     ensure_valgrind()
     fleet = proxy.Fleet()
     rows = []
-    with harness.session(__file__, quick=False), tempfile.TemporaryDirectory() as tmp:
+    runs = proxy_ab.versions(args.revisions, args.build)
+    with (
+        harness.session(__file__, quick=False),
+        tempfile.TemporaryDirectory() as tmp,
+        proxy_ab.version_folders(runs, Path(tmp)) as folders,
+    ):
         root = Path(tmp)
-        trees = root / "trees"
-        trees.mkdir()
-        runs = proxy_ab.versions(args.revisions, args.build)
-        folders = [
-            (proxy.built(trees) if compiled else proxy.REPO)
-            if revision == "."
-            else proxy_ab.checkout(revision, trees, compiled=compiled)
-            for _, revision, compiled in runs
-        ]
         try:
             backend = proxy.start_backend(fleet, root)
             snapshot = proxy.compile_snapshot(root, args.routes, backend)
@@ -174,9 +170,6 @@ def main(argv: list[str]) -> None:
                 print(f"  {label}: {per_request:,.0f} instructions per request", flush=True)
         finally:
             fleet.stop_all()
-            for folder in folders:
-                if folder.name.startswith("rev-"):
-                    proxy_ab.remove(folder)
     print(
         f"\n{args.requests:,} requests of 100 B over {args.connections} connections, "
         f"{args.routes:,} routes, 1 worker, codec {args.build}, user-space instructions (callgrind)"
