@@ -116,17 +116,17 @@ def wait_ready(serve: subprocess.Popen[bytes], deadline: float) -> None:
     sys.exit("coxswain serve did not become ready")
 
 
-def request(port: int, host: str, path: str, ca_file: Path | None) -> tuple[int, str]:
-    """One request through the proxy; returns the status and the first line of the body."""
+def request(port: int, host: str, path: str, ca_file: Path | None) -> tuple[int, str | None]:
+    """One request through the proxy; returns the status and the Location of a redirect."""
     if ca_file is None:
         conn = http.client.HTTPConnection(BIND, port, timeout=5)
     else:
         conn = _https(port, host, ssl.create_default_context(cafile=str(ca_file)))
     conn.request("GET", path, headers={"Host": host})
     response = conn.getresponse()
-    body = response.read().decode(errors="replace")
+    response.read()
     conn.close()
-    return response.status, body
+    return response.status, response.getheader("Location")
 
 
 def _https(port: int, host: str, context: ssl.SSLContext) -> http.client.HTTPConnection:
@@ -166,9 +166,11 @@ def main() -> int:
         wait_ready(serve, time.monotonic() + 30)
         gateway = "shop.gateway.example.com"
         tries = [
-            ("an Ingress host over plain HTTP: redirected to HTTPS", HTTP_PORT,
-             "demo.example.com", "/", None,
-             f"curl -i -H 'Host: demo.example.com' http://{BIND}:{HTTP_PORT}/"),
+            ("an Ingress host over plain HTTP: redirected to HTTPS on the port the proxy serves "
+             "it on, which -L follows", HTTP_PORT, f"demo.example.com:{HTTP_PORT}", "/", None,
+             f"curl -iL --cacert {ca_file} --resolve demo.example.com:{HTTP_PORT}:{BIND} "
+             f"--resolve demo.example.com:{HTTPS_PORT}:{BIND} "
+             f"http://demo.example.com:{HTTP_PORT}/"),
             ("the same host over HTTPS", HTTPS_PORT, "demo.example.com", "/api/users", ca_file,
              f"curl --cacert {ca_file} --resolve demo.example.com:{HTTPS_PORT}:{BIND} "
              f"https://demo.example.com:{HTTPS_PORT}/api/users"),
@@ -181,9 +183,10 @@ def main() -> int:
         failed = 0
         print("\nCoxswain is serving examples/. Try:\n")
         for what, port, host, path, ca, curl in tries:
-            status, _ = request(port, host, path, ca)
+            status, location = request(port, host, path, ca)
             failed += status >= 400
-            print(f"# {what} (answered {status} just now)\n{curl}\n")
+            to = f", Location: {location}" if location else ""
+            print(f"# {what} (answered {status}{to} just now)\n{curl}\n")
         if args.check:
             return 1 if failed else 0
         print("Edit a file in examples/ and routing follows within a second. Ctrl-C stops.")

@@ -8,7 +8,13 @@ Order of decisions for the Ingress ports:
    one-label wildcard, then the catch-all; none → 404.
 2. Path: normalised (``route.paths``); Exact, then the longest element-wise Prefix, then the
    host's default backend; none → 404.
-3. A plain-HTTP request on a rule with ``tls_redirect`` → 308 to ``https://``.
+3. A plain-HTTP request on a rule with ``tls_redirect`` → 308 to ``https://`` on the same host
+   and path. The port is the one the client would use for HTTPS: a request that named no port
+   or HTTP's default (``Host: a.example.com`` or ``:80``) came through the advertised ports,
+   and goes to the advertised HTTPS port (443, left out of the URL, RFC 9110 §4.2.2); one
+   that named another port reached this proxy's port directly, and goes to the port this
+   proxy serves Ingress HTTPS on (``Host: a.example.com:8080`` → ``https://a.example.com:8443``
+   for ``--ingress-https-port 8443``).
 4. An invalid backend or one without ready endpoints → 503 (ingress-nginx answers the same).
 """
 
@@ -25,7 +31,7 @@ if TYPE_CHECKING:
     from coxswain.route.request import RequestHead
     from coxswain.route.table import RouteTable
 
-__all__ = ["Decision", "host_of", "select"]
+__all__ = ["Decision", "host_of", "port_of", "select"]
 
 _REDIRECT_STATUS = (
     308  # ingress-nginx's default http-redirect-code; keeps the method (RFC 9110 §15.4.9)
@@ -42,6 +48,15 @@ def host_of(header: str | None) -> str:
     return host.rsplit(":", 1)[0].rstrip(".") if ":" in host else host.rstrip(".")
 
 
+def port_of(header: str | None) -> str:
+    """The port part of a Host header as written ("" when it names none)."""
+    if not header:
+        return ""
+    text = header.strip()
+    after = text[text.find("]") + 1 :] if text.startswith("[") else text  # IPv6 literal
+    return after.rpartition(":")[2] if ":" in after else ""
+
+
 def select(table: RouteTable, head: RequestHead) -> Decision:
     """Decide one request against an indexed snapshot."""
     raw_path, query = split_target(head.target)
@@ -49,7 +64,6 @@ def select(table: RouteTable, head: RequestHead) -> Decision:
     forwarded_path = path + query
     host = host_of(head.host)
     host_header = head.host or host
-    ingress = table.snapshot.ingress
     if (gateway_port := table.gateway_ports.get(head.port)) is not None:
         return select_gateway(gateway_port, head, host, path, query, table.snapshot.endpoints)
     if head.port not in (table.ingress_http_port, table.ingress_https_port):
@@ -81,7 +95,7 @@ def select(table: RouteTable, head: RequestHead) -> Decision:
     how = "default backend" if rule is vhost.default else f"{rule.match} path {rule.path!r}"
     where = f"host {vhost.host!r}, {how} of Ingress {rule.route.namespace}/{rule.route.name}"
     if rule.tls_redirect and not head.tls and head.port == table.ingress_http_port:
-        port = "" if ingress.https_port == 443 else f":{ingress.https_port}"
+        port = _https_port(table, head.host)
         return Decision(
             matched=True,
             status=_REDIRECT_STATUS,
@@ -93,6 +107,16 @@ def select(table: RouteTable, head: RequestHead) -> Decision:
             redirect=f"https://{host}{port}{forwarded_path}",
         )
     return _forward(table, rule, where, host_header, forwarded_path)
+
+
+def _https_port(table: RouteTable, host_header: str | None) -> str:
+    """``:port`` of an HTTP→HTTPS redirect's Location, or "" for 443 (the rule in the module
+    docstring)."""
+    named = port_of(host_header)
+    https = table.snapshot.ingress.https_port
+    if named.lstrip("0") not in ("", "80") and table.ingress_https_port is not None:
+        https = table.ingress_https_port
+    return "" if https == 443 else f":{https}"
 
 
 def _match_path(

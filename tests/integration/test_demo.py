@@ -23,6 +23,7 @@ def test_the_demo_serves_every_request_it_prints(tmp_path: Path) -> None:
     assert (tmp_path / "manifests" / "demo-tls.yaml").exists()
     answered = [line for line in done.stdout.splitlines() if "answered" in line]
     assert len(answered) == 4
-    assert "answered 308" in answered[0]  # plain HTTP to a TLS host: redirected
+    # plain HTTP to a TLS host: redirected to the HTTPS port the demo serves (README, Ingress)
+    assert "answered 308, Location: https://demo.example.com:8443/ just now" in answered[0]
     assert all("answered 200" in line for line in answered[1:])
     assert done.stdout.count("curl ") == 4

@@ -115,6 +115,12 @@ def test_own_answers_404_redirect_503(tmp_path: Path) -> None:
         assert response.status == 308
         assert response.getheader("location") == "https://b.example.com/secure/a?b=c"
         assert response.getheader("server") == "coxswain"
+        # A client that named the proxy's port is sent to the proxy's HTTPS port (README).
+        named = f"b.example.com:{run.http_port}"
+        response, _ = request(run.http_port, "GET", "/secure/a?b=c", host=named)
+        assert response.status == 308
+        location = f"https://b.example.com:{run.https_port}/secure/a?b=c"
+        assert response.getheader("location") == location
 
         response, _ = request(run.http_port, "GET", "/", host="empty.example.com")
         assert response.status == 503

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import trustme
 
 from coxswain.compile import SharedPool, build_state, compile
 from coxswain.route import RequestHead, build_table, select
@@ -250,6 +251,82 @@ def test_redirect_location_follows_the_port_rules(redirect, location):
         ),
     ]
     decision = decide(objects, "/p?q=1")
+    assert (decision.status, decision.redirect) == (302, location)
+
+
+# The Gateway API conformance test HTTPRouteRedirectPortAndScheme (v1.6.1,
+# conformance/tests/httproute-redirect-port-and-scheme.go): (listener port and protocol, the
+# filter's scheme and port, the Location expected). Unset port: with a scheme, the scheme's
+# well-known port; without, the listener's port; 80 for http and 443 for https are left out.
+PORT_AND_SCHEME = [
+    ((80, "HTTP"), {}, "http://example.org/p"),
+    ((80, "HTTP"), {"port": 80}, "http://example.org/p"),
+    ((80, "HTTP"), {"port": 8080}, "http://example.org:8080/p"),
+    ((80, "HTTP"), {"scheme": "https"}, "https://example.org/p"),
+    ((80, "HTTP"), {"scheme": "https", "port": 443}, "https://example.org/p"),
+    ((80, "HTTP"), {"scheme": "https", "port": 8443}, "https://example.org:8443/p"),
+    ((8080, "HTTP"), {}, "http://example.org:8080/p"),
+    ((8080, "HTTP"), {"port": 80}, "http://example.org/p"),
+    ((8080, "HTTP"), {"scheme": "https"}, "https://example.org/p"),
+    ((443, "HTTPS"), {}, "https://example.org/p"),
+    ((443, "HTTPS"), {"port": 443}, "https://example.org/p"),
+    ((443, "HTTPS"), {"port": 8443}, "https://example.org:8443/p"),
+    ((443, "HTTPS"), {"scheme": "http"}, "http://example.org/p"),
+    ((443, "HTTPS"), {"scheme": "http", "port": 80}, "http://example.org/p"),
+    ((443, "HTTPS"), {"scheme": "http", "port": 8080}, "http://example.org:8080/p"),
+]
+
+
+@pytest.fixture(scope="module")
+def example_org_secret() -> dict[str, Any]:
+    leaf = trustme.CA().issue_cert("example.org")
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "example-org", "namespace": "app"},
+        "type": "kubernetes.io/tls",
+        "stringData": {
+            "tls.crt": b"".join(p.bytes() for p in leaf.cert_chain_pems).decode(),
+            "tls.key": leaf.private_key_pem.bytes().decode(),
+        },
+    }
+
+
+@pytest.mark.parametrize(("listener", "redirect", "location"), PORT_AND_SCHEME)
+def test_redirect_port_and_scheme_follow_the_conformance_test(
+    example_org_secret, listener, redirect, location
+):
+    port, protocol = listener
+    spec: dict[str, Any] = {"name": "l", "port": port, "protocol": protocol}
+    if protocol == "HTTPS":
+        spec["tls"] = {"certificateRefs": [{"name": "example-org"}]}
+    objects = [
+        example_org_secret,
+        gateway(spec),
+        route(
+            "r",
+            {
+                "filters": [
+                    {
+                        "type": "RequestRedirect",
+                        "requestRedirect": {"hostname": "example.org", **redirect},
+                    }
+                ]
+            },
+        ),
+    ]
+    snapshot = compile(build_state([CLASS, *objects]), SharedPool()).snapshot
+    internal = next(iter(snapshot.gateways))  # the shared pool's port for the listener
+    tls = protocol == "HTTPS"
+    head = RequestHead(
+        port=internal,
+        method="GET",
+        target="/p",
+        host=f"gateway.example.com:{port}",
+        tls=tls,
+        sni="example.org" if tls else None,
+    )
+    decision = select(build_table(snapshot), head)
     assert (decision.status, decision.redirect) == (302, location)
 
 

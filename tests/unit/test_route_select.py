@@ -10,6 +10,7 @@ import trustme
 from coxswain.compile import CompileConfig, SharedPool, build_state, compile
 from coxswain.compile.config import DEFAULT_INGRESS_CONTROLLER
 from coxswain.route import Decision, RequestHead, RouteTable, build_table, select
+from coxswain.route.select import port_of
 
 NETWORKING = "networking.k8s.io/v1"
 INGRESS_CLASS = {
@@ -441,6 +442,52 @@ def test_redirect_happens_only_on_the_http_port(tls_secret):
     # Plain HTTP that arrives on the HTTPS port is not redirected by this rule.
     assert decide(table, "secure.example.com", "/", port=8443, tls=False).status is None
     assert decide(table, "secure.example.com", "/", port=80).status == 404
+
+
+@pytest.mark.parametrize(
+    ("host", "location"),
+    [
+        # No port, or HTTP's default: the client came through the advertised 80/443.
+        ("secure.example.com", "https://secure.example.com/p?q"),
+        ("secure.example.com:80", "https://secure.example.com/p?q"),
+        ("secure.example.com:080", "https://secure.example.com/p?q"),
+        ("secure.example.com.:", "https://secure.example.com/p?q"),
+        # Another port: the client reached the proxy's port, and gets its HTTPS port.
+        ("secure.example.com:8080", "https://secure.example.com:8443/p?q"),
+        ("Secure.Example.com:30080", "https://secure.example.com:8443/p?q"),
+    ],
+)
+def test_redirect_keeps_a_port_the_client_named_as_the_proxys_https_port(
+    tls_secret, host, location
+):
+    """The demo (``make run``): Ingress HTTP on 8080, HTTPS on 8443, advertised 80/443."""
+    advertised = table_of(secure_ingress(), tls_secret).snapshot
+    table = build_table(advertised, ingress_http_port=8080, ingress_https_port=8443)
+    decision = decide(table, host, "/p?q", port=8080)
+    assert (decision.status, decision.redirect) == (308, location)
+
+
+def test_redirect_leaves_out_443_when_the_proxy_serves_https_there(tls_secret):
+    advertised = table_of(secure_ingress(), tls_secret).snapshot
+    table = build_table(advertised, ingress_http_port=8080, ingress_https_port=443)
+    decision = decide(table, "secure.example.com:8080", "/", port=8080)
+    assert decision.redirect == "https://secure.example.com/"
+
+
+@pytest.mark.parametrize(
+    ("header", "port"),
+    [
+        (None, ""),
+        ("a.example.com", ""),
+        ("a.example.com:8080", "8080"),
+        (" a.example.com:80 ", "80"),
+        ("[::1]", ""),
+        ("[::1]:8443", "8443"),
+        ("a.example.com:", ""),
+    ],
+)
+def test_port_of_reads_the_port_a_host_header_names(header, port):
+    assert port_of(header) == port
 
 
 @pytest.mark.parametrize("port", [81, 8080, 8443, 1])
