@@ -413,56 +413,51 @@ def test_the_shared_pool_mounts_its_certificate_like_dedicated_proxies() -> None
     assert args["--tls-ca"] == [f"{TLS_MOUNT}/ca.crt"]
 
 
-def test_rbac_is_exactly_what_the_controller_uses() -> None:
-    """The grants, written out; test_controller_rbac.py proves them against the requests the
-    controller really makes."""
-    watch = ("list", "watch")
-    owned = (*watch, "patch", "delete")
-    common = {
-        ("", "configmaps"): watch,
-        ("", "namespaces"): watch,
-        ("discovery.k8s.io", "endpointslices"): watch,
-        ("networking.k8s.io", "ingresses"): watch,
-        ("networking.k8s.io", "ingressclasses"): watch,
-        ("networking.k8s.io", "ingresses/status"): ("patch",),
-    }
-    gateway = {
-        **common,
-        ("", "secrets"): (*watch, "patch", "delete"),
-        ("", "services"): owned,
-        ("", "serviceaccounts"): owned,
-        **{
-            ("gateway.networking.k8s.io", r): watch
-            for r in ("gatewayclasses", "gateways", "httproutes", "referencegrants")
-        },
-        **{
-            ("gateway.networking.k8s.io", f"{r}/status"): ("patch",)
-            for r in ("gatewayclasses", "gateways", "httproutes")
-        },
-        ("gateway.coxswain-labs.dev", "coxswaingatewayparameters"): watch,
-        ("apps", "deployments"): owned,
-        ("autoscaling", "horizontalpodautoscalers"): ("list", "patch", "delete"),
-    }
-    ingress_only = {**common, ("", "secrets"): watch, ("", "services"): watch}
-    lease = {("coordination.k8s.io", "leases"): ("get", "create", "update")}
-    ca = {("", "secrets"): ("get", "create")}
-    for values, cluster, namespaced in (
-        ({}, gateway, {**lease, **ca}),
-        (
-            {"gatewayAPI": {"enabled": False}},
-            ingress_only,
-            {**lease, ("", "secrets"): ("get", "create", "patch")},
-        ),
-    ):
-        rendered = render(values)
-        assert _grants(rendered.get("ClusterRole", f"coxswain-controller-{NAMESPACE}")) == _sets(
-            cluster
-        )
-        assert _grants(rendered.get("Role", "coxswain-controller")) == _sets(namespaced)
-        for role in rendered.of_kind("ClusterRole") + rendered.of_kind("Role"):
-            for rule in role["rules"]:
-                assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
-                assert "resourceNames" not in rule
+Grants = dict[tuple[str, str], frozenset[str]]  # (API group, resource) → verbs
+STATED_MODES = {True: ("always", "Gateway API"), False: ("always", "Ingress only")}
+
+
+def stated_rbac(gateway_api: bool) -> tuple[Grants, Grants]:
+    """The controller's ClusterRole and Role as docs/install.md#permissions states them (its
+    table: scope, API group, resources, verbs, when, why)."""
+    text = (ROOT / "docs" / "install.md").read_text()
+    section = text[text.index("### Permissions") :]
+    found: dict[str, dict[tuple[str, str], set[str]]] = {"cluster": {}, "namespace": {}}
+    rows = 0
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 6 or cells[0] not in found:
+            continue
+        rows += 1
+        scope, group, resources, verbs, when, _ = cells
+        assert when in ("always", "Gateway API", "Ingress only"), line
+        if when not in STATED_MODES[gateway_api]:
+            continue
+        group = "" if group == "core" else group.strip("`")
+        for resource in resources.split(","):
+            grant = found[scope].setdefault((group, resource.strip().strip("`")), set())
+            grant.update(v.strip() for v in verbs.split(","))
+    assert rows >= 10, "docs/install.md#permissions lost its table"
+    cluster, namespaced = (
+        {k: frozenset(v) for k, v in found[scope].items()} for scope in ("cluster", "namespace")
+    )
+    return cluster, namespaced
+
+
+@pytest.mark.parametrize("gateway_api", [True, False])
+def test_rbac_is_what_the_documentation_states(gateway_api: bool) -> None:
+    """docs/install.md#permissions is the one statement of the controller's RBAC: the chart
+    grants exactly its rules (test_controller_rbac.py proves them against the requests the
+    controller really makes)."""
+    rendered = render({"gatewayAPI": {"enabled": gateway_api}})
+    cluster, namespaced = stated_rbac(gateway_api)
+    assert _grants(rendered.get("ClusterRole", f"coxswain-controller-{NAMESPACE}")) == cluster
+    assert _grants(rendered.get("Role", "coxswain-controller")) == namespaced
+    assert len(rendered.of_kind("ClusterRole")) == len(rendered.of_kind("Role")) == 1
+    for role in rendered.of_kind("ClusterRole") + rendered.of_kind("Role"):
+        for rule in role["rules"]:
+            assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
+            assert "resourceNames" not in rule
 
 
 def _grants(role: dict[str, Any]) -> dict[tuple[str, str], frozenset[str]]:
@@ -472,12 +467,6 @@ def _grants(role: dict[str, Any]) -> dict[tuple[str, str], frozenset[str]]:
             for resource in rule["resources"]:
                 found.setdefault((group, resource), set()).update(rule["verbs"])
     return {k: frozenset(v) for k, v in found.items()}
-
-
-def _sets(
-    expected: dict[tuple[str, str], tuple[str, ...]],
-) -> dict[tuple[str, str], frozenset[str]]:
-    return {k: frozenset(v) for k, v in expected.items()}
 
 
 # --- the shared pool and its Services -----------------------------------------------------------
