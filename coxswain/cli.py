@@ -1,7 +1,8 @@
-"""The ``coxswain`` command line (ARCHITECTURE §7).
+"""The ``coxswain`` command line.
 
 Each subcommand is a thin shell: read input, call the pure core, print. Exit codes: 0 when the
-command did its job (whatever diagnostics the input earned), 2 when the input could not be read.
+command did its job (whatever diagnostics the input earned), 2 when the input or the flags could
+not be used. Flag values are checked when the command line is parsed (:mod:`coxswain.cli_types`).
 """
 
 from __future__ import annotations
@@ -19,24 +20,37 @@ from pyrsistent import pmap
 
 from coxswain import __version__, cli_controller
 from coxswain.cli_run import EXIT_OK, EXIT_UNREADABLE, run_until_done
-from coxswain.compile import CompileConfig, build_state, compile, status
+from coxswain.cli_types import (
+    VIP_SERVICE_TYPES,
+    HelpFormatter,
+    add_log_format,
+    gateway,
+    json_lines,
+    port,
+    scope,
+    seconds,
+    selector,
+    vip_service_type,
+)
+from coxswain.compile import CompileConfig, SharedPool, build_state, compile, status
 from coxswain.compile.config import (
     DEFAULT_GATEWAY_CONTROLLER,
     DEFAULT_INGRESS_CONTROLLER,
     DEFAULT_SHARED_PROXY_SELECTOR,
 )
-from coxswain.compile.labels import parse_selector
-from coxswain.compile.listing import diagnostic_data, infra_list, routing_table, status_list
+from coxswain.compile.listing import diagnostic_data, infra_list, status_list
 from coxswain.compile.provision import provision
 from coxswain.compile.scope import parse_scope
+from coxswain.compile.scope_check import scope_problem, serves_nothing
 from coxswain.compile.snapshot_json import SnapshotFormatError, snapshot_from_data, snapshot_to_data
+from coxswain.compile.tables import diagnostics_table, infra_table, routing_table, status_table
 from coxswain.route import RequestHead, build_table, select
 from coxswain.route.explain import explain
 from coxswain.shell.output import dump_yaml
-from coxswain.shell.sources import LoadError, located, read_manifests
+from coxswain.shell.sources import LoadError, located, places, read_manifests
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from coxswain.compile.scope import Scope
     from coxswain.shell.proxy import ProxyConfig
@@ -52,6 +66,15 @@ what Coxswain would serve. Findings about the objects go to standard error as
 `file:line: severity: Kind ns/name field: message (Reason)`; the exit code is 0 whenever the input
 parsed, and 2 when it could not be read (a YAML syntax error is reported as file:line).
 
+-o table prints, for people, the routing of the snapshot (one line per rule), the findings
+(--emit diagnostics: where, severity, object, field, message), the conditions of every owned
+object (--emit status) or the objects to apply and delete (--emit infra).
+
+--scope NAMESPACE/NAME must name a dedicated Gateway of ours (one with its own proxy); another
+name is refused with exit code 2, saying why. A scope that compiles to no route at all is
+printed, and said on standard error. --emit status and --emit infra cover every object, and
+take no --scope.
+
 --emit status prints the status Coxswain would write on every object it owns. Offline there are
 no proxies to report what they bound and acknowledged, so every listener that compiled cleanly
 counts as Programmed.
@@ -59,7 +82,8 @@ counts as Programmed.
 examples:
   kubectl get ingress,ingressclass,service,endpointslice,secret -A -o yaml > dump.yaml
   coxswain compile -f dump.yaml
-  coxswain compile -f manifests/ -o yaml --emit diagnostics
+  coxswain compile -f manifests/ -o table --emit diagnostics
+  coxswain compile -f manifests/ --scope shop/payments -o table
 """
 
 _ROUTE_EPILOG = """\
@@ -145,7 +169,9 @@ class _Version(argparse.Action):
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="coxswain", description="Kubernetes Ingress and Gateway API controller and proxy."
+        prog="coxswain",
+        description="Kubernetes Ingress and Gateway API controller and proxy.",
+        formatter_class=HelpFormatter,
     )
     parser.add_argument(
         "--version", action=_Version, nargs=0, help="show the version and the codec's build"
@@ -157,7 +183,7 @@ def _parser() -> argparse.ArgumentParser:
         help="compile YAML dumps offline and print the snapshot or the diagnostics",
         description="Compile Kubernetes objects offline into a Coxswain routing snapshot.",
         epilog=_COMPILE_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     comp.add_argument(
         "-f",
@@ -171,38 +197,56 @@ def _parser() -> argparse.ArgumentParser:
     )
     comp.add_argument(
         "--scope",
-        default="shared",
-        metavar="shared|NS/NAME",
-        help="the snapshot's scope: the shared pool, or one dedicated Gateway",
+        type=scope,
+        metavar="shared|NAMESPACE/NAME",
+        help="the snapshot's scope: the shared pool, or one dedicated Gateway (default: shared)",
     )
     comp.add_argument(
         "-o",
         "--output",
         default="json",
         choices=["json", "yaml", "table"],
-        help="json (default) or yaml; table prints the snapshot's routing for people",
+        help="json or yaml: the data; table: aligned text for people, for every --emit",
     )
     comp.add_argument(
         "--emit",
         default="snapshot",
         choices=["snapshot", "status", "infra", "diagnostics"],
-        help="snapshot (default); status: the status of every owned object, as a List; "
-        "infra: the objects the controller would own, as a List (deletions listed in the "
-        "List's coxswain-labs.dev/delete annotation); diagnostics: the findings as data",
+        help="snapshot: what the scope's proxy serves; status: the status of every owned "
+        "object, as a List; infra: the objects the controller would own, as a List (deletions "
+        "listed in the List's coxswain-labs.dev/delete annotation); diagnostics: the findings "
+        "as data",
     )
-    comp.add_argument("--ingress-controller-name", default=DEFAULT_INGRESS_CONTROLLER)
-    comp.add_argument("--controller-name", default=DEFAULT_GATEWAY_CONTROLLER)
     comp.add_argument(
-        "--namespace", default="coxswain-system", help="the controller namespace (VIP Services)"
+        "--ingress-controller-name",
+        default=DEFAULT_INGRESS_CONTROLLER,
+        metavar="NAME",
+        help="the IngressClass spec.controller served",
+    )
+    comp.add_argument(
+        "--controller-name",
+        default=DEFAULT_GATEWAY_CONTROLLER,
+        metavar="NAME",
+        help="the GatewayClass controllerName served",
+    )
+    comp.add_argument(
+        "--namespace",
+        default="coxswain-system",
+        help="the controller namespace, where the VIP Services go",
     )
     comp.add_argument(
         "--shared-proxy-selector",
+        type=selector,
         default=",".join(f"{k}={v}" for k, v in DEFAULT_SHARED_PROXY_SELECTOR.items()),
         metavar="K=V[,K=V]",
         help="labels of the shared proxy pods, selected by every VIP Service",
     )
     comp.add_argument(
-        "--shared-vip-service-type", default="LoadBalancer", choices=["LoadBalancer", "ClusterIP"]
+        "--shared-vip-service-type",
+        type=vip_service_type,
+        default="LoadBalancer",
+        metavar="{" + ",".join(VIP_SERVICE_TYPES) + "}",
+        help="the type of each shared Gateway's VIP Service",
     )
     comp.add_argument(
         "--status-address",
@@ -224,10 +268,12 @@ def _parser() -> argparse.ArgumentParser:
         help="explain which rule and backend a request would take",
         description="Explain the routing decision for one request against a snapshot.",
         epilog=_ROUTE_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     route.add_argument("--snapshot", required=True, metavar="FILE", help="snapshot JSON")
-    route.add_argument("--port", required=True, type=int, help="the port the request arrives on")
+    route.add_argument(
+        "--port", required=True, type=port(lowest=1), help="the port the request arrives on"
+    )
     route.add_argument("--sni", help="TLS server name (default: the URL's host for https)")
     route.add_argument(
         "-H",
@@ -238,11 +284,16 @@ def _parser() -> argparse.ArgumentParser:
         metavar="'K: V'",
         help="a request header (repeatable)",
     )
-    route.add_argument("-o", "--output", default="text", choices=["text", "json"])
-    route.add_argument("--ingress-http-port", type=int, default=80)
-    route.add_argument("--ingress-https-port", type=int, default=443)
-    route.add_argument("method", metavar="METHOD")
-    route.add_argument("url", metavar="URL")
+    route.add_argument(
+        "-o",
+        "--output",
+        default="text",
+        choices=["text", "json"],
+        help="text for people, or the decision as JSON",
+    )
+    _add_ingress_ports(route)
+    route.add_argument("method", metavar="METHOD", help="the request method")
+    route.add_argument("url", metavar="URL", help="an http:// or https:// URL")
     route.set_defaults(handler=_route)
 
     proxy = commands.add_parser(
@@ -250,11 +301,13 @@ def _parser() -> argparse.ArgumentParser:
         help="serve traffic: a reverse proxy for one snapshot",
         description="Run the proxy data plane for the shared pool or one dedicated Gateway.",
         epilog=_PROXY_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
-    scope = proxy.add_mutually_exclusive_group(required=True)
-    scope.add_argument("--shared", action="store_true", help="serve the shared pool")
-    scope.add_argument("--gateway", metavar="NS/NAME", help="serve one dedicated Gateway")
+    served = proxy.add_mutually_exclusive_group(required=True)
+    served.add_argument("--shared", action="store_true", help="serve the shared pool")
+    served.add_argument(
+        "--gateway", type=gateway, metavar="NAMESPACE/NAME", help="serve one dedicated Gateway"
+    )
     source = proxy.add_mutually_exclusive_group(required=True)
     source.add_argument("--snapshot", metavar="FILE", help="snapshot JSON, re-read on change")
     source.add_argument(
@@ -298,7 +351,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Compile a folder of manifests, serve it with a shared proxy in this "
         "process, and (with --discovery-port) to other proxies over discovery.",
         epilog=_SERVE_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     serve.add_argument(
         "--manifests",
@@ -309,8 +362,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--discovery-port",
-        type=int,
-        metavar="N",
+        type=port(lowest=0),
+        metavar="PORT",
         help="serve discovery on this port of --bind (0 picks one), for other proxies",
     )
     serve.add_argument(
@@ -339,17 +392,20 @@ def _parser() -> argparse.ArgumentParser:
 def _add_listener_flags(parser: argparse.ArgumentParser) -> None:
     """The flags of a proxy's listeners and requests, shared by ``proxy`` and ``serve``."""
     parser.add_argument("--bind", default="0.0.0.0", metavar="ADDR", help="address to listen on")
-    parser.add_argument("--ingress-http-port", type=int, default=80)
-    parser.add_argument("--ingress-https-port", type=int, default=443)
+    _add_ingress_ports(parser)
     parser.add_argument(
-        "--admin-port", type=int, default=9901, help="/healthz, /readyz and /metrics (0: none)"
+        "--admin-port",
+        type=port(lowest=0),
+        default=9901,
+        metavar="PORT",
+        help="/healthz, /readyz and /metrics (0: none)",
     )
     parser.add_argument(
         "--drain-timeout",
-        type=float,
+        type=seconds,
         default=10.0,
         metavar="SECONDS",
-        help="on SIGTERM, how long requests in flight may take to finish (default 10)",
+        help="on SIGTERM, how long requests in flight may take to finish",
     )
     parser.add_argument(
         "--max-body-bytes",
@@ -359,40 +415,50 @@ def _add_listener_flags(parser: argparse.ArgumentParser) -> None:
         help="answer 413 to a request body over N bytes (default: no limit)",
     )
     for flag, default, meaning in _TIMEOUT_FLAGS:
-        parser.add_argument(
-            flag,
-            type=_seconds,
-            default=default,
-            metavar="SECONDS",
-            help=f"{meaning} (default {default:g})",
-        )
+        parser.add_argument(flag, type=seconds, default=default, metavar="SECONDS", help=meaning)
+    add_log_format(parser)
+
+
+def _add_ingress_ports(parser: argparse.ArgumentParser) -> None:
+    """The Ingress ports: where the proxy serves the Ingress table, and where an HTTP→HTTPS
+    redirect sends a client that named a port (README, "Ingress")."""
+    parser.add_argument(
+        "--ingress-http-port",
+        type=port(lowest=1),
+        default=80,
+        metavar="PORT",
+        help="the port of Ingress HTTP",
+    )
+    parser.add_argument(
+        "--ingress-https-port",
+        type=port(lowest=1),
+        default=443,
+        metavar="PORT",
+        help="the port of Ingress HTTPS",
+    )
 
 
 # --- compile ------------------------------------------------------------------------------------
 
 
 def _compile(args: argparse.Namespace) -> int:
+    if args.scope is not None and args.emit in ("status", "infra"):
+        print(
+            f"coxswain compile: --emit {args.emit} covers every object and takes no --scope",
+            file=sys.stderr,
+        )
+        return EXIT_UNREADABLE
     paths = [p for group in args.paths for p in group]
     try:
         bodies = read_manifests(paths)
     except LoadError as err:
         print(err, file=sys.stderr)  # file:line: message, as compilers print it
         return EXIT_UNREADABLE
-    scope = parse_scope(args.scope)
-    selector = parse_selector(args.shared_proxy_selector)
-    if scope is None or selector is None:
-        bad = (
-            "--scope takes shared or NS/NAME"
-            if scope is None
-            else ("--shared-proxy-selector takes comma-separated key=value labels")
-        )
-        print(f"coxswain compile: {bad}", file=sys.stderr)
-        return EXIT_UNREADABLE
     config = CompileConfig(
         ingress_controller=args.ingress_controller_name,
         gateway_controller=args.controller_name,
         namespace=args.namespace,
-        shared_proxy_selector=pmap(selector),
+        shared_proxy_selector=pmap(args.shared_proxy_selector),
         shared_vip_service_type=args.shared_vip_service_type,
         gateway_api=not args.disable_gateway_api,
         status_addresses=tuple(args.status_addresses),
@@ -400,28 +466,45 @@ def _compile(args: argparse.Namespace) -> int:
     state = build_state(b.body for b in bodies)
     if args.emit == "infra":
         desired = provision(state, config)
-        for diagnostic in desired.diagnostics:
-            print(diagnostic, file=sys.stderr)
-        _print(args.output, infra_list(desired))
-        return EXIT_OK
-    result = compile(state, scope, config)
-    if args.emit == "diagnostics":
-        _print(args.output, [diagnostic_data(d) for d in result.diagnostics])
+        for line in located(desired.diagnostics, bodies):
+            print(line, file=sys.stderr)
+        _print(args.output, infra_list(desired), lambda: infra_table(desired))
         return EXIT_OK
     if args.emit == "status":
-        _print(args.output, status_list(status(state, config)))
+        statuses = status(state, config)
+        _print(args.output, status_list(statuses), lambda: status_table(statuses))
         return EXIT_OK
-    for line in located(result.diagnostics, bodies):
-        print(line, file=sys.stderr)
-    if args.output == "table":
-        sys.stdout.write(routing_table(result.snapshot))
+    scope: Scope = args.scope or SharedPool()
+    if (problem := scope_problem(state, scope, config)) is not None:
+        print(f"coxswain compile: --scope {scope}: {problem}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    result = compile(state, scope, config)
+    found = result.diagnostics
+    if args.emit == "diagnostics":
+        _print(
+            args.output,
+            [diagnostic_data(d) for d in found],
+            lambda: diagnostics_table(found, places(found, bodies)),
+        )
     else:
-        _print(args.output, snapshot_to_data(result.snapshot))
+        for line in located(found, bodies):
+            print(line, file=sys.stderr)
+        snapshot = result.snapshot
+        _print(args.output, snapshot_to_data(snapshot), lambda: routing_table(snapshot))
+    if serves_nothing(result.snapshot):
+        print(
+            f"coxswain compile: scope {scope} compiles to no route: its proxy would answer 404 "
+            "to every request",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 
-def _print(output: str, data: object) -> None:
-    if output in ("yaml", "table"):  # lists of objects have no table form: YAML reads best
+def _print(output: str, data: object, table: Callable[[], str]) -> None:
+    """``data`` as JSON or YAML, or ``table()`` for ``-o table``."""
+    if output == "table":
+        sys.stdout.write(table())
+    elif output == "yaml":
         sys.stdout.write(dump_yaml(data))
     else:
         sys.stdout.write(json.dumps(data, sort_keys=True, indent=2) + "\n")
@@ -527,17 +610,6 @@ _TIMEOUT_FLAGS: Final = (
 )
 
 
-def _seconds(text: str) -> float:
-    """A timeout on the command line: a positive number of seconds (``inf``: none)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value > 0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"{text!r}: a timeout must be more than 0 seconds")
-    return value
-
-
 def _proxy(args: argparse.Namespace) -> int:
     import trio  # only the proxy needs it; the offline commands start faster without
 
@@ -560,7 +632,7 @@ def _proxy(args: argparse.Namespace) -> int:
         print(f"coxswain proxy: {err}", file=sys.stderr)
         return EXIT_UNREADABLE
     if args.workers > 1 and not args.worker_of_supervisor:
-        install_logging()
+        install_logging(json_lines=json_lines(args))
         return trio.run(
             lambda: supervise(
                 _worker_command(args),
@@ -571,7 +643,7 @@ def _proxy(args: argparse.Namespace) -> int:
             )
         )
     config = _proxy_config(args, reuse_port=args.worker_of_supervisor)
-    install_logging()
+    install_logging(json_lines=json_lines(args))
     return run_until_done(
         "proxy",
         lambda: run_until_terminated(
@@ -665,6 +737,7 @@ def _worker_command(args: argparse.Namespace) -> list[str]:
     command += ["--ingress-http-port", str(args.ingress_http_port)]
     command += ["--ingress-https-port", str(args.ingress_https_port)]
     command += ["--admin-port", str(args.admin_port), "--drain-timeout", str(args.drain_timeout)]
+    command += ["--log-format", args.log_format]
     if args.max_body_bytes is not None:
         command += ["--max-body-bytes", str(args.max_body_bytes)]
     for flag, _, _ in _TIMEOUT_FLAGS:
@@ -702,7 +775,7 @@ def _serve(args: argparse.Namespace) -> int:
             host=args.bind, port=args.discovery_port, certificates=args.issue_certs
         ),
     )
-    install_logging()
+    install_logging(json_lines=json_lines(args))
     return run_until_done("serve", lambda: run_serve(settings), (LoadError, OSError, ValueError))
 
 

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Final
 from coxswain.compile.model.manifests import ManifestSyntaxError, SourcedBody, parse_manifests
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Sequence
 
     from coxswain.compile.diagnostics import Diagnostic
 
-__all__ = ["MANIFEST_SUFFIXES", "LoadError", "located", "read_manifests"]
+__all__ = ["MANIFEST_SUFFIXES", "LoadError", "located", "places", "read_manifests"]
 
 MANIFEST_SUFFIXES: Final = (".yaml", ".yml", ".json")
 
@@ -65,9 +65,17 @@ def _texts(name: str) -> list[tuple[str, str]]:
     return texts
 
 
-def located(diagnostics: Iterable[Diagnostic], bodies: list[SourcedBody]) -> list[str]:
+def located(diagnostics: Sequence[Diagnostic], bodies: list[SourcedBody]) -> list[str]:
     """Each diagnostic as a compiler prints it: ``file:line: severity: Kind ns/name …``, the
     place being where the object it is about starts (no prefix when none is known)."""
+    return [
+        f"{place}: {d}" if place else str(d)
+        for d, place in zip(diagnostics, places(diagnostics, bodies), strict=True)
+    ]
+
+
+def places(diagnostics: Sequence[Diagnostic], bodies: list[SourcedBody]) -> list[str]:
+    """Where the object each diagnostic is about starts (``file:line``; empty when unknown)."""
     where: dict[tuple[str, str], str] = {}
     for sourced in bodies:
         body = sourced.body
@@ -76,10 +84,6 @@ def located(diagnostics: Iterable[Diagnostic], bodies: list[SourcedBody]) -> lis
         kind, meta = body.get("kind"), body["metadata"]
         name, namespace = meta.get("name"), meta.get("namespace") or "default"
         if isinstance(kind, str) and isinstance(name, str):
-            where.setdefault((kind, f"{namespace}/{name}"), f"{sourced.where}: ")
-            where.setdefault((kind, name), f"{sourced.where}: ")
-    lines = []
-    for d in diagnostics:
-        prefix = "" if d.key is None else where.get((d.key.kind, d.key.ref), "")
-        lines.append(f"{prefix}{d}")
-    return lines
+            where.setdefault((kind, f"{namespace}/{name}"), sourced.where)
+            where.setdefault((kind, name), sourced.where)
+    return ["" if d.key is None else where.get((d.key.kind, d.key.ref), "") for d in diagnostics]

@@ -1,4 +1,5 @@
-"""The command line, run as users run it: ``python -m coxswain`` in a subprocess (ARCHITECTURE §7).
+"""The command line, run as users run it: ``python -m coxswain`` in a subprocess, or
+``coxswain.cli.main`` in this process where only the output matters.
 
 Manifests and the compiled snapshot are generated once per module; each test then runs one or
 two commands against them.
@@ -6,6 +7,7 @@ two commands against them.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -535,11 +537,15 @@ def test_a_proxy_timeout_may_be_fractional_or_infinite():
         (
             ["--shared-vip-service-type", "NodePort"],
             {},
-            "--shared-vip-service-type NodePort is refused: every shared Gateway needs",
+            "argument --shared-vip-service-type: NodePort is refused: every shared Gateway needs",
         ),
-        ([], {"COXSWAIN_SHARED_VIP_SERVICE_TYPE": "NodePort"}, "NodePort is refused"),
+        (
+            [],
+            {"COXSWAIN_SHARED_VIP_SERVICE_TYPE": "NodePort"},
+            "COXSWAIN_SHARED_VIP_SERVICE_TYPE: NodePort is refused",
+        ),
         (["--shared-proxy-selector", "app"], {}, "comma-separated key=value labels"),
-        ([], {"COXSWAIN_HEALTH_PORT": "x"}, "--health-port take port numbers"),
+        ([], {"COXSWAIN_HEALTH_PORT": "x"}, "COXSWAIN_HEALTH_PORT: 'x' is not a port number"),
         (["--kubeconfig", "/nonexistent/kubeconfig"], {}, "no cluster configuration"),
     ],
 )
@@ -557,3 +563,344 @@ def test_controller_flags_and_their_environment_variables_are_checked_at_start(
     )
     assert done.returncode == 2
     assert message in done.stderr
+
+
+# --- compile -o table, --scope ------------------------------------------------------------------
+
+GATEWAY_API = "gateway.networking.k8s.io/v1"
+
+
+def gateway_doc(name: str, class_name: str = "coxswain", dedicated: bool = False) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "gatewayClassName": class_name,
+        "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
+    }
+    if dedicated:
+        spec["infrastructure"] = {
+            "parametersRef": {
+                "group": "gateway.coxswain-labs.dev",
+                "kind": "CoxswainGatewayParameters",
+                "name": "own",
+            }
+        }
+    return {
+        "apiVersion": GATEWAY_API,
+        "kind": "Gateway",
+        "metadata": {"name": name, "namespace": "apps"},
+        "spec": spec,
+    }
+
+
+def route_doc(name: str, parent: str) -> dict[str, Any]:
+    return {
+        "apiVersion": GATEWAY_API,
+        "kind": "HTTPRoute",
+        "metadata": {"name": name, "namespace": "apps"},
+        "spec": {
+            "parentRefs": [{"name": parent}],
+            "rules": [{"backendRefs": [{"name": "web", "port": 80}]}],
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def gateways(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A shared Gateway and a dedicated one with a route each, a dedicated Gateway without
+    routes, a Gateway of another controller's class, and a broken HTTPRoute."""
+    folder = tmp_path_factory.mktemp("gateways")
+    classes = [
+        {
+            "apiVersion": GATEWAY_API,
+            "kind": "GatewayClass",
+            "metadata": {"name": name},
+            "spec": {"controllerName": controller},
+        }
+        for name, controller in (
+            ("coxswain", "coxswain-labs.dev/gateway-controller"),
+            ("other", "example.com/gateway"),
+        )
+    ]
+    parameters = {
+        "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
+        "kind": "CoxswainGatewayParameters",
+        "metadata": {"name": "own", "namespace": "apps"},
+        "spec": {"replicas": 2},
+    }
+    broken = route_doc("broken", "shared")
+    broken["spec"]["rules"][0]["backendRefs"][0]["name"] = "missing"
+    (folder / "gateways.yaml").write_text(
+        documents(
+            *classes,
+            parameters,
+            gateway_doc("shared"),
+            gateway_doc("edge", dedicated=True),
+            gateway_doc("lonely", dedicated=True),
+            gateway_doc("foreign", class_name="other"),
+            route_doc("to-shared", "shared"),
+            route_doc("to-edge", "edge"),
+            broken,
+            *service("web", 80, "http", "10.0.0.1"),
+        )
+    )
+    return folder
+
+
+def compiled(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    from coxswain.cli import main
+
+    code = main(["compile", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def rows(table: str) -> list[list[str]]:
+    """A table's lines split on its column gaps (two spaces or more)."""
+    return [re.split(r"  +", line.strip()) for line in table.splitlines()]
+
+
+def test_compile_table_lists_diagnostics_with_where_they_are(workspace, capsys):
+    code, out, _ = compiled(
+        capsys, "-f", str(workspace.manifests), "-o", "table", "--emit", "diagnostics"
+    )
+    assert code == 0
+    found = rows(out)
+    assert found[0] == ["WHERE", "SEVERITY", "KIND", "NAME", "FIELD", "MESSAGE"]
+    where = f"{workspace.ingress_file}:{workspace.ingress_line}"
+    missing = next(r for r in found if r[-1].endswith("(BackendNotFound)"))
+    assert missing[:5] == [
+        where,
+        "error",
+        "Ingress",
+        "apps/demo",
+        "spec.rules[1].http.paths[1].backend.service",
+    ]
+    assert any(r[2:4] == ["-", "-"] and r[-1].endswith("(UnrecognisedKind)") for r in found)
+
+
+def test_compile_table_lists_every_condition_of_the_status(gateways, capsys):
+    code, out, _ = compiled(capsys, "-f", str(gateways), "-o", "table", "--emit", "status")
+    assert code == 0
+    found = rows(out)
+    assert found[0] == ["KIND", "NAME", "PART", "CONDITION", "REASON", "MESSAGE"]
+    assert ["Gateway", "apps/shared", "listener http (2 routes)", "Programmed=True"] in [
+        r[:4] for r in found
+    ]
+    assert ["GatewayClass", "coxswain", "-", "Accepted=True", "Accepted"] in found
+    refused = next(r for r in found if r[:2] == ["HTTPRoute", "apps/broken"] and "False" in r[3])
+    assert refused[2:5] == ["parent Gateway apps/shared", "ResolvedRefs=False", "BackendNotFound"]
+    assert not any(r[1] == "apps/foreign" for r in found)  # another controller's
+
+
+def test_compile_table_lists_the_objects_the_controller_would_apply(gateways, capsys):
+    code, out, _ = compiled(capsys, "-f", str(gateways), "-o", "table", "--emit", "infra")
+    assert code == 0
+    found = rows(out)
+    assert found[0] == ["ACTION", "KIND", "NAME", "ROLE", "GATEWAY", "DETAIL"]
+    vip = next(r for r in found if r[1] == "Service" and r[4] == "apps/shared")
+    assert vip[:4] == ["apply", "Service", vip[2], "shared-vip"]
+    assert re.fullmatch(r"LoadBalancer 80->\d+", vip[5])
+    proxy = next(r for r in found if r[1] == "Deployment" and r[4] == "apps/edge")
+    assert proxy[:4] == ["apply", "Deployment", "apps/edge-coxswain", "dedicated-proxy"]
+    assert proxy[5] == "image coxswain:0.1.0, 2 replicas"
+
+
+def test_compile_table_of_the_snapshot_is_its_routing(gateways, capsys):
+    code, out, err = compiled(capsys, "-f", str(gateways), "-o", "table", "--scope", "apps/edge")
+    assert code == 0, err
+    found = rows(out)
+    assert found[0] == ["PORT", "HOST", "MATCH", "ROUTE", "BACKENDS"]
+    route = "HTTPRoute apps/to-edge spec.rules[0]"
+    assert found[1:] == [["80 (80)", "*", "PathPrefix /", route, "apps/web:80"]]
+    assert "compiles to no route" not in err
+
+
+@pytest.mark.parametrize("emit", ["snapshot", "diagnostics"])
+@pytest.mark.parametrize(
+    ("scope", "message"),
+    [
+        ("apps/shared", "Gateway apps/shared is not dedicated: the shared pool serves it"),
+        ("apps/nowhere", "there is no Gateway apps/nowhere in the input"),
+        ("apps/foreign", "its GatewayClass other names controller example.com/gateway"),
+    ],
+)
+def test_compile_refuses_a_scope_no_proxy_serves(gateways, capsys, emit, scope, message):
+    code, out, err = compiled(capsys, "-f", str(gateways), "--scope", scope, "--emit", emit)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"coxswain compile: --scope {scope}: ")
+    assert message in err
+
+
+def test_compile_refuses_a_gateway_scope_without_the_gateway_api(gateways, capsys):
+    args = ("-f", str(gateways), "--scope", "apps/edge", "--disable-gateway-api")
+    code, out, err = compiled(capsys, *args)
+    assert (code, out) == (2, "")
+    assert "the Gateway API is disabled" in err
+
+
+@pytest.mark.parametrize("output", ["json", "table"])
+def test_compile_says_when_a_scope_compiles_to_no_route(gateways, capsys, output):
+    code, out, err = compiled(capsys, "-f", str(gateways), "--scope", "apps/lonely", "-o", output)
+    assert code == 0
+    assert out
+    assert err.endswith(
+        "coxswain compile: scope apps/lonely compiles to no route: its proxy would answer 404 "
+        "to every request\n"
+    )
+
+
+def test_compile_says_when_the_shared_pool_compiles_to_no_route(tmp_path, capsys):
+    (tmp_path / "services.yaml").write_text(documents(*service("web", 80, "http", "10.0.0.1")))
+    code, out, err = compiled(capsys, "-f", str(tmp_path), "-o", "table")
+    assert (code, out) == (0, "PORT  HOST  MATCH  ROUTE  BACKENDS\n")
+    assert "scope shared compiles to no route" in err
+
+
+@pytest.mark.parametrize("emit", ["status", "infra"])
+def test_compile_refuses_a_scope_for_what_covers_every_object(gateways, capsys, emit):
+    code, out, err = compiled(capsys, "-f", str(gateways), "--emit", emit, "--scope", "shared")
+    assert (code, out) == (2, "")
+    assert f"--emit {emit} covers every object and takes no --scope" in err
+
+
+# --- flags checked when parsed ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["compile", "-f", "x", "--scope", "apps"], "argument --scope: 'apps' is neither shared"),
+        (["compile", "-f", "x", "--scope", "a/b/c"], "argument --scope: 'a/b/c' is neither"),
+        (["compile", "-f", "x", "-o", "xml"], "argument -o/--output: invalid choice: 'xml'"),
+        (["compile", "-f", "x", "--emit", "all"], "argument --emit: invalid choice: 'all'"),
+        (
+            ["compile", "-f", "x", "--shared-vip-service-type", "NodePort"],
+            "argument --shared-vip-service-type: NodePort is refused",
+        ),
+        (
+            ["compile", "-f", "x", "--shared-proxy-selector", "a"],
+            "argument --shared-proxy-selector: 'a' is not comma-separated key=value labels",
+        ),
+        (["route", "--snapshot", "s", "--port", "0", "GET", "http://a/"], "not a port from 1"),
+        (["route", "--snapshot", "s", "--port", "80", "-o", "yaml", "GET", "http://a/"], "'yaml'"),
+        (["proxy", "--gateway", "shared", "--snapshot", "s"], "argument --gateway: 'shared'"),
+        (["proxy", "--shared", "--snapshot", "s", "--log-format", "xml"], "'xml' is not one of"),
+        (["proxy", "--shared", "--snapshot", "s", "--admin-port", "70000"], "to 65535"),
+        (["serve", "--manifests", "m", "--drain-timeout", "-1"], "argument --drain-timeout"),
+        (["controller", "--shared-vip-service-type", "Foo"], "'Foo' is not one of LoadBalancer"),
+        (["controller", "--discovery-port", "0"], "argument --discovery-port: 0 is not a port"),
+        (["controller", "--crd-probe-interval", "nan"], "argument --crd-probe-interval"),
+        (["controller", "--log-format", "yaml"], "argument --log-format: 'yaml' is not one of"),
+    ],
+)
+def test_a_bad_flag_value_exits_2_when_parsed(argv, message, capsys):
+    from coxswain.cli import _parser
+
+    with pytest.raises(SystemExit) as exited:
+        _parser().parse_args(argv)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("COXSWAIN_SHARED_VIP_SERVICE_TYPE", "NodePort", "NodePort is refused"),
+        ("COXSWAIN_SHARED_VIP_SERVICE_TYPE", "nodeport", "'nodeport' is not one of"),
+        ("COXSWAIN_LOG_FORMAT", "yaml", "'yaml' is not one of auto, json, text"),
+        ("COXSWAIN_DISABLE_GATEWAY_API", "maybe", "'maybe' is not one of true"),
+        ("COXSWAIN_DISCOVERY_PORT", "99999", "99999 is not a port from 1 to 65535"),
+        ("COXSWAIN_CRD_PROBE_INTERVAL", "0", "it must be more than 0 seconds"),
+        ("COXSWAIN_SHARED_PROXY_SELECTOR", "a=b,", "is not comma-separated key=value labels"),
+    ],
+)
+def test_a_bad_environment_value_exits_2_when_parsed_naming_the_variable(
+    variable, value, message, capsys, monkeypatch
+):
+    from coxswain.cli import _parser
+
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SystemExit) as exited:
+        _parser().parse_args(["controller"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{variable}: " in err
+    assert message in err
+
+
+def test_the_log_format_of_serve_and_proxy_comes_from_the_environment_too(capsys, monkeypatch):
+    from coxswain.cli import _parser
+
+    monkeypatch.setenv("COXSWAIN_LOG_FORMAT", "xml")
+    for argv in (["serve", "--manifests", "m"], ["proxy", "--shared", "--snapshot", "s"]):
+        with pytest.raises(SystemExit):
+            _parser().parse_args(argv)
+        assert "COXSWAIN_LOG_FORMAT: 'xml' is not one of" in capsys.readouterr().err
+    monkeypatch.setenv("COXSWAIN_LOG_FORMAT", "JSON")
+    assert _parser().parse_args(argv).log_format == "json"
+
+
+def test_controller_flags_take_their_environment_and_the_command_line_wins(monkeypatch):
+    from coxswain.cli import _parser
+
+    monkeypatch.setenv("COXSWAIN_SHARED_VIP_SERVICE_TYPE", "ClusterIP")
+    monkeypatch.setenv("COXSWAIN_DISABLE_GATEWAY_API", "TRUE")
+    monkeypatch.setenv("COXSWAIN_HEALTH_PORT", "0")
+    monkeypatch.setenv("COXSWAIN_SHARED_PROXY_SELECTOR", "app=edge")
+    args = _parser().parse_args(["controller"])
+    assert args.shared_vip_service_type == "ClusterIP"
+    assert args.disable_gateway_api is True
+    assert args.health_port == 0
+    assert args.shared_proxy_selector == {"app": "edge"}
+    args = _parser().parse_args(["controller", "--shared-vip-service-type", "LoadBalancer"])
+    assert args.shared_vip_service_type == "LoadBalancer"
+    monkeypatch.setenv("COXSWAIN_DISABLE_GATEWAY_API", "no")
+    assert _parser().parse_args(["controller"]).disable_gateway_api is False
+    assert _parser().parse_args(["controller", "--disable-gateway-api"]).disable_gateway_api
+
+
+def test_workers_keep_the_log_format_of_their_supervisor():
+    from coxswain.cli import _parser, _worker_command
+
+    args = _parser().parse_args(
+        ["proxy", "--shared", "--snapshot", "s", "--workers", "2", "--log-format", "text"]
+    )
+    command = _worker_command(args)
+    assert command[command.index("--log-format") + 1] == "text"
+
+
+def help_blocks(command: str) -> dict[str, str]:
+    """Each option's entry in ``coxswain COMMAND --help``, by its long flag."""
+    from coxswain.cli import _parser
+
+    commands = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    text = commands.choices[command].format_help()
+    options = text[text.index("options:") :].split("\n\n")[0]
+    blocks = re.split(r"\n(?=  -)", options)[1:]
+    return {re.findall(r"--[a-z-]+", block)[0]: block for block in blocks}
+
+
+@pytest.mark.parametrize("command", ["compile", "route", "proxy", "serve", "controller"])
+def test_help_shows_the_default_of_every_option_that_has_one(command, monkeypatch):
+    from coxswain.cli import _parser
+
+    for name in list(os.environ):
+        if name.startswith("COXSWAIN_") or name == "POD_NAMESPACE":
+            monkeypatch.delenv(name)
+    commands = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    blocks = help_blocks(command)
+    for action in commands.choices[command]._actions:
+        if not action.option_strings or action.help == argparse.SUPPRESS:
+            continue
+        block = " ".join(blocks[action.option_strings[-1]].split())
+        if action.default not in (None, False, [], argparse.SUPPRESS):
+            assert "default" in block, block
+        if command == "controller" and action.dest != "help":
+            assert re.search(r"environment: COXSWAIN_[A-Z_]+", block), block
+    if command == "compile":
+        assert "(default: json)" in " ".join(blocks["--output"].split())
+
+
+def test_help_of_the_controller_shows_the_built_in_default_and_the_variable(monkeypatch):
+    monkeypatch.setenv("COXSWAIN_HEALTH_PORT", "9999")
+    block = " ".join(help_blocks("controller")["--health-port"].split())
+    assert "(default: 9902; environment: COXSWAIN_HEALTH_PORT, set here to '9999')" in block
