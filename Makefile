@@ -12,7 +12,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-## run: the standalone demo: `coxswain serve` on examples/ with a sample backend; prints curl lines
+## run: the standalone demo: `coxswain serve` on examples/ with a sample backend; prints curl lines.
+## Ctrl-C, or SIGTERM to make (make passes it on), stops the demo and all it started.
 run: $(STAMP)
 	$(PY) examples/demo.py
 
