@@ -686,5 +686,9 @@ def test_build_state_reports_skipped_malformed_and_duplicate_bodies_in_any_order
 def test_build_state_does_not_raise_when_yaml_keys_are_not_all_strings():
     raw = body("Namespace", "n")
     raw["metadata"]["labels"] = {1: "one", "a": "b"}
-    state = build_state([raw])
-    assert ObjectKey("Namespace", "", "n") in state.namespaces
+    namespace = build_state([raw]).namespaces[ObjectKey("Namespace", "", "n")]
+    assert dict(namespace.meta.labels) == {"a": "b"}
+    # the key is what is wrong, not the value
+    assert [(d.field, d.reason, d.message) for d in namespace.diagnostics] == [
+        ("metadata.labels[1]", "InvalidField", "expected a string key, found int 1")
+    ]
