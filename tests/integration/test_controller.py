@@ -133,7 +133,11 @@ def test_ingress_only_then_gateway_api_installed_then_programmed_with_a_proxy() 
             lease = api.get("Lease", "coxswain-controller", NAMESPACE)
             assert lease is not None
             assert lease["spec"]["holderIdentity"] == "controller-a"
-            assert api.get("Secret", "coxswain-discovery-ca", NAMESPACE) is not None
+            ca = api.get("Secret", "coxswain-discovery-ca", NAMESPACE)
+            assert ca is not None
+            # the root the proxies' certificates chain to, kept with its key
+            assert set(ca["data"]) == {"ca.crt", "ca.key"}
+            assert base64.b64decode(ca["data"]["ca.crt"]) == credentials(api).ca_pem
             # Ingress-only: the Ingress is served, reported, and a proxy can subscribe
             http_port = free_port()
             config = ProxyConfig(

@@ -216,7 +216,9 @@ def test_the_controller_serves_provisions_and_survives_a_restart(tmp_path: Path)
                 a for a in api.objects("ServiceAccount", "app") if _role(a) == "shared-identity"
             ]
             assert len(identities) == 1  # the shared Gateway's; edge has its own proxy's
-            assert api.get("ServiceAccount", "edge-coxswain", "app") is not None
+            edge_identity = api.get("ServiceAccount", "edge-coxswain", "app")
+            assert edge_identity is not None
+            assert _role(edge_identity) == "dedicated-proxy"
             vips = await eventually(
                 lambda: {
                     s["metadata"]["annotations"]["coxswain-labs.dev/gateway"]: s

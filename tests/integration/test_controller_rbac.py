@@ -127,7 +127,13 @@ def test_the_chart_grants_exactly_the_requests_the_controller_makes(gateway_api:
             await trio.sleep(1.5)  # a lease renewal
             if gateway_api:
                 await eventually(lambda: api.get("Deployment", "edge-coxswain", "app"), "proxy")
-                assert api.get("HorizontalPodAutoscaler", "edge-coxswain", "app") is not None
+                autoscaler = api.get("HorizontalPodAutoscaler", "edge-coxswain", "app")
+                assert autoscaler is not None
+                assert autoscaler["spec"]["scaleTargetRef"] == {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "name": "edge-coxswain",
+                }
                 # back to the shared pool: pruned once a shared proxy has acked the Gateway
                 config = ProxyConfig(
                     bind="127.0.0.8", ingress_http_port=free_port(), ingress_https_port=free_port()

@@ -404,7 +404,11 @@ def test_an_upstream_connection_with_bytes_after_its_response_is_not_reused(
 def test_a_stale_reused_connection_is_retried_only_when_repeating_is_safe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # pretend every idle connection looks alive: the proxy only learns of the close by using it
+    # Every idle connection looks alive, so the pool hands out the one /once closed and the
+    # proxy learns of the close by using it: the race between an upstream's close and reuse.
+    # Without this, whether the pool's check drops it first depends on the time between the
+    # two requests (it polls only connections idle CHECK_AFTER or longer). The check itself is
+    # tested on its own in tests/unit/test_pool_idle.py.
     monkeypatch.setattr("coxswain.shell.pool._quiet", lambda stream: True)
 
     def client(run: Running) -> None:

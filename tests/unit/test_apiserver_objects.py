@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -29,7 +30,13 @@ def service(name: str, **labels: str) -> dict[str, Any]:
 def test_create_fills_server_metadata(api: ApiServer, core: k8s.CoreV1Api) -> None:
     created = core.create_namespaced_service("default", service("web"))
     assert created.metadata.uid
-    assert created.metadata.creation_timestamp is not None
+    stored = api.get("Service", "web")
+    assert stored is not None
+    # RFC 3339 to the second, as Kubernetes writes it, and the client reads it back
+    assert created.metadata.creation_timestamp == datetime.fromisoformat(
+        stored["metadata"]["creationTimestamp"]
+    )
+    assert stored["metadata"]["creationTimestamp"].endswith("Z")
     assert created.metadata.resource_version == str(api.resource_version)
     assert created.metadata.generation == 1
     config = core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
@@ -156,7 +163,9 @@ def test_delete_waits_for_finalizers(api: ApiServer, core: k8s.CoreV1Api) -> Non
     pending = core.delete_namespaced_config_map("c", "default")
     assert pending["metadata"]["deletionTimestamp"]
     held = core.read_namespaced_config_map("c", "default")
-    assert held.metadata.deletion_timestamp is not None
+    assert held.metadata.deletion_timestamp == datetime.fromisoformat(
+        pending["metadata"]["deletionTimestamp"]
+    )
     core.patch_namespaced_config_map("c", "default", {"metadata": {"finalizers": None}})
     assert api.get("ConfigMap", "c") is None
     core.create_namespaced_config_map("default", {"metadata": {"name": "plain"}})

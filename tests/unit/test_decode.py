@@ -43,10 +43,6 @@ def fields_of(obj: Any) -> list[str]:
     return [d.field for d in obj.diagnostics]
 
 
-def find(obj: Any, field: str) -> list[Diagnostic]:
-    return [d for d in obj.diagnostics if d.field == field]
-
-
 def backend(service: str = "svc", port: object = None) -> dict[str, Any]:
     return {"service": {"name": service, "port": {"number": 80} if port is None else port}}
 
@@ -142,32 +138,37 @@ def test_unrecognised_when_kind_or_api_version_is_not_read(kind, api):
     assert decode_object(body(kind, api=api)) == Unrecognised(kind, api)
 
 
+NO_NAME = "Service has no metadata.name"
+
+
 @pytest.mark.parametrize(
-    "raw",
+    ("raw", "message"),
     [
-        None,
-        "a string",
-        42,
-        ["kind", "Service"],
-        {"apiVersion": "v1", "metadata": {"name": "x"}},
-        {"apiVersion": "v1", "kind": "", "metadata": {"name": "x"}},
-        {"apiVersion": "v1", "kind": 7, "metadata": {"name": "x"}},
-        {"kind": "Service", "metadata": {"name": "x"}},
-        {"apiVersion": 1, "kind": "Service", "metadata": {"name": "x"}},
-        {"apiVersion": "v1", "kind": "Service"},
-        {"apiVersion": "v1", "kind": "Service", "metadata": "x"},
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"namespace": "a"}},
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": ""}},
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": 5}},
+        (None, "expected an object, found NoneType"),
+        ("a string", "expected an object, found str"),
+        (42, "expected an object, found int"),
+        (["kind", "Service"], "expected an object, found list"),
+        ({"apiVersion": "v1", "metadata": {"name": "x"}}, "object has no kind"),
+        ({"apiVersion": "v1", "kind": "", "metadata": {"name": "x"}}, "object has no kind"),
+        ({"apiVersion": "v1", "kind": 7, "metadata": {"name": "x"}}, "object has no kind"),
+        ({"kind": "Service", "metadata": {"name": "x"}}, "Service has no apiVersion"),
+        (
+            {"apiVersion": 1, "kind": "Service", "metadata": {"name": "x"}},
+            "Service has no apiVersion",
+        ),
+        ({"apiVersion": "v1", "kind": "Service"}, NO_NAME),
+        ({"apiVersion": "v1", "kind": "Service", "metadata": "x"}, NO_NAME),
+        ({"apiVersion": "v1", "kind": "Service", "metadata": {"namespace": "a"}}, NO_NAME),
+        ({"apiVersion": "v1", "kind": "Service", "metadata": {"name": ""}}, NO_NAME),
+        ({"apiVersion": "v1", "kind": "Service", "metadata": {"name": 5}}, NO_NAME),
     ],
 )
-def test_malformed_when_the_body_is_not_an_object_or_lacks_kind_or_name(raw):
-    result = decode_object(raw)
-    assert isinstance(result, Malformed), result
-    assert result.diagnostic.reason == "MalformedObject"
-    assert result.diagnostic.severity is Severity.ERROR
-    assert result.diagnostic.key is None
-    assert result.diagnostic.message
+def test_malformed_when_the_body_is_not_an_object_or_lacks_kind_or_name(raw, message):
+    assert decode_object(raw) == Malformed(
+        Diagnostic(
+            key=None, field="", severity=Severity.ERROR, reason="MalformedObject", message=message
+        )
+    )
 
 
 # --- wrong field types --------------------------------------------------------------------------
@@ -196,11 +197,18 @@ def test_wrong_port_type_names_the_exact_field_and_keeps_the_other_paths():
             }
         )
     )
-    field = "spec.rules[0].http.paths[1].backend.service.port"
-    problems = find(obj, field)
-    assert problems, obj.diagnostics
-    assert problems[0].reason == "InvalidField"
-    assert "str" in problems[0].message
+    assert [(d.field, d.reason, d.message) for d in obj.diagnostics] == [
+        (
+            "spec.rules[0].http.paths[1].backend.service.port",
+            "InvalidField",
+            "expected an object, found str '80'",
+        ),
+        (
+            "spec.rules[0].http.paths[1].backend.service.port",
+            "InvalidBackend",
+            "exactly one of port.number and port.name must be set; the path is ignored",
+        ),
+    ]
     assert all(d.key == ObjectKey("Ingress", "apps", "web") for d in obj.diagnostics)
     assert [(p.path, p.path_type) for p in obj.rules[0].paths] == [
         ("/ok", "Prefix"),
@@ -213,36 +221,57 @@ def test_port_number_as_a_string_is_refused_with_the_number_field_named():
     bad = {**path("/b"), "backend": backend(port={"number": "80"})}
     obj = decoded(ingress({"rules": [{"http": {"paths": [path("/a"), bad]}}]}))
     assert [p.path for p in obj.rules[0].paths] == ["/a"]
-    assert "spec.rules[0].http.paths[1].backend.service.port.number" in fields_of(obj)
+    assert [(d.field, d.reason, d.message) for d in obj.diagnostics] == [
+        (
+            "spec.rules[0].http.paths[1].backend.service.port.number",
+            "InvalidField",
+            "expected an integer, found str '80'",
+        )
+    ]
 
 
 @pytest.mark.parametrize(
-    ("spec", "field"),
+    ("spec", "field", "message"),
     [
-        ({"rules": {"host": "a"}}, "spec.rules"),
-        ({"rules": ["not a rule"]}, "spec.rules[0]"),
-        ({"rules": [{"host": 5}]}, "spec.rules[0].host"),
-        ({"rules": [{"http": []}]}, "spec.rules[0].http"),
-        ({"rules": [{"http": {"paths": "x"}}]}, "spec.rules[0].http.paths"),
+        ({"rules": {"host": "a"}}, "spec.rules", "expected a list, found dict {'host': 'a'}"),
+        ({"rules": ["not a rule"]}, "spec.rules[0]", "expected an object, found str 'not a rule'"),
+        ({"rules": [{"host": 5}]}, "spec.rules[0].host", "expected a string, found int 5"),
+        ({"rules": [{"http": []}]}, "spec.rules[0].http", "expected an object, found list []"),
+        (
+            {"rules": [{"http": {"paths": "x"}}]},
+            "spec.rules[0].http.paths",
+            "expected a list, found str 'x'",
+        ),
         (
             {"rules": [{"http": {"paths": [{**path(), "pathType": 3}]}}]},
             "spec.rules[0].http.paths[0].pathType",
+            "expected a string, found int 3",
         ),
         (
             {"rules": [{"http": {"paths": [{**path(), "path": ["/"]}]}}]},
             "spec.rules[0].http.paths[0].path",
+            "expected a string, found list ['/']",
         ),
-        ({"ingressClassName": True}, "spec.ingressClassName"),
-        ({"tls": [{"hosts": "a.example.com"}]}, "spec.tls[0].hosts"),
-        ({"tls": [{"hosts": [1]}]}, "spec.tls[0].hosts[0]"),
-        ({"tls": [{"secretName": {}}]}, "spec.tls[0].secretName"),
-        ({"defaultBackend": "svc"}, "spec.defaultBackend"),
+        ({"ingressClassName": True}, "spec.ingressClassName", "expected a string, found bool True"),
+        (
+            {"tls": [{"hosts": "a.example.com"}]},
+            "spec.tls[0].hosts",
+            "expected a list, found str 'a.example.com'",
+        ),
+        ({"tls": [{"hosts": [1]}]}, "spec.tls[0].hosts[0]", "expected a string, found int 1"),
+        (
+            {"tls": [{"secretName": {}}]},
+            "spec.tls[0].secretName",
+            "expected a string, found dict {}",
+        ),
+        ({"defaultBackend": "svc"}, "spec.defaultBackend", "expected an object, found str 'svc'"),
     ],
 )
-def test_wrong_ingress_field_type_is_reported_with_its_path(spec, field):
+def test_wrong_ingress_field_type_is_reported_with_its_path(spec, field, message):
     obj = decoded(ingress(spec))
-    assert field in fields_of(obj), obj.diagnostics
-    assert obj.meta.key == ObjectKey("Ingress", "apps", "web")
+    first = obj.diagnostics[0]
+    assert (first.field, first.reason, first.message) == (field, "InvalidField", message)
+    assert first.key == ObjectKey("Ingress", "apps", "web")
 
 
 def test_spec_that_is_not_an_object_is_reported_and_the_object_still_decodes():
@@ -418,7 +447,9 @@ def test_creation_timestamp_from_unquoted_yaml_is_normalised():
     text += "  creationTimestamp: 2024-01-02T05:04:05+02:00\n"
     parsed = parse_manifests(text, "ns.yaml")
     assert isinstance(parsed, list)
-    assert isinstance(parsed[0].body["metadata"]["creationTimestamp"], dt.datetime)
+    assert parsed[0].body["metadata"]["creationTimestamp"] == dt.datetime(
+        2024, 1, 2, 5, 4, 5, tzinfo=dt.timezone(dt.timedelta(hours=2))
+    )
     assert decoded(parsed[0].body).meta.created == "2024-01-02T03:04:05.000000Z"
 
 
@@ -496,8 +527,10 @@ def test_service_type_defaults_to_cluster_ip_and_external_name_is_read():
 
 
 def test_decode_does_not_raise_when_target_port_is_a_unicode_digit_string():
-    result = decode_object(body("Service", "s", spec={"ports": [{"port": 80, "targetPort": "²"}]}))
-    assert isinstance(result, Decoded)
+    obj = decoded(body("Service", "s", spec={"ports": [{"port": 80, "targetPort": "²"}]}))
+    # not an ASCII number, so a port name (that no container port will have)
+    assert [(p.port, p.target_port) for p in obj.ports] == [(80, "²")]
+    assert obj.diagnostics == []
 
 
 def endpoint_slice(endpoints: list[Any], ports: list[Any] | None = None) -> dict[str, Any]:
@@ -593,22 +626,25 @@ def test_string_data_overrides_data_when_both_hold_a_key(keypair_pem):
 def test_base64_garbage_in_data_gives_a_diagnostic_naming_the_key(keypair_pem):
     _, key = keypair_pem
     obj = decoded(secret(data={"tls.crt": "@@not base64@@", "tls.key": b64(key)}))
-    assert [(d.field, d.reason) for d in obj.diagnostics] == [("data['tls.crt']", "InvalidField")]
+    assert [(d.field, d.reason, d.message) for d in obj.diagnostics] == [
+        ("data['tls.crt']", "InvalidField", "is not valid base64")
+    ]
     assert obj.keypair is None
-    assert obj.problem
+    assert obj.problem == "the Secret has no tls.crt or no tls.key"
 
 
 def test_tls_secret_without_a_key_has_a_problem_and_no_keypair(keypair_pem):
     chain, _ = keypair_pem
     obj = decoded(secret(stringData={"tls.crt": chain.decode()}))
     assert obj.keypair is None
-    assert "tls.key" in obj.problem
+    assert obj.problem == "the Secret has no tls.crt or no tls.key"
+    assert obj.diagnostics == []
 
 
 def test_tls_secret_with_unparseable_pem_has_a_problem():
     obj = decoded(secret(stringData={"tls.crt": "garbage", "tls.key": "garbage"}))
     assert obj.keypair is None
-    assert obj.problem
+    assert obj.problem == "tls.crt holds no valid PEM certificate"
 
 
 def test_non_tls_secret_keeps_no_key_material(keypair_pem):
@@ -640,7 +676,7 @@ def test_ca_bundle_is_kept_when_ca_crt_holds_a_certificate(keypair_pem):
     assert obj.problem is None
     broken = decoded(secret("Opaque", stringData={"ca.crt": "nope"}))
     assert broken.ca_bundle is None
-    assert broken.problem.startswith("ca.crt")
+    assert broken.problem == "ca.crt holds no valid PEM certificate"
 
 
 # --- IngressClass and Namespace -----------------------------------------------------------------
@@ -673,18 +709,32 @@ def test_build_state_reports_skipped_malformed_and_duplicate_bodies_in_any_order
     ]
     forward, backward = build_state(bodies), build_state(list(reversed(bodies)))
     assert forward == backward
-    assert [d.reason for d in forward.input_diagnostics] == [
-        "MalformedObject",
-        "UnrecognisedKind",
-        "DuplicateObject",
+    service = ObjectKey("Service", "default", "s")
+    assert [(d.key, d.severity, d.reason, d.message) for d in forward.input_diagnostics] == [
+        (None, Severity.ERROR, "MalformedObject", "expected an object, found str"),
+        (
+            None,
+            Severity.WARNING,
+            "UnrecognisedKind",
+            "skipped 2 object(s) of v1 Pod, not read by Coxswain",
+        ),
+        (
+            service,
+            Severity.WARNING,
+            "DuplicateObject",
+            "the input holds 2 bodies with this key; one is kept",
+        ),
     ]
-    assert "2 object(s) of v1 Pod" in forward.input_diagnostics[1].message
-    assert forward.input_diagnostics[2].key == ObjectKey("Service", "default", "s")
-    assert len(forward.services) == 1
+    # the kept body is the larger in canonical JSON, whatever the order: "NodePort" here
+    assert [(key, s.type) for key, s in forward.services.items()] == [(service, "NodePort")]
 
 
 def test_build_state_does_not_raise_when_yaml_keys_are_not_all_strings():
     raw = body("Namespace", "n")
     raw["metadata"]["labels"] = {1: "one", "a": "b"}
-    state = build_state([raw])
-    assert ObjectKey("Namespace", "", "n") in state.namespaces
+    namespace = build_state([raw]).namespaces[ObjectKey("Namespace", "", "n")]
+    assert dict(namespace.meta.labels) == {"a": "b"}
+    # the key is what is wrong, not the value
+    assert [(d.field, d.reason, d.message) for d in namespace.diagnostics] == [
+        ("metadata.labels[1]", "InvalidField", "expected a string key, found int 1")
+    ]

@@ -121,7 +121,14 @@ def test_paused_and_raw_bytes_when_101(codec: HeadCodec) -> None:
     parser = ResponseParser(codec)
     parser.expect_response(b"GET")
     parser.receive_data(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n\x81\x00")
-    assert isinstance(parser.next_event(), ResponseHead)
+    head = parser.next_event()
+    assert isinstance(head, ResponseHead)
+    assert (head.status, head.reason, head.headers, head.has_body) == (
+        101,
+        b"Switching Protocols",
+        ((b"upgrade", b"websocket"),),
+        False,
+    )
     assert parser.next_event() == EndOfMessage()
     assert parser.next_event() is PAUSED
     assert parser.detach() == b"\x81\x00"

@@ -162,6 +162,7 @@ def test_a_head_whose_pieces_are_always_there_still_lets_other_tasks_run() -> No
             parser = RequestParser(codec_named("llhttp"), limits=Limits(max_head_bytes=1 << 20))
             event, turns = await _turns_while(EventReader(connection, parser).next)
             assert isinstance(event, RequestHead)
+            assert event.headers == ((b"host", b"x"), (b"x-long", b"v" * 300_000))
             # a yield between each two receives: 4; trio runs the tasks of a turn in either
             # order, so the other task may run once less (or more) around the first and last
             assert turns >= 3
@@ -178,7 +179,9 @@ def test_dropping_a_body_of_tiny_chunks_lets_other_tasks_run() -> None:
         connection, peer = _filled(request + b"1\r\nx\r\n" * 2000 + b"0\r\n\r\n")
         with peer, contextlib.closing(connection):
             reader = EventReader(connection, RequestParser(codec_named("llhttp")), read_timeout=5)
-            assert isinstance(await reader.next(math.inf), RequestHead)
+            head = await reader.next(math.inf)
+            assert isinstance(head, RequestHead)
+            assert (head.method, head.chunked) == (b"POST", True)
             kept, turns = await _turns_while(lambda: _drain(reader))
             assert kept is True
             assert turns >= 1000

@@ -16,7 +16,7 @@ from coxswain.route import build_table
 from coxswain.shell.tls import TLSContexts
 
 CA = trustme.CA()
-FOO = CA.issue_cert("foo.example.com")
+FOO = CA.create_child_ca().issue_cert("foo.example.com")  # clients trust CA: the chain is served
 WILD = CA.issue_cert("*.example.com")
 CLIENT_CA = trustme.CA()
 CLIENT = CLIENT_CA.issue_cert("client.example.com")
@@ -180,3 +180,32 @@ def test_contexts_are_shared_between_names_with_the_same_certificate():
     _handshake(front, "bar.example.com")
     _handshake(front, "baz.example.com")
     assert len(contexts._by_material) == 1
+
+
+def _served(contexts: TLSContexts, port: int, name: str) -> tuple[ssl.SSLContext, ssl.SSLObject]:
+    """The front context of ``port`` and the handshake's server side, whose context is the one
+    the SNI callback chose for ``name``."""
+    front = contexts.front(port)
+    _handshake(front, name)
+    return front, _HANDSHAKES[-1]
+
+
+def test_contexts_take_tls_1_2_or_later_offer_http_1_1_and_ask_no_certificate_by_default():
+    contexts, port = _tables()
+    front, server = _served(contexts, port, "foo.example.com")
+    assert server.context is not front
+    assert server.selected_alpn_protocol() == "http/1.1"
+    for context in (front, server.context):
+        assert context.minimum_version is ssl.TLSVersion.TLSv1_2  # RFC 8996
+        assert context.verify_mode is ssl.CERT_NONE
+        assert context.get_ca_certs() == []
+
+
+def test_contexts_of_a_port_with_validation_ask_for_a_certificate_from_its_bundles():
+    contexts, port = _tables("AllowInsecureFallback")
+    front, server = _served(contexts, port, "foo.example.com")
+    bundle = [ssl.PEM_cert_to_DER_cert(CLIENT_CA.cert_pem.bytes().decode())]
+    for context in (front, server.context):
+        assert context.minimum_version is ssl.TLSVersion.TLSv1_2
+        assert context.verify_mode is ssl.CERT_OPTIONAL
+        assert context.get_ca_certs(binary_form=True) == bundle

@@ -106,7 +106,9 @@ class FieldReader:
             return pmap()
         good: dict[str, str] = {}
         for name, item in raw.items():
-            if isinstance(name, str) and isinstance(item, str):
+            if not isinstance(name, str):  # a YAML key such as ``1`` or ``true``
+                self._wrong_type(f"{field}[{name!r}]", "a string key", name)
+            elif isinstance(item, str):
                 good[name] = item
             else:
                 self._wrong_type(f"{field}[{name!r}]", "a string", item)
