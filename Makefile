@@ -4,7 +4,7 @@ PYTHON ?= python3
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test lint bench goldens proto clean
+.PHONY: run test lint bench goldens proto gateway-api-crds clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,33 @@ bench: $(STAMP)
 	$(PY) bench/proxy_cpu.py --build both
 	$(PY) bench/discovery.py
 	$(PY) bench/controller.py
+
+## gateway-api-crds: replace the Gateway API CRDs the chart ships (both channels, with upstream's
+## LICENSE) by those of tag GATEWAY_API_VERSION in GATEWAY_API_SRC, a clone (or the git directory)
+## of github.com/kubernetes-sigs/gateway-api; then review `git diff` and run the chart and golden tests
+GATEWAY_API_CRDS ?= helm/coxswain/charts/gateway-api-crds
+gateway-api-crds:
+	@test -n "$(GATEWAY_API_VERSION)" && test -n "$(GATEWAY_API_SRC)" || { echo "usage: make gateway-api-crds GATEWAY_API_VERSION=vX.Y.Z GATEWAY_API_SRC=<clone of github.com/kubernetes-sigs/gateway-api>" >&2; exit 2; }
+	@set -eu; src='$(GATEWAY_API_SRC)'; tag='$(GATEWAY_API_VERSION)'; out='$(GATEWAY_API_CRDS)'; \
+	commit=$$(git -C "$$src" rev-parse --verify --quiet "refs/tags/$$tag^{commit}") \
+	  || { echo "$$src has no tag $$tag" >&2; exit 1; }; \
+	rm -rf "$$out/standard" "$$out/experimental" "$$out/git-blobs.txt"; \
+	for channel in standard experimental; do \
+	  mkdir "$$out/$$channel"; \
+	  git -C "$$src" ls-tree "$$commit" "config/crd/$$channel/" > "$$out/ls-tree.tmp"; \
+	  while read -r mode type blob path; do \
+	    case "$${path##*/}" in gateway*.yaml) ;; *) continue ;; esac; \
+	    git -C "$$src" cat-file blob "$$blob" > "$$out/$$channel/$${path##*/}"; \
+	    echo "$$blob $$channel/$${path##*/}" >> "$$out/git-blobs.txt"; \
+	  done < "$$out/ls-tree.tmp"; \
+	  rm "$$out/ls-tree.tmp"; \
+	  ls "$$out/$$channel"/*.yaml > /dev/null; \
+	done; \
+	git -C "$$src" show "$$commit:LICENSE" > "$$out/LICENSE"; \
+	sed -e "s|^version: .*|version: $${tag#v}|" -e "s|^appVersion: .*|appVersion: $$tag|" \
+	  -e "s|^\(  coxswain-labs.dev/source-commit:\).*|\1 $$commit|" "$$out/Chart.yaml" > "$$out/Chart.yaml.new"; \
+	mv "$$out/Chart.yaml.new" "$$out/Chart.yaml"; \
+	echo "Gateway API $$tag ($$commit) written to $$out"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -6,8 +6,8 @@ validate what it renders.
 - ``validate(obj)`` checks one rendered object: built-in kinds against the official
   ``kubernetes`` client's models (strict pydantic models: unknown fields, wrong types and
   missing required fields are errors; keys must be the API's camelCase names), custom kinds
-  against their CRD's ``openAPIV3Schema`` (the Gateway API CRDs in ``../shared/gateway-api``
-  and the chart's own ``crds/``).
+  against their CRD's ``openAPIV3Schema`` (the Gateway API CRDs and Coxswain's own, as the chart
+  ships them: ``tests.apiserver.crds``).
 """
 
 from __future__ import annotations
@@ -15,16 +15,21 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import helm_python
 import jsonschema
 import yaml
 from kubernetes import client
 
+from tests.apiserver.crds import CHART, COXSWAIN_CRDS, GATEWAY_API_CRDS, ROOT
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
 __all__ = [
     "CHART_DIR",
+    "ROOT",
     "Rendered",
     "chart",
     "crd_schema",
@@ -33,9 +38,8 @@ __all__ = [
     "validate",
 ]
 
-ROOT: Final = Path(__file__).resolve().parents[2]
-CHART_DIR: Final = ROOT / "helm" / "coxswain"
-GATEWAY_API_CRDS: Final = ROOT.parent / "shared" / "gateway-api" / "v1.6.1"
+CHART_DIR: Final = CHART
+_LOADER: Final = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the CRDs are 1 MB of YAML
 
 # (apiVersion, kind) → the kubernetes client model of every built-in kind the chart renders.
 MODELS: Final[dict[tuple[str, str], type[Any]]] = {
@@ -51,13 +55,18 @@ MODELS: Final[dict[tuple[str, str], type[Any]]] = {
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): client.V1RoleBinding,
     ("networking.k8s.io/v1", "IngressClass"): client.V1IngressClass,
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): client.V1CustomResourceDefinition,
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): (
+        client.V1ValidatingAdmissionPolicy
+    ),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"): (
+        client.V1ValidatingAdmissionPolicyBinding
+    ),
 }
 # (apiVersion, kind) → the CRD file that defines it.
 CUSTOM: Final[dict[tuple[str, str], Path]] = {
     ("gateway.networking.k8s.io/v1", "GatewayClass"): GATEWAY_API_CRDS
     / "gateway.networking.k8s.io_gatewayclasses.yaml",
-    ("gateway.coxswain-labs.dev/v1alpha1", "CoxswainGatewayParameters"): CHART_DIR
-    / "crds"
+    ("gateway.coxswain-labs.dev/v1alpha1", "CoxswainGatewayParameters"): COXSWAIN_CRDS
     / "gateway.coxswain-labs.dev_coxswaingatewayparameters.yaml",
 }
 _GENERIC: Final = re.compile(r"(List|Dict)\[(?:str, )?(.*)\]")  # the models' type names
@@ -71,10 +80,11 @@ def chart() -> helm_python.Chart:
 
 @dataclass(frozen=True)
 class Rendered:
-    """One rendering: every object (template order) and NOTES.txt."""
+    """One rendering: every object (template order), NOTES.txt, and each template's text."""
 
     objects: list[dict[str, Any]]
     notes: str
+    manifests: dict[str, str]
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [o for o in self.objects if o["kind"] == kind]
@@ -102,11 +112,11 @@ def render(
         if path.endswith("NOTES.txt"):
             notes = manifests[path]
             continue
-        for document in yaml.safe_load_all(manifests[path]):
+        for document in yaml.load_all(manifests[path], Loader=_LOADER):
             if document is not None:
                 assert isinstance(document, dict), f"{path}: {document!r}"
                 objects.append(document)
-    return Rendered(objects=objects, notes=notes)
+    return Rendered(objects=objects, notes=notes, manifests=manifests)
 
 
 def schema_error(values: dict[str, Any]) -> str:
@@ -121,7 +131,7 @@ def schema_error(values: dict[str, Any]) -> str:
 @functools.cache
 def crd_schema(path: Path, version: str) -> dict[str, Any]:
     """The ``openAPIV3Schema`` of one version of the CRD in ``path``."""
-    crd = yaml.safe_load(path.read_text(encoding="utf-8"))
+    crd = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
     for served in crd["spec"]["versions"]:
         if served["name"] == version:
             schema: dict[str, Any] = served["schema"]["openAPIV3Schema"]

@@ -4,15 +4,22 @@ Every variant is rendered, linted and validated object by object (kubernetes cli
 built-in kinds, CRD schemas for custom ones), then checked for the invariants the design rests
 on: selectors match the pods they mean, the controller's ``--shared-proxy-selector`` is the
 shared pool's pod labels (so every VIP Service the controller provisions reaches the pool),
-proxies hold no credentials, every pod is locked down, and NodePort VIPs are refused.
+proxies hold no credentials, every pod is locked down, and NodePort VIPs are refused. The
+Gateway API CRDs the chart installs are upstream's files, of one version, each kept by Helm, and
+the release that carries them fits in Helm's release record.
 """
 
 from __future__ import annotations
 
+import base64
+import gzip
+import hashlib
 import json
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import helm_python
 import jsonschema
@@ -24,7 +31,16 @@ from coxswain.compile import CompileConfig, build_state
 from coxswain.compile.config import DEFAULT_SHARED_PROXY_SELECTOR
 from coxswain.compile.labels import parse_selector
 from coxswain.compile.provision import ROLE, ROLE_VIP, TLS_MOUNT, provision
+from tests.apiserver.crds import (
+    GATEWAY_API_CHANNELS,
+    GATEWAY_API_CHART,
+    GATEWAY_API_CRDS,
+    GATEWAY_API_VERSION,
+)
 from tests.unit.helm_render import CHART_DIR, ROOT, Rendered, chart, render, schema_error, validate
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 RELEASE = "coxswain"
 NAMESPACE = "coxswain-system"
@@ -45,6 +61,8 @@ VARIANTS: dict[str, Variant] = {
     "shared-replicas-0": Variant({"proxy": {"shared": {"replicas": 0}}}),
     "shared-disabled": Variant({"proxy": {"shared": {"enabled": False}}}),
     "gateway-api-disabled": Variant({"gatewayAPI": {"enabled": False}}),
+    "gateway-api-experimental": Variant({"gatewayAPI": {"crds": {"channel": "experimental"}}}),
+    "gateway-api-crds-off": Variant({"gatewayAPI": {"crds": {"install": False}}}),
     "custom-release": Variant({}, release="edge", namespace="ingress-edge"),
     "everything-on": Variant(
         {
@@ -141,6 +159,9 @@ def test_every_object_is_valid(installed: Installed) -> None:
         "ClusterRoleBinding",
         "IngressClass",
         "GatewayClass",
+        "CustomResourceDefinition",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
     }
     for obj in rendered.objects:
         validate(obj)
@@ -504,6 +525,13 @@ def test_without_the_shared_pool_only_the_controller_runs() -> None:
 def test_gateway_classes_and_ingress_classes() -> None:
     offline = render()  # Helm's offline capabilities do not include the Gateway API
     assert offline.of_kind("GatewayClass") == []
+    # It installs the CRDs, but Helm read the cluster's APIs before: the next upgrade creates it.
+    assert "GatewayClass `coxswain` not created yet" in offline.notes
+    assert "helm upgrade coxswain <this chart> -n coxswain-system --reuse-values" in offline.notes
+    assert f"Gateway API CRDs: {GATEWAY_API_VERSION}, standard channel" in offline.notes
+    unmanaged = render({"gatewayAPI": {"crds": {"install": False}}})
+    assert "no GatewayClass created (the Gateway API CRDs were not found" in unmanaged.notes
+    assert "Gateway API CRDs:" not in unmanaged.notes
     assert (
         offline.get("IngressClass", "coxswain")["spec"]["controller"]
         == "coxswain-labs.dev/ingress-controller"
@@ -558,6 +586,234 @@ def test_the_validator_refuses_what_the_api_server_would() -> None:
         validate({**gateway_class, "spec": {"controllerName": "no-domain"}})
 
 
+# --- the Gateway API CRDs -----------------------------------------------------------------------
+
+GATEWAY_API_TEMPLATE = "coxswain/charts/gatewayAPI/templates/crds.yaml"
+KEEP_LINE = "    helm.sh/resource-policy: keep\n"
+ADMISSION_KINDS = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def committed(channel: str) -> list[Path]:
+    """The files of one channel, in the order the template renders them (sorted paths)."""
+    return sorted((GATEWAY_API_CHART / channel).glob("*.yaml"))
+
+
+def gateway_api_objects(rendered: Rendered) -> list[dict[str, Any]]:
+    return [
+        o
+        for o in rendered.objects
+        if o["kind"] in ADMISSION_KINDS
+        or (o["kind"] == "CustomResourceDefinition" and "gateway.networking" in o["spec"]["group"])
+    ]
+
+
+@pytest.mark.parametrize("channel", GATEWAY_API_CHANNELS)
+def test_the_gateway_api_crds_are_the_committed_files_kept_by_helm(channel: str) -> None:
+    """By default (standard) or by ``crds.channel``, the chart renders its channel's files as
+    committed, with the one line that stops Helm from ever deleting them (and every route)."""
+    values = {} if channel == "standard" else {"gatewayAPI": {"crds": {"channel": channel}}}
+    rendered = render(values)
+    files = committed(channel)
+    text = rendered.manifests[GATEWAY_API_TEMPLATE]
+    expected = "".join(f"\n---\n{f.read_text(encoding='utf-8')}" for f in files)
+    assert text.replace(KEEP_LINE, "").strip() == expected.strip()
+    objects = gateway_api_objects(rendered)
+    upstream = [
+        d for f in files for d in yaml.load_all(f.read_text(encoding="utf-8"), Loader=_LOADER) if d
+    ]
+    assert text.count(KEEP_LINE) == len(objects) == len(upstream)
+    for obj, original in zip(objects, upstream, strict=True):
+        annotations = obj["metadata"]["annotations"]
+        assert annotations.pop("helm.sh/resource-policy") == "keep"
+        assert obj == original
+    kinds = {o["kind"] for o in objects}
+    assert kinds == {"CustomResourceDefinition", *ADMISSION_KINDS}, "the safe-upgrades policy"
+    crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
+    assert {o["metadata"]["annotations"]["gateway.networking.k8s.io/channel"] for o in crds} == {
+        channel
+    }
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"gatewayAPI": {"crds": {"install": False}}},
+        {"gatewayAPI": {"enabled": False}},
+        {"gatewayAPI": {"enabled": False, "crds": {"channel": "experimental"}}},
+    ],
+    ids=["install-false", "gateway-api-disabled", "gateway-api-disabled-experimental"],
+)
+def test_no_gateway_api_crds_when_they_are_managed_elsewhere(values: dict[str, Any]) -> None:
+    rendered = render(values)
+    assert rendered.manifests[GATEWAY_API_TEMPLATE].strip() == ""
+    assert gateway_api_objects(rendered) == []
+    assert rendered.of_kind("CustomResourceDefinition") == []
+
+
+def test_the_gateway_api_crds_are_upstreams_files_at_one_version() -> None:
+    """Each committed file is the upstream blob ``git-blobs.txt`` names (as ``git ls-tree`` of
+    upstream's ``config/crd/<channel>`` at the tag prints it), every object in it carries the
+    version and channel its place says, and that version is the subchart's, named once."""
+    subchart = yaml.safe_load((GATEWAY_API_CHART / "Chart.yaml").read_text(encoding="utf-8"))
+    assert subchart["appVersion"] == GATEWAY_API_VERSION
+    assert subchart["version"] == GATEWAY_API_VERSION.removeprefix("v")
+    assert re.fullmatch(r"[0-9a-f]{40}", subchart["annotations"]["coxswain-labs.dev/source-commit"])
+    blobs = (GATEWAY_API_CHART / "git-blobs.txt").read_text(encoding="utf-8").splitlines()
+    listed = {name: blob for blob, name in (line.split(" ") for line in blobs)}
+    files = {f"{c}/{p.name}": p for c in GATEWAY_API_CHANNELS for p in committed(c)}
+    assert sorted(listed) == sorted(files)
+    assert {p.parent for p in GATEWAY_API_CHART.glob("*/*.yaml")} == {
+        GATEWAY_API_CHART / c for c in (*GATEWAY_API_CHANNELS, "templates")
+    }
+    for name, path in files.items():
+        data = path.read_bytes()
+        assert hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == listed[name], name
+        documents = [d for d in yaml.load_all(data, Loader=_LOADER) if d]
+        # The template singles the admission policy out by its file name.
+        policy = {d["kind"] for d in documents} == ADMISSION_KINDS
+        for document in documents:
+            annotations = document["metadata"]["annotations"]
+            assert annotations["gateway.networking.k8s.io/bundle-version"] == GATEWAY_API_VERSION
+            if not policy:  # upstream's experimental policy says channel: standard
+                assert annotations["gateway.networking.k8s.io/channel"] == path.parent.name
+        assert policy == name.endswith("_vap_safeupgrades.yaml"), name
+        assert policy or [d["kind"] for d in documents] == ["CustomResourceDefinition"], name
+    assert GATEWAY_API_CRDS == GATEWAY_API_CHART / "standard"
+    license_text = (GATEWAY_API_CHART / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in license_text
+    assert "Version 2.0" in license_text
+    parent = yaml.safe_load((CHART_DIR / "Chart.yaml").read_text(encoding="utf-8"))
+    assert parent["dependencies"] == [
+        {"name": "gateway-api-crds", "version": "*", "alias": "gatewayAPI"}
+    ]
+
+
+SECRET_LIMIT = 1024 * 1024  # bytes of data a Secret may hold
+
+
+def release_record_size(loaded: helm_python.Chart, values: dict[str, Any]) -> int:
+    """The size of the release record Helm stores for an install with ``values``, encoded as its
+    Secret driver stores it: JSON of the release (the chart's own metadata, templates, values,
+    schema and files, data base64, but not its subcharts; the rendered manifest) gzipped, then
+    base64 (``data.release``)."""
+    manifests = loaded.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
+
+    def files(entries: list[dict[str, str]]) -> list[dict[str, str]]:
+        return [
+            {"name": e["name"], "data": base64.b64encode(e["data"].encode()).decode()}
+            for e in entries
+        ]
+
+    record = {
+        "name": RELEASE,
+        "namespace": NAMESPACE,
+        "version": 1,
+        "info": {"status": "deployed", "notes": manifests.pop(f"{RELEASE}/templates/NOTES.txt")},
+        "chart": {
+            "metadata": loaded.metadata,
+            "lock": None,
+            "templates": files(loaded.templates),
+            "values": loaded.values,
+            "schema": base64.b64encode(json.dumps(loaded.schema).encode()).decode(),
+            "files": files(loaded.files),
+        },
+        "config": values,
+        "manifest": "".join(f"---\n# Source: {p}\n{t}\n" for p, t in sorted(manifests.items())),
+    }
+    return len(base64.b64encode(gzip.compress(json.dumps(record).encode(), compresslevel=9)))
+
+
+@pytest.mark.parametrize("channel", GATEWAY_API_CHANNELS)
+def test_the_release_record_fits_in_a_secret(channel: str) -> None:
+    """Helm's release record (a Secret) carries the rendered channel, not the subchart's files;
+    half the limit leaves room for what the estimate leaves out and for the CRDs to grow."""
+    size = release_record_size(chart(), {"gatewayAPI": {"crds": {"channel": channel}}})
+    assert size < SECRET_LIMIT / 2, f"release record {size} bytes"
+
+
+def test_both_channels_as_files_of_the_chart_itself_would_not_fit(tmp_path: Path) -> None:
+    """Why the CRDs are a subchart: as files of the chart, Helm would store both channels in
+    every release record, over a Secret's limit."""
+    copy = tmp_path / "coxswain"
+    shutil.copytree(CHART_DIR, copy)
+    for channel in GATEWAY_API_CHANNELS:
+        shutil.copytree(GATEWAY_API_CHART / channel, copy / "gateway-api" / channel)
+    with helm_python.Chart.load(copy) as loaded:
+        assert release_record_size(loaded, {}) > SECRET_LIMIT
+
+
+def test_make_gateway_api_crds_copies_a_release_of_upstream(tmp_path: Path) -> None:
+    """``make gateway-api-crds`` against a small upstream repository with one tag."""
+    upstream = tmp_path / "gateway-api"
+    files = {
+        "config/crd/standard/gateway.networking.k8s.io_foos.yaml": "kind: Foo # standard\n",
+        "config/crd/standard/kustomization.yaml": "resources: []\n",
+        "config/crd/experimental/gateway.networking.k8s.io_foos.yaml": "kind: Foo # exp\n",
+        "config/crd/experimental/gateway.networking.x-k8s.io_bars.yaml": "kind: Bar\n",
+        "config/crd/experimental/kustomization.yaml": "resources: []\n",
+        "config/crd/kustomization.yaml": "resources: []\n",
+        "LICENSE": "Apache License\n",
+    }
+    for name, text in files.items():
+        (upstream / name).parent.mkdir(parents=True, exist_ok=True)
+        (upstream / name).write_text(text, encoding="utf-8")
+    git = ["git", "-C", str(upstream), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for command in (["init", "-q"], ["add", "."], ["commit", "-qm", "v9.8.7"], ["tag", "v9.8.7"]):
+        subprocess.run([*git, *command], check=True)
+    commit = subprocess.run(
+        [*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    out = tmp_path / "gateway-api-crds"
+    shutil.copytree(GATEWAY_API_CHART, out)
+
+    def make(version: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                "make",
+                "--no-print-directory",
+                "-C",
+                str(ROOT),
+                "gateway-api-crds",
+                f"GATEWAY_API_VERSION={version}",
+                f"GATEWAY_API_SRC={upstream}",
+                f"GATEWAY_API_CRDS={out}",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    refused = make("v0.0.0")
+    assert refused.returncode != 0
+    assert "has no tag v0.0.0" in refused.stderr
+    assert (out / "git-blobs.txt").read_bytes() == (
+        GATEWAY_API_CHART / "git-blobs.txt"
+    ).read_bytes()
+
+    done = make("v9.8.7")
+    assert done.returncode == 0, done.stderr
+    copied = sorted(str(p.relative_to(out)) for p in out.glob("*/*.yaml"))
+    assert copied == [
+        "experimental/gateway.networking.k8s.io_foos.yaml",
+        "experimental/gateway.networking.x-k8s.io_bars.yaml",
+        "standard/gateway.networking.k8s.io_foos.yaml",
+        "templates/crds.yaml",
+    ]
+    assert (out / "standard/gateway.networking.k8s.io_foos.yaml").read_text() == files[
+        "config/crd/standard/gateway.networking.k8s.io_foos.yaml"
+    ]
+    assert (out / "LICENSE").read_text() == "Apache License\n"
+    metadata = yaml.safe_load((out / "Chart.yaml").read_text(encoding="utf-8"))
+    assert (metadata["version"], metadata["appVersion"]) == ("9.8.7", "v9.8.7")
+    assert metadata["annotations"]["coxswain-labs.dev/source-commit"] == commit
+    blobs = [line.split(" ")[1] for line in (out / "git-blobs.txt").read_text().splitlines()]
+    assert sorted(blobs) == [c for c in copied if not c.startswith("templates/")]
+    assert (out / "templates/crds.yaml").read_bytes() == (
+        GATEWAY_API_CHART / "templates/crds.yaml"
+    ).read_bytes()
+
+
 # --- refused values -----------------------------------------------------------------------------
 
 
@@ -578,6 +834,9 @@ def test_nodeport_vips_are_refused_with_the_reason() -> None:
         ({"controler": {"replicas": 2}}, "controler"),
         ({"gatewayAPI": {"controllerName": "no-domain"}}, "/gatewayAPI/controllerName"),
         ({"gatewayAPI": {"gatewayClass": {"create": "yes"}}}, "/gatewayAPI/gatewayClass/create"),
+        ({"gatewayAPI": {"crds": {"install": "yes"}}}, "/gatewayAPI/crds/install"),
+        ({"gatewayAPI": {"crds": {"channel": "beta"}}}, "/gatewayAPI/crds/channel"),
+        ({"gatewayAPI": {"crds": {"chanel": "standard"}}}, "chanel"),
         ({"commonLabels": {"app.kubernetes.io/name": "x"}}, "app.kubernetes.io/name"),
         ({"controller": {"resources": {"limits": None}}}, "/controller/resources"),
     ],
