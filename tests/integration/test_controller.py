@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import pytest
 import trio
 
 from coxswain.compile import CompileConfig
@@ -29,6 +30,8 @@ from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer
 
 from .manifests import backend, default_ingress, gateway, gateway_class, http_route, ingress_class
 from .proxy_harness import free_port, serve_echo
+
+pytestmark = pytest.mark.fixed_ports  # the shared pool's internal port 30000 (tests/conftest.py)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -17,6 +17,7 @@ import base64
 import signal
 from typing import TYPE_CHECKING, Any
 
+import pytest
 import trio
 
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer
@@ -33,6 +34,8 @@ from .manifests import (
 from .proxy_harness import free_port, reaped, serve_echo
 from .test_serve import coxswain, get
 from .test_serve import served_by as served_by_eventually
+
+pytestmark = pytest.mark.fixed_ports  # the shared pool's internal ports (tests/conftest.py)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -33,6 +33,8 @@ import pytest
 
 from examples import demo
 
+pytestmark = pytest.mark.fixed_ports  # the demo's ports (tests/conftest.py)
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 

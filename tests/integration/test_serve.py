@@ -40,6 +40,8 @@ from .manifests import (
 )
 from .proxy_harness import free_port, reaped, serve_echo
 
+pytestmark = pytest.mark.fixed_ports  # the shared pool's internal port 30000 (tests/conftest.py)
+
 if TYPE_CHECKING:
     from pathlib import Path
 
