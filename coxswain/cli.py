@@ -108,7 +108,11 @@ logged and the current snapshot stays. With --discovery HOST:PORT the snapshots 
 controller's gRPC stream instead, over mutual TLS with the proxy's certificate (its SPIFFE
 identity decides which scope it may subscribe to); a refused subscription exits 2, a lost
 connection is retried while the last snapshot keeps serving. One JSON access-log line per
-request goes to stderr.
+request goes to stderr. A configuration error exits 2 at once with its reason (a snapshot file
+that cannot be used, a port of the first snapshot or the admin port that cannot be listened
+on, TLS files that are not PEM), checked before --workers N starts any worker; SIGTERM or
+SIGINT drains and exits 0. With --workers N, SIGHUP reaches every worker and a worker that
+crashes is started again.
 
 examples:
   coxswain compile -f examples/ > snapshot.json
@@ -611,11 +615,15 @@ _TIMEOUT_FLAGS: Final = (
 
 
 def _proxy(args: argparse.Namespace) -> int:
+    """``coxswain proxy``: one process, or with ``--workers N`` a supervisor of N, which first
+    checks what it can so that a configuration error is reported once
+    (coxswain/shell/workers.py)."""
     import trio  # only the proxy needs it; the offline commands start faster without
 
     from coxswain.shell.discovery_client import DiscoveryRefusedError
+    from coxswain.shell.listen import ListenError
     from coxswain.shell.logs import install_logging
-    from coxswain.shell.proxy_process import run_until_terminated
+    from coxswain.shell.proxy_process import check_snapshot_file, run_until_terminated
     from coxswain.shell.snapshot_file import SnapshotLoadError
     from coxswain.shell.workers import supervise
 
@@ -631,19 +639,26 @@ def _proxy(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as err:
         print(f"coxswain proxy: {err}", file=sys.stderr)
         return EXIT_UNREADABLE
-    if args.workers > 1 and not args.worker_of_supervisor:
-        install_logging(json_lines=json_lines(args))
-        return trio.run(
-            lambda: supervise(
-                _worker_command(args),
-                args.workers,
-                drain_timeout=args.drain_timeout,
-                admin_bind=args.bind,
-                admin_port=args.admin_port or None,
-            )
-        )
     config = _proxy_config(args, reuse_port=args.worker_of_supervisor)
     install_logging(json_lines=json_lines(args))
+    if args.workers > 1 and not args.worker_of_supervisor:
+        supervised: list[int] = []
+
+        async def supervisor() -> None:
+            if args.snapshot is not None:
+                await trio.to_thread.run_sync(check_snapshot_file, args.snapshot, scope, config)
+            supervised.append(
+                await supervise(
+                    _worker_command(args),
+                    args.workers,
+                    drain_timeout=args.drain_timeout,
+                    admin_bind=args.bind,
+                    admin_port=args.admin_port or None,
+                )
+            )
+
+        code = run_until_done("proxy", supervisor, (SnapshotLoadError, ListenError))
+        return code or next(iter(supervised), EXIT_OK)
     return run_until_done(
         "proxy",
         lambda: run_until_terminated(
@@ -654,7 +669,7 @@ def _proxy(args: argparse.Namespace) -> int:
             drain_timeout=args.drain_timeout,
             supervised=args.worker_of_supervisor,
         ),
-        (SnapshotLoadError, DiscoveryRefusedError),
+        (SnapshotLoadError, ListenError, DiscoveryRefusedError),
     )
 
 

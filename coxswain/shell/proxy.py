@@ -1,6 +1,6 @@
 """The proxy process: the served snapshot, its listeners, and every client connection.
 
-Design (ARCHITECTURE §6, STYLE §7):
+Design (docs/architecture.md, "The proxy"):
 
 - **One reference swap.** :class:`Served` bundles a snapshot with what is derived from it (the
   route table, the TLS contexts); :meth:`Proxy.apply` replaces ``Proxy.served`` in one
@@ -9,7 +9,9 @@ Design (ARCHITECTURE §6, STYLE §7):
 - **Listeners** follow the pure plan of ``route.plan.diff_listeners``: sockets that appear are
   bound, those that disappear are closed, unchanged ones are never re-bound. Each port is
   served in its own cancel scope; connections live in one nursery of their own, so closing a
-  listener does not cut the connections it accepted.
+  listener does not cut the connections it accepted. A port that cannot be bound is tried
+  again with a growing pause, unless the caller asks ``must_bind`` (the first snapshot of a
+  file: :class:`.ListenError`, a configuration error).
 - **Connections** loop over requests (keep-alive, RFC 9112 §9.3): read a head, ``select``,
   answer or forward (:mod:`.upstream`), and log one JSON line. A ProtocolError from the codec
   (400, 413, 431, 501) is answered and the connection closed (RFC 9112 §9.6); no input ends
@@ -52,6 +54,7 @@ from coxswain.shell.http1 import (
     RequestParser,
     codec_named,
 )
+from coxswain.shell.listen import ListenError, open_reuseport_listeners
 from coxswain.shell.metrics import Metrics
 from coxswain.shell.mirror import Mirrors
 from coxswain.shell.pool import UpstreamPool
@@ -64,7 +67,6 @@ from coxswain.shell.upstream import (
     Timeouts,
 )
 from coxswain.shell.wire import EventReader, Timer, Watchdog, own_answer
-from coxswain.shell.workers import open_reuseport_listeners
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -216,8 +218,14 @@ class Proxy:
         log.warning("drain timeout: %d connections cut", self._open)
         return False
 
-    async def apply(self, snapshot: Snapshot) -> None:
-        """Serve ``snapshot`` from now on: one reference swap, then the listener plan."""
+    async def apply(self, snapshot: Snapshot, *, must_bind: bool = False) -> None:
+        """Serve ``snapshot`` from now on: one reference swap, then the listener plan.
+
+        Raises:
+            ListenError: ``must_bind`` and a port of the plan cannot be bound now (without
+                ``must_bind`` the port is tried again in the background and ``ready()`` is
+                False meanwhile).
+        """
         if self.draining:
             log.info("not applying snapshot %s: draining", snapshot.version)
             return
@@ -236,7 +244,7 @@ class Proxy:
             await entry.closed.wait()
         assert self._nursery is not None, "apply() before serve() started"
         for spec in plan.open:
-            await self._nursery.start(self._serve_port, spec)
+            await self._nursery.start(self._serve_port, spec, must_bind)
         log.info(
             "applied snapshot %s: opened %s, closed %s, kept %s",
             snapshot.version,
@@ -269,22 +277,30 @@ class Proxy:
         gc.freeze()
 
     async def _serve_port(
-        self, spec: ListenerSpec, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+        self,
+        spec: ListenerSpec,
+        must_bind: bool,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         entry = _Listener(spec, trio.CancelScope())
         self.listeners[spec.port] = entry
         try:
-            await self._listen(entry, task_status)
+            await self._listen(entry, must_bind, task_status)
         finally:
             entry.closed.set()
 
-    async def _listen(self, entry: _Listener, task_status: trio.TaskStatus[None]) -> None:
+    async def _listen(
+        self, entry: _Listener, must_bind: bool, task_status: trio.TaskStatus[None]
+    ) -> None:
         spec = entry.spec
         with entry.scope:
             waiting = False
 
-            def wait_in_background() -> None:
+            def wait_in_background(error: ListenError) -> None:
                 nonlocal waiting
+                if must_bind:
+                    raise error
                 waiting = True
                 task_status.started()  # not ready(): /readyz answers 503 until bound
 
@@ -300,11 +316,12 @@ class Proxy:
             await trio.serve_listeners(handle, sockets, handler_nursery=self._nursery)
 
     async def _bind(
-        self, port: int, first_failure: Callable[[], None]
+        self, port: int, first_failure: Callable[[ListenError], None]
     ) -> list[trio.SocketListener]:
         """The port's sockets, trying again with a growing pause while binding fails (the port
         may be held by a process that is stopping, or the Service of a new listener is not yet
-        routed); ``first_failure`` lets the caller carry on with the rest of the snapshot."""
+        routed); ``first_failure`` lets the caller carry on with the rest of the snapshot, or
+        raise."""
         pause = BIND_RETRY_MIN
         while True:
             try:
@@ -314,15 +331,10 @@ class Proxy:
                     else await trio.open_tcp_listeners(port, host=self.config.bind)
                 )
             except OSError as err:
-                log.error(
-                    "cannot listen on %s:%d: %s; trying again in %g s",
-                    self.config.bind,
-                    port,
-                    err,
-                    pause,
-                )
+                error = ListenError(self.config.bind, port, err)
             if pause == BIND_RETRY_MIN:
-                first_failure()
+                first_failure(error)
+            log.error("%s; trying again in %g s", error, pause)
             await trio.sleep(pause)
             pause = min(pause * 2, BIND_RETRY_MAX)
 

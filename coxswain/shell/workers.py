@@ -1,25 +1,37 @@
-"""Several proxy processes sharing the listeners (ARCHITECTURE §6, issue 5 item 9).
+"""The supervisor of ``coxswain proxy --workers N``: proxy processes sharing the ports.
 
 ``coxswain proxy --workers N`` (N > 1) runs :func:`supervise`: N worker processes, each the
 ordinary single-process proxy started with the internal flag ``--worker-of-supervisor``, which
-binds every listener with ``SO_REUSEPORT`` (:func:`open_reuseport_listeners`) so that the kernel
-spreads new connections over the workers. ``--workers 1`` runs the proxy in the process itself,
-no supervisor.
+binds every listener with ``SO_REUSEPORT`` (:func:`.open_reuseport_listeners`) so that the
+kernel spreads new connections over the workers. ``--workers 1`` runs the proxy in the process
+itself, no supervisor. docs/architecture.md ("The proxy process and its workers") says why.
 
+- **Before any worker starts** the command checks what it can (``coxswain proxy``'s handler in
+  coxswain/cli.py): the snapshot file is readable, a snapshot, of the proxy's scope; every
+  port it needs can be listened on (:func:`.check_can_listen`); the discovery TLS files hold a
+  certificate, its key and a CA. :func:`supervise` then binds its own admin port
+  (:class:`.ListenError` if it cannot). A failure is reported once and the command exits 2.
 - **Start-up.** A worker reports on stdout, once serving, the port of its own admin server on
-  127.0.0.1 (:mod:`.proxy_process`). A worker that exits before reporting failed to start (an
-  unreadable snapshot, say); after ``STARTUP_ATTEMPTS`` such failures in a row the supervisor
-  gives up: it stops the other workers and :func:`supervise` returns the worker's exit
-  status (2 for an unusable snapshot, as the single process), so that the pod's
-  container restarts with its error in the log rather than looping silently.
+  127.0.0.1 (:mod:`.proxy_process`).
+- **A worker's exit status** tells a configuration error from a crash. ``CONFIGURATION_ERROR``
+  (2, the command's own status for input it cannot use, coxswain/cli_run.py) is a problem the
+  worker found and printed itself: a snapshot file that went bad or a port taken since the
+  check, the discovery server refusing the proxy's identity. Starting it again cannot help,
+  so the supervisor stops every worker and :func:`supervise` returns 2 at once. Any other end
+  is a crash: the worker is started again after a backoff that doubles from 0.1 s to 5 s and
+  resets once a worker has run for 30 s. A slot whose worker crashed ``STARTUP_ATTEMPTS``
+  times in a row before reporting makes the supervisor give up and return that status (1 for
+  a signal), so that the pod's container restarts with the error in its log rather than
+  looping silently.
 - **Identity.** Each worker gets its slot in ``COXSWAIN_WORKER_SLOT``; a worker fed by
   discovery subscribes as ``<node-id>-<slot>``, so the controller's fleet sees every stream.
-- **Restarts.** A worker that exits after it started is started again, after a backoff that
-  doubles from 0.1 s to 5 s and resets once a worker has run for 30 s.
-- **Stopping.** SIGTERM or SIGINT to the supervisor is forwarded to every worker (each drains,
-  see :meth:`.Proxy.drain`); the supervisor waits for them, killing any still alive after the
-  drain timeout plus a margin. Each worker's stdin is a pipe from the supervisor: if the
-  supervisor dies, even by SIGKILL, every worker reads end of file and drains itself.
+- **SIGHUP** is forwarded to every worker, each of which re-reads its snapshot file as the
+  single process does (:mod:`.snapshot_file`). A worker that has not reported yet gets it as
+  soon as it reports: by then it handles SIGHUP, which would end it before.
+- **SIGTERM or SIGINT** is forwarded to every worker (each drains, see :meth:`.Proxy.drain`);
+  the supervisor waits for them, killing any still alive after the drain timeout plus a
+  margin, and returns 0. Each worker's stdin is a pipe from the supervisor: if the supervisor
+  dies, even by SIGKILL, every worker reads end of file and drains itself.
 - **The admin port** is the supervisor's: ``/readyz`` is 200 while at least one worker is
   ready (the kernel only hands connections to workers with bound sockets, so one ready worker
   serves the pod); ``/metrics`` is the sum of every worker's metrics (:mod:`.metrics_sum`).
@@ -31,14 +43,12 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 import trio
 
-from coxswain.shell.admin import serve_admin
 from coxswain.shell.http1 import (
     DEFAULT_CODEC,
     Data,
@@ -48,13 +58,14 @@ from coxswain.shell.http1 import (
     codec_named,
     frame_request_head,
 )
+from coxswain.shell.listen import start_admin
 from coxswain.shell.metrics_sum import sum_expositions
 from coxswain.shell.wire import EventReader
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
 
-__all__ = ["WORKER_SLOT_ENV", "open_reuseport_listeners", "supervise"]
+__all__ = ["CONFIGURATION_ERROR", "WORKER_SLOT_ENV", "supervise"]
 
 BACKOFF_MIN: Final = 0.1
 BACKOFF_MAX: Final = 5.0
@@ -63,43 +74,12 @@ KILL_MARGIN: Final = 5.0
 STARTUP_ATTEMPTS: Final = 3
 ASK_TIMEOUT: Final = 5.0
 REPORT_LIMIT: Final = 4096
+CONFIGURATION_ERROR: Final = 2  # a worker's exit status for a configuration error
 WORKER_SLOT_ENV: Final = (
     "COXSWAIN_WORKER_SLOT"  # each worker's slot; its discovery node id ends in it
 )
 
 log = logging.getLogger("coxswain.workers")
-
-
-async def open_reuseport_listeners(
-    port: int, *, host: str, backlog: int = 1024
-) -> list[trio.SocketListener]:
-    """TCP listeners on every address of ``host`` with SO_REUSEADDR and SO_REUSEPORT set.
-
-    ``trio.open_tcp_listeners`` does not set SO_REUSEPORT, so the sockets are made here.
-    """
-    infos = await trio.socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )
-    listeners: list[trio.SocketListener] = []
-    try:
-        for family, kind, proto, _, address in infos:
-            sock = trio.socket.socket(family, kind, proto)
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-                if family == socket.AF_INET6:
-                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-                await sock.bind(address)
-                sock.listen(backlog)
-            except BaseException:
-                sock.close()
-                raise
-            listeners.append(trio.SocketListener(sock))
-    except BaseException:
-        for listener in listeners:
-            listener.socket.close()
-        raise
-    return listeners
 
 
 @dataclass(slots=True)
@@ -108,6 +88,20 @@ class _Worker:
 
     process: trio.Process
     admin_port: int | None = None
+    reload_pending: bool = False  # a SIGHUP came before the worker reported
+
+    def reported(self, admin_port: int | None) -> None:
+        """The worker reported its admin port (None: it ended first)."""
+        self.admin_port = admin_port
+        if admin_port is not None and self.reload_pending:
+            self.reload()
+
+    def reload(self) -> None:
+        """Forward SIGHUP, or hold it until the worker has reported: it handles SIGHUP by
+        then, while before, SIGHUP would end it."""
+        self.reload_pending = self.admin_port is None
+        if not self.reload_pending:
+            self.process.send_signal(signal.SIGHUP)
 
 
 @dataclass(slots=True)
@@ -198,17 +192,29 @@ async def supervise(
     admin_port: int | None,
 ) -> int:
     """Run ``workers`` copies of ``command`` until SIGTERM or SIGINT, restarting any that
-    dies; then forward the signal and wait for them all. Returns the exit status: 0, or
-    when workers kept failing to start, the status of the last failure (1 for a signal)."""
+    crashes and forwarding SIGHUP; then forward the signal and wait for them all.
+
+    Returns the exit status: 0 once stopped by a signal; ``CONFIGURATION_ERROR`` as soon as a
+    worker exits with it; when a slot's workers kept crashing before they served, the status
+    of the last (1 for a signal).
+
+    Raises:
+        ListenError: the admin port cannot be listened on (no worker was started).
+    """
     stopping = trio.Event()
     fleet = _Fleet()
-    gave_up: list[tuple[str, int]] = []
+    failures: list[int] = []
 
     def stop_all() -> None:
         stopping.set()
         fleet.stopping = True
         for worker in fleet.workers.values():
             worker.process.send_signal(signal.SIGTERM)
+
+    def fail(status: int, reason: str) -> None:
+        log.error("%s: stopping every worker", reason)
+        failures.append(status)
+        stop_all()
 
     async def keep(slot: int) -> None:
         backoff = BACKOFF_MIN
@@ -225,7 +231,7 @@ async def supervise(
             log.info("worker %d started: pid %d", slot, process.pid)
             if stopping.is_set():  # the signal came while it was starting
                 process.send_signal(signal.SIGTERM)
-            worker.admin_port = await _read_report(process)
+            worker.reported(await _read_report(process))
             code = await process.wait()
             for pipe in (process.stdin, process.stdout):
                 if pipe is not None:
@@ -234,13 +240,20 @@ async def supervise(
             if stopping.is_set():
                 log.info("worker %d (pid %d) stopped: %s", slot, process.pid, code)
                 return
+            if code == CONFIGURATION_ERROR:
+                fail(
+                    code,
+                    f"worker {slot} (pid {process.pid}) exited {code}, a configuration error",
+                )
+                return
             if worker.admin_port is None:
                 failed_starts += 1
                 if failed_starts >= STARTUP_ATTEMPTS:
-                    gave_up.append(
-                        (f"worker {slot} exited {failed_starts} times before serving", code)
+                    fail(
+                        code if code > 0 else 1,
+                        f"worker {slot} exited {failed_starts} times before serving "
+                        f"(last status {code}): giving up",
                     )
-                    stop_all()
                     return
             else:
                 failed_starts = 0
@@ -259,7 +272,13 @@ async def supervise(
 
     async def on_signal(signals: AsyncIterator[int]) -> None:
         async for number in signals:
-            log.info("%s: stopping %d workers", signal.Signals(number).name, len(fleet.workers))
+            name = signal.Signals(number).name
+            if number == signal.SIGHUP:
+                log.info("%s: %d workers re-read their snapshot", name, len(fleet.workers))
+                for worker in fleet.workers.values():
+                    worker.reload()
+                continue
+            log.info("%s: stopping %d workers", name, len(fleet.workers))
             stop_all()
             return
 
@@ -270,20 +289,14 @@ async def supervise(
             log.warning("worker pid %d did not stop: killed", worker.process.pid)
             worker.process.kill()
 
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         async with trio.open_nursery() as outer:
             outer.start_soon(on_signal, signals)
             outer.start_soon(kill_late)
             if admin_port is not None:
-                await outer.start(
-                    lambda task_status: serve_admin(
-                        fleet, bind=admin_bind, port=admin_port, task_status=task_status
-                    )
-                )
+                await start_admin(outer, fleet, bind=admin_bind, port=admin_port)
             async with trio.open_nursery() as nursery:  # ends once every keep() has returned
                 for slot in range(workers):
                     nursery.start_soon(keep, slot)
             outer.cancel_scope.cancel()
-    for reason, code in gave_up:
-        log.error("giving up: %s (last status %s)", reason, code)
-    return next((code if code > 0 else 1 for _, code in gave_up), 0)
+    return failures[0] if failures else 0

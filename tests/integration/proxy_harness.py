@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,7 @@ from coxswain.shell.proxy_process import serve_snapshot_file
 from coxswain.shell.upstream import Timeouts
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
     from pathlib import Path
 
 
@@ -353,3 +354,15 @@ async def reaped() -> AsyncIterator[Callable[..., Awaitable[trio.Process]]]:
                 process.kill()
                 with trio.CancelScope(shield=True):
                     await process.wait()
+
+
+@contextlib.contextmanager
+def signals_survived(*numbers: signal.Signals) -> Iterator[None]:
+    """Signals a test sends its own process do nothing unless the code under test catches
+    them: a test of signal handling fails, rather than ending the test run, when it does not."""
+    previous = {number: signal.signal(number, lambda *_: None) for number in numbers}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)

@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 import trio
 import trustme
 
+from coxswain.compile.scope import SharedPool
+from coxswain.shell.snapshot_file import watch_snapshot_file
+
 from .proxy_harness import (
     Running,
     backend,
@@ -24,12 +27,15 @@ from .proxy_harness import (
     gateway_rule,
     ingress_path,
     run_proxy,
+    signals_survived,
     snapshot,
     write_snapshot,
 )
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from coxswain.compile.snapshot import Snapshot
 
 TIMEOUT = 5
 
@@ -107,6 +113,37 @@ def test_sighup_re_reads_the_file(tmp_path: Path) -> None:
         assert get(run.http_port)[0] == 200
 
     run_proxy(tmp_path, make, client)
+
+
+def test_a_sighup_as_soon_as_the_first_snapshot_is_applied_is_not_lost(tmp_path: Path) -> None:
+    """SIGHUP is caught from before the first load: one sent the moment the proxy serves
+    (when a supervisor forwards it to a worker that has just reported) re-reads the file."""
+    file = tmp_path / "snapshot.json"
+    write_snapshot(file, snapshot())
+    applied: list[Snapshot] = []
+    again = trio.Event()
+
+    async def apply(served: Snapshot) -> None:
+        applied.append(served)
+        if len(applied) == 1:
+            os.kill(os.getpid(), signal.SIGHUP)
+        else:
+            again.set()
+
+    async def main() -> None:
+        with trio.fail_after(TIMEOUT):
+            async with trio.open_nursery() as nursery:
+                await nursery.start(
+                    lambda task_status: watch_snapshot_file(
+                        str(file), SharedPool(), apply, print, task_status=task_status
+                    )
+                )
+                await again.wait()  # the file is unchanged: only the SIGHUP reads it again
+                nursery.cancel_scope.cancel()
+
+    with signals_survived(signal.SIGHUP):
+        trio.run(main)
+    assert len(applied) == 2
 
 
 def test_admin_port_health_and_readiness(tmp_path: Path) -> None:
