@@ -412,7 +412,7 @@ def test_gateway_api_installed_after_start_then_sigterm_hands_the_lease_back(
             assert lease is not None
             assert lease["spec"]["holderIdentity"]
             process.send_signal(signal.SIGTERM)
-            with trio.fail_after(5):
+            with trio.fail_after(TIMEOUT):
                 assert await process.wait() == 0
             lease = api.get("Lease", "coxswain-controller", NAMESPACE)
             assert lease is not None

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from pyrsistent.typing import PMap
 
 NOW = datetime.datetime.now(datetime.UTC)
-TIMEOUT = 10
+TIMEOUT = 30  # an upper bound for what must happen, generous for a loaded machine
 FAST_BACKOFF = (0.01, 0.05)
 
 

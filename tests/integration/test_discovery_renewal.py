@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from coxswain.shell.ca import CertificateAuthority
 
 NOW = datetime.datetime.now(datetime.UTC)
-TIMEOUT = 10
+TIMEOUT = 30  # an upper bound for what must happen, generous for a loaded machine
 SHARED = ("coxswain", "shared")
 POLICY = granted_by(lambda: {SHARED: SharedPool()})
 

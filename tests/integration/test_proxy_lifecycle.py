@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.snapshot import Snapshot
 
-TIMEOUT = 5
+TIMEOUT = 30  # an upper bound for what must happen, generous for a loaded machine
 
 
 def get(port: int, path: str = "/", host: str = "a.example.com") -> tuple[int, bytes]:

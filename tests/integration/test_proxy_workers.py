@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-TIMEOUT = 5
+TIMEOUT = 30  # an upper bound for what must happen, generous for a loaded machine
 
 
 class SlowBackend:

@@ -115,10 +115,12 @@ def proxy(scope: list[str], address: str, bind: str, certs: Path, identity: str)
     )  # fmt: skip
 
 
-async def stop_within_two_seconds(process: trio.Process) -> None:
+async def stop_without_waiting_out_the_drain(process: trio.Process) -> None:
+    """SIGTERM to an idle process: it exits 0 before the drain timeout (10 s, the default) runs
+    out, since nothing is in flight. The bound leaves room for a loaded machine."""
     process.send_signal(signal.SIGTERM)
     started = time.monotonic()
-    with trio.fail_after(2):
+    with trio.fail_after(8):
         code = await process.wait()
     assert code == 0, f"exit {code} after {time.monotonic() - started:.2f} s"
 
@@ -222,7 +224,7 @@ def test_serve_feeds_its_own_proxy_and_external_ones_and_survives_a_restart(
                 await served_by(DEDICATED, edge_port, "edge.example.com", "two")
 
                 for process in (shared, dedicated, server):
-                    await stop_within_two_seconds(process)
+                    await stop_without_waiting_out_the_drain(process)
                 nursery.cancel_scope.cancel()
 
     trio.run(main)
@@ -255,7 +257,7 @@ def test_a_syntax_error_keeps_the_last_good_manifests_and_is_reported_with_its_l
                 while b"b.yaml:3: " not in log:
                     log += await server.stderr.receive_some(65536)
                 await served_by(SERVER, http_port, "a.example.com", "one")
-                await stop_within_two_seconds(server)
+                await stop_without_waiting_out_the_drain(server)
                 nursery.cancel_scope.cancel()
 
     trio.run(main)
