@@ -69,7 +69,7 @@ def object_ref(
         return None
     name = fields.string(ref.get("name"), f"{field}.name")
     if not name:
-        fields.problem(f"{field}.name", "InvalidField", "the reference has no name; ignored")
+        fields.require(ref.get("name"), f"{field}.name", "the reference has no name; ignored")
         return None
     return ObjectRef(
         group=fields.string(ref.get("group"), f"{field}.group") or group,
@@ -190,7 +190,10 @@ def _listener(fields: FieldReader, raw: object, field: str) -> Listener | None:
     port = port_number(fields, entry.get("port"), f"{field}.port")
     protocol = fields.string(entry.get("protocol"), f"{field}.protocol")
     if not name or port is None or not protocol:
-        fields.problem(field, "InvalidField", "a listener needs a name, a port and a protocol")
+        for part in ("name", "port", "protocol"):
+            fields.require(
+                entry.get(part), f"{field}.{part}", f"a listener needs a {part}; it is ignored"
+            )
         return None
     hostname = fields.string(entry.get("hostname"), f"{field}.hostname")
     tls = fields.mapping(entry.get("tls"), f"{field}.tls")
