@@ -27,6 +27,7 @@ from coxswain.compile.config import (
 )
 from coxswain.compile.labels import parse_selector
 from coxswain.compile.listing import diagnostic_data, infra_list, routing_table, status_list
+from coxswain.compile.model.places import locate
 from coxswain.compile.provision import provision
 from coxswain.compile.scope import parse_scope
 from coxswain.compile.snapshot_json import SnapshotFormatError, snapshot_from_data, snapshot_to_data
@@ -397,16 +398,16 @@ def _compile(args: argparse.Namespace) -> int:
         gateway_api=not args.disable_gateway_api,
         status_addresses=tuple(args.status_addresses),
     )
-    state = build_state(b.body for b in bodies)
+    state = build_state(bodies)
     if args.emit == "infra":
         desired = provision(state, config)
-        for diagnostic in desired.diagnostics:
-            print(diagnostic, file=sys.stderr)
+        for line in located(desired.diagnostics, bodies):
+            print(line, file=sys.stderr)
         _print(args.output, infra_list(desired))
         return EXIT_OK
     result = compile(state, scope, config)
     if args.emit == "diagnostics":
-        _print(args.output, [diagnostic_data(d) for d in result.diagnostics])
+        _print(args.output, [diagnostic_data(d) for d in locate(result.diagnostics, bodies)])
         return EXIT_OK
     if args.emit == "status":
         _print(args.output, status_list(status(state, config)))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from coxswain.compile.model.manifests import ManifestSyntaxError, SourcedBody, parse_manifests
+from coxswain.compile.model.places import locate
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -68,18 +69,4 @@ def _texts(name: str) -> list[tuple[str, str]]:
 def located(diagnostics: Iterable[Diagnostic], bodies: list[SourcedBody]) -> list[str]:
     """Each diagnostic as a compiler prints it: ``file:line: severity: Kind ns/name …``, the
     place being where the object it is about starts (no prefix when none is known)."""
-    where: dict[tuple[str, str], str] = {}
-    for sourced in bodies:
-        body = sourced.body
-        if not isinstance(body, dict) or not isinstance(body.get("metadata"), dict):
-            continue
-        kind, meta = body.get("kind"), body["metadata"]
-        name, namespace = meta.get("name"), meta.get("namespace") or "default"
-        if isinstance(kind, str) and isinstance(name, str):
-            where.setdefault((kind, f"{namespace}/{name}"), f"{sourced.where}: ")
-            where.setdefault((kind, name), f"{sourced.where}: ")
-    lines = []
-    for d in diagnostics:
-        prefix = "" if d.key is None else where.get((d.key.kind, d.key.ref), "")
-        lines.append(f"{prefix}{d}")
-    return lines
+    return [str(d) for d in locate(diagnostics, bodies)]

@@ -36,6 +36,7 @@ from coxswain.compile.config import CompileConfig
 from coxswain.compile.grants import subscription_grants
 from coxswain.compile.listing import diagnostic_data, infra_list, status_list
 from coxswain.compile.model.manifests import ManifestSyntaxError, SourcedBody, parse_manifests
+from coxswain.compile.model.places import locate
 from coxswain.compile.provision import ROLE, provision
 from coxswain.compile.scope import Scope, parse_scope
 from coxswain.compile.snapshot_json import snapshot_to_data
@@ -158,12 +159,12 @@ def _load_case(path: Path, *, resolve: bool = True) -> Case:
 
 def _render(case: Case) -> dict[str, str | None]:
     """The expected-file texts of a case: suffix → text, or None when the file must not exist."""
-    state = build_state(b.body for b in case.bodies)
+    state = build_state(case.bodies)
     scope = parse_scope(case.scope) or SharedPool()
     result = compile(state, scope)
     desired = provision(state, CompileConfig())
     found = dict.fromkeys((*result.diagnostics, *desired.diagnostics))  # both report parameters
-    diagnostics = [diagnostic_data(d) for d in found]
+    diagnostics = [diagnostic_data(d) for d in locate(found, case.bodies)]
     statuses = status_list(status(state))
     infra = infra_list(desired)
     return {

@@ -219,8 +219,10 @@ def test_compile_diagnostics_name_file_line_object_field_and_reason(workspace):
     assert broken[0]["severity"] == "error"
     missing = [d for d in parsed if d["reason"] == "BackendNotFound"]
     assert [d["field"] for d in missing] == ["spec.rules[1].http.paths[1].backend.service"]
-    # Findings about the input as a whole have no file.
-    assert any(line.startswith("warning: input: ") and "Pod" in line for line in lines)
+    # A finding about a body Coxswain does not read names the body's file and line.
+    pod = workspace.manifests / "nested" / "configmap.yaml"
+    assert any(line.startswith(f"{pod}:1: warning: skipped ") and "Pod" in line for line in lines)
+    assert not any(": input: " in line for line in lines)
 
 
 def test_compile_reads_files_given_one_by_one_the_same_as_their_directory(workspace):
@@ -302,8 +304,13 @@ def test_compile_emits_diagnostics_as_data_when_asked(workspace):
     assert isinstance(found, list)
     assert found
     for item in found:
-        assert set(item) == {"kind", "namespace", "name", "field", "severity", "reason", "message"}
+        assert set(item) == {
+            *("kind", "namespace", "name", "field", "severity", "reason", "message"),
+            *("file", "line"),
+        }
         assert item["severity"] in ("error", "warning")
+        assert isinstance(item["file"], str)  # every body came from a file
+        assert isinstance(item["line"], int)
     assert {
         "kind": "Ingress",
         "namespace": "apps",
@@ -311,6 +318,8 @@ def test_compile_emits_diagnostics_as_data_when_asked(workspace):
         "field": "spec.rules[1].http.paths[1].backend.service",
         "severity": "error",
         "reason": "BackendNotFound",
+        "file": str(workspace.ingress_file),
+        "line": workspace.ingress_line,
     }.items() <= next(d for d in found if d["reason"] == "BackendNotFound").items()
     assert any(d["kind"] is None and d["reason"] == "UnrecognisedKind" for d in found)
 
