@@ -41,6 +41,7 @@ from coxswain.compile.provision import ROLE, provision
 from coxswain.compile.scope import Scope, parse_scope
 from coxswain.compile.snapshot_json import snapshot_to_data
 from coxswain.shell.output import dump_yaml
+from tests.parity import unreported
 
 pytestmark = pytest.mark.golden
 
@@ -393,6 +394,14 @@ def test_status_matches_the_crd_schema(path: Path) -> None:
             f"{where}: status.{e}" for e in _schema_errors(schema["properties"]["status"], stamped)
         )
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", _case_paths(), ids=_name)
+def test_every_problem_in_status_is_a_diagnostic(path: Path) -> None:
+    """Whatever a status shows as a problem, some scope's compile reports on the same object
+    with the same reason (``tests/parity.py``)."""
+    case = _load_case(path)
+    assert unreported(build_state(case.bodies)) == []
 
 
 @pytest.mark.parametrize("path", _case_paths(), ids=_name)

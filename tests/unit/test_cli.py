@@ -324,6 +324,70 @@ def test_compile_emits_diagnostics_as_data_when_asked(workspace):
     assert any(d["kind"] is None and d["reason"] == "UnrecognisedKind" for d in found)
 
 
+GATEWAY_PROBLEMS = """\
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: coxswain}
+spec: {controllerName: coxswain-labs.dev/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: edge, namespace: apps}
+spec:
+  gatewayClassName: coxswain
+  listeners:
+    - {name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: absent-tls}]}}
+    - {name: http, port: 80, protocol: HTTP}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: orphan, namespace: apps}
+spec:
+  gatewayClassName: absent-class
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: shop, namespace: apps}
+spec:
+  parentRefs: [{name: edge}, {name: ghost}]
+  rules: [{backendRefs: [{name: absent-service, port: 80}]}]
+"""
+GATEWAY_PROBLEMS_FOUND = [
+    (6, "Gateway", "edge", "spec.listeners[0].tls.certificateRefs[0]", "InvalidCertificateRef"),
+    (15, "Gateway", "orphan", "spec.gatewayClassName", "GatewayClassNotFound"),
+    (22, "HTTPRoute", "shop", "spec.parentRefs[1]", "GatewayNotFound"),
+    (22, "HTTPRoute", "shop", "spec.rules[0].backendRefs[0]", "BackendNotFound"),
+]
+
+
+def test_compile_reports_gateway_api_problems_with_file_line_object_and_field(tmp_path):
+    (tmp_path / "gw.yaml").write_text(GATEWAY_PROBLEMS)
+    data = run("compile", "-f", "gw.yaml", "--emit", "diagnostics", cwd=tmp_path)
+    assert data.returncode == 0, data.stderr
+    found = json.loads(data.stdout)
+    assert [
+        (d["line"], d["kind"], d["name"], d["field"], d["reason"]) for d in found
+    ] == GATEWAY_PROBLEMS_FOUND
+    assert {d["file"] for d in found} == {"gw.yaml"}
+    snapshot = run("compile", "-f", "gw.yaml", cwd=tmp_path)
+    assert snapshot.returncode == 0
+    lines = snapshot.stderr.splitlines()
+    parsed = [m.groupdict() for line in lines if (m := DIAGNOSTIC_LINE.match(line))]
+    assert len(parsed) == len(lines) == len(GATEWAY_PROBLEMS_FOUND), lines
+    assert [(int(d["line"]), d["kind"], d["ref"], d["field"], d["reason"]) for d in parsed] == [
+        (n, kind, f"apps/{name}", f, r) for n, kind, name, f, r in GATEWAY_PROBLEMS_FOUND
+    ]
+
+
+def test_compile_exits_2_naming_where_an_unclosed_flow_list_opens(tmp_path):
+    (tmp_path / "list.yaml").write_text("apiVersion: v1\nkind: List\nitems: [\n  {a: 1},\n")
+    result = run("compile", "-f", "list.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("list.yaml:3: the '[' opened here is never closed (")
+
+
 # --- route --------------------------------------------------------------------------------------
 
 

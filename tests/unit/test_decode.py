@@ -701,6 +701,19 @@ def test_a_listener_that_cannot_be_used_is_reported_once_per_field(listener, exp
     assert [item.name for item in gateway.listeners] == ["ok"]
 
 
+@pytest.mark.parametrize(
+    ("listeners", "expected"),
+    [
+        (None, [("spec.listeners", "a Gateway needs at least one listener")]),
+        ([], [("spec.listeners", "a Gateway needs at least one listener")]),
+        ("http", [("spec.listeners", "expected a list, found str 'http'")]),
+    ],
+)
+def test_a_gateway_without_listeners_is_reported_once(listeners, expected):
+    spec = {"gatewayClassName": "c", "listeners": listeners}
+    assert reported(decoded(body("Gateway", "g", api=GATEWAY_API, spec=spec))) == expected
+
+
 def test_a_service_port_given_as_a_string_is_reported_once():
     service = decoded(body("Service", "s", spec={"ports": [{"port": "80"}, {"port": 81}]}))
     assert reported(service) == [("spec.ports[0].port", "expected an integer, found str '80'")]

@@ -110,9 +110,13 @@ def decode_gateway(
     fields: FieldReader, meta: Meta, raw: Mapping[str, Any], spec: Mapping[str, Any]
 ) -> Gateway:
     del raw
+    written = spec.get("listeners")
+    items = fields.items(written, "spec.listeners")
+    if not items and (written is None or isinstance(written, list | tuple)):  # not a type error
+        fields.problem("spec.listeners", "InvalidField", "a Gateway needs at least one listener")
     listeners = [
         listener
-        for index, item in enumerate(fields.items(spec.get("listeners"), "spec.listeners"))
+        for index, item in enumerate(items)
         if (listener := _listener(fields, item, f"spec.listeners[{index}]")) is not None
     ]
     addresses: list[tuple[str, str]] = []
