@@ -39,6 +39,7 @@ from coxswain.compile.config import (
     DEFAULT_SHARED_PROXY_SELECTOR,
 )
 from coxswain.compile.listing import diagnostic_data, infra_list, status_list
+from coxswain.compile.model.places import locate
 from coxswain.compile.provision import provision
 from coxswain.compile.scope import parse_scope
 from coxswain.compile.scope_check import scope_problem, serves_nothing
@@ -47,7 +48,7 @@ from coxswain.compile.tables import diagnostics_table, infra_table, routing_tabl
 from coxswain.route import RequestHead, build_table, select
 from coxswain.route.explain import explain
 from coxswain.shell.output import dump_yaml
-from coxswain.shell.sources import LoadError, located, places, read_manifests
+from coxswain.shell.sources import LoadError, located, read_manifests
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -467,7 +468,7 @@ def _compile(args: argparse.Namespace) -> int:
         gateway_api=not args.disable_gateway_api,
         status_addresses=tuple(args.status_addresses),
     )
-    state = build_state(b.body for b in bodies)
+    state = build_state(bodies)
     if args.emit == "infra":
         desired = provision(state, config)
         for line in located(desired.diagnostics, bodies):
@@ -485,11 +486,8 @@ def _compile(args: argparse.Namespace) -> int:
     result = compile(state, scope, config)
     found = result.diagnostics
     if args.emit == "diagnostics":
-        _print(
-            args.output,
-            [diagnostic_data(d) for d in found],
-            lambda: diagnostics_table(found, places(found, bodies)),
-        )
+        placed = locate(found, bodies)
+        _print(args.output, [diagnostic_data(d) for d in placed], lambda: diagnostics_table(placed))
     else:
         for line in located(found, bodies):
             print(line, file=sys.stderr)

@@ -7,7 +7,9 @@ Passes (STYLE §4), each a function of explicit inputs:
 4. Gateway API: classes, listeners, internal ports, routes attached (``gateway.model``), read
    into the Gateway table, TLS and client-certificate stores and listener health;
 5. endpoints for every backend used;
-6. the snapshot, sealed with its content hash, and the diagnostics of every object read.
+6. the snapshot, sealed with its content hash, and the diagnostics of every object read,
+   including those of every problem condition the Gateway API status shows
+   (``gateway.status.gateway_diagnostics``).
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from pyrsistent import pmap, pvector
 
 from coxswain.compile.backends import endpoints_table, index_services
 from coxswain.compile.config import CompileConfig
-from coxswain.compile.diagnostics import Diagnostic, Severity, diagnostic_order
+from coxswain.compile.diagnostics import diagnostic_order
 from coxswain.compile.gateway.cells import build_cells
 from coxswain.compile.gateway.model import analyse_gateways
-from coxswain.compile.gateway.status import gateway_statuses
+from coxswain.compile.gateway.status import gateway_diagnostics, gateway_statuses
 from coxswain.compile.ingress.certificates import ingress_certificates
 from coxswain.compile.ingress.classes import select_ingresses
 from coxswain.compile.ingress.rules import ingress_hosts
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from pyrsistent.typing import PVector
 
     from coxswain.compile.backends import ServiceIndex
+    from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.model.keys import ObjectKey
     from coxswain.compile.model.state import ClusterState
@@ -93,16 +96,16 @@ def compile(  # noqa: A001 - the name the architecture gives the core's one entr
     )
     for verdicts in model.listeners.values():
         for verdict in verdicts:
-            secrets_read |= {k for k in verdict.read if k.kind == "Secret"}
+            secrets_read |= verdict.read  # certificate Secrets, CA Secrets and ConfigMaps
     for route in model.routes:
         services_read |= route.compiled.read
     read = _read_objects(state, services, secrets_read, services_read)
     gateway_found = [
         *(d for c in model.classes for d in c.diagnostics),
-        *(d for g in model.gateways for d in g.diagnostics),
+        *(d for g in (*model.gateways, *model.unserved) for d in g.diagnostics),
         *(d for r in model.routes for d in r.compiled.route.diagnostics),
         *(d for p in model.placements.values() for layer in p.layers for d in layer.diagnostics),
-        *_exhausted(model),
+        *gateway_diagnostics(model),
     ]
     diagnostics = [
         *state.input_diagnostics,
@@ -119,32 +122,16 @@ def compile(  # noqa: A001 - the name the architecture gives the core's one entr
     )
 
 
-def _exhausted(model: GatewayModel) -> list[Diagnostic]:
-    """A diagnostic per listener left without an internal port (ARCHITECTURE §4)."""
-    return [
-        Diagnostic(
-            key=gateway.meta.key,
-            field=verdict.listener.field,
-            severity=Severity.ERROR,
-            reason="PortsExhausted",
-            message=f"no internal port is free in 30000-32767 for listener {verdict.listener.name} "
-            f"(port {verdict.listener.port}); it is not served",
-        )
-        for gateway in model.gateways
-        for verdict in model.listeners[gateway.meta.key]
-        if (gateway.meta.key.ref, verdict.listener.port) in model.ports
-        and model.ports[(gateway.meta.key.ref, verdict.listener.port)] is None
-    ]
-
-
 def _read_objects(
     state: ClusterState, services: ServiceIndex, secrets: set[ObjectKey], read: set[ObjectKey]
 ) -> list[Diagnostic]:
-    """Decode findings of the Secrets, Services and EndpointSlices the snapshot was built from."""
+    """Decode findings of the Secrets, ConfigMaps, Services and EndpointSlices the snapshot was
+    built from (``secrets``: the Secrets and ConfigMaps; ``read``: the Services)."""
     found: list[Diagnostic] = []
     for key in secrets:
-        if (secret := state.secrets.get(key)) is not None:
-            found.extend(secret.diagnostics)
+        holder = state.config_maps.get(key) if key.kind == "ConfigMap" else state.secrets.get(key)
+        if holder is not None:
+            found.extend(holder.diagnostics)
     for key in read:
         if (service := services.service(key.namespace, key.name)) is not None:
             found.extend(service.diagnostics)

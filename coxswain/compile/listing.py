@@ -53,7 +53,8 @@ def status_list(statuses: Sequence[ObjectStatus]) -> dict[str, Any]:
 
 
 def diagnostic_data(d: Diagnostic) -> dict[str, Any]:
-    """A finding as ``--emit diagnostics`` prints it."""
+    """A finding as ``--emit diagnostics`` prints it (``file`` and ``line``: where the body of
+    its object starts, null when it did not come from a file)."""
     return {
         "kind": d.key.kind if d.key else None,
         "namespace": d.key.namespace if d.key else None,
@@ -62,4 +63,6 @@ def diagnostic_data(d: Diagnostic) -> dict[str, Any]:
         "severity": str(d.severity),
         "reason": d.reason,
         "message": d.message,
+        "file": d.file or None,
+        "line": d.line or None,
     }

@@ -70,14 +70,21 @@ def routing_table(snapshot: Snapshot) -> str:
     return _aligned(rows)
 
 
-def diagnostics_table(diagnostics: Sequence[Diagnostic], places: Sequence[str]) -> str:
-    """One line per finding; ``places`` holds where each one's object starts in the input
-    (``file:line``, or empty when unknown), in the same order."""
+def diagnostics_table(diagnostics: Sequence[Diagnostic]) -> str:
+    """One line per finding, with where its object starts in the input (``file:line``, or
+    ``-`` when unknown: ``model.places.locate`` fills it in)."""
     rows: list[tuple[str, ...]] = [("WHERE", "SEVERITY", "KIND", "NAME", "FIELD", "MESSAGE")]
-    for d, place in zip(diagnostics, places, strict=True):
+    for d in diagnostics:
         kind, name = ("-", "-") if d.key is None else (d.key.kind, d.key.ref)
         rows.append(
-            (place or "-", str(d.severity), kind, name, d.field or "-", f"{d.message} ({d.reason})")
+            (
+                d.place or "-",
+                str(d.severity),
+                kind,
+                name,
+                d.field or "-",
+                f"{d.message} ({d.reason})",
+            )
         )
     return _aligned(rows)
 

@@ -89,7 +89,7 @@ async def watch_manifests(
                     raise
                 log.error("%s; still serving the last good manifests", err)
             else:
-                await on_state(build_state(b.body for b in bodies), bodies)
+                await on_state(build_state(bodies), bodies)
                 if not started:
                     started = True
                     task_status.started()

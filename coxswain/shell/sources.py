@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from coxswain.compile.model.manifests import ManifestSyntaxError, SourcedBody, parse_manifests
+from coxswain.compile.model.places import locate
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from coxswain.compile.diagnostics import Diagnostic
 
-__all__ = ["MANIFEST_SUFFIXES", "LoadError", "located", "places", "read_manifests"]
+__all__ = ["MANIFEST_SUFFIXES", "LoadError", "located", "read_manifests"]
 
 MANIFEST_SUFFIXES: Final = (".yaml", ".yml", ".json")
 
@@ -68,22 +69,4 @@ def _texts(name: str) -> list[tuple[str, str]]:
 def located(diagnostics: Sequence[Diagnostic], bodies: list[SourcedBody]) -> list[str]:
     """Each diagnostic as a compiler prints it: ``file:line: severity: Kind ns/name …``, the
     place being where the object it is about starts (no prefix when none is known)."""
-    return [
-        f"{place}: {d}" if place else str(d)
-        for d, place in zip(diagnostics, places(diagnostics, bodies), strict=True)
-    ]
-
-
-def places(diagnostics: Sequence[Diagnostic], bodies: list[SourcedBody]) -> list[str]:
-    """Where the object each diagnostic is about starts (``file:line``; empty when unknown)."""
-    where: dict[tuple[str, str], str] = {}
-    for sourced in bodies:
-        body = sourced.body
-        if not isinstance(body, dict) or not isinstance(body.get("metadata"), dict):
-            continue
-        kind, meta = body.get("kind"), body["metadata"]
-        name, namespace = meta.get("name"), meta.get("namespace") or "default"
-        if isinstance(kind, str) and isinstance(name, str):
-            where.setdefault((kind, f"{namespace}/{name}"), sourced.where)
-            where.setdefault((kind, name), sourced.where)
-    return ["" if d.key is None else where.get((d.key.kind, d.key.ref), "") for d in diagnostics]
+    return [str(d) for d in locate(diagnostics, bodies)]

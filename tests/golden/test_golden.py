@@ -38,11 +38,13 @@ from coxswain.compile.config import CompileConfig
 from coxswain.compile.grants import subscription_grants
 from coxswain.compile.listing import diagnostic_data, infra_list, status_list
 from coxswain.compile.model.manifests import ManifestSyntaxError, SourcedBody, parse_manifests
+from coxswain.compile.model.places import locate
 from coxswain.compile.provision import ROLE, provision
 from coxswain.compile.scope import Scope, parse_scope
 from coxswain.compile.snapshot_json import snapshot_to_data
 from coxswain.shell.output import dump_yaml
 from tests.apiserver.crds import COXSWAIN_CRDS, GATEWAY_API_CRDS
+from tests.parity import unreported
 
 pytestmark = pytest.mark.golden
 
@@ -162,12 +164,12 @@ def _load_case(path: Path, *, resolve: bool = True) -> Case:
 
 def _render(case: Case) -> dict[str, str | None]:
     """The expected-file texts of a case: suffix → text, or None when the file must not exist."""
-    state = build_state(b.body for b in case.bodies)
+    state = build_state(case.bodies)
     scope = parse_scope(case.scope) or SharedPool()
     result = compile(state, scope)
     desired = provision(state, CompileConfig())
     found = dict.fromkeys((*result.diagnostics, *desired.diagnostics))  # both report parameters
-    diagnostics = [diagnostic_data(d) for d in found]
+    diagnostics = [diagnostic_data(d) for d in locate(found, case.bodies)]
     statuses = status_list(status(state))
     infra = infra_list(desired)
     return {
@@ -411,6 +413,14 @@ def test_case_matches_the_crd_schema(path: Path) -> None:
     assert not problems, "schema violations (or declare schema-invalid: true):\n" + "\n".join(
         problems
     )
+
+
+@pytest.mark.parametrize("path", _case_paths(), ids=_name)
+def test_every_problem_in_status_is_a_diagnostic(path: Path) -> None:
+    """Whatever a status shows as a problem, some scope's compile reports on the same object
+    with the same reason (``tests/parity.py``)."""
+    case = _load_case(path)
+    assert unreported(build_state(case.bodies)) == []
 
 
 @pytest.mark.parametrize("path", _case_paths(), ids=_name)

@@ -254,7 +254,7 @@ def test_a_syntax_error_keeps_the_last_good_manifests_and_is_reported_with_its_l
                 await served_by(SERVER, http_port, "a.example.com", "one")
                 write_atomically(site / "b.yaml", "kind: Service\nmetadata: [unclosed\n")
                 log = b""
-                while b"b.yaml:3: " not in log:
+                while b"b.yaml:2: " not in log:  # where the unclosed list opens
                     log += await server.stderr.receive_some(65536)
                 await served_by(SERVER, http_port, "a.example.com", "one")
                 await stop_without_waiting_out_the_drain(server)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from coxswain.compile import SharedPool, build_state, compile, status
 from coxswain.compile.snapshot_json import dump_snapshot, snapshot_from_data, snapshot_to_data
+from tests.parity import unreported
 
 from .gateway_strategies import OURS, messy_worlds, worlds
 
@@ -30,6 +31,11 @@ def test_compile_and_status_are_total_on_malformed_gateway_objects(bodies):
     assert snapshot_from_data(json.loads(text)).version.startswith("sha256:")
     for line in statuses:
         json.loads(line.split(" ", 2)[2])
+
+
+@given(st.one_of(worlds, messy_worlds))
+def test_every_problem_in_status_is_a_diagnostic(bodies):
+    assert unreported(build_state(bodies)) == []
 
 
 @given(st.data(), worlds)

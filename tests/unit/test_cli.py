@@ -221,8 +221,10 @@ def test_compile_diagnostics_name_file_line_object_field_and_reason(workspace):
     assert broken[0]["severity"] == "error"
     missing = [d for d in parsed if d["reason"] == "BackendNotFound"]
     assert [d["field"] for d in missing] == ["spec.rules[1].http.paths[1].backend.service"]
-    # Findings about the input as a whole have no file.
-    assert any(line.startswith("warning: input: ") and "Pod" in line for line in lines)
+    # A finding about a body Coxswain does not read names the body's file and line.
+    pod = workspace.manifests / "nested" / "configmap.yaml"
+    assert any(line.startswith(f"{pod}:1: warning: skipped ") and "Pod" in line for line in lines)
+    assert not any(": input: " in line for line in lines)
 
 
 def test_compile_reads_files_given_one_by_one_the_same_as_their_directory(workspace):
@@ -304,8 +306,13 @@ def test_compile_emits_diagnostics_as_data_when_asked(workspace):
     assert isinstance(found, list)
     assert found
     for item in found:
-        assert set(item) == {"kind", "namespace", "name", "field", "severity", "reason", "message"}
+        assert set(item) == {
+            *("kind", "namespace", "name", "field", "severity", "reason", "message"),
+            *("file", "line"),
+        }
         assert item["severity"] in ("error", "warning")
+        assert isinstance(item["file"], str)  # every body came from a file
+        assert isinstance(item["line"], int)
     assert {
         "kind": "Ingress",
         "namespace": "apps",
@@ -313,8 +320,74 @@ def test_compile_emits_diagnostics_as_data_when_asked(workspace):
         "field": "spec.rules[1].http.paths[1].backend.service",
         "severity": "error",
         "reason": "BackendNotFound",
+        "file": str(workspace.ingress_file),
+        "line": workspace.ingress_line,
     }.items() <= next(d for d in found if d["reason"] == "BackendNotFound").items()
     assert any(d["kind"] is None and d["reason"] == "UnrecognisedKind" for d in found)
+
+
+GATEWAY_PROBLEMS = """\
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: coxswain}
+spec: {controllerName: coxswain-labs.dev/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: edge, namespace: apps}
+spec:
+  gatewayClassName: coxswain
+  listeners:
+    - {name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: absent-tls}]}}
+    - {name: http, port: 80, protocol: HTTP}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: orphan, namespace: apps}
+spec:
+  gatewayClassName: absent-class
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: shop, namespace: apps}
+spec:
+  parentRefs: [{name: edge}, {name: ghost}]
+  rules: [{backendRefs: [{name: absent-service, port: 80}]}]
+"""
+GATEWAY_PROBLEMS_FOUND = [
+    (6, "Gateway", "edge", "spec.listeners[0].tls.certificateRefs[0]", "InvalidCertificateRef"),
+    (15, "Gateway", "orphan", "spec.gatewayClassName", "GatewayClassNotFound"),
+    (22, "HTTPRoute", "shop", "spec.parentRefs[1]", "GatewayNotFound"),
+    (22, "HTTPRoute", "shop", "spec.rules[0].backendRefs[0]", "BackendNotFound"),
+]
+
+
+def test_compile_reports_gateway_api_problems_with_file_line_object_and_field(tmp_path):
+    (tmp_path / "gw.yaml").write_text(GATEWAY_PROBLEMS)
+    data = run("compile", "-f", "gw.yaml", "--emit", "diagnostics", cwd=tmp_path)
+    assert data.returncode == 0, data.stderr
+    found = json.loads(data.stdout)
+    assert [
+        (d["line"], d["kind"], d["name"], d["field"], d["reason"]) for d in found
+    ] == GATEWAY_PROBLEMS_FOUND
+    assert {d["file"] for d in found} == {"gw.yaml"}
+    snapshot = run("compile", "-f", "gw.yaml", cwd=tmp_path)
+    assert snapshot.returncode == 0
+    lines = snapshot.stderr.splitlines()
+    parsed = [m.groupdict() for line in lines if (m := DIAGNOSTIC_LINE.match(line))]
+    assert len(parsed) == len(lines) == len(GATEWAY_PROBLEMS_FOUND), lines
+    assert [(int(d["line"]), d["kind"], d["ref"], d["field"], d["reason"]) for d in parsed] == [
+        (n, kind, f"apps/{name}", f, r) for n, kind, name, f, r in GATEWAY_PROBLEMS_FOUND
+    ]
+
+
+def test_compile_exits_2_naming_where_an_unclosed_flow_list_opens(tmp_path):
+    (tmp_path / "list.yaml").write_text("apiVersion: v1\nkind: List\nitems: [\n  {a: 1},\n")
+    result = run("compile", "-f", "list.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("list.yaml:3: the '[' opened here is never closed (")
 
 
 # --- route --------------------------------------------------------------------------------------

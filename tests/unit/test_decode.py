@@ -696,6 +696,111 @@ def test_namespace_labels_are_read():
     assert dict(decoded(raw).meta.labels) == {"env": "prod"}
 
 
+# --- a required field that cannot be used is reported once, precisely ---------------------------
+
+GATEWAY_API = "gateway.networking.k8s.io/v1"
+GOOD_LISTENER = {"name": "ok", "port": 80, "protocol": "HTTP"}
+
+
+def reported(obj: Any) -> list[tuple[str, str]]:
+    return [(d.field, d.message) for d in obj.diagnostics]
+
+
+@pytest.mark.parametrize(
+    ("listener", "expected"),
+    [
+        (
+            {"name": "h", "port": "8080", "protocol": "HTTP"},
+            [("spec.listeners[0].port", "expected an integer, found str '8080'")],
+        ),
+        (
+            {"name": "h", "port": 0, "protocol": "HTTP"},
+            [("spec.listeners[0].port", "0 is outside 1..65535")],
+        ),
+        (
+            {"name": "h", "protocol": "HTTP"},
+            [("spec.listeners[0].port", "a listener needs a port; it is ignored")],
+        ),
+        (
+            {"name": "", "port": 8080},
+            [
+                ("spec.listeners[0].name", "a listener needs a name; it is ignored"),
+                ("spec.listeners[0].protocol", "a listener needs a protocol; it is ignored"),
+            ],
+        ),
+    ],
+)
+def test_a_listener_that_cannot_be_used_is_reported_once_per_field(listener, expected):
+    spec = {"gatewayClassName": "c", "listeners": [listener, GOOD_LISTENER]}
+    gateway = decoded(body("Gateway", "g", api=GATEWAY_API, ns="app", spec=spec))
+    assert reported(gateway) == expected
+    assert [item.name for item in gateway.listeners] == ["ok"]
+
+
+@pytest.mark.parametrize(
+    ("listeners", "expected"),
+    [
+        (None, [("spec.listeners", "a Gateway needs at least one listener")]),
+        ([], [("spec.listeners", "a Gateway needs at least one listener")]),
+        ("http", [("spec.listeners", "expected a list, found str 'http'")]),
+    ],
+)
+def test_a_gateway_without_listeners_is_reported_once(listeners, expected):
+    spec = {"gatewayClassName": "c", "listeners": listeners}
+    assert reported(decoded(body("Gateway", "g", api=GATEWAY_API, spec=spec))) == expected
+
+
+def test_a_service_port_given_as_a_string_is_reported_once():
+    service = decoded(body("Service", "s", spec={"ports": [{"port": "80"}, {"port": 81}]}))
+    assert reported(service) == [("spec.ports[0].port", "expected an integer, found str '80'")]
+    assert [p.port for p in service.ports] == [81]
+
+
+@pytest.mark.parametrize(
+    ("parent", "expected"),
+    [
+        ({"name": 7}, [("spec.parentRefs[0].name", "expected a string, found int 7")]),
+        ({"kind": "Gateway"}, [("spec.parentRefs[0].name", "a parentRef needs a name; ignored")]),
+        (None, [("spec.parentRefs[0]", "a parentRef needs a name; ignored")]),
+        ("edge", [("spec.parentRefs[0]", "expected an object, found str 'edge'")]),
+    ],
+)
+def test_a_parent_ref_that_cannot_be_used_is_reported_once(parent, expected):
+    route = decoded(body("HTTPRoute", "r", api=GATEWAY_API, spec={"parentRefs": [parent]}))
+    assert reported(route) == expected
+    assert not route.parent_refs
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        (
+            {"name": 1, "value": "v"},
+            [("spec.rules[0].matches[0].headers[0].name", "expected a string, found int 1")],
+        ),
+        (
+            {"name": "x"},
+            [("spec.rules[0].matches[0].headers[0].value", "a match needs a value; ignored")],
+        ),
+        ({"name": "x", "value": ""}, []),
+    ],
+)
+def test_a_header_match_that_cannot_be_used_is_reported_once(header, expected):
+    spec = {"rules": [{"matches": [{"headers": [header]}]}]}
+    route = decoded(body("HTTPRoute", "r", api=GATEWAY_API, spec=spec))
+    assert reported(route) == expected
+
+
+def test_a_certificate_ref_whose_name_is_not_a_string_is_reported_once():
+    listener = {"name": "s", "port": 443, "protocol": "HTTPS"}
+    listener["tls"] = {"certificateRefs": [{"name": ["tls"]}]}
+    spec = {"gatewayClassName": "c", "listeners": [listener]}
+    gateway = decoded(body("Gateway", "g", api=GATEWAY_API, spec=spec))
+    assert reported(gateway) == [
+        ("spec.listeners[0].tls.certificateRefs[0].name", "expected a string, found list ['tls']")
+    ]
+
+
 # --- build_state --------------------------------------------------------------------------------
 
 

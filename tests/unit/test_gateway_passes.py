@@ -1,14 +1,18 @@
-"""Pure helpers of the Gateway API passes: port allocation, hostname intersection, selectors."""
+"""The Gateway API passes: port allocation and exhaustion, hostname intersection, selectors."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from pyrsistent import pmap, pvector
 
+from coxswain.compile import SharedPool, build_state, compile, status
 from coxswain.compile.gateway.attach import intersect_hostnames, matches_selector
 from coxswain.compile.gateway.ports import PORT_BAND, allocate_ports
 from coxswain.compile.model.decode_gateway import parse_duration
 from coxswain.compile.model.gateway_objects import LabelSelector, SelectorRequirement
+from tests.parity import unreported
 
 
 def test_new_pairs_take_the_lowest_free_ports_in_sorted_order():
@@ -42,6 +46,35 @@ def test_exhaustion_gives_none():
     got = allocate_ports(pairs, existing={})
     assert sum(1 for p in got.values() if p is None) == 2
     assert len({p for p in got.values() if p is not None}) == len(PORT_BAND)
+
+
+def test_a_listener_left_without_an_internal_port_is_pending_and_a_diagnostic_on_its_field():
+    api = "gateway.networking.k8s.io/v1"
+    listeners = [
+        {"name": f"l{i}", "port": 1000 + i, "protocol": "HTTP"} for i in range(len(PORT_BAND) + 1)
+    ]
+    state = build_state(
+        [
+            {
+                "apiVersion": api,
+                "kind": "GatewayClass",
+                "metadata": {"name": "c"},
+                "spec": {"controllerName": "coxswain-labs.dev/gateway-controller"},
+            },
+            {
+                "apiVersion": api,
+                "kind": "Gateway",
+                "metadata": {"name": "g", "namespace": "a"},
+                "spec": {"gatewayClassName": "c", "listeners": listeners},
+            },
+        ]
+    )
+    (found,) = compile(state, SharedPool()).diagnostics
+    assert (found.field, found.reason) == (f"spec.listeners[{len(PORT_BAND)}]", "Pending")
+    gateway = next(s for s in status(state) if s.kind == "Gateway")
+    last = json.loads(gateway.body)["listeners"][-1]["conditions"]
+    assert [c["reason"] for c in last if c["type"] == "Programmed"] == ["Pending"]
+    assert unreported(state) == []
 
 
 @pytest.mark.parametrize(

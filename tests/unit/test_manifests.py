@@ -221,6 +221,47 @@ def test_yaml_syntax_error_names_the_line_when_a_tab_indents():
     assert str(error).startswith("dir/tabs.yml:3: ")
 
 
+UNCLOSED_LIST = "apiVersion: v1\nkind: List\nitems: [\n  {kind: Namespace, metadata: {name: a}},\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "bracket"),
+    [
+        (UNCLOSED_LIST, 3, "["),  # the file ends after a ',' inside the list
+        (UNCLOSED_LIST + "\n\n# trailing comment\n", 3, "["),
+        ("a: 1\n---\nitems: [\n  {x: 1}, {y: [2]}, {z: 3,\n", 4, "{"),  # the innermost
+        ("items: [", 1, "["),  # no final line break
+    ],
+)
+def test_yaml_unclosed_flow_collection_names_the_line_where_it_opens(text, line, bracket):
+    error = parse_error(text)
+    assert error.line == line
+    assert error.message.startswith(f"the {bracket!r} opened here is never closed (")
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("a: 1\nb: {x: 1\n", 2),  # PyYAML's context mark: where the mapping opens
+        ("a: 1\nb: [1, 2\n\n", 2),
+        ('a: 1\nb: "open\n\n', 2),  # a quoted string left open
+    ],
+)
+def test_yaml_error_at_the_end_of_the_text_names_where_the_open_thing_starts(text, line):
+    error = parse_error(text)
+    assert error.line == line
+
+
+def test_yaml_error_before_the_end_keeps_the_line_the_parser_marks():
+    error = parse_error("a: [1, 2\nb: 3\nc: 4\n")  # found ':' on line 2, inside the list
+    assert error.line == 2
+
+
+def test_yaml_error_at_the_end_with_nothing_open_names_the_last_line_that_is_not_blank():
+    error = parse_error("a: 1\n---\n%YAML 1.1\n\n")  # a directive, and no document after it
+    assert error.line == 3
+
+
 def test_flow_style_yaml_parses_when_the_file_starts_with_a_brace():
     bodies = parse_ok("{apiVersion: v1, kind: Namespace, metadata: {name: flow}}\n")
     assert summary(bodies) == [("Namespace", "flow", 1)]
@@ -294,6 +335,20 @@ def test_json_syntax_error_names_the_line_of_the_error():
 def test_json_syntax_error_counts_lines_when_text_starts_with_blank_lines():
     error = parse_error('\n\n[{"kind": "Service",}]\n', "s.json")
     assert error.line == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "bracket"),
+    [
+        ('{"a": [1,\n', 1, "["),
+        ('[\n  {"kind": "Service"},\n', 1, "["),
+        ('{\n  "a": "x\\"[",\n  "b": {\n    "c": [1]\n', 3, "{"),  # brackets in strings
+    ],
+)
+def test_json_unclosed_array_or_object_names_the_line_where_it_opens(text, line, bracket):
+    error = parse_error(text, "u.json")
+    assert error.line == line
+    assert error.message.startswith(f"the {bracket!r} opened here is never closed (")
 
 
 # --- shell.sources.read_manifests ---------------------------------------------------------------

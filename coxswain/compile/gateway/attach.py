@@ -25,7 +25,7 @@ from pyrsistent import pmap
 from coxswain.compile.gateway.listeners import HTTPROUTE_KIND
 from coxswain.compile.model.gateway_objects import GATEWAY_GROUP
 from coxswain.compile.model.keys import ObjectKey
-from coxswain.compile.status import Condition
+from coxswain.compile.status import Condition, problem
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -100,11 +100,16 @@ def _attach(
             if part
         )
         return _refused(
-            ref, gateway, "NoMatchingParent", f"Gateway {gateway.ref} has no listener with {wanted}"
+            route,
+            ref,
+            gateway,
+            "NoMatchingParent",
+            f"Gateway {gateway.ref} has no listener with {wanted}",
         )
     allowed = [v for v in candidates if _allows(v, route, namespaces)]
     if not allowed:
         return _refused(
+            route,
             ref,
             gateway,
             "NotAllowedByListeners",
@@ -119,6 +124,7 @@ def _attach(
     ]
     if not attachments:
         return _refused(
+            route,
             ref,
             gateway,
             "NoMatchingListenerHostname",
@@ -132,11 +138,13 @@ def _attach(
     )
 
 
-def _refused(ref: ParentRef, gateway: ObjectKey, reason: str, message: str) -> ParentVerdict:
+def _refused(
+    route: HTTPRoute, ref: ParentRef, gateway: ObjectKey, reason: str, message: str
+) -> ParentVerdict:
     return ParentVerdict(
         ref=ref,
         gateway=gateway,
-        accepted=Condition(type="Accepted", status=False, reason=reason, message=message),
+        accepted=problem("Accepted", reason, message, key=route.meta.key, field=ref.field),
         attachments=(),
     )
 

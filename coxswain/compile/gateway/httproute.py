@@ -15,7 +15,9 @@ Rules (Gateway API v1 HTTPRoute):
 3. backendRefs: core Services (others, and ExternalName Services as the spec advises for
    CVE-2021-25740, ``InvalidKind``), with a port, that exist (``BackendNotFound``); another
    namespace needs a ReferenceGrant (``RefNotPermitted``). An invalid backend keeps its
-   weight: its share of requests is answered 500.
+   weight: its share of requests is answered 500. The ``ResolvedRefs`` condition names the
+   first reference that does not resolve; each one is a diagnostic on its own field, and so is
+   each problem of an invalid rule.
 4. Precedence across every rule on a listener host (HTTPRoute "matches" field): Exact path,
    then RegularExpression (POLICY: before prefixes, as Envoy Gateway orders them, so that a
    ``/`` prefix cannot hide them), then the longest PathPrefix; then method; then the most
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Final
 from pyrsistent import pvector
 
 from coxswain.compile.backends import resolve_backend
+from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.model.gateway_objects import GATEWAY_GROUP
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.snapshot import (
@@ -46,6 +49,8 @@ from coxswain.compile.snapshot import (
 from coxswain.compile.status import Condition
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from coxswain.compile.backends import ServiceIndex
     from coxswain.compile.gateway.refgrants import Grants
     from coxswain.compile.model.gateway_objects import (
@@ -92,21 +97,20 @@ class CompiledRoute:
 
 def compile_route(route: HTTPRoute, services: ServiceIndex, grants: Grants) -> CompiledRoute:
     """Compile one HTTPRoute's rules. Pure."""
-    problems: list[str] = []
-    ref_problem: tuple[str, str] | None = None
+    problems: list[Diagnostic] = []
+    unresolved: list[Diagnostic] = []
     entries: list[tuple[tuple[object, ...], GatewayRule]] = []
     backends: list[Backend] = []
     read: set[ObjectKey] = set()
     invalid_rules = 0
     for rule_index, rule in enumerate(route.rules):
-        rule_problems = _rule_problems(rule)
+        rule_problems = _rule_problems(route, rule)
         problems.extend(rule_problems)
         if rule_problems:
             invalid_rules += 1
             continue
         action, rule_refs = _action(route, rule, services, grants, read)
-        if rule_refs is not None and ref_problem is None:
-            ref_problem = rule_refs
+        unresolved.extend(rule_refs)
         backends.extend(action.backends)
         backends.extend(m.backend for m in action.mirrors)
         for match_index, match in enumerate(rule.matches):
@@ -121,12 +125,16 @@ def compile_route(route: HTTPRoute, services: ServiceIndex, grants: Grants) -> C
     if problems:
         reason = (
             "IncompatibleFilters"
-            if all("cannot be combined" in p for p in problems)
+            if all(p.reason == "IncompatibleFilters" for p in problems)
             else "UnsupportedValue"
         )
         if invalid_rules == len(route.rules):
             accepted = Condition(
-                type="Accepted", status=False, reason=reason, message="; ".join(problems)
+                type="Accepted",
+                status=False,
+                reason=reason,
+                message=_joined(problems),
+                diagnostics=tuple(problems),
             )
         else:
             partially = Condition(
@@ -134,13 +142,18 @@ def compile_route(route: HTTPRoute, services: ServiceIndex, grants: Grants) -> C
                 status=True,
                 reason=reason,
                 # apis/v1 RouteConditionPartiallyInvalid: the message MUST start "Dropped Rule".
-                message="Dropped Rule(s): " + "; ".join(problems),
+                message="Dropped Rule(s): " + _joined(problems),
+                diagnostics=tuple(problems),
             )
     resolved = (
         Condition(type="ResolvedRefs", status=True, reason="ResolvedRefs")
-        if ref_problem is None
+        if not unresolved
         else Condition(
-            type="ResolvedRefs", status=False, reason=ref_problem[0], message=ref_problem[1]
+            type="ResolvedRefs",
+            status=False,
+            reason=unresolved[0].reason,
+            message=_joined(unresolved[:1]),
+            diagnostics=tuple(unresolved),
         )
     )
     return CompiledRoute(
@@ -152,6 +165,11 @@ def compile_route(route: HTTPRoute, services: ServiceIndex, grants: Grants) -> C
         backends=tuple(backends),
         read=frozenset(read),
     )
+
+
+def _joined(problems: Sequence[Diagnostic]) -> str:
+    """Problems as one condition message: ``field: message; field: message``."""
+    return "; ".join(f"{p.field}: {p.message}" for p in problems)
 
 
 def _precedence(
@@ -170,57 +188,58 @@ def _precedence(
     )
 
 
-def _rule_problems(rule: HTTPRouteRule) -> list[str]:
-    problems: list[str] = []
+def _rule_problems(route: HTTPRoute, rule: HTTPRouteRule) -> list[Diagnostic]:
+    """Why ``rule`` cannot be served, one diagnostic per problem (none when it can)."""
+    problems: list[Diagnostic] = []
+
+    def add(field: str, message: str, reason: str = "UnsupportedValue") -> None:
+        problems.append(_finding(route, field, reason, message))
+
     for match in rule.matches:
         where = match.field
         if match.path_type in ("Exact", "PathPrefix"):
             if not match.path.startswith("/"):
-                problems.append(f"{where}.path: {match.path!r} is not an absolute path")
+                add(f"{where}.path", f"{match.path!r} is not an absolute path")
         elif match.path_type == "RegularExpression":
             if (error := _regex_error(match.path)) is not None:
-                problems.append(f"{where}.path: invalid regular expression ({error})")
+                add(f"{where}.path", f"invalid regular expression ({error})")
         else:
-            problems.append(f"{where}.path.type: {match.path_type!r} is not supported")
+            add(f"{where}.path.type", f"{match.path_type!r} is not supported")
         for kind, values in (("headers", match.headers), ("queryParams", match.query)):
             for value in values:
                 if value.type == "RegularExpression":
                     if (error := _regex_error(value.value)) is not None:
-                        problems.append(f"{where}.{kind}: invalid regular expression ({error})")
+                        add(f"{where}.{kind}", f"invalid regular expression ({error})")
                 elif value.type != "Exact":
-                    problems.append(f"{where}.{kind}: match type {value.type!r} is not supported")
+                    add(f"{where}.{kind}", f"match type {value.type!r} is not supported")
             if kind == "headers" and any(_HEADER_NAME.fullmatch(v.name) is None for v in values):
-                problems.append(f"{where}.headers: a header name is not a valid HTTP field name")
+                add(f"{where}.headers", "a header name is not a valid HTTP field name")
     filters = list(rule.filters) + [f for b in rule.backend_refs for f in b.filters]
     for item in filters:
         if item.type == "ExtensionRef":
             continue  # served as an error, never skipped: see _action
         if item.type not in _SUPPORTED_FILTERS:
-            problems.append(f"{item.field}.type: filter {item.type!r} is not supported")
+            add(f"{item.field}.type", f"filter {item.type!r} is not supported")
         for modifier in (item.redirect, item.rewrite):
             path = None if modifier is None else modifier.path
             if path is None:
                 continue
             if path.type not in ("ReplaceFullPath", "ReplacePrefixMatch"):
-                problems.append(f"{item.field}: path modifier {path.type!r} is not supported")
+                add(item.field, f"path modifier {path.type!r} is not supported")
             elif path.type == "ReplacePrefixMatch" and any(
                 m.path_type != "PathPrefix" for m in rule.matches
             ):
-                problems.append(
-                    f"{item.field}: ReplacePrefixMatch needs every match to be a PathPrefix"
-                )
+                add(item.field, "ReplacePrefixMatch needs every match to be a PathPrefix")
         if item.redirect is not None and item.redirect.status not in (301, 302, 303, 307, 308):
-            problems.append(
-                f"{item.field}: redirect status {item.redirect.status} is not supported"
-            )
+            add(item.field, f"redirect status {item.redirect.status} is not supported")
         if item.redirect is not None and item.redirect.scheme not in (None, "http", "https"):
-            problems.append(
-                f"{item.field}: redirect scheme {item.redirect.scheme!r} is not supported"
-            )
+            add(item.field, f"redirect scheme {item.redirect.scheme!r} is not supported")
     kinds = {f.type for f in rule.filters}
     if "RequestRedirect" in kinds and ("URLRewrite" in kinds or rule.backend_refs):
-        problems.append(
-            f"{rule.field}: a RequestRedirect cannot be combined with a URLRewrite or backendRefs"
+        add(
+            rule.field,
+            "a RequestRedirect cannot be combined with a URLRewrite or backendRefs",
+            "IncompatibleFilters",
         )
     return problems
 
@@ -260,22 +279,24 @@ def _action(
     services: ServiceIndex,
     grants: Grants,
     read: set[ObjectKey],
-) -> tuple[RouteAction, tuple[str, str] | None]:
+) -> tuple[RouteAction, list[Diagnostic]]:
+    """The rule's action, and its references that do not resolve (in the order written)."""
     key = route.meta.key
-    problem: tuple[str, str] | None = None
+    problems: list[Diagnostic] = []
     backends: list[Backend] = []
     for ref in rule.backend_refs:
         backend, why = _backend(route, ref.ref, ref.port, ref.weight, services, grants, read)
         backends.append(_with_filters(backend, ref))
-        problem = problem or why
+        problems.extend(why)
     mirrors: list[Mirror] = []
     request = response = None
     redirect = rewrite = None
     unresolved: str | None = None
     for item in (*rule.filters, *(f for b in rule.backend_refs for f in b.filters)):
         if item.type == "ExtensionRef":
-            unresolved = f"{item.field}: ExtensionRef filters are not supported"
-            problem = problem or ("InvalidKind", unresolved)
+            message = "ExtensionRef filters are not supported"
+            unresolved = f"{item.field}: {message}"
+            problems.append(_finding(route, item.field, "InvalidKind", message))
     for item in rule.filters:
         if item.request_headers is not None:
             request = item.request_headers
@@ -287,7 +308,7 @@ def _action(
             rewrite = item.rewrite
         elif item.mirror is not None:
             mirror, why = _backend(route, item.mirror, item.mirror_port, 1, services, grants, read)
-            problem = problem or why
+            problems.extend(why)
             if mirror.valid:  # an invalid mirror backend is dropped, not configured
                 mirrors.append(Mirror(backend=mirror, percent=item.mirror_percent))
     rule_name = rule.name or rule.field
@@ -303,7 +324,14 @@ def _action(
         backend_timeout=rule.backend_timeout,
         problem=unresolved,
     )
-    return action, problem
+    return action, problems
+
+
+def _finding(route: HTTPRoute, field: str, reason: str, message: str) -> Diagnostic:
+    """An error about ``field`` of the route: a part of it is not served as written."""
+    return Diagnostic(
+        key=route.meta.key, field=field, severity=Severity.ERROR, reason=reason, message=message
+    )
 
 
 def _with_filters(backend: Backend, ref: BackendRef) -> Backend:
@@ -330,26 +358,31 @@ def _backend(
     services: ServiceIndex,
     grants: Grants,
     read: set[ObjectKey],
-) -> tuple[Backend, tuple[str, str] | None]:
+) -> tuple[Backend, tuple[Diagnostic, ...]]:
+    """The backend ``ref`` names, and why it is invalid (nothing when it is valid)."""
     namespace = ref.namespace or route.meta.key.namespace
-    where = f"{ref.field}: {ref.kind} {namespace}/{ref.name}"
+    where = f"{ref.kind} {namespace}/{ref.name}"
     invalid = Backend(
         namespace=namespace, service=ref.name, port=port or 0, weight=weight, valid=False
     )
+
+    def refused(reason: str, message: str) -> tuple[Backend, tuple[Diagnostic, ...]]:
+        return invalid, (_finding(route, ref.field, reason, message),)
+
     if (ref.group, ref.kind) != ("", "Service"):
-        return invalid, ("InvalidKind", f"{where}: only core Services are supported backends")
+        return refused("InvalidKind", f"{where}: only core Services are supported backends")
     if not grants.allows(
         source=(GATEWAY_GROUP, "HTTPRoute", route.meta.key.namespace),
         target=("", "Service", namespace, ref.name),
     ):
-        return invalid, ("RefNotPermitted", f"{where}: no ReferenceGrant allows this reference")
+        return refused("RefNotPermitted", f"{where}: no ReferenceGrant allows this reference")
     if port is None:
-        return invalid, ("UnsupportedValue", f"{where}: a Service backend needs a port")
+        return refused("UnsupportedValue", f"{where}: a Service backend needs a port")
     read.add(ObjectKey("Service", namespace, ref.name))
     target = services.service(namespace, ref.name)
     if target is not None and target.type == "ExternalName":
         # "Implementations SHOULD NOT support ExternalName Services" (CVE-2021-25740).
-        return invalid, ("InvalidKind", f"{where}: ExternalName Services are not supported")
+        return refused("InvalidKind", f"{where}: ExternalName Services are not supported")
     backend, problem = resolve_backend(
         services,
         namespace=namespace,
@@ -359,5 +392,5 @@ def _backend(
         weight=weight,
     )
     if problem is not None:
-        return backend, ("BackendNotFound", f"{ref.field}: {problem}")
-    return backend, None
+        return backend, (_finding(route, ref.field, "BackendNotFound", problem),)
+    return backend, ()

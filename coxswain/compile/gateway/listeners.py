@@ -18,6 +18,8 @@ Rules (Gateway API v1, ``Listener`` and ``ListenerStatus``):
    route kind is supported and, for HTTPS, its certificates resolved. Partly unresolved
    references (some route kinds, some CA bundles) are reported and the rest is served ("the
    implementation MUST reference the valid Route kinds that have been specified").
+Each problem condition carries its diagnostic on the Gateway, at the field it is about
+(``spec.listeners[i].protocol``, the certificate or CA reference, the listener for conflicts).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from coxswain.compile.hostnames import is_hostname, is_wildcard
 from coxswain.compile.model.gateway_objects import GATEWAY_GROUP
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.snapshot import Certificate, ClientValidation
-from coxswain.compile.status import Condition
+from coxswain.compile.status import Condition, problem
 
 if TYPE_CHECKING:
     from coxswain.compile.gateway.refgrants import Grants
@@ -86,26 +88,36 @@ def judge_listeners(gateway: Gateway, state: ClusterState, grants: Grants) -> li
     return verdicts
 
 
+def _problem(
+    verdict: ListenerVerdict, type_: str, reason: str, message: str, field: str
+) -> Condition:
+    """A problem condition of the listener, reported on its Gateway at ``field``."""
+    key = verdict.gateway.meta.key
+    return problem(type_, reason, message, key=key, field=field, status=type_ == "Conflicted")
+
+
 def _judge(
     gateway: Gateway, listener: Listener, state: ClusterState, grants: Grants
 ) -> ListenerVerdict:
     verdict = ListenerVerdict(gateway=gateway, listener=listener)
     if listener.protocol not in SUPPORTED_PROTOCOLS:
-        verdict.accepted = Condition(
-            type="Accepted",
-            status=False,
-            reason="UnsupportedProtocol",
-            message=f"protocol {listener.protocol} is not supported; HTTP and HTTPS are",
+        verdict.accepted = _problem(
+            verdict,
+            "Accepted",
+            "UnsupportedProtocol",
+            f"protocol {listener.protocol} is not supported; HTTP and HTTPS are",
+            f"{listener.field}.protocol",
         )
         return verdict
     if listener.hostname is not None and not (
         is_hostname(listener.hostname) or is_wildcard(listener.hostname)
     ):
-        verdict.accepted = Condition(
-            type="Accepted",
-            status=False,
-            reason="UnsupportedValue",
-            message=f"hostname {listener.hostname!r} is not a DNS name or a '*.' wildcard",
+        verdict.accepted = _problem(
+            verdict,
+            "Accepted",
+            "UnsupportedValue",
+            f"hostname {listener.hostname!r} is not a DNS name or a '*.' wildcard",
+            f"{listener.field}.hostname",
         )
         return verdict
     kinds = listener.allowed_routes.kinds
@@ -115,12 +127,13 @@ def _judge(
         verdict.supported_kinds = tuple(dict.fromkeys(k for k in kinds if k == HTTPROUTE_KIND))
         invalid = [f"{g}/{k}" if g else k for g, k in kinds if (g, k) != HTTPROUTE_KIND]
         if invalid:
-            verdict.resolved_refs = Condition(
-                type="ResolvedRefs",
-                status=False,
-                reason="InvalidRouteKinds",
-                message=f"route kinds {', '.join(invalid)} are not supported on "
+            verdict.resolved_refs = _problem(
+                verdict,
+                "ResolvedRefs",
+                "InvalidRouteKinds",
+                f"route kinds {', '.join(invalid)} are not supported on "
                 f"{listener.protocol} listeners; HTTPRoute is",
+                f"{listener.field}.allowedRoutes.kinds",
             )
     if listener.protocol == "HTTPS":
         _judge_tls(verdict, state, grants)
@@ -132,27 +145,27 @@ def _judge(
 def _judge_tls(verdict: ListenerVerdict, state: ClusterState, grants: Grants) -> None:
     listener, gateway = verdict.listener, verdict.gateway
     if listener.tls_mode not in (None, "Terminate"):
-        verdict.accepted = Condition(
-            type="Accepted",
-            status=False,
-            reason="UnsupportedValue",
-            message=f"TLS mode {listener.tls_mode} is not supported on HTTPS listeners",
+        verdict.accepted = _problem(
+            verdict,
+            "Accepted",
+            "UnsupportedValue",
+            f"TLS mode {listener.tls_mode} is not supported on HTTPS listeners",
+            f"{listener.field}.tls.mode",
         )
         return
     if not listener.certificate_refs:
-        verdict.resolved_refs = Condition(
-            type="ResolvedRefs",
-            status=False,
-            reason="InvalidCertificateRef",
-            message="an HTTPS listener needs tls.certificateRefs",
+        verdict.resolved_refs = _problem(
+            verdict,
+            "ResolvedRefs",
+            "InvalidCertificateRef",
+            "an HTTPS listener needs tls.certificateRefs",
+            f"{listener.field}.tls.certificateRefs",
         )
         return
     for ref in listener.certificate_refs:
         reason, message, certificate = _certificate(gateway, ref, state, grants, verdict.read)
         if certificate is None:
-            verdict.resolved_refs = Condition(
-                type="ResolvedRefs", status=False, reason=reason, message=message
-            )
+            verdict.resolved_refs = _problem(verdict, "ResolvedRefs", reason, message, ref.field)
             verdict.certificate = None
             return
         if verdict.certificate is None:
@@ -199,18 +212,30 @@ def _judge_frontend(verdict: ListenerVerdict, state: ClusterState, grants: Grant
     if validation is None:
         return
     bundles: list[str] = []
-    problem: tuple[str, str] | None = None
+    unresolved: Condition | None = None
     for ref in validation.ca_refs:
         namespace = ref.namespace or gateway.meta.key.namespace
         where = f"{ref.kind} {namespace}/{ref.name}"
         if (ref.group, ref.kind) not in _CA_KINDS:
-            problem = problem or ("InvalidCACertificateKind", f"{where}: not a ConfigMap or Secret")
+            unresolved = unresolved or _problem(
+                verdict,
+                "ResolvedRefs",
+                "InvalidCACertificateKind",
+                f"{where}: not a ConfigMap or Secret",
+                ref.field,
+            )
             continue
         if not grants.allows(
             source=(GATEWAY_GROUP, "Gateway", gateway.meta.key.namespace),
             target=("", ref.kind, namespace, ref.name),
         ):
-            problem = problem or ("RefNotPermitted", f"{where}: no ReferenceGrant allows it")
+            unresolved = unresolved or _problem(
+                verdict,
+                "ResolvedRefs",
+                "RefNotPermitted",
+                f"{where}: no ReferenceGrant allows it",
+                ref.field,
+            )
             continue
         key = ObjectKey(ref.kind, namespace, ref.name)
         verdict.read.add(key)
@@ -218,19 +243,20 @@ def _judge_frontend(verdict: ListenerVerdict, state: ClusterState, grants: Grant
         bundle = None if holder is None else holder.ca_bundle
         if bundle is None:
             why = "does not exist" if holder is None else "holds no valid ca.crt"
-            problem = problem or ("InvalidCACertificateRef", f"{where} {why}")
+            unresolved = unresolved or _problem(
+                verdict, "ResolvedRefs", "InvalidCACertificateRef", f"{where} {why}", ref.field
+            )
             continue
         bundles.append(bundle)
-    if problem is not None:
-        verdict.resolved_refs = Condition(
-            type="ResolvedRefs", status=False, reason=problem[0], message=problem[1]
-        )
+    if unresolved is not None:
+        verdict.resolved_refs = unresolved
     if not bundles:
-        verdict.accepted = Condition(
-            type="Accepted",
-            status=False,
-            reason="NoValidCACertificate",
-            message="no CA certificate reference of the frontend validation is usable",
+        verdict.accepted = _problem(
+            verdict,
+            "Accepted",
+            "NoValidCACertificate",
+            "no CA certificate reference of the frontend validation is usable",
+            validation.field,
         )
         return
     verdict.client_validation = ClientValidation(
@@ -267,5 +293,6 @@ def _mark_conflicts(verdicts: list[ListenerVerdict]) -> None:
 
 
 def _conflict(verdict: ListenerVerdict, reason: str, message: str) -> None:
-    verdict.conflicted = Condition(type="Conflicted", status=True, reason=reason, message=message)
-    verdict.accepted = Condition(type="Accepted", status=False, reason=reason, message=message)
+    field = verdict.listener.field
+    verdict.conflicted = _problem(verdict, "Conflicted", reason, message, field)
+    verdict.accepted = _problem(verdict, "Accepted", reason, message, field)  # the same finding

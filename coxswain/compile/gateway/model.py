@@ -3,6 +3,10 @@ the statuses are read from (so they can never disagree).
 
 Order: our GatewayClasses → our Gateways → listener verdicts → internal ports (remembered by
 the VIP Services) → routes compiled once each → attached to listeners.
+
+A Gateway whose GatewayClass is not in the input, and a parentRef to a Gateway that is not in
+the input, are ignored (they may be another controller's) and reported as warnings
+(``dangling``), as Ingresses of a missing IngressClass are: no status carries them.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.gateway.attach import ParentVerdict, attach_route
 from coxswain.compile.gateway.httproute import CompiledRoute, compile_route
 from coxswain.compile.gateway.listeners import (
@@ -21,15 +26,16 @@ from coxswain.compile.gateway.placement import Placement, class_parameters, plac
 from coxswain.compile.gateway.ports import allocate_ports
 from coxswain.compile.gateway.refgrants import index_grants
 from coxswain.compile.gateway.vip import service_addresses, vip_addresses, vip_memory
+from coxswain.compile.model.gateway_objects import GATEWAY_GROUP
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.scope import GatewayScope
-from coxswain.compile.status import Condition
+from coxswain.compile.status import Condition, problem
 
 if TYPE_CHECKING:
     from coxswain.compile.backends import ServiceIndex
     from coxswain.compile.config import CompileConfig
     from coxswain.compile.gateway.refgrants import Grants
-    from coxswain.compile.model.gateway_objects import Gateway, GatewayClass
+    from coxswain.compile.model.gateway_objects import Gateway, GatewayClass, HTTPRoute
     from coxswain.compile.model.infra_objects import CoxswainGatewayParameters
     from coxswain.compile.model.state import ClusterState
     from coxswain.compile.scope import Scope
@@ -51,15 +57,20 @@ class GatewayModel:
 
     ``class_accepted`` and ``gateway_accepted`` hold the ``Accepted`` condition of each class
     and Gateway when it is False (parameters that cannot be used, a class not accepted);
+    ``unserved`` holds the refused Gateways a scope leaves out of ``gateways``: no proxy serves
+    them, but their listeners are judged and routes attached to them so that every problem
+    their status shows is reported in some scope;
     ``placements`` says where each accepted Gateway is served; ``ports`` maps (``ns/name``,
     listener port) to the port its proxy binds (internal for the shared pool, the spec port for
     a dedicated proxy); ``unassigned_addresses`` holds the Gateways whose ``spec.addresses``
-    cannot be honoured; ``addresses`` their reachable addresses.
+    cannot be honoured; ``addresses`` their reachable addresses; ``dangling`` the findings
+    about references to a GatewayClass or a parent Gateway that is not in the input.
     """
 
     classes: tuple[GatewayClass, ...]
     class_accepted: dict[str, Condition]
     gateways: tuple[Gateway, ...]
+    unserved: tuple[Gateway, ...]
     gateway_accepted: dict[ObjectKey, Condition]
     placements: dict[ObjectKey, Placement]
     unassigned_addresses: frozenset[ObjectKey]
@@ -67,6 +78,7 @@ class GatewayModel:
     listeners: dict[ObjectKey, list[ListenerVerdict]]
     ports: dict[tuple[str, int], int | None]
     routes: tuple[RouteVerdict, ...]
+    dangling: tuple[Diagnostic, ...]
 
 
 def analyse_gateways(
@@ -94,19 +106,23 @@ def analyse_gateways(
     names = {c.meta.key.name for c in classes}
     if isinstance(scope, GatewayScope):
         wanted = state.gateways.get(ObjectKey("Gateway", scope.namespace, scope.name))
-        candidates = [wanted] if wanted is not None and wanted.class_name in names else []
+        considered = [] if wanted is None else [wanted]
     else:
-        candidates = [g for _, g in sorted(state.gateways.items()) if g.class_name in names]
+        considered = [g for _, g in sorted(state.gateways.items())]
+    candidates = [g for g in considered if g.class_name in names]
+    known = {key.name for key in state.gateway_classes}
+    dangling = [_class_not_found(g) for g in considered if g.class_name not in known]
     refused: dict[ObjectKey, Condition] = {}
     placements: dict[ObjectKey, Placement] = {}
     for gateway in candidates:
         key = gateway.meta.key
         if gateway.class_name in class_refused:
-            refused[key] = Condition(
-                type="Accepted",
-                status=False,
-                reason="Invalid",
-                message=f"GatewayClass {gateway.class_name} is not accepted",
+            refused[key] = problem(
+                "Accepted",
+                "Invalid",
+                f"GatewayClass {gateway.class_name} is not accepted",
+                key=key,
+                field="spec.gatewayClassName",
             )
             continue
         placed = place_gateway(gateway, from_class.get(gateway.class_name), state)
@@ -115,17 +131,22 @@ def analyse_gateways(
         else:
             placements[key] = placed
     gateways = tuple(g for g in candidates if _in_scope(g, scope, refused, placements))
+    served = {g.meta.key for g in gateways}
+    unserved = tuple(g for g in candidates if g.meta.key in refused and g.meta.key not in served)
     grants = index_grants(state)
-    listeners = {g.meta.key: judge_listeners(g, state, grants) for g in gateways}
+    listeners = {g.meta.key: judge_listeners(g, state, grants) for g in (*gateways, *unserved)}
     for key in refused:
         for verdict in listeners.get(key, ()):
             verdict.gateway_accepted = False
     ports = _ports(state, config, scope, gateways, listeners, placements)
-    routes = _attach_routes(state, services, grants, listeners, scope)
+    candidate_routes = _candidate_routes(state, scope)
+    routes = _attach_routes(candidate_routes, state, services, grants, listeners)
+    dangling.extend(_parents_not_found(candidate_routes, state))
     return GatewayModel(
         classes=classes,
         class_accepted=class_refused,
         gateways=gateways,
+        unserved=unserved,
         gateway_accepted=refused,
         placements=placements,
         unassigned_addresses=frozenset(g.meta.key for g in gateways if g.addresses),
@@ -135,6 +156,7 @@ def analyse_gateways(
         listeners=listeners,
         ports=ports,
         routes=routes,
+        dangling=tuple(dangling),
     )
 
 
@@ -196,21 +218,23 @@ def _ports(
     return ports
 
 
+def _candidate_routes(state: ClusterState, scope: Scope | None) -> list[HTTPRoute]:
+    if isinstance(scope, GatewayScope):
+        # One Gateway's scope reads only the routes that name it (the state's index).
+        keys = state.routes_by_parent.get((scope.namespace, scope.name), ())
+        return [state.httproutes[k] for k in sorted(keys)]
+    return [route for _, route in sorted(state.httproutes.items())]
+
+
 def _attach_routes(
+    candidates: list[HTTPRoute],
     state: ClusterState,
     services: ServiceIndex,
     grants: Grants,
     listeners: dict[ObjectKey, list[ListenerVerdict]],
-    scope: Scope | None,
 ) -> tuple[RouteVerdict, ...]:
-    if isinstance(scope, GatewayScope):
-        # One Gateway's scope reads only the routes that name it (the state's index).
-        keys = state.routes_by_parent.get((scope.namespace, scope.name), ())
-        candidates = [(k, state.httproutes[k]) for k in sorted(keys)]
-    else:
-        candidates = sorted(state.httproutes.items())
     routes: list[RouteVerdict] = []
-    for _, route in candidates:
+    for route in candidates:
         parents = attach_route(route, listeners, state.namespaces)
         if not parents:
             continue
@@ -224,6 +248,34 @@ def _attach_routes(
             ]
         routes.append(RouteVerdict(compiled=compiled, parents=tuple(parents)))
     return tuple(routes)
+
+
+def _class_not_found(gateway: Gateway) -> Diagnostic:
+    return Diagnostic(
+        key=gateway.meta.key,
+        field="spec.gatewayClassName",
+        severity=Severity.WARNING,
+        reason="GatewayClassNotFound",
+        message=f"GatewayClass {gateway.class_name!r} is not in the input; the Gateway is ignored",
+    )
+
+
+def _parents_not_found(routes: list[HTTPRoute], state: ClusterState) -> list[Diagnostic]:
+    found: list[Diagnostic] = []
+    for route in routes:
+        for ref in route.parent_refs:
+            key = ObjectKey("Gateway", ref.namespace or route.meta.key.namespace, ref.name)
+            if (ref.group, ref.kind) == (GATEWAY_GROUP, "Gateway") and key not in state.gateways:
+                found.append(
+                    Diagnostic(
+                        key=route.meta.key,
+                        field=ref.field,
+                        severity=Severity.WARNING,
+                        reason="GatewayNotFound",
+                        message=f"Gateway {key.ref} is not in the input; this parentRef is ignored",
+                    )
+                )
+    return found
 
 
 def _addresses(
@@ -240,6 +292,7 @@ _EMPTY: Final = GatewayModel(
     classes=(),
     class_accepted={},
     gateways=(),
+    unserved=(),
     gateway_accepted={},
     placements={},
     unassigned_addresses=frozenset(),
@@ -247,4 +300,5 @@ _EMPTY: Final = GatewayModel(
     listeners={},
     ports={},
     routes=(),
+    dangling=(),
 )

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Final
 
 from coxswain.compile.model.infra_objects import PARAMETERS_GROUP
 from coxswain.compile.model.keys import ObjectKey
-from coxswain.compile.status import Condition
+from coxswain.compile.status import Condition, problem
 
 if TYPE_CHECKING:
     from coxswain.compile.model.gateway_objects import Gateway, GatewayClass, ObjectRef
@@ -77,30 +77,29 @@ def dedicated_name(gateway: Gateway) -> str:
     return fit_name(f"{gateway.meta.key.name}-{gateway.class_name}")
 
 
-def _refusal(owner: str, message: str) -> Condition:
-    return Condition(
-        type="Accepted",
-        status=False,
-        reason="InvalidParameters",
-        message=f"{owner} parametersRef {message}",
-    )
-
-
 def _lookup(
-    ref: ObjectRef, namespace: str | None, state: ClusterState, owner: str
+    ref: ObjectRef, namespace: str | None, state: ClusterState, owner: ObjectKey
 ) -> CoxswainGatewayParameters | Condition:
+    def refusal(message: str) -> Condition:
+        return problem(
+            "Accepted",
+            "InvalidParameters",
+            f"{owner.kind} parametersRef {message}",
+            key=owner,
+            field=ref.field,
+        )
+
     group = ref.group or "core"
     if (ref.group, ref.kind) != PARAMETERS_KIND:
-        return _refusal(
-            owner,
+        return refusal(
             f"{group}/{ref.kind} {ref.name}: only {PARAMETERS_KIND[0]}/{PARAMETERS_KIND[1]} is "
             "supported",
         )
     if namespace is None:
-        return _refusal(owner, f"{ref.kind} {ref.name}: a namespace is required")
+        return refusal(f"{ref.kind} {ref.name}: a namespace is required")
     found = state.parameters.get(ObjectKey("CoxswainGatewayParameters", namespace, ref.name))
     if found is None:
-        return _refusal(owner, f"{ref.kind} {namespace}/{ref.name} does not exist")
+        return refusal(f"{ref.kind} {namespace}/{ref.name} does not exist")
     return found
 
 
@@ -111,7 +110,7 @@ def class_parameters(
     ref = gateway_class.parameters_ref
     if ref is None:
         return None
-    return _lookup(ref, ref.namespace, state, "GatewayClass")
+    return _lookup(ref, ref.namespace, state, gateway_class.meta.key)
 
 
 def place_gateway(
@@ -123,7 +122,7 @@ def place_gateway(
     layers: list[CoxswainGatewayParameters] = [] if from_class is None else [from_class]
     ref = gateway.parameters_ref
     if ref is not None:
-        own = _lookup(ref, gateway.meta.key.namespace, state, "Gateway")
+        own = _lookup(ref, gateway.meta.key.namespace, state, gateway.meta.key)
         if isinstance(own, Condition):
             return own
         layers.append(own)

@@ -14,6 +14,11 @@ Rules:
    ``parentRef`` written out with group and kind, ``controllerName``, and the conditions
    Accepted, ResolvedRefs, and PartiallyInvalid when some rules are not served.
 Every condition carries the object's generation; no timestamps (the shell adds them).
+
+``gateway_diagnostics`` reports the same conditions: each problem condition carries the
+diagnostics that explain it (``status.problem``), except those that sum up others of the same
+object (a Gateway's ``ListenersNotValid``, ``Programmed=False/Invalid`` of a listener or Gateway
+that is not valid), whose causes are reported.
 """
 
 from __future__ import annotations
@@ -21,18 +26,21 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Final
 
+from coxswain.compile.diagnostics import Severity
 from coxswain.compile.gateway.cells import attached_counts
-from coxswain.compile.status import Condition, ObjectStatus, condition_data
+from coxswain.compile.status import Condition, ObjectStatus, condition_data, problem
 
 if TYPE_CHECKING:
     from collections.abc import Collection
 
     from coxswain.compile.config import CompileConfig
+    from coxswain.compile.diagnostics import Diagnostic
+    from coxswain.compile.gateway.attach import ParentVerdict
     from coxswain.compile.gateway.listeners import ListenerVerdict
     from coxswain.compile.gateway.model import GatewayModel, RouteVerdict
-    from coxswain.compile.model.gateway_objects import Gateway
+    from coxswain.compile.model.gateway_objects import Gateway, GatewayClass
 
-__all__ = ["SUPPORTED_FEATURES", "gateway_statuses"]
+__all__ = ["SUPPORTED_FEATURES", "gateway_diagnostics", "gateway_statuses"]
 
 API_VERSION: Final = "gateway.networking.k8s.io/v1"
 
@@ -78,9 +86,7 @@ def gateway_statuses(
     """
     found: list[ObjectStatus] = []
     for gateway_class in model.classes:
-        accepted = model.class_accepted.get(
-            gateway_class.meta.key.name, Condition(type="Accepted", status=True, reason="Accepted")
-        )
+        accepted = _class_accepted(gateway_class, model)
         body = {
             "conditions": [condition_data(accepted, gateway_class.meta.generation)],
             "supportedFeatures": [{"name": name} for name in sorted(SUPPORTED_FEATURES)],
@@ -100,6 +106,27 @@ def gateway_statuses(
     for route in model.routes:
         found.append(_route_status(route, config))
     return found
+
+
+def gateway_diagnostics(model: GatewayModel) -> list[Diagnostic]:
+    """The findings of every problem condition ``gateway_statuses`` writes offline, refused
+    Gateways outside the scope included, and those of references to objects not in the input.
+    Pure."""
+    conditions = [_class_accepted(c, model) for c in model.classes]
+    for gateway in (*model.gateways, *model.unserved):
+        top, listeners = _gateway_conditions(gateway, model, None)
+        conditions.extend(top)
+        conditions.extend(c for _, listener in listeners for c in listener)
+    for route in model.routes:
+        for parent in route.parents:
+            conditions.extend(_parent_conditions(route, parent))
+    return [*(d for c in conditions for d in c.diagnostics), *model.dangling]
+
+
+def _class_accepted(gateway_class: GatewayClass, model: GatewayModel) -> Condition:
+    return model.class_accepted.get(
+        gateway_class.meta.key.name, Condition(type="Accepted", status=True, reason="Accepted")
+    )
 
 
 def _status(
@@ -122,33 +149,44 @@ def _gateway_status(
     programmed: Collection[tuple[str, int]] | None,
 ) -> ObjectStatus:
     generation = gateway.meta.generation
-    listeners: list[dict[str, Any]] = []
+    top, conditions = _gateway_conditions(gateway, model, programmed)
+    listeners = [
+        {
+            "name": verdict.listener.name,
+            "supportedKinds": [{"group": g, "kind": k} for g, k in verdict.supported_kinds],
+            "attachedRoutes": counts.get(id(verdict), 0),
+            "conditions": [condition_data(c, generation) for c in listener],
+        }
+        for verdict, listener in conditions
+    ]
+    body: dict[str, Any] = {
+        "conditions": [condition_data(c, generation) for c in top],
+        "listeners": listeners,
+    }
+    if addresses := model.addresses.get(gateway.meta.key):
+        body["addresses"] = [{"type": kind, "value": value} for kind, value in addresses]
+    return _status("Gateway", gateway.meta.key.namespace, gateway.meta.key.name, generation, body)
+
+
+def _gateway_conditions(
+    gateway: Gateway, model: GatewayModel, programmed: Collection[tuple[str, int]] | None
+) -> tuple[list[Condition], list[tuple[ListenerVerdict, list[Condition]]]]:
+    """The Gateway's conditions (Accepted, Programmed), and each listener's with its verdict."""
+    key = gateway.meta.key
+    listeners: list[tuple[ListenerVerdict, list[Condition]]] = []
     refused: list[str] = []
     programmed_any = False
-    for verdict in model.listeners[gateway.meta.key]:
-        port = model.ports.get((gateway.meta.key.ref, verdict.listener.port))
-        condition = _programmed(verdict, gateway.meta.key.ref, port, programmed)
+    for verdict in model.listeners[key]:
+        port = model.ports.get((key.ref, verdict.listener.port))
+        condition = _programmed(verdict, key.ref, port, programmed)
         programmed_any = programmed_any or condition.status
         if not verdict.serving:
             refused.append(verdict.listener.name)
         listeners.append(
-            {
-                "name": verdict.listener.name,
-                "supportedKinds": [{"group": g, "kind": k} for g, k in verdict.supported_kinds],
-                "attachedRoutes": counts.get(id(verdict), 0),
-                "conditions": [
-                    condition_data(c, generation)
-                    for c in (
-                        verdict.accepted,
-                        verdict.conflicted,
-                        condition,
-                        verdict.resolved_refs,
-                    )
-                ],
-            }
+            (verdict, [verdict.accepted, verdict.conflicted, condition, verdict.resolved_refs])
         )
     total = len(listeners)
-    rejection = model.gateway_accepted.get(gateway.meta.key)
+    rejection = model.gateway_accepted.get(key)
     if rejection is not None:
         accepted = rejection
     elif not refused:
@@ -164,24 +202,20 @@ def _gateway_status(
         gateway_programmed = Condition(
             type="Programmed", status=False, reason="Invalid", message="no listener is programmed"
         )
-    elif gateway.meta.key in model.unassigned_addresses:
+    elif key in model.unassigned_addresses:
         # GatewaySpec.addresses: a requested address that cannot be honoured MUST be reported.
-        gateway_programmed = Condition(
-            type="Programmed",
-            status=False,
-            reason="AddressNotAssigned",
-            message="spec.addresses cannot be assigned: shared Gateways are reached on their "
+        gateway_programmed = problem(
+            "Programmed",
+            "AddressNotAssigned",
+            "spec.addresses cannot be assigned: shared Gateways are reached on their "
             "VIP Service's address",
+            key=key,
+            field="spec.addresses",
+            severity=Severity.WARNING,
         )
     else:
         gateway_programmed = Condition(type="Programmed", status=True, reason="Programmed")
-    body: dict[str, Any] = {
-        "conditions": [condition_data(c, generation) for c in (accepted, gateway_programmed)],
-        "listeners": listeners,
-    }
-    if addresses := model.addresses.get(gateway.meta.key):
-        body["addresses"] = [{"type": kind, "value": value} for kind, value in addresses]
-    return _status("Gateway", gateway.meta.key.namespace, gateway.meta.key.name, generation, body)
+    return [accepted, gateway_programmed], listeners
 
 
 def _programmed(
@@ -195,11 +229,12 @@ def _programmed(
             type="Programmed", status=False, reason="Invalid", message="the listener is not valid"
         )
     if port is None:
-        return Condition(
-            type="Programmed",
-            status=False,
-            reason="Pending",
-            message="no internal port is free in 30000-32767",
+        return problem(
+            "Programmed",
+            "Pending",
+            "no internal port is free in 30000-32767",
+            key=verdict.gateway.meta.key,
+            field=verdict.listener.field,
         )
     if programmed is not None and (gateway, port) not in programmed:
         return Condition(
@@ -231,16 +266,20 @@ def _route_status(route: RouteVerdict, config: CompileConfig) -> ObjectStatus:
                 "parentRef": written,
                 "controllerName": config.gateway_controller,
                 "conditions": [
-                    condition_data(c, meta.generation)
-                    for c in (
-                        parent.accepted,
-                        route.compiled.resolved_refs,
-                        route.compiled.partially_invalid,
-                    )
-                    if c is not None
+                    condition_data(c, meta.generation) for c in _parent_conditions(route, parent)
                 ],
             }
         )
     return _status(
         "HTTPRoute", meta.key.namespace, meta.key.name, meta.generation, {"parents": parents}
     )
+
+
+def _parent_conditions(route: RouteVerdict, parent: ParentVerdict) -> list[Condition]:
+    """A route's conditions under one parentRef: Accepted, ResolvedRefs, PartiallyInvalid."""
+    compiled = route.compiled
+    return [
+        c
+        for c in (parent.accepted, compiled.resolved_refs, compiled.partially_invalid)
+        if c is not None
+    ]

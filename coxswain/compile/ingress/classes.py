@@ -14,10 +14,10 @@ so are the decoding findings of our classes and of classes whose controller coul
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import TYPE_CHECKING
 
 from coxswain.compile.diagnostics import Diagnostic, Severity
+from coxswain.compile.model.decode import LEGACY_CLASS_ANNOTATION
 
 if TYPE_CHECKING:
     from coxswain.compile.config import CompileConfig
@@ -33,7 +33,6 @@ def select_ingresses(
     """The Ingresses of our classes, oldest first, and findings about class choice. Pure."""
     classes = {key.name: c for key, c in state.ingress_classes.items()}
     defaults = {c.controller == config.ingress_controller for c in classes.values() if c.is_default}
-    missing: Counter[str] = Counter()
     ours: list[Ingress] = []
     # A class whose controller could not be read may be ours: its findings are shown.
     found: list[Diagnostic] = [
@@ -47,7 +46,7 @@ def select_ingresses(
         if name is not None:
             chosen = classes.get(name)
             if chosen is None:
-                missing[name] += 1
+                found.append(_class_not_found(ingress, name))
             elif chosen.controller == config.ingress_controller:
                 ours.append(ingress)
         elif defaults == {True}:
@@ -63,16 +62,20 @@ def select_ingresses(
                     "not all of them ours; the Ingress is ignored",
                 )
             )
-    for name, count in sorted(missing.items()):
-        found.append(
-            Diagnostic(
-                key=None,
-                field="",
-                severity=Severity.WARNING,
-                reason="IngressClassNotFound",
-                message=f"ignored {count} Ingress(es) of IngressClass {name!r}, "
-                "which is not in the input",
-            )
-        )
     ours.sort(key=lambda i: i.meta.age_order)
     return ours, found
+
+
+def _class_not_found(ingress: Ingress, name: str) -> Diagnostic:
+    field = (
+        "spec.ingressClassName"
+        if ingress.class_name
+        else f"metadata.annotations[{LEGACY_CLASS_ANNOTATION!r}]"
+    )
+    return Diagnostic(
+        key=ingress.meta.key,
+        field=field,
+        severity=Severity.WARNING,
+        reason="IngressClassNotFound",
+        message=f"IngressClass {name!r} is not in the input; the Ingress is ignored",
+    )

@@ -387,7 +387,9 @@ def _service(
             continue
         number = fields.integer(entry.get("port"), f"{field}.port", low=1, high=_PORT_MAX)
         if number is None:
-            fields.problem(f"{field}.port", "InvalidField", "the port number is missing; ignored")
+            fields.require(
+                entry.get("port"), f"{field}.port", "the port number is missing; ignored"
+            )
             continue
         target = entry.get("targetPort")
         target_port: int | str | None

@@ -69,7 +69,7 @@ def object_ref(
         return None
     name = fields.string(ref.get("name"), f"{field}.name")
     if not name:
-        fields.problem(f"{field}.name", "InvalidField", "the reference has no name; ignored")
+        fields.require(ref.get("name"), f"{field}.name", "the reference has no name; ignored")
         return None
     return ObjectRef(
         group=fields.string(ref.get("group"), f"{field}.group") or group,
@@ -110,9 +110,13 @@ def decode_gateway(
     fields: FieldReader, meta: Meta, raw: Mapping[str, Any], spec: Mapping[str, Any]
 ) -> Gateway:
     del raw
+    written = spec.get("listeners")
+    items = fields.items(written, "spec.listeners")
+    if not items and (written is None or isinstance(written, list | tuple)):  # not a type error
+        fields.problem("spec.listeners", "InvalidField", "a Gateway needs at least one listener")
     listeners = [
         listener
-        for index, item in enumerate(fields.items(spec.get("listeners"), "spec.listeners"))
+        for index, item in enumerate(items)
         if (listener := _listener(fields, item, f"spec.listeners[{index}]")) is not None
     ]
     addresses: list[tuple[str, str]] = []
@@ -190,7 +194,10 @@ def _listener(fields: FieldReader, raw: object, field: str) -> Listener | None:
     port = port_number(fields, entry.get("port"), f"{field}.port")
     protocol = fields.string(entry.get("protocol"), f"{field}.protocol")
     if not name or port is None or not protocol:
-        fields.problem(field, "InvalidField", "a listener needs a name, a port and a protocol")
+        for part in ("name", "port", "protocol"):
+            fields.require(
+                entry.get(part), f"{field}.{part}", f"a listener needs a {part}; it is ignored"
+            )
         return None
     hostname = fields.string(entry.get("hostname"), f"{field}.hostname")
     tls = fields.mapping(entry.get("tls"), f"{field}.tls")

@@ -43,9 +43,12 @@ def decode_httproute(
     for i, item in enumerate(fields.items(spec.get("parentRefs"), "spec.parentRefs")):
         field = f"spec.parentRefs[{i}]"
         entry = fields.mapping(item, field)
-        name = fields.string(entry.get("name"), f"{field}.name") if entry else None
-        if entry is None or not name:
-            fields.problem(field, "InvalidField", "a parentRef needs a name; ignored")
+        if entry is None:
+            fields.require(item, field, "a parentRef needs a name; ignored")
+            continue
+        name = fields.string(entry.get("name"), f"{field}.name")
+        if not name:
+            fields.require(entry.get("name"), f"{field}.name", "a parentRef needs a name; ignored")
             continue
         parents.append(
             ParentRef(
@@ -159,7 +162,11 @@ def _value_matches(fields: FieldReader, raw: object, field: str, lower: bool) ->
         name = fields.string(entry.get("name"), f"{field}[{i}].name")
         value = fields.string(entry.get("value"), f"{field}[{i}].value")
         if not name or value is None:
-            fields.problem(f"{field}[{i}]", "InvalidField", "a match needs a name and a value")
+            fields.require(entry.get("name"), f"{field}[{i}].name", "a match needs a name; ignored")
+            if entry.get("value") is None:  # "" is a value
+                fields.problem(
+                    f"{field}[{i}].value", "InvalidField", "a match needs a value; ignored"
+                )
             continue
         found.append(
             ValueMatch(

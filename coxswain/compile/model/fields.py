@@ -44,6 +44,12 @@ class FieldReader:
         """Everything recorded so far, in the order found."""
         return pvector(self._found)
 
+    def require(self, value: object, field: str, message: str) -> None:
+        """Report ``field`` when ``value`` is absent (null or ""). A value that is present but
+        unusable was reported by the typed read that refused it, precisely: once is enough."""
+        if value is None or value == "":
+            self.problem(field, "InvalidField", message)
+
     def _wrong_type(self, field: str, expected: str, value: object) -> None:
         self.problem(
             field,

@@ -11,19 +11,30 @@ and ``coxswain compile`` share one loader (STYLE §9). Accepted forms (ARCHITECT
 - empty documents, which are skipped.
 
 A syntax error is returned as a ``ManifestSyntaxError`` with the line (1-based), so that the
-caller can refuse the whole input instead of compiling half of it.
+caller can refuse the whole input instead of compiling half of it. The parsers mark an error
+found where the text ends (a collection or a quoted string left open) at the end itself, past
+the last line; such an error names the line where the unclosed thing opens instead: the
+YAML parser's context mark when it has one (flow collections, quoted strings), else the
+innermost flow collection (``[`` or ``{``) still open at the end, else the last line that is
+not blank.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import yaml
 
 __all__ = ["ManifestSyntaxError", "SourcedBody", "parse_manifests"]
+
+# Line breaks as YAML counts them (YAML 1.1 §5.4, which PyYAML follows); JSON counts "\n" only.
+_YAML_BREAK: Final = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+_FLOW_STARTS: Final = (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken)
+_FLOW_ENDS: Final = (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken)
 
 try:  # libyaml is ~10x faster; the pure loader gives identical results.
     _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment,unused-ignore]
@@ -79,7 +90,9 @@ def _parse_json(text: str, path: str) -> list[SourcedBody] | ManifestSyntaxError
     try:
         value = json.loads(text)
     except json.JSONDecodeError as err:
-        return ManifestSyntaxError(path, err.lineno, err.msg)
+        if text[err.pos :].strip():
+            return ManifestSyntaxError(path, err.lineno, err.msg)
+        return _at_end(path, err.msg, _open_json(text), text.split("\n"))
     # The JSON parser gives values; the YAML composer (JSON text is YAML) gives their lines.
     try:
         node: yaml.Node | None = yaml.compose(text, Loader=_Loader)
@@ -100,14 +113,80 @@ def _parse_yaml(text: str, path: str) -> list[SourcedBody] | ManifestSyntaxError
             if value is not None:
                 found.extend(_flatten(value, node, path, 1))
     except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        line = mark.line + 1 if mark is not None else 1
-        return ManifestSyntaxError(path, line, _yaml_message(err))
+        return _yaml_error(text, path, err)
     except yaml.YAMLError as err:
         return ManifestSyntaxError(path, 1, str(err))
     finally:
         loader.dispose()
     return found
+
+
+def _yaml_error(text: str, path: str, err: yaml.MarkedYAMLError) -> ManifestSyntaxError:
+    message = _yaml_message(err)
+    mark = err.problem_mark or err.context_mark
+    if mark is None:
+        return ManifestSyntaxError(path, 1, message)
+    lines = _YAML_BREAK.split(text)
+    if not _blank_from(lines, mark.line, mark.column):
+        return ManifestSyntaxError(path, mark.line + 1, message)
+    context = err.context_mark
+    if context is not None and not _blank_from(lines, context.line, context.column):
+        return ManifestSyntaxError(path, context.line + 1, message)
+    return _at_end(path, message, _open_flow(text), lines)
+
+
+def _blank_from(lines: list[str], line: int, column: int) -> bool:
+    """Whether nothing but white space follows (0-based) ``line`` and ``column``."""
+    rest = lines[line][column:] if line < len(lines) else ""
+    return not rest.strip() and not any(later.strip() for later in lines[line + 1 :])
+
+
+def _at_end(
+    path: str, message: str, opened: tuple[int, str] | None, lines: list[str]
+) -> ManifestSyntaxError:
+    """An error found where the text ends: at the innermost collection left open, if any."""
+    if opened is not None:
+        line, bracket = opened
+        return ManifestSyntaxError(
+            path, line, f"the {bracket!r} opened here is never closed ({message})"
+        )
+    last = max((i + 1 for i, text in enumerate(lines) if text.strip()), default=1)
+    return ManifestSyntaxError(path, last, message)
+
+
+def _open_flow(text: str) -> tuple[int, str] | None:
+    """(1-based line, bracket) of the innermost YAML flow collection still open where the
+    scanner stops (the end of the text, or a scanning error)."""
+    opened: list[tuple[int, str]] = []
+    try:
+        for token in yaml.scan(text, Loader=_Loader):
+            if isinstance(token, _FLOW_STARTS):
+                opened.append((token.start_mark.line + 1, token.id))
+            elif isinstance(token, _FLOW_ENDS) and opened:
+                opened.pop()
+    except yaml.YAMLError:
+        pass
+    return opened[-1] if opened else None
+
+
+def _open_json(text: str) -> tuple[int, str] | None:
+    """(1-based line, bracket) of the innermost JSON array or object still open at the end."""
+    opened: list[tuple[int, str]] = []
+    line, in_string, escaped = 1, False, False
+    for char in text:
+        if char == "\n":
+            line += 1
+        if escaped:
+            escaped = False
+        elif in_string:
+            escaped, in_string = char == "\\", char != '"'
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            opened.append((line, char))
+        elif char in "]}" and opened:
+            opened.pop()
+    return opened[-1] if opened else None
 
 
 def _yaml_message(err: yaml.MarkedYAMLError) -> str:

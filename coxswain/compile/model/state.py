@@ -31,6 +31,7 @@ from coxswain.compile.model.infra_objects import (
     Deployment,
     ServiceAccount,
 )
+from coxswain.compile.model.manifests import SourcedBody
 from coxswain.compile.model.objects import (
     EndpointSlice,
     Ingress,
@@ -224,16 +225,21 @@ def build_state(bodies: Iterable[object]) -> ClusterState:
     """Decode raw bodies into a state. Pure, total and independent of the order of ``bodies``.
 
     Args:
-        bodies: raw API objects (already flattened out of any ``List``).
+        bodies: raw API objects (already flattened out of any ``List``), or ``SourcedBody``
+            values: then the findings about bodies that are not objects, and about skipped
+            kinds, name the file and line (the first one's, for a kind skipped several times).
     """
     chosen: dict[ObjectKey, tuple[str, StateObject]] = {}
     duplicates: Counter[ObjectKey] = Counter()
     skipped: Counter[str] = Counter()
+    first_skipped: dict[str, tuple[str, int]] = {}
     problems: list[Diagnostic] = []
-    for body in bodies:
+    for item in bodies:
+        body = item.body if isinstance(item, SourcedBody) else item
+        file, line = (item.path, item.line) if isinstance(item, SourcedBody) else ("", 0)
         result = decode_object(body)
         if isinstance(result, Malformed):
-            problems.append(result.diagnostic)
+            problems.append(replace(result.diagnostic, file=file, line=line))
         elif isinstance(result, Decoded):
             key = result.obj.meta.key
             canonical = json.dumps(_string_keys(body), sort_keys=True, default=str)
@@ -243,15 +249,23 @@ def build_state(bodies: Iterable[object]) -> ClusterState:
                     continue
             chosen[key] = (canonical, result.obj)
         else:
-            skipped[f"{result.api_version} {result.kind}"] += 1
+            kind_version = f"{result.api_version} {result.kind}"
+            skipped[kind_version] += 1
+            if file:
+                first = first_skipped.get(kind_version, (file, line))
+                first_skipped[kind_version] = min(first, (file, line))
     for kind_version, count in sorted(skipped.items()):
+        file, line = first_skipped.get(kind_version, ("", 0))
         problems.append(
             Diagnostic(
                 key=None,
                 field="",
                 severity=Severity.WARNING,
                 reason="UnrecognisedKind",
-                message=f"skipped {count} object(s) of {kind_version}, not read by Coxswain",
+                message=f"skipped {count} object(s) of {kind_version}, not read by Coxswain"
+                + (" (the first is here)" if count > 1 and file else ""),
+                file=file,
+                line=line,
             )
         )
     for key, count in sorted(duplicates.items()):
