@@ -10,10 +10,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import signal
 import socket
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import h11
 import trio
@@ -28,12 +29,25 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
+# Ports the tests listen on are drawn below the kernel's ephemeral range (32768 on, by
+# default), where every outgoing connection on the machine takes its local port: a port from
+# bind(0) is one of those, and between its release and the proxy's own bind any connect() could
+# take it (EADDRINUSE). Also below the shared pool's internal ports (30000 on).
+_PORTS: Final = range(10_000, 30_000)
+_draw = random.Random()  # spreads concurrent test runs apart; no secret
+
+
 def free_port() -> int:
-    """A port nothing listens on right now (bound to port 0, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+    """A port nothing is bound to right now on 127.0.0.1, outside the ephemeral range."""
+    for _ in range(1000):
+        port = _draw.choice(_PORTS)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {_PORTS} on 127.0.0.1")
 
 
 # --- echo backend -------------------------------------------------------------------------------
