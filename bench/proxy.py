@@ -655,7 +655,7 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     fleet = Fleet()
     with (
-        harness.session(__file__, args.quick),
+        harness.session(__file__, sys.argv[1:] if argv is None else argv),
         tempfile.TemporaryDirectory(prefix="coxswain-bench-") as tmp,
     ):
         code = built(Path(tmp)) if args.build == "compiled" else REPO

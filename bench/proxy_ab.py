@@ -116,7 +116,7 @@ def main(argv: list[str]) -> None:
     cells: dict[str, list[proxy.Cell]] = {label: [] for label, _, _ in runs}
     rows = []
     with (
-        harness.session(__file__, quick=False),
+        harness.session(__file__, sys.argv[1:]),
         tempfile.TemporaryDirectory() as tmp,
         version_folders(runs, Path(tmp)) as folders,
     ):

@@ -52,7 +52,7 @@ def main(argv: list[str]) -> None:
     runs = proxy_ab.versions(args.revisions, args.build)
     rows = []
     with (
-        harness.session(__file__, quick=False),
+        harness.session(__file__, sys.argv[1:]),
         tempfile.TemporaryDirectory() as tmp,
         proxy_ab.version_folders(runs, Path(tmp)) as folders,
     ):

@@ -156,7 +156,7 @@ def main(argv: list[str]) -> None:
     rows = []
     runs = proxy_ab.versions(args.revisions, args.build)
     with (
-        harness.session(__file__, quick=False),
+        harness.session(__file__, sys.argv[1:]),
         tempfile.TemporaryDirectory() as tmp,
         proxy_ab.version_folders(runs, Path(tmp)) as folders,
     ):
