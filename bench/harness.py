@@ -185,17 +185,6 @@ def copy_project(source: Path, into: Path, names: Sequence[str] = PROJECT_FILES)
     return into
 
 
-def add_build_argument(parser: argparse.ArgumentParser, *, both: bool = True) -> None:
-    """``--build compiled|interpreted[|both]``: how the proxy benchmarks run the codec."""
-    parser.add_argument(
-        "--build",
-        choices=("compiled", "interpreted", "both") if both else ("compiled", "interpreted"),
-        default="compiled",
-        help="the codec compiled with mypyc (as the image ships it), interpreted"
-        + (", or both" if both else ""),
-    )
-
-
 def compile_codec(folder: Path) -> None:
     """Build setup.py's modules in place in ``folder`` (a copy or a worktree, never the
     working tree: a native module there would shadow edits to its source) and check that

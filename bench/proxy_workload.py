@@ -2,7 +2,8 @@
 manifests Coxswain compiles its routing table from, the two nginx configurations (the backend
 and the front proxy Coxswain is compared with), and the reading of wrk's report.
 
-Nothing here starts a process; ``proxy.py`` does. Standard library only.
+Nothing here starts a process; ``proxy_setup.py`` does, for ``proxy.py``. Standard library
+only.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import api_objects as objects
 
 NAMESPACE = "bench"
 PATHS_PER_HOST = 10
+SMALL_ROUTES = 10  # the table every mode serves unless told otherwise; nginx is compared at it
 SMALL_PATH, LARGE_PATH = "/small", "/large"
 SMALL_BYTES, LARGE_BYTES = 100, 1_000_000
 
