@@ -10,13 +10,14 @@ Run from the repository root::
     .venv/bin/python bench/proxy.py parts                 # single pieces, µs per call
 
 Why five: on this shared 2-core machine one build's CPU per request swings by ±25% between runs
-minutes apart (docs/benchmarks.md, "How to measure on this machine"), more than most changes
-move it. So a change to the request path is judged by ``instructions`` first (deterministic to
-about 1%, but blind to the kernel's share and to how yields batch work under load), confirmed
-by ``cpu`` (every version served at once, warm, the same closed-loop client, the order
-reversed every round) or ``ab`` (under ``wrk``, versions restarted in turn every round, a few
-seconds apart, so that drift hits each alike), and the release's figures against nginx come
-from ``full``. ``parts`` times single pieces of the request path against what they replaced.
+minutes apart, more than most changes move it (docs/benchmarks.md, "The machine, and how to
+measure on it"). So a change to the request path is judged by ``instructions`` first
+(deterministic to about 1%, but blind to the kernel's share and to how yields batch work under
+load), confirmed by ``cpu`` (every version served at once, warm, the same closed-loop client,
+the order reversed every round) or ``ab`` (under ``wrk``, versions restarted in turn every
+round, a few seconds apart, so that drift hits each alike), and the release's figures against
+nginx come from ``full``. ``parts`` times single pieces of the request path against what they
+replaced.
 
 The modes (results go in docs/benchmarks.md; each prints the command, machine and commit first):
 
