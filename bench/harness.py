@@ -144,7 +144,8 @@ def machine() -> str:
     memory = _proc_line("/proc/meminfo", "MemTotal")  # "24576000 kB"
     size = f"{int(memory.split()[0]) / 2**20:.1f} GiB" if memory else "memory unknown"
     cpu = _proc_line("/proc/cpuinfo", "model name") or platform.processor() or "unknown CPU"
-    return f"nproc {len(os.sched_getaffinity(0))}, {cpu}, {size}"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"nproc {cores}, {cpu}, {size}"
 
 
 @contextmanager

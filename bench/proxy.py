@@ -686,7 +686,6 @@ def command_line() -> argparse.ArgumentParser:
     )
     closed_loop = argparse.ArgumentParser(add_help=False)
     closed_loop.add_argument("--connections", type=int, default=8)
-    closed_loop.add_argument("--requests", type=int, help="per run (default: the mode's)")
     closed_loop.add_argument(
         "--routes", type=int, nargs="+", default=[SMALL_ROUTES], help="table sizes"
     )
@@ -705,10 +704,12 @@ def command_line() -> argparse.ArgumentParser:
         "cpu", parents=[quick, versioned, closed_loop], help="CPU per request, served at once"
     )
     cpu.add_argument("--rounds", type=int, help="(default 8; --quick 1)")
+    cpu.add_argument("--requests", type=int, help="per run (default 20,000; --quick 200)")
     cpu.set_defaults(run=run_cpu)
     instructions = modes.add_parser(
         "instructions", parents=[quick, versioned, closed_loop], help="callgrind instructions"
     )
+    instructions.add_argument("--requests", type=int, help="counted (default 2,000; --quick 16)")
     instructions.set_defaults(run=run_instructions)
     parts = modes.add_parser("parts", parents=[quick], help="single pieces, µs per call")
     parts.set_defaults(run=run_parts)
