@@ -38,15 +38,16 @@ goldens: $(STAMP)
 proto: $(STAMP)
 	$(PY) proto/generate.py
 
-## bench: benchmarks; results go in docs/benchmarks.md
+## bench: every benchmark, full runs (about 15 minutes; bench/README.md); figures go in
+## docs/benchmarks.md
 bench: $(STAMP)
 	$(PY) bench/compile_ingress.py
 	$(PY) bench/compile_gateway.py
 	$(PY) bench/compile_scopes.py
-	$(PY) bench/proxy.py
-	$(PY) bench/proxy_parts.py
-	$(PY) bench/proxy_instructions.py
-	$(PY) bench/proxy_cpu.py --build both
+	$(PY) bench/proxy.py full
+	$(PY) bench/proxy.py parts
+	$(PY) bench/proxy.py instructions
+	$(PY) bench/proxy.py cpu --build both
 	$(PY) bench/discovery.py
 	$(PY) bench/controller.py
 

@@ -35,9 +35,11 @@ import math
 import statistics
 import sys
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import api_objects as objects
 import harness
+from api_objects import path_match
 
 from coxswain.compile.api import compile as compile_state
 from coxswain.compile.api import status as status_of
@@ -45,7 +47,9 @@ from coxswain.compile.config import DEFAULT_GATEWAY_CONTROLLER
 from coxswain.compile.model.state import build_state
 from coxswain.compile.scope import SharedPool
 
-GATEWAY_API = "gateway.networking.k8s.io/v1"
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 ROUTES_PER_GATEWAY = 10
 RULES_PER_ROUTE = 10  # the length of _rule_template()
 MAX_NAMESPACES = 50
@@ -53,7 +57,7 @@ MAX_NAMESPACES = 50
 # *.g<N>.example.com: the compiler does not match certificate names against listener hostnames.
 TLS_SERIAL = 2000
 
-# Targets (from the issue that introduced this benchmark).
+# Targets.
 TARGET_RULES = 100_000
 COMPILE_TARGET_S = 10.0  # compile of 100,000 rules, median
 MEMORY_TARGET_MB = 2_000.0  # 2 GB, at 100,000 rules
@@ -69,10 +73,6 @@ _SPLIT_RULES = frozenset({2, 9})
 # --- workload -----------------------------------------------------------------------------------
 
 
-def _path(kind: str, value: str) -> dict[str, Any]:
-    return {"path": {"type": kind, "value": value}}
-
-
 def _rule_template(domain: str) -> list[dict[str, Any]]:
     """The 10 rules of every route, without backendRefs (fresh dicts on every call).
 
@@ -82,17 +82,17 @@ def _rule_template(domain: str) -> list[dict[str, Any]]:
     Filters: 2 RequestHeaderModifier, 2 URLRewrite (prefix rewrite; host and full path).
     """
     return [
-        {"matches": [_path("Exact", "/healthz")]},
+        {"matches": [path_match("Exact", "/healthz")]},
         {
             "matches": [
                 {
-                    **_path("PathPrefix", "/api/v1/users"),
+                    **path_match("PathPrefix", "/api/v1/users"),
                     "headers": [{"name": "X-Tenant", "value": "blue"}],
                 }
             ]
         },
         {
-            "matches": [_path("PathPrefix", "/api/v1")],
+            "matches": [path_match("PathPrefix", "/api/v1")],
             "filters": [
                 {
                     "type": "RequestHeaderModifier",
@@ -105,7 +105,7 @@ def _rule_template(domain: str) -> list[dict[str, Any]]:
             ],
         },
         {
-            "matches": [_path("PathPrefix", "/static")],
+            "matches": [path_match("PathPrefix", "/static")],
             "filters": [
                 {
                     "type": "URLRewrite",
@@ -115,12 +115,12 @@ def _rule_template(domain: str) -> list[dict[str, Any]]:
                 }
             ],
         },
-        {"matches": [{**_path("Exact", "/login"), "method": "POST"}]},
-        {"matches": [_path("RegularExpression", r"/items/[0-9]+(/reviews)?")]},
+        {"matches": [{**path_match("Exact", "/login"), "method": "POST"}]},
+        {"matches": [path_match("RegularExpression", r"/items/[0-9]+(/reviews)?")]},
         {
             "matches": [
                 {
-                    **_path("PathPrefix", "/search"),
+                    **path_match("PathPrefix", "/search"),
                     "queryParams": [{"name": "version", "value": "2"}],
                 }
             ]
@@ -128,11 +128,11 @@ def _rule_template(domain: str) -> list[dict[str, Any]]:
         {
             "matches": [
                 {
-                    **_path("PathPrefix", "/admin"),
+                    **path_match("PathPrefix", "/admin"),
                     "headers": [{"name": "X-Admin", "value": "true"}],
                 },
                 {
-                    **_path("PathPrefix", "/admin"),
+                    **path_match("PathPrefix", "/admin"),
                     "queryParams": [
                         {"type": "RegularExpression", "name": "token", "value": "[a-f0-9]{32}"}
                     ],
@@ -146,7 +146,7 @@ def _rule_template(domain: str) -> list[dict[str, Any]]:
             ],
         },
         {
-            "matches": [_path("PathPrefix", "/docs")],
+            "matches": [path_match("PathPrefix", "/docs")],
             "filters": [
                 {
                     "type": "URLRewrite",
@@ -157,7 +157,7 @@ def _rule_template(domain: str) -> list[dict[str, Any]]:
                 }
             ],
         },
-        {"matches": [_path("PathPrefix", "/")]},
+        {"matches": [path_match("PathPrefix", "/")]},
     ]
 
 
@@ -199,14 +199,7 @@ def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
     90/10 onto. Gateways are spread round-robin over up to 50 Namespaces.
     """
     namespaces = [f"team-{n:02d}" for n in range(max(1, min(MAX_NAMESPACES, gateways)))]
-    bodies: list[dict[str, Any]] = [
-        {
-            "apiVersion": GATEWAY_API,
-            "kind": "GatewayClass",
-            "metadata": {"name": "coxswain", "generation": 1},
-            "spec": {"controllerName": DEFAULT_GATEWAY_CONTROLLER},
-        }
-    ]
+    bodies = [objects.gateway_class("coxswain", DEFAULT_GATEWAY_CONTROLLER)]
     bodies.extend(
         {
             "apiVersion": "v1",
@@ -225,55 +218,36 @@ def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
         allowed = _allowed_routes(g, namespace)
         listeners: list[dict[str, Any]] = [
             {"name": "http", "port": 80, "protocol": "HTTP", "hostname": f"*.{domain}"},
-            harness.https_listener(f"*.{domain}", secret),
+            objects.https_listener(f"*.{domain}", secret),
         ]
         if allowed is not None:
             for listener in listeners:
                 listener["allowedRoutes"] = allowed
         spec = {"gatewayClassName": "coxswain", "listeners": listeners}
-        bodies.append(
-            harness.api_object(
-                GATEWAY_API, "Gateway", namespace, gateway, spec, uid=f"uid-gw-{g}", created=g
-            )
-        )
-        bodies.append(harness.tls_secret(namespace, secret, tls_data))
+        bodies.extend(objects.gateway_and_secret(namespace, g, spec, tls_data))
         counts["Gateway"] += 1
         counts["Secret"] += 1
         http_hosts: set[str] = set()
         https_hosts: set[str] = set()
         for r in range(ROUTES_PER_GATEWAY):
-            name = f"g{g}-route-{r}"
-            service, canary = f"g{g}-svc-{r}", f"g{g}-svc-{r}-canary"
-            has_canary = r % 2 == 0
-            rules = _rule_template(domain)
-            harness.set_backend_refs(rules, service, canary if has_canary else None, _SPLIT_RULES)
             parent: dict[str, Any] = {"name": gateway}
             if r >= _BOTH_LISTENERS:
                 parent["sectionName"] = "https"
             hostnames = _route_hostnames(r, domain)
-            route_spec = {"parentRefs": [parent], "hostnames": hostnames, "rules": rules}
-            bodies.append(
-                harness.api_object(
-                    GATEWAY_API,
-                    "HTTPRoute",
-                    namespace,
-                    name,
-                    route_spec,
-                    uid=f"uid-{name}",
-                    created=g * ROUTES_PER_GATEWAY + r,
-                )
+            rules = _rule_template(domain)
+            spec = {"parentRefs": [parent], "hostnames": hostnames, "rules": rules}
+            found, services = objects.gateway_route(
+                namespace, g, r, spec, _SERVICES, routes_per_gateway=ROUTES_PER_GATEWAY
             )
-            counts["HTTPRoute"] += 1
-            counts["rules"] += len(rules)
+            bodies.extend(found)
+            counts.update(
+                HTTPRoute=1, rules=len(rules), Service=len(services), EndpointSlice=len(services)
+            )
             attached = 1 if r >= _BOTH_LISTENERS else 2
             expected_entries += _MATCHES_PER_ROUTE * len(hostnames) * attached
             https_hosts.update(hostnames)
             if r < _BOTH_LISTENERS:
                 http_hosts.update(hostnames)
-            for seed, svc in enumerate((service, canary) if has_canary else (service,)):
-                bodies.extend(_service_bodies(namespace, svc, (g * 10 + r) * 2 + seed))
-                counts["Service"] += 1
-                counts["EndpointSlice"] += 1
         expected_hosts += len(http_hosts) + len(https_hosts)
     return {
         "bodies": bodies,
@@ -292,7 +266,10 @@ def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
 
 def _service_bodies(namespace: str, service: str, seed: int) -> list[dict[str, Any]]:
     cluster_ip = f"172.{16 + (seed >> 16) % 16}.{(seed >> 8) % 256}.{seed % 256}"
-    return harness.service_bodies(namespace, service, seed, cluster_ip)
+    return objects.service_bodies(namespace, service, seed, cluster_ip)
+
+
+_SERVICES = objects.RouteServices(split=_SPLIT_RULES, bodies=_service_bodies)
 
 
 def _check_compiled(load: dict[str, Any], result: Any) -> None:
@@ -323,8 +300,8 @@ def _check_compiled(load: dict[str, Any], result: Any) -> None:
         problems.append(f"{certificates} certificates, expected {load['gateways']}")
     if len(snapshot.endpoints) != load["services"]:
         problems.append(f"{len(snapshot.endpoints)} endpoint keys, expected {load['services']}")
-    if any(len(e) != harness.ENDPOINTS_READY for e in snapshot.endpoints.values()):
-        problems.append(f"an endpoint list is not {harness.ENDPOINTS_READY} long")
+    if any(len(e) != objects.ENDPOINTS_READY for e in snapshot.endpoints.values()):
+        problems.append(f"an endpoint list is not {objects.ENDPOINTS_READY} long")
     if any(
         not b.valid
         for t in tables
@@ -338,8 +315,7 @@ def _check_compiled(load: dict[str, Any], result: Any) -> None:
     reasons = Counter(d.reason for d in result.diagnostics)
     if reasons:
         problems.append(f"unexpected diagnostics {dict(reasons)}")
-    if problems:
-        raise SystemExit("workload did not compile as expected: " + "; ".join(problems))
+    harness.stop_unless_empty("workload did not compile as expected", problems)
 
 
 def _check_statuses(load: dict[str, Any], statuses: Any) -> None:
@@ -354,8 +330,7 @@ def _check_statuses(load: dict[str, Any], statuses: Any) -> None:
         if bad := [c["type"] for c in conditions if c["status"] != "True"]:
             problems.append(f"{item.kind} {item.namespace}/{item.name}: {bad} not True")
             break
-    if problems:
-        raise SystemExit("statuses not as expected: " + "; ".join(problems))
+    harness.stop_unless_empty("statuses not as expected", problems)
 
 
 # --- worker (each size runs in its own process) -------------------------------------------------
@@ -369,52 +344,25 @@ def worker_compile(
     status_repeat: int,
     trace_build: int,
 ) -> dict[str, Any]:
-    """One size: timed runs, then one traced compile (and build_state, if ``trace_build``)."""
+    """One size: timed runs, ``status`` after the compile, then one traced compile (and
+    build_state, if ``trace_build``)."""
     rss_start = harness.rss_bytes()
-    load = workload(gateways, harness.make_tls_data(TLS_SERIAL))
-    bodies = load.pop("bodies")  # kept alive, as an informer cache keeps its objects
-    rss_inputs = harness.rss_bytes()
-    build_times, build_gc, state = harness.timed(lambda: build_state(bodies), build_repeat)
-    compile_times, compile_gc, result = harness.timed(
-        lambda: compile_state(state, SharedPool()), compile_repeat
+    load = workload(gateways, objects.make_tls_data(TLS_SERIAL))
+
+    def status_figures(state: Any) -> dict[str, Any]:
+        times, clocks, statuses = harness.timed(lambda: status_of(state), status_repeat)
+        _check_statuses(load, statuses)
+        return harness.timed_figures("status", times, clocks)
+
+    figures = harness.build_and_compile(
+        load.pop("bodies"),
+        build_state,
+        lambda state: compile_state(state, SharedPool()),
+        lambda result: _check_compiled(load, result),
+        harness.CompileRepeats(build_repeat, compile_repeat, frozen_repeat, bool(trace_build)),
+        between=status_figures,
     )
-    _check_compiled(load, result)
-    rss_after = harness.rss_bytes()
-    max_rss = harness.max_rss_bytes()
-    del result
-    status_times, status_gc, statuses = harness.timed(lambda: status_of(state), status_repeat)
-    _check_statuses(load, statuses)
-    del statuses
-    build_peak = state_held = None
-    if trace_build:  # the state's own size: one traced build_state, replacing the timed one
-        del state
-        build_peak, state_held, state = harness.traced(lambda: build_state(bodies))
-    compile_peak, result_held, _ = harness.traced(lambda: compile_state(state, SharedPool()))
-    # The same compile once the long-lived objects (inputs, state) are moved out of the
-    # collector's reach with gc.freeze(), as a controller could do after each sync.
-    frozen_times: list[float] = []
-    frozen_gc: list[harness.GcClock] = []
-    if frozen_repeat:
-        with harness.gc_frozen():
-            frozen_times, frozen_gc, _ = harness.timed(
-                lambda: compile_state(state, SharedPool()), frozen_repeat
-            )
-    return {
-        **load,
-        **harness.timed_figures("build", build_times, build_gc),
-        **harness.timed_figures("compile", compile_times, compile_gc),
-        **harness.timed_figures("frozen", frozen_times, frozen_gc),
-        **harness.timed_figures("status", status_times, status_gc),
-        "build_peak_bytes": build_peak,
-        "state_held_bytes": state_held,
-        "compile_peak_bytes": compile_peak,
-        "result_held_bytes": result_held,
-        "rss_start_bytes": rss_start,
-        "rss_inputs_bytes": rss_inputs,
-        "rss_after_bytes": rss_after,
-        "max_rss_bytes": max_rss,
-        "max_rss_end_bytes": harness.max_rss_bytes(),
-    }
+    return {**load, **figures, "rss_start_bytes": rss_start}
 
 
 # --- report -------------------------------------------------------------------------------------
@@ -519,7 +467,15 @@ def report(compiles: list[dict[str, Any]], quick: bool) -> None:
     )
 
 
+def _announce(entry: Sequence[int]) -> str:
+    gateways = entry[0]
+    return (
+        f"compile: {gateways * ROUTES_PER_GATEWAY * RULES_PER_ROUTE:,} rules ({gateways} Gateways)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = harness.parse_args(__doc__, argv)
     if args.worker:
         harness.answer_worker(args.worker, {"compile": worker_compile})
@@ -529,18 +485,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         plan = [(1, 2, 2, 1, 2, 1), (2, 2, 2, 1, 2, 1)]
     else:
-        # At 100,000 rules a compile takes about 20 s and a traced one several times that: two
+        # At 100,000 rules a compile takes seconds and a traced one several times that: two
         # timed compiles, one build_state and status, no frozen run and no traced build_state,
-        # so that the full run stays under 3 minutes.
+        # so that the full run stays within a few minutes.
         plan = [(10, 5, 9, 5, 5, 1), (100, 3, 5, 3, 3, 1), (1_000, 1, 2, 0, 1, 0)]
-    with harness.session(__file__, args.quick):
-        compiles = []
-        for gateways, *repeats in plan:
-            rules = gateways * ROUTES_PER_GATEWAY * RULES_PER_ROUTE
-            print(f"  compile: {rules:,} rules ({gateways} Gateways) ...", flush=True)
-            compiles.append(
-                harness.run_worker(__file__, ["compile", str(gateways), *map(str, repeats)])
-            )
+    with harness.session(__file__, argv):
+        compiles = harness.run_workers(__file__, "compile", plan, _announce)
         report(compiles, args.quick)
     return 0
 

@@ -36,6 +36,7 @@ import time
 from collections import Counter
 from typing import Any
 
+import api_objects as objects
 import harness
 
 from coxswain.compile.api import compile as compile_state
@@ -49,7 +50,7 @@ PATHS_PER_HOST = 10
 SELECT_PATHS_PER_HOST = 5  # so that the 10-path table still has an exact and a wildcard host
 TLS_SERIAL = 1000  # of the one certificate every Secret holds
 
-# Targets (from the task that introduced this benchmark).
+# Targets.
 COMPILE_TARGET_S = 1.0  # compile of 10,000 paths
 MEMORY_TARGET_MB = 100.0  # tracemalloc peak during the compile of 10,000 paths
 SELECT_TARGET_US = 20.0  # per request, at 10 and at 10,000 paths
@@ -100,7 +101,7 @@ def workload(paths: int, paths_per_host: int, tls_data: dict[str, str]) -> dict[
         raise ValueError(f"{paths} paths is not a multiple of {paths_per_host} paths per host")
     hosts = paths // paths_per_host
     namespaces = [f"team-{n:02d}" for n in range(max(1, min(50, max(10, hosts // 20), hosts)))]
-    bodies: list[dict[str, Any]] = [harness.default_ingress_class()]
+    bodies: list[dict[str, Any]] = [objects.default_ingress_class()]
     bodies.extend(
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in namespaces
     )
@@ -134,7 +135,7 @@ def workload(paths: int, paths_per_host: int, tls_data: dict[str, str]) -> dict[
                 )
                 seed = host_index * 100 + slot
                 cluster_ip = f"172.20.{(seed >> 8) % 256}.{seed % 256}"
-                bodies.extend(harness.service_bodies(namespace, service, seed, cluster_ip))
+                bodies.extend(objects.service_bodies(namespace, service, seed, cluster_ip))
                 counts["Service"] += 1
                 counts["EndpointSlice"] += 1
             rules.append({"host": host, "http": {"paths": http_paths}})
@@ -144,10 +145,10 @@ def workload(paths: int, paths_per_host: int, tls_data: dict[str, str]) -> dict[
         if tls_hosts:
             secret = f"{name}-tls"
             spec["tls"] = [{"hosts": tls_hosts, "secretName": secret}]
-            bodies.append(harness.tls_secret(namespace, secret, tls_data))
+            bodies.append(objects.tls_secret(namespace, secret, tls_data))
             counts["Secret"] += 1
         bodies.append(
-            harness.api_object(
+            objects.api_object(
                 "networking.k8s.io/v1",
                 "Ingress",
                 namespace,
@@ -187,15 +188,14 @@ def _check_compiled(load: dict[str, Any], result: Any) -> None:
         problems.append(f"{len(tls)} TLS hosts, expected {load['tls_hosts']}")
     if len(snapshot.endpoints) != load["services"]:
         problems.append(f"{len(snapshot.endpoints)} endpoint keys, expected {load['services']}")
-    if any(len(e) != harness.ENDPOINTS_READY for e in snapshot.endpoints.values()):
-        problems.append(f"an endpoint list is not {harness.ENDPOINTS_READY} long")
+    if any(len(e) != objects.ENDPOINTS_READY for e in snapshot.endpoints.values()):
+        problems.append(f"an endpoint list is not {objects.ENDPOINTS_READY} long")
     if any(not r.backend.valid for v in hosts.values() for r in v.paths):
         problems.append("an invalid backend")
     reasons = Counter(d.reason for d in result.diagnostics)
     if reasons:
         problems.append(f"unexpected diagnostics {dict(reasons)}")
-    if problems:
-        raise SystemExit("workload did not compile as expected: " + "; ".join(problems))
+    harness.stop_unless_empty("workload did not compile as expected", problems)
 
 
 # --- workers (each run in its own process) ------------------------------------------------------
@@ -203,40 +203,15 @@ def _check_compiled(load: dict[str, Any], result: Any) -> None:
 
 def worker_compile(paths: int, build_repeat: int, compile_repeat: int) -> dict[str, Any]:
     rss_start = harness.rss_bytes()
-    load = workload(paths, PATHS_PER_HOST, harness.make_tls_data(TLS_SERIAL))
-    bodies = load.pop("bodies")  # kept alive, as an informer cache keeps its objects
-    rss_inputs = harness.rss_bytes()
-    build_times, build_gc, state = harness.timed(lambda: build_state(bodies), build_repeat)
-    compile_times, compile_gc, result = harness.timed(
-        lambda: compile_state(state, SharedPool()), compile_repeat
+    load = workload(paths, PATHS_PER_HOST, objects.make_tls_data(TLS_SERIAL))
+    figures = harness.build_and_compile(
+        load.pop("bodies"),
+        build_state,
+        lambda state: compile_state(state, SharedPool()),
+        lambda result: _check_compiled(load, result),
+        harness.CompileRepeats(build_repeat, compile_repeat, compile_repeat, trace_build=True),
     )
-    _check_compiled(load, result)
-    rss_after = harness.rss_bytes()
-    max_rss = harness.max_rss_bytes()
-    del result
-    del state
-    build_peak, state_held, state = harness.traced(lambda: build_state(bodies))
-    compile_peak, result_held, _ = harness.traced(lambda: compile_state(state, SharedPool()))
-    # The same compile once the long-lived objects (inputs, state) are moved out of the
-    # collector's reach with gc.freeze(), as a controller could do after each sync.
-    with harness.gc_frozen():
-        frozen_times, frozen_gc, _ = harness.timed(
-            lambda: compile_state(state, SharedPool()), compile_repeat
-        )
-    return {
-        **load,
-        **harness.timed_figures("build", build_times, build_gc),
-        **harness.timed_figures("compile", compile_times, compile_gc),
-        **harness.timed_figures("frozen", frozen_times, frozen_gc),
-        "build_peak_bytes": build_peak,
-        "state_held_bytes": state_held,
-        "compile_peak_bytes": compile_peak,
-        "result_held_bytes": result_held,
-        "rss_start_bytes": rss_start,
-        "rss_inputs_bytes": rss_inputs,
-        "rss_after_bytes": rss_after,
-        "max_rss_bytes": max_rss,
-    }
+    return {**load, **figures, "rss_start_bytes": rss_start}
 
 
 _MIX = (  # request kind, share of the mix
@@ -300,7 +275,7 @@ _EXPECTED = {  # kind → (status, matched path); status None means forwarded
 
 
 def _select_table(paths: int) -> tuple[Any, int, float]:
-    load = workload(paths, SELECT_PATHS_PER_HOST, harness.make_tls_data(TLS_SERIAL))
+    load = workload(paths, SELECT_PATHS_PER_HOST, objects.make_tls_data(TLS_SERIAL))
     result = compile_state(build_state(load.pop("bodies")), SharedPool())
     _check_compiled(load, result)
     times, _, table = harness.timed(lambda: build_table(result.snapshot), 3)
@@ -479,6 +454,7 @@ def report(compiles: list[dict[str, Any]], select_run: dict[str, Any], quick: bo
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = harness.parse_args(__doc__, argv)
     if args.worker:
         harness.answer_worker(args.worker, {"compile": worker_compile, "select": worker_select})
@@ -489,15 +465,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         compile_plan = [(100, 15, 30), (1_000, 7, 15), (10_000, 3, 7)]
         select_plan = (10, 10_000, 10_000, 20, 1)
-    with harness.session(__file__, args.quick):
-        compiles = []
-        for paths, build_repeat, compile_repeat in compile_plan:
-            print(f"  compile: {paths} paths ...", flush=True)
-            compiles.append(
-                harness.run_worker(
-                    __file__, ["compile", str(paths), str(build_repeat), str(compile_repeat)]
-                )
-            )
+    with harness.session(__file__, argv):
+        compiles = harness.run_workers(
+            __file__, "compile", compile_plan, lambda entry: f"compile: {entry[0]} paths"
+        )
         print(f"  select: {select_plan[0]} and {select_plan[1]} paths ...", flush=True)
         select_run = harness.run_worker(__file__, ["select", *map(str, select_plan)])
         report(compiles, select_run, args.quick)

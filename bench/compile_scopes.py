@@ -28,9 +28,9 @@ docs/benchmarks.md):
    call by call with one of the small world, so that the machine's drift (2 shared cores are
    noisy) hits both alike; the ratio of the medians decides.
 
-Targets (from the issue that introduced scopes): one Gateway scope compiles in under 10 ms at
-1,000 Gateways ("an index from Gateway to what attaches to it, not a filter over everything"),
-and the per-scope time stays flat from 100 to 1,000 Gateways.
+Targets: one Gateway scope compiles in under 10 ms at 1,000 Gateways ("an index from Gateway to
+what attaches to it, not a filter over everything"), and the per-scope time stays flat from 100
+to 1,000 Gateways.
 
 Every compile is checked before its time counts: the SharedPool snapshot must hold no listener
 of a ready dedicated Gateway and every listener of the others; each Gateway scope's snapshot only
@@ -51,7 +51,9 @@ import time
 from collections import Counter
 from typing import Any
 
+import api_objects as objects
 import harness
+from api_objects import path_match
 
 from coxswain.compile.api import compile as compile_state
 from coxswain.compile.api import status as status_of
@@ -64,7 +66,6 @@ from coxswain.compile.model.state import build_state
 from coxswain.compile.provision import provision
 from coxswain.compile.scope import GatewayScope, SharedPool
 
-GATEWAY_API = "gateway.networking.k8s.io/v1"
 PARAMETERS_API = "gateway.coxswain-labs.dev/v1alpha1"
 PARAMETERS_GROUP = "gateway.coxswain-labs.dev"
 PARAMETERS_NAME = "p"
@@ -75,7 +76,7 @@ GATEWAYS_PER_NAMESPACE = 20
 INGRESSES_PER_TEN_GATEWAYS = 3
 TLS_SERIAL = 3000  # of the one certificate every Secret holds
 
-# Targets (from the issue that introduced scopes).
+# Targets.
 TARGET_GATEWAYS = 1_000
 SCOPE_TARGET_S = 0.010  # one GatewayScope compile at 1,000 Gateways, median
 GROWTH_FROM = 100  # per-scope time at 100 vs 1,000 Gateways...
@@ -91,44 +92,43 @@ _SPLIT_RULES = frozenset({2, 9})
 # --- workload -----------------------------------------------------------------------------------
 
 
-def _path(kind: str, value: str) -> dict[str, Any]:
-    return {"path": {"type": kind, "value": value}}
-
-
 def _rule_template() -> list[dict[str, Any]]:
     """The 10 rules of every route, one match each, without backendRefs (fresh dicts).
 
     An application's routes: 2 Exact paths, 8 PathPrefix (``/`` last), 3 with a header match.
     """
     return [
-        {"matches": [_path("Exact", "/healthz")]},
+        {"matches": [path_match("Exact", "/healthz")]},
         {
             "matches": [
                 {
-                    **_path("PathPrefix", "/api/v1/users"),
+                    **path_match("PathPrefix", "/api/v1/users"),
                     "headers": [{"name": "X-Tenant", "value": "blue"}],
                 }
             ]
         },
-        {"matches": [_path("PathPrefix", "/api/v1")]},
-        {"matches": [_path("PathPrefix", "/static")]},
-        {"matches": [_path("Exact", "/login")]},
+        {"matches": [path_match("PathPrefix", "/api/v1")]},
+        {"matches": [path_match("PathPrefix", "/static")]},
+        {"matches": [path_match("Exact", "/login")]},
         {
             "matches": [
                 {
-                    **_path("PathPrefix", "/api/v2"),
+                    **path_match("PathPrefix", "/api/v2"),
                     "headers": [{"name": "X-Canary", "value": "always"}],
                 }
             ]
         },
-        {"matches": [_path("PathPrefix", "/search")]},
+        {"matches": [path_match("PathPrefix", "/search")]},
         {
             "matches": [
-                {**_path("PathPrefix", "/admin"), "headers": [{"name": "X-Admin", "value": "1"}]}
+                {
+                    **path_match("PathPrefix", "/admin"),
+                    "headers": [{"name": "X-Admin", "value": "1"}],
+                }
             ]
         },
-        {"matches": [_path("PathPrefix", "/docs")]},
-        {"matches": [_path("PathPrefix", "/")]},
+        {"matches": [path_match("PathPrefix", "/docs")]},
+        {"matches": [path_match("PathPrefix", "/")]},
     ]
 
 
@@ -146,12 +146,7 @@ def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
     n_namespaces = max(1, -(-gateways // GATEWAYS_PER_NAMESPACE))
     namespaces = [f"team-{n:02d}" for n in range(n_namespaces)]
     bodies: list[dict[str, Any]] = [
-        {
-            "apiVersion": GATEWAY_API,
-            "kind": "GatewayClass",
-            "metadata": {"name": CLASS, "generation": 1},
-            "spec": {"controllerName": DEFAULT_GATEWAY_CONTROLLER},
-        },
+        objects.gateway_class(CLASS, DEFAULT_GATEWAY_CONTROLLER),
         {
             "apiVersion": "networking.k8s.io/v1",
             "kind": "IngressClass",
@@ -193,7 +188,7 @@ def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
             "gatewayClassName": CLASS,
             "listeners": [
                 {"name": "http", "port": 80, "protocol": "HTTP"},
-                harness.https_listener(f"*.{domain}", secret),
+                objects.https_listener(f"*.{domain}", secret),
             ],
         }
         if kind != "shared":
@@ -206,46 +201,24 @@ def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
             }
             bodies.extend(_dedicated_bodies(namespace, gateway, g, ready=kind == "ready"))
             counts["Deployment"] += 1
-        bodies.append(
-            harness.api_object(
-                GATEWAY_API, "Gateway", namespace, gateway, spec, uid=f"uid-gw-{g}", created=g
-            )
-        )
-        bodies.append(harness.tls_secret(namespace, secret, tls_data))
+        bodies.extend(objects.gateway_and_secret(namespace, g, spec, tls_data))
         counts["Gateway"] += 1
         counts["Secret"] += 1
         routes: list[str] = []
         endpoints: list[str] = []
         for r in range(ROUTES_PER_GATEWAY):
-            name = f"g{g}-route-{r}"
-            service, canary = f"g{g}-svc-{r}", f"g{g}-svc-{r}-canary"
-            has_canary = r % 2 == 0
             rules = _rule_template()
-            harness.set_backend_refs(rules, service, canary if has_canary else None, _SPLIT_RULES)
-            route_spec = {
-                "parentRefs": [{"name": gateway}],
-                "hostnames": [f"app{r}.{domain}"],
-                "rules": rules,
-            }
-            bodies.append(
-                harness.api_object(
-                    GATEWAY_API,
-                    "HTTPRoute",
-                    namespace,
-                    name,
-                    route_spec,
-                    uid=f"uid-{name}",
-                    created=g * ROUTES_PER_GATEWAY + r,
-                )
+            spec = {"parentRefs": [{"name": gateway}], "hostnames": [f"app{r}.{domain}"],
+                    "rules": rules}  # fmt: skip
+            found, services = objects.gateway_route(
+                namespace, g, r, spec, _SERVICES, routes_per_gateway=ROUTES_PER_GATEWAY
             )
-            routes.append(name)
-            counts["HTTPRoute"] += 1
-            counts["rules"] += len(rules)
-            for seed, svc in enumerate((service, canary) if has_canary else (service,)):
-                bodies.extend(_service_bodies(namespace, svc, (g * 10 + r) * 2 + seed))
-                endpoints.append(f"{namespace}/{svc}/80")
-                counts["Service"] += 1
-                counts["EndpointSlice"] += 1
+            bodies.extend(found)
+            routes.append(found[0]["metadata"]["name"])
+            endpoints.extend(f"{namespace}/{svc}/80" for svc in services)
+            counts.update(
+                HTTPRoute=1, rules=len(rules), Service=len(services), EndpointSlice=len(services)
+            )
         described.append(
             {
                 "namespace": namespace,
@@ -292,7 +265,7 @@ def workload(gateways: int, tls_data: dict[str, str]) -> dict[str, Any]:
             counts["tls_ingress_hosts"] += 1
         ingress_endpoints.update(f"{namespace}/g{i}-svc-{s}/80" for s in (0, 1))
         bodies.append(
-            harness.api_object(
+            objects.api_object(
                 "networking.k8s.io/v1",
                 "Ingress",
                 namespace,
@@ -363,15 +336,13 @@ def _dedicated_bodies(namespace: str, gateway: str, g: int, *, ready: bool) -> l
 
 def _service_bodies(namespace: str, service: str, seed: int) -> list[dict[str, Any]]:
     cluster_ip = f"172.{16 + (seed >> 16) % 15}.{(seed >> 8) % 256}.{seed % 256}"
-    return harness.service_bodies(namespace, service, seed, cluster_ip)
+    return objects.service_bodies(namespace, service, seed, cluster_ip)
+
+
+_SERVICES = objects.RouteServices(split=_SPLIT_RULES, bodies=_service_bodies)
 
 
 # --- checks: fail loudly unless every compile holds what the workload says ----------------------
-
-
-def _fail(what: str, problems: list[str]) -> None:
-    if problems:
-        raise SystemExit(f"{what} not as expected: " + "; ".join(problems[:10]))
 
 
 def _tables(snapshot: Any) -> list[Any]:
@@ -420,11 +391,11 @@ def _check_shared(load: dict[str, Any], result: Any) -> None:
     want.update(load["ingress_endpoints"])
     if set(snapshot.endpoints) != want:
         problems.append(f"{len(snapshot.endpoints)} endpoint keys, expected {len(want)}")
-    if any(len(e) != harness.ENDPOINTS_READY for e in snapshot.endpoints.values()):
-        problems.append(f"an endpoint list is not {harness.ENDPOINTS_READY} long")
+    if any(len(e) != objects.ENDPOINTS_READY for e in snapshot.endpoints.values()):
+        problems.append(f"an endpoint list is not {objects.ENDPOINTS_READY} long")
     if reasons := Counter(d.reason for d in result.diagnostics):
         problems.append(f"unexpected diagnostics {dict(reasons)}")
-    _fail("SharedPool snapshot", problems)
+    harness.stop_unless_empty("SharedPool snapshot not as expected", problems)
 
 
 def _check_scope(gateway: dict[str, Any], result: Any) -> None:
@@ -462,7 +433,7 @@ def _check_scope(gateway: dict[str, Any], result: Any) -> None:
                         f"expected {len(gateway['endpoints'])}")  # fmt: skip
     if reasons := Counter(d.reason for d in result.diagnostics):
         problems.append(f"unexpected diagnostics {dict(reasons)}")
-    _fail(f"GatewayScope {ref} snapshot", problems)
+    harness.stop_unless_empty(f"GatewayScope {ref} snapshot not as expected", problems)
 
 
 def _check_statuses(load: dict[str, Any], statuses: Any) -> None:
@@ -490,7 +461,7 @@ def _check_statuses(load: dict[str, Any], statuses: Any) -> None:
         if bad:
             problems.append(f"{item.kind} {item.namespace}/{item.name}: {bad} not as expected")
             break
-    _fail("statuses", problems)
+    harness.stop_unless_empty("statuses not as expected", problems)
 
 
 def _check_provisioned(load: dict[str, Any], desired: Any) -> None:
@@ -508,7 +479,7 @@ def _check_provisioned(load: dict[str, Any], desired: Any) -> None:
         problems.append(f"{len(desired.deletions)} deletions, expected none")
     if reasons := Counter(d.reason for d in desired.diagnostics):
         problems.append(f"unexpected diagnostics {dict(reasons)}")
-    _fail("provision", problems)
+    harness.stop_unless_empty("provision not as expected", problems)
 
 
 # --- measurement: one pass over every scope -----------------------------------------------------
@@ -553,7 +524,7 @@ def worker_growth(small: int, big: int, rounds: int) -> dict[str, Any]:
     first alternates too), so that drift in the machine's speed hits both alike.
 
     Each round pairs every scope of the big world with a scope of the small one (cycling)."""
-    tls_data = harness.make_tls_data(TLS_SERIAL)
+    tls_data = objects.make_tls_data(TLS_SERIAL)
     small_state, small_scopes, small_bodies = _world(small, tls_data)
     big_state, big_scopes, big_bodies = _world(big, tls_data)
     times: dict[str, list[float]] = {"small": [], "big": []}
@@ -595,7 +566,7 @@ def worker(
     provision_repeat: int,
 ) -> dict[str, Any]:
     rss_start = harness.rss_bytes()
-    load = workload(gateways, harness.make_tls_data(TLS_SERIAL))
+    load = workload(gateways, objects.make_tls_data(TLS_SERIAL))
     bodies = load.pop("bodies")  # kept alive, as an informer cache keeps its objects
     described = load.pop("described")
     rss_inputs = harness.rss_bytes()
@@ -646,18 +617,9 @@ def worker(
 # --- report -------------------------------------------------------------------------------------
 
 
-def _percentile(values: list[float], share: float) -> float:
-    """The nearest-rank percentile (``share`` in 0..1)."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered)) - 1))]
-
-
-def _dist(values: list[float]) -> str:
+def _spread(values: list[float]) -> str:
     """``median / p99 / max`` in ms."""
-    return (
-        f"{statistics.median(values) * 1e3:.2f} / {_percentile(values, 0.99) * 1e3:.2f} / "
-        f"{max(values) * 1e3:.2f}"
-    )
+    return harness.spread(values, digits=2)
 
 
 def report(runs: list[dict[str, Any]], growth: dict[str, Any], quick: bool) -> None:
@@ -712,9 +674,9 @@ def report(runs: list[dict[str, Any]], growth: dict[str, Any], quick: bool) -> N
     ]  # fmt: skip
     rows = [
         [
-            c["gateways"], c["scopes"], len(c["scope_s"]), _dist(c["scope_s"]),
+            c["gateways"], c["scopes"], len(c["scope_s"]), _spread(c["scope_s"]),
             harness.med_best(c["pass_s"], 1e3, 0), max(c["pass_full_gcs"]),
-            f"{statistics.median(c['pass_gc_s']) * 1e3:.1f}", _dist(c["frozen_scope_s"]),
+            f"{statistics.median(c['pass_gc_s']) * 1e3:.1f}", _spread(c["frozen_scope_s"]),
             f"{c['scope_peak_bytes'] / 1000:,.0f}",
         ]
         for c in runs
@@ -736,7 +698,7 @@ def report(runs: list[dict[str, Any]], growth: dict[str, Any], quick: bool) -> N
     rows = [
         [
             growth[name], growth[name + "_scopes"], len(growth["scope_s"][name]),
-            _dist(growth["scope_s"][name]), _dist(growth["frozen_scope_s"][name]),
+            _spread(growth["scope_s"][name]), _spread(growth["frozen_scope_s"][name]),
         ]
         for name in ("small", "big")
     ]  # fmt: skip
@@ -757,7 +719,7 @@ def report(runs: list[dict[str, Any]], growth: dict[str, Any], quick: bool) -> N
         harness.print_skipped_targets()
         return
     median = statistics.median(big["scope_s"])
-    p99 = _percentile(big["scope_s"], 0.99)
+    p99 = harness.percentile(big["scope_s"], 0.99)
     apart = median / statistics.median(small["scope_s"])
     lines = [
         (median < SCOPE_TARGET_S, f"one Gateway scope at {TARGET_GATEWAYS:,} Gateways < "
@@ -796,6 +758,7 @@ def _growth_ratios(growth: dict[str, Any]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = harness.parse_args(__doc__, argv)
     if args.worker:
         harness.answer_worker(args.worker, {"size": worker, "growth": worker_growth})
@@ -808,11 +771,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         plan = [(GROWTH_FROM, 3, 3, 5, 3, 3), (TARGET_GATEWAYS, 1, 2, 3, 1, 1)]
         growth_plan = (GROWTH_FROM, TARGET_GATEWAYS, 2)
-    with harness.session(__file__, args.quick):
-        runs = []
-        for gateways, *repeats in plan:
-            print(f"  {gateways:,} Gateways ...", flush=True)
-            runs.append(harness.run_worker(__file__, ["size", str(gateways), *map(str, repeats)]))
+    with harness.session(__file__, argv):
+        runs = harness.run_workers(__file__, "size", plan, lambda entry: f"{entry[0]:,} Gateways")
         print(f"  growth: {growth_plan[0]:,} and {growth_plan[1]:,} Gateways ...", flush=True)
         growth = harness.run_worker(__file__, ["growth", *map(str, growth_plan)])
         report(runs, growth, args.quick)

@@ -6,7 +6,7 @@ Run from the repository root::
     .venv/bin/python bench/controller.py --quick   # tiny counts: a smoke run (about 7 s)
     .venv/bin/python bench/controller.py --profile /tmp/controller.prof   # cProfile the controller
 
-Issue 7, point 5. Three measurements, one run, the controller and the proxy as they really run:
+Three measurements, one run, the controller and the proxy as they really run:
 
 - the API emulator (``tests.apiserver.ApiServer``, real Kubernetes REST over HTTP on 127.0.0.1)
   in this process, with the Gateway API CRDs and Coxswain's; its watch history holds 200,000
@@ -67,23 +67,20 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
-import http.client
-import os
-import platform
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+import api_objects as objects
 import harness
+import processes
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the emulator lives in tests/, beside coxswain/
@@ -155,7 +152,7 @@ def cluster_objects(backend_port: int) -> list[dict[str, Any]]:
                 "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
             },
         },
-        *harness.service_and_slice(
+        *objects.service_and_slice(
             APP, "echo", cluster_ip="10.96.0.10", target_port=backend_port, endpoints=endpoints
         ),
     ]
@@ -189,13 +186,6 @@ def echo_backend() -> Iterator[int]:
         server.server_close()
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 # --- reading the store, the proxy and the controller --------------------------------------------
 
 
@@ -223,16 +213,10 @@ def accepted(api: ApiServer, name: str) -> bool:
 def get_status(hostname: str) -> int:
     """The status of ``GET /`` with ``Host: hostname`` through the proxy (0: no answer)."""
     try:
-        conn = http.client.HTTPConnection(PROXY_ADDRESS, INTERNAL_PORT, timeout=5)
-        try:
-            conn.request("GET", "/", headers={"Host": hostname})
-            response = conn.getresponse()
-            response.read()
-            return response.status
-        finally:
-            conn.close()
+        status, _ = processes.http_get(PROXY_ADDRESS, INTERNAL_PORT, "/", hostname, timeout=5)
     except OSError:
         return 0
+    return status
 
 
 def served(name: str) -> Callable[[], bool]:
@@ -269,16 +253,12 @@ class Metrics:
 def metrics(port: int) -> Metrics | None:
     """Scrape the controller's health port; None when it did not answer within 30 s (its
     event loop was busy that long: a reconcile round's synchronous part)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
-        conn.request("GET", "/metrics")
-        text = conn.getresponse().read().decode()
+        _, body = processes.http_get("127.0.0.1", port, "/metrics", timeout=30)
     except OSError:
         return None
-    finally:
-        conn.close()
     values: dict[str, float] = {}
-    for line in text.splitlines():
+    for line in body.decode().splitlines():
         if line and not line.startswith("#"):
             name, _, value = line.rpartition(" ")
             values[name] = float(value)
@@ -289,9 +269,9 @@ def metrics(port: int) -> Metrics | None:
     )
 
 
-def scrape(port: int, processes: Processes) -> Metrics:
+def scrape(port: int, fleet: processes.Fleet) -> Metrics:
     """``metrics``, retried until the controller answers."""
-    found: Metrics = wait_for(lambda: metrics(port), "the controller's /metrics", processes, 0.1)
+    found: Metrics = wait_for(lambda: metrics(port), "the controller's /metrics", fleet, 0.1)
     return found
 
 
@@ -318,14 +298,10 @@ class HealthProbe:
     def _run(self) -> None:
         while not self._stop.wait(0.1):
             asked = time.perf_counter()
-            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
             try:
-                conn.request("GET", "/healthz")
-                conn.getresponse().read()
+                processes.http_get("127.0.0.1", self.port, "/healthz", timeout=60)
             except OSError:
                 continue  # not listening yet, or gone
-            finally:
-                conn.close()
             self.answers.append((asked, time.perf_counter() - asked))
 
     def slowest(self, since: float, until: float) -> float:
@@ -336,70 +312,23 @@ class HealthProbe:
 # --- processes and waiting ----------------------------------------------------------------------
 
 
-@dataclass
-class Processes:
-    """The subprocesses started, with their log files; stopped in ``stop``."""
-
-    folder: Path
-    started: dict[str, tuple[subprocess.Popen[bytes], Path]] = field(default_factory=dict)
-
-    def start(self, name: str, command: list[str]) -> subprocess.Popen[bytes]:
-        log = self.folder / f"{name}.log"
-        with log.open("wb") as out:
-            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
-        self.started[name] = (process, log)
-        return process
-
-    def check(self) -> None:
-        for name, (process, log) in self.started.items():
-            if process.poll() is not None:
-                raise SystemExit(
-                    f"{name} exited with {process.returncode}:\n{log.read_text()[-3000:]}"
-                )
-
-    def tails(self) -> str:
-        return "\n".join(
-            f"--- {name} log ---\n{log.read_text()[-2000:]}"
-            for name, (_, log) in self.started.items()
-        )
-
-    def stop(self, gently: set[str]) -> None:
-        """SIGINT (a clean exit: cProfile writes its file) for ``gently``, SIGKILL for the
-        rest; then wait for each."""
-        for name, (process, _) in self.started.items():
-            if process.poll() is None:
-                process.send_signal(signal.SIGINT if name in gently else signal.SIGKILL)
-        for process, _ in self.started.values():
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
 def wait_for(
-    check: Callable[[], object], what: str, processes: Processes, every: float = POLL_EVERY
+    check: Callable[[], object], what: str, fleet: processes.Fleet, every: float = POLL_EVERY
 ) -> Any:
     """Poll ``check`` until it is truthy (its value is returned); stop the run on time-out or
     when a subprocess died."""
-    deadline = time.perf_counter() + TIMEOUT
-    while not (value := check()):
-        processes.check()
-        if time.perf_counter() > deadline:
-            raise SystemExit(f"timed out waiting for {what}\n{processes.tails()}")
-        time.sleep(every)
-    return value
+    return processes.wait_until(check, what, timeout=TIMEOUT, every=every, fleet=fleet)
 
 
-def wait_idle(port: int, processes: Processes) -> None:
+def wait_idle(port: int, fleet: processes.Fleet) -> None:
     """Until no reconcile round has completed for ``IDLE_FOR`` seconds (a scrape that times
     out counts as busy)."""
-    last, since = scrape(port, processes).reconciles, time.perf_counter()
+    last, since = scrape(port, fleet).reconciles, time.perf_counter()
     deadline = since + TIMEOUT
     while time.perf_counter() - since < IDLE_FOR:
-        processes.check()
+        fleet.check()
         if time.perf_counter() > deadline:
-            raise SystemExit(f"the controller never went idle\n{processes.tails()}")
+            raise SystemExit(f"the controller never went idle\n{fleet.tails()}")
         time.sleep(0.1)
         found = metrics(port)
         if found is None or found.reconciles != last:
@@ -454,17 +383,18 @@ def run(counts: dict[str, int], profile: str | None) -> dict[str, Any]:
         echo_backend() as backend,
     ):
         folder = Path(tmp)
-        processes = Processes(folder)
-        ports = Ports(discovery=free_port(), health=free_port())
-        try:
-            with HealthProbe(ports.health) as probe:
-                _run(api, backend, folder, processes, ports, counts, profile, result)
-            result["stalls"] = {
-                phase: probe.slowest(since, until)
-                for phase, (since, until) in result.pop("windows").items()
-            }
-        finally:
-            processes.stop({"controller"} if profile else set())
+        ports = Ports(discovery=processes.free_port(), health=processes.free_port())
+        # SIGKILL: nothing to wait for; but SIGINT to a profiled controller, so that cProfile
+        # writes its file (Fleet.start).
+        with (
+            processes.Fleet(folder, first_signal=signal.SIGKILL) as fleet,
+            HealthProbe(ports.health) as probe,
+        ):
+            _run(api, backend, folder, fleet, ports, counts, profile, result)
+        result["stalls"] = {
+            phase: probe.slowest(since, until)
+            for phase, (since, until) in result.pop("windows").items()
+        }
     return result
 
 
@@ -478,7 +408,7 @@ def _run(
     api: ApiServer,
     backend: int,
     folder: Path,
-    processes: Processes,
+    fleet: processes.Fleet,
     ports: Ports,
     counts: dict[str, int],
     profile: str | None,
@@ -494,7 +424,7 @@ def _run(
     discovery, health = ports.discovery, ports.health
     kubeconfig = api.kubeconfig(folder / "kubeconfig")
     started = time.perf_counter()
-    controller = processes.start(
+    controller = fleet.start(
         "controller",
         coxswain(
             "controller", "--kubeconfig", str(kubeconfig), "--namespace", NAMESPACE,
@@ -503,57 +433,61 @@ def _run(
             "--shared-vip-service-type", "ClusterIP",
             profile=profile,
         ),
+        ROOT,
+        stop=(signal.SIGINT, 30.0) if profile else None,
     )  # fmt: skip
-    certs = wait_for(lambda: secret_files(api, folder), "the proxy's Secret", processes)
-    proxy = processes.start(
+    certs = wait_for(lambda: secret_files(api, folder), "the proxy's Secret", fleet)
+    proxy = fleet.start(
         "proxy",
         coxswain(
             "proxy", "--shared", "--discovery", f"127.0.0.1:{discovery}",
             "--tls-cert", str(certs / "tls.crt"), "--tls-key", str(certs / "tls.key"),
             "--tls-ca", str(certs / "ca.crt"), "--node-id", "bench", "--bind", PROXY_ADDRESS,
             "--workers", "1", "--admin-port", "0",
-            "--ingress-http-port", str(free_port()), "--ingress-https-port", str(free_port()),
+            "--ingress-http-port", str(processes.free_port()),
+            "--ingress-https-port", str(processes.free_port()),
         ),
+        ROOT,
     )  # fmt: skip
-    wait_for(all_attached(api, len(base), set(base)), "the base routes attached", processes)
-    wait_for(lambda: get_status(host(base[-1])) == 200, "a base route served", processes)
+    wait_for(all_attached(api, len(base), set(base)), "the base routes attached", fleet)
+    wait_for(lambda: get_status(host(base[-1])) == 200, "a base route served", fleet)
     result["startup_s"] = time.perf_counter() - started
-    wait_idle(health, processes)
+    wait_idle(health, fleet)
     result["startup_memory"] = proc_status(controller.pid)
     windows["setup"] = (started, time.perf_counter())
     expected = len(base)
 
     # (a) one route at a time, from an idle controller
     latencies, to_status = [], []
-    before = scrape(health, processes)
+    before = scrape(health, fleet)
     since = time.perf_counter()
     for i in range(counts["latency"]):
         name = f"lat-{i}"
         started = time.perf_counter()
         api.put_object(route(name))
-        wait_for(served(name), f"{name} served", processes, GET_EVERY)
+        wait_for(served(name), f"{name} served", fleet, GET_EVERY)
         latencies.append(time.perf_counter() - started)
         expected += 1
-        wait_for(all_attached(api, expected, {name}), f"{name} attached", processes)
+        wait_for(all_attached(api, expected, {name}), f"{name} attached", fleet)
         to_status.append(time.perf_counter() - started)
-        wait_idle(health, processes)
+        wait_idle(health, fleet)
     result["latency_s"] = latencies
     result["latency_status_s"] = to_status
-    result["latency_metrics"] = vars(scrape(health, processes) - before)
+    result["latency_metrics"] = vars(scrape(health, fleet) - before)
     windows["latency"] = (since, time.perf_counter())
 
     # (b) a burst of new routes, all at once
     since = time.perf_counter()
-    result["burst"] = _burst(api, health, processes, "burst", counts["burst"], expected)
+    result["burst"] = _burst(api, health, fleet, "burst", counts["burst"], expected)
     expected += counts["burst"]
     windows["burst"] = (since, time.perf_counter())
 
     # (c) up to the total, then memory
     more = max(0, counts["total"] - expected)
     since = time.perf_counter()
-    result["fill"] = _burst(api, health, processes, "fill", more, expected)
+    result["fill"] = _burst(api, health, fleet, "fill", more, expected)
     expected += more
-    wait_idle(health, processes)
+    wait_idle(health, fleet)
     windows["fill"] = (since, time.perf_counter())
     result["fill"]["idle_s"] = time.perf_counter() - result["fill"]["started"]
     result["routes"] = expected
@@ -563,40 +497,26 @@ def _run(
 
 
 def _burst(
-    api: ApiServer, health: int, processes: Processes, prefix: str, count: int, before: int
+    api: ApiServer, health: int, fleet: processes.Fleet, prefix: str, count: int, before: int
 ) -> dict[str, Any]:
     """``count`` new routes at once; the time until all are attached, and the rounds."""
-    wait_idle(health, processes)
+    wait_idle(health, fleet)
     names = [f"{prefix}-{i}" for i in range(count)]
-    start_metrics = scrape(health, processes)
+    start_metrics = scrape(health, fleet)
     started = time.perf_counter()
     put_s = create_all(api, names)
-    wait_for(all_attached(api, before + count, set(names)), f"{prefix} attached", processes)
+    wait_for(all_attached(api, before + count, set(names)), f"{prefix} attached", fleet)
     done = time.perf_counter() - started
     return {
         "count": count,
         "started": started,
         "put_s": put_s,
         "attached_s": done,
-        "metrics": vars(scrape(health, processes) - start_metrics),
+        "metrics": vars(scrape(health, fleet) - start_metrics),
     }
 
 
 # --- report -------------------------------------------------------------------------------------
-
-
-def percentile(values: list[float], share: float) -> float:
-    """The nearest-rank percentile (``share`` in 0..1)."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered)) - 1))]
-
-
-def cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown CPU"
 
 
 def _rounds(figures: dict[str, float]) -> str:
@@ -614,8 +534,7 @@ def report(result: dict[str, Any], quick: bool) -> None:
     burst, fill = result["burst"], result["fill"]
     memory = result["memory"]
     hwm, rss = memory["VmHWM"] / harness.MB, memory["VmRSS"] / harness.MB
-    p99 = percentile(latency, 0.99)
-    print(f"  machine: nproc {os.cpu_count()}, {cpu_model()}, Python {platform.python_version()}")
+    p99 = harness.percentile(latency, 0.99)
     print()
     print(
         f"setup: {counts['base']:,} routes present before the controller started; attached and "
@@ -675,6 +594,7 @@ def report(result: dict[str, Any], quick: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny counts: a smoke run")
     parser.add_argument("--profile", metavar="FILE", help="run the controller under cProfile")
@@ -683,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     counts = dict(QUICK if args.quick else FULL)
     counts.update({k: v for k in FULL if (v := getattr(args, k)) is not None})
-    with harness.session(__file__, args.quick):
+    with harness.session(__file__, argv):
         result = run(counts, args.profile)
         report(result, args.quick)
     return 0

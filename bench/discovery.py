@@ -71,13 +71,12 @@ it. Timings are wall-clock (``time.perf_counter`` in part 2, ``time.monotonic`` 
 script prints PASS/FAIL for the target (p99 under 100 ms at 100 subscribers, judged on the
 ``delta`` phase, a publish after a change, of part 3: subscribers in processes of their own, as
 proxies are, so that the figure is the system's and not 100 clients and the server taking turns
-on one GIL; part 2's in-process figure, which the issue allows as a method, is printed beside it)
-and exits 0 whatever the figures; it exits non-zero only when it breaks.
+on one GIL; part 2's in-process figure is printed beside it) and exits 0 whatever the figures;
+it exits non-zero only when it breaks.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import functools
 import gc
@@ -91,9 +90,9 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import api_objects as objects
 import compile_ingress
 import harness
 import trio
@@ -136,7 +135,7 @@ PROCESS_PLAN = PLAN
 QUICK_PROCESS_PLAN = ((3, 3),)
 CODEC_REPEAT, QUICK_CODEC_REPEAT = 5, 2
 
-# Target (issue 6, point 8): p99 under 100 ms at 100 subscribers, at 10,000 routes.
+# Target: p99 under 100 ms at 100 subscribers, at 10,000 routes.
 TARGET_SUBSCRIBERS = 100
 TARGET_P99_S = 0.100
 
@@ -147,7 +146,7 @@ TARGET_P99_S = 0.100
 @functools.cache
 def _tls_data() -> dict[str, str]:
     """One certificate and key per process, so that two compiles give equal snapshots."""
-    return harness.make_tls_data(TLS_SERIAL)
+    return objects.make_tls_data(TLS_SERIAL)
 
 
 def shared_snapshot(routes: int) -> Snapshot:
@@ -163,8 +162,7 @@ def shared_snapshot(routes: int) -> Snapshot:
         problems.append(f"{len(snapshot.endpoints)} endpoint lists, expected {load['services']}")
     if result.diagnostics:
         problems.append(f"{len(result.diagnostics)} diagnostics")
-    if problems:
-        raise SystemExit("workload did not compile as expected: " + "; ".join(problems))
+    harness.stop_unless_empty("workload did not compile as expected", problems)
     return snapshot
 
 
@@ -242,7 +240,8 @@ def _resource_figures(snapshot: Snapshot, routes: int, repeat: int) -> dict[str,
 
     def splice() -> bytes:
         after._full = None  # time the splice, not its cache
-        return after.full_message()
+        spliced: bytes = after.full_message()
+        return spliced
 
     figures["splice_s"], _, full = harness.timed(splice, repeat)
     delta_s, _, delta = harness.timed(lambda: after._delta(before), repeat)  # uncached
@@ -270,31 +269,39 @@ class _Pair:
     acked: float | None = None  # the Ack seen in the server's fleet
 
 
+class _DecodeTimes:
+    """When the client's last full decode or delta apply began and ended, on ``clock``.
+
+    The decode and the ``on_snapshot`` call it leads to run on the client's trio thread one
+    after the other, with no checkpoint between them, so ``decode_started`` and
+    ``decode_ended`` always belong to the ``on_snapshot`` call that follows."""
+
+    clock: Callable[[], float] = staticmethod(time.perf_counter)
+    decode_started = 0.0
+    decode_ended = 0.0
+
+    def timing(self, work: Callable[..., Snapshot]) -> Callable[..., Snapshot]:
+        """``work`` (the client's full decode or delta apply), noting when it ran."""
+
+        def timed(*args: Any) -> Snapshot:
+            self.decode_started = self.clock()
+            try:
+                return work(*args)
+            finally:
+                self.decode_ended = self.clock()
+
+        return timed
+
+
 @dataclass
-class _Probe:
-    """What the subscribers saw. Lives on the trio thread: the clients' decode and
-    ``on_snapshot`` both run there, one after the other with no checkpoint between them, so
-    ``decode_started``/``decode_ended`` always belong to the ``on_snapshot`` call that follows."""
+class _Probe(_DecodeTimes):
+    """What the subscribers in this process saw (``time.perf_counter``)."""
 
     subscribers: int
     version: str | None = None  # the one being measured
     published: float = 0.0
     pairs: dict[int, _Pair] = field(default_factory=dict)
     applied: trio.Event = field(default_factory=trio.Event)
-    decode_started: float = 0.0
-    decode_ended: float = 0.0
-
-    def timing(self, work: Callable[..., Snapshot]) -> Callable[..., Snapshot]:
-        """``work`` (the client's full decode or delta apply), noting when it ran."""
-
-        def timed(*args: Any) -> Snapshot:
-            self.decode_started = time.perf_counter()
-            try:
-                return work(*args)
-            finally:
-                self.decode_ended = time.perf_counter()
-
-        return timed
 
     async def on_snapshot(self, subscriber: int, snapshot: Snapshot) -> None:
         """The subscriber's ``on_snapshot``: note the times; returning Acks."""
@@ -311,7 +318,7 @@ class _Probe:
 
 
 @contextmanager
-def _probed(probe: _Probe | _Recorder) -> Iterator[None]:
+def _probed(probe: _DecodeTimes) -> Iterator[None]:
     """Time the client's ``decode_snapshot`` and ``apply_delta`` (module globals it calls).
 
     The globals are the module's imports, not part of its API (hence the ``attr-defined``
@@ -436,25 +443,12 @@ def _all_acked(
 
 
 @dataclass
-class _Recorder:
+class _Recorder(_DecodeTimes):
     """A subscriber process's probe: every apply, on the system-wide monotonic clock
-    (``time.monotonic``, CLOCK_MONOTONIC on Linux, comparable with the parent's). Decode
-    timing as ``_Probe.timing``: the decode and ``on_snapshot`` run on this process's trio
-    thread with no checkpoint between them."""
+    (``time.monotonic``, CLOCK_MONOTONIC on Linux, comparable with the parent's)."""
 
+    clock = staticmethod(time.monotonic)
     records: list[tuple[int, str, float, float, float]] = field(default_factory=list)
-    decode_started: float = 0.0
-    decode_ended: float = 0.0
-
-    def timing(self, work: Callable[..., Snapshot]) -> Callable[..., Snapshot]:
-        def timed(*args: Any) -> Snapshot:
-            self.decode_started = time.monotonic()
-            try:
-                return work(*args)
-            finally:
-                self.decode_ended = time.monotonic()
-
-        return timed
 
     async def on_snapshot(self, subscriber: int, snapshot: Snapshot) -> None:
         """Note (subscriber, version, decode began, decode ended, applied); returning Acks.
@@ -636,18 +630,9 @@ def _fill_remote(
 # --- report -------------------------------------------------------------------------------------
 
 
-def _percentile(values: list[float], share: float) -> float:
-    """The nearest-rank percentile (``share`` in 0..1)."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered)) - 1))]
-
-
-def _dist(values: list[float]) -> str:
+def _spread(values: list[float]) -> str:
     """``p50 / p99 / max`` in ms."""
-    return (
-        f"{statistics.median(values) * 1e3:,.1f} / {_percentile(values, 0.99) * 1e3:,.1f} / "
-        f"{max(values) * 1e3:,.1f}"
-    )
+    return harness.spread(values, digits=1)
 
 
 def _processes(run: dict[str, Any]) -> str:
@@ -656,18 +641,7 @@ def _processes(run: dict[str, Any]) -> str:
     return f"{count} proc{'s' if count > 1 else ''}" if count else ""
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
-
-
 def report(codec: dict[str, Any], runs: list[dict[str, Any]], quick: bool) -> None:
-    print(f"  machine: nproc {os.cpu_count()}, {_cpu_model()}")
     print()
     _report_codec(codec)
     print()
@@ -691,9 +665,9 @@ def report(codec: dict[str, Any], runs: list[dict[str, Any]], quick: bool) -> No
                 [
                     where, phase, run["subscribers"], figures["publishes"],
                     len(figures["applied_s"]),
-                    _dist(figures["publish_s"]), _dist(figures["applied_s"]),
-                    _dist(figures["received_s"]), _dist(figures["decode_s"]),
-                    _dist(figures["acked_s"]),
+                    _spread(figures["publish_s"]), _spread(figures["applied_s"]),
+                    _spread(figures["received_s"]), _spread(figures["decode_s"]),
+                    _spread(figures["acked_s"]),
                 ]
             )  # fmt: skip
     harness.print_table(columns, rows)
@@ -724,8 +698,8 @@ def _report_codec(codec: dict[str, Any]) -> None:
         ("encode_snapshot", 15), ("SerializeToString", 17), ("FromString", 12),
         ("decode (gc on)", 14), ("decode (gc paused)", 18), ("seal", 12),
     ]  # fmt: skip
-    names = ("encode_s", "serialize_s", "parse_s", "decode_s", "decode_paused_s", "seal_s")
-    harness.print_table(columns, [[harness.med_best(codec[name]) for name in names]])
+    steps = ("encode_s", "serialize_s", "parse_s", "decode_s", "decode_paused_s", "seal_s")
+    harness.print_table(columns, [[harness.med_best(codec[name]) for name in steps]])
     columns = [
         ("resources: first", 16), ("1 route, same objs", 18), ("1 route, equal vals", 19),
         ("splice full", 12), ("delta, last", 12), ("delta, older", 12), ("apply_delta", 12),
@@ -753,7 +727,7 @@ def _report_targets(codec: dict[str, Any], runs: list[dict[str, Any]], quick: bo
     # The verdict is on subscribers in processes of their own, as proxies are (see the module
     # docstring); the in-process figure, GIL-bound, is printed as info.
     measured = spread["delta"]["applied_s"]
-    p99 = _percentile(measured, 0.99)
+    p99 = harness.percentile(measured, 0.99)
     harness.print_targets(
         [
             (
@@ -770,8 +744,8 @@ def _report_targets(codec: dict[str, Any], runs: list[dict[str, Any]], quick: bo
             alone = run["delta"]["applied_s"]
             print(
                 f"info  the same with the subscribers in the server's process: p50 / p99 "
-                f"{_percentile(alone, 0.5) * 1e3:,.0f} / {_percentile(alone, 0.99) * 1e3:,.0f} "
-                f"ms over {len(alone)} pairs"
+                f"{harness.percentile(alone, 0.5) * 1e3:,.0f} / "
+                f"{harness.percentile(alone, 0.99) * 1e3:,.0f} ms over {len(alone)} pairs"
             )
     lone = statistics.median(codec["decode_paused_s"])
     for run in runs:
@@ -780,19 +754,23 @@ def _report_targets(codec: dict[str, Any], runs: list[dict[str, Any]], quick: bo
         print(
             f"info  {run['subscribers']} subscriber(s){where}: first-subscribe full delivery "
             "p50 / p99 "
-            f"{_percentile(full['applied_s'], 0.5) * 1e3:,.0f} / "
-            f"{_percentile(full['applied_s'], 0.99) * 1e3:,.0f} ms (one decode alone: "
+            f"{harness.percentile(full['applied_s'], 0.5) * 1e3:,.0f} / "
+            f"{harness.percentile(full['applied_s'], 0.99) * 1e3:,.0f} ms (one decode alone: "
             f"{lone * 1e3:,.0f} ms)"
         )
 
 
 def main(argv: list[str] | None = None) -> int:
-    own = argparse.ArgumentParser(add_help=False)
-    own.add_argument("--processes", type=int, default=PROCESSES)
-    known, rest = own.parse_known_args(argv)
-    args = harness.parse_args(__doc__, rest)
+    argv = sys.argv[1:] if argv is None else argv
+    args = harness.parse_args(
+        __doc__,
+        argv,
+        lambda parser: parser.add_argument(
+            "--processes", type=int, default=PROCESSES, help="subscriber processes (0: none)"
+        ),
+    )
     if args.worker:
-        workers = {
+        workers: dict[str, Callable[..., dict[str, Any]]] = {
             "codec": worker_codec,
             "fanout": worker_fanout,
             "fanout_processes": worker_fanout_processes,
@@ -802,25 +780,26 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     routes = QUICK_ROUTES if args.quick else ROUTES
     plan = QUICK_PLAN if args.quick else PLAN
-    process_plan = (QUICK_PROCESS_PLAN if args.quick else PROCESS_PLAN) if known.processes else ()
+    process_plan = (QUICK_PROCESS_PLAN if args.quick else PROCESS_PLAN) if args.processes else ()
     repeat = QUICK_CODEC_REPEAT if args.quick else CODEC_REPEAT
-    with harness.session(__file__, args.quick):
+    with harness.session(__file__, argv):
         print(f"  codec, {routes:,} routes ...", flush=True)
         codec = harness.run_worker(__file__, ["codec", str(routes), str(repeat)])
-        runs = []
-        for subscribers, deltas in plan:
-            print(f"  {subscribers} subscriber(s), {routes:,} routes ...", flush=True)
-            runs.append(
-                harness.run_worker(__file__, ["fanout", str(routes), str(subscribers), str(deltas)])
-            )
-        for subscribers, deltas in process_plan:
-            processes = min(known.processes, subscribers)
-            print(
-                f"  {subscribers} subscriber(s) in {processes} process(es), {routes:,} routes ...",
-                flush=True,
-            )
-            command = ["fanout_processes", str(routes), str(subscribers), str(deltas)]
-            runs.append(harness.run_worker(__file__, [*command, str(processes)]))
+        runs = harness.run_workers(
+            __file__,
+            "fanout",
+            [(routes, subscribers, deltas) for subscribers, deltas in plan],
+            lambda entry: f"{entry[1]} subscriber(s), {routes:,} routes",
+        )
+        runs += harness.run_workers(
+            __file__,
+            "fanout_processes",
+            [
+                (routes, subscribers, deltas, min(args.processes, subscribers))
+                for subscribers, deltas in process_plan
+            ],
+            lambda entry: f"{entry[1]} subscriber(s) in {entry[3]} process(es), {routes:,} routes",
+        )
         report(codec, runs, args.quick)
     return 0
 

@@ -1,32 +1,31 @@
 """What the benchmark scripts in bench/ share: how they run, measure and report.
 
-The scripts (``compile_ingress.py``, ``compile_gateway.py``, ``compile_scopes.py``) each generate
-their own workload and check their own snapshots; around that they run alike, and this module
-holds that common part so that a fix to one (a memory reader, the subprocess protocol, the
-header recorded with every result) reaches all three:
+Each script generates its own workload, checks its own results and prints its own tables;
+around that they run alike, and this module holds that common part so that a fix to one (a
+memory reader, the subprocess protocol, the header recorded with every result) reaches all:
 
 - running: the command line (``--quick``, the hidden ``--worker``), one size per fresh
   subprocess whose JSON result is read back, and the header and footer every run prints
-  (machine, Python, commit, load average before and after);
+  (the command, Python, machine, date, commit; load average before and after);
 - measuring: wall-clock runs with the time spent in the cyclic collector (and the figures a
-  worker returns for them), runs after ``gc.freeze()``, ``tracemalloc`` peaks, and RSS and its
-  high-water mark from /proc/self/status;
-- workload pieces the scripts build the same way: the one self-signed certificate and its
-  ``kubernetes.io/tls`` Secret, a Service with its EndpointSlice, namespaced objects with uid
-  and creationTimestamp, a Gateway's HTTPS listener, HTTPRoute backendRefs with a 90/10 split;
-- reporting: right-aligned tables, ``median (best)`` cells, MB figures, PASS/FAIL lines;
+  worker returns for them), runs after ``gc.freeze()``, ``tracemalloc`` peaks, RSS and its
+  high-water mark from /proc/self/status, and the build-then-compile measurement the compile
+  benchmarks make;
+- reporting: right-aligned tables, ``median (best)`` and ``median / p99 / max`` cells, MB
+  figures, PASS/FAIL lines, and the stop when a workload does not compile as it should;
 - building: a copy of the project with the HTTP/1.1 codec compiled by mypyc, as the image
   ships it (setup.py), for the proxy benchmarks and tests/compiled.py.
 
-The scripts run as ``.venv/bin/python bench/<script>.py``, which puts bench/ first on
-``sys.path``; they import this module as plain ``harness``. Standard library only, plus
-``cryptography`` (a Coxswain dependency) for the certificate.
+The API objects the workloads are built from are in ``api_objects.py``; the subprocesses the
+proxy and controller benchmarks start, and how they wait on them, in ``processes.py`` (kept out
+of here: its imports would add to the memory the compile benchmarks measure). The scripts run as
+``.venv/bin/python bench/<script>.py``, which puts bench/ first on ``sys.path``; they import
+this module as plain ``harness``. Standard library only.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import datetime as dt
 import gc
 import json
@@ -40,41 +39,44 @@ import sys
 import time
 import tracemalloc
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 T = TypeVar("T")
+S = TypeVar("S")  # a compile's input state
 
 MB = 1_000_000
-
-# Every Service of a workload has this many endpoints ready, and this many more not ready.
-ENDPOINTS_READY = 3
-ENDPOINTS_NOT_READY = 1
-# Workload objects are created from this moment on, a second apart; the certificate starts then.
-EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
 # --- running: command line, worker subprocesses, header and footer ------------------------------
 
 
-def parse_args(doc: str | None, argv: list[str] | None) -> argparse.Namespace:
-    """``--quick`` (tiny sizes, a smoke run) and the hidden ``--worker KIND N...``."""
+def parse_args(
+    doc: str | None,
+    argv: Sequence[str],
+    options: Callable[[argparse.ArgumentParser], object] | None = None,
+) -> argparse.Namespace:
+    """``--quick`` (tiny sizes, a smoke run), the hidden ``--worker KIND N...``, and whatever
+    ``options`` adds for the script."""
     parser = argparse.ArgumentParser(description=(doc or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
+    if options is not None:
+        options(parser)
     return parser.parse_args(argv)
 
 
-def answer_worker(argv: list[str], workers: dict[str, Callable[..., dict[str, Any]]]) -> None:
+def answer_worker(argv: list[str], workers: Mapping[str, Callable[..., dict[str, Any]]]) -> None:
     """In the subprocess: run ``workers[KIND](*N)`` and write its result to stdout as JSON."""
     kind, *numbers = argv
     json.dump(workers[kind](*(int(n) for n in numbers)), sys.stdout)
 
 
-def run_worker(script: str, args: list[str]) -> dict[str, Any]:
+def run_worker(script: str, args: Sequence[str]) -> dict[str, Any]:
     """Run ``script --worker *args`` in a fresh interpreter and return the JSON it prints.
 
     A fresh process per size keeps memory figures from carrying over. When the worker fails,
@@ -88,6 +90,18 @@ def run_worker(script: str, args: list[str]) -> dict[str, Any]:
         raise SystemExit(f"worker {' '.join(args)} failed with exit code {out.returncode}")
     data: dict[str, Any] = json.loads(out.stdout)
     return data
+
+
+def run_workers(
+    script: str, kind: str, plan: Iterable[Sequence[int]], say: Callable[[Sequence[int]], str]
+) -> list[dict[str, Any]]:
+    """``run_worker(script, [kind, *entry])`` for each entry of ``plan``, in turn, each
+    announced by the line ``say(entry)`` as it starts."""
+    results = []
+    for entry in plan:
+        print(f"  {say(entry)} ...", flush=True)
+        results.append(run_worker(script, [kind, *map(str, entry)]))
+    return results
 
 
 def git_version() -> str:
@@ -113,6 +127,47 @@ def load_average() -> str:
         return "n/a"
 
 
+def _proc_line(path: str, field: str) -> str | None:
+    """What follows ``field:`` on its line of a /proc file (None when absent, or off Linux)."""
+    try:
+        for line in Path(path).read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name.strip() == field:
+                return value.strip()
+    except OSError:
+        pass
+    return None
+
+
+def machine() -> str:
+    """What a figure depends on: the cores this process may use, the CPU model, the memory."""
+    memory = _proc_line("/proc/meminfo", "MemTotal")  # "24576000 kB"
+    size = f"{int(memory.split()[0]) / 2**20:.1f} GiB" if memory else "memory unknown"
+    cpu = _proc_line("/proc/cpuinfo", "model name") or platform.processor() or "unknown CPU"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"nproc {cores}, {cpu}, {size}"
+
+
+@contextmanager
+def session(script: str, argv: Sequence[str]) -> Iterator[None]:
+    """Print what a result needs beside it: the command, Python, machine, date and commit
+    before the run; the total time and the load average before and after, once the run has
+    finished without an exception."""
+    print(
+        f"bench/{Path(script).name}{''.join(' ' + arg for arg in argv)}: "
+        f"Python {platform.python_version()} on {platform.machine()}, "
+        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, commit {git_version()}\n"
+        f"  machine: {machine()}"
+    )
+    load_before = load_average()
+    started = time.perf_counter()
+    yield
+    print(
+        f"\n(total {time.perf_counter() - started:.0f} s; load average before {load_before}, "
+        f"after {load_average()})"
+    )
+
+
 # --- building: the compiled codec -------------------------------------------------------------
 
 PROJECT_FILES = ("coxswain", "build_backend", "pyproject.toml", "setup.py", "README.md")
@@ -129,17 +184,6 @@ def copy_project(source: Path, into: Path, names: Sequence[str] = PROJECT_FILES)
         else:
             shutil.copy2(source / name, into / name)
     return into
-
-
-def add_build_argument(parser: argparse.ArgumentParser, *, both: bool = True) -> None:
-    """``--build compiled|interpreted[|both]``: how the proxy benchmarks run the codec."""
-    parser.add_argument(
-        "--build",
-        choices=("compiled", "interpreted", "both") if both else ("compiled", "interpreted"),
-        default="compiled",
-        help="the codec compiled with mypyc (as the image ships it), interpreted"
-        + (", or both" if both else ""),
-    )
 
 
 def compile_codec(folder: Path) -> None:
@@ -162,25 +206,6 @@ def compile_codec(folder: Path) -> None:
     ).stdout.strip()
     if build != "compiled":
         raise SystemExit(f"the copy in {folder} runs the codec {build}, not compiled")
-
-
-@contextmanager
-def session(script: str, quick: bool) -> Iterator[None]:
-    """Print what a result needs beside it: the header line (script, Python, machine, date,
-    commit) before the run; the total time and the load average before and after, once the
-    run has finished without an exception."""
-    print(
-        f"bench/{Path(script).name}{' --quick' if quick else ''}: "
-        f"Python {platform.python_version()} on {platform.machine()}, "
-        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, commit {git_version()}"
-    )
-    load_before = load_average()
-    started = time.perf_counter()
-    yield
-    print(
-        f"\n(total {time.perf_counter() - started:.0f} s; load average before {load_before}, "
-        f"after {load_average()})"
-    )
 
 
 # --- measuring: memory and time -----------------------------------------------------------------
@@ -288,189 +313,65 @@ def traced(function: Callable[[], T]) -> tuple[int, int, T]:
     return peak, held, value
 
 
-# --- workload pieces ----------------------------------------------------------------------------
-
-
-def make_tls_data(serial: int) -> dict[str, str]:
-    """One self-signed EC P-256 certificate for *.example.com, as a Secret's ``data``.
-
-    Each workload reuses it in every Secret: the compiler does not match certificate names
-    against hostnames, and one certificate keeps the workload cheap to generate.
-    """
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "*.example.com")])
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(serial)
-        .not_valid_before(EPOCH)
-        .not_valid_after(EPOCH + dt.timedelta(days=3650))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("*.example.com"), x509.DNSName("example.com")]
-            ),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    chain = cert.public_bytes(serialization.Encoding.PEM)
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    return {
-        "tls.crt": base64.b64encode(chain).decode(),
-        "tls.key": base64.b64encode(key_pem).decode(),
-    }
-
-
-def tls_secret(namespace: str, name: str, tls_data: dict[str, str]) -> dict[str, Any]:
-    """A ``kubernetes.io/tls`` Secret holding (a copy of) ``tls_data``."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": namespace},
-        "type": "kubernetes.io/tls",
-        "data": dict(tls_data),
-    }
-
-
-def service_bodies(
-    namespace: str, service: str, seed: int, cluster_ip: str
-) -> list[dict[str, Any]]:
-    """A ClusterIP Service (port 80 named ``http``, target 8080) and its EndpointSlice, with
-    ``ENDPOINTS_READY`` ready endpoints and ``ENDPOINTS_NOT_READY`` not ready; ``seed`` spreads
-    the endpoint addresses."""
-    base = f"10.{(seed >> 14) % 256}.{(seed >> 6) % 256}"
-    endpoints = [
-        {
-            "addresses": [f"{base}.{(seed % 64) * 4 + i}"],
-            "conditions": {"ready": i < ENDPOINTS_READY},
-        }
-        for i in range(ENDPOINTS_READY + ENDPOINTS_NOT_READY)
-    ]
-    return service_and_slice(
-        namespace, service, cluster_ip=cluster_ip, target_port=8080, endpoints=endpoints
-    )
-
-
-def service_and_slice(
-    namespace: str,
-    service: str,
-    *,
-    cluster_ip: str,
-    target_port: int,
-    endpoints: list[dict[str, Any]],
-) -> list[dict[str, Any]]:
-    """A ClusterIP Service (port 80 named ``http``) and its one EndpointSlice of ``endpoints``
-    on ``target_port``."""
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": service, "namespace": namespace},
-            "spec": {
-                "type": "ClusterIP",
-                "clusterIP": cluster_ip,
-                "ports": [
-                    {"name": "http", "port": 80, "targetPort": target_port, "protocol": "TCP"}
-                ],
-            },
-        },
-        {
-            "apiVersion": "discovery.k8s.io/v1",
-            "kind": "EndpointSlice",
-            "metadata": {
-                "name": f"{service}-abcde",
-                "namespace": namespace,
-                "labels": {"kubernetes.io/service-name": service},
-            },
-            "addressType": "IPv4",
-            "ports": [{"name": "http", "port": target_port, "protocol": "TCP"}],
-            "endpoints": endpoints,
-        },
-    ]
-
-
-INGRESS_CONTROLLER = "coxswain-labs.dev/ingress-controller"  # CompileConfig's default
-
-
-def default_ingress_class() -> dict[str, Any]:
-    """The IngressClass ``coxswain`` of the default controller, marked the cluster default."""
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "IngressClass",
-        "metadata": {
-            "name": "coxswain",
-            "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"},
-        },
-        "spec": {"controller": INGRESS_CONTROLLER},
-    }
-
-
-def api_object(
-    api_version: str,
-    kind: str,
-    namespace: str,
-    name: str,
-    spec: dict[str, Any],
-    *,
-    uid: str,
-    created: int,
+def build_and_compile(
+    bodies: list[dict[str, Any]],
+    build: Callable[[list[dict[str, Any]]], S],
+    compile_: Callable[[S], Any],
+    check: Callable[[Any], None],
+    repeats: CompileRepeats,
+    between: Callable[[S], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """A namespaced object as the API server holds it: ``uid``, generation 1, and a
-    creationTimestamp ``created`` seconds after ``EPOCH``."""
+    """What the compile benchmarks measure of one size, in this order: RSS with the raw
+    ``bodies`` (kept alive by the caller, as an informer cache keeps its objects); timed runs
+    of ``build(bodies)`` and ``compile_(state)``, the last result ``check``-ed; RSS and its
+    high-water mark after them; ``between(state)``'s own figures, if given; ``tracemalloc``
+    peaks of one ``build`` (if ``repeats.trace_build``) and one ``compile_``; timed runs of
+    ``compile_`` after ``gc.freeze()`` of the inputs and the state; the high-water mark at the
+    end, tracing included."""
+    rss_inputs = rss_bytes()
+    build_times, build_gc, state = timed(lambda: build(bodies), repeats.build)
+    compile_times, compile_gc, result = timed(lambda: compile_(state), repeats.compile)
+    check(result)
+    figures: dict[str, Any] = {
+        "rss_inputs_bytes": rss_inputs,
+        "rss_after_bytes": rss_bytes(),
+        "max_rss_bytes": max_rss_bytes(),
+    }
+    del result
+    if between is not None:
+        figures.update(between(state))
+    figures["build_peak_bytes"] = figures["state_held_bytes"] = None
+    if repeats.trace_build:  # the state's own size: one traced build, replacing the timed one
+        del state
+        figures["build_peak_bytes"], figures["state_held_bytes"], state = traced(
+            lambda: build(bodies)
+        )
+    figures["compile_peak_bytes"], figures["result_held_bytes"], _ = traced(lambda: compile_(state))
+    # The same compile once the long-lived objects (inputs, state) are moved out of the
+    # collector's reach with gc.freeze(), as a controller could do after each sync.
+    frozen_times: list[float] = []
+    frozen_gc: list[GcClock] = []
+    if repeats.frozen:
+        with gc_frozen():
+            frozen_times, frozen_gc, _ = timed(lambda: compile_(state), repeats.frozen)
     return {
-        "apiVersion": api_version,
-        "kind": kind,
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": uid,
-            "generation": 1,
-            "creationTimestamp": (EPOCH + dt.timedelta(seconds=created)).strftime(
-                "%Y-%m-%dT%H:%M:%SZ"
-            ),
-        },
-        "spec": spec,
+        **figures,
+        **timed_figures("build", build_times, build_gc),
+        **timed_figures("compile", compile_times, compile_gc),
+        **timed_figures("frozen", frozen_times, frozen_gc),
+        "max_rss_end_bytes": max_rss_bytes(),
     }
 
 
-def https_listener(hostname: str, secret: str) -> dict[str, Any]:
-    """A Gateway listener ``https`` on 443 for ``hostname``, terminating TLS with ``secret``."""
-    return {
-        "name": "https",
-        "port": 443,
-        "protocol": "HTTPS",
-        "hostname": hostname,
-        "tls": {
-            "mode": "Terminate",
-            "certificateRefs": [{"kind": "Secret", "name": secret}],
-        },
-    }
+@dataclass(frozen=True)
+class CompileRepeats:
+    """How many timed runs ``build_and_compile`` makes of each call (``frozen`` may be 0),
+    and whether it traces a ``build`` too."""
 
-
-def set_backend_refs(
-    rules: list[dict[str, Any]], service: str, canary: str | None, split: frozenset[int]
-) -> None:
-    """Send every HTTPRoute rule to ``service`` port 80; with a ``canary``, split the rules at
-    the indexes in ``split`` 90/10 between the two."""
-    for slot, rule in enumerate(rules):
-        if canary is not None and slot in split:
-            rule["backendRefs"] = [
-                {"name": service, "port": 80, "weight": 90},
-                {"name": canary, "port": 80, "weight": 10},
-            ]
-        else:
-            rule["backendRefs"] = [{"name": service, "port": 80}]
+    build: int
+    compile: int
+    frozen: int
+    trace_build: bool
 
 
 # --- reporting ----------------------------------------------------------------------------------
@@ -485,13 +386,34 @@ def print_table(columns: Sequence[tuple[str, int]], rows: Iterable[Sequence[obje
         print(" ".join(f"{cell:>{width}}" for cell, (_, width) in zip(row, columns, strict=True)))
 
 
-def med_best(values: list[float], scale: float = 1e3, digits: int = 1, grouping: str = ",") -> str:
+def med_best(
+    values: list[float],
+    scale: float = 1e3,
+    digits: int = 1,
+    grouping: str = ",",
+    best: Callable[[list[float]], float] = min,
+) -> str:
     """``median (best)`` of ``values`` times ``scale``, or ``–`` when there were no runs.
-    ``grouping`` is the thousands separator (``""`` for none)."""
+    ``grouping`` is the thousands separator (``""`` for none); ``best`` is ``min`` for times,
+    ``max`` for rates."""
     if not values:
         return "–"
     spec = f"{grouping}.{digits}f"
-    return f"{statistics.median(values) * scale:{spec}} ({min(values) * scale:{spec}})"
+    return f"{statistics.median(values) * scale:{spec}} ({best(values) * scale:{spec}})"
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """The nearest-rank percentile (``share`` in 0..1)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered)) - 1))]
+
+
+def spread(values: Sequence[float], digits: int, scale: float = 1e3) -> str:
+    """``median / p99 / max`` of ``values`` times ``scale`` (seconds to ms by default)."""
+    return " / ".join(
+        f"{figure * scale:,.{digits}f}"
+        for figure in (statistics.median(values), percentile(values, 0.99), max(values))
+    )
 
 
 def mb(count: int | None, grouping: str = ",") -> str:
@@ -508,6 +430,13 @@ def print_targets(lines: list[tuple[bool, str]]) -> None:
     """One ``PASS``/``FAIL`` line per target."""
     for ok, text in lines:
         print(f"{verdict(ok)}  {text}")
+
+
+def stop_unless_empty(what: str, problems: Sequence[str]) -> None:
+    """Stop the run (exit non-zero) when a check found ``problems``: a workload that does not
+    compile to what it should breaks the benchmark, whatever its figures."""
+    if problems:
+        raise SystemExit(f"{what}: " + "; ".join(problems[:10]))
 
 
 def print_skipped_targets() -> None:

@@ -1,421 +1,158 @@
-"""Benchmark: requests per second and latency through the Coxswain proxy, against nginx.
+"""Benchmark: the Coxswain proxy, in five modes that share one setup and one command line.
 
 Run from the repository root::
 
-    .venv/bin/python bench/proxy.py                 # full run (`make bench`), about 5 minutes
-    .venv/bin/python bench/proxy.py --quick         # reduced matrix, 1 s cells: a smoke run
-    .venv/bin/python bench/proxy.py --build interpreted   # the codec as `make test` runs it
+    .venv/bin/python bench/proxy.py full                  # against nginx (`make bench`), ~5 min
+    .venv/bin/python bench/proxy.py full --quick          # reduced matrix, 1 s cells: a smoke run
+    .venv/bin/python bench/proxy.py ab HEAD~1 HEAD        # revisions alternated under wrk
+    .venv/bin/python bench/proxy.py cpu --build both .    # CPU per request, versions at once
+    .venv/bin/python bench/proxy.py instructions HEAD~1 HEAD   # callgrind, deterministic
+    .venv/bin/python bench/proxy.py parts                 # single pieces, µs per call
 
-It needs ``nginx`` and ``wrk``. When either is missing and the script runs as root, it installs
-Debian's ``nginx-light`` and ``wrk`` with apt-get; otherwise it says what to install and exits 2.
+Why five: on this shared 2-core machine one build's CPU per request swings by ±25% between runs
+minutes apart, more than most changes move it (docs/benchmarks.md, "The machine, and how to
+measure on it"). So a change to the request path is judged by ``instructions`` first
+(deterministic to about 1%, but blind to the kernel's share and to how yields batch work under
+load), confirmed by ``cpu`` (every version served at once, warm, the same closed-loop client,
+the order reversed every round) or ``ab`` (under ``wrk``, versions restarted in turn every
+round, a few seconds apart, so that drift hits each alike), and the release's figures against
+nginx come from ``full``. ``parts`` times single pieces of the request path against what they
+replaced.
 
-What runs, all on 127.0.0.1 (results go in docs/benchmarks.md):
+The modes (results go in docs/benchmarks.md; each prints the command, machine and commit first):
 
-- a **backend**: nginx with one worker, serving a 100-byte body at /small and a 1 MB body at
-  /large from files, no access log;
-- **Coxswain**: ``python -m coxswain proxy --shared`` with 1 or 2 workers, serving a snapshot
-  compiled by ``python -m coxswain compile`` from generated Ingresses whose Services' one
-  endpoint is the backend (``proxy_workload.manifests``); run from a copy of this checkout
-  whose HTTP/1.1 codec is compiled with mypyc, as the image ships it (setup.py), or with
-  ``--build interpreted`` from the checkout itself;
-- **nginx as the proxy to beat**: a second nginx with as many workers, proxying to the same
-  backend over a keep-alive upstream pool (``proxy_workload.front_config``);
-- **wrk** (one thread) against one proxy at a time: ``wrk -t1 -cN -dT --latency``.
+- ``full``: requests per second, p50/p99 and the proxy's CPU per request (user + system of its
+  processes, from /proc: the figure that does not depend on who got the CPU), Coxswain against
+  nginx proxying to the same backend. The matrix {Coxswain, nginx} × {1, 2} workers ×
+  {100 B, 1 MB} × {32, 64} connections, each setting in ``--rounds`` rounds, the two proxies
+  one after the other in each round (the order swapped every round), medians; then Coxswain
+  with 1 worker serving a 10,000-route table against a 10-route table (100 B, 32
+  connections), alternated over ``ROUTE_ROUNDS`` rounds. ``wrk -t1 -cN -dT --latency``
+  against one proxy at a time. PASS/FAIL per target.
+- ``ab REV...``: the proxy at git revisions (``.``: the working tree), 1 worker, each round
+  every version started, warmed with 1 s of ``wrk``, measured with ``wrk`` for ``--seconds``
+  while its CPU is read from /proc, stopped; req/s, p99 and CPU per request per round, and the
+  medians.
+- ``cpu [REV...]``: every version (and, with several ``--routes``, every table size) served at
+  once, warm; the closed-loop client of this process (``--connections`` keep-alive
+  connections, one request on each per turn, every response read and checked) sends
+  ``--requests`` to each in turn, the order reversed every round, the proxy's CPU read from
+  /proc around each run. The client shares the cores, so req/s is the pair's; CPU per request
+  is the figure.
+- ``instructions [REV...]``: user-space instructions per request, the proxy under
+  ``valgrind --tool=callgrind`` (``PYTHONHASHSEED=0``), the same closed loop: 200 requests to
+  warm up, then ``--requests`` between ``callgrind_control --zero`` and ``--dump``.
+- ``parts``: microseconds per call of single pieces of the request path, each against what it
+  replaced, ``timeit`` best of ``REPEAT`` in this process: a floor, not what a loaded process
+  sees.
 
-The matrix: {Coxswain, nginx} × {1, 2} workers × {100 B, 1 MB} × {32, 64} connections. Each
-setting is measured in ``ROUNDS`` rounds, the two proxies one after the other in each round
-(the order swapped every round), and the table gives the medians: on this shared 2-core
-machine one run of the same build swings from 103 to 212 µs of CPU per request between runs
-minutes apart (docs/benchmarks.md, "Measuring on this machine"), so a single run decides
-nothing, and alternating lets drift hit both proxies alike. Then Coxswain with 1 worker
-serving a 10,000-route table against a 10-route table (100 B, 32 connections), alternated over
-``ROUTE_ROUNDS`` rounds. Each cell also reports the CPU time the proxy's processes used per
-request, read from /proc: on a machine where wrk, the backend and the proxy share the cores,
-it is the figure that does not depend on who got the CPU.
+What runs, all on 127.0.0.1: a backend nginx (one worker, a 100-byte body at /small and a 1 MB
+body at /large, no access log); ``python -m coxswain proxy --shared`` serving a snapshot
+compiled by ``python -m coxswain compile`` from generated Ingresses whose Services' one
+endpoint is the backend (``proxy_workload.manifests``: 10 routes, or ``--routes``; requests go
+to the host in the middle of the table); in ``full``, nginx as the proxy to beat, with as many
+workers, over a keep-alive upstream pool (``proxy_workload.front_config``). The proxy runs from
+a copy of the checkout (or a ``git worktree`` of each revision) whose HTTP/1.1 codec is
+compiled with mypyc, as the image ships it (setup.py), or interpreted, or both (``--build``;
+revisions older than that build need ``interpreted``).
 
-Before any figure is kept, one request through each proxy must return 200 and the expected body
-length, and every wrk run's socket errors and non-2xx responses are counted and shown. The
-script prints PASS/FAIL per target and exits 0 whatever the figures; it exits non-zero when it
-breaks (a proxy that does not start or answers wrongly). Every process it starts is stopped on
-the way out, including after Ctrl-C or an error.
+Before any figure is kept, the routes must answer 200 with the expected body length, every
+closed-loop response is checked, and every wrk run's socket errors and non-2xx responses are
+counted and shown. Each mode exits 0 whatever the figures and non-zero when it breaks (a proxy
+that does not start or answers wrongly); ``--quick`` makes any mode a smoke run of seconds.
+Missing nginx, wrk or valgrind are installed from Debian's archive when the script runs as
+root; otherwise it says what to install and exits 2. Every process it starts is stopped on the
+way out, including after Ctrl-C, SIGTERM or an error.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import http.client
-import json
+import io
+import math
 import os
-import shutil
-import signal
-import socket
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+import timeit
+from contextlib import contextmanager
+from dataclasses import dataclass, fields, make_dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import harness
+import processes
+import proxy_setup as setup
 import proxy_workload as workload
+import trio
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from proxy_setup import Cell, Proxy
+
+from coxswain.shell.access_log import AccessLog
+from coxswain.shell.http1 import RequestHead, ResponseParser, codec_named
+from coxswain.shell.metrics import Metrics
+from coxswain.shell.wire import EventReader, Timer, Watchdog
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
-REPO = Path(__file__).resolve().parents[1]
-
-WORKERS = (1, 2)
-CONNECTIONS = (32, 64)
+SMALL_ROUTES, BIG_ROUTES = workload.SMALL_ROUTES, 10_000
 SIZES = (
     ("100 B", workload.SMALL_PATH, workload.SMALL_BYTES),
     ("1 MB", workload.LARGE_PATH, workload.LARGE_BYTES),
 )
+
+
+def _pick(given: int | None, full: int, quick: int, is_quick: bool) -> int:
+    """An option's value: as given, else its default for a full or a quick run."""
+    if given is not None:
+        return given
+    return quick if is_quick else full
+
+
+@contextmanager
+def _bench(
+    argv: Sequence[str], runs: Sequence[setup.Version]
+) -> Iterator[tuple[Path, processes.Fleet, list[Path]]]:
+    """The frame of every mode that runs servers: the header and footer, a temporary folder,
+    the folder each version runs from, and the fleet of processes, stopped on the way out."""
+    with (
+        harness.session(__file__, argv),
+        tempfile.TemporaryDirectory(prefix="coxswain-bench-") as tmp,
+        setup.version_folders(runs, Path(tmp)) as folders,
+        processes.Fleet(Path(tmp)) as fleet,
+    ):
+        yield Path(tmp), fleet, folders
+
+
+def _medians(cells: list[Cell]) -> tuple[str, str, str]:
+    """req/s, p99 ms and CPU µs per request, medians."""
+    return (
+        f"{statistics.median(c.wrk.requests_per_s for c in cells):,.0f}",
+        f"{statistics.median(c.wrk.p99_ms for c in cells):.2f}",
+        f"{statistics.median(c.cpu_us_per_request for c in cells):.0f}",
+    )
+
+
+# --- full: Coxswain against nginx ---------------------------------------------------------------
+
+WORKERS = (1, 2)
+CONNECTIONS = (32, 64)
 CELL_S = 5  # one wrk run
 ROUNDS = 3  # runs of each matrix setting per proxy, alternated; the table gives medians
 WARMUP_S = 2  # once per proxy started: connection pools filled, code paths warm
 ROUTE_ROUNDS = 5  # 10-route and 10,000-route runs, alternated
-SMALL_ROUTES, BIG_ROUTES = 10, 10_000
-
 # --quick: one worker count, one connection count, 1 s cells, a 100-route "big" table.
 QUICK_CELL_S = 1
 QUICK_BIG_ROUTES = 100
 
-# Targets (issue 5 item 11).
+# Targets.
 RATIO_TARGET = 0.30  # Coxswain's req/s per worker over nginx's, 100 B at 32 connections
 P99_TARGET_MS = 20.0  # at 64 connections
 ROUTES_TARGET = 0.05  # 10,000 routes within 5% of 10 routes (req/s)
-
-READY_TIMEOUT_S = 120.0  # a 10,000-route snapshot takes a few seconds to load
-STOP_TIMEOUT_S = 5.0
-
-
-# --- tools --------------------------------------------------------------------------------------
-
-
-def ensure_tools() -> None:
-    """Install nginx and wrk from Debian's archive when one is missing and we are root; when
-    not root, say what is needed and exit 2, rather than fail halfway through."""
-    missing = [tool for tool in ("nginx", "wrk") if shutil.which(tool) is None]
-    if not missing:
-        return
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        sys.stderr.write(
-            f"bench/proxy.py needs {' and '.join(missing)} on PATH; install them, for instance "
-            "`sudo apt-get install nginx-light wrk` on Debian or Ubuntu, and run it again.\n"
-        )
-        raise SystemExit(2)
-    print(f"installing {', '.join(missing)} (apt-get install nginx-light wrk)", flush=True)
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-q"], check=True, env=env, stdout=subprocess.DEVNULL)
-    subprocess.run(
-        ["apt-get", "install", "-y", "-q", "nginx-light", "wrk"],
-        check=True,
-        env=env,
-        stdout=subprocess.DEVNULL,
-    )
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on right now (the kernel's pick for an ephemeral bind)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-# --- processes ----------------------------------------------------------------------------------
-
-
-class Fleet:
-    """The processes a run started, stopped together on the way out, newest first.
-
-    Each runs in a session of its own, so that Ctrl-C in the terminal reaches only this script,
-    which then stops them in order; SIGTERM first (nginx stops, Coxswain drains and its
-    supervisor stops its workers), and SIGKILL to the whole process group for whatever is
-    still alive after ``STOP_TIMEOUT_S``.
-    """
-
-    def __init__(self) -> None:
-        self._running: list[subprocess.Popen[bytes]] = []
-
-    def start(self, command: Sequence[str], log: Path, cwd: Path = REPO) -> subprocess.Popen[bytes]:
-        with log.open("ab") as out:
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=out,
-                start_new_session=True,
-                cwd=cwd,
-            )
-        self._running.append(process)
-        return process
-
-    def stop(self, process: subprocess.Popen[bytes]) -> None:
-        """Stop one process and everything in its process group."""
-        if process.poll() is None:
-            process.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(STOP_TIMEOUT_S)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)  # workers left behind, if any
-        process.wait()
-        if process in self._running:
-            self._running.remove(process)
-
-    def stop_all(self) -> None:
-        for process in reversed(list(self._running)):
-            self.stop(process)
-
-
-def wait_listening(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
-    """Wait until ``port`` accepts connections; fail with the log's tail if the process died."""
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            break
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-            return
-        time.sleep(0.05)
-    raise SystemExit(f"{process.args!r} did not listen on {port}:\n{_tail(log)}")
-
-
-def _tail(log: Path, size: int = 3000) -> str:
-    try:
-        return log.read_bytes()[-size:].decode(errors="replace")
-    except OSError:
-        return "(no log)"
-
-
-def tree_cpu_s(root: int) -> float:
-    """User plus system CPU seconds of ``root`` and its descendants, alive, from /proc.
-
-    nginx's and Coxswain's workers are children of their master or supervisor, and the
-    children's time only reaches the parent's counters once they have been waited for, so
-    every process of the tree is read.
-    """
-    parents: dict[int, int] = {}
-    times: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
-        parents[int(entry.name)] = int(fields[1])
-        times[int(entry.name)] = int(fields[11]) + int(fields[12])  # utime, stime
-    tree, frontier = {root}, [root]
-    while frontier:
-        parent = frontier.pop()
-        children = [pid for pid, ppid in parents.items() if ppid == parent]
-        tree.update(children)
-        frontier.extend(children)
-    return sum(times.get(pid, 0) for pid in tree) / os.sysconf("SC_CLK_TCK")
-
-
-# --- the servers --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Proxy:
-    """One proxy under test: what to call it, where it listens, which Host to send."""
-
-    name: str
-    process: subprocess.Popen[bytes]
-    port: int
-    host: str
-
-
-def start_nginx(fleet: Fleet, prefix: Path, config: str, port: int) -> subprocess.Popen[bytes]:
-    prefix.mkdir(parents=True, exist_ok=True)
-    (prefix / "nginx.conf").write_text(config)
-    log = prefix / "stdout.log"
-    process = fleet.start(
-        [
-            "nginx",
-            "-p",
-            str(prefix),
-            "-c",
-            str(prefix / "nginx.conf"),
-            "-e",
-            str(prefix / "error.log"),
-        ],
-        log,
-    )
-    wait_listening(port, process, prefix / "error.log")
-    return process
-
-
-def start_backend(fleet: Fleet, root: Path) -> int:
-    """The backend nginx and the two bodies it serves; returns its port."""
-    prefix = root / "backend"
-    prefix.mkdir()
-    (prefix / "small.bin").write_bytes(b"s" * workload.SMALL_BYTES)
-    (prefix / "large.bin").write_bytes(b"L" * workload.LARGE_BYTES)
-    port = free_port()
-    start_nginx(fleet, prefix, workload.backend_config(str(prefix), port), port)
-    return port
-
-
-def start_front(fleet: Fleet, root: Path, backend_port: int, workers: int) -> Proxy:
-    prefix = root / f"front-{workers}"
-    port = free_port()
-    process = start_nginx(
-        fleet, prefix, workload.front_config(str(prefix), port, backend_port, workers), port
-    )
-    return Proxy(
-        "nginx", process, port, workload.target_host(SMALL_ROUTES // workload.PATHS_PER_HOST)
-    )
-
-
-def compile_snapshot(root: Path, routes: int, backend_port: int) -> Path:
-    """Write the manifests for ``routes`` routes and compile them with the command line, as an
-    operator would (``coxswain compile -f DIR > snapshot.json``)."""
-    folder = root / f"manifests-{routes}"
-    folder.mkdir()
-    items = workload.manifests(routes, backend_port)
-    (folder / "objects.json").write_text(
-        json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
-    )
-    snapshot = root / f"snapshot-{routes}.json"
-    with snapshot.open("wb") as out:
-        done = subprocess.run(
-            [sys.executable, "-m", "coxswain", "compile", "-f", str(folder)],
-            stdout=out,
-            stderr=subprocess.PIPE,
-            check=False,
-            cwd=REPO,
-        )
-    if done.returncode or done.stderr.strip():
-        raise SystemExit(
-            f"coxswain compile of {routes} routes: exit {done.returncode}\n{done.stderr.decode()}"
-        )
-    return snapshot
-
-
-def built(root: Path) -> Path:
-    """A copy of this checkout with the codec compiled (harness.compile_codec)."""
-    code = harness.copy_project(REPO, root / "compiled")
-    harness.compile_codec(code)
-    return code
-
-
-def start_coxswain(
-    fleet: Fleet, root: Path, snapshot: Path, routes: int, workers: int, checkout: Path = REPO
-) -> Proxy:
-    """``coxswain proxy`` on fresh ports, once ``/readyz`` answers 200 and every worker has
-    said it is serving (with ``--workers 2`` a probe reaches one worker only). ``python -m``
-    in ``checkout`` runs that checkout's code (``bench/proxy_ab.py`` compares two)."""
-    port, admin = free_port(), free_port()
-    log = root / f"coxswain-{routes}-{workers}-{checkout.name}.log"
-    process = fleet.start(
-        [
-            sys.executable,
-            "-m",
-            "coxswain",
-            "proxy",
-            "--shared",
-            "--snapshot",
-            str(snapshot),
-            "--bind",
-            "127.0.0.1",
-            "--ingress-http-port",
-            str(port),
-            "--ingress-https-port",
-            str(free_port()),
-            "--admin-port",
-            str(admin),
-            "--workers",
-            str(workers),
-            "--drain-timeout",
-            "1",
-        ],
-        log,
-        checkout,
-    )
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline and process.poll() is None:
-        if ready(admin) and _serving(log) >= workers:
-            break
-        time.sleep(0.1)
-    else:
-        raise SystemExit(
-            f"coxswain proxy ({routes} routes, {workers} workers) not ready:\n{_tail(log)}"
-        )
-    name = "coxswain" if routes == SMALL_ROUTES else f"coxswain {routes:,} routes"
-    return Proxy(name, process, port, workload.target_host(routes // workload.PATHS_PER_HOST))
-
-
-def _serving(log: Path) -> int:
-    """How many proxy processes have logged that they serve (each logs it once, as a JSON
-    line: the log goes to a file)."""
-    return sum('"message":"serving ' in line for line in _tail(log, 1 << 20).splitlines())
-
-
-def ready(admin_port: int) -> bool:
-    """Whether the proxy's admin port answers ``/readyz`` with 200."""
-    try:
-        status, _ = get(admin_port, "/readyz", "localhost")
-    except OSError:
-        return False
-    return status == 200
-
-
-def get(port: int, path: str, host: str) -> tuple[int, bytes]:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        connection.request("GET", path, headers={"Host": host})
-        response = connection.getresponse()
-        return response.status, response.read()
-    finally:
-        connection.close()
-
-
-def check_route(proxy: Proxy, path: str, size: int) -> None:
-    """One request before any timing: the route must reach the backend and bring the body."""
-    status, body = get(proxy.port, path, proxy.host)
-    if status != 200 or len(body) != size:
-        raise SystemExit(
-            f"{proxy.name}: GET {path} Host {proxy.host} gave {status} with {len(body)} bytes, "
-            f"expected 200 with {size}"
-        )
-
-
-# --- measuring ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One wrk run and the CPU the proxy spent on it."""
-
-    wrk: workload.WrkResult
-    cpu_us_per_request: float
-
-
-def run_wrk(proxy: Proxy, path: str, connections: int, seconds: int) -> Cell:
-    url = f"http://127.0.0.1:{proxy.port}{path}"
-    command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "--timeout", "10s"]
-    command += ["-H", f"Host: {proxy.host}", url]
-    cpu = tree_cpu_s(proxy.process.pid)
-    done = subprocess.run(
-        command, capture_output=True, text=True, timeout=seconds + 60, check=False
-    )
-    cpu = tree_cpu_s(proxy.process.pid) - cpu
-    if done.returncode:
-        raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr}")
-    result = workload.parse_wrk(done.stdout)
-    return Cell(result, cpu * 1e6 / max(result.requests, 1))
-
-
-def warm(proxy: Proxy, seconds: int) -> None:
-    for _label, path, size in SIZES:
-        check_route(proxy, path, size)
-    run_wrk(proxy, workload.SMALL_PATH, max(CONNECTIONS), seconds)
 
 
 @dataclass(frozen=True)
@@ -429,38 +166,54 @@ class Plan:
     route_rounds: int
 
 
-def plan(quick: bool) -> Plan:
+def plan(quick: bool, rounds: int | None) -> Plan:
     if quick:
-        return Plan((1,), (32,), QUICK_CELL_S, 1, QUICK_BIG_ROUTES, 1, 1)
-    return Plan(WORKERS, CONNECTIONS, CELL_S, WARMUP_S, BIG_ROUTES, ROUNDS, ROUTE_ROUNDS)
+        return Plan((1,), (32,), QUICK_CELL_S, 1, QUICK_BIG_ROUTES, rounds or 1, 1)
+    return Plan(WORKERS, CONNECTIONS, CELL_S, WARMUP_S, BIG_ROUTES, rounds or ROUNDS, ROUTE_ROUNDS)
 
 
 Key = tuple[str, int, str, int]  # proxy, workers, size label, connections
 
 
-def measure(
-    root: Path, fleet: Fleet, run: Plan, code: Path
+def run_full(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    setup.ensure_tools("nginx", "wrk")
+    run = plan(args.quick, args.rounds)
+    with _bench(argv, setup.versions(["."], args.build)) as (root, fleet, folders):
+        print(f"Coxswain's HTTP/1.1 codec: {args.build}")
+        cells, rounds = measure_full(root, fleet, run, folders[0])
+        report_full(cells, rounds, run, args.quick)
+
+
+def warm(proxy: Proxy, connections: int, seconds: int) -> None:
+    for _label, path, size in SIZES:
+        setup.check_route(proxy, path, size)
+    setup.run_wrk(proxy, workload.SMALL_PATH, connections, seconds)
+
+
+def measure_full(
+    root: Path, fleet: processes.Fleet, run: Plan, code: Path
 ) -> tuple[dict[Key, list[Cell]], dict[int, list[Cell]]]:
     """Every cell of the matrix (its rounds), and the route-table rounds (routes → cells),
     with Coxswain run from ``code``."""
-    backend = start_backend(fleet, root)
+    backend = setup.start_backend(fleet, root)
     snapshots = {
-        routes: compile_snapshot(root, routes, backend) for routes in (SMALL_ROUTES, run.big_routes)
+        routes: setup.compile_snapshot(root, routes, backend)
+        for routes in (SMALL_ROUTES, run.big_routes)
     }
     cells: dict[Key, list[Cell]] = {}
     rounds: dict[int, list[Cell]] = {SMALL_ROUTES: [], run.big_routes: []}
     for workers in run.workers:
         proxies = [
-            start_coxswain(fleet, root, snapshots[SMALL_ROUTES], SMALL_ROUTES, workers, code),
-            start_front(fleet, root, backend, workers),
+            setup.start_coxswain(fleet, snapshots[SMALL_ROUTES], SMALL_ROUTES, workers, code),
+            setup.start_front(fleet, root, backend, workers),
         ]
         for proxy in proxies:
-            warm(proxy, run.warmup_s)
+            warm(proxy, max(CONNECTIONS), run.warmup_s)
         for label, path, _ in SIZES:
             for connections in run.connections:
                 for number in range(run.rounds):
                     for proxy in proxies if number % 2 == 0 else proxies[::-1]:
-                        cell = run_wrk(proxy, path, connections, run.cell_s)
+                        cell = setup.run_wrk(proxy, path, connections, run.cell_s)
                         cells.setdefault((proxy.name, workers, label, connections), []).append(cell)
                         print(
                             f"  {proxy.name:>8} {workers} worker(s) {label:>5} c{connections}, "
@@ -468,8 +221,8 @@ def measure(
                             flush=True,
                         )
         if workers == 1:
-            big = start_coxswain(fleet, root, snapshots[run.big_routes], run.big_routes, 1, code)
-            warm(big, run.warmup_s)
+            big = setup.start_coxswain(fleet, snapshots[run.big_routes], run.big_routes, 1, code)
+            warm(big, max(CONNECTIONS), run.warmup_s)
             pair = {SMALL_ROUTES: proxies[0], run.big_routes: big}
             for number in range(run.route_rounds):
                 order = (
@@ -478,7 +231,7 @@ def measure(
                     else (run.big_routes, SMALL_ROUTES)
                 )
                 for routes in order:
-                    cell = run_wrk(pair[routes], workload.SMALL_PATH, 32, run.cell_s)
+                    cell = setup.run_wrk(pair[routes], workload.SMALL_PATH, 32, run.cell_s)
                     rounds[routes].append(cell)
                     print(
                         f"  coxswain {routes:,} routes, round {number + 1}: {_brief(cell)}",
@@ -490,18 +243,9 @@ def measure(
     return cells, rounds
 
 
-def _median_best(values: list[float]) -> str:
-    """``median (best)`` for a figure where more is better (``harness.med_best`` takes the
-    minimum, for times)."""
-    return f"{statistics.median(values):,.0f} ({max(values):,.0f})"
-
-
 def _brief(cell: Cell) -> str:
     w = cell.wrk
     return f"{w.requests_per_s:,.0f} req/s, p50 {w.p50_ms:.2f} ms, p99 {w.p99_ms:.2f} ms"
-
-
-# --- reporting ----------------------------------------------------------------------------------
 
 
 def _median(runs: list[Cell]) -> Cell:
@@ -520,7 +264,7 @@ def _median(runs: list[Cell]) -> Cell:
     )
 
 
-def report(
+def report_full(
     runs: dict[Key, list[Cell]], rounds: dict[int, list[Cell]], run: Plan, quick: bool
 ) -> None:
     cells = {key: _median(cells_) for key, cells_ in runs.items()}
@@ -530,19 +274,10 @@ def report(
         "ratio: Coxswain req/s over nginx req/s"
     )
     columns = [
-        ("workers", 7),
-        ("response", 8),
-        ("conns", 5),
-        ("coxswain req/s", 14),
-        ("nginx req/s", 11),
-        ("ratio", 5),
-        ("cox p50", 7),
-        ("cox p99", 7),
-        ("nginx p50", 9),
-        ("nginx p99", 9),
-        ("cox CPU/req", 11),
-        ("nginx CPU/req", 13),
-    ]
+        ("workers", 7), ("response", 8), ("conns", 5), ("coxswain req/s", 14),
+        ("nginx req/s", 11), ("ratio", 5), ("cox p50", 7), ("cox p99", 7), ("nginx p50", 9),
+        ("nginx p99", 9), ("cox CPU/req", 11), ("nginx CPU/req", 13),
+    ]  # fmt: skip
     rows = []
     for workers in run.workers:
         for label, _, _ in SIZES:
@@ -551,20 +286,14 @@ def report(
                 ngx = cells["nginx", workers, label, connections]
                 rows.append(
                     [
-                        str(workers),
-                        label,
-                        str(connections),
-                        f"{cox.wrk.requests_per_s:,.0f}",
-                        f"{ngx.wrk.requests_per_s:,.0f}",
+                        str(workers), label, str(connections),
+                        f"{cox.wrk.requests_per_s:,.0f}", f"{ngx.wrk.requests_per_s:,.0f}",
                         f"{cox.wrk.requests_per_s / ngx.wrk.requests_per_s:.2f}",
-                        f"{cox.wrk.p50_ms:.2f}",
-                        f"{cox.wrk.p99_ms:.2f}",
-                        f"{ngx.wrk.p50_ms:.2f}",
-                        f"{ngx.wrk.p99_ms:.2f}",
-                        f"{cox.cpu_us_per_request:,.0f}",
-                        f"{ngx.cpu_us_per_request:,.0f}",
+                        f"{cox.wrk.p50_ms:.2f}", f"{cox.wrk.p99_ms:.2f}",
+                        f"{ngx.wrk.p50_ms:.2f}", f"{ngx.wrk.p99_ms:.2f}",
+                        f"{cox.cpu_us_per_request:,.0f}", f"{ngx.cpu_us_per_request:,.0f}",
                     ]
-                )
+                )  # fmt: skip
     harness.print_table(columns, rows)
 
     print(
@@ -576,7 +305,7 @@ def report(
         [
             [
                 f"{routes:,}",
-                _median_best([c.wrk.requests_per_s for c in cells_]),
+                harness.med_best([c.wrk.requests_per_s for c in cells_], 1, 0, best=max),
                 f"{statistics.median(c.wrk.p50_ms for c in cells_):.2f}",
                 f"{statistics.median(c.wrk.p99_ms for c in cells_):.2f}",
                 f"{statistics.median(c.cpu_us_per_request for c in cells_):,.0f}",
@@ -644,28 +373,355 @@ def report(
     harness.print_targets(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="reduced matrix, 1 s cells")
-    harness.add_build_argument(parser, both=False)
-    args = parser.parse_args(argv)
-    ensure_tools()
-    run = plan(args.quick)
-    # SIGTERM (a CI timeout, `kill`) unwinds like Ctrl-C, so that the finally below runs.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    fleet = Fleet()
-    with (
-        harness.session(__file__, args.quick),
-        tempfile.TemporaryDirectory(prefix="coxswain-bench-") as tmp,
-    ):
-        code = built(Path(tmp)) if args.build == "compiled" else REPO
-        print(f"Coxswain's HTTP/1.1 codec: {args.build}")
-        try:
-            cells, rounds = measure(Path(tmp), fleet, run, code)
-        finally:
-            fleet.stop_all()
-        report(cells, rounds, run, args.quick)
+# --- ab: revisions alternated under wrk ---------------------------------------------------------
+
+
+def run_ab(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    setup.ensure_tools("nginx", "wrk")
+    rounds = _pick(args.rounds, 4, 1, args.quick)
+    seconds = _pick(args.seconds, 5, 1, args.quick)
+    path = next(path for label, path, _ in SIZES if label == args.response)
+    runs = setup.versions(args.revisions, args.build)
+    cells: dict[str, list[Cell]] = {run.label: [] for run in runs}
+    rows = []
+    with _bench(argv, runs) as (root, fleet, folders):
+        snapshot = setup.compile_snapshot(root, SMALL_ROUTES, setup.start_backend(fleet, root))
+        for number in range(1, rounds + 1):
+            for run, folder in zip(runs, folders, strict=True):
+                served = setup.start_coxswain(fleet, snapshot, SMALL_ROUTES, 1, folder)
+                setup.run_wrk(served, path, args.connections, 1)
+                cell = setup.run_wrk(served, path, args.connections, seconds)
+                fleet.stop(served.process)
+                cells[run.label].append(cell)
+                rows.append((number, run.label, *_medians([cell])))
+        columns = [("round", 5), ("revision", 22), ("req/s", 9), ("p99 ms", 7), ("CPU/req µs", 10)]
+        print(f"\n{args.response}, {args.connections} connections, {seconds} s per run, 1 worker")
+        harness.print_table(columns, rows)
+        print("\nmedians")
+        harness.print_table(
+            columns[1:], [(label, *_medians(found)) for label, found in cells.items()]
+        )
+
+
+# --- cpu: CPU per request, every version served at once ------------------------------------------
+
+
+def run_cpu(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    setup.ensure_tools("nginx")
+    rounds = _pick(args.rounds, 8, 1, args.quick)
+    requests = _pick(args.requests, 20_000, 200, args.quick)
+    warmup = 200 if args.quick else 2_000
+    runs = setup.versions(args.revisions, args.build)
+    rows = []
+    with _bench(argv, runs) as (root, fleet, folders):
+        backend = setup.start_backend(fleet, root)
+        snapshots = {n: setup.compile_snapshot(root, n, backend) for n in args.routes}
+        served: dict[str, Proxy] = {}
+        for run, folder in zip(runs, folders, strict=True):
+            for routes, snapshot in snapshots.items():
+                name = f"{run.label} {routes:,} routes" if len(snapshots) > 1 else run.label
+                served[name] = setup.start_coxswain(fleet, snapshot, routes, 1, folder, name=name)
+        for one in served.values():
+            setup.drive(one.port, one.host, warmup, args.connections)
+        cells: dict[str, list[tuple[float, float]]] = {name: [] for name in served}
+        for number in range(1, rounds + 1):
+            for name in list(served) if number % 2 else list(served)[::-1]:
+                one = served[name]
+                cpu, started = setup.tree_cpu_s(one.process.pid), time.perf_counter()
+                sent = setup.drive(one.port, one.host, requests, args.connections)
+                cpu = setup.tree_cpu_s(one.process.pid) - cpu
+                cell = (cpu / sent * 1e6, sent / (time.perf_counter() - started))
+                cells[name].append(cell)
+                rows.append((number, name, f"{cell[0]:.1f}", f"{cell[1]:,.0f}"))
+        columns = [("round", 5), ("version", 34), ("CPU/req µs", 10), ("req/s", 9)]
+        print(
+            f"\n{requests:,} requests of 100 B a run over {args.connections} connections, "
+            f"{'/'.join(f'{n:,}' for n in args.routes)} routes, 1 worker, closed loop"
+        )
+        harness.print_table(columns, rows)
+        print("\nmedians")
+        harness.print_table(
+            columns[1:],
+            [
+                (
+                    label,
+                    f"{statistics.median(c[0] for c in found):.1f}",
+                    f"{statistics.median(c[1] for c in found):,.0f}",
+                )
+                for label, found in cells.items()
+            ],
+        )
+
+
+# --- instructions: callgrind --------------------------------------------------------------------
+
+CALLGRIND_READY_S = 600.0  # startup under callgrind is about 40 times slower
+CALLGRIND_WARMUP = 200
+_TOTALS = re.compile(r"^(?:summary|totals):\s*(\d+)", re.MULTILINE)
+
+
+def run_instructions(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    setup.ensure_tools("nginx", "valgrind", "callgrind_control")
+    requests = _pick(args.requests, 2_000, 16, args.quick)
+    runs = setup.versions(args.revisions, args.build)
+    rows = []
+    with _bench(argv, runs) as (root, fleet, folders):
+        backend = setup.start_backend(fleet, root)
+        snapshots = {n: setup.compile_snapshot(root, n, backend) for n in args.routes}
+        for run, folder in zip(runs, folders, strict=True):
+            for routes, snapshot in snapshots.items():
+                name = f"{run.label} {routes:,} routes" if len(snapshots) > 1 else run.label
+                counted = count(fleet, root, folder, snapshot, routes, requests, args.connections)
+                rows.append((name, f"{counted:,.0f}"))
+                print(f"  {name}: {counted:,.0f} instructions per request", flush=True)
+        print(
+            f"\n{requests:,} requests of 100 B over {args.connections} connections, "
+            f"{'/'.join(f'{n:,}' for n in args.routes)} routes, 1 worker, codec {args.build}, "
+            "user-space instructions (callgrind)"
+        )
+        harness.print_table([("revision", 22), ("instructions/request", 20)], rows)
+
+
+def count(
+    fleet: processes.Fleet,
+    root: Path,
+    checkout: Path,
+    snapshot: Path,
+    routes: int,
+    requests: int,
+    connections: int,
+) -> float:
+    """Instructions per request of the proxy in ``checkout``, under callgrind."""
+    out = root / f"callgrind-{checkout.name}-{routes}.out"
+    wrapper = setup.Wrapper(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"],
+        {"PYTHONHASHSEED": "0"},
+        CALLGRIND_READY_S,
+    )
+    served = setup.start_coxswain(fleet, snapshot, routes, 1, checkout, wrapper)
+    pid = str(served.process.pid)
+    setup.drive(served.port, served.host, CALLGRIND_WARMUP, connections)
+    subprocess.run(["callgrind_control", "--zero", pid], check=True, capture_output=True)
+    sent = setup.drive(served.port, served.host, requests, connections)
+    subprocess.run(["callgrind_control", "--dump=measured", pid], check=True, capture_output=True)
+    fleet.stop(served.process)
+    dumps = sorted(root.glob(f"{out.name}.*"), key=os.path.getmtime)
+    totals = _TOTALS.search(dumps[0].read_text()) if dumps else None
+    if totals is None:
+        raise SystemExit(f"no callgrind dump with totals in {root}")
+    for dump in dumps:
+        dump.unlink()
+    return int(totals.group(1)) / sent
+
+
+# --- parts: single pieces of the request path ---------------------------------------------------
+
+NUMBER, REPEAT = 20_000, 5  # calls timed together; repeats, the best of which counts
+QUICK_NUMBER, QUICK_REPEAT = 1_000, 2
+
+# RequestHead's fields as a frozen dataclass: what the head was before (derived, so the two
+# cannot drift apart).
+_FrozenHead = make_dataclass(
+    "_FrozenHead",
+    [(f.name, f.type) for f in fields(RequestHead)],
+    frozen=True,
+    slots=True,
+    kw_only=True,
+)
+_HEAD: dict[str, Any] = {
+    "method": b"GET",
+    "target": b"/small",
+    "http_version": b"1.1",
+    "headers": ((b"host", b"h0.example.com"),),
+    "host": b"h0.example.com",
+    "connection": (),
+    "keep_alive": True,
+    "content_length": None,
+    "chunked": False,
+    "expect_continue": False,
+    "upgrade": None,
+}
+_LOG: dict[str, Any] = {
+    "method": b"GET",
+    "host": b"h0.example.com",
+    "path": b"/small",
+    "route": "Ingress bench/ing-0 spec.rules[0].http.paths[0]",
+    "client": "127.0.0.1",
+    "reason": None,
+    "status": 200,
+    "upstream": "127.0.0.1:8080",
+    "duration_ms": 1.234,
+}
+
+
+@dataclass(frozen=True)
+class Timing:
+    number: int
+    repeat: int
+
+    def per_call(self, function: Callable[[], object]) -> float:
+        """µs per call of ``function``, the best of ``repeat`` runs of ``number`` calls."""
+        runs = timeit.repeat(function, number=self.number, repeat=self.repeat)
+        return min(runs) / self.number * 1e6
+
+
+def run_parts(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    timing = Timing(QUICK_NUMBER, QUICK_REPEAT) if args.quick else Timing(NUMBER, REPEAT)
+    with harness.session(__file__, argv):
+        print(f"µs per call, best of {timing.repeat} × {timing.number:,} calls\n")
+        harness.print_table(
+            [("piece", 20), ("ours / before", 36), ("ours", 7), ("before", 7)],
+            [
+                (piece, pair, f"{ours:.2f}", f"{before:.2f}")
+                for piece, pair, ours, before in _parts(timing)
+            ],
+        )
+
+
+def _log_line_dict(log: AccessLog) -> None:
+    log.write(
+        {
+            "method": _LOG["method"].decode("latin-1"),
+            "host": _LOG["host"].decode("latin-1"),
+            "path": _LOG["path"].decode("latin-1"),
+            "route": _LOG["route"],
+            "client": _LOG["client"],
+            "status": _LOG["status"],
+            "upstream": _LOG["upstream"],
+            "duration_ms": _LOG["duration_ms"],
+        }
+    )
+
+
+def _parts(timing: Timing) -> list[tuple[str, str, float, float]]:
+    per_call = timing.per_call
+    rows = []
+    rows.append(
+        (
+            "request head event",
+            "plain dataclass / frozen",
+            per_call(lambda: RequestHead(**_HEAD)),
+            per_call(lambda: _FrozenHead(**_HEAD)),
+        )
+    )
+    log = AccessLog(io.StringIO())
+    rows.append(
+        (
+            "access-log line",
+            "AccessLog.request / dict + json",
+            per_call(lambda: log.request(**_LOG)),
+            per_call(lambda: _log_line_dict(log)),
+        )
+    )
+    codec = codec_named("llhttp")
+    no_stream: Any = None  # a reader is built before it is given its stream
+    spare = EventReader(no_stream, ResponseParser(codec))
+
+    def reuse() -> None:
+        spare.stream = no_stream
+
+    rows.append(
+        (
+            "response reader",
+            "reuse a spare / build one",
+            per_call(reuse),
+            per_call(lambda: EventReader(no_stream, ResponseParser(codec))),
+        )
+    )
+    metrics = Metrics()
+    registry = CollectorRegistry()
+    counter = Counter("c", "c", ["a", "b", "c", "d", "e"], registry=registry)
+    child = counter.labels("80", "Ingress", "ns", "name", "2xx")
+    histogram = Histogram("h", "h", registry=registry)
+    route = ("Ingress", "ns", "name")
+
+    def ours() -> None:
+        metrics.request(listener=80, route=route, status=200)
+        metrics.forwarded(0.0012)
+
+    def library() -> None:
+        child.inc()
+        histogram.observe(0.0012)
+
+    rows.append(
+        ("request metrics", "plain integers / prometheus_client", per_call(ours), per_call(library))
+    )
+    rows.append(("per-wait timeout", "watchdog / cancel scope", *trio.run(_timeouts, timing)))
+    return rows
+
+
+async def _timeouts(timing: Timing) -> tuple[float, float]:
+    watchdog = Watchdog(1.0)
+    timer = Timer(watchdog)
+
+    def watched() -> None:
+        timer.arm(None, 60.0)
+        timer.disarm()
+
+    def scoped() -> None:
+        with trio.CancelScope(deadline=trio.current_time() + 60.0):  # noqa: ASYNC100 (timed)
+            pass
+
+    assert timer.scope.deadline == math.inf
+    return timing.per_call(watched), timing.per_call(scoped)
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+def command_line() -> argparse.ArgumentParser:
+    """The modes and their options; an option left out takes its mode's default, or its
+    ``--quick`` default."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    modes = parser.add_subparsers(dest="mode", required=True, metavar="MODE")
+    quick = argparse.ArgumentParser(add_help=False)
+    quick.add_argument("--quick", action="store_true", help="a smoke run of seconds")
+    versioned = argparse.ArgumentParser(add_help=False)
+    versioned.add_argument("revisions", nargs="*", default=["."], help="git revisions; . = here")
+    versioned.add_argument(
+        "--build",
+        choices=("compiled", "interpreted", "both"),
+        default="compiled",
+        help="the codec compiled with mypyc (as the image ships it), interpreted, or both",
+    )
+    closed_loop = argparse.ArgumentParser(add_help=False)
+    closed_loop.add_argument("--connections", type=int, default=8)
+    closed_loop.add_argument(
+        "--routes", type=int, nargs="+", default=[SMALL_ROUTES], help="table sizes"
+    )
+
+    full = modes.add_parser("full", parents=[quick], help="against nginx, the full matrix")
+    full.add_argument("--build", choices=("compiled", "interpreted"), default="compiled")
+    full.add_argument("--rounds", type=int, help=f"per setting (default {ROUNDS}; --quick 1)")
+    full.set_defaults(run=run_full)
+    ab = modes.add_parser("ab", parents=[quick, versioned], help="revisions alternated, wrk")
+    ab.add_argument("--rounds", type=int, help="(default 4; --quick 1)")
+    ab.add_argument("--connections", type=int, default=32)
+    ab.add_argument("--seconds", type=int, help="per run (default 5; --quick 1)")
+    ab.add_argument("--response", choices=[label for label, _, _ in SIZES], default="100 B")
+    ab.set_defaults(run=run_ab)
+    cpu = modes.add_parser(
+        "cpu", parents=[quick, versioned, closed_loop], help="CPU per request, served at once"
+    )
+    cpu.add_argument("--rounds", type=int, help="(default 8; --quick 1)")
+    cpu.add_argument("--requests", type=int, help="per run (default 20,000; --quick 200)")
+    cpu.set_defaults(run=run_cpu)
+    instructions = modes.add_parser(
+        "instructions", parents=[quick, versioned, closed_loop], help="callgrind instructions"
+    )
+    instructions.add_argument("--requests", type=int, help="counted (default 2,000; --quick 16)")
+    instructions.set_defaults(run=run_instructions)
+    parts = modes.add_parser("parts", parents=[quick], help="single pieces, µs per call")
+    parts.set_defaults(run=run_parts)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = command_line().parse_args(argv)
+    args.run(args, argv)
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main())

@@ -2,7 +2,8 @@
 manifests Coxswain compiles its routing table from, the two nginx configurations (the backend
 and the front proxy Coxswain is compared with), and the reading of wrk's report.
 
-Nothing here starts a process; ``proxy.py`` does. Standard library only.
+Nothing here starts a process; ``proxy_setup.py`` does, for ``proxy.py``. Standard library
+only.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import harness
+import api_objects as objects
 
 NAMESPACE = "bench"
 PATHS_PER_HOST = 10
+SMALL_ROUTES = 10  # the table every mode serves unless told otherwise; nginx is compared at it
 SMALL_PATH, LARGE_PATH = "/small", "/large"
 SMALL_BYTES, LARGE_BYTES = 100, 1_000_000
 
@@ -57,7 +59,7 @@ def manifests(routes: int, backend_port: int) -> list[dict[str, Any]]:
     if routes % PATHS_PER_HOST:
         raise ValueError(f"{routes} routes is not a multiple of {PATHS_PER_HOST} per host")
     bodies: list[dict[str, Any]] = [
-        harness.default_ingress_class(),
+        objects.default_ingress_class(),
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
     ]
     paths = [("Exact", SMALL_PATH), ("Exact", LARGE_PATH)]
@@ -79,7 +81,7 @@ def manifests(routes: int, backend_port: int) -> list[dict[str, Any]]:
             "rules": [{"host": host_name(host), "http": {"paths": http_paths}}],
         }
         bodies.append(
-            harness.api_object(
+            objects.api_object(
                 "networking.k8s.io/v1",
                 "Ingress",
                 NAMESPACE,
@@ -94,8 +96,8 @@ def manifests(routes: int, backend_port: int) -> list[dict[str, Any]]:
 
 def _service(name: str, backend_port: int, seed: int) -> list[dict[str, Any]]:
     """A Service and its EndpointSlice whose one ready endpoint is the real backend (not the
-    made-up addresses of ``harness.service_bodies``)."""
-    return harness.service_and_slice(
+    made-up addresses of ``objects.service_bodies``)."""
+    return objects.service_and_slice(
         NAMESPACE,
         name,
         cluster_ip=f"172.20.{(seed >> 8) % 256}.{seed % 256}",

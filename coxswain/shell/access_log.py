@@ -2,8 +2,8 @@
 
 Lines are collected and written in batches, when ``LIMIT`` bytes are waiting and at least every
 ``INTERVAL`` seconds (:meth:`AccessLog.run`), as nginx's ``access_log ... buffer= flush=`` does:
-a write and Python's logging machinery per request took 10.9 % of a small proxied request's
-samples in the profile of docs/benchmarks.md ("Proxy"). The price is that the last
+a write and Python's logging machinery per request were a tenth of a small proxied request's
+profile (docs/benchmarks.md, "Measurements behind the design"). The price is that the last
 ``INTERVAL`` of lines can be lost if the process is killed; :meth:`AccessLog.flush` runs when
 the proxy stops.
 """
@@ -60,8 +60,8 @@ class AccessLog:
         duration_ms: float,
     ) -> None:
         """Log one proxied request: the object :meth:`write` makes of these fields (``reason``
-        only when given), put together directly: 1.84 µs a line against 3.46 µs for the
-        dictionary and the generic encoder (``bench/proxy_parts.py``)."""
+        only when given), put together directly: about half the time the dictionary and the
+        generic encoder take (``bench/proxy.py parts``)."""
         if self.stream is None:
             return
         latin1 = "latin-1"

@@ -34,12 +34,13 @@ class Inbox:
     ``TrioToken.run_sync_soon`` holds one lock per trio run while it writes the run's wakeup
     socket, a system call that releases the GIL: with many loop threads handing results back at
     once (a publish reaching 100 in-process clients and the server's Acks), each caller then
-    waits for the GIL with that lock held and the others queue behind it (``bench/discovery.py``,
-    100 in-process clients, a one-route publish: 300 calls of 31 ms on average). Here a
+    waits for the GIL with that lock held and the others queue behind it (``bench/discovery.py``
+    with 100 in-process clients; docs/benchmarks.md, "Measurements behind the design"). Here a
     callback is appended to a deque (atomic under the GIL), and only the first since the last
-    drain calls ``run_sync_soon`` (6 calls per publish there, 2 ms each); the drain runs, on the
-    trio thread, the callbacks queued when it starts, in order. One inbox per trio run, shared
-    by its bridges (``_INBOX``): for a proxy's one client it is one call per result, as before."""
+    drain calls ``run_sync_soon``, a few calls per publish instead of hundreds; the drain runs,
+    on the trio thread, the callbacks queued when it starts, in order. One inbox per trio run,
+    shared by its bridges (``_INBOX``): for a proxy's one client it is one call per result, as
+    before."""
 
     def __init__(self, token: trio.lowlevel.TrioToken) -> None:
         self._token = token

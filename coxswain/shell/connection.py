@@ -2,12 +2,11 @@
 
 ``trio.SocketStream`` wraps every call in a conflict detector and a generator context manager
 that translates errors, and ``trio.socket`` adds a cancellation check and a scheduling yield
-around every system call; they stood out in the proxy's profiles (docs/benchmarks.md,
-"Proxy"), and the step that replaced them with this class and the per-read cancel scopes with
-one per exchange took user CPU per small request from 204 to 184 µs in its A/B (same document,
-"After the request-path rework"). :class:`Connection` owns the standard-library socket (taken
-over from trio's with ``detach``) and calls it directly, waiting with
-``trio.lowlevel.wait_readable``/``wait_writable`` only when the kernel says it would block.
+around every system call; they stood out in the proxy's profiles, and replacing them with this
+class (and the per-read cancel scopes with one per exchange) cut the CPU per small request
+(docs/benchmarks.md, "Measurements behind the design"). :class:`Connection` owns the
+standard-library socket (taken over from trio's with ``detach``) and calls it directly, waiting
+with ``trio.lowlevel.wait_readable``/``wait_writable`` only when the kernel says it would block.
 
 Differences from ``trio.SocketStream``, on purpose:
 
@@ -16,34 +15,27 @@ Differences from ``trio.SocketStream``, on purpose:
   step, :class:`SendBatch` sends what every connection queued, one ``send`` each. The bytes for
   many peers then leave together: a peer (a client, an upstream) woken by the first finds the
   next ones without being put to sleep and woken again, and on a virtual machine each wakeup of
-  a sleeping process is an inter-processor interrupt charged to the sender. Measured against
-  sending at once (``bench/proxy_ab.py --rounds 6``, 1 worker, 100 B, 32 connections): 6,417
-  against 9,290 req/s, 152 against 106 µs of CPU per request, p99 11.84 against 7.91 ms; at
-  64 connections 8,439 against 11,521 req/s, p99 15.11 against 10.28 ms (docs/benchmarks.md,
-  "Sends in batches"). What the kernel does not take at once, ``send_all`` sends itself,
-  waiting while the buffer is full, as before. ``send_all`` returns once every byte was handed
-  to the kernel, as the stream contract asks.
+  a sleeping process is an inter-processor interrupt charged to the sender. Against sending at
+  once it saves CPU per request and lowers p99 (docs/benchmarks.md, "Measurements behind the
+  design"). What the kernel does not take at once, ``send_all`` sends itself, waiting while
+  the buffer is full, as before. ``send_all`` returns once every byte was handed to the
+  kernel, as the stream contract asks.
 - **``send_all`` always yields; a receive that finds bytes does not.** ``send_all`` yields
   while its bytes wait for the batch, even when the kernel then takes them at once, and
   without noticing a cancellation (as trio's socket calls do). That yield keeps connections
   fair: under load a connection's bytes are often already there, and a task that never yielded
   would serve request after request, or a whole large body, while the others starve (without
-  any yield: p99 over a second for 1 MB bodies at 64 connections, ``bench/proxy.py`` at
-  ed40f6c). Every loop of the proxy that receives also sends (a request and its answer, a body
-  relayed piece by piece, a tunnel) or yields itself where it sends nothing (a head that takes
-  more than one receive, a dropped body, skipped 1xx responses, a mirror's unwanted answer), so
-  a receive that finds bytes returns them without a yield of its own. Before the
-  batch that yield still paid (p99 up in 8 rounds of 10 without it: docs/benchmarks.md,
-  "Measuring on this machine"); with the batch it only doubled the scheduler's work:
-  404,444 against 363,037 user-space instructions per request (``bench/proxy_instructions.py``),
-  and under load (``bench/proxy_ab.py``, medians) 8,994 against 9,737 req/s at 32
-  connections, 10,756 against 11,105 at 64 (p99 10.98 against 11.88 ms), 765 against 936 1 MB
-  responses a second at 64 (p99 123 against 112 ms) (docs/benchmarks.md, "Sends in batches").
+  any yield, p99 for 1 MB bodies at 64 connections went over a second). Every loop of the
+  proxy that receives also sends (a request and its answer, a body relayed piece by piece, a
+  tunnel) or yields itself where it sends nothing (a head that takes more than one receive, a
+  dropped body, skipped 1xx responses, a mirror's unwanted answer), so a receive that finds
+  bytes returns them without a yield of its own. Before the batch that yield still paid; with
+  the batch it only doubled the scheduler's work, in instructions per request and in
+  throughput under load (docs/benchmarks.md, "Measurements behind the design").
 - A receive that finds nothing yields once and tries again before it waits: an upstream
   usually answers within the turn the other connections take, and the retry saves the
-  readiness wait's registration and epoll round trip. Measured by the same A/B (1 worker,
-  wrk -c32, 4 alternated rounds): 7,310 req/s against 6,620 and 108 µs of user time per
-  request against 115; a second retry made it worse (6,110 req/s).
+  readiness wait's registration and epoll round trip; a second retry made it slower (same
+  section).
 - Conflict detection for sends only: a second task calling ``send_all`` while one is in
   progress gets ``BusyResourceError`` (their bytes would interleave, or the batch would send
   only one task's); receives are used by one task at a time by construction (a WebSocket

@@ -6,9 +6,9 @@ else in the process registers collectors by accident.
 
 The two series every request touches (the request counter and the upstream histogram) are
 plain integers in :class:`_RequestSeries`, turned into metric families only when scraped:
-``prometheus_client``'s children take a lock and check their type on every increment: 1.15 µs
-per request for the two against 0.40 µs here (``bench/proxy_parts.py``, docs/benchmarks.md
-"Proxy parts").
+``prometheus_client``'s children take a lock and check their type on every increment, about
+three times the cost of the integers here (docs/benchmarks.md, "Measurements behind the
+design").
 
 - ``coxswain_requests_total{listener, route_kind, route_namespace, route_name, status_class}``:
   every answered request; ``route_*`` are empty when no route matched (404, 400, …).

@@ -36,8 +36,7 @@ __all__ = ["ConnectFailed", "UpstreamPool", "connect"]
 
 # ingress-nginx's default (``upstream-keepalive-connections: 320``). Fewer than the requests a
 # worker has in flight to one endpoint means closing and reopening connections under steady
-# load: at 32, one worker at 64 connections spent 191 µs of CPU per request against 154 at 320
-# (docs/benchmarks.md, "Measuring on this machine": bench/proxy_ab.py --connections 64).
+# load, which costs CPU per request (docs/benchmarks.md, "Measurements behind the design").
 DEFAULT_MAX_IDLE: Final = 320
 DEFAULT_IDLE_TIMEOUT: Final = 30.0
 CHECK_AFTER: Final = 1.0  # an idle connection younger than this is taken without a poll

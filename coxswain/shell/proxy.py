@@ -260,8 +260,8 @@ class Proxy:
 
     def _settle_heap(self) -> None:
         """After an apply: freeze what is alive, so that the cyclic collector stops walking
-        the snapshot's objects at every full collection (ad hoc, 60–70 ms per full collection
-        with a 10,000-route table loaded: docs/benchmarks.md, "Proxy").
+        the snapshot's objects at every full collection (tens of milliseconds each with a
+        10,000-route table loaded: docs/benchmarks.md, "Measurements behind the design").
 
         Frozen objects that later become cyclic garbage (the previous snapshot, requests that
         were in flight) are never collected while frozen; at most every ``SETTLE_INTERVAL``
@@ -387,7 +387,7 @@ class Proxy:
         header_timeout = self.config.header_timeout
         assert self._forwarder is not None
         # One timer for the connection rather than a cancel scope per request or per wait
-        # (5.83 against 0.22 µs a wait, bench/proxy_parts.py): armed while waiting for a
+        # (a watch costs a fraction of a scope: bench/proxy.py parts): armed while waiting for a
         # request head (draining cancels it then), for each piece of a request body, and for
         # each wait on the upstream; its scope's deadline is a route's timeout. Any of them
         # firing ends the connection; a request cut short is answered and logged after the

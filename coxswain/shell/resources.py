@@ -1,6 +1,6 @@
 """The Snapshot as keyed resources: incremental discovery (ARCHITECTURE §5, issue 6).
 
-A 10,000-route snapshot is 2 MB of protobuf and about 90 ms to encode and 110 ms to decode
+A 10,000-route snapshot is megabytes of protobuf and a tenth of a second to encode or decode
 (docs/benchmarks.md, "Discovery"), while a controller's typical publish changes one route or one
 endpoint list. So the snapshot is split into resources (``discovery.proto``, ``ResourceKey``):
 the head (Ingress ports, TLS and client-cert ports), one per Ingress host, per listener and per
@@ -17,9 +17,8 @@ per endpoints key. Then:
   (``tests/property/test_codec_props.py``).
 
 Value equality is the cache's test: the compiler builds equal values for unchanged inputs, and
-comparing costs less than encoding. Measured at 10,000 routes (11,201 resources,
-docs/benchmarks.md): 85-92 ms to compare equal but distinct values (a fresh compile), 16-20 ms
-when they are the same objects (the identity check first), 133-154 ms to encode them all.
+comparing costs less than encoding, and much less when they are the same objects (the identity
+check first): docs/benchmarks.md, "Measurements behind the design".
 """
 
 from __future__ import annotations

@@ -29,10 +29,9 @@ class Watchdog:
     """Cancels the scopes of waits that ran out, checked every ``tick`` seconds (nginx's
     timers work the same way).
 
-    A cancel scope per wait, or moving a scope's deadline, goes through trio's deadline heap:
-    5.83 µs for a scope with a deadline against 0.22 µs to watch and unwatch a wait here (one
-    dictionary store and one removal; ``bench/proxy_parts.py``, docs/benchmarks.md "Proxy
-    parts"). The price is precision: a
+    A cancel scope per wait, or moving a scope's deadline, goes through trio's deadline heap,
+    many times dearer than watching and unwatching a wait here (one dictionary store and one
+    removal; docs/benchmarks.md, "Measurements behind the design"). The price is precision: a
     wait runs out between ``timeout - tick`` and ``timeout + tick`` seconds after it began,
     so ``tick`` is a small fraction of the shortest timeout it serves (``for_timeouts``).
     Timeouts that must be exact (a route's) use a scope deadline instead. Each tick walks

@@ -1,7 +1,7 @@
-"""The benchmarks still run (their --quick mode), so `make bench` cannot rot unnoticed.
+"""The compile benchmarks still run (their --quick mode), so `make bench` cannot rot unnoticed.
 
-No timing is asserted here: figures belong in docs/benchmarks.md (STYLE: benchmarks, not timed
-assertions).
+No timing is asserted here: figures belong in docs/benchmarks.md (benchmarks measure; tests do
+not time).
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ Rules:
   reason sentence for logs. After it, the parser returns the same error forever.
 - ``NEED_DATA``, ``PAUSED`` and ``CONNECTION_CLOSED`` are singletons compared with ``is``.
 - Heads are not frozen: nobody changes an event after the parser made it, but a frozen
-  dataclass of a head's fields took 1.45 µs to construct against 0.38 µs, and the proxy
-  makes two heads per request (``bench/proxy_parts.py``, docs/benchmarks.md "Proxy parts").
+  dataclass of a head's fields takes several times as long to construct, and the proxy
+  makes two heads per request (docs/benchmarks.md, "Measurements behind the design").
 
 Pure values only: nothing here parses or performs I/O.
 """

@@ -5,7 +5,7 @@ ends. So *framing* is decided once, in shared code (:mod:`.parser`, :mod:`.body`
 end of a head, the size limits, Content-Length and chunked bodies, keep-alive. An
 implementation only turns one complete, lexically valid head (start line through the empty
 line, see :mod:`.syntax`) into its parts. That is the expensive part (h11's pure-Python head
-parsing is most of its ~330 µs per proxied request), so it is the part worth a C parser.
+parsing is most of its CPU per proxied request), so it is the part worth a C parser.
 
 - :class:`HeadCodec` is the Protocol; :mod:`.h11_codec` (the reference) and
   :mod:`.llhttp_codec` (httptools, the fast default) implement it.
