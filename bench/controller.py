@@ -6,7 +6,7 @@ Run from the repository root::
     .venv/bin/python bench/controller.py --quick   # tiny counts: a smoke run (about 7 s)
     .venv/bin/python bench/controller.py --profile /tmp/controller.prof   # cProfile the controller
 
-Issue 7, point 5. Three measurements, one run, the controller and the proxy as they really run:
+Three measurements, one run, the controller and the proxy as they really run:
 
 - the API emulator (``tests.apiserver.ApiServer``, real Kubernetes REST over HTTP on 127.0.0.1)
   in this process, with the Gateway API CRDs and Coxswain's; its watch history holds 200,000

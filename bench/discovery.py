@@ -71,7 +71,7 @@ it. Timings are wall-clock (``time.perf_counter`` in part 2, ``time.monotonic`` 
 script prints PASS/FAIL for the target (p99 under 100 ms at 100 subscribers, judged on the
 ``delta`` phase, a publish after a change, of part 3: subscribers in processes of their own, as
 proxies are, so that the figure is the system's and not 100 clients and the server taking turns
-on one GIL; part 2's in-process figure, which the issue allows as a method, is printed beside it)
+on one GIL; part 2's in-process figure, a valid method too, is printed beside it)
 and exits 0 whatever the figures; it exits non-zero only when it breaks.
 """
 
@@ -136,7 +136,7 @@ PROCESS_PLAN = PLAN
 QUICK_PROCESS_PLAN = ((3, 3),)
 CODEC_REPEAT, QUICK_CODEC_REPEAT = 5, 2
 
-# Target (issue 6, point 8): p99 under 100 ms at 100 subscribers, at 10,000 routes.
+# Target: p99 under 100 ms at 100 subscribers, at 10,000 routes.
 TARGET_SUBSCRIBERS = 100
 TARGET_P99_S = 0.100
 

@@ -83,7 +83,7 @@ SMALL_ROUTES, BIG_ROUTES = 10, 10_000
 QUICK_CELL_S = 1
 QUICK_BIG_ROUTES = 100
 
-# Targets (issue 5 item 11).
+# Targets (docs/benchmarks.md reports them).
 RATIO_TARGET = 0.30  # Coxswain's req/s per worker over nginx's, 100 B at 32 connections
 P99_TARGET_MS = 20.0  # at 64 connections
 ROUTES_TARGET = 0.05  # 10,000 routes within 5% of 10 routes (req/s)
