@@ -57,7 +57,7 @@ MAX_NAMESPACES = 50
 # *.g<N>.example.com: the compiler does not match certificate names against listener hostnames.
 TLS_SERIAL = 2000
 
-# Targets.
+# Targets (docs/benchmarks.md reports them).
 TARGET_RULES = 100_000
 COMPILE_TARGET_S = 10.0  # compile of 100,000 rules, median
 MEMORY_TARGET_MB = 2_000.0  # 2 GB, at 100,000 rules

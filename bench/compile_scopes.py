@@ -28,9 +28,9 @@ docs/benchmarks.md):
    call by call with one of the small world, so that the machine's drift (2 shared cores are
    noisy) hits both alike; the ratio of the medians decides.
 
-Targets: one Gateway scope compiles in under 10 ms at 1,000 Gateways ("an index from Gateway to
-what attaches to it, not a filter over everything"), and the per-scope time stays flat from 100
-to 1,000 Gateways.
+Targets: one Gateway scope compiles in under 10 ms at 1,000 Gateways ("an index from Gateway
+to what attaches to it, not a filter over everything"), and the per-scope time stays flat from
+100 to 1,000 Gateways.
 
 Every compile is checked before its time counts: the SharedPool snapshot must hold no listener
 of a ready dedicated Gateway and every listener of the others; each Gateway scope's snapshot only
@@ -76,7 +76,7 @@ GATEWAYS_PER_NAMESPACE = 20
 INGRESSES_PER_TEN_GATEWAYS = 3
 TLS_SERIAL = 3000  # of the one certificate every Secret holds
 
-# Targets.
+# Targets (docs/benchmarks.md reports them).
 TARGET_GATEWAYS = 1_000
 SCOPE_TARGET_S = 0.010  # one GatewayScope compile at 1,000 Gateways, median
 GROWTH_FROM = 100  # per-scope time at 100 vs 1,000 Gateways...

@@ -71,8 +71,8 @@ it. Timings are wall-clock (``time.perf_counter`` in part 2, ``time.monotonic`` 
 script prints PASS/FAIL for the target (p99 under 100 ms at 100 subscribers, judged on the
 ``delta`` phase, a publish after a change, of part 3: subscribers in processes of their own, as
 proxies are, so that the figure is the system's and not 100 clients and the server taking turns
-on one GIL; part 2's in-process figure is printed beside it) and exits 0 whatever the figures;
-it exits non-zero only when it breaks.
+on one GIL; part 2's in-process figure, a valid method too, is printed beside it)
+and exits 0 whatever the figures; it exits non-zero only when it breaks.
 """
 
 from __future__ import annotations

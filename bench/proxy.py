@@ -149,7 +149,7 @@ ROUTE_ROUNDS = 5  # 10-route and 10,000-route runs, alternated
 QUICK_CELL_S = 1
 QUICK_BIG_ROUTES = 100
 
-# Targets.
+# Targets (docs/benchmarks.md reports them).
 RATIO_TARGET = 0.30  # Coxswain's req/s per worker over nginx's, 100 B at 32 connections
 P99_TARGET_MS = 20.0  # at 64 connections
 ROUTES_TARGET = 0.05  # 10,000 routes within 5% of 10 routes (req/s)

@@ -1,6 +1,6 @@
 """``compile``: the pass order, and nothing else.
 
-Passes (STYLE §4), each a function of explicit inputs:
+Passes (docs/architecture.md, "Rules of the core"), each a function of explicit inputs:
 1. select our Ingresses (classes);
 2. TLS: the Ingress HTTPS port's certificates;
 3. rules: virtual hosts, backends resolved;

@@ -1,7 +1,7 @@
 """What the compiler is told about the installation it compiles for.
 
-These are the values the controller takes from its flags (ARCHITECTURE §7) and the offline
-tools from theirs; the compiler reads nothing from the environment.
+These are the values the controller takes from its flags (docs/contracts.md, "Command
+line") and the offline tools from theirs; the compiler reads nothing from the environment.
 """
 
 from __future__ import annotations

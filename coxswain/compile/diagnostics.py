@@ -1,9 +1,9 @@
 """Diagnostics: what the compiler has to say about the objects it was given.
 
-The compiler never raises on user input (ARCHITECTURE §1). A field it cannot use becomes a
-``Diagnostic`` naming the object (``kind ns/name``), the field path in the object and why; the
-rest of the object, and every other object, still compiles. The shell logs or prints them; the
-core only returns them.
+The compiler never raises on user input (docs/architecture.md, "Rules of the core"). A field
+it cannot use becomes a ``Diagnostic`` naming the object (``kind ns/name``), the field path in
+the object and why; the rest of the object, and every other object, still compiles. The shell
+logs or prints them; the core only returns them.
 
 Where a finding is: the object it names, and, when the object came from a file, the file and
 line where its body starts. Findings about a body that is no object (no kind, no name) or about

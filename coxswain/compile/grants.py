@@ -1,4 +1,5 @@
-"""Which proxy identity may subscribe to which scope (ARCHITECTURE §5, "Security").
+"""Which proxy identity may subscribe to which scope (docs/contracts.md,
+"The discovery protocol").
 
 A proxy's discovery certificate names its ServiceAccount ``ns/name``. The grants are:
 

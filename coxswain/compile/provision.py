@@ -1,6 +1,6 @@
 """``provision``: every Kubernetes object the controller must own, and those it must delete.
 
-Per Gateway the shared pool serves (ARCHITECTURE §4):
+Names and labels are in docs/contracts.md ("Owned objects"). Per Gateway the shared pool serves:
 - a VIP Service in the controller namespace (``vip_service_name``), selecting the shared pool
   (``shared_proxy_selector``), each listener port mapped to its internal ``targetPort``, of
   type ``shared_vip_service_type``, carrying the Gateway's infrastructure labels and annotations;

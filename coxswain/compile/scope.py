@@ -1,4 +1,5 @@
-"""Scopes: which slice of the routing world one proxy receives (ARCHITECTURE §3).
+"""Scopes: which slice of the routing world one proxy receives (docs/contracts.md,
+"The snapshot JSON").
 
 - ``SharedPool``: every owned Ingress and every Gateway the shared pool serves (shared ones, and
   dedicated ones whose own proxy is not ready yet), each Gateway on its internal ports.

@@ -1,4 +1,6 @@
-"""The Snapshot: the routing slice one proxy serves, for one scope (ARCHITECTURE §3).
+"""The Snapshot: the routing slice one proxy serves, for one scope.
+
+Its JSON form is described in docs/contracts.md, "The snapshot JSON".
 
 Every collection is in canonical order, so equal states give equal snapshots and equal
 ``version`` hashes (computed by ``snapshot_json.seal``). Nothing here is ever mutated: a proxy

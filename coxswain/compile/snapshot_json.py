@@ -1,4 +1,6 @@
-"""The Snapshot's JSON form, a public contract (ARCHITECTURE §3), and its content hash.
+"""The Snapshot's JSON form, a public contract, and its content hash.
+
+The form is described in docs/contracts.md, "The snapshot JSON".
 
 ``snapshot_to_data`` gives plain JSON values; ``dump_snapshot`` prints them with sorted keys, so
 the text is byte-stable. ``seal`` computes ``version`` from everything but the version itself.

@@ -1,4 +1,6 @@
-"""Status values: conditions the core decides, without timestamps (STYLE §3).
+"""Status values: conditions the core decides, without timestamps.
+
+Why: docs/architecture.md, "Rules of the core".
 
 The shell stamps ``lastTransitionTime`` when it patches, keeping the old stamp when a condition
 did not change. ``observedGeneration`` is the generation of the object the condition was

@@ -1,4 +1,4 @@
-"""A decision as the JSON object ``coxswain route -o json`` prints (ARCHITECTURE §7).
+"""A decision as the JSON object ``coxswain route -o json`` prints (docs/contracts.md, "route").
 
 Pure: the CLI prints what this returns, tests compare it.
 """

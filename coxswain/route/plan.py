@@ -1,7 +1,7 @@
 """Listener plans: which sockets a proxy must have open for a snapshot, and how to get there.
 
-The proxy shell executes the plan; deciding it is pure (STYLE §7, "listener changes follow
-FCIS"). Rules (ARCHITECTURE §6):
+The proxy shell executes the plan; deciding it is pure (docs/architecture.md, "Data-plane
+rules"). Rules:
 1. A shared-pool proxy binds the Ingress HTTP and HTTPS ports; a dedicated proxy binds none.
 2. Every listener of the snapshot that is ready is bound on its ``target_port``, with TLS when
    its protocol is HTTPS. Several listeners on one port (hostnames) share one socket.

@@ -1,7 +1,7 @@
-"""The admin port: liveness and readiness for Kubernetes probes (ARCHITECTURE §6).
+"""The admin port: liveness and readiness for Kubernetes probes (docs/contracts.md, "Ports").
 
 ``/healthz`` answers 200 while the process serves at all. ``/readyz`` answers 200 only when a
-snapshot is applied and every listener it needs is bound (ARCHITECTURE §7), else 503; it is 503
+snapshot is applied and every listener it needs is bound (docs/contracts.md), else 503; it is 503
 again once draining starts. ``/metrics`` is Prometheus text. Any other path is 404. Requests
 are parsed with the traffic codec, and answered with ``Connection: close``: probes open a
 connection each.

@@ -1,5 +1,5 @@
-"""The bridge between trio and grpc.aio's asyncio (STYLE §7: threads only behind one bridge
-module, and this is it).
+"""The bridge between trio and grpc.aio's asyncio (threads only behind one bridge
+module, and this is it: docs/architecture.md, "Shell patterns").
 
 grpcio's trio-compatible flavour does not exist; ``grpc.aio`` is asyncio. Each discovery server
 owns one :class:`AsyncioThread` (one asyncio loop in one dedicated, named thread) and the

@@ -1,4 +1,4 @@
-"""A small certificate authority for the discovery stream (ARCHITECTURE §5, issue 6).
+"""A small certificate authority for the discovery stream (docs/contracts.md).
 
 The controller holds one CA. It issues each proxy a client certificate whose only identity is a
 URI SAN ``spiffe://<trust-domain>/ns/<namespace>/sa/<name>``: the proxy's ServiceAccount. The

@@ -1,6 +1,6 @@
 """The discovery CA in a cluster: kept in a Secret, issuing proxies' certificate Secrets.
 
-ARCHITECTURE §5: the controller holds a CA and issues each proxy a certificate naming its
+docs/contracts.md: the controller holds a CA and issues each proxy a certificate naming its
 ServiceAccount. In a cluster the CA lives in the Secret ``coxswain-discovery-ca`` of the
 controller namespace, so that a restarted (or newly elected) controller keeps trusting the
 proxies already running; the first controller creates it, and a race between two creators is

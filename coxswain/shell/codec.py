@@ -1,12 +1,12 @@
 """Snapshot ↔ protobuf (``coxswain.discovery.v1.Snapshot``): the discovery stream's payload.
 
 Pure conversions, in both directions, round-trip tested against the JSON form: the protobuf
-form carries the same content (ARCHITECTURE §3). ``version`` travels as computed by the
+form carries the same content (docs/contracts.md). ``version`` travels as computed by the
 compiler; a decoded snapshot keeps it, and the receiving proxy Acks or Nacks that string.
 Optional fields map to None; maps keyed by port use the port number.
 
 ``encode_resource``/``decode_resource`` do the same per keyed piece of a snapshot, for
-incremental delivery (ARCHITECTURE §5, ``shell.resources``). The full decode and the resource
+incremental delivery (docs/contracts.md, ``shell.resources``). The full decode and the resource
 decode share the piece readers (``_read_vhost``, ``_read_rules``, ...), so a snapshot patched
 from resources is built exactly as a full decode builds it.
 """

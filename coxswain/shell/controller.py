@@ -1,6 +1,6 @@
-"""``coxswain controller``: Coxswain in a cluster (ARCHITECTURE §2, §4, §5).
+"""``coxswain controller``: Coxswain in a cluster (docs/architecture.md, docs/contracts.md).
 
-Order of start (STYLE §7, readiness order): the health port; leader election (a standby waits
+Start order ("Shell patterns"): the health port; leader election (a standby waits
 there, live but not ready); the discovery CA from its Secret; the discovery server; informers
 for every resource the cluster serves; then, once every informer has listed, the reconcile
 loop. The Gateway API is probed every ``crd_probe_every`` seconds, so installing its CRDs
@@ -345,7 +345,7 @@ class _Reconciler:
         self, current: dict[str, int], fleet: PMap[str, NodeObservation]
     ) -> frozenset[tuple[str, int]]:
         """``(ns/name, port)`` of each Gateway port a connected proxy bound after acking a
-        snapshot of the Gateway's ``current`` generation (ARCHITECTURE §5, ``Programmed``)."""
+        snapshot of the Gateway's ``current`` generation (docs/contracts.md, ``Programmed``)."""
         return frozenset(
             (gateway, port)
             for node in fleet.values()

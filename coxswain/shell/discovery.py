@@ -1,4 +1,4 @@
-"""The discovery transport's server, trio-facing (ARCHITECTURE §5, issue 6); the client is
+"""The discovery transport's server, trio-facing (docs/contracts.md); the client is
 :mod:`.discovery_client`, the wire constants both share are here.
 
 Design (the trio ↔ asyncio bridge itself is :mod:`.aio_bridge`):
@@ -16,7 +16,7 @@ per stream; newer ones are coalesced until the Ack or Nack. A Nack keeps the str
 is asked again before each version is sent: a stream whose identity lost the scope's grant gets
 nothing newer until the grant returns (it is not ended: grants can flicker during a change).
 
-Incremental delivery (``shell.resources``; issue 6's latency target at 10,000 routes and 100
+Incremental delivery (``shell.resources``; for latency at 10,000 routes and 100
 subscribers): a stream whose Subscribe set ``accept_deltas`` gets, after its first full
 Snapshot, a Delta against the version it last Acked, as long as the server still holds that
 version (the current one, the Acked bases of open streams, at most ``_RETAINED`` of them);

@@ -1,4 +1,4 @@
-"""The discovery transport's client: a proxy's subscription, trio-facing (ARCHITECTURE §5).
+"""The discovery transport's client: a proxy's subscription, trio-facing (docs/contracts.md).
 
 One stream at a time to the server of :mod:`.discovery`, over a ``grpc.aio`` channel on the
 asyncio thread of :mod:`.aio_bridge`. Each snapshot (full, or a Delta applied to the snapshot

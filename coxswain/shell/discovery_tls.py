@@ -1,6 +1,6 @@
 """The TLS material of discovery, and how it stays valid while the processes run.
 
-Discovery is mutual TLS (ARCHITECTURE §5): the server presents a certificate of the cluster's
+Discovery is mutual TLS (docs/contracts.md): the server presents a certificate of the cluster's
 CA, each proxy a client certificate naming its identity. Certificates are issued for a year
 (:data:`~.ca.DEFAULT_VALIDITY`) and replaced ``RENEW_BEFORE`` (30 days) before they expire, by
 whoever issued them (:mod:`.cluster_ca` for proxies in a cluster, :mod:`.cert_folder` for

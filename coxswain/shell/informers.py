@@ -1,4 +1,4 @@
-"""Informers: one list-and-watch per resource, each keeping its objects raw (ARCHITECTURE §2).
+"""Informers: a list-and-watch per resource, each keeping its objects raw (docs/architecture.md).
 
 An informer lists its resource, then watches from the list's ``resourceVersion``; each event
 replaces or removes one raw object and calls ``on_change``. A watch the server ends normally

@@ -1,7 +1,7 @@
-"""The Kubernetes API from trio: the official client behind one bridge (ARCHITECTURE §2, §9).
+"""The Kubernetes API from trio: the official client behind one bridge (docs/architecture.md).
 
 This is the only module that touches the ``kubernetes`` package, and, with
-:mod:`.discovery`'s asyncio bridge, the only one that uses threads (STYLE §7):
+:mod:`.discovery`'s asyncio bridge, the only one that uses threads:
 
 - **Requests** are built by the official client (``ApiClient.param_serialize``: the server
   address, TLS, kubeconfig or in-cluster credentials, token refresh) and sent by it

@@ -4,7 +4,7 @@
 every ``interval`` each manifest file is stat-ed, and when the set of files or any file's size,
 modification time or inode differs from the last look the whole folder is read again. Polling
 rather than inotify keeps to the standard library and works on every file system (bind mounts,
-network shares, editors that replace files by rename); at 0.2 s it keeps the issue's promise
+network shares, editors that replace files by rename); at 0.2 s it keeps the promise
 that an edit changes routing within a second.
 
 A read that fails (a YAML syntax error, a file half written) is logged as ``file:line:

@@ -1,4 +1,4 @@
-"""The proxy's Prometheus metrics (ARCHITECTURE §6, issue 5 item 8), served on ``/metrics``.
+"""The proxy's Prometheus metrics (docs/contracts.md, "Ports"), served on ``/metrics``.
 
 Each :class:`Metrics` owns a :class:`prometheus_client.CollectorRegistry` of its own, never the
 process-global one: several proxies in one test process must not share counters, and nothing

@@ -1,4 +1,4 @@
-"""The Snapshot as keyed resources: incremental discovery (ARCHITECTURE §5, issue 6).
+"""The Snapshot as keyed resources: incremental discovery (docs/contracts.md).
 
 A 10,000-route snapshot is megabytes of protobuf and a tenth of a second to encode or decode
 (docs/benchmarks.md, "Discovery"), while a controller's typical publish changes one route or one

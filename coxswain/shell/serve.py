@@ -8,7 +8,7 @@ folder. Discovery is mutual TLS with the CA of ``--issue-certs DIR`` (:mod:`.cer
 which also receives a certificate for every proxy identity the manifests grant a scope; only
 ``--insecure-discovery`` serves it in plaintext.
 
-Ordering (STYLE §7): the discovery server starts first (so its port is known when the first
+Order (docs/architecture.md): the discovery server starts first (so its port is known when the first
 state is published), then the proxy with the folder as its feed, then the admin port; SIGTERM
 or SIGINT drain the proxy (:func:`.run_until_terminated`) and close the server last.
 

@@ -2,7 +2,7 @@
 
 :class:`Served` is built once per applied snapshot and never changed afterwards except for
 its memos, whose entries are functions of the snapshot alone: swapping ``Proxy.served`` swaps
-them too, so no memo outlives the routing it was computed from (ARCHITECTURE §6).
+them too, so no memo outlives the routing it was computed from (docs/architecture.md).
 
 - **Routing memo.** ``select`` is pure, and on every port whose rules match on no request
   header its decision depends only on (port, method, target, Host, SNI): the proxy remembers

@@ -1,4 +1,4 @@
-"""Writing status: only what changed, with ``lastTransitionTime`` kept (ARCHITECTURE §4).
+"""Writing status: only what changed, with ``lastTransitionTime`` kept (docs/architecture.md).
 
 ``compile.status`` decides every owned object's status without timestamps. Here each desired
 status is laid over the object's current one:

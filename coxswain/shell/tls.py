@@ -1,7 +1,7 @@
 """Server TLS contexts for a snapshot: certificates chosen by SNI, client certificates checked.
 
 One ``TLSContexts`` is built per applied snapshot and swapped with it, so that certificate
-changes reach new connections without touching open ones (ARCHITECTURE §6). Per listening port
+changes reach new connections without touching open ones (docs/architecture.md). Per listening port
 there is one front context whose SNI callback switches the handshake to the context of the
 certificate the route table picks for that name (exact, wildcard, default; on Gateway ports the
 listener the name selects). Contexts are built once per distinct certificate and validation and

@@ -1,6 +1,6 @@
 """The upstream half of a forwarded request: backend choice, connect, relay both bodies.
 
-Rules (ARCHITECTURE §6, issue 5):
+Rules (docs/architecture.md, "Data-plane rules"):
 
 - **Backend.** Chosen at random by weight among the decision's backends (Gateway API
   ``backendRefs[].weight``); zero weights never chosen; an invalid choice is answered 500, as

@@ -3,7 +3,7 @@
 ``EventReader`` is the loop of h11's trio example (``receive_some`` → ``receive_data`` →
 ``next_event``) for :mod:`coxswain.shell.http1`. ``own_answer`` writes the responses the proxy
 makes itself (404, 421, 5xx, redirects, and 400/413/431 for a ProtocolError): a short text body
-with ``Content-Length`` (RFC 9112 §6.2), ``Server: coxswain`` (ARCHITECTURE §7), and
+with ``Content-Length`` (RFC 9112 §6.2), ``Server: coxswain`` (docs/contracts.md), and
 ``Connection: close`` when the connection ends after it (RFC 9112 §9.6).
 """
 

@@ -1,4 +1,4 @@
-"""The controller against the API emulator, in one process (issue 7, point 2).
+"""The controller against the API emulator, in one process.
 
 The official client talks real HTTP to the emulator; the controller runs under trio; a real
 proxy (in process) subscribes over discovery with the certificate the controller issued into

@@ -1,4 +1,4 @@
-"""The controller end to end with real processes (issue 7, point 4).
+"""The controller end to end with real processes.
 
 The API emulator (in this process, real HTTP), ``coxswain controller`` as a process with a
 kubeconfig, a shared proxy with the certificate the controller put in its Secret, and a

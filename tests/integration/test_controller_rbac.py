@@ -1,5 +1,5 @@
-"""The chart's RBAC is exactly what the controller uses (issue 8: "the controller gets exactly
-the verbs it uses").
+"""The chart's RBAC is exactly what the controller uses: every verb it needs, and no
+other (docs/install.md, "Permissions").
 
 The controller runs against the API emulator through a scenario that exercises every kind of
 request it makes: informers, leadership (take, renew, hand back), the discovery CA and proxy

@@ -1,4 +1,4 @@
-"""The discovery stream over real gRPC on 127.0.0.1 with mutual TLS (ARCHITECTURE §5)."""
+"""The discovery stream over real gRPC on 127.0.0.1 with mutual TLS (docs/contracts.md)."""
 
 from __future__ import annotations
 

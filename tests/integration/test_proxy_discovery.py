@@ -1,5 +1,5 @@
 """``coxswain proxy --discovery``: a proxy process fed by the discovery server over gRPC with
-mutual TLS, end to end (ARCHITECTURE §5, issue 6): it applies the snapshot, reports the ports
+mutual TLS, end to end (docs/contracts.md): it applies the snapshot, reports the ports
 it bound, serves traffic, and exits 2 when the server refuses its identity."""
 
 from __future__ import annotations

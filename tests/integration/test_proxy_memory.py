@@ -1,4 +1,4 @@
-"""A 100 MB body each way through the proxy process, with its memory bounded (issue 5 item 10).
+"""A 100 MB body each way through the proxy process, with its memory bounded.
 
 The proxy runs as its own process (``--workers 1``) so that its peak resident set
 (``VmHWM`` in /proc) is its own: it must stay far below the 100 MB it carried each way, which

@@ -1,4 +1,4 @@
-"""``coxswain serve`` end to end with real processes (issue 6, points 6 and 7).
+"""``coxswain serve`` end to end with real processes.
 
 One standalone server fed from a folder, an external shared proxy and an external dedicated
 proxy with the certificates the server issued: traffic flows through all three; an edit of the

@@ -1,4 +1,4 @@
-"""Hypothesis strategies for small Gateway API worlds (STYLE §10: small alphabets, collisions).
+"""Hypothesis strategies for small Gateway API worlds (docs/architecture.md, "Tests").
 
 Namespaces {a, b}; names {x, y, z}; hostnames {foo.test, *.test, bar.foo.test}; paths
 {/, /a, /a/b, /ab}. References are drawn from the same names, so some resolve and some dangle.

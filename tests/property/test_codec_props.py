@@ -1,4 +1,4 @@
-"""The protobuf form carries the same content as the JSON form (ARCHITECTURE §3)."""
+"""The protobuf form carries the same content as the JSON form (docs/contracts.md)."""
 
 from __future__ import annotations
 

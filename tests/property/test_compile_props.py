@@ -1,5 +1,6 @@
-"""Properties of the pure compiler (STYLE §10): totality, order-insensitivity, purity,
-referential closure, the JSON codec and content hash, and incremental = batch.
+"""Properties of the pure compiler (docs/architecture.md, "Tests"): totality,
+order-insensitivity, purity, referential closure, the JSON codec and content hash, and
+incremental = batch.
 
 Every property runs on small worlds from small alphabets (``strategies.py``), so that the
 interesting collisions (two Ingresses on one host and path, a Service and its slices, duplicate

@@ -35,7 +35,7 @@ Oracle, step by step:
 What is compared: the chosen Ingress and rule (``Decision.route`` namespace, name and rule
 field) and whether the answer is 404. A second property checks forwarded vs 503 (a missing
 Service or port, or no ready endpoint), per the EndpointSlice API (``ready`` absent counts as
-ready) and ARCHITECTURE §6.
+ready) and docs/architecture.md ("Data-plane rules").
 
 TLS: the worlds hold ``spec.tls`` and TLS Secrets. Which rule serves a request does not depend
 on TLS, so the rule and 404 comparison holds on both ports; a plain-HTTP request on port 80 may

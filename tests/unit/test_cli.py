@@ -578,7 +578,7 @@ def test_version_is_printed():
 
 
 def test_proxy_workers_default_to_the_cpus_this_process_may_use():
-    """Issue 5 item 9: ``--workers`` defaults to the CPU count (the affinity mask's)."""
+    """``--workers`` defaults to the CPU count (the affinity mask's)."""
     from coxswain.cli import _parser
 
     args = _parser().parse_args(["proxy", "--shared", "--snapshot", "s.json"])

@@ -1,10 +1,11 @@
 """Layering: the pure core imports nothing impure and nothing from the layers above it.
 
-An AST scan of every module under ``coxswain/compile`` and ``coxswain/route`` (ARCHITECTURE §1):
-imports anywhere in a module count (top level, inside functions, under ``TYPE_CHECKING``), in
-both ``import x`` and ``from x import y`` forms, relative imports resolved. import-linter checks
-the same contracts in ``make lint``; this test keeps them in ``pytest`` and adds the standard
-library modules that would let the core reach I/O, the clock or the process.
+An AST scan of every module under ``coxswain/compile`` and ``coxswain/route``
+(docs/architecture.md, "Rules of the core"): imports anywhere in a module count (top level,
+inside functions, under ``TYPE_CHECKING``), in both ``import x`` and ``from x import y`` forms,
+relative imports resolved. import-linter checks the same contracts in ``make lint``; this test
+keeps them in ``pytest`` and adds the standard library modules that would let the core reach
+I/O, the clock or the process.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""``Programmed`` from the fleet (ARCHITECTURE §5): a proxy bound the listener's port and acked
-a snapshot of the Gateway's current generation; offline every valid listener counts."""
+"""``Programmed`` from the fleet (docs/contracts.md, "The discovery protocol"): a proxy bound
+the listener's port and acked a snapshot of the Gateway's current generation; offline every
+valid listener counts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Where each of our Gateways is served: the shared pool, or a dedicated proxy (ARCHITECTURE §4).
+"""Where each of our Gateways is served: the shared pool, or a dedicated proxy.
+
+The models are described in docs/architecture.md, "Deployment models".
 
 Rules:
 1. A Gateway is dedicated when ``spec.infrastructure.parametersRef`` names a

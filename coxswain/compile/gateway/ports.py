@@ -1,4 +1,4 @@
-"""Internal port allocation for shared Gateways (ARCHITECTURE §4).
+"""Internal port allocation for shared Gateways (docs/architecture.md, "Deployment models").
 
 Each (Gateway, listener port) pair served by the shared pool gets its own internal port from
 30000–32767, so that two Gateways listening on ``*.example.com:443`` stay apart by port.

@@ -8,8 +8,8 @@ Rules:
    (True when some listener is programmed), and per listener ``supportedKinds``,
    ``attachedRoutes`` and the conditions Accepted, Conflicted, ResolvedRefs, Programmed.
    Programmed needs a proxy to have bound the listener's port and acked a snapshot compiled
-   from the Gateway's current generation (ARCHITECTURE §5); offline (no fleet) a listener that
-   compiled cleanly counts as programmed.
+   from the Gateway's current generation (docs/contracts.md, "The discovery protocol");
+   offline (no fleet) a listener that compiled cleanly counts as programmed.
 3. HTTPRoute: one ``parents`` entry per parentRef naming one of our Gateways, with
    ``parentRef`` written out with group and kind, ``controllerName``, and the conditions
    Accepted, ResolvedRefs, and PartiallyInvalid when some rules are not served.

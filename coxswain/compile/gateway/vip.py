@@ -1,10 +1,10 @@
 """Per-Gateway VIP Services of the shared pool: their names, and what they remember.
 
-ARCHITECTURE §4: each shared Gateway is reached through a VIP Service in the controller
-namespace named ``<ns>-<name>`` (cut to 40 characters, trailing ``-`` removed), ``-``, the first
-8 hex digits of SHA-256 of ``ns/name``, ``-shared-gw``. The Services are the only memory of the
-internal port allocation: each Service port is a listener port, its ``targetPort`` the internal
-port. A Gateway's ``status.addresses`` is its VIP's address.
+Each shared Gateway is reached through a VIP Service in the controller namespace named
+``<ns>-<name>`` (cut to 40 characters, trailing ``-`` removed), ``-``, the first 8 hex digits
+of SHA-256 of ``ns/name``, ``-shared-gw`` (docs/contracts.md, "Owned objects"). The Services
+are the only memory of the internal port allocation: each Service port is a listener port, its
+``targetPort`` the internal port. A Gateway's ``status.addresses`` is its VIP's address.
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@
 - ``Unrecognised``: a kind (or API version) the compiler does not read; counted by the caller;
 - ``Malformed``: not a Kubernetes object at all (no kind, no name), with a diagnostic.
 
-Missing optional fields take the defaults the API server would give them (ARCHITECTURE §7:
-a dump of raw manifests compiles the same as a dump read back from a cluster), including
-``metadata.namespace: default`` for namespaced kinds.
+Missing optional fields take the defaults the API server would give them, so that a dump of
+raw manifests compiles the same as a dump read back from a cluster (docs/architecture.md,
+"Inputs: the cluster state"), including ``metadata.namespace: default`` for namespaced kinds.
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 Built only by ``decode_gateway.py``. Defaults the CRDs give (``allowedRoutes.namespaces.from:
 Same``, a rule without matches matching ``PathPrefix /``, ``weight: 1``, ``kind: Service``...)
 are applied at decoding, so a raw manifest and an object read back from a cluster compile the
-same (ARCHITECTURE §7). Filters decode straight into the snapshot's value types (header edits,
-redirects, rewrites), which carry them unchanged to the data plane. References keep what was
-written (``*Ref``); resolving them is the compiler's job, because a resolution failure is a
-status condition on the object.
+same (docs/architecture.md, "Inputs: the cluster state"). Filters decode straight into the
+snapshot's value types (header edits, redirects, rewrites), which carry them unchanged to the
+data plane. References keep what was written (``*Ref``); resolving them is the compiler's job,
+because a resolution failure is a status condition on the object.
 """
 
 from __future__ import annotations

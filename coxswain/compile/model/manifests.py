@@ -1,7 +1,8 @@
 """Manifest text → raw object bodies, each with the file and line it came from.
 
 Reading files is the shell's job; parsing their text is pure and lives here, so the golden tests
-and ``coxswain compile`` share one loader (STYLE §9). Accepted forms (ARCHITECTURE §2):
+and ``coxswain compile`` share one loader. Accepted forms (docs/architecture.md, "Inputs: the
+cluster state"):
 
 - multi-document YAML (``---``), top-level sequences included; JSON (``.json`` files, and
   standard input that parses as JSON), parsed by the JSON parser so that its errors name the

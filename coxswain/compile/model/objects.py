@@ -4,8 +4,8 @@ Only ``decode.py`` builds these, from raw API bodies; everything after it is typ
 validate"). Each object keeps only the fields routing needs, plus the diagnostics its decoding
 produced, so that a field the decoder could not use is reported on the object it belongs to.
 
-Secrets keep nothing but parsed TLS material and CA bundles (ARCHITECTURE §2): other Secret data
-never enters the compiler's memory.
+Secrets keep nothing but parsed TLS material and CA bundles (docs/architecture.md, "Inputs: the
+cluster state"): other Secret data never enters the compiler's memory.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Choosing the HTTP/1.1 head implementation by name (ARCHITECTURE §6).
+"""Choosing the HTTP/1.1 head implementation by name (docs/architecture.md, "Data-plane rules").
 
 ``llhttp`` (httptools) is the default because it is fast; ``h11`` is the reference, kept in
 agreement by tests/property/test_http1_differential.py. Both are stateless, so one instance
