@@ -98,19 +98,19 @@ import compile_ingress
 import harness
 import trio
 
-import coxswain.shell.discovery as discovery
-import coxswain.shell.discovery_client as discovery_client
+import coxswain.shell.discovery.client as discovery_client
+import coxswain.shell.discovery.server as discovery
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile.api import compile as compile_state
 from coxswain.compile.model.state import build_state
 from coxswain.compile.scope import SharedPool
 from coxswain.compile.snapshot_json import seal
-from coxswain.shell.ca import create_ca
-from coxswain.shell.codec import decode_snapshot, encode_snapshot
-from coxswain.shell.discovery import granted_by, open_discovery_server
-from coxswain.shell.discovery_client import stream_snapshots
-from coxswain.shell.discovery_tls import ClientCredentials, ServerCredentials
-from coxswain.shell.resources import ResourceCache, apply_delta
+from coxswain.shell.discovery.ca import create_ca
+from coxswain.shell.discovery.client import stream_snapshots
+from coxswain.shell.discovery.codec import decode_snapshot, encode_snapshot
+from coxswain.shell.discovery.resources import ResourceCache, apply_delta
+from coxswain.shell.discovery.server import granted_by, open_discovery_server
+from coxswain.shell.discovery.tls import ClientCredentials, ServerCredentials
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -118,7 +118,7 @@ if TYPE_CHECKING:
     from pyrsistent.typing import PMap
 
     from coxswain.compile.snapshot import Snapshot
-    from coxswain.shell.discovery import NodeObservation
+    from coxswain.shell.discovery.server import NodeObservation
 
 ROUTES = 10_000
 QUICK_ROUTES = 100

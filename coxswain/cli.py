@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from coxswain.compile.scope import Scope
-    from coxswain.shell.proxy import ProxyConfig
+    from coxswain.shell.dataplane.server import ProxyConfig
     from coxswain.shell.proxy_process import Feed
 
 __all__ = ["main"]
@@ -166,7 +166,7 @@ class _Version(argparse.Action):
         values: object,
         option_string: str | None = None,
     ) -> None:
-        from coxswain.shell.http1 import codec_build
+        from coxswain.http1 import codec_build
 
         print(f"coxswain {__version__} (HTTP/1.1 codec {codec_build()})")  # stdout, as argparse's
         parser.exit()
@@ -615,15 +615,15 @@ _TIMEOUT_FLAGS: Final = (
 def _proxy(args: argparse.Namespace) -> int:
     """``coxswain proxy``: one process, or with ``--workers N`` a supervisor of N, which first
     checks what it can so that a configuration error is reported once
-    (coxswain/shell/workers.py)."""
+    (coxswain/shell/dataplane/workers.py)."""
     import trio  # only the proxy needs it; the offline commands start faster without
 
-    from coxswain.shell.discovery_client import DiscoveryRefusedError
-    from coxswain.shell.listen import ListenError
+    from coxswain.shell.dataplane.listen import ListenError
+    from coxswain.shell.dataplane.snapshot_file import SnapshotLoadError
+    from coxswain.shell.dataplane.workers import supervise
+    from coxswain.shell.discovery.client import DiscoveryRefusedError
     from coxswain.shell.logs import install_logging
     from coxswain.shell.proxy_process import check_snapshot_file, run_until_terminated
-    from coxswain.shell.snapshot_file import SnapshotLoadError
-    from coxswain.shell.workers import supervise
 
     scope = parse_scope("shared" if args.shared else args.gateway)
     if scope is None:
@@ -673,8 +673,8 @@ def _proxy(args: argparse.Namespace) -> int:
 
 def _proxy_config(args: argparse.Namespace, *, reuse_port: bool) -> ProxyConfig:
     """The proxy's settings from the listener flags (:func:`_add_listener_flags`)."""
-    from coxswain.shell.proxy import ProxyConfig
-    from coxswain.shell.upstream import Timeouts
+    from coxswain.shell.dataplane.server import ProxyConfig
+    from coxswain.shell.dataplane.upstream import Timeouts
 
     return ProxyConfig(
         bind=args.bind,
@@ -699,9 +699,9 @@ def _feed(args: argparse.Namespace, scope: Scope) -> Feed:
         ValueError: discovery without credentials (and without ``--insecure-discovery``).
         OSError: a credential file cannot be read.
     """
-    from coxswain.shell.discovery_tls import CredentialFiles
+    from coxswain.shell.dataplane.workers import WORKER_SLOT_ENV
+    from coxswain.shell.discovery.tls import CredentialFiles
     from coxswain.shell.proxy_process import discovery_feed, file_feed
-    from coxswain.shell.workers import WORKER_SLOT_ENV
 
     if args.snapshot is not None:
         return file_feed(args.snapshot, scope)

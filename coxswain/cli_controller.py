@@ -194,9 +194,9 @@ class _Switch(argparse.Action):
 def run(args: argparse.Namespace) -> int:
     """``coxswain controller``: connect, run until SIGTERM (the flags were checked by the
     parser)."""
+    from coxswain.shell.control.kube import connect
+    from coxswain.shell.control.leader import LostLeadership
     from coxswain.shell.controller import run_until_terminated
-    from coxswain.shell.kube import connect
-    from coxswain.shell.leader import LostLeadership
     from coxswain.shell.logs import install_logging
 
     settings = _controller_settings(args)

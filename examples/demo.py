@@ -110,7 +110,7 @@ def write_certificates(now: datetime.datetime) -> None:
     """A new demo CA (CA_FILE, without its key: nothing else can be issued) and the Secret
     ``demo/demo-tls`` it issued (SECRET_FILE), for ``demo.example.com`` and
     ``*.gateway.example.com``, valid for years."""
-    from coxswain.shell.ca import create_ca
+    from coxswain.shell.discovery.ca import create_ca
 
     ca = create_ca(trust_domain="demo.coxswain.local", now=now, validity=CA_VALIDITY)
     hosts = [INGRESS_HOST, "*.gateway.example.com"]

@@ -12,7 +12,7 @@ process normally, so that it exits 0. SIGHUP re-reads a snapshot file (:mod:`.sn
 fed by discovery, the process logs it and carries on.
 
 **Configuration errors** end the process before it serves, and the command exits 2 with the
-message (coxswain/cli_run.py): a snapshot file that cannot be used (:class:`.SnapshotLoadError`);
+message (coxswain/cli/run.py): a snapshot file that cannot be used (:class:`.SnapshotLoadError`);
 a port of the file's first snapshot, or the admin port, that cannot be listened on
 (:class:`.ListenError`); discovery TLS files that are not a certificate, its key and a CA
 (``ValueError`` from :func:`discovery_feed`); the discovery server refusing the proxy's
@@ -43,30 +43,30 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from coxswain.http1 import codec_build
 from coxswain.route.plan import listener_specs
-from coxswain.shell.admin import ProxyAdmin
-from coxswain.shell.discovery_client import stream_snapshots
-from coxswain.shell.discovery_tls import CredentialFiles
-from coxswain.shell.http1 import codec_build
-from coxswain.shell.listen import check_can_listen, start_admin
-from coxswain.shell.proxy import Proxy, ProxyConfig
-from coxswain.shell.snapshot_file import (
+from coxswain.shell.dataplane.listen import check_can_listen, start_admin
+from coxswain.shell.dataplane.server import Proxy, ProxyConfig
+from coxswain.shell.dataplane.snapshot_file import (
     POLL_INTERVAL,
     hangups,
     load_snapshot,
     watch_snapshot_file,
 )
+from coxswain.shell.discovery.client import stream_snapshots
+from coxswain.shell.discovery.tls import CredentialFiles
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from coxswain.compile.scope import Scope
     from coxswain.compile.snapshot import Snapshot
-    from coxswain.shell.discovery_tls import ClientCredentials
+    from coxswain.shell.discovery.tls import ClientCredentials
 
 __all__ = [
     "DRAIN_TIMEOUT",
     "Feed",
+    "ProxyAdmin",
     "check_snapshot_file",
     "discovery_feed",
     "file_feed",
@@ -85,6 +85,19 @@ Feed = Callable[[Proxy, trio.TaskStatus[None]], Awaitable[None]]
 """Where snapshots come from: started with the proxy, it applies them until cancelled;
 ``task_status.started()`` once the first one is applied (a file) or the source is running
 (discovery, whose first snapshot may come later: ``/readyz`` says when)."""
+
+
+class ProxyAdmin:
+    """The admin answers of the proxy in this process."""
+
+    def __init__(self, proxy: Proxy) -> None:
+        self.proxy = proxy
+
+    async def ready(self) -> bool:
+        return self.proxy.ready()
+
+    async def exposition(self) -> bytes:
+        return self.proxy.metrics.exposition()
 
 
 def file_feed(path: str, scope: Scope, *, poll_interval: float = POLL_INTERVAL) -> Feed:

@@ -21,10 +21,10 @@ import trio
 
 from coxswain.compile import CompileConfig
 from coxswain.compile.scope import SharedPool
+from coxswain.shell.control.kube import Kube
 from coxswain.shell.controller import ControllerSettings, run_controller
-from coxswain.shell.discovery_tls import ClientCredentials
-from coxswain.shell.kube import Kube
-from coxswain.shell.proxy import ProxyConfig
+from coxswain.shell.dataplane.server import ProxyConfig
+from coxswain.shell.discovery.tls import ClientCredentials
 from coxswain.shell.proxy_process import discovery_feed, serve_feed
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer
 

@@ -17,9 +17,9 @@ from urllib.parse import parse_qs
 import pytest
 import trio
 
+from coxswain.shell.control.kube import Kube
 from coxswain.shell.controller import run_controller
-from coxswain.shell.kube import Kube
-from coxswain.shell.proxy import ProxyConfig
+from coxswain.shell.dataplane.server import ProxyConfig
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer, RequestRecord
 from tests.unit.helm_render import render
 

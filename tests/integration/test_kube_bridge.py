@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import trio
 
-from coxswain.shell.kube import ApiFailure, Kube, Resource, Unreachable
+from coxswain.shell.control.kube import ApiFailure, Kube, Resource, Unreachable
 from tests.apiserver import ApiServer
 
 SERVICES = Resource("", "v1", "services", "Service", True)

@@ -15,9 +15,9 @@ import trio
 
 from coxswain.compile.scope import Scope, SharedPool
 from coxswain.compile.snapshot_json import snapshot_from_data
-from coxswain.shell.ca import CertificateAuthority, ProxyIdentity, create_ca
-from coxswain.shell.discovery import NodeObservation, open_discovery_server
-from coxswain.shell.discovery_tls import ServerCredentials
+from coxswain.shell.discovery.ca import CertificateAuthority, ProxyIdentity, create_ca
+from coxswain.shell.discovery.server import NodeObservation, open_discovery_server
+from coxswain.shell.discovery.tls import ServerCredentials
 
 from .proxy_harness import free_port, ingress_path, serve_echo, snapshot
 

@@ -8,7 +8,7 @@ import socket
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from coxswain.shell.upstream import Timeouts
+from coxswain.shell.dataplane.upstream import Timeouts
 
 from .proxy_harness import (
     Running,
@@ -409,7 +409,7 @@ def test_a_stale_reused_connection_is_retried_only_when_repeating_is_safe(
     # Without this, whether the pool's check drops it first depends on the time between the
     # two requests (it polls only connections idle CHECK_AFTER or longer). The check itself is
     # tested on its own in tests/unit/test_pool_idle.py.
-    monkeypatch.setattr("coxswain.shell.pool._quiet", lambda stream: True)
+    monkeypatch.setattr("coxswain.shell.dataplane.pool._quiet", lambda stream: True)
 
     def client(run: Running) -> None:
         request(run.http_port, "GET", "/once")

@@ -1,5 +1,5 @@
 """The proxy as a process, with ``--workers 1`` (one process) and ``--workers 2`` (a supervisor
-and its workers, coxswain/shell/workers.py): SIGTERM drains requests in flight, then the
+and its workers, coxswain/shell/dataplane/workers.py): SIGTERM drains requests in flight, then the
 command exits 0; SIGHUP makes every worker read its snapshot again; a configuration error ends
 the command at once with status 2 and one message; the workers share the ports and a worker
 that crashes is started again; ``--max-body-bytes``."""
@@ -26,10 +26,10 @@ import pytest
 import trio
 import trustme
 
-from coxswain.shell.ca import create_ca
-from coxswain.shell.discovery import open_discovery_server
-from coxswain.shell.discovery_tls import ServerCredentials
-from coxswain.shell.workers import CONFIGURATION_ERROR, STARTUP_ATTEMPTS, supervise
+from coxswain.shell.dataplane.workers import CONFIGURATION_ERROR, STARTUP_ATTEMPTS, supervise
+from coxswain.shell.discovery.ca import create_ca
+from coxswain.shell.discovery.server import open_discovery_server
+from coxswain.shell.discovery.tls import ServerCredentials
 
 from .proxy_harness import (
     Running,

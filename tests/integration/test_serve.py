@@ -27,7 +27,7 @@ import yaml
 
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain._proto.discovery.v1 import discovery_pb2_grpc as pb_grpc
-from coxswain.shell.discovery import WIRE_VERSION
+from coxswain.shell.discovery.server import WIRE_VERSION
 
 from .manifests import (
     backend,

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from coxswain.shell.access_log import AccessLog
+from coxswain.shell.dataplane.access_log import AccessLog
 
 
 @pytest.mark.parametrize(

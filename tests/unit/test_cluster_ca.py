@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from coxswain.shell import cluster_ca
-from coxswain.shell.ca import DEFAULT_VALIDITY, RENEW_BEFORE, create_ca
-from coxswain.shell.cluster_ca import ProxyCertificates, secret_name
+from coxswain.shell.control import cluster_ca
+from coxswain.shell.control.cluster_ca import ProxyCertificates, secret_name
+from coxswain.shell.discovery.ca import DEFAULT_VALIDITY, RENEW_BEFORE, create_ca
 
 if TYPE_CHECKING:
     import pytest

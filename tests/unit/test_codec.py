@@ -14,8 +14,8 @@ from coxswain.compile import SharedPool, build_state, compile
 from coxswain.compile.model.manifests import parse_manifests
 from coxswain.compile.scope import parse_scope
 from coxswain.compile.snapshot import Endpoint, IngressTable, Snapshot
-from coxswain.shell.codec import decode_snapshot, encode_snapshot
-from coxswain.shell.resources import ResourceCache, apply_delta
+from coxswain.shell.discovery.codec import decode_snapshot, encode_snapshot
+from coxswain.shell.discovery.resources import ResourceCache, apply_delta
 
 CASES = Path(__file__).resolve().parents[1] / "golden" / "cases"
 
