@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.scope import Scope
     from coxswain.shell.dataplane.server import ProxyConfig
-    from coxswain.shell.proxy_process import Feed
+    from coxswain.shell.proxy import Feed
 
 __all__ = ["main"]
 
@@ -623,7 +623,7 @@ def _proxy(args: argparse.Namespace) -> int:
     from coxswain.shell.dataplane.workers import supervise
     from coxswain.shell.discovery.client import DiscoveryRefusedError
     from coxswain.shell.logs import install_logging
-    from coxswain.shell.proxy_process import check_snapshot_file, run_until_terminated
+    from coxswain.shell.proxy import check_snapshot_file, run_until_terminated
 
     scope = parse_scope("shared" if args.shared else args.gateway)
     if scope is None:
@@ -701,7 +701,7 @@ def _feed(args: argparse.Namespace, scope: Scope) -> Feed:
     """
     from coxswain.shell.dataplane.workers import WORKER_SLOT_ENV
     from coxswain.shell.discovery.tls import CredentialFiles
-    from coxswain.shell.proxy_process import discovery_feed, file_feed
+    from coxswain.shell.proxy import discovery_feed, file_feed
 
     if args.snapshot is not None:
         return file_feed(args.snapshot, scope)

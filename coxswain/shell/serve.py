@@ -30,7 +30,7 @@ import trio
 
 from coxswain.compile.scope import SharedPool
 from coxswain.shell.discovery.server import granted_by, open_discovery_server
-from coxswain.shell.proxy_process import run_until_terminated
+from coxswain.shell.proxy import run_until_terminated
 from coxswain.shell.publisher import Publisher
 from coxswain.shell.standalone.cert_folder import RENEW_CHECK_INTERVAL, CertificateFolder
 from coxswain.shell.standalone.manifest_folder import POLL_INTERVAL, watch_manifests
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from coxswain.compile.model.manifests import SourcedBody
     from coxswain.shell.dataplane.server import Proxy, ProxyConfig
     from coxswain.shell.discovery.server import DiscoveryServer
-    from coxswain.shell.proxy_process import Feed
+    from coxswain.shell.proxy import Feed
 
 __all__ = ["DiscoverySettings", "ServeSettings", "run_serve"]
 

@@ -21,7 +21,7 @@ import trio
 from coxswain.compile.scope import parse_scope
 from coxswain.shell.dataplane.server import Proxy, ProxyConfig
 from coxswain.shell.dataplane.upstream import Timeouts
-from coxswain.shell.proxy_process import serve_snapshot_file
+from coxswain.shell.proxy import serve_snapshot_file
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterator

@@ -25,7 +25,7 @@ from coxswain.shell.control.kube import Kube
 from coxswain.shell.controller import ControllerSettings, run_controller
 from coxswain.shell.dataplane.server import ProxyConfig
 from coxswain.shell.discovery.tls import ClientCredentials
-from coxswain.shell.proxy_process import discovery_feed, serve_feed
+from coxswain.shell.proxy import discovery_feed, serve_feed
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer
 
 from .manifests import backend, default_ingress, gateway, gateway_class, http_route, ingress_class

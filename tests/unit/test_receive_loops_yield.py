@@ -20,7 +20,7 @@ YIELDS = frozenset({"send_all", "checkpoint", "cancel_shielded_checkpoint", "sle
 
 # (module, function) → why its receiving loop need not yield itself
 ELSEWHERE = {
-    ("proxy_process.py", "_until_supervisor_gone"): (
+    ("proxy.py", "_until_supervisor_gone"): (
         "stdin is a trio FdStream, whose receive_some always yields"
     ),
     ("dataplane/upstream.py", "_tunnel"): (

@@ -7,7 +7,7 @@ are parsed with the traffic codec, and answered with ``Connection: close``: prob
 connection each.
 
 What the answers say comes from an :class:`AdminSource`:
-:class:`coxswain.shell.proxy_process.ProxyAdmin` reads the flags and registry of the proxy in this
+:class:`coxswain.shell.proxy.ProxyAdmin` reads the flags and registry of the proxy in this
 process; the supervisor of ``--workers N`` asks its workers (:mod:`.workers`).
 """
 

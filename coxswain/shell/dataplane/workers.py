@@ -12,7 +12,7 @@ itself, no supervisor. docs/architecture.md ("The proxy process and its workers"
   certificate, its key and a CA. :func:`supervise` then binds its own admin port
   (:class:`.ListenError` if it cannot). A failure is reported once and the command exits 2.
 - **Start-up.** A worker reports on stdout, once serving, the port of its own admin server on
-  127.0.0.1 (:mod:`coxswain.shell.proxy_process`).
+  127.0.0.1 (:mod:`coxswain.shell.proxy`).
 - **A worker's exit status** tells a configuration error from a crash. ``CONFIGURATION_ERROR``
   (2, the command's own status for input it cannot use, coxswain/cli/run.py) is a problem the
   worker found and printed itself: a snapshot file that went bad or a port taken since the
