@@ -3,7 +3,7 @@
 Every flag's value is checked by argparse when the command line is parsed, so a bad value is
 refused with exit code 2 and ``argument --flag: why`` before anything starts. An enumerated
 flag lists its values in ``--help`` and refuses any other; the controller's flags take their
-default from a ``COXSWAIN_*`` variable (:mod:`coxswain.cli_controller`) and a bad value there
+default from a ``COXSWAIN_*`` variable (:mod:`coxswain.cli.controller`) and a bad value there
 is refused the same way, naming the variable.
 """
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pyrsistent import pmap
 
-from coxswain.cli_run import EXIT_UNREADABLE, run_until_done
-from coxswain.cli_types import (
+from coxswain.cli.run import EXIT_UNREADABLE, run_until_done
+from coxswain.cli.types import (
     VIP_SERVICE_TYPES,
     FromEnvironment,
     HelpFormatter,
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from coxswain.shell.controller import ControllerSettings
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +112,8 @@ examples:
 """
 
 
-def add_parser(commands: Any) -> argparse.ArgumentParser:
-    """Add the ``controller`` subcommand to ``commands`` (argparse's subparsers)."""
+def add_parser(commands: Any) -> None:
+    """Add ``controller`` to ``commands`` (argparse's subparsers)."""
     controller: argparse.ArgumentParser = commands.add_parser(
         "controller",
         help="the Kubernetes controller: watch, compile, publish, write status, provision",
@@ -149,7 +149,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         help=_help(_DISABLE_GATEWAY_API, "off", "true or false"),
     )
     add_log_format(controller)
-    return controller
+    controller.set_defaults(handler=_controller)
 
 
 def _default(flag: _Flag, builtin: str) -> str:
@@ -169,7 +169,7 @@ def _help(flag: _Flag, shown: str, takes: str = "") -> str:
 
 class _Switch(argparse.Action):
     """A switch whose default may come from the environment: given, it is True; absent, its
-    default is converted by ``type`` (:func:`coxswain.cli_types.boolean`) when it is text."""
+    default is converted by ``type`` (:func:`coxswain.cli.types.boolean`) when it is text."""
 
     def __init__(
         self,
@@ -191,7 +191,7 @@ class _Switch(argparse.Action):
         setattr(namespace, self.dest, True)
 
 
-def run(args: argparse.Namespace) -> int:
+def _controller(args: argparse.Namespace) -> int:
     """``coxswain controller``: connect, run until SIGTERM (the flags were checked by the
     parser)."""
     from coxswain.shell.control.kube import connect
