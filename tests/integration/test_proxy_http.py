@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import http.client
-import json
 import socket
 from collections import Counter
 from typing import TYPE_CHECKING, Any
@@ -11,11 +10,14 @@ from typing import TYPE_CHECKING, Any
 from coxswain.shell.dataplane.upstream import Timeouts
 
 from .proxy_harness import (
+    TIMEOUT,
     Running,
     backend,
+    echoed,
     free_port,
     gateway_rule,
     ingress_path,
+    request,
     run_proxy,
     snapshot,
 )
@@ -24,33 +26,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     import pytest
-
-TIMEOUT = 30  # an upper bound for what must happen, generous for a loaded machine
-
-
-def request(
-    port: int,
-    method: str,
-    path: str,
-    *,
-    host: str = "a.example.com",
-    headers: dict[str, str] | None = None,
-    body: bytes | None = None,
-) -> tuple[http.client.HTTPResponse, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
-    conn.request(method, path, body=body, headers={"Host": host, **(headers or {})})
-    response = conn.getresponse()
-    data = response.read()
-    conn.close()
-    return response, data
-
-
-def echoed(data: bytes) -> dict[str, Any]:
-    found: dict[str, Any] = json.loads(data)
-    found["header_map"] = {}
-    for name, value in found["headers"]:
-        found["header_map"].setdefault(name, []).append(value)
-    return found
 
 
 def two_hosts(ports: dict[str, int]) -> dict[str, Any]:

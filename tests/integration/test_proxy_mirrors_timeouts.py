@@ -11,8 +11,17 @@ import pytest
 
 from coxswain.shell.dataplane.upstream import Timeouts
 
-from .proxy_harness import Running, backend, free_port, gateway_rule, run_proxy, snapshot
-from .test_proxy_http import TIMEOUT, echoed, request
+from .proxy_harness import (
+    TIMEOUT,
+    Running,
+    backend,
+    echoed,
+    free_port,
+    gateway_rule,
+    request,
+    run_proxy,
+    snapshot,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -14,8 +14,8 @@ from coxswain.shell.discovery.codec import decode_snapshot, encode_snapshot
 from coxswain.shell.discovery.resources import ResourceCache, apply_delta
 
 from .gateway_strategies import worlds as gateway_worlds
+from .scope_strategies import worlds as scope_worlds
 from .strategies import worlds as ingress_worlds
-from .test_scope_props import worlds as scope_worlds
 
 pytestmark = pytest.mark.property
 
