@@ -1,4 +1,5 @@
-"""``shell.access_log``: a proxied request's line is the JSON object the generic encoder makes."""
+"""``shell.dataplane.access_log``: a proxied request's line is the JSON object the generic encoder
+makes."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The controller's proxy certificate Secrets (shell.cluster_ca.ProxyCertificates): issued when
-missing, foreign or due for renewal, and each certificate checked once, not at every round."""
+"""The controller's proxy certificate Secrets (shell.control.cluster_ca.ProxyCertificates): issued
+when missing, foreign or due for renewal, and each certificate checked once, not at every round."""
 
 from __future__ import annotations
 

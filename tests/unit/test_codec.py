@@ -1,5 +1,6 @@
-"""Every golden case's snapshot survives the protobuf form unchanged (shell.codec), and the
-keyed-resource form of incremental delivery (shell.resources) splices the same messages."""
+"""Every golden case's snapshot survives the protobuf form unchanged (shell.discovery.codec), and
+the keyed-resource form of incremental delivery (shell.discovery.resources) splices the same
+messages."""
 
 from __future__ import annotations
 

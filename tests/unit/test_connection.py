@@ -1,4 +1,4 @@
-"""``shell.connection.Connection``: the trio stream contract on a bare socket, over real
+"""``shell.dataplane.connection.Connection``: the trio stream contract on a bare socket, over real
 loopback TCP connections."""
 
 from __future__ import annotations

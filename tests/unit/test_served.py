@@ -1,4 +1,5 @@
-"""``shell.served.Served``: the routing memo and the header edits converted once per snapshot."""
+"""``shell.dataplane.served.Served``: the routing memo and the header edits converted once per
+snapshot."""
 
 from __future__ import annotations
 

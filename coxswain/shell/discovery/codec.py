@@ -6,9 +6,9 @@ compiler; a decoded snapshot keeps it, and the receiving proxy Acks or Nacks tha
 Optional fields map to None; maps keyed by port use the port number.
 
 ``encode_resource``/``decode_resource`` do the same per keyed piece of a snapshot, for
-incremental delivery (ARCHITECTURE §5, ``shell.resources``). The full decode and the resource
-decode share the piece readers (``_read_vhost``, ``_read_rules``, ...), so a snapshot patched
-from resources is built exactly as a full decode builds it.
+incremental delivery (ARCHITECTURE §5, ``shell.discovery.resources``). The full decode and the
+resource decode share the piece readers (``_read_vhost``, ``_read_rules``, ...), so a snapshot
+patched from resources is built exactly as a full decode builds it.
 """
 
 from __future__ import annotations
@@ -107,13 +107,13 @@ def encode_snapshot(snapshot: Snapshot, sequence: int = 0) -> pb.Snapshot:
     return message
 
 
-# --- resources: the pieces of incremental delivery (shell.resources) ---------------------------
+# --- resources: the pieces of incremental delivery (shell.discovery.resources) --------------------
 
 
 def encode_resource(kind: int, value: Any) -> bytes:
     """The serialised body message of one resource (``pb.Resource``'s oneof ``body``) of
-    ``kind`` (a ``pb.ResourceKey.Kind``); ``value`` is what ``shell.resources`` splits out of a
-    snapshot for that kind. Pure."""
+    ``kind`` (a ``pb.ResourceKey.Kind``); ``value`` is what ``shell.discovery.resources`` splits out
+    of a snapshot for that kind. Pure."""
     return _RESOURCE_ENCODERS[kind](value).SerializeToString()
 
 

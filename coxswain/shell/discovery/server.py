@@ -16,8 +16,8 @@ per stream; newer ones are coalesced until the Ack or Nack. A Nack keeps the str
 is asked again before each version is sent: a stream whose identity lost the scope's grant gets
 nothing newer until the grant returns (it is not ended: grants can flicker during a change).
 
-Incremental delivery (``shell.resources``; issue 6's latency target at 10,000 routes and 100
-subscribers): a stream whose Subscribe set ``accept_deltas`` gets, after its first full
+Incremental delivery (``shell.discovery.resources``; issue 6's latency target at 10,000 routes and
+100 subscribers): a stream whose Subscribe set ``accept_deltas`` gets, after its first full
 Snapshot, a Delta against the version it last Acked, as long as the server still holds that
 version (the current one, the Acked bases of open streams, at most ``_RETAINED`` of them);
 otherwise, and after a Nacked Delta, a full Snapshot. Each message is serialised once per
