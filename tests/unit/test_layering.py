@@ -2,8 +2,9 @@
 module of coxswain/ is in an import cycle.
 
 An AST scan of every module under ``coxswain/compile``, ``coxswain/route`` and ``coxswain/http1``
-(ARCHITECTURE §1): imports anywhere in a module count (top level, inside functions, under
-``TYPE_CHECKING``), in both ``import x`` and ``from x import y`` forms, relative imports resolved.
+(docs/architecture.md, "Layout"): imports anywhere in a module count (top level, inside
+functions, under ``TYPE_CHECKING``), in both ``import x`` and ``from x import y`` forms, relative
+imports resolved.
 import-linter checks the same contracts in ``make lint``; this test keeps them in ``pytest`` and
 adds the standard library modules that would let the core reach I/O, the clock or the process.
 
