@@ -35,12 +35,12 @@ import os
 from setuptools import setup
 
 COMPILED = [
-    "coxswain/shell/http1/events.py",
-    "coxswain/shell/http1/syntax.py",
-    "coxswain/shell/http1/body.py",
-    "coxswain/shell/http1/llhttp_codec.py",
-    "coxswain/shell/http1/parser.py",
-    "coxswain/shell/http1/serialize.py",
+    "coxswain/http1/events.py",
+    "coxswain/http1/syntax.py",
+    "coxswain/http1/body.py",
+    "coxswain/http1/llhttp_codec.py",
+    "coxswain/http1/parser.py",
+    "coxswain/http1/serialize.py",
 ]
 
 if os.environ.get("COXSWAIN_MYPYC") == "1":

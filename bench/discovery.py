@@ -23,7 +23,7 @@ What it measures, each part in a fresh subprocess (results go in docs/benchmarks
      still gets it: ``encode_snapshot``, ``SerializeToString``, ``FromString`` and
      ``decode_snapshot`` (with the collector running, and paused as the client now decodes);
      the encoded size against gRPC's default 4 MiB receive limit;
-   - the resource form (``coxswain.shell.resources``): the first ``ResourceCache.encode``
+   - the resource form (``coxswain.shell.discovery.resources``): the first ``ResourceCache.encode``
      (every resource), the encode of a one-route variant when the unchanged values are the
      same objects and when they are only equal (a second compile of the same state: what a
      controller's fresh compile gives), splicing the full message from the parts, building a
@@ -31,12 +31,12 @@ What it measures, each part in a fresh subprocess (results go in docs/benchmarks
      one (a diff of the two versions' parts), ``apply_delta`` on the client; and ``seal`` (the
      content hash a client would recompute to verify a version).
 2. Publish-to-applied latency with 1, 10 and 100 subscribers: one discovery server
-   (``open_discovery_server``) on 127.0.0.1 with mutual TLS (a CA from ``coxswain.shell.ca``,
-   the server certificate for 127.0.0.1, one proxy certificate for ServiceAccount
-   ``coxswain/shared``, as the shared pool's replicas share one) and the production policy
-   (``granted_by`` with that ServiceAccount granted SharedPool). N clients run
-   ``stream_snapshots`` (which accepts deltas) as tasks of one trio run in the same process,
-   each with its own asyncio thread and gRPC channel, as each proxy has. Two phases:
+   (``open_discovery_server``) on 127.0.0.1 with mutual TLS (a CA from
+   ``coxswain.shell.discovery.ca``, the server certificate for 127.0.0.1, one proxy
+   certificate for ServiceAccount ``coxswain/shared``, as the shared pool's replicas share one)
+   and the production policy (``granted_by`` with that ServiceAccount granted SharedPool). N
+   clients run ``stream_snapshots`` (which accepts deltas) as tasks of one trio run in the same
+   process, each with its own asyncio thread and gRPC channel, as each proxy has. Two phases:
 
    - ``full``: the clients connect, then the first snapshot is published: every client gets it
      as a full Snapshot and decodes it (first-subscribe delivery). One publish.
@@ -97,19 +97,19 @@ import compile_ingress
 import harness
 import trio
 
-import coxswain.shell.discovery as discovery
-import coxswain.shell.discovery_client as discovery_client
+import coxswain.shell.discovery.client as discovery_client
+import coxswain.shell.discovery.server as discovery
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile.api import compile as compile_state
 from coxswain.compile.model.state import build_state
 from coxswain.compile.scope import SharedPool
 from coxswain.compile.snapshot_json import seal
-from coxswain.shell.ca import create_ca
-from coxswain.shell.codec import decode_snapshot, encode_snapshot
-from coxswain.shell.discovery import granted_by, open_discovery_server
-from coxswain.shell.discovery_client import stream_snapshots
-from coxswain.shell.discovery_tls import ClientCredentials, ServerCredentials
-from coxswain.shell.resources import ResourceCache, apply_delta
+from coxswain.shell.discovery.ca import create_ca
+from coxswain.shell.discovery.client import stream_snapshots
+from coxswain.shell.discovery.codec import decode_snapshot, encode_snapshot
+from coxswain.shell.discovery.resources import ResourceCache, apply_delta
+from coxswain.shell.discovery.server import granted_by, open_discovery_server
+from coxswain.shell.discovery.tls import ClientCredentials, ServerCredentials
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -117,7 +117,7 @@ if TYPE_CHECKING:
     from pyrsistent.typing import PMap
 
     from coxswain.compile.snapshot import Snapshot
-    from coxswain.shell.discovery import NodeObservation
+    from coxswain.shell.discovery.server import NodeObservation
 
 ROUTES = 10_000
 QUICK_ROUTES = 100

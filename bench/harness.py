@@ -200,7 +200,7 @@ def compile_codec(folder: Path) -> None:
     )
     if done.returncode != 0:
         raise SystemExit(f"the mypyc build in {folder} failed:\n{done.stdout}\n{done.stderr}")
-    check = "from coxswain.shell.http1 import codec_build; print(codec_build())"
+    check = "from coxswain.http1 import codec_build; print(codec_build())"
     build = subprocess.run(
         [sys.executable, "-c", check], cwd=folder, capture_output=True, text=True, check=True
     ).stdout.strip()

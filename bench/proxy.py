@@ -91,10 +91,10 @@ import trio
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from proxy_setup import Cell, Proxy
 
-from coxswain.shell.access_log import AccessLog
-from coxswain.shell.http1 import RequestHead, ResponseParser, codec_named
-from coxswain.shell.metrics import Metrics
-from coxswain.shell.wire import EventReader, Timer, Watchdog
+from coxswain.http1 import RequestHead, ResponseParser, codec_named
+from coxswain.shell.dataplane.access_log import AccessLog
+from coxswain.shell.dataplane.metrics import Metrics
+from coxswain.shell.dataplane.wire import EventReader, Timer, Watchdog
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence

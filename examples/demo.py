@@ -25,7 +25,7 @@ does the same, as make passes it on to the demo. A demo that is killed outright 
 cannot clean up, so the child watches its parent: its standard input is a pipe whose other end
 only the demo holds, and when the demo exits, however it exits, the kernel closes that end and
 the child sends itself SIGTERM (the proxy's workers watch their supervisor the same way,
-coxswain/shell/proxy_process.py). A pipe rather than prctl(PR_SET_PDEATHSIG): it works on every
+coxswain/shell/proxy.py). A pipe rather than prctl(PR_SET_PDEATHSIG): it works on every
 POSIX system, needs no ``preexec_fn`` (unsafe in a process that runs threads, as the demo does),
 and a parent that dies before the child is set up is still seen (the end of file waits).
 """
@@ -110,7 +110,7 @@ def write_certificates(now: datetime.datetime) -> None:
     """A new demo CA (CA_FILE, without its key: nothing else can be issued) and the Secret
     ``demo/demo-tls`` it issued (SECRET_FILE), for ``demo.example.com`` and
     ``*.gateway.example.com``, valid for years."""
-    from coxswain.shell.ca import create_ca
+    from coxswain.shell.discovery.ca import create_ca
 
     ca = create_ca(trust_domain="demo.coxswain.local", now=now, validity=CA_VALIDITY)
     hosts = [INGRESS_HOST, "*.gateway.example.com"]

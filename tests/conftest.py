@@ -41,7 +41,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 def pytest_sessionstart(session: pytest.Session) -> None:
     expected = os.environ.get("COXSWAIN_EXPECT_CODEC_BUILD")
     if expected:
-        from coxswain.shell.http1 import codec_build
+        from coxswain.http1 import codec_build
 
         if codec_build() != expected:
             pytest.exit(f"the codec imported is {codec_build()}, not {expected}", returncode=3)

@@ -32,22 +32,22 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from coxswain.compile import analyse, status
 from coxswain.compile.provision import provision
 from coxswain.compile.scope import SharedPool
-from coxswain.shell.admin import serve_admin
 from coxswain.shell.backoff import Backoff
-from coxswain.shell.cluster_ca import (
+from coxswain.shell.control.cluster_ca import (
     ProxyCertificates,
     load_or_create_ca,
     stale_proxy_secrets,
 )
-from coxswain.shell.cluster_view import ClusterView
-from coxswain.shell.discovery import granted_by, open_discovery_server
-from coxswain.shell.discovery_tls import ServerCertificate, ServerCredentials
-from coxswain.shell.informers import GATEWAY_API, INFORMED, PROVISIONING, Informer, Watched
-from coxswain.shell.kube import ApiFailure, Kube, Resource, Unreachable
-from coxswain.shell.leader import LeaderElection
-from coxswain.shell.provisioner import Provisioner
+from coxswain.shell.control.cluster_view import ClusterView
+from coxswain.shell.control.informers import GATEWAY_API, INFORMED, PROVISIONING, Informer, Watched
+from coxswain.shell.control.kube import ApiFailure, Kube, Resource, Unreachable
+from coxswain.shell.control.leader import LeaderElection
+from coxswain.shell.control.provisioner import Provisioner
+from coxswain.shell.control.status_writer import StatusWriter
+from coxswain.shell.dataplane.admin import serve_admin
+from coxswain.shell.discovery.server import granted_by, open_discovery_server
+from coxswain.shell.discovery.tls import ServerCertificate, ServerCredentials
 from coxswain.shell.publisher import Publisher
-from coxswain.shell.status_writer import StatusWriter
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -55,8 +55,8 @@ if TYPE_CHECKING:
     from pyrsistent.typing import PMap
 
     from coxswain.compile import CompileConfig, Scope, Snapshot
-    from coxswain.shell.ca import CertificateAuthority
-    from coxswain.shell.discovery import DiscoveryServer, NodeObservation
+    from coxswain.shell.discovery.ca import CertificateAuthority
+    from coxswain.shell.discovery.server import DiscoveryServer, NodeObservation
 
 __all__ = ["ControllerSettings", "run_controller", "run_until_terminated"]
 
@@ -183,7 +183,7 @@ def _server_credentials(
 ) -> ServerCredentials:
     """The discovery server's certificate: the Service names proxies dial (the host of
     ``discovery_address`` and its shorter forms) and loopback. Issued again while the
-    controller runs, before it expires (:class:`~.discovery_tls.ServerCertificate`)."""
+    controller runs, before it expires (:class:`~.discovery.tls.ServerCertificate`)."""
     host = settings.compile.discovery_address.rpartition(":")[0]
     parts = host.split(".")
     names = [".".join(parts[:i]) for i in range(len(parts), 0, -1)] if host else []

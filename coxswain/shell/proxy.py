@@ -1,576 +1,325 @@
-"""The proxy process: the served snapshot, its listeners, and every client connection.
+"""The whole ``coxswain proxy`` process: proxy, snapshot feed, admin port.
 
-Design (docs/architecture.md, "The proxy"):
+One nursery, three tasks started in readiness order: the proxy's connection nursery, the feed
+of snapshots (:func:`file_feed`: ``--snapshot FILE``, its first load applies the snapshot and
+binds the listeners; :func:`discovery_feed`: ``--discovery HOST:PORT``, the controller's gRPC
+stream), then the admin port, so that ``/readyz`` can only answer 200 once everything before
+it is in place.
 
-- **One reference swap.** :class:`Served` bundles a snapshot with what is derived from it (the
-  route table, the TLS contexts); :meth:`Proxy.apply` replaces ``Proxy.served`` in one
-  assignment. Each request reads it once when its head arrives and keeps it, so requests in
-  flight finish on the snapshot they started with and none sees half of two.
-- **Listeners** follow the pure plan of ``route.plan.diff_listeners``: sockets that appear are
-  bound, those that disappear are closed, unchanged ones are never re-bound. Each port is
-  served in its own cancel scope; connections live in one nursery of their own, so closing a
-  listener does not cut the connections it accepted. A port that cannot be bound is tried
-  again with a growing pause, unless the caller asks ``must_bind`` (the first snapshot of a
-  file: :class:`.ListenError`, a configuration error).
-- **Connections** loop over requests (keep-alive, RFC 9112 §9.3): read a head, ``select``,
-  answer or forward (:mod:`.upstream`), and log one JSON line. A ProtocolError from the codec
-  (400, 413, 431, 501) is answered and the connection closed (RFC 9112 §9.6); no input ends
-  anything but its own connection. A client idle between requests or slow to send a head is
-  closed after ``header_timeout``.
-- **Draining** (:meth:`Proxy.drain`, on SIGTERM): ``ready()`` turns False, every listener is
-  closed, connections waiting for a request head are closed, a request in flight finishes and
-  its connection then closes; the drain ends when no connection is left or at its timeout.
-- **TLS** connections are wrapped with the front context of their port (certificate by SNI);
-  after the handshake the listener selected by the SNI must admit the client certificate,
-  else the connection is closed.
+:func:`run_until_terminated` is what the command line runs: the same, until SIGTERM or SIGINT,
+which start a drain (:meth:`.Proxy.drain`, bounded by ``drain_timeout``) and then end the
+process normally, so that it exits 0. SIGHUP re-reads a snapshot file (:mod:`.snapshot_file`);
+fed by discovery, the process logs it and carries on.
+
+**Configuration errors** end the process before it serves, and the command exits 2 with the
+message (coxswain/cli/run.py): a snapshot file that cannot be used (:class:`.SnapshotLoadError`);
+a port of the file's first snapshot, or the admin port, that cannot be listened on
+(:class:`.ListenError`); discovery TLS files that are not a certificate, its key and a CA
+(``ValueError`` from :func:`discovery_feed`); the discovery server refusing the proxy's
+identity (:class:`.DiscoveryRefusedError`). A port of a later snapshot, or of any snapshot from
+discovery, is tried again until it can be bound instead (the controller reports which ports
+are bound): :meth:`.Proxy.apply`. :func:`check_snapshot_file` is the same check of a file,
+made by the supervisor of ``--workers N`` before it starts any worker.
+
+A **worker** of ``--workers N`` (``supervised``) talks to its supervisor (:mod:`.workers`)
+through its standard streams and its exit status: once serving it writes one JSON line to
+stdout, ``{"admin_port": N}``, its own admin port on 127.0.0.1 where the supervisor reads
+readiness and metrics; it exits 2 on a configuration error, which the supervisor does not
+retry; and it drains and exits when its stdin reaches end of file, which happens when the
+supervisor is gone, even killed with SIGKILL: no worker outlives its supervisor.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
+import json
 import logging
 import math
-import random
+import os
+import signal
+import ssl
 import sys
-import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import trio
 
-from coxswain.route.plan import ListenerSpec, diff_listeners
-from coxswain.shell.access_log import AccessLog
-from coxswain.shell.connection import Connection
-from coxswain.shell.http1 import (
-    DEFAULT_CODEC,
-    PAUSED,
-    Data,
-    EndOfMessage,
-    HeadCodec,
-    Limits,
-    ProtocolError,
-    RequestHead,
-    RequestParser,
-    codec_named,
+from coxswain.http1 import codec_build
+from coxswain.route.plan import listener_specs
+from coxswain.shell.dataplane.listen import check_can_listen, start_admin
+from coxswain.shell.dataplane.server import Proxy, ProxyConfig
+from coxswain.shell.dataplane.snapshot_file import (
+    POLL_INTERVAL,
+    hangups,
+    load_snapshot,
+    watch_snapshot_file,
 )
-from coxswain.shell.listen import ListenError, open_reuseport_listeners
-from coxswain.shell.metrics import Metrics
-from coxswain.shell.mirror import Mirrors
-from coxswain.shell.pool import UpstreamPool
-from coxswain.shell.served import Routed, Served, handshake_sni
-from coxswain.shell.upstream import (
-    Answer,
-    ClientProtocolError,
-    Exchange,
-    Forwarder,
-    Timeouts,
-)
-from coxswain.shell.wire import EventReader, Timer, Watchdog, own_answer
+from coxswain.shell.discovery.client import stream_snapshots
+from coxswain.shell.discovery.tls import CredentialFiles
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import AsyncIterator
 
+    from coxswain.compile.scope import Scope
     from coxswain.compile.snapshot import Snapshot
+    from coxswain.shell.discovery.tls import ClientCredentials
 
-__all__ = ["HEADER_TIMEOUT", "Proxy", "ProxyConfig"]
+__all__ = [
+    "DRAIN_TIMEOUT",
+    "Feed",
+    "ProxyAdmin",
+    "check_snapshot_file",
+    "discovery_feed",
+    "file_feed",
+    "run_until_terminated",
+    "serve_feed",
+    "serve_snapshot_file",
+]
 
-HEADER_TIMEOUT: Final = 60.0
-HANDSHAKE_TIMEOUT: Final = 10.0
-BIND_RETRY_MIN: Final = 0.1
-BIND_RETRY_MAX: Final = 5.0
-SETTLE_INTERVAL: Final = 60.0
+DRAIN_TIMEOUT = 10.0
+WORKER_ADMIN_BIND = "127.0.0.1"
 
 log = logging.getLogger("coxswain.proxy")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProxyConfig:
-    """How the proxy listens; routing comes from the snapshot."""
-
-    bind: str = "127.0.0.1"
-    ingress_http_port: int = 80
-    ingress_https_port: int = 443
-    header_timeout: float = HEADER_TIMEOUT  # for a request head, and idle between requests
-    timeouts: Timeouts = field(default_factory=Timeouts)
-    codec: str = DEFAULT_CODEC
-    max_body_bytes: int | None = None  # a request body over it is answered 413
-    reuse_port: bool = False  # bind with SO_REUSEPORT: one of several worker processes
-    access_log: bool = False  # one JSON line per request on stderr (:mod:`.access_log`)
+Feed = Callable[[Proxy, trio.TaskStatus[None]], Awaitable[None]]
+"""Where snapshots come from: started with the proxy, it applies them until cancelled;
+``task_status.started()`` once the first one is applied (a file) or the source is running
+(discovery, whose first snapshot may come later: ``/readyz`` says when)."""
 
 
-_HEAD_WAIT: Final = object()
-"""What the connection's timer names while the connection waits for a request head."""
+class ProxyAdmin:
+    """The admin answers of the proxy in this process."""
+
+    def __init__(self, proxy: Proxy) -> None:
+        self.proxy = proxy
+
+    async def ready(self) -> bool:
+        return self.proxy.ready()
+
+    async def exposition(self) -> bytes:
+        return self.proxy.metrics.exposition()
 
 
-@dataclass(slots=True)
-class _InFlight:
-    """A request being forwarded: what answering and logging it takes if a timeout cuts it."""
+def file_feed(path: str, scope: Scope, *, poll_interval: float = POLL_INTERVAL) -> Feed:
+    """Snapshots from a file, re-read on SIGHUP and when replaced (:mod:`.snapshot_file`).
+    Every port of the first one must be bound at once (:class:`.ListenError` otherwise)."""
 
-    head: RequestHead
-    routed: Routed
-    exchange: Exchange
-    started: float
-
-
-@dataclass(slots=True)
-class _Listener:
-    spec: ListenerSpec
-    scope: trio.CancelScope
-    bound: bool = False
-    closed: trio.Event = field(default_factory=trio.Event)
-
-
-@dataclass(slots=True)
-class Proxy:
-    """The running proxy: serve with :meth:`serve`, change snapshots with :meth:`apply`."""
-
-    config: ProxyConfig
-    served: Served | None = None
-    applies: int = 0
-    rejections: int = 0
-    listeners: dict[int, _Listener] = field(default_factory=dict)
-    pool: UpstreamPool = field(default_factory=UpstreamPool)
-    rng: random.Random = field(default_factory=random.Random)
-    metrics: Metrics = field(default_factory=Metrics)
-    access: AccessLog = field(default_factory=lambda: AccessLog(None))
-    draining: bool = False
-    admin_port: int | None = None  # the admin port bound for this proxy, if any
-    _open: int = 0
-    _quiet: trio.Event = field(default_factory=trio.Event)
-    _idle: set[trio.CancelScope] = field(default_factory=set)
-    _codec: HeadCodec | None = None
-    _forwarder: Forwarder | None = None
-    _nursery: trio.Nursery | None = None
-    _applied: trio.Event = field(default_factory=trio.Event)
-    _settled_at: float = -math.inf
-
-    @property
-    def codec(self) -> HeadCodec:
-        if self._codec is None:
-            self._codec = codec_named(self.config.codec)  # type: ignore[arg-type]
-        return self._codec
-
-    def ready(self) -> bool:
-        """A snapshot is applied and every listener it needs is bound."""
-        served = self.served
-        if served is None or self.draining:
-            return False
-        return all(
-            (entry := self.listeners.get(port)) is not None and entry.bound for port in served.specs
+    async def feed(proxy: Proxy, task_status: trio.TaskStatus[None]) -> None:
+        await watch_snapshot_file(
+            path,
+            scope,
+            lambda snapshot: proxy.apply(snapshot, must_bind=proxy.applies == 0),
+            proxy.reject,
+            interval=poll_interval,
+            task_status=task_status,
         )
 
-    async def wait_applies(self, count: int, *, rejections: int = 0) -> None:
-        """Wait until ``count`` snapshots have been applied and ``rejections`` refused, in all."""
-        while self.applies < count or self.rejections < rejections:
-            await self._applied.wait()
+    return feed
 
-    def reject(self, message: str) -> None:
-        """A snapshot could not be used: log it; the served one stays."""
-        log.error("%s", message)
-        self.rejections += 1
-        self.metrics.refused()
-        self._applied.set()
-        self._applied = trio.Event()
 
-    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run the listeners and connections until cancelled; never returns."""
-        try:
+def discovery_feed(
+    address: str,
+    scope: Scope,
+    *,
+    node_id: str,
+    credentials: ClientCredentials | CredentialFiles | None,
+) -> Feed:
+    """Snapshots from the controller's discovery stream (docs/architecture.md, "Discovery,
+    `serve` and the controller"). A snapshot of another scope is refused (Nack) and the served
+    one stays; after each apply the ports bound are reported, which the controller turns into
+    ``Programmed`` status. SIGHUP is logged: there is no file to re-read.
+
+    Raises:
+        ValueError: ``credentials`` are files that do not hold a certificate, its key and a CA.
+    """
+    if isinstance(credentials, CredentialFiles):
+        _check_credential_files(credentials)
+
+    async def feed(proxy: Proxy, task_status: trio.TaskStatus[None]) -> None:
+        report, reports = trio.open_memory_channel[frozenset[int]](math.inf)
+
+        async def on_snapshot(snapshot: Snapshot) -> None:
+            if snapshot.scope != scope:
+                message = f"the snapshot is for {snapshot.scope}, but this proxy serves {scope}"
+                proxy.reject(message)
+                raise ValueError(message)
+            await proxy.apply(snapshot)
+            report.send_nowait(
+                frozenset(port for port, entry in proxy.listeners.items() if entry.bound)
+            )
+
+        with hangups() as signals:
             async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                if self.config.access_log:
-                    self.access = AccessLog(sys.stderr)
-                    nursery.start_soon(self.access.run)
-                timeouts = self.config.timeouts
-                watchdog = Watchdog.for_timeouts(
-                    self.config.header_timeout, timeouts.read, timeouts.client_body
+                if signals is not None:
+                    nursery.start_soon(_log_hangups, signals)
+                await stream_snapshots(
+                    address,
+                    node_id=node_id,
+                    scope=scope,
+                    credentials=credentials,
+                    on_snapshot=on_snapshot,
+                    bound_ports=reports,
+                    task_status=task_status,
                 )
-                nursery.start_soon(watchdog.run)
-                self._forwarder = Forwarder(
-                    codec=self.codec,
-                    watchdog=watchdog,
-                    rng=self.rng,
-                    timeouts=self.config.timeouts,
-                    pool=self.pool,
-                    mirrors=Mirrors(
-                        nursery, self.rng, self.config.timeouts.connect, self.metrics.mirrored
-                    ),
-                )
-                task_status.started()
-                await trio.sleep_forever()
-        finally:
-            self.pool.close_all()
 
-    async def drain(self, grace: float) -> bool:
-        """Stop accepting, close idle connections, and wait up to ``grace`` seconds for the
-        requests in flight to finish; whether every connection ended in time."""
-        self.draining = True
-        for entry in self.listeners.values():
-            entry.scope.cancel()
-        for scope in self._idle:
-            scope.cancel()
-        log.info("draining %d connections (at most %s s)", self._open, grace)
-        with trio.move_on_after(grace):
-            while self._open:
-                self._quiet = trio.Event()
-                await self._quiet.wait()
-            return True
-        log.warning("drain timeout: %d connections cut", self._open)
-        return False
+    return feed
 
-    async def apply(self, snapshot: Snapshot, *, must_bind: bool = False) -> None:
-        """Serve ``snapshot`` from now on: one reference swap, then the listener plan.
 
-        Raises:
-            ListenError: ``must_bind`` and a port of the plan cannot be bound now (without
-                ``must_bind`` the port is tried again in the background and ``ready()`` is
-                False meanwhile).
-        """
-        if self.draining:
-            log.info("not applying snapshot %s: draining", snapshot.version)
-            return
-        served = Served(
-            snapshot,
-            ingress_http_port=self.config.ingress_http_port,
-            ingress_https_port=self.config.ingress_https_port,
-        )
-        current = {port: entry.spec for port, entry in self.listeners.items()}
-        plan = diff_listeners(current, served.specs)
-        self.served = served  # the swap: the next request reads the new snapshot
-        closing = [self.listeners.pop(port) for port in plan.close]
-        for entry in closing:
-            entry.scope.cancel()
-        for entry in closing:  # a port changing kind is re-bound only once it is free
-            await entry.closed.wait()
-        assert self._nursery is not None, "apply() before serve() started"
-        for spec in plan.open:
-            await self._nursery.start(self._serve_port, spec, must_bind)
+def _check_credential_files(files: CredentialFiles) -> None:
+    """Load the files as TLS does (gRPC would otherwise fail every connection, forever).
+
+    Raises:
+        ValueError: a file is not PEM of its kind, or the key is not the certificate's.
+    """
+    cert, key, ca = files.paths
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    try:
+        context.load_verify_locations(cafile=ca)
+    except ssl.SSLError as err:
+        raise ValueError(f"{ca}: not a PEM CA certificate ({err})") from err
+    try:
+        context.load_cert_chain(cert, key)
+    except ssl.SSLError as err:
+        raise ValueError(
+            f"{cert}, {key}: not a PEM certificate and its private key ({err})"
+        ) from err
+
+
+async def _log_hangups(signals: AsyncIterator[int]) -> None:
+    async for _ in signals:
+        log.info("SIGHUP: the snapshots come from discovery, there is nothing to re-read")
+
+
+def check_snapshot_file(path: str, scope: Scope, config: ProxyConfig) -> None:
+    """Check that ``path`` is a snapshot of ``scope`` and that every port it needs can be
+    listened on; blocking. The supervisor of ``--workers N`` calls it before it starts any
+    worker, so that such an error is reported once.
+
+    Raises:
+        SnapshotLoadError: the file cannot be used.
+        ListenError: a port cannot be listened on.
+    """
+    specs = listener_specs(
+        load_snapshot(path, scope),
+        ingress_http_port=config.ingress_http_port,
+        ingress_https_port=config.ingress_https_port,
+    )
+    check_can_listen(config.bind, sorted(specs))
+
+
+async def serve_snapshot_file(
+    path: str,
+    scope: Scope,
+    config: ProxyConfig,
+    *,
+    admin_port: int | None,
+    admin_bind: str | None = None,
+    poll_interval: float = POLL_INTERVAL,
+    task_status: trio.TaskStatus[Proxy] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the snapshot at ``path`` until cancelled (:func:`serve_feed`).
+
+    Raises:
+        SnapshotLoadError: the first load failed (nothing was served).
+        ListenError: a port of the first snapshot, or the admin port, cannot be listened on.
+    """
+    await serve_feed(
+        file_feed(path, scope, poll_interval=poll_interval),
+        scope,
+        config,
+        admin_port=admin_port,
+        admin_bind=admin_bind,
+        task_status=task_status,
+    )
+
+
+async def serve_feed(
+    feed: Feed,
+    scope: Scope,
+    config: ProxyConfig,
+    *,
+    admin_port: int | None,
+    admin_bind: str | None = None,
+    task_status: trio.TaskStatus[Proxy] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the snapshots of ``feed`` until cancelled; never returns. The admin port is bound
+    on ``admin_bind`` (default: the proxy's address); ``proxy.admin_port`` is the port bound.
+
+    Raises:
+        ListenError: the admin port cannot be listened on.
+    """
+    proxy = Proxy(config)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(proxy.serve)
+        await nursery.start(feed, proxy)
+        if admin_port is not None:
+            proxy.admin_port = await start_admin(
+                nursery, ProxyAdmin(proxy), bind=admin_bind or config.bind, port=admin_port
+            )
         log.info(
-            "applied snapshot %s: opened %s, closed %s, kept %s",
-            snapshot.version,
-            [s.port for s in plan.open],
-            list(plan.close),
-            list(plan.keep),
+            "serving %s on %s, admin port %s, HTTP/1.1 codec %s (%s)",
+            scope,
+            sorted(proxy.listeners),
+            proxy.admin_port if proxy.admin_port is not None else "off",
+            config.codec,
+            codec_build(),
         )
-        self.applies += 1
-        self.metrics.applied(snapshot.version)
-        self._settle_heap()
-        self._applied.set()
-        self._applied = trio.Event()
+        task_status.started(proxy)
 
-    def _settle_heap(self) -> None:
-        """After an apply: freeze what is alive, so that the cyclic collector stops walking
-        the snapshot's objects at every full collection (tens of milliseconds each with a
-        10,000-route table loaded: docs/benchmarks.md, "Measurements behind the design").
 
-        Frozen objects that later become cyclic garbage (the previous snapshot, requests that
-        were in flight) are never collected while frozen; at most every ``SETTLE_INTERVAL``
-        the apply first unfreezes and runs one full collection to reclaim them. Not at every
-        apply: a full collection per apply is tens of milliseconds, and applies can come in
-        bursts.
-        """
-        now = trio.current_time()
-        if now - self._settled_at >= SETTLE_INTERVAL:
-            gc.unfreeze()
-            gc.collect()
-            self._settled_at = now
-        gc.freeze()
+async def run_until_terminated(
+    feed: Feed,
+    scope: Scope,
+    config: ProxyConfig,
+    *,
+    admin_port: int | None,
+    drain_timeout: float = DRAIN_TIMEOUT,
+    supervised: bool = False,
+) -> None:
+    """Serve as :func:`serve_feed` until SIGTERM or SIGINT (or, ``supervised``, the
+    supervisor's end), then drain and return.
 
-    async def _serve_port(
-        self,
-        spec: ListenerSpec,
-        must_bind: bool,
-        *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        entry = _Listener(spec, trio.CancelScope())
-        self.listeners[spec.port] = entry
-        try:
-            await self._listen(entry, must_bind, task_status)
-        finally:
-            entry.closed.set()
-
-    async def _listen(
-        self, entry: _Listener, must_bind: bool, task_status: trio.TaskStatus[None]
-    ) -> None:
-        spec = entry.spec
-        with entry.scope:
-            waiting = False
-
-            def wait_in_background(error: ListenError) -> None:
-                nonlocal waiting
-                if must_bind:
-                    raise error
-                waiting = True
-                task_status.started()  # not ready(): /readyz answers 503 until bound
-
-            sockets = await self._bind(spec.port, wait_in_background)
-            entry.bound = True
-            if not waiting:
-                task_status.started()
-            assert self._nursery is not None
-
-            async def handle(stream: trio.SocketStream) -> None:
-                await self._connection(stream, spec)
-
-            await trio.serve_listeners(handle, sockets, handler_nursery=self._nursery)
-
-    async def _bind(
-        self, port: int, first_failure: Callable[[ListenError], None]
-    ) -> list[trio.SocketListener]:
-        """The port's sockets, trying again with a growing pause while binding fails (the port
-        may be held by a process that is stopping, or the Service of a new listener is not yet
-        routed); ``first_failure`` lets the caller carry on with the rest of the snapshot, or
-        raise."""
-        pause = BIND_RETRY_MIN
-        while True:
-            try:
-                return (
-                    await open_reuseport_listeners(port, host=self.config.bind)
-                    if self.config.reuse_port
-                    else await trio.open_tcp_listeners(port, host=self.config.bind)
+    Raises:
+        SnapshotLoadError: the first load of a snapshot file failed (nothing was served).
+        ListenError: a port of a file's first snapshot, or the admin port, cannot be listened
+            on.
+        DiscoveryRefusedError: the discovery server refused this proxy's subscription.
+    """
+    stop = trio.Event()
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            proxy: Proxy = await nursery.start(
+                lambda task_status: serve_feed(
+                    feed,
+                    scope,
+                    config,
+                    admin_port=0 if supervised else admin_port,
+                    admin_bind=WORKER_ADMIN_BIND if supervised else None,
+                    task_status=task_status,
                 )
-            except OSError as err:
-                error = ListenError(self.config.bind, port, err)
-            if pause == BIND_RETRY_MIN:
-                first_failure(error)
-            log.error("%s; trying again in %g s", error, pause)
-            await trio.sleep(pause)
-            pause = min(pause * 2, BIND_RETRY_MAX)
+            )
 
-    async def _connection(self, accepted: trio.SocketStream, spec: ListenerSpec) -> None:
-        stream = Connection.take(accepted)
-        client: str | None
-        try:
-            peer = stream.socket.getpeername()
-            client = str(peer[0])
-        except OSError:
-            client = None
-        sni: str | None = None
-        conn: trio.abc.Stream = stream
-        self.metrics.open_connections.inc()
-        self._open += 1
-        try:
-            if spec.tls:
-                served = self.served
-                if served is None:
+            async def on_signal() -> None:
+                async for number in signals:
+                    log.info("%s: draining", signal.Signals(number).name)
+                    stop.set()
                     return
-                tls = trio.SSLStream(
-                    stream, served.front(spec.port), server_side=True, https_compatible=True
-                )
-                handshake_sni.set(None)
-                handshook = False
-                with trio.move_on_after(HANDSHAKE_TIMEOUT):
-                    await tls.do_handshake()
-                    handshook = True
-                if not handshook:
-                    return
-                sni = handshake_sni.get()
-                if not served.admits(spec.port, sni, tls.getpeercert(binary_form=True)):
-                    return
-                conn = tls
-            await self._requests(conn, spec, client, sni)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+
+            nursery.start_soon(on_signal)
+            if supervised:
+                sys.stdout.write(json.dumps({"admin_port": proxy.admin_port}) + "\n")
+                sys.stdout.flush()
+                nursery.start_soon(_until_supervisor_gone, stop)
+            await stop.wait()
+            await proxy.drain(drain_timeout)
+            nursery.cancel_scope.cancel()
+
+
+async def _until_supervisor_gone(stop: trio.Event) -> None:
+    """Set ``stop`` at end of file on stdin: the supervisor holds the other end of the pipe."""
+    stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+    async with stdin:
+        while await stdin.receive_some(4096):
             pass
-        except Exception:  # one connection's bug must not end the others
-            log.exception("connection from %s on port %d failed", client, spec.port)
-        finally:
-            self.metrics.open_connections.dec()
-            self._open -= 1
-            if not self._open:
-                self._quiet.set()
-            await trio.aclose_forcefully(conn)
-
-    async def _requests(
-        self, conn: trio.abc.Stream, spec: ListenerSpec, client: str | None, sni: str | None
-    ) -> None:
-        header_timeout = self.config.header_timeout
-        assert self._forwarder is not None
-        # One timer for the connection rather than a cancel scope per request or per wait
-        # (a watch costs a fraction of a scope: bench/proxy.py parts): armed while waiting for a
-        # request head (draining cancels it then), for each piece of a request body, and for
-        # each wait on the upstream; its scope's deadline is a route's timeout. Any of them
-        # firing ends the connection; a request cut short is answered and logged after the
-        # scope (_cut).
-        timer = Timer(self._forwarder.watchdog)
-        limits = Limits(max_body_bytes=self.config.max_body_bytes)
-        reader = EventReader(
-            conn,
-            RequestParser(self.codec, limits=limits),
-            read_timeout=self.config.timeouts.client_body,
-            timer=timer,
-        )
-        inflight: list[_InFlight] = []  # the forwarded request a timeout may cut, if any
-        with timer.scope:
-            try:
-                while not self.draining:
-                    timer.arm(_HEAD_WAIT, header_timeout)
-                    self._idle.add(timer.scope)
-                    event = await reader.next(math.inf)  # bounded by the timer instead
-                    self._idle.discard(timer.scope)
-                    timer.disarm()
-                    if self.draining or timer.stalled is not None:
-                        return  # drained, or timed out, just as the head arrived: the scope
-                        # is cancelled, so nothing more can be done on this connection
-                    if event is PAUSED:  # the upgrade was not tunnelled: carry on with HTTP/1.1
-                        reader.parser.resume()
-                        continue
-                    if type(event) is ProtocolError:
-                        await conn.send_all(own_answer(event.status, event.reason, close=True))
-                        self.access.write(
-                            {"client": client, "status": event.status, "reason": event.reason}
-                        )
-                        self.metrics.request(listener=spec.port, route=None, status=event.status)
-                        return
-                    if type(event) is not RequestHead:
-                        return  # ConnectionClosed
-                    if not await self._request(reader, conn, event, spec, client, sni, inflight):
-                        return
-            finally:
-                self._idle.discard(timer.scope)
-                timer.disarm()
-        if timer.scope.cancelled_caught and inflight:
-            await self._cut(conn, spec, client, inflight[0], reader, timer.stalled)
-
-    async def _cut(
-        self,
-        conn: trio.abc.Stream,
-        spec: ListenerSpec,
-        client: str | None,
-        request: _InFlight,
-        reader: EventReader,
-        stalled: object | None,
-    ) -> None:
-        """A forwarded request's timeout fired: answer it, if no response byte went out yet
-        (408 for a stalled body, RFC 9110 §15.5.9; 504 for the upstream, §15.6.5), and log it.
-        The connection closes after (RFC 9112 §9.6)."""
-        exchange = request.exchange
-        reason = None
-        if not exchange.response_started:
-            timeouts = self.config.timeouts
-            if stalled is reader:
-                status, reason = 408, f"the request body stalled for {timeouts.client_body:g} s"
-            elif stalled is not None:
-                status, reason = 504, f"the upstream sent nothing for {timeouts.read:g} s"
-            else:
-                limit = request.routed.timeout
-                status, reason = 504, f"the upstream did not answer within {limit:g} s"
-            answer = own_answer(
-                status, reason, close=True, head_only=request.head.method == b"HEAD"
-            )
-            with trio.move_on_after(HANDSHAKE_TIMEOUT):  # the client may have stopped reading
-                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    await conn.send_all(answer)
-            exchange.status = status
-        self._record(request.head, request.routed, spec, client, reason, exchange, request.started)
-
-    async def _request(
-        self,
-        reader: EventReader,
-        conn: trio.abc.Stream,
-        head: RequestHead,
-        spec: ListenerSpec,
-        client: str | None,
-        sni: str | None,
-        inflight: list[_InFlight],
-    ) -> bool:
-        """Answer one request; whether the connection may carry another. While a request is
-        forwarded it is in ``inflight``, for :meth:`_cut` if a timeout ends the connection."""
-        started = time.perf_counter()
-        served = self.served
-        assert served is not None
-        routed = served.route(spec.port, head, tls=spec.tls, sni=sni)
-        decision = routed.decision
-        keep_alive = head.keep_alive
-        exchange = Exchange()
-        answer: Answer | None = None
-        if decision.status is not None:
-            answer = Answer(decision.status, decision.reason)
-        else:
-            assert self._forwarder is not None
-            inflight.append(_InFlight(head, routed, exchange, started))
-            try:
-                await self._forwarder.forward(
-                    client=reader,
-                    client_stream=conn,
-                    head=head,
-                    routed=routed,
-                    served=served,
-                    proto=b"https" if spec.tls else b"http",
-                    client_address=None if client is None else client.encode("latin-1"),
-                    exchange=exchange,
-                )
-                keep_alive = keep_alive and exchange.keep_alive
-            except Answer as err:
-                answer = err
-                exchange.upstream = err.upstream or exchange.upstream
-                # the body may be half read: the connection cannot carry another request
-                keep_alive = False
-            except ClientProtocolError as err:
-                await conn.send_all(own_answer(err.error.status, err.error.reason, close=True))
-                exchange.status = err.error.status
-                keep_alive = False
-            finally:
-                self.metrics.forwarded(time.perf_counter() - started)
-            inflight.clear()  # not reached when a timeout cancels the connection
-        if answer is not None:
-            if decision.status is not None and keep_alive:
-                keep_alive = not head.expect_continue and await _drain(reader)
-            await conn.send_all(
-                own_answer(
-                    answer.status,
-                    answer.reason,
-                    close=not keep_alive,
-                    location=decision.redirect if decision.status is not None else None,
-                    head_only=head.method == b"HEAD",
-                )
-            )
-            exchange.status = answer.status
-        reason = None if answer is None else answer.reason
-        self._record(head, routed, spec, client, reason, exchange, started)
-        return keep_alive
-
-    def _record(
-        self,
-        head: RequestHead,
-        routed: Routed,
-        spec: ListenerSpec,
-        client: str | None,
-        reason: str | None,
-        exchange: Exchange,
-        started: float,
-    ) -> None:
-        """The access-log line and the request counter of one answered request."""
-        if self.access.stream is not None:
-            self.access.request(
-                method=head.method,
-                host=head.host,
-                path=head.target,
-                route=routed.label,
-                client=client,
-                reason=reason,
-                status=exchange.status,
-                upstream=exchange.upstream or None,
-                duration_ms=round((time.perf_counter() - started) * 1000, 3),
-            )
-        self.metrics.request(listener=spec.port, route=routed.metric, status=exchange.status)
-
-
-async def _drain(reader: EventReader, limit: int = 64 * 1024) -> bool:
-    """Read and drop a request body the proxy answers without; False if it is too long or
-    a wait for it exceeds the reader's timeout (then the answer is sent with
-    ``Connection: close``). The waits are bounded here, not by the connection's timer: a
-    stall ends the body, not the connection, which still gets its answer."""
-    seen = 0
-    while True:
-        event = None
-        with trio.move_on_after(reader.read_timeout):
-            event = await reader.next(math.inf)
-        if type(event) is EndOfMessage:
-            return True
-        if type(event) is not Data:
-            return False  # a stall (no event), an error, or the connection closed
-        seen += len(event.data)
-        if seen > limit:
-            return False
-        await trio.lowlevel.checkpoint()  # nothing is sent here: tiny chunks must not hog
+    log.warning("the supervisor is gone: draining")
+    stop.set()

@@ -29,18 +29,18 @@ from typing import TYPE_CHECKING, NoReturn
 import trio
 
 from coxswain.compile.scope import SharedPool
-from coxswain.shell.cert_folder import RENEW_CHECK_INTERVAL, CertificateFolder
-from coxswain.shell.discovery import granted_by, open_discovery_server
-from coxswain.shell.manifest_folder import POLL_INTERVAL, watch_manifests
-from coxswain.shell.proxy_process import run_until_terminated
+from coxswain.shell.discovery.server import granted_by, open_discovery_server
+from coxswain.shell.proxy import run_until_terminated
 from coxswain.shell.publisher import Publisher
+from coxswain.shell.standalone.cert_folder import RENEW_CHECK_INTERVAL, CertificateFolder
+from coxswain.shell.standalone.manifest_folder import POLL_INTERVAL, watch_manifests
 
 if TYPE_CHECKING:
     from coxswain.compile import ClusterState, CompileConfig
     from coxswain.compile.model.manifests import SourcedBody
-    from coxswain.shell.discovery import DiscoveryServer
-    from coxswain.shell.proxy import Proxy, ProxyConfig
-    from coxswain.shell.proxy_process import Feed
+    from coxswain.shell.dataplane.server import Proxy, ProxyConfig
+    from coxswain.shell.discovery.server import DiscoveryServer
+    from coxswain.shell.proxy import Feed
 
 __all__ = ["DiscoverySettings", "ServeSettings", "run_serve"]
 

@@ -2,17 +2,20 @@
 
 The proxy runs inside ``trio.run`` with the test's client code in a worker thread (stdlib
 ``http.client`` and raw sockets, a client independent of our codec); readiness comes from
-``nursery.start``, so nothing waits by sleeping.
+``nursery.start``, so nothing waits by sleeping. A client for both (:func:`request`), and the
+command line of a proxy process (:func:`proxy_command`) with a reader of its log.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import random
 import signal
 import socket
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -20,11 +23,12 @@ import h11
 import trio
 
 from coxswain.compile.scope import parse_scope
-from coxswain.shell.proxy import Proxy, ProxyConfig
-from coxswain.shell.proxy_process import serve_snapshot_file
-from coxswain.shell.upstream import Timeouts
+from coxswain.shell.dataplane.server import Proxy, ProxyConfig
+from coxswain.shell.dataplane.upstream import Timeouts
+from coxswain.shell.proxy import serve_snapshot_file
 
 if TYPE_CHECKING:
+    import subprocess
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
     from pathlib import Path
 
@@ -380,3 +384,50 @@ def signals_survived(*numbers: signal.Signals) -> Iterator[None]:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+TIMEOUT = 30  # an upper bound for what must happen, generous for a loaded machine
+
+
+def request(
+    port: int,
+    method: str,
+    path: str,
+    *,
+    host: str = "a.example.com",
+    headers: dict[str, str] | None = None,
+    body: bytes | None = None,
+) -> tuple[http.client.HTTPResponse, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+    conn.request(method, path, body=body, headers={"Host": host, **(headers or {})})
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response, data
+
+
+def echoed(data: bytes) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(data)
+    found["header_map"] = {}
+    for name, value in found["headers"]:
+        found["header_map"].setdefault(name, []).append(value)
+    return found
+
+
+def read_until(process: subprocess.Popen[str], text: str) -> list[str]:
+    """stderr lines up to the first containing ``text``; fails if the process ends first."""
+    assert process.stderr is not None
+    lines = [process.stderr.readline()]
+    while text not in lines[-1]:
+        assert lines[-1], lines
+        lines.append(process.stderr.readline())
+    return lines
+
+
+def proxy_command(file: Path, http_port: int, admin_port: int, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "coxswain", "proxy", "--shared", "--snapshot", str(file),
+        "--bind", "127.0.0.1", "--ingress-http-port", str(http_port),
+        "--ingress-https-port", str(free_port()), "--admin-port", str(admin_port),
+        "--workers", "1", *extra,
+    ]  # fmt: skip

@@ -19,15 +19,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import trio
 
-from coxswain.compile import CompileConfig
-from coxswain.compile.scope import SharedPool
-from coxswain.shell.controller import ControllerSettings, run_controller
-from coxswain.shell.discovery_tls import ClientCredentials
-from coxswain.shell.kube import Kube
-from coxswain.shell.proxy import ProxyConfig
-from coxswain.shell.proxy_process import discovery_feed, serve_feed
+from coxswain.shell.control.kube import Kube
+from coxswain.shell.controller import run_controller
+from coxswain.shell.dataplane.server import ProxyConfig
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer
 
+from .controller_harness import NAMESPACE, credentials, settings, start_shared_proxy
 from .manifests import backend, default_ingress, gateway, gateway_class, http_route, ingress_class
 from .proxy_harness import free_port, serve_echo
 
@@ -36,7 +33,6 @@ pytestmark = pytest.mark.fixed_ports  # the shared pool's internal port 30000 (t
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-NAMESPACE = "coxswain-system"
 PROXY = "127.0.0.5"  # the Gateway's internal port 30000 is fixed: an address of its own
 TIMEOUT = 30
 
@@ -81,43 +77,6 @@ def get(port: int, host: str) -> int:
     except OSError:
         return 0
     return status
-
-
-def credentials(api: ApiServer) -> ClientCredentials:
-    secret = api.get("Secret", "coxswain-proxy-discovery-tls", NAMESPACE)
-    assert secret is not None
-    data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
-    return ClientCredentials(
-        cert_pem=data["tls.crt"], key_pem=data["tls.key"], ca_pem=data["ca.crt"]
-    )
-
-
-async def start_shared_proxy(
-    nursery: trio.Nursery, api: ApiServer, discovery: int, config: ProxyConfig
-) -> None:
-    """An in-process shared proxy subscribed to the controller's discovery port with the
-    certificate from the pool's Secret."""
-    feed = discovery_feed(
-        f"127.0.0.1:{discovery}", SharedPool(), node_id="p", credentials=credentials(api)
-    )
-    await nursery.start(
-        lambda task_status: serve_feed(
-            feed, SharedPool(), config, admin_port=None, task_status=task_status
-        )
-    )
-
-
-def settings(*, gateway_api: bool = True) -> ControllerSettings:
-    return ControllerSettings(
-        compile=CompileConfig(namespace=NAMESPACE, gateway_api=gateway_api),
-        identity="controller-a",
-        discovery_bind="127.0.0.1",
-        discovery_port=0,
-        health_port=None,
-        debounce=(0.02, 0.2),
-        crd_probe_every=0.2,
-        lease_seconds=3,
-    )
 
 
 def run(main: Callable[[ApiServer, Kube], Awaitable[None]]) -> None:

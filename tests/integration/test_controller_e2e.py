@@ -22,6 +22,8 @@ import trio
 
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer
 
+from .e2e_harness import coxswain, get
+from .e2e_harness import served_by as served_by_eventually
 from .manifests import (
     backend,
     gateway,
@@ -32,8 +34,6 @@ from .manifests import (
     own_parameters,
 )
 from .proxy_harness import free_port, reaped, serve_echo
-from .test_serve import coxswain, get
-from .test_serve import served_by as served_by_eventually
 
 pytestmark = pytest.mark.fixed_ports  # the shared pool's internal ports (tests/conftest.py)
 

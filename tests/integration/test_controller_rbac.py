@@ -17,12 +17,14 @@ from urllib.parse import parse_qs
 import pytest
 import trio
 
+from coxswain.shell.control.kube import Kube
 from coxswain.shell.controller import run_controller
-from coxswain.shell.kube import Kube
-from coxswain.shell.proxy import ProxyConfig
+from coxswain.shell.dataplane.server import ProxyConfig
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer, RequestRecord
 from tests.unit.helm_render import render
 
+from .controller_harness import settings as controller_settings
+from .controller_harness import start_shared_proxy
 from .manifests import (
     default_ingress,
     gateway,
@@ -33,8 +35,6 @@ from .manifests import (
     own_parameters,
 )
 from .proxy_harness import free_port
-from .test_controller import settings as controller_settings
-from .test_controller import start_shared_proxy
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -18,16 +18,17 @@ from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain._proto.discovery.v1 import discovery_pb2_grpc as pb_grpc
 from coxswain.compile.scope import GatewayScope, Scope, SharedPool
 from coxswain.compile.snapshot import Certificate, Endpoint, IngressTable, Snapshot
-from coxswain.shell import aio_bridge, discovery_client
-from coxswain.shell.ca import CertificateAuthority, ProxyIdentity, create_ca
-from coxswain.shell.discovery import (
+from coxswain.shell.discovery import aio_bridge
+from coxswain.shell.discovery import client as discovery_client
+from coxswain.shell.discovery.ca import CertificateAuthority, ProxyIdentity, create_ca
+from coxswain.shell.discovery.client import DiscoveryRefusedError, stream_snapshots
+from coxswain.shell.discovery.server import (
     WIRE_VERSION,
     NodeObservation,
     granted_by,
     open_discovery_server,
 )
-from coxswain.shell.discovery_client import DiscoveryRefusedError, stream_snapshots
-from coxswain.shell.discovery_tls import ClientCredentials, ServerCredentials
+from coxswain.shell.discovery.tls import ClientCredentials, ServerCredentials
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

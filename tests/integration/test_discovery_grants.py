@@ -10,10 +10,10 @@ import trio
 
 from coxswain.compile.scope import SharedPool
 from coxswain.compile.snapshot import IngressTable, Snapshot
-from coxswain.shell.ca import create_ca
-from coxswain.shell.discovery import granted_by, open_discovery_server
-from coxswain.shell.discovery_client import stream_snapshots
-from coxswain.shell.discovery_tls import ClientCredentials, ServerCredentials
+from coxswain.shell.discovery.ca import create_ca
+from coxswain.shell.discovery.client import stream_snapshots
+from coxswain.shell.discovery.server import granted_by, open_discovery_server
+from coxswain.shell.discovery.tls import ClientCredentials, ServerCredentials
 
 NOW = datetime.datetime.now(datetime.UTC)
 SHARED = ("coxswain", "shared")

@@ -1,4 +1,4 @@
-"""Certificates renewed while discovery runs are used without a restart (shell.discovery_tls):
+"""Certificates renewed while discovery runs are used without a restart (shell.discovery.tls):
 the server presents its new certificate to the next connection, and a proxy whose certificate
 files were replaced presents the new one at its next attempt. Real gRPC over mutual TLS."""
 
@@ -13,15 +13,15 @@ import trio
 
 from coxswain.compile.scope import SharedPool
 from coxswain.compile.snapshot import IngressTable, Snapshot
-from coxswain.shell.ca import DEFAULT_VALIDITY, RENEW_BEFORE, create_ca
-from coxswain.shell.discovery import granted_by, open_discovery_server
-from coxswain.shell.discovery_client import stream_snapshots
-from coxswain.shell.discovery_tls import CredentialFiles, ServerCertificate, ServerCredentials
+from coxswain.shell.discovery.ca import DEFAULT_VALIDITY, RENEW_BEFORE, create_ca
+from coxswain.shell.discovery.client import stream_snapshots
+from coxswain.shell.discovery.server import granted_by, open_discovery_server
+from coxswain.shell.discovery.tls import CredentialFiles, ServerCertificate, ServerCredentials
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from coxswain.shell.ca import CertificateAuthority
+    from coxswain.shell.discovery.ca import CertificateAuthority
 
 NOW = datetime.datetime.now(datetime.UTC)
 TIMEOUT = 30  # an upper bound for what must happen, generous for a loaded machine

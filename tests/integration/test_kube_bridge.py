@@ -1,4 +1,4 @@
-"""The bridge to the official client (``shell.kube``) against the API emulator: raw JSON
+"""The bridge to the official client (``shell.control.kube``) against the API emulator: raw JSON
 requests, failures mapped, and a watch that ends, thread and all, when it is cancelled."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import trio
 
-from coxswain.shell.kube import ApiFailure, Kube, Resource, Unreachable
+from coxswain.shell.control.kube import ApiFailure, Kube, Resource, Unreachable
 from tests.apiserver import ApiServer
 
 SERVICES = Resource("", "v1", "services", "Service", True)

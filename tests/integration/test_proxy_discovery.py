@@ -4,7 +4,6 @@ it bound, serves traffic, and exits 2 when the server refuses its identity."""
 
 from __future__ import annotations
 
-import datetime
 import http.client
 import subprocess
 import sys
@@ -13,47 +12,19 @@ from typing import TYPE_CHECKING
 import pytest
 import trio
 
-from coxswain.compile.scope import Scope, SharedPool
+from coxswain.compile.scope import SharedPool
 from coxswain.compile.snapshot_json import snapshot_from_data
-from coxswain.shell.ca import CertificateAuthority, ProxyIdentity, create_ca
-from coxswain.shell.discovery import NodeObservation, open_discovery_server
-from coxswain.shell.discovery_tls import ServerCredentials
+from coxswain.shell.discovery.ca import create_ca
+from coxswain.shell.discovery.server import NodeObservation, open_discovery_server
+from coxswain.shell.discovery.tls import ServerCredentials
 
+from .discovery_harness import NOW, TIMEOUT, allow, command, proxy_files
 from .proxy_harness import free_port, ingress_path, serve_echo, snapshot
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from pyrsistent.typing import PMap
-
-NOW = datetime.datetime.now(datetime.UTC)
-TIMEOUT = 20
-
-
-def allow(identity: ProxyIdentity, scope: Scope) -> bool:
-    return isinstance(scope, SharedPool) and (identity.namespace, identity.name) == (
-        "coxswain",
-        "shared",
-    )
-
-
-def proxy_files(tmp_path: Path, ca: CertificateAuthority, name: str) -> list[str]:
-    issued = ca.issue_proxy(namespace="coxswain", name=name, now=NOW)
-    files = {"cert": issued.cert_pem, "key": issued.key_pem, "ca": ca.cert_pem}
-    for kind, pem in files.items():
-        (tmp_path / f"{name}.{kind}.pem").write_bytes(pem)
-    return [
-        arg for kind in files for arg in (f"--tls-{kind}", str(tmp_path / f"{name}.{kind}.pem"))
-    ]
-
-
-def command(address: str, http_port: int, tls: list[str], workers: int = 1) -> list[str]:
-    return [
-        sys.executable, "-m", "coxswain", "proxy", "--shared", "--discovery", address,
-        "--node-id", "shared-0", "--bind", "127.0.0.1", "--ingress-http-port", str(http_port),
-        "--ingress-https-port", str(free_port()), "--admin-port", "0",
-        "--workers", str(workers), *tls,
-    ]  # fmt: skip
 
 
 def get(port: int) -> tuple[int, bytes]:

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import http.client
-import json
 import socket
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from coxswain.shell.upstream import Timeouts
+from coxswain.shell.dataplane.upstream import Timeouts
 
 from .proxy_harness import (
+    TIMEOUT,
     Running,
     backend,
+    echoed,
     free_port,
     gateway_rule,
     ingress_path,
+    request,
     run_proxy,
     snapshot,
 )
@@ -24,33 +26,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     import pytest
-
-TIMEOUT = 30  # an upper bound for what must happen, generous for a loaded machine
-
-
-def request(
-    port: int,
-    method: str,
-    path: str,
-    *,
-    host: str = "a.example.com",
-    headers: dict[str, str] | None = None,
-    body: bytes | None = None,
-) -> tuple[http.client.HTTPResponse, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
-    conn.request(method, path, body=body, headers={"Host": host, **(headers or {})})
-    response = conn.getresponse()
-    data = response.read()
-    conn.close()
-    return response, data
-
-
-def echoed(data: bytes) -> dict[str, Any]:
-    found: dict[str, Any] = json.loads(data)
-    found["header_map"] = {}
-    for name, value in found["headers"]:
-        found["header_map"].setdefault(name, []).append(value)
-    return found
 
 
 def two_hosts(ports: dict[str, int]) -> dict[str, Any]:
@@ -409,7 +384,7 @@ def test_a_stale_reused_connection_is_retried_only_when_repeating_is_safe(
     # Without this, whether the pool's check drops it first depends on the time between the
     # two requests (it polls only connections idle CHECK_AFTER or longer). The check itself is
     # tested on its own in tests/unit/test_pool_idle.py.
-    monkeypatch.setattr("coxswain.shell.pool._quiet", lambda stream: True)
+    monkeypatch.setattr("coxswain.shell.dataplane.pool._quiet", lambda stream: True)
 
     def client(run: Running) -> None:
         request(run.http_port, "GET", "/once")

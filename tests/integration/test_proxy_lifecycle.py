@@ -18,7 +18,7 @@ import trio
 import trustme
 
 from coxswain.compile.scope import SharedPool
-from coxswain.shell.snapshot_file import watch_snapshot_file
+from coxswain.shell.dataplane.snapshot_file import watch_snapshot_file
 
 from .proxy_harness import (
     Running,

@@ -12,8 +12,14 @@ import subprocess
 import threading
 from typing import TYPE_CHECKING
 
-from .proxy_harness import free_port, ingress_path, snapshot, write_snapshot
-from .test_proxy_workers import proxy_command, read_until
+from .proxy_harness import (
+    free_port,
+    ingress_path,
+    proxy_command,
+    read_until,
+    snapshot,
+    write_snapshot,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path

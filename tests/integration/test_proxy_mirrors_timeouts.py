@@ -9,10 +9,19 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from coxswain.shell.upstream import Timeouts
+from coxswain.shell.dataplane.upstream import Timeouts
 
-from .proxy_harness import Running, backend, free_port, gateway_rule, run_proxy, snapshot
-from .test_proxy_http import TIMEOUT, echoed, request
+from .proxy_harness import (
+    TIMEOUT,
+    Running,
+    backend,
+    echoed,
+    free_port,
+    gateway_rule,
+    request,
+    run_proxy,
+    snapshot,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path

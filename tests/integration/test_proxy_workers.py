@@ -1,5 +1,5 @@
 """The proxy as a process, with ``--workers 1`` (one process) and ``--workers 2`` (a supervisor
-and its workers, coxswain/shell/workers.py): SIGTERM drains requests in flight, then the
+and its workers, coxswain/shell/dataplane/workers.py): SIGTERM drains requests in flight, then the
 command exits 0; SIGHUP makes every worker read its snapshot again; a configuration error ends
 the command at once with status 2 and one message; the workers share the ports and a worker
 that crashes is started again; ``--max-body-bytes``."""
@@ -26,23 +26,25 @@ import pytest
 import trio
 import trustme
 
-from coxswain.shell.ca import create_ca
-from coxswain.shell.discovery import open_discovery_server
-from coxswain.shell.discovery_tls import ServerCredentials
-from coxswain.shell.workers import CONFIGURATION_ERROR, STARTUP_ATTEMPTS, supervise
+from coxswain.shell.dataplane.workers import CONFIGURATION_ERROR, STARTUP_ATTEMPTS, supervise
+from coxswain.shell.discovery.ca import create_ca
+from coxswain.shell.discovery.server import open_discovery_server
+from coxswain.shell.discovery.tls import ServerCredentials
 
+from .discovery_harness import NOW, allow, proxy_files
+from .discovery_harness import TIMEOUT as DISCOVERY_TIMEOUT
+from .discovery_harness import command as discovery_command
 from .proxy_harness import (
     Running,
     free_port,
     ingress_path,
+    proxy_command,
+    read_until,
     run_proxy,
     signals_survived,
     snapshot,
     write_snapshot,
 )
-from .test_proxy_discovery import NOW, allow, proxy_files
-from .test_proxy_discovery import TIMEOUT as DISCOVERY_TIMEOUT
-from .test_proxy_discovery import command as discovery_command
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -86,25 +88,6 @@ def get(port: int, path: str = "/", host: str = "a.example.com") -> tuple[int, b
     data = response.read()
     conn.close()
     return response.status, data
-
-
-def read_until(process: subprocess.Popen[str], text: str) -> list[str]:
-    """stderr lines up to the first containing ``text``; fails if the process ends first."""
-    assert process.stderr is not None
-    lines = [process.stderr.readline()]
-    while text not in lines[-1]:
-        assert lines[-1], lines
-        lines.append(process.stderr.readline())
-    return lines
-
-
-def proxy_command(file: Path, http_port: int, admin_port: int, *extra: str) -> list[str]:
-    return [
-        sys.executable, "-m", "coxswain", "proxy", "--shared", "--snapshot", str(file),
-        "--bind", "127.0.0.1", "--ingress-http-port", str(http_port),
-        "--ingress-https-port", str(free_port()), "--admin-port", str(admin_port),
-        "--workers", "1", *extra,
-    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("workers", [1, 2])

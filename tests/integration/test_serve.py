@@ -12,11 +12,9 @@ address: the server 127.0.0.1, the shared proxy 127.0.0.2, the dedicated one 127
 
 from __future__ import annotations
 
-import http.client
 import os
 import signal
 import subprocess
-import sys
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +25,9 @@ import yaml
 
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain._proto.discovery.v1 import discovery_pb2_grpc as pb_grpc
-from coxswain.shell.discovery import WIRE_VERSION
+from coxswain.shell.discovery.server import WIRE_VERSION
 
+from .e2e_harness import coxswain, served_by
 from .manifests import (
     backend,
     gateway,
@@ -75,32 +74,6 @@ def write_atomically(path: Path, text: str) -> None:
     temporary = path.with_suffix(".tmp")
     temporary.write_text(text)
     os.replace(temporary, path)
-
-
-def get(address: str, port: int, host: str, path: str = "/") -> tuple[int, bytes]:
-    """One GET; (0, b"") when nothing answers."""
-    try:
-        conn = http.client.HTTPConnection(address, port, timeout=5)
-        conn.request("GET", path, headers={"Host": host})
-        response = conn.getresponse()
-        body = response.read()
-        conn.close()
-    except OSError:
-        return 0, b""
-    return response.status, body
-
-
-async def served_by(address: str, port: int, host: str, backend: str) -> None:
-    """Wait until ``address:port`` routes ``host`` to ``backend``."""
-    while True:
-        status, body = await trio.to_thread.run_sync(get, address, port, host)
-        if status == 200 and f'"backend": "{backend}"'.encode() in body:
-            return
-        await trio.sleep(0.1)
-
-
-def coxswain(*args: str) -> list[str]:
-    return [sys.executable, "-m", "coxswain", *args]
 
 
 def proxy(scope: list[str], address: str, bind: str, certs: Path, identity: str) -> list[str]:

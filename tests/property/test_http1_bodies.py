@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coxswain.shell.http1 import (
+from coxswain.http1 import (
     CONNECTION_CLOSED,
     NEED_DATA,
     Data,

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from coxswain.shell.http1 import (
+from coxswain.http1 import (
     CODEC_NAMES,
     CONNECTION_CLOSED,
     NEED_DATA,

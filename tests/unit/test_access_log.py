@@ -1,4 +1,5 @@
-"""``shell.access_log``: a proxied request's line is the JSON object the generic encoder makes."""
+"""``shell.dataplane.access_log``: a proxied request's line is the JSON object the generic encoder
+makes."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 
 import pytest
 
-from coxswain.shell.access_log import AccessLog
+from coxswain.shell.dataplane.access_log import AccessLog
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from coxswain.shell.http1.codec import NATIVE_MODULES
+from coxswain.http1.codec import NATIVE_MODULES
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -132,7 +132,7 @@ def test_what_mypyc_reads_imports_only_what_the_native_build_installs(
     else there (trio, say) would fail the image's build, not this suite."""
     installed = {r.split(">")[0].split("=")[0].lower() for r in backend.NATIVE_REQUIRES}
     read = _read_by_mypy()
-    assert "coxswain.shell.http1.codec" in read, "the package's __init__ is read"
+    assert "coxswain.http1.codec" in read, "the package's __init__ is read"
     for module, names in sorted(read.items()):
         for name in names:
             top = name.split(".")[0]

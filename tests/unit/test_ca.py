@@ -7,7 +7,7 @@ import datetime
 import pytest
 import trustme
 
-from coxswain.shell.ca import (
+from coxswain.shell.discovery.ca import (
     IdentityError,
     ProxyIdentity,
     create_ca,

@@ -932,7 +932,8 @@ def test_controller_flags_take_their_environment_and_the_command_line_wins(monke
 
 
 def test_workers_keep_the_log_format_of_their_supervisor():
-    from coxswain.cli import _parser, _worker_command
+    from coxswain.cli import _parser
+    from coxswain.cli.proxy import _worker_command
 
     args = _parser().parse_args(
         ["proxy", "--shared", "--snapshot", "s", "--workers", "2", "--log-format", "text"]

@@ -1,5 +1,5 @@
-"""The controller's proxy certificate Secrets (shell.cluster_ca.ProxyCertificates): issued when
-missing, foreign or due for renewal, and each certificate checked once, not at every round."""
+"""The controller's proxy certificate Secrets (shell.control.cluster_ca.ProxyCertificates): issued
+when missing, foreign or due for renewal, and each certificate checked once, not at every round."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from coxswain.shell import cluster_ca
-from coxswain.shell.ca import DEFAULT_VALIDITY, RENEW_BEFORE, create_ca
-from coxswain.shell.cluster_ca import ProxyCertificates, secret_name
+from coxswain.shell.control import cluster_ca
+from coxswain.shell.control.cluster_ca import ProxyCertificates, secret_name
+from coxswain.shell.discovery.ca import DEFAULT_VALIDITY, RENEW_BEFORE, create_ca
 
 if TYPE_CHECKING:
     import pytest

@@ -1,5 +1,6 @@
-"""Every golden case's snapshot survives the protobuf form unchanged (shell.codec), and the
-keyed-resource form of incremental delivery (shell.resources) splices the same messages."""
+"""Every golden case's snapshot survives the protobuf form unchanged (shell.discovery.codec), and
+the keyed-resource form of incremental delivery (shell.discovery.resources) splices the same
+messages."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from coxswain.compile import SharedPool, build_state, compile
 from coxswain.compile.model.manifests import parse_manifests
 from coxswain.compile.scope import parse_scope
 from coxswain.compile.snapshot import Endpoint, IngressTable, Snapshot
-from coxswain.shell.codec import decode_snapshot, encode_snapshot
-from coxswain.shell.resources import ResourceCache, apply_delta
+from coxswain.shell.discovery.codec import decode_snapshot, encode_snapshot
+from coxswain.shell.discovery.resources import ResourceCache, apply_delta
 
 CASES = Path(__file__).resolve().parents[1] / "golden" / "cases"
 

@@ -1,4 +1,4 @@
-"""``shell.connection.Connection``: the trio stream contract on a bare socket, over real
+"""``shell.dataplane.connection.Connection``: the trio stream contract on a bare socket, over real
 loopback TCP connections."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 import trio
 
-from coxswain.shell.connection import Connection, SendBatch
+from coxswain.shell.dataplane.connection import Connection, SendBatch
 from tests.unit.turns import turn_counter
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Discovery's TLS material stays valid while processes run (shell.discovery_tls): the server's
+"""Discovery's TLS material stays valid while processes run (shell.discovery.tls): the server's
 certificate is issued again once due, a proxy's certificate files are read at each connection."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from coxswain.shell.ca import DEFAULT_VALIDITY, RENEW_BEFORE, create_ca, renewal_due
-from coxswain.shell.discovery_tls import CredentialFiles, ServerCertificate, ServerCredentials
+from coxswain.shell.discovery.ca import DEFAULT_VALIDITY, RENEW_BEFORE, create_ca, renewal_due
+from coxswain.shell.discovery.tls import CredentialFiles, ServerCertificate, ServerCredentials
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -13,7 +13,7 @@ import yaml
 from cryptography import x509
 
 from coxswain.cli import main
-from coxswain.shell.ca import IdentityError, verify_issued_by
+from coxswain.shell.discovery.ca import IdentityError, verify_issued_by
 
 ROOT = Path(__file__).resolve().parents[2]
 REGENERATE = "`python examples/demo.py --new-certificates`, then commit what it wrote"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from coxswain.shell.http1 import CODEC_NAMES, HeadCodec, HeadRejected, codec_named
+from coxswain.http1 import CODEC_NAMES, HeadCodec, HeadRejected, codec_named
 
 
 @pytest.fixture(params=CODEC_NAMES)

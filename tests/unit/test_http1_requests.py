@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from coxswain.shell.http1 import (
+from coxswain.http1 import (
     CODEC_NAMES,
     CONNECTION_CLOSED,
     NEED_DATA,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coxswain.shell.http1 import (
+from coxswain.http1 import (
     CODEC_NAMES,
     NEED_DATA,
     Data,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from coxswain.shell.metrics import Metrics
-from coxswain.shell.metrics_sum import sum_expositions
+from coxswain.shell.dataplane.metrics import Metrics
+from coxswain.shell.dataplane.metrics_sum import sum_expositions
 
 
 def _samples(text: bytes) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

@@ -9,8 +9,8 @@ import pytest
 import trio
 
 from coxswain.compile.snapshot import Endpoint
-from coxswain.shell import pool
-from coxswain.shell.pool import ConnectFailed, connect
+from coxswain.shell.dataplane import pool
+from coxswain.shell.dataplane.pool import ConnectFailed, connect
 
 SILENT = "192.0.2.1"  # TEST-NET-1 (RFC 5737): its connects are made to hang below
 

@@ -16,9 +16,9 @@ import pytest
 import trio
 
 from coxswain.compile.snapshot import Endpoint
-from coxswain.shell import pool
-from coxswain.shell.connection import Connection
-from coxswain.shell.pool import CHECK_AFTER, UpstreamPool, connect
+from coxswain.shell.dataplane import pool
+from coxswain.shell.dataplane.connection import Connection
+from coxswain.shell.dataplane.pool import CHECK_AFTER, UpstreamPool, connect
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -9,8 +9,8 @@ import trio
 from pyrsistent import pvector
 
 from coxswain.compile.provision import DesiredObject, DesiredObjects
-from coxswain.shell.kube import Unreachable
-from coxswain.shell.provisioner import Provisioner
+from coxswain.shell.control.kube import Unreachable
+from coxswain.shell.control.provisioner import Provisioner
 
 HPAS = "/apis/autoscaling/v2/horizontalpodautoscalers"
 

@@ -16,9 +16,7 @@ import trio
 
 from coxswain.compile.scope import parse_scope
 from coxswain.compile.snapshot import Backend, Endpoint
-from coxswain.route import Decision
-from coxswain.shell.connection import Connection
-from coxswain.shell.http1 import (
+from coxswain.http1 import (
     Limits,
     RequestHead,
     RequestParser,
@@ -26,11 +24,13 @@ from coxswain.shell.http1 import (
     ResponseParser,
     codec_named,
 )
-from coxswain.shell.proxy import _drain
-from coxswain.shell.served import Routed
-from coxswain.shell.snapshot_file import SnapshotLoadError, load_snapshot
-from coxswain.shell.upstream import RoundRobin, _final_head, pick_backend
-from coxswain.shell.wire import EventReader, own_answer
+from coxswain.route import Decision
+from coxswain.shell.dataplane.connection import Connection
+from coxswain.shell.dataplane.served import Routed
+from coxswain.shell.dataplane.server import _drain
+from coxswain.shell.dataplane.snapshot_file import SnapshotLoadError, load_snapshot
+from coxswain.shell.dataplane.upstream import RoundRobin, _final_head, pick_backend
+from coxswain.shell.dataplane.wire import EventReader, own_answer
 from tests.unit.turns import turn_counter
 
 if TYPE_CHECKING:

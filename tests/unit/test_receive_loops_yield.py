@@ -1,7 +1,7 @@
 """Every loop in the shell that receives also yields to the other tasks, or says why not.
 
-``shell/connection.py``: a receive that finds bytes returns them without a yield of its own,
-and ``send_all`` always yields. Fairness between connections rests on that: a loop that
+``shell/dataplane/connection.py``: a receive that finds bytes returns them without a yield of
+its own, and ``send_all`` always yields. Fairness between connections rests on that: a loop that
 receives must send, or yield itself (trio.lowlevel.checkpoint), or a connection whose bytes
 are always there keeps the worker to itself. Each loop that does so has a behaviour test
 (tests/unit/test_proxy_units.py, test_connection.py); this test finds the loops, so that a new
@@ -20,15 +20,18 @@ YIELDS = frozenset({"send_all", "checkpoint", "cancel_shielded_checkpoint", "sle
 
 # (module, function) → why its receiving loop need not yield itself
 ELSEWHERE = {
-    ("proxy_process.py", "_until_supervisor_gone"): (
+    ("proxy.py", "_until_supervisor_gone"): (
         "stdin is a trio FdStream, whose receive_some always yields"
     ),
-    ("upstream.py", "_tunnel"): (
+    ("dataplane/upstream.py", "_tunnel"): (
         "the loop over the 101's events ends after at most two (its end, then the pause); "
         "the relay after it sends"
     ),
-    ("workers.py", "_get"): "a trio SocketStream to a worker's admin port: its receive yields",
-    ("workers.py", "_read_report"): "a trio process pipe: its receive yields",
+    (
+        "dataplane/workers.py",
+        "_get",
+    ): "a trio SocketStream to a worker's admin port: its receive yields",
+    ("dataplane/workers.py", "_read_report"): "a trio process pipe: its receive yields",
 }
 
 
@@ -61,7 +64,7 @@ def _receiving_loops() -> dict[tuple[str, str], list[tuple[int, set[str]]]]:
 
 def test_every_receiving_loop_sends_or_yields_or_says_why_not() -> None:
     loops = _receiving_loops()
-    assert ("wire.py", "next") in loops, "the scan finds EventReader.next's loop"
+    assert ("dataplane/wire.py", "next") in loops, "the scan finds EventReader.next's loop"
     silent = [
         f"{module}:{line} in {function}()"
         for (module, function), found in loops.items()

@@ -12,14 +12,14 @@ import trio
 import trio.testing
 
 from coxswain.shell import serve
-from coxswain.shell.ca import (
+from coxswain.shell.discovery.ca import (
     DEFAULT_VALIDITY,
     RENEW_BEFORE,
     identity_from_certificate,
     verify_issued_by,
 )
-from coxswain.shell.cert_folder import RENEW_CHECK_INTERVAL, CertificateFolder
-from coxswain.shell.manifest_folder import fingerprint
+from coxswain.shell.standalone.cert_folder import RENEW_CHECK_INTERVAL, CertificateFolder
+from coxswain.shell.standalone.manifest_folder import fingerprint
 
 if TYPE_CHECKING:
     from pathlib import Path

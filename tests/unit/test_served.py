@@ -1,4 +1,5 @@
-"""``shell.served.Served``: the routing memo and the header edits converted once per snapshot."""
+"""``shell.dataplane.served.Served``: the routing memo and the header edits converted once per
+snapshot."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from pyrsistent import pvector
 
 from coxswain.compile.snapshot import HeaderEdits
 from coxswain.compile.snapshot_read import snapshot_from_data
+from coxswain.http1 import RequestHead
 from coxswain.route.decision import Decision
-from coxswain.shell import served as served_module
-from coxswain.shell.http1 import RequestHead
-from coxswain.shell.served import Routed, Served
+from coxswain.shell.dataplane import served as served_module
+from coxswain.shell.dataplane.served import Routed, Served
 from tests.integration.proxy_harness import backend, gateway_rule, ingress_path, snapshot
 
 INGRESS_PORT, GATEWAY_PORT = 8080, 9000

@@ -13,7 +13,7 @@ import trustme
 
 from coxswain.compile import SharedPool, build_state, compile
 from coxswain.route import build_table
-from coxswain.shell.tls import TLSContexts
+from coxswain.shell.dataplane.tls import TLSContexts
 
 CA = trustme.CA()
 FOO = CA.create_child_ca().issue_cert("foo.example.com")  # clients trust CA: the chain is served

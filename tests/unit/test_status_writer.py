@@ -9,7 +9,7 @@ import json
 import trio
 
 from coxswain.compile.status import ObjectStatus
-from coxswain.shell.status_writer import StatusWriter
+from coxswain.shell.control.status_writer import StatusWriter
 
 NOW = datetime.datetime(2026, 12, 3, tzinfo=datetime.UTC)
 BODY = {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}

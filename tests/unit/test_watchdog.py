@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from coxswain.shell.wire import Timer, Watchdog
+from coxswain.shell.dataplane.wire import Timer, Watchdog
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -1,6 +1,6 @@
 """Counting the turns trio gives another task, for the fairness tests (a receive that finds
-bytes does not yield: shell/connection.py; the loops that yield themselves: shell/wire.py,
-proxy.py, upstream.py)."""
+bytes does not yield: shell/dataplane/connection.py; the loops that yield themselves:
+shell/dataplane/wire.py, server.py, upstream.py)."""
 
 from __future__ import annotations
 

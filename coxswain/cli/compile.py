@@ -1,0 +1,226 @@
+"""``coxswain compile``: its flags and its run, offline: read dumps, call the compiler, print
+the snapshot, the status, the objects to provision or the findings."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from pyrsistent import pmap
+
+from coxswain.cli.run import EXIT_OK, EXIT_UNREADABLE
+from coxswain.cli.types import VIP_SERVICE_TYPES, HelpFormatter, scope, selector, vip_service_type
+from coxswain.compile import CompileConfig, SharedPool, build_state, compile, status
+from coxswain.compile.config import (
+    DEFAULT_GATEWAY_CONTROLLER,
+    DEFAULT_INGRESS_CONTROLLER,
+    DEFAULT_SHARED_PROXY_SELECTOR,
+)
+from coxswain.compile.listing import diagnostic_data, infra_list, status_list
+from coxswain.compile.model.places import locate
+from coxswain.compile.provision import provision
+from coxswain.compile.scope_check import scope_problem, serves_nothing
+from coxswain.compile.snapshot_json import snapshot_to_data
+from coxswain.compile.tables import diagnostics_table, infra_table, routing_table, status_table
+from coxswain.shell.output import dump_yaml
+from coxswain.shell.sources import LoadError, located, read_manifests
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
+
+    from coxswain.compile.scope import Scope
+
+__all__ = ["add_parser"]
+
+_EPILOG = """\
+Reads Kubernetes objects from YAML or JSON dumps (multi-document files, `kind: List`, the output
+of `kubectl get ... -o yaml`, directories read recursively, or `-` for standard input) and prints
+what Coxswain would serve. Findings about the objects go to standard error as
+`file:line: severity: Kind ns/name field: message (Reason)`; the exit code is 0 whenever the input
+parsed, and 2 when it could not be read (a YAML syntax error is reported as file:line).
+
+-o table prints, for people, the routing of the snapshot (one line per rule), the findings
+(--emit diagnostics: where, severity, object, field, message), the conditions of every owned
+object (--emit status) or the objects to apply and delete (--emit infra).
+
+--scope NAMESPACE/NAME must name a dedicated Gateway of ours (one with its own proxy); another
+name is refused with exit code 2, saying why. A scope that compiles to no route at all is
+printed, and said on standard error. --emit status and --emit infra cover every object, and
+take no --scope.
+
+--emit status prints the status Coxswain would write on every object it owns. Offline there are
+no proxies to report what they bound and acknowledged, so every listener that compiled cleanly
+counts as Programmed.
+
+examples:
+  kubectl get ingress,ingressclass,service,endpointslice,secret -A -o yaml > dump.yaml
+  coxswain compile -f dump.yaml
+  coxswain compile -f manifests/ -o table --emit diagnostics
+  coxswain compile -f manifests/ --scope shop/payments -o table
+"""
+
+
+def add_parser(commands: Any) -> None:
+    """Add ``compile`` to ``commands`` (argparse's subparsers)."""
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "compile",
+        help="compile YAML dumps offline and print the snapshot or the diagnostics",
+        description="Compile Kubernetes objects offline into a Coxswain routing snapshot.",
+        epilog=_EPILOG,
+        formatter_class=HelpFormatter,
+    )
+    _add_input_output(parser)
+    _add_compile_config(parser)
+    parser.set_defaults(handler=_compile)
+
+
+def _add_input_output(parser: argparse.ArgumentParser) -> None:
+    """What is read, for which scope, and what is printed how."""
+    parser.add_argument(
+        "-f",
+        "--filename",
+        dest="paths",
+        action="append",
+        nargs="+",
+        required=True,
+        metavar="PATH",
+        help="file, directory or - (repeatable)",
+    )
+    parser.add_argument(
+        "--scope",
+        type=scope,
+        metavar="shared|NAMESPACE/NAME",
+        help="the snapshot's scope: the shared pool, or one dedicated Gateway (default: shared)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        default="json",
+        choices=["json", "yaml", "table"],
+        help="json or yaml: the data; table: aligned text for people, for every --emit",
+    )
+    parser.add_argument(
+        "--emit",
+        default="snapshot",
+        choices=["snapshot", "status", "infra", "diagnostics"],
+        help="snapshot: what the scope's proxy serves; status: the status of every owned "
+        "object, as a List; infra: the objects the controller would own, as a List (deletions "
+        "listed in the List's coxswain-labs.dev/delete annotation); diagnostics: the findings "
+        "as data",
+    )
+
+
+def _add_compile_config(parser: argparse.ArgumentParser) -> None:
+    """The compiler's settings, as the controller's flags set them in a cluster."""
+    parser.add_argument(
+        "--ingress-controller-name",
+        default=DEFAULT_INGRESS_CONTROLLER,
+        metavar="NAME",
+        help="the IngressClass spec.controller served",
+    )
+    parser.add_argument(
+        "--controller-name",
+        default=DEFAULT_GATEWAY_CONTROLLER,
+        metavar="NAME",
+        help="the GatewayClass controllerName served",
+    )
+    parser.add_argument(
+        "--namespace",
+        default="coxswain-system",
+        help="the controller namespace, where the VIP Services go",
+    )
+    parser.add_argument(
+        "--shared-proxy-selector",
+        type=selector,
+        default=",".join(f"{k}={v}" for k, v in DEFAULT_SHARED_PROXY_SELECTOR.items()),
+        metavar="K=V[,K=V]",
+        help="labels of the shared proxy pods, selected by every VIP Service",
+    )
+    parser.add_argument(
+        "--shared-vip-service-type",
+        type=vip_service_type,
+        default="LoadBalancer",
+        metavar="{" + ",".join(VIP_SERVICE_TYPES) + "}",
+        help="the type of each shared Gateway's VIP Service",
+    )
+    parser.add_argument(
+        "--status-address",
+        dest="status_addresses",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="an address (IP or hostname) Ingresses report in status.loadBalancer (repeatable)",
+    )
+    parser.add_argument(
+        "--disable-gateway-api",
+        action="store_true",
+        help="Ingress only: compile, report and provision nothing of the Gateway API",
+    )
+
+
+def _compile(args: argparse.Namespace) -> int:
+    if args.scope is not None and args.emit in ("status", "infra"):
+        print(
+            f"coxswain compile: --emit {args.emit} covers every object and takes no --scope",
+            file=sys.stderr,
+        )
+        return EXIT_UNREADABLE
+    paths = [p for group in args.paths for p in group]
+    try:
+        bodies = read_manifests(paths)
+    except LoadError as err:
+        print(err, file=sys.stderr)  # file:line: message, as compilers print it
+        return EXIT_UNREADABLE
+    config = CompileConfig(
+        ingress_controller=args.ingress_controller_name,
+        gateway_controller=args.controller_name,
+        namespace=args.namespace,
+        shared_proxy_selector=pmap(args.shared_proxy_selector),
+        shared_vip_service_type=args.shared_vip_service_type,
+        gateway_api=not args.disable_gateway_api,
+        status_addresses=tuple(args.status_addresses),
+    )
+    state = build_state(bodies)
+    if args.emit == "infra":
+        desired = provision(state, config)
+        for line in located(desired.diagnostics, bodies):
+            print(line, file=sys.stderr)
+        _print(args.output, infra_list(desired), lambda: infra_table(desired))
+        return EXIT_OK
+    if args.emit == "status":
+        statuses = status(state, config)
+        _print(args.output, status_list(statuses), lambda: status_table(statuses))
+        return EXIT_OK
+    scope: Scope = args.scope or SharedPool()
+    if (problem := scope_problem(state, scope, config)) is not None:
+        print(f"coxswain compile: --scope {scope}: {problem}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    result = compile(state, scope, config)
+    found = result.diagnostics
+    if args.emit == "diagnostics":
+        placed = locate(found, bodies)
+        _print(args.output, [diagnostic_data(d) for d in placed], lambda: diagnostics_table(placed))
+    else:
+        for line in located(found, bodies):
+            print(line, file=sys.stderr)
+        snapshot = result.snapshot
+        _print(args.output, snapshot_to_data(snapshot), lambda: routing_table(snapshot))
+    if serves_nothing(result.snapshot):
+        print(
+            f"coxswain compile: scope {scope} compiles to no route: its proxy would answer 404 "
+            "to every request",
+            file=sys.stderr,
+        )
+    return EXIT_OK
+
+
+def _print(output: str, data: object, table: Callable[[], str]) -> None:
+    """``data`` as JSON or YAML, or ``table()`` for ``-o table``."""
+    if output == "table":
+        sys.stdout.write(table())
+    elif output == "yaml":
+        sys.stdout.write(dump_yaml(data))
+    else:
+        sys.stdout.write(json.dumps(data, sort_keys=True, indent=2) + "\n")

@@ -1,0 +1,107 @@
+"""The flags of a proxy's listeners and requests, shared by ``proxy`` and ``serve`` (``route``
+takes the Ingress ports too), and the proxy settings they describe."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from coxswain.cli.types import add_log_format, port, seconds
+
+if TYPE_CHECKING:
+    import argparse
+
+    from coxswain.shell.dataplane.server import ProxyConfig
+
+__all__ = ["TIMEOUT_FLAGS", "add_ingress_ports", "add_listener_flags", "proxy_config"]
+
+TIMEOUT_FLAGS: Final = (
+    (
+        "--client-header-timeout",
+        60.0,
+        "close a client that takes longer to send a request head, "
+        "or stays idle this long between requests",
+    ),
+    ("--client-body-timeout", 60.0, "answer 408 when the request body stalls this long"),
+    (
+        "--upstream-connect-timeout",
+        10.0,
+        "give up on an endpoint that does not accept a "
+        "connection within this time, and try the next",
+    ),
+    (
+        "--upstream-read-timeout",
+        60.0,
+        "answer 504 (or cut the response) when the upstream "
+        "sends nothing for this long; a route's own timeouts bound the whole exchange",
+    ),
+)
+
+
+def add_listener_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of a proxy's listeners and requests, shared by ``proxy`` and ``serve``."""
+    parser.add_argument("--bind", default="0.0.0.0", metavar="ADDR", help="address to listen on")
+    add_ingress_ports(parser)
+    parser.add_argument(
+        "--admin-port",
+        type=port(lowest=0),
+        default=9901,
+        metavar="PORT",
+        help="/healthz, /readyz and /metrics (0: none)",
+    )
+    parser.add_argument(
+        "--drain-timeout",
+        type=seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="on SIGTERM, how long requests in flight may take to finish",
+    )
+    parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="answer 413 to a request body over N bytes (default: no limit)",
+    )
+    for flag, default, meaning in TIMEOUT_FLAGS:
+        parser.add_argument(flag, type=seconds, default=default, metavar="SECONDS", help=meaning)
+    add_log_format(parser)
+
+
+def add_ingress_ports(parser: argparse.ArgumentParser) -> None:
+    """The Ingress ports: where the proxy serves the Ingress table, and where an HTTP→HTTPS
+    redirect sends a client that named a port (README, "Ingress")."""
+    parser.add_argument(
+        "--ingress-http-port",
+        type=port(lowest=1),
+        default=80,
+        metavar="PORT",
+        help="the port of Ingress HTTP",
+    )
+    parser.add_argument(
+        "--ingress-https-port",
+        type=port(lowest=1),
+        default=443,
+        metavar="PORT",
+        help="the port of Ingress HTTPS",
+    )
+
+
+def proxy_config(args: argparse.Namespace, *, reuse_port: bool) -> ProxyConfig:
+    """The proxy's settings from the listener flags (:func:`add_listener_flags`)."""
+    from coxswain.shell.dataplane.server import ProxyConfig
+    from coxswain.shell.dataplane.upstream import Timeouts
+
+    return ProxyConfig(
+        bind=args.bind,
+        ingress_http_port=args.ingress_http_port,
+        ingress_https_port=args.ingress_https_port,
+        max_body_bytes=args.max_body_bytes,
+        reuse_port=reuse_port,
+        access_log=True,
+        header_timeout=args.client_header_timeout,
+        timeouts=Timeouts(
+            connect=args.upstream_connect_timeout,
+            read=args.upstream_read_timeout,
+            client_body=args.client_body_timeout,
+        ),
+    )

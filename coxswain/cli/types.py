@@ -1,0 +1,202 @@
+"""Argument types and help formatting shared by the ``coxswain`` commands.
+
+Every flag's value is checked by argparse when the command line is parsed, so a bad value is
+refused with exit code 2 and ``argument --flag: why`` before anything starts. An enumerated
+flag lists its values in ``--help`` and refuses any other; the controller's flags take their
+default from a ``COXSWAIN_*`` variable (:mod:`coxswain.cli.controller`) and a bad value there
+is refused the same way, naming the variable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, Final, Self, TypeVar
+
+from coxswain.compile.labels import parse_selector
+from coxswain.compile.scope import GatewayScope, Scope, parse_scope
+from coxswain.shell.logs import FORMAT_ENV
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = [
+    "VIP_SERVICE_TYPES",
+    "FromEnvironment",
+    "HelpFormatter",
+    "add_log_format",
+    "boolean",
+    "enumerated",
+    "gateway",
+    "json_lines",
+    "port",
+    "scope",
+    "seconds",
+    "selector",
+    "vip_service_type",
+]
+
+T = TypeVar("T")
+
+VIP_SERVICE_TYPES: Final = ("LoadBalancer", "ClusterIP")
+LOG_FORMATS: Final = ("auto", "json", "text")
+_TRUE: Final = ("true", "yes", "1")
+_FALSE: Final = ("false", "no", "0")
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs as written, and each option's default after its help.
+
+    The default is left out where the help already says it (``default`` in the text), and for
+    switches and options without one (False, None, an empty list): "(default: None)" says
+    nothing.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            not action.option_strings
+            or "default" in text
+            or default is argparse.SUPPRESS
+            or default in (None, False, "")
+            or default == []
+        ):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class FromEnvironment(str):
+    """A default read from an environment variable. argparse converts a string default with
+    the option's type when the option is not given, so a bad value in the environment fails
+    at parse time too; :func:`_named` makes the message name the variable, not the flag."""
+
+    variable: str
+
+    def __new__(cls, value: str, variable: str) -> Self:
+        made = super().__new__(cls, value)
+        made.variable = variable
+        return made
+
+
+def _named(check: Callable[[str], T]) -> Callable[[str], T]:
+    """``check``, whose refusal names the environment variable a default came from."""
+
+    def checked(text: str) -> T:
+        try:
+            return check(text)
+        except argparse.ArgumentTypeError as err:
+            if isinstance(text, FromEnvironment):
+                raise argparse.ArgumentTypeError(f"{text.variable}: {err}") from None
+            raise
+
+    return checked
+
+
+def enumerated(*values: str) -> Callable[[str], str]:
+    """One of ``values`` (for an option with a default from the environment, where argparse's
+    ``choices`` would not check the default)."""
+
+    def check(text: str) -> str:
+        if text not in values:
+            raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(values)}")
+        return text
+
+    return _named(check)
+
+
+@_named
+def vip_service_type(text: str) -> str:
+    """``--shared-vip-service-type``: LoadBalancer or ClusterIP, and why not NodePort."""
+    if text == "NodePort":
+        raise argparse.ArgumentTypeError(
+            "NodePort is refused: every shared Gateway needs its listener ports on its own "
+            "address, and a NodePort Service can neither keep them nor give each Gateway an "
+            "address (use LoadBalancer, or ClusterIP behind your own load balancer)"
+        )
+    if text not in VIP_SERVICE_TYPES:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(VIP_SERVICE_TYPES)}")
+    return text
+
+
+@_named
+def selector(text: str) -> dict[str, str]:
+    """``K=V[,K=V]``: a set of Kubernetes labels."""
+    found = parse_selector(text)
+    if found is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not comma-separated key=value labels")
+    return found
+
+
+def port(*, lowest: int) -> Callable[[str], int]:
+    """A TCP port number from ``lowest`` (0 where 0 means "none" or "any") to 65535."""
+
+    def check(text: str) -> int:
+        if not (text.isascii() and text.isdigit() and len(text) <= 5):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a port number")
+        value = int(text)
+        if not lowest <= value <= 65535:
+            raise argparse.ArgumentTypeError(f"{value} is not a port from {lowest} to 65535")
+        return value
+
+    return _named(check)
+
+
+@_named
+def seconds(text: str) -> float:
+    """A timeout or interval: a positive number of seconds (``inf``: none)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{text!r}: it must be more than 0 seconds")
+    return value
+
+
+def scope(text: str) -> Scope:
+    """``shared`` or ``NAMESPACE/NAME`` (a Gateway's own scope)."""
+    found = parse_scope(text)
+    if found is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither shared nor NAMESPACE/NAME")
+    return found
+
+
+def gateway(text: str) -> str:
+    """``NAMESPACE/NAME`` of a Gateway, kept as written."""
+    if not isinstance(parse_scope(text), GatewayScope):
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAMESPACE/NAME")
+    return text
+
+
+@_named
+def boolean(text: str) -> bool:
+    """A switch's value in the environment: true, yes, 1 or false, no, 0 (any case)."""
+    lowered = text.lower()
+    if lowered not in _TRUE + _FALSE:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not one of {', '.join(_TRUE)} (on) or {', '.join(_FALSE)} (off)"
+        )
+    return lowered in _TRUE
+
+
+def add_log_format(parser: argparse.ArgumentParser) -> None:
+    """``--log-format`` of the long-running commands (:mod:`coxswain.shell.logs`), defaulting
+    to ``COXSWAIN_LOG_FORMAT``."""
+    value = os.environ.get(FORMAT_ENV)
+    now = f", set here to {value!r}" if value else ""
+    parser.add_argument(
+        "--log-format",
+        type=enumerated(*LOG_FORMATS),
+        default=FromEnvironment(value.lower(), FORMAT_ENV) if value else "auto",
+        metavar="{" + ",".join(LOG_FORMATS) + "}",
+        help="the process's own log: one JSON object a line, or text; auto: text on a terminal, "
+        f"JSON elsewhere (default: auto; environment: {FORMAT_ENV}{now})",
+    )
+
+
+def json_lines(args: argparse.Namespace) -> bool:
+    """Whether ``--log-format`` asks for JSON lines on standard error."""
+    wanted: str = args.log_format
+    return wanted == "json" or (wanted == "auto" and not sys.stderr.isatty())

@@ -1,0 +1,181 @@
+"""Informers: a list-and-watch per resource, each keeping its objects raw (docs/architecture.md).
+
+An informer lists its resource, then watches from the list's ``resourceVersion``; each event
+replaces or removes one raw object and calls ``on_change``. A watch the server ends normally
+(its ``timeoutSeconds``) is reopened from the last version seen (bookmarks keep it fresh); an
+``ERROR`` event with 410 Gone (the version fell out of the server's history) or a broken
+connection leads to a new list, after a jittered, growing delay when something failed (as
+client-go's reflector does), so that a restarted API server is not met by every informer of
+every controller at once.
+
+The informer keeps no objects, only which exist: each change goes to ``on_event`` (the body,
+or None for a deletion; a new list reports what disappeared meanwhile), and the controller
+decodes it there into its state (``compile.model.state.apply``), so that an object means the
+same whether it came from a cluster or a file, and 10,000 routes are not held twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, NoReturn
+
+import trio
+
+from coxswain.compile.provision import MANAGED_BY
+from coxswain.shell.backoff import Backoff
+from coxswain.shell.control import kinds
+from coxswain.shell.control.kube import ApiFailure, Kube, Resource, Unreachable
+
+__all__ = ["GATEWAY_API", "INFORMED", "PROVISIONING", "Informer", "Watched"]
+
+log = logging.getLogger("coxswain.informers")
+
+WATCH_SECONDS: Final = 300
+BACKOFF: Final = (0.2, 30.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Watched:
+    """A resource to inform on, and an optional label selector."""
+
+    resource: Resource
+    label_selector: str = ""
+
+
+_OWNED: Final = f"{MANAGED_BY[0]}={MANAGED_BY[1]}"
+INFORMED: Final = (
+    Watched(kinds.SERVICE),
+    Watched(kinds.SECRET),
+    Watched(kinds.NAMESPACE),
+    Watched(kinds.CONFIG_MAP),
+    Watched(kinds.ENDPOINT_SLICE),
+    Watched(kinds.INGRESS),
+    Watched(kinds.INGRESS_CLASS),
+)
+"""What Ingress needs: watched in every mode (whenever the resource is served)."""
+
+GATEWAY_API: Final = (
+    Watched(kinds.GATEWAY_CLASS),
+    Watched(kinds.GATEWAY),
+    Watched(kinds.HTTP_ROUTE),
+    Watched(kinds.REFERENCE_GRANT),
+)
+"""The Gateway API resources (standard channel); full mode needs every one of them served."""
+
+PROVISIONING: Final = (
+    Watched(kinds.SERVICE_ACCOUNT, _OWNED),
+    Watched(kinds.DEPLOYMENT, _OWNED),
+    Watched(kinds.GATEWAY_PARAMETERS),
+)
+"""What provisioning Gateways reads (owned identities and proxies, parameters): watched unless
+the Gateway API is disabled, so an Ingress-only installation needs no right on them."""
+
+
+Sink = Callable[[Resource, tuple[str, str], "dict[str, Any] | None"], None]
+"""Where an informer's changes go: the resource, ``(namespace, name)``, and the object (with
+``kind`` and ``apiVersion`` filled in, which list items lack) or None when it is gone."""
+
+
+class Informer:
+    """The objects of one resource, followed by list and watch."""
+
+    def __init__(self, kube: Kube, watched: Watched, on_event: Sink) -> None:
+        self.watched = watched
+        self.keys: set[tuple[str, str]] = set()
+        self.synced = trio.Event()
+        self._kube = kube
+        self._on_event = on_event
+        self._version = ""
+
+    def _emit(self, key: tuple[str, str], body: dict[str, Any] | None) -> None:
+        resource = self.watched.resource
+        if body is None:
+            self.keys.discard(key)
+        else:
+            self.keys.add(key)
+            body = {**_trimmed(body), "kind": resource.kind, "apiVersion": resource.api_version}
+        self._on_event(resource, key, body)
+
+    async def run(self) -> NoReturn:
+        """List, then watch, forever; ``synced`` is set after the first list."""
+        backoff = Backoff(*BACKOFF)
+        while True:
+            try:
+                await self._list()
+                backoff.reset()
+                while await self._watch():
+                    pass
+            except (ApiFailure, Unreachable) as err:
+                log.warning("%s: %s; listing again", self.watched.resource.plural, err)
+                await backoff.wait()
+
+    def _query(self) -> list[tuple[str, str]]:
+        return (
+            [("labelSelector", self.watched.label_selector)] if self.watched.label_selector else []
+        )
+
+    async def _list(self) -> None:
+        answer = await self._kube.request("GET", self.watched.resource.path(), query=self._query())
+        listed = {key: item for item in answer.get("items") or [] if (key := _key(item))}
+        for gone in self.keys - listed.keys():
+            self._emit(gone, None)
+        for key, item in listed.items():
+            self._emit(key, item)
+        self._version = str((answer.get("metadata") or {}).get("resourceVersion") or "")
+        self.synced.set()
+
+    async def _watch(self) -> bool:
+        """One watch; True when it ended normally and may be reopened from where it was."""
+        expired = False
+
+        async def on_event(event: dict[str, Any]) -> bool:
+            nonlocal expired
+            kind, body = event.get("type"), event.get("object") or {}
+            if kind == "ERROR":  # 410 Gone, in practice: the history no longer reaches back
+                log.info("%s: watch ended: %s", self.watched.resource.plural, body.get("message"))
+                expired = True
+                return False
+            version = (body.get("metadata") or {}).get("resourceVersion")
+            if version:
+                self._version = str(version)
+            if kind == "BOOKMARK" or (key := _key(body)) is None:
+                return True
+            self._emit(key, None if kind == "DELETED" else body)
+            return True
+
+        await self._kube.watch(
+            self.watched.resource.path(),
+            query=self._query(),
+            resource_version=self._version,
+            timeout_seconds=WATCH_SECONDS,
+            on_event=on_event,
+        )
+        return not expired
+
+
+_UNREAD: Final = ("kubectl.kubernetes.io/last-applied-configuration",)
+
+
+def _trimmed(body: dict[str, Any]) -> dict[str, Any]:
+    """The object without what nothing here reads and what weighs most: ``managedFields``
+    and kubectl's copy of the last applied manifest."""
+    meta = body.get("metadata")
+    if not isinstance(meta, dict) or not ("managedFields" in meta or _has_unread(meta)):
+        return body
+    meta = {k: v for k, v in meta.items() if k != "managedFields"}
+    if isinstance(annotations := meta.get("annotations"), dict):
+        meta["annotations"] = {k: v for k, v in annotations.items() if k not in _UNREAD}
+    return {**body, "metadata": meta}
+
+
+def _has_unread(meta: dict[str, Any]) -> bool:
+    annotations = meta.get("annotations")
+    return isinstance(annotations, dict) and any(k in annotations for k in _UNREAD)
+
+
+def _key(body: dict[str, Any]) -> tuple[str, str] | None:
+    meta = body.get("metadata") or {}
+    name = meta.get("name")
+    return (str(meta.get("namespace") or ""), str(name)) if name else None

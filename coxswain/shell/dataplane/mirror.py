@@ -1,0 +1,181 @@
+"""Request mirroring: the HTTPRoute ``RequestMirror`` filter (Gateway API; percent and
+fraction from GEP-3171), fire-and-forget.
+
+A mirrored request is a copy of the client's request sent to another backend; its answer is
+read and dropped. The client's exchange never waits for a mirror and never fails because of
+one. Rules:
+
+- **Which.** Each mirror of the matched rule fires with its ``percent`` probability, drawn per
+  request. Upgrade requests are not mirrored (a tunnel cannot be copied).
+- **Head.** The primary request's head as forwarded (``X-Forwarded-*`` and the rule's header
+  edits), then the mirror backend's own edits, with ``Connection: close``: mirrors do not take
+  pooled connections from the primary traffic.
+- **Body.** The body is teed as the proxy relays it (:class:`Tee`). Each mirror receives the
+  pieces through a memory channel of ``BUFFER`` pieces; a mirror that falls that far behind is
+  cut off (its connection closed mid-request), so a slow mirror never slows the client and
+  never holds more than ``BUFFER`` × 64 KiB. A request the proxy fails to forward ends its
+  mirrors the same way.
+- **End.** The mirror's response is read until the upstream closes and dropped; the whole
+  mirrored exchange is bounded by ``TIMEOUT``. Outcomes are counted by
+  ``coxswain_mirror_requests_total{result}``: ``sent``, ``failed`` (no connection, or the
+  upstream broke off) and ``dropped`` (cut off, or timed out).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, TypeAlias
+
+import trio
+
+from coxswain.http1 import frame_chunk, frame_last_chunk
+from coxswain.shell.dataplane.pool import ConnectFailed, connect
+from coxswain.shell.dataplane.wire import RECEIVE_SIZE
+
+if TYPE_CHECKING:
+    import random
+    from collections.abc import Callable, Sequence
+
+    from coxswain.compile.snapshot import Endpoint, Mirror
+    from coxswain.http1 import Headers
+
+__all__ = ["BUFFER", "TIMEOUT", "Mirrors", "Tee"]
+
+BUFFER: Final = 16
+TIMEOUT: Final = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class _End:
+    """The body ended (with these trailers, for a chunked body)."""
+
+    trailers: Headers
+
+
+_Piece: TypeAlias = bytes | _End
+
+
+class Tee:
+    """The request body's copies for the mirrors of one request."""
+
+    __slots__ = ("_mirrors",)
+
+    def __init__(
+        self, mirrors: list[tuple[trio.MemorySendChannel[_Piece], trio.CancelScope]]
+    ) -> None:
+        self._mirrors = mirrors
+
+    def data(self, piece: bytes) -> None:
+        """Copy one piece of the body to every mirror still keeping up."""
+        self._offer(piece)
+
+    def end(self, trailers: Headers = ()) -> None:
+        """The body is complete: each mirror may finish its request."""
+        self._offer(_End(trailers))
+        for sender, _ in self._mirrors:
+            sender.close()
+        self._mirrors = []
+
+    def abort(self) -> None:
+        """The request was not forwarded whole: mirrors still sending are cut off."""
+        for sender, scope in self._mirrors:
+            sender.close()
+            scope.cancel()
+        self._mirrors = []
+
+    def _offer(self, piece: _Piece) -> None:
+        keeping = []
+        for sender, scope in self._mirrors:
+            try:
+                sender.send_nowait(piece)
+            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+                sender.close()  # behind (perhaps stuck sending), or finished with an error
+                scope.cancel()
+                continue
+            keeping.append((sender, scope))
+        self._mirrors = keeping
+
+
+@dataclass(slots=True)
+class Mirrors:
+    """Starts mirrored requests in the proxy's nursery; ``record`` counts their outcomes."""
+
+    nursery: trio.Nursery
+    rng: random.Random
+    connect_timeout: float
+    record: Callable[[str], None]
+
+    def start(
+        self,
+        mirrors: Sequence[Mirror],
+        endpoints_of: Callable[[str], Sequence[Endpoint]],
+        head_for: Callable[[Mirror], bytes | None],
+        *,
+        chunked: bool,
+    ) -> Tee | None:
+        """Fire the mirrors drawn for this request; the Tee to feed its body to, if any.
+
+        ``endpoints_of`` gives a backend's endpoints in this request's round-robin order;
+        ``head_for`` the head to send to a mirror (None when it cannot be framed).
+        """
+        started = []
+        for mirror in mirrors:
+            if not mirror.backend.valid or self.rng.random() * 100 >= mirror.percent:
+                continue
+            endpoints = endpoints_of(mirror.backend.endpoints_key)
+            head = head_for(mirror)
+            if not endpoints or head is None:
+                self.record("failed")
+                continue
+            send, receive = trio.open_memory_channel[_Piece](BUFFER)
+            scope = trio.CancelScope()
+            self.nursery.start_soon(self._send, scope, receive, endpoints, head, chunked)
+            started.append((send, scope))
+        return Tee(started) if started else None
+
+    async def _send(
+        self,
+        scope: trio.CancelScope,
+        pieces: trio.MemoryReceiveChannel[_Piece],
+        endpoints: Sequence[Endpoint],
+        head: bytes,
+        chunked: bool,
+    ) -> None:
+        result = "dropped"  # unless the exchange ends otherwise, uncut and within TIMEOUT
+        scope.deadline = trio.current_time() + TIMEOUT
+        try:
+            with pieces, scope:
+                result = await self._exchange(pieces, endpoints, head, chunked)
+        finally:
+            self.record(result)
+
+    async def _exchange(
+        self,
+        pieces: trio.MemoryReceiveChannel[_Piece],
+        endpoints: Sequence[Endpoint],
+        head: bytes,
+        chunked: bool,
+    ) -> str:
+        try:
+            stream, _, _ = await connect(endpoints, None, within=self.connect_timeout)
+        except ConnectFailed:
+            return "failed"
+        async with stream:
+            try:
+                await stream.send_all(head)
+                async for piece in pieces:
+                    if type(piece) is _End:
+                        if chunked:
+                            await stream.send_all(frame_last_chunk(piece.trailers))
+                        break
+                    assert type(piece) is bytes
+                    await stream.send_all(frame_chunk(piece) if chunked else piece)
+                else:
+                    return "dropped"  # cut off before the body ended
+                while await stream.receive_some(RECEIVE_SIZE):
+                    # the answer is not wanted (Connection: close ends it); a receive that
+                    # finds bytes does not yield (.connection), so this loop does
+                    await trio.lowlevel.checkpoint()
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return "failed"
+        return "sent"

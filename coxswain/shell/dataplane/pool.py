@@ -1,0 +1,133 @@
+"""Idle upstream connections kept for reuse, per endpoint (RFC 9112 §9.3, persistence).
+
+Opening a TCP connection per request costs a round trip and a socket in TIME_WAIT; keeping the
+upstream's connections open after a complete keep-alive exchange avoids both. Rules:
+
+- A connection is given back only after a complete exchange: the request fully sent, the
+  response read to its end, both sides keep-alive, and no byte left over.
+- At most ``max_idle`` idle connections per endpoint (the oldest is closed beyond that); an
+  idle connection older than ``idle_timeout`` is closed rather than reused (upstreams close idle
+  connections themselves, nginx after 75 s, so ours stays below typical values).
+- A connection the upstream has closed, or that has unexpected bytes waiting, is readable while
+  idle: ``take`` checks with a zero-timeout poll and drops it, for connections idle at least
+  ``CHECK_AFTER`` (upstreams close idle connections after seconds, not milliseconds; under load
+  the poll would cost a system call per request for nothing). A close racing with reuse
+  remains possible; :mod:`.upstream` retries such a failure once on a new connection, for idempotent
+  requests without a body only (RFC 9112 §9.3.1, RFC 9110 §9.2.2).
+"""
+
+from __future__ import annotations
+
+import select
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Final
+
+import trio
+
+from coxswain.shell.dataplane.connection import Connection
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from coxswain.compile.snapshot import Endpoint
+
+__all__ = ["ConnectFailed", "UpstreamPool", "connect"]
+
+# ingress-nginx's default (``upstream-keepalive-connections: 320``). Fewer than the requests a
+# worker has in flight to one endpoint means closing and reopening connections under steady
+# load, which costs CPU per request (docs/benchmarks.md, "Measurements behind the design").
+DEFAULT_MAX_IDLE: Final = 320
+DEFAULT_IDLE_TIMEOUT: Final = 30.0
+CHECK_AFTER: Final = 1.0  # an idle connection younger than this is taken without a poll
+
+
+class UpstreamPool:
+    """Idle connections by endpoint ``(address, port)``; used from one trio thread only."""
+
+    def __init__(
+        self, *, max_idle: int = DEFAULT_MAX_IDLE, idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    ) -> None:
+        self.max_idle = max_idle
+        self.idle_timeout = idle_timeout
+        self._idle: dict[tuple[str, int], deque[tuple[float, Connection]]] = {}
+
+    def idle_count(self, endpoint: tuple[str, int]) -> int:
+        """How many idle connections the endpoint has (for tests and metrics)."""
+        return len(self._idle.get(endpoint, ()))
+
+    def take(self, endpoint: tuple[str, int]) -> Connection | None:
+        """The most recently used live idle connection to ``endpoint``, or None."""
+        idle = self._idle.get(endpoint)
+        now = time.monotonic()
+        while idle:
+            since, stream = idle.pop()
+            idle_for = now - since
+            if idle_for <= self.idle_timeout and (idle_for < CHECK_AFTER or _quiet(stream)):
+                return stream
+            stream.close()
+        return None
+
+    def close_all(self) -> None:
+        """Close every idle connection (the proxy is stopping)."""
+        for idle in self._idle.values():
+            for _, stream in idle:
+                stream.close()
+        self._idle.clear()
+
+    def give(self, endpoint: tuple[str, int], stream: Connection) -> None:
+        """Keep ``stream`` for reuse after a complete exchange."""
+        idle = self._idle.setdefault(endpoint, deque())
+        idle.append((time.monotonic(), stream))
+        while len(idle) > self.max_idle:
+            idle.popleft()[1].close()
+
+
+class ConnectFailed(Exception):
+    """No endpoint took a connection; ``timed_out`` when every attempt ran out of time."""
+
+    def __init__(self, message: str, *, timed_out: bool) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+async def connect(
+    endpoints: Sequence[Endpoint], pool: UpstreamPool | None, *, within: float
+) -> tuple[Connection, tuple[str, int], bool]:
+    """A connection to the first endpoint that takes one: an idle one from ``pool``, else a
+    new one within ``within`` seconds, trying the next endpoint on failure (nothing has been
+    sent yet, so this is always safe).
+
+    Returns the stream, the endpoint, and whether the stream was reused.
+
+    Raises:
+        ConnectFailed: every endpoint refused or timed out.
+    """
+    failures = []
+    timeouts = 0
+    for endpoint in endpoints:
+        key = (endpoint.address, endpoint.port)
+        if pool is not None and (stream := pool.take(key)) is not None:
+            return stream, key, True
+        with trio.move_on_after(within):
+            try:
+                opened = await trio.open_tcp_stream(endpoint.address, endpoint.port)
+                return Connection.take(opened), key, False
+            except OSError as err:
+                failures.append(f"{endpoint.address}:{endpoint.port}: {err.strerror or err}")
+                continue
+        timeouts += 1
+        failures.append(f"{endpoint.address}:{endpoint.port}: no answer within {within:g} s")
+    raise ConnectFailed(
+        "no endpoint accepted a connection (" + "; ".join(failures) + ")",
+        timed_out=timeouts == len(failures),
+    )
+
+
+def _quiet(stream: Connection) -> bool:
+    """Nothing to read on an idle connection: not closed by the peer, no stray bytes."""
+    try:
+        readable, _, _ = select.select([stream.socket.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return not readable

@@ -1,0 +1,213 @@
+"""The snapshot a proxy serves, with everything derived from it for the request path.
+
+:class:`Served` is built once per applied snapshot and never changed afterwards except for
+its memos, whose entries are functions of the snapshot alone: swapping ``Proxy.served`` swaps
+them too, so no memo outlives the routing it was computed from (docs/architecture.md).
+
+- **Routing memo.** ``select`` is pure, and on every port whose rules match on no request
+  header its decision depends only on (port, method, target, Host, SNI): the proxy remembers
+  it per key, with what the access log and the metrics need from it. Ports with header matches
+  (Gateway API ``matches[].headers``) are decided per request. The memo holds at most
+  ``ROUTE_MEMO_SIZE`` entries and starts over when full, so hostile clients sending random
+  paths cost one ``select`` per request, as without it, and bounded memory.
+- **Header edits as bytes.** A Gateway API header modifier is converted to bytes and checked
+  for the wire once per snapshot (:func:`~coxswain.route.forward.wire_edits`), not per request.
+- **TLS**: the route table's certificate stores as ``ssl`` contexts (:mod:`.tls`), the front
+  context per port noting the SNI name for routing.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import math
+from typing import TYPE_CHECKING, Final
+
+from coxswain.http1.serialize import check_fields
+from coxswain.route import RequestHead as RouteHead
+from coxswain.route import build_table, select
+from coxswain.route.forward import WireEdits, wire_edits
+from coxswain.route.plan import listener_specs
+from coxswain.shell.dataplane.tls import TLSContexts
+
+if TYPE_CHECKING:
+    import ssl
+    from collections.abc import Sequence
+
+    from coxswain.compile.snapshot import Endpoint, HeaderEdits, RouteAction, Snapshot
+    from coxswain.http1 import RequestHead
+    from coxswain.route import Decision
+    from coxswain.route.table import RouteTable
+
+__all__ = ["ROUTE_MEMO_SIZE", "Routed", "Served", "handshake_sni", "route_timeout"]
+
+ROUTE_MEMO_SIZE: Final = 4096
+
+handshake_sni: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "coxswain_handshake_sni", default=None
+)
+"""The server name the client sent in its TLS handshake, set by the front context's SNI
+callback inside the handshaking task's context."""
+
+
+class Routed:
+    """A routing decision and what the request path derives from it, computed once per key.
+
+    ``label`` names the route for the access log, ``metric`` for the request counter;
+    ``host`` and ``target`` are the Host and request-target to forward as bytes, None when
+    they cannot be written on the wire (not Latin-1); ``timeout`` bounds the whole exchange
+    (:func:`route_timeout`); ``backends`` are the decision's backends with a weight above 0,
+    ``weights`` their weights, for the weighted choice.
+    """
+
+    __slots__ = (
+        "backends",
+        "decision",
+        "host",
+        "label",
+        "metric",
+        "target",
+        "timeout",
+        "weights",
+    )
+
+    def __init__(self, decision: Decision) -> None:
+        self.decision = decision
+        route = decision.route
+        self.label = f"{route.kind} {route.namespace}/{route.name} {route.rule}" if route else None
+        self.metric = (route.kind, route.namespace, route.name) if route else None
+        self.host = _latin1(decision.host)
+        self.target = _latin1(decision.path)
+        self.timeout = route_timeout(decision.action)
+        self.backends = tuple(b for b in decision.backends if b.weight > 0)
+        self.weights = tuple(b.weight for b in self.backends)
+
+
+def route_timeout(action: RouteAction | None) -> float:
+    """The bound on a whole exchange: the smaller of the HTTPRoute rule's ``request`` and
+    ``backendRequest`` timeouts (GEP-1742), infinity when neither is set."""
+    timeouts = [t for t in (action.request_timeout, action.backend_timeout) if t] if action else []
+    return min(timeouts, default=math.inf)
+
+
+def _latin1(text: str) -> bytes | None:
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:
+        return None
+
+
+class Served:
+    """A snapshot and what is derived from it; see the module docstring."""
+
+    __slots__ = (
+        "_edits",
+        "_fronts",
+        "_header_ports",
+        "_routes",
+        "endpoints",
+        "snapshot",
+        "specs",
+        "table",
+        "tls",
+    )
+
+    def __init__(
+        self, snapshot: Snapshot, *, ingress_http_port: int, ingress_https_port: int
+    ) -> None:
+        self.snapshot = snapshot
+        # a plain dict: a persistent map's lookup is four Python calls per request
+        self.endpoints: dict[str, Sequence[Endpoint]] = dict(snapshot.endpoints)
+        self.table: RouteTable = build_table(
+            snapshot, ingress_http_port=ingress_http_port, ingress_https_port=ingress_https_port
+        )
+        self.tls = TLSContexts(self.table)
+        self.specs = listener_specs(
+            snapshot, ingress_http_port=ingress_http_port, ingress_https_port=ingress_https_port
+        )
+        self._fronts: dict[int, ssl.SSLContext] = {}
+        self._header_ports = frozenset(
+            port
+            for port, tables in snapshot.gateways.items()
+            if any(
+                rule.match.headers
+                for table in tables.values()
+                for rules in table.hosts.values()
+                for rule in rules
+            )
+        )
+        self._routes: dict[tuple[int, bytes, bytes, bytes | None, str | None], Routed] = {}
+        self._edits: dict[int, WireEdits | ValueError] = {}
+
+    def route(self, port: int, head: RequestHead, *, tls: bool, sni: str | None) -> Routed:
+        """The decision for a request arriving on ``port``."""
+        key = (port, head.method, head.target, head.host, sni)
+        routed = self._routes.get(key)
+        if routed is not None:
+            return routed
+        routed = Routed(
+            select(
+                self.table,
+                RouteHead(
+                    port=port,
+                    method=head.method.decode("latin-1"),
+                    target=head.target.decode("latin-1"),
+                    host=None if head.host is None else head.host.decode("latin-1"),
+                    tls=tls,
+                    sni=sni,
+                    headers=tuple(
+                        (n.decode("latin-1"), v.decode("latin-1")) for n, v in head.headers
+                    ),
+                ),
+            )
+        )
+        if port not in self._header_ports:
+            if len(self._routes) >= ROUTE_MEMO_SIZE:
+                self._routes.clear()
+            self._routes[key] = routed
+        return routed
+
+    def edits(self, edits: HeaderEdits) -> WireEdits:
+        """``edits`` as bytes, checked for the wire.
+
+        Raises:
+            ValueError: a name or value cannot be written in a header field.
+        """
+        found = self._edits.get(id(edits))  # the snapshot keeps every edit alive: ids hold
+        if found is None:
+            try:
+                found = wire_edits(edits)
+                check_fields(found.set + found.add)
+            except ValueError as err:
+                found = err
+            self._edits[id(edits)] = found
+        if isinstance(found, ValueError):
+            raise found
+        return found
+
+    def tls_port(self, port: int) -> int:
+        """The key of the TLS stores for a local port: the Ingress HTTPS listener's store is
+        keyed by the advertised port (``ingress.https_port``), a Gateway's by its own."""
+        if port == self.table.ingress_https_port and port not in self.snapshot.gateways:
+            return self.snapshot.ingress.https_port
+        return port
+
+    def admits(self, port: int, server_name: str | None, peer_der: bytes | None) -> bool:
+        """Whether the listener ``server_name`` selects on ``port`` admits this client."""
+        return self.tls.admits(self.tls_port(port), server_name, peer_der)
+
+    def front(self, port: int) -> ssl.SSLContext:
+        """The port's front context, its SNI callback also noting the name for routing."""
+        context = self._fronts.get(port)
+        if context is None:
+            context = self.tls.front(self.tls_port(port))
+            inner = context.sni_callback
+
+            def note(
+                connection: ssl.SSLObject, name: str | None, ctx: ssl.SSLContext
+            ) -> int | None:
+                handshake_sni.set(name)  # runs inside the handshaking task's context
+                return inner(connection, name, ctx) if inner is not None else None  # type: ignore[arg-type]
+
+            context.sni_callback = note
+            self._fronts[port] = context
+        return context

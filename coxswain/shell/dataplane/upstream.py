@@ -1,0 +1,558 @@
+"""The upstream half of a forwarded request: backend choice, connect, relay both bodies.
+
+Rules (docs/architecture.md, "Data-plane rules"):
+
+- **Backend.** Chosen at random by weight among the decision's backends (Gateway API
+  ``backendRefs[].weight``); zero weights never chosen; an invalid choice is answered 500, as
+  the Gateway API asks for a reference that cannot be resolved. Endpoints of the backend are
+  taken round-robin; another endpoint is tried only when *connecting* failed, since nothing of
+  the request has been sent then (a retry after bytes were sent could repeat a non-idempotent
+  request, RFC 9110 §9.2.2).
+- **Request.** The head carries ``forwarded_headers`` (hop-by-hop fields removed, RFC 9110
+  §7.6.1; ``X-Forwarded-*``), then the rule's and the backend's header edits. The body is relayed
+  piece by piece as the codec yields it, re-framed as it came (sized stays sized, chunked stays
+  chunked, RFC 9112 §6, §7.1): never a whole body in memory, and ``send_all`` gives
+  backpressure. ``Expect: 100-continue`` is answered by the proxy itself before it reads the
+  body (RFC 9110 §10.1.1), so the field is not forwarded. Upstream connections are reused
+  through :mod:`.pool` after complete keep-alive exchanges.
+- **Response.** Interim 1xx responses are dropped. A sized response keeps its
+  ``Content-Length`` (no re-chunking); chunked stays chunked; a close-delimited body is chunked
+  for an HTTP/1.1 client, or close-delimited for an HTTP/1.0 one (RFC 9112 §6.3 rule 8).
+  Hop-by-hop fields are removed and the response header edits applied.
+- **Upgrade** (RFC 9110 §7.8, WebSocket). A request asking to switch protocols is forwarded
+  with ``Connection: upgrade`` and its ``Upgrade``; on a 101 the proxy relays it and then
+  copies bytes both ways until either side closes (the route's timeout, if any, still bounds
+  the whole exchange). Any other answer is an ordinary response and HTTP/1.1 carries on. A 101
+  nobody asked for is 502.
+- **Mirrors** (``RequestMirror``) get a copy of the request, fire-and-forget (:mod:`.mirror`).
+- **Timeouts** (:class:`Timeouts`): connecting to one endpoint, each wait for the upstream's
+  bytes, each wait for the client's body bytes; the route's ``request`` and
+  ``backend_request`` timeouts (the smaller) bound the whole exchange.
+- **Errors.** Before the response head reached the client, a failure becomes an answer of the
+  proxy: 502 when no endpoint accepted the connection or the upstream broke HTTP, 504 when the
+  route's timeout expired, the upstream stalled, or every endpoint timed out connecting, 408
+  when the client's body stalled. After that, the client connection is closed, the only
+  signal left (RFC 9112 §9.6).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+
+import trio
+
+from coxswain.http1 import (
+    NEED_DATA,
+    PAUSED,
+    Data,
+    EndOfMessage,
+    Paused,
+    ProtocolError,
+    ResponseHead,
+    ResponseParser,
+    frame_chunk,
+    frame_last_chunk,
+    frame_request_head,
+    frame_response_head,
+)
+from coxswain.route.forward import HOP_BY_HOP, apply_edits, forwarded_headers
+from coxswain.shell.dataplane.pool import ConnectFailed, connect
+from coxswain.shell.dataplane.wire import RECEIVE_SIZE, EventReader, Timer, Watchdog
+
+if TYPE_CHECKING:
+    import random
+    from collections.abc import Sequence
+
+    from coxswain.compile.snapshot import Backend, Endpoint, HeaderEdits, Mirror
+    from coxswain.http1 import HeadCodec, RequestHead
+    from coxswain.route import Decision
+    from coxswain.route.forward import Fields
+    from coxswain.shell.dataplane.connection import Connection
+    from coxswain.shell.dataplane.mirror import Mirrors, Tee
+    from coxswain.shell.dataplane.pool import UpstreamPool
+    from coxswain.shell.dataplane.served import Routed, Served
+
+__all__ = [
+    "Answer",
+    "Exchange",
+    "Forwarder",
+    "RoundRobin",
+    "Timeouts",
+    "pick_backend",
+]
+
+_CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
+_IDEMPOTENT: Final = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
+_SPARE_READERS: Final = 256
+
+
+class Answer(Exception):
+    """Before any response byte reached the client: the proxy answers ``status`` itself."""
+
+    def __init__(self, status: int, reason: str, upstream: str = "") -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.upstream = upstream
+
+
+class ClientProtocolError(Exception):
+    """The client broke HTTP/1.1 inside the request body; answer ``status`` and close."""
+
+    def __init__(self, error: ProtocolError) -> None:
+        super().__init__(error.reason)
+        self.error = error
+
+
+@dataclass(slots=True)
+class RoundRobin:
+    """Per backend, the index of the endpoint the next request starts with."""
+
+    next_index: dict[str, int] = field(default_factory=dict)
+
+    def order(self, key: str, endpoints: Sequence[Endpoint]) -> Sequence[Endpoint]:
+        """The endpoints rotated to start at this backend's turn, then advance the turn."""
+        if len(endpoints) == 1:
+            return endpoints
+        start = self.next_index.get(key, 0) % len(endpoints)
+        self.next_index[key] = start + 1
+        return [*endpoints[start:], *endpoints[:start]]
+
+
+@dataclass(slots=True)
+class Exchange:
+    """What one forwarded exchange did: for the access log and the connection loop."""
+
+    status: int = 0
+    upstream: str = ""
+    keep_alive: bool = True
+    response_started: bool = False
+
+
+def pick_backend(
+    backends: Sequence[Backend], weights: Sequence[int], rng: random.Random
+) -> Backend | None:
+    """One of ``backends`` (those of a decision with a weight above 0, :class:`~.served.Routed`)
+    chosen at random in proportion to ``weights``; None when there is none."""
+    if len(backends) == 1:
+        return backends[0]
+    if not backends:
+        return None
+    return rng.choices(backends, weights=weights)[0]
+
+
+def _edit(served: Served, headers: Fields, *edits: HeaderEdits | None) -> Fields:
+    """The headers with the edits applied: a new list when there are edits (callers that
+    append to the result pass a list of their own).
+
+    Raises:
+        ValueError: an edit cannot be written in a header field.
+    """
+    for edit in edits:
+        if edit is not None:
+            headers = apply_edits(headers, served.edits(edit))
+    return headers
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Timeouts:
+    """How long the proxy waits on each side when the route sets no tighter bound.
+
+    ``connect``: for one endpoint to accept a connection (then the next is tried).
+    ``read``: between two reads of the upstream's response (nginx ``proxy_read_timeout``).
+    ``client_body``: between two reads of the client's request body (nginx
+    ``client_body_timeout``); a stalled body is answered 408 (RFC 9110 §15.5.9).
+    ``read`` and ``client_body`` are kept to within a tenth by :class:`~.wire.Watchdog`.
+    """
+
+    connect: float = 10.0
+    read: float = 60.0
+    client_body: float = 60.0
+
+
+@dataclass(slots=True, kw_only=True)
+class Forwarder:
+    """What every forwarded request shares: endpoint turns, the pool, timeouts, mirrors.
+
+    With a ``pool``, upstream connections are reused (:mod:`.pool`); without, each exchange
+    opens one and sends ``Connection: close``. The ``watchdog`` times the waits for either
+    peer (:class:`~.wire.Watchdog`).
+    """
+
+    codec: HeadCodec
+    rng: random.Random
+    watchdog: Watchdog
+    timeouts: Timeouts = Timeouts()
+    round_robin: RoundRobin = field(default_factory=RoundRobin)
+    pool: UpstreamPool | None = None
+    mirrors: Mirrors | None = None
+    # response readers left clean by a complete keep-alive exchange, for the next exchange
+    # (cheaper than building a parser and its reader: ``bench/proxy.py parts``)
+    _readers: list[tuple[EventReader, ResponseParser]] = field(default_factory=list)
+
+    async def forward(
+        self,
+        *,
+        client: EventReader,
+        client_stream: trio.abc.SendStream,
+        head: RequestHead,
+        routed: Routed,
+        served: Served,
+        proto: bytes,
+        client_address: bytes | None,
+        exchange: Exchange,
+    ) -> None:
+        """Forward one request whose head was read; fills ``exchange`` as it goes.
+
+        Raises:
+            Answer: a failure before the response head reached the client.
+            ClientProtocolError: the request body broke HTTP/1.1.
+        """
+        decision = routed.decision
+        backend = pick_backend(routed.backends, routed.weights, self.rng)
+        if backend is None or not backend.valid:
+            raise Answer(500, "the chosen backend is invalid")
+        key = backend.endpoints_key
+        endpoints = served.endpoints.get(key, ())
+        if not endpoints:
+            raise Answer(503, f"backend {key} has no ready endpoints")
+        action = decision.action
+        timeout = routed.timeout
+        if routed.host is None:
+            raise Answer(500, f"the forwarded Host {decision.host!r} is not Latin-1")
+        if routed.target is None:
+            raise Answer(500, f"the forwarded path {decision.path!r} is not Latin-1")
+        base = forwarded_headers(
+            head.headers,
+            host=routed.host,
+            proto=proto,
+            client=client_address,
+            named=head.connection,
+        )
+        try:
+            base = _edit(served, base, action.request_headers if action else None)
+            headers = _edit(served, base, backend.request_headers)
+        except ValueError as err:
+            raise Answer(500, f"the request cannot be forwarded as configured: {err}") from err
+        tee = None
+        if action is not None and action.mirrors and self.mirrors is not None and not head.upgrade:
+            tee = self._mirror(action.mirrors, served, head, routed.target, base)
+        # The client connection's timer bounds the exchange: each wait for either peer, and
+        # the route's timeout as its scope's deadline. When it fires, the cancellation ends
+        # the connection and its owner answers 408/504 outside the scope (Proxy._requests).
+        timer = client.timer
+        assert timer is not None, "the client's reader carries its connection's timer"
+        if timeout < math.inf:
+            timer.scope.deadline = trio.current_time() + timeout
+        try:
+            await self._relay(
+                client=client,
+                client_stream=client_stream,
+                head=head,
+                headers=headers,  # the mirrors' heads were framed from ``base`` already
+                served=served,
+                decision=decision,
+                target=routed.target,
+                backend=backend,
+                endpoints=self.round_robin.order(key, endpoints),
+                exchange=exchange,
+                tee=tee,
+                timer=timer,
+            )
+        finally:
+            timer.disarm()  # when the exchange ended otherwise while a reader waited
+            if timeout < math.inf:
+                timer.scope.deadline = math.inf
+            if tee is not None:
+                tee.abort()  # a no-op once the body was sent whole
+
+    def _mirror(
+        self,
+        mirrors: Sequence[Mirror],
+        served: Served,
+        head: RequestHead,
+        target: bytes,
+        base: Fields,
+    ) -> Tee | None:
+        assert self.mirrors is not None
+        endpoints_by_key = served.endpoints
+
+        def endpoints_of(key: str) -> Sequence[Endpoint]:
+            endpoints = endpoints_by_key.get(key, ())
+            return self.round_robin.order(key, endpoints) if endpoints else []
+
+        def head_for(mirror: Mirror) -> bytes | None:
+            try:
+                headers = list(_edit(served, base, mirror.backend.request_headers))
+                if head.chunked:
+                    headers.append((b"transfer-encoding", b"chunked"))
+                headers.append((b"connection", b"close"))
+                return frame_request_head(
+                    method=head.method,
+                    target=target,
+                    headers=headers,
+                    validate=False,
+                )
+            except ValueError:
+                return None
+
+        return self.mirrors.start(mirrors, endpoints_of, head_for, chunked=head.chunked)
+
+    async def _relay(
+        self,
+        *,
+        client: EventReader,
+        client_stream: trio.abc.SendStream,
+        head: RequestHead,
+        headers: Fields,
+        served: Served,
+        decision: Decision,
+        target: bytes,
+        backend: Backend,
+        endpoints: Sequence[Endpoint],
+        exchange: Exchange,
+        tee: Tee | None,
+        timer: Timer,
+    ) -> None:
+        pool = self.pool
+        if head.chunked:
+            headers.append((b"transfer-encoding", b"chunked"))
+        if head.upgrade is not None:  # RFC 9110 §7.8: asked again of the upstream, hop by hop
+            headers.extend([(b"connection", b"upgrade"), (b"upgrade", head.upgrade)])
+        elif pool is None:
+            headers.append((b"connection", b"close"))
+        try:  # every field came from the parser or passed Served.edits: only the line is checked
+            request_head = frame_request_head(
+                method=head.method, target=target, headers=headers, validate=False
+            )
+        except ValueError as err:  # a rewrite or header edit of the snapshot made it unsendable
+            raise Answer(500, f"the request cannot be forwarded as configured: {err}") from err
+        has_body = head.chunked or bool(head.content_length)
+        # a reused connection the upstream closed meanwhile may be retried once on a new one
+        # when repeating the request is safe (RFC 9112 §9.3.1): idempotent, no body sent
+        may_retry = not has_body and head.method in _IDEMPOTENT
+        body_read = False
+        idle_ok = True
+        while True:
+            try:
+                upstream, endpoint, reused = await connect(
+                    endpoints, pool if idle_ok else None, within=self.timeouts.connect
+                )
+            except ConnectFailed as err:
+                raise Answer(504 if err.timed_out else 502, str(err)) from err
+            address = f"{endpoint[0]}:{endpoint[1]}"
+            exchange.upstream = address
+            reusable = False
+            try:
+                try:
+                    await upstream.send_all(request_head)
+                    if not body_read:  # a retry: the (empty) body was read by the first attempt
+                        if head.expect_continue:
+                            await client_stream.send_all(_CONTINUE)
+                        if has_body or tee is not None:
+                            await _send_body(client, upstream, chunked=head.chunked, tee=tee)
+                        else:  # no body: the parser has the request's end already, no reading
+                            client.parser.next_event()
+                        body_read = True
+                    reader, parser = self._response_reader(upstream, timer)
+                    parser.expect_response(head.method)
+                    response = await _final_head(reader, upgrading=head.upgrade is not None)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, Answer) as err:
+                    if reused and may_retry:
+                        idle_ok = False  # the retry opens a new connection
+                        continue
+                    if isinstance(err, Answer):
+                        raise
+                    raise Answer(502, f"the upstream connection broke: {err}", address) from err
+                if response.status == 101:
+                    await _tunnel(client, client_stream, reader, upstream, response, exchange)
+                    return
+                reusable = await _send_response(
+                    reader, client_stream, head, response, served, backend, decision, exchange
+                )
+                # reused only clean: bytes after the response (a body on a HEAD answer, say)
+                # would be read as the start of the next exchange's response
+                reusable = reusable and parser.next_event() is NEED_DATA and not parser.buffered
+            finally:
+                if reusable and pool is not None:
+                    pool.give(endpoint, upstream)
+                    if len(self._readers) < _SPARE_READERS:
+                        reader.timer = None
+                        self._readers.append((reader, parser))
+                else:
+                    await trio.aclose_forcefully(upstream)
+            return
+
+    def _response_reader(
+        self, upstream: Connection, timer: Timer
+    ) -> tuple[EventReader, ResponseParser]:
+        """A reader for the upstream's response and its parser: a spare pair, the parser
+        waiting for a head with nothing buffered, or a new one."""
+        if self._readers:
+            reader, parser = self._readers.pop()
+            reader.stream = upstream
+            reader.timer = timer
+            return reader, parser
+        parser = ResponseParser(self.codec)
+        reader = EventReader(upstream, parser, read_timeout=self.timeouts.read, timer=timer)
+        return reader, parser
+
+
+async def _send_body(
+    client: EventReader, upstream: trio.abc.SendStream, *, chunked: bool, tee: Tee | None
+) -> None:
+    while True:
+        event = await client.next()
+        if type(event) is Data:
+            if tee is not None:
+                tee.data(event.data)
+            await upstream.send_all(frame_chunk(event.data) if chunked else event.data)
+        elif type(event) is EndOfMessage:
+            if chunked:
+                await upstream.send_all(frame_last_chunk(event.trailers))
+            if tee is not None:
+                tee.end(event.trailers)
+            return
+        elif type(event) is ProtocolError:
+            raise ClientProtocolError(event)
+        else:  # pragma: no cover - the request parser yields only these inside a body
+            raise ClientProtocolError(ProtocolError(400, f"unexpected {event!r} in a body"))
+
+
+async def _final_head(reader: EventReader, *, upgrading: bool) -> ResponseHead:
+    while True:
+        event = await reader.next()
+        if type(event) is ResponseHead:
+            if event.status < 200 and event.status != 101:
+                # interim responses: the proxy answered Expect itself. Nothing is sent for
+                # them, so this loop yields itself (a receive that finds bytes does not,
+                # .connection): an upstream flooding 1xx must not starve the others
+                await trio.lowlevel.checkpoint()
+                continue
+            if event.status == 101 and not upgrading:
+                raise Answer(502, "the upstream switched protocols unasked")
+            return event
+        if type(event) is ProtocolError:
+            raise Answer(502, event.reason)
+        raise Answer(502, f"the upstream sent {event!r} instead of a response")
+
+
+async def _tunnel(
+    client: EventReader,
+    client_stream: trio.abc.SendStream,
+    reader: EventReader,
+    upstream: Connection,
+    response: ResponseHead,
+    exchange: Exchange,
+) -> None:
+    """After a 101 (RFC 9110 §15.2.2): relay the new protocol's bytes both ways until either
+    side closes. The connection then carries no more HTTP/1.1."""
+    headers = [(n, v) for n, v in response.headers if n not in HOP_BY_HOP]
+    upgrade = next((v for n, v in response.headers if n == b"upgrade"), None)
+    if upgrade is not None:
+        headers.extend([(b"connection", b"upgrade"), (b"upgrade", upgrade)])
+    exchange.status = 101
+    exchange.response_started = True
+    exchange.keep_alive = False
+    await client_stream.send_all(
+        frame_response_head(status=101, reason=response.reason, headers=tuple(headers))
+    )
+    while True:  # the 101's empty message ends, then the parser pauses
+        event = await reader.next()
+        if type(event) is Paused:
+            break
+        if type(event) is not EndOfMessage:
+            return
+    upstream_rest = reader.parser.detach()
+    client_rest = client.parser.detach() if client.parser.next_event() is PAUSED else b""
+
+    async def copy(rest: bytes, source: trio.abc.ReceiveStream, sink: trio.abc.SendStream) -> None:
+        try:
+            if rest:
+                await sink.send_all(rest)
+            while data := await source.receive_some(RECEIVE_SIZE):
+                await sink.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        nursery.cancel_scope.cancel()  # one side is done: so is the tunnel
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(copy, upstream_rest, upstream, client_stream)
+        nursery.start_soon(copy, client_rest, client.stream, upstream)
+
+
+async def _send_response(
+    reader: EventReader,
+    client_stream: trio.abc.SendStream,
+    head: RequestHead,
+    response: ResponseHead,
+    served: Served,
+    backend: Backend,
+    decision: Decision,
+    exchange: Exchange,
+) -> bool:
+    """Relay the response; whether the upstream connection ended the exchange cleanly."""
+    named = response.connection
+    headers = [(n, v) for n, v in response.headers if n not in HOP_BY_HOP and n not in named]
+    action = decision.action
+    try:
+        headers = _edit(
+            served,
+            headers,
+            action.response_headers if action else None,
+            backend.response_headers,
+        )
+    except ValueError as err:  # a header edit of the snapshot cannot be sent
+        raise Answer(500, f"the response cannot be relayed as configured: {err}") from err
+    client_http11 = head.http_version == b"1.1"
+    rechunk = False
+    if response.has_body and response.content_length is None:
+        if client_http11:
+            headers.append((b"transfer-encoding", b"chunked"))
+            rechunk = True
+        else:
+            exchange.keep_alive = False
+    if not head.keep_alive or not exchange.keep_alive:
+        exchange.keep_alive = False
+        headers.append((b"connection", b"close"))
+    # every field came from the parser or passed Served.edits
+    response_head = frame_response_head(
+        status=response.status, reason=response.reason, headers=headers, validate=False
+    )
+    exchange.status = response.status
+    exchange.response_started = True
+    # what the parser already holds goes out with the head: one send for a small response
+    pending = response_head
+    parser = reader.parser
+    try:
+        if not response.has_body:
+            await client_stream.send_all(pending)
+            return response.keep_alive
+        while True:
+            event = parser.next_event()
+            if event is NEED_DATA:
+                if pending:
+                    await client_stream.send_all(pending)
+                    pending = b""
+                event = await reader.next()
+            if type(event) is Data:
+                piece = frame_chunk(event.data) if rechunk else event.data
+                pending = pending + piece if pending else piece
+                if len(pending) >= RECEIVE_SIZE:
+                    await client_stream.send_all(pending)
+                    pending = b""
+            elif type(event) is EndOfMessage:
+                if rechunk:
+                    pending += frame_last_chunk(event.trailers)
+                await client_stream.send_all(pending)
+                return response.keep_alive
+            else:  # a broken body: the client can only learn it from the connection closing
+                if pending:
+                    await client_stream.send_all(pending)
+                exchange.keep_alive = False
+                return False
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        exchange.keep_alive = False  # either side broke off; the client must not wait
+        return False

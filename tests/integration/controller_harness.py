@@ -1,0 +1,59 @@
+"""The controller for end-to-end tests: its settings against the API emulator, and a shared proxy
+in process subscribed to its discovery port with the certificate the controller issued."""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING
+
+from coxswain.compile import CompileConfig
+from coxswain.compile.scope import SharedPool
+from coxswain.shell.controller import ControllerSettings
+from coxswain.shell.discovery.tls import ClientCredentials
+from coxswain.shell.proxy import discovery_feed, serve_feed
+
+if TYPE_CHECKING:
+    import trio
+
+    from coxswain.shell.dataplane.server import ProxyConfig
+    from tests.apiserver import ApiServer
+
+
+NAMESPACE = "coxswain-system"
+
+
+def credentials(api: ApiServer) -> ClientCredentials:
+    secret = api.get("Secret", "coxswain-proxy-discovery-tls", NAMESPACE)
+    assert secret is not None
+    data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
+    return ClientCredentials(
+        cert_pem=data["tls.crt"], key_pem=data["tls.key"], ca_pem=data["ca.crt"]
+    )
+
+
+async def start_shared_proxy(
+    nursery: trio.Nursery, api: ApiServer, discovery: int, config: ProxyConfig
+) -> None:
+    """An in-process shared proxy subscribed to the controller's discovery port with the
+    certificate from the pool's Secret."""
+    feed = discovery_feed(
+        f"127.0.0.1:{discovery}", SharedPool(), node_id="p", credentials=credentials(api)
+    )
+    await nursery.start(
+        lambda task_status: serve_feed(
+            feed, SharedPool(), config, admin_port=None, task_status=task_status
+        )
+    )
+
+
+def settings(*, gateway_api: bool = True) -> ControllerSettings:
+    return ControllerSettings(
+        compile=CompileConfig(namespace=NAMESPACE, gateway_api=gateway_api),
+        identity="controller-a",
+        discovery_bind="127.0.0.1",
+        discovery_port=0,
+        health_port=None,
+        debounce=(0.02, 0.2),
+        crd_probe_every=0.2,
+        lease_seconds=3,
+    )
