@@ -27,6 +27,7 @@ from coxswain.cli_types import (
     gateway,
     json_lines,
     port,
+    port_share,
     scope,
     seconds,
     selector,
@@ -36,6 +37,7 @@ from coxswain.compile import CompileConfig, SharedPool, build_state, compile, st
 from coxswain.compile.config import (
     DEFAULT_GATEWAY_CONTROLLER,
     DEFAULT_INGRESS_CONTROLLER,
+    DEFAULT_SHARED_PORTS_PER_NAMESPACE,
     DEFAULT_SHARED_PROXY_SELECTOR,
 )
 from coxswain.compile.listing import diagnostic_data, infra_list, status_list
@@ -262,6 +264,13 @@ def _parser() -> argparse.ArgumentParser:
         help="an address (IP or hostname) Ingresses report in status.loadBalancer (repeatable)",
     )
     comp.add_argument(
+        "--shared-ports-per-namespace",
+        type=port_share,
+        default=DEFAULT_SHARED_PORTS_PER_NAMESPACE,
+        metavar="N",
+        help="internal ports of the shared pool the Gateways of one namespace may hold",
+    )
+    comp.add_argument(
         "--disable-gateway-api",
         action="store_true",
         help="Ingress only: compile, report and provision nothing of the Gateway API",
@@ -387,6 +396,13 @@ def _parser() -> argparse.ArgumentParser:
         default="coxswain-system",
         help="the controller namespace (the shared pool's identity lives there)",
     )
+    serve.add_argument(
+        "--shared-ports-per-namespace",
+        type=port_share,
+        default=DEFAULT_SHARED_PORTS_PER_NAMESPACE,
+        metavar="N",
+        help="internal ports of the shared pool the Gateways of one namespace may hold",
+    )
     _add_listener_flags(serve)
     serve.set_defaults(handler=_serve)
 
@@ -467,6 +483,7 @@ def _compile(args: argparse.Namespace) -> int:
         shared_vip_service_type=args.shared_vip_service_type,
         gateway_api=not args.disable_gateway_api,
         status_addresses=tuple(args.status_addresses),
+        shared_ports_per_namespace=args.shared_ports_per_namespace,
     )
     state = build_state(bodies)
     if args.emit == "infra":
@@ -778,7 +795,9 @@ def _serve(args: argparse.Namespace) -> int:
         return EXIT_UNREADABLE
     settings = ServeSettings(
         manifests=tuple(args.manifests),
-        compile=CompileConfig(namespace=args.namespace),
+        compile=CompileConfig(
+            namespace=args.namespace, shared_ports_per_namespace=args.shared_ports_per_namespace
+        ),
         proxy=_proxy_config(args, reuse_port=False),
         admin_port=args.admin_port or None,
         drain_timeout=args.drain_timeout,

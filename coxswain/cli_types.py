@@ -14,6 +14,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Final, Self, TypeVar
 
+from coxswain.compile.gateway.ports import PORT_BAND
 from coxswain.compile.labels import parse_selector
 from coxswain.compile.scope import GatewayScope, Scope, parse_scope
 from coxswain.shell.logs import FORMAT_ENV
@@ -31,6 +32,7 @@ __all__ = [
     "gateway",
     "json_lines",
     "port",
+    "port_share",
     "scope",
     "seconds",
     "selector",
@@ -127,6 +129,15 @@ def selector(text: str) -> dict[str, str]:
     if found is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not comma-separated key=value labels")
     return found
+
+
+@_named
+def port_share(text: str) -> int:
+    """``--shared-ports-per-namespace``: from 1 to the shared pool's whole port band."""
+    top = len(PORT_BAND)
+    if not (text.isascii() and text.isdigit() and len(text) <= 5 and 1 <= int(text) <= top):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of ports from 1 to {top}")
+    return int(text)
 
 
 def port(*, lowest: int) -> Callable[[str], int]:
