@@ -15,8 +15,8 @@ Rules:
    ``MAX_PROGRAM_MEMORY`` bytes, is refused, as is one RE2 cannot parse; ``compile_pattern``
    says why, for the diagnostic of the field.
 3. Matching is case-sensitive and works on code points: the text is encoded as UTF-8 for RE2,
-   so ``.`` matches one character whatever its code. A lone surrogate in the text is passed
-   through (``surrogatepass``) and can only fail to match: matching never raises.
+   so ``.`` matches one character whatever its code. A lone surrogate in the text goes through
+   as its three bytes (``surrogatepass``): matching never raises.
 4. The compiler validates with ``compile_pattern`` and the proxy matches with its result, so a
    pattern that compiles is exactly one that runs.
 """
