@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 from pyrsistent import pmap
 
 from coxswain.cli.run import EXIT_OK, EXIT_UNREADABLE
-from coxswain.cli.types import VIP_SERVICE_TYPES, HelpFormatter, scope, selector, vip_service_type
+from coxswain.cli.types import (
+    VIP_SERVICE_TYPES,
+    HelpFormatter,
+    add_port_share_flag,
+    scope,
+    selector,
+    vip_service_type,
+)
 from coxswain.compile import CompileConfig, SharedPool, build_state, compile, status
 from coxswain.compile.config import (
     DEFAULT_GATEWAY_CONTROLLER,
@@ -153,6 +160,7 @@ def _add_compile_config(parser: argparse.ArgumentParser) -> None:
         metavar="ADDR",
         help="an address (IP or hostname) Ingresses report in status.loadBalancer (repeatable)",
     )
+    add_port_share_flag(parser)
     parser.add_argument(
         "--disable-gateway-api",
         action="store_true",
@@ -181,6 +189,7 @@ def _compile(args: argparse.Namespace) -> int:
         shared_vip_service_type=args.shared_vip_service_type,
         gateway_api=not args.disable_gateway_api,
         status_addresses=tuple(args.status_addresses),
+        shared_ports_per_namespace=args.shared_ports_per_namespace,
     )
     state = build_state(bodies)
     if args.emit == "infra":

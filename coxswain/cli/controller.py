@@ -22,6 +22,7 @@ from coxswain.cli.types import (
     boolean,
     json_lines,
     port,
+    port_share,
     seconds,
     selector,
     vip_service_type,
@@ -30,6 +31,7 @@ from coxswain.compile import CompileConfig
 from coxswain.compile.config import (
     DEFAULT_GATEWAY_CONTROLLER,
     DEFAULT_INGRESS_CONTROLLER,
+    DEFAULT_SHARED_PORTS_PER_NAMESPACE,
     DEFAULT_SHARED_PROXY_SELECTOR,
 )
 
@@ -73,6 +75,9 @@ _FLAGS: Final = (
     _Flag("--shared-vip-service-type", "LoadBalancer",
           "the type of each shared Gateway's VIP Service (NodePort is refused)",
           vip_service_type, "{" + ",".join(VIP_SERVICE_TYPES) + "}"),
+    _Flag("--shared-ports-per-namespace", str(DEFAULT_SHARED_PORTS_PER_NAMESPACE),
+          "internal ports of the shared pool the Gateways of one namespace may hold",
+          port_share, "N"),
     _Flag("--shared-proxy-service-account", "coxswain-proxy",
           "the shared proxy pool's ServiceAccount (its discovery identity) in --namespace",
           metavar="NAME"),
@@ -230,6 +235,7 @@ def _controller_settings(args: argparse.Namespace) -> ControllerSettings:
         shared_vip_service_type=args.shared_vip_service_type,
         gateway_api=not args.disable_gateway_api,
         status_addresses=tuple(addresses),
+        shared_ports_per_namespace=args.shared_ports_per_namespace,
         proxy_image=args.proxy_image,
         discovery_address=args.discovery_address
         or f"coxswain-discovery.{namespace}.svc:{args.discovery_port}",

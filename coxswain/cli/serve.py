@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from coxswain.cli.listeners import add_listener_flags, proxy_config
 from coxswain.cli.run import EXIT_UNREADABLE, run_until_done
-from coxswain.cli.types import HelpFormatter, json_lines, port
+from coxswain.cli.types import HelpFormatter, add_port_share_flag, json_lines, port
 from coxswain.compile import CompileConfig
 from coxswain.shell.sources import LoadError
 
@@ -77,6 +77,7 @@ def add_parser(commands: Any) -> None:
         default="coxswain-system",
         help="the controller namespace (the shared pool's identity lives there)",
     )
+    add_port_share_flag(parser)
     add_listener_flags(parser)
     parser.set_defaults(handler=_serve)
 
@@ -98,7 +99,9 @@ def _serve(args: argparse.Namespace) -> int:
         return EXIT_UNREADABLE
     settings = ServeSettings(
         manifests=tuple(args.manifests),
-        compile=CompileConfig(namespace=args.namespace),
+        compile=CompileConfig(
+            namespace=args.namespace, shared_ports_per_namespace=args.shared_ports_per_namespace
+        ),
         proxy=proxy_config(args, reuse_port=False),
         admin_port=args.admin_port or None,
         drain_timeout=args.drain_timeout,

@@ -14,6 +14,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Final, Self, TypeVar
 
+from coxswain.compile.config import DEFAULT_SHARED_PORTS_PER_NAMESPACE
+from coxswain.compile.gateway.ports import PORT_BAND
 from coxswain.compile.labels import parse_selector
 from coxswain.compile.scope import GatewayScope, Scope, parse_scope
 from coxswain.shell.logs import FORMAT_ENV
@@ -26,11 +28,13 @@ __all__ = [
     "FromEnvironment",
     "HelpFormatter",
     "add_log_format",
+    "add_port_share_flag",
     "boolean",
     "enumerated",
     "gateway",
     "json_lines",
     "port",
+    "port_share",
     "scope",
     "seconds",
     "selector",
@@ -127,6 +131,27 @@ def selector(text: str) -> dict[str, str]:
     if found is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not comma-separated key=value labels")
     return found
+
+
+@_named
+def port_share(text: str) -> int:
+    """``--shared-ports-per-namespace``: from 1 to the shared pool's whole port band."""
+    top = len(PORT_BAND)
+    if not (text.isascii() and text.isdigit() and len(text) <= 5 and 1 <= int(text) <= top):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of ports from 1 to {top}")
+    return int(text)
+
+
+def add_port_share_flag(parser: argparse.ArgumentParser) -> None:
+    """``--shared-ports-per-namespace``, for the commands that compile (``compile``, ``serve``;
+    the controller's flag table has its own entry)."""
+    parser.add_argument(
+        "--shared-ports-per-namespace",
+        type=port_share,
+        default=DEFAULT_SHARED_PORTS_PER_NAMESPACE,
+        metavar="N",
+        help="internal ports of the shared pool the Gateways of one namespace may hold",
+    )
 
 
 def port(*, lowest: int) -> Callable[[str], int]:

@@ -17,12 +17,14 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_GATEWAY_CONTROLLER",
     "DEFAULT_INGRESS_CONTROLLER",
+    "DEFAULT_SHARED_PORTS_PER_NAMESPACE",
     "DEFAULT_SHARED_PROXY_SELECTOR",
     "CompileConfig",
 ]
 
 DEFAULT_INGRESS_CONTROLLER: Final = "coxswain-labs.dev/ingress-controller"
 DEFAULT_GATEWAY_CONTROLLER: Final = "coxswain-labs.dev/gateway-controller"
+DEFAULT_SHARED_PORTS_PER_NAMESPACE: Final = 64
 DEFAULT_SHARED_PROXY_SELECTOR: Final = {
     "app.kubernetes.io/name": "coxswain",
     "app.kubernetes.io/component": "shared-proxy",
@@ -50,6 +52,11 @@ class CompileConfig:
         proxy_image: the image of dedicated proxies unless their parameters name one.
         discovery_address: where dedicated proxies reach the discovery server.
         status_addresses: what our Ingresses report in ``status.loadBalancer``.
+        shared_ports_per_namespace: how many of the shared pool's internal ports (30000-32767,
+            one per shared Gateway and listener port) the Gateways of one namespace may hold
+            (``--shared-ports-per-namespace``), so that one tenant cannot take them all. The
+            default, 64, is the listeners one Gateway may have (or 32 Gateways on ports 80 and
+            443) and lets 43 namespaces use their whole share at once.
     """
 
     namespace: str = "coxswain-system"
@@ -66,3 +73,4 @@ class CompileConfig:
     proxy_image: str = "coxswain:0.1.0"
     discovery_address: str = "coxswain-discovery.coxswain-system.svc:18000"
     status_addresses: tuple[str, ...] = ()
+    shared_ports_per_namespace: int = DEFAULT_SHARED_PORTS_PER_NAMESPACE

@@ -3,7 +3,8 @@
 Names and labels are in docs/contracts.md ("Owned objects"). Per Gateway the shared pool serves:
 - a VIP Service in the controller namespace (``vip_service_name``), selecting the shared pool
   (``shared_proxy_selector``), each listener port mapped to its internal ``targetPort``, of
-  type ``shared_vip_service_type``, carrying the Gateway's infrastructure labels and annotations;
+  type ``shared_vip_service_type``, carrying the Gateway's infrastructure labels and annotations
+  (none when no listener has an internal port: the API refuses a Service without ports);
 - an identity ServiceAccount in the Gateway's namespace (GEP-1867), named like the VIP with
   ``-shared-sa``, infrastructure labels (reserved ``app.kubernetes.io/*`` keys dropped) and
   annotations, owner-referenced to the Gateway, token automount off, no RBAC.
@@ -103,7 +104,9 @@ def provision(
         if placed is None:
             continue  # refused: nothing is provisioned for it
         if placed.in_shared_pool:
-            objects.append(_vip_service(gateway, model, config))
+            vip = _vip_service(gateway, model, config)
+            if vip["spec"]["ports"]:  # the API refuses a Service without ports
+                objects.append(vip)
             if not placed.dedicated:
                 objects.append(_identity(gateway))
         found.extend(d for layer in placed.layers for d in layer.diagnostics)

@@ -11,6 +11,9 @@ Order of decisions on a Gateway port (Gateway API v1: Listener hostname preceden
    match falls through to the next less specific one (precedence is "given to" the more specific
    hostname, among matching rules). Nothing matches → 404.
 Indexing keeps lookups proportional to the request (labels and path elements), not the table.
+Regular expressions (path, header and query matches) are compiled once, when the port is
+indexed, by the engine the compiler validated them with (``coxswain.compile.regex``: RE2, full
+match, linear time); a pattern it refuses never matches.
 """
 
 from __future__ import annotations
@@ -19,29 +22,32 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from coxswain.compile.regex import FullMatch, compile_pattern
 from coxswain.route.paths import element_prefixes
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
-    from coxswain.compile.snapshot import GatewayRule, ListenerTable, RouteMatch
+    from coxswain.compile.snapshot import GatewayRule, ListenerTable, RouteMatch, ValueMatch
 
 __all__ = ["GatewayPortIndex", "HostRules", "ListenerIndex", "index_gateway_port", "percent_decode"]
 
 
 @dataclass(slots=True)
 class HostRules:
-    """One route host's rules by path kind, each bucket in precedence order."""
+    """One route host's rules by path kind, each bucket in precedence order, and the compiled
+    header and query patterns of its rules (``patterns``, by pattern text)."""
 
     exact: dict[str, list[GatewayRule]] = field(default_factory=dict)
-    regex: list[tuple[re.Pattern[str], GatewayRule]] = field(default_factory=list)
+    regex: list[tuple[FullMatch, GatewayRule]] = field(default_factory=list)
     prefix: dict[str, list[GatewayRule]] = field(default_factory=dict)
+    patterns: dict[str, FullMatch] = field(default_factory=dict)
 
     def candidates(self, path: str) -> Iterator[GatewayRule]:
         """Rules whose path matches, in precedence order."""
         yield from self.exact.get(path, ())
         for pattern, rule in self.regex:
-            if pattern.fullmatch(path) is not None:
+            if pattern.matches(path):
                 yield rule
         if self.prefix:
             for prefix in element_prefixes(path):
@@ -128,9 +134,17 @@ def _index_listener(table: ListenerTable) -> ListenerIndex:
             if match.path_type == "Exact":
                 index.exact.setdefault(match.path, []).append(rule)
             elif match.path_type == "RegularExpression":
-                index.regex.append((re.compile(match.path), rule))
+                if isinstance(pattern := compile_pattern(match.path), FullMatch):
+                    index.regex.append((pattern, rule))
             else:
                 index.prefix.setdefault(match.path, []).append(rule)
+            for value in (*match.headers, *match.query):
+                if (
+                    value.type == "RegularExpression"
+                    and value.value not in index.patterns
+                    and isinstance(pattern := compile_pattern(value.value), FullMatch)
+                ):
+                    index.patterns[value.value] = pattern
         if host == "*":
             any_host = index
         elif host.startswith("*."):
@@ -141,26 +155,29 @@ def _index_listener(table: ListenerTable) -> ListenerIndex:
 
 
 def matches_request(
-    match: RouteMatch, method: str, headers: Mapping[str, str], query: Mapping[str, str]
+    match: RouteMatch,
+    method: str,
+    headers: Mapping[str, str],
+    query: Mapping[str, str],
+    patterns: Mapping[str, FullMatch],
 ) -> bool:
-    """Whether the method, headers and query parameters satisfy a match (path already did)."""
+    """Whether the method, headers and query parameters satisfy a match (path already did);
+    ``patterns`` are the compiled regular expressions of the host's rules."""
     if match.method is not None and match.method != method:
         return False
-    for header in match.headers:
-        value = headers.get(header.name)
-        if value is None or not _value_matches(header.type, header.value, value):
-            return False
-    for param in match.query:
-        value = query.get(param.name)
-        if value is None or not _value_matches(param.type, param.value, value):
-            return False
+    for wanted, given in ((match.headers, headers), (match.query, query)):
+        for expected in wanted:
+            value = given.get(expected.name)
+            if value is None or not _value_matches(expected, value, patterns):
+                return False
     return True
 
 
-def _value_matches(kind: str, expected: str, value: str) -> bool:
-    if kind == "RegularExpression":
-        return re.fullmatch(expected, value) is not None
-    return value == expected
+def _value_matches(expected: ValueMatch, value: str, patterns: Mapping[str, FullMatch]) -> bool:
+    if expected.type == "RegularExpression":
+        pattern = patterns.get(expected.value)
+        return pattern is not None and pattern.matches(value)
+    return value == expected.value
 
 
 def percent_decode(text: str) -> str:

@@ -75,7 +75,7 @@ def select_gateway(
     params = parse_query(query)
     for route_host, rules in listener.host_rules(host):
         for rule in rules.candidates(path):
-            if matches_request(rule.match, head.method, headers, params):
+            if matches_request(rule.match, head.method, headers, params, rules.patterns):
                 return _decide(
                     listener.table, rule, route_host, head, (host, path, query), endpoints
                 )

@@ -7,7 +7,7 @@ import json
 import pytest
 from pyrsistent import pmap, pvector
 
-from coxswain.compile import SharedPool, build_state, compile, status
+from coxswain.compile import CompileConfig, SharedPool, build_state, compile, status
 from coxswain.compile.gateway.attach import intersect_hostnames, matches_selector
 from coxswain.compile.gateway.ports import PORT_BAND, allocate_ports
 from coxswain.compile.model.decode_gateway import parse_duration
@@ -48,7 +48,7 @@ def test_exhaustion_gives_none():
     assert len({p for p in got.values() if p is not None}) == len(PORT_BAND)
 
 
-def test_a_listener_left_without_an_internal_port_is_pending_and_a_diagnostic_on_its_field():
+def test_a_listener_left_without_an_internal_port_is_not_accepted_with_a_diagnostic():
     api = "gateway.networking.k8s.io/v1"
     listeners = [
         {"name": f"l{i}", "port": 1000 + i, "protocol": "HTTP"} for i in range(len(PORT_BAND) + 1)
@@ -69,12 +69,17 @@ def test_a_listener_left_without_an_internal_port_is_pending_and_a_diagnostic_on
             },
         ]
     )
-    (found,) = compile(state, SharedPool()).diagnostics
-    assert (found.field, found.reason) == (f"spec.listeners[{len(PORT_BAND)}]", "Pending")
-    gateway = next(s for s in status(state) if s.kind == "Gateway")
+    config = CompileConfig(shared_ports_per_namespace=len(PORT_BAND))  # no share below the band
+    (found,) = compile(state, SharedPool(), config).diagnostics
+    where = f"spec.listeners[{len(PORT_BAND)}].port"
+    assert (found.field, found.reason) == (where, "PortUnavailable")
+    assert "30000-32767" in found.message
+    gateway = next(s for s in status(state, config) if s.kind == "Gateway")
     last = json.loads(gateway.body)["listeners"][-1]["conditions"]
-    assert [c["reason"] for c in last if c["type"] == "Programmed"] == ["Pending"]
-    assert unreported(state) == []
+    assert [(c["reason"], c["status"]) for c in last if c["type"] == "Accepted"] == [
+        ("PortUnavailable", "False")
+    ]
+    assert unreported(state, config) == []
 
 
 @pytest.mark.parametrize(

@@ -359,7 +359,7 @@ def test_proxies_hold_no_credentials(installed: Installed) -> None:
 def test_every_controller_flag_comes_from_values() -> None:
     rendered = render(
         {
-            "proxy": {"shared": {"vipServiceType": "ClusterIP"}},
+            "proxy": {"shared": {"vipServiceType": "ClusterIP", "portsPerNamespace": 128}},
             "gatewayAPI": {"enabled": False, "controllerName": "example.com/gateway"},
             "ingress": {"controllerName": "example.com/ingress"},
             "controller": {
@@ -381,6 +381,7 @@ def test_every_controller_flag_comes_from_values() -> None:
             "app.kubernetes.io/name=coxswain"
         ],
         "--shared-vip-service-type": ["ClusterIP"],
+        "--shared-ports-per-namespace": ["128"],
         "--shared-proxy-service-account": ["edge-coxswain-proxy"],
         "--discovery-address": ["edge-coxswain-discovery.net.svc:19000"],
         "--proxy-image": ["coxswain:0.1.0"],

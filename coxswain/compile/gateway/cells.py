@@ -53,7 +53,7 @@ def attached_counts(model: GatewayModel) -> dict[int, int]:
     return counts
 
 
-def listener_reason(verdict: ListenerVerdict, target_port: int | None) -> str:
+def listener_reason(verdict: ListenerVerdict) -> str:
     """Why a listener is or is not ready, as one sentence."""
     # The first condition that is unhealthy: Accepted or ResolvedRefs False, Conflicted True.
     unhealthy = (
@@ -64,8 +64,6 @@ def listener_reason(verdict: ListenerVerdict, target_port: int | None) -> str:
     for condition, bad in unhealthy:
         if bad:
             return f"{condition.reason}: {condition.message}"
-    if target_port is None:
-        return "PortUnavailable: the internal port range 30000-32767 is exhausted"
     return "Ready"
 
 
@@ -105,7 +103,7 @@ def build_cells(model: GatewayModel) -> GatewayCells:
                     hostname=listener.hostname,
                     attached_routes=counts.get(id(verdict), 0),
                     ready=ready,
-                    reason=listener_reason(verdict, port),
+                    reason=listener_reason(verdict),
                 )
             )
             if not ready or port is None:

@@ -2,8 +2,10 @@
 
 Rules (Gateway API v1 HTTPRoute):
 1. Matches: path ``Exact`` and ``PathPrefix`` must be absolute paths; ``RegularExpression``
-   (paths, headers, query parameters) must compile (Python ``re`` syntax, full match). A rule
-   the implementation cannot honour makes the route ``Accepted=False/UnsupportedValue``.
+   (paths, headers, query parameters) must compile with the engine the proxy matches with
+   (``coxswain.compile.regex``: RE2 syntax, full match, linear time, bounded size; so no
+   backreferences or lookaround). A rule the implementation cannot honour is invalid
+   (``UnsupportedValue``, below), with a diagnostic naming the field.
 2. Filters: RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite,
    RequestMirror. Any other type is ``UnsupportedValue``; ``ReplacePrefixMatch`` is only valid
    when every match of the rule is a ``PathPrefix``; a redirect and a URL rewrite cannot be
@@ -37,6 +39,7 @@ from coxswain.compile.backends import resolve_backend
 from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.model.gateway_objects import GATEWAY_GROUP
 from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.regex import FullMatch, compile_pattern
 from coxswain.compile.snapshot import (
     Backend,
     GatewayRule,
@@ -202,14 +205,14 @@ def _rule_problems(route: HTTPRoute, rule: HTTPRouteRule) -> list[Diagnostic]:
                 add(f"{where}.path", f"{match.path!r} is not an absolute path")
         elif match.path_type == "RegularExpression":
             if (error := _regex_error(match.path)) is not None:
-                add(f"{where}.path", f"invalid regular expression ({error})")
+                add(f"{where}.path.value", error)
         else:
             add(f"{where}.path.type", f"{match.path_type!r} is not supported")
         for kind, values in (("headers", match.headers), ("queryParams", match.query)):
-            for value in values:
+            for index, value in enumerate(values):
                 if value.type == "RegularExpression":
                     if (error := _regex_error(value.value)) is not None:
-                        add(f"{where}.{kind}", f"invalid regular expression ({error})")
+                        add(f"{where}.{kind}[{index}].value", error)
                 elif value.type != "Exact":
                     add(f"{where}.{kind}", f"match type {value.type!r} is not supported")
             if kind == "headers" and any(_HEADER_NAME.fullmatch(v.name) is None for v in values):
@@ -245,11 +248,11 @@ def _rule_problems(route: HTTPRoute, rule: HTTPRouteRule) -> list[Diagnostic]:
 
 
 def _regex_error(pattern: str) -> str | None:
-    try:
-        re.compile(pattern)
-    except re.error as err:
-        return str(err)
-    return None
+    """Why the proxy could not match with ``pattern``, or None when it can."""
+    compiled = compile_pattern(pattern)
+    if isinstance(compiled, FullMatch):
+        return None
+    return f"unsupported regular expression ({compiled})"
 
 
 def _route_match(match: HTTPRouteMatch) -> RouteMatch:

@@ -2,7 +2,8 @@
 the statuses are read from (so they can never disagree).
 
 Order: our GatewayClasses → our Gateways → listener verdicts → internal ports (remembered by
-the VIP Services) → routes compiled once each → attached to listeners.
+the VIP Services; a listener left without one is not accepted) → routes compiled once each →
+attached to listeners.
 
 A Gateway whose GatewayClass is not in the input, and a parentRef to a Gateway that is not in
 the input, are ignored (they may be another controller's) and reported as warnings
@@ -23,7 +24,7 @@ from coxswain.compile.gateway.listeners import (
     judge_listeners,
 )
 from coxswain.compile.gateway.placement import Placement, class_parameters, place_gateway
-from coxswain.compile.gateway.ports import allocate_ports
+from coxswain.compile.gateway.ports import PORT_BAND, allocate_ports, outside_share
 from coxswain.compile.gateway.refgrants import index_grants
 from coxswain.compile.gateway.vip import service_addresses, vip_addresses, vip_memory
 from coxswain.compile.model.gateway_objects import GATEWAY_GROUP
@@ -62,7 +63,8 @@ class GatewayModel:
     their status shows is reported in some scope;
     ``placements`` says where each accepted Gateway is served; ``ports`` maps (``ns/name``,
     listener port) to the port its proxy binds (internal for the shared pool, the spec port for
-    a dedicated proxy); ``unassigned_addresses`` holds the Gateways whose ``spec.addresses``
+    a dedicated proxy; a listener whose pair got none is ``Accepted=False/PortUnavailable``);
+    ``unassigned_addresses`` holds the Gateways whose ``spec.addresses``
     cannot be honoured; ``addresses`` their reachable addresses; ``dangling`` the findings
     about references to a GatewayClass or a parent Gateway that is not in the input.
     """
@@ -138,7 +140,20 @@ def analyse_gateways(
     for key in refused:
         for verdict in listeners.get(key, ()):
             verdict.gateway_accepted = False
-    ports = _ports(state, config, scope, gateways, listeners, placements)
+    ports, port_refusals = _ports(state, config, scope, gateways, listeners, placements)
+    for key, verdicts in listeners.items():
+        for verdict in verdicts:
+            refusal = port_refusals.get((key.ref, verdict.listener.port))
+            if refusal is not None and verdict.accepted.status:
+                # Listener Accepted reason PortUnavailable: "the Listener requests a port that
+                # cannot be used on the Gateway" (Gateway API v1 ListenerConditionReason).
+                verdict.accepted = problem(
+                    "Accepted",
+                    "PortUnavailable",
+                    refusal,
+                    key=key,
+                    field=f"{verdict.listener.field}.port",
+                )
     candidate_routes = _candidate_routes(state, scope)
     routes = _attach_routes(candidate_routes, state, services, grants, listeners)
     dangling.extend(_parents_not_found(candidate_routes, state))
@@ -184,8 +199,9 @@ def _ports(
     gateways: tuple[Gateway, ...],
     listeners: dict[ObjectKey, list[ListenerVerdict]],
     placements: dict[ObjectKey, Placement],
-) -> dict[tuple[str, int], int | None]:
-    """Shared-pool Gateways get internal ports; a dedicated proxy binds the spec ports."""
+) -> tuple[dict[tuple[str, int], int | None], dict[tuple[str, int], str]]:
+    """Shared-pool Gateways get internal ports; a dedicated proxy binds the spec ports. Also
+    why a pair got no port."""
     ports: dict[tuple[str, int], int | None] = {}
     pooled: list[Gateway] = []
     for gateway in gateways:
@@ -198,24 +214,35 @@ def _ports(
         else:
             pooled.append(gateway)
     if isinstance(scope, GatewayScope):
-        return ports
+        return ports, {}
     if scope is None:
         # The allocation must be the one the SharedPool scope makes: only pooled Gateways.
         pooled = [g for g in pooled if placements[g.meta.key].in_shared_pool]
     existing, reserved = vip_memory(state, config.namespace, {g.meta.key.ref for g in pooled})
-    ports.update(
-        allocate_ports(
-            (
-                (g.meta.key.ref, v.listener.port)
-                for g in pooled
-                for v in listeners[g.meta.key]
-                if v.listener.protocol in SUPPORTED_PROTOCOLS
-            ),
-            existing=existing,
-            reserved=reserved,
-        )
-    )
-    return ports
+    pairs = {
+        (g.meta.key.ref, v.listener.port)
+        for g in pooled
+        for v in listeners[g.meta.key]
+        if v.listener.protocol in SUPPORTED_PROTOCOLS
+    }
+    share = config.shared_ports_per_namespace
+    refused = outside_share(pairs, existing, share)
+    ports.update(allocate_ports(pairs - refused, existing=existing, reserved=reserved))
+    refusals: dict[tuple[str, int], str] = {}
+    for pair in sorted(pairs):
+        if pair in refused:
+            namespace = pair[0].partition("/")[0]
+            refusals[pair] = (
+                f"namespace {namespace} already has its share of {share} internal ports of "
+                "the shared pool (--shared-ports-per-namespace)"
+            )
+            ports[pair] = None
+        elif ports[pair] is None:
+            refusals[pair] = (
+                f"every internal port of the shared pool ({PORT_BAND.start}-"
+                f"{PORT_BAND.stop - 1}) is taken"
+            )
+    return ports, refusals
 
 
 def _candidate_routes(state: ClusterState, scope: Scope | None) -> list[HTTPRoute]:

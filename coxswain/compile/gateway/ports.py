@@ -9,7 +9,12 @@ Rules:
 2. Ports in ``reserved`` (still held by Services of departing Gateways) are not handed out.
 3. New pairs take the lowest free port, in sorted (``ns/name``, port) order.
 4. When the band is exhausted a pair gets None; its listeners report it.
-Adding or removing a Gateway therefore never moves another Gateway's port.
+5. A namespace gets at most ``share`` ports (``CompileConfig.shared_ports_per_namespace``), so
+   that one tenant cannot take the band from the others: its pairs that already hold an
+   in-band port count first, then the rest in sorted order; the pairs past the share get None
+   (``outside_share``), whatever room the band has left.
+Adding or removing a Gateway therefore never moves another Gateway's port, and the result
+depends only on the sets given, not on their order.
 """
 
 from __future__ import annotations
@@ -19,11 +24,28 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-__all__ = ["PORT_BAND", "allocate_ports"]
+__all__ = ["PORT_BAND", "allocate_ports", "outside_share"]
 
 PORT_BAND: Final = range(30000, 32768)
 
 PortPair = tuple[str, int]
+
+
+def outside_share(
+    pairs: Iterable[PortPair], existing: Mapping[PortPair, int], share: int
+) -> frozenset[PortPair]:
+    """The pairs past their namespace's ``share`` of the band (rule 5); a share of the whole
+    band limits nothing (rule 4 then speaks). Pure."""
+    if share >= len(PORT_BAND):
+        return frozenset()
+    by_namespace: dict[str, list[PortPair]] = {}
+    for pair in set(pairs):
+        by_namespace.setdefault(pair[0].partition("/")[0], []).append(pair)
+    refused: set[PortPair] = set()
+    for found in by_namespace.values():
+        found.sort(key=lambda pair: (existing.get(pair) not in PORT_BAND, pair))
+        refused.update(found[max(share, 0) :])
+    return frozenset(refused)
 
 
 def allocate_ports(

@@ -224,17 +224,9 @@ def _programmed(
     port: int | None,
     programmed: Collection[tuple[str, int]] | None,
 ) -> Condition:
-    if not verdict.serving:
+    if not verdict.serving or port is None:  # a served listener always has its port
         return Condition(
             type="Programmed", status=False, reason="Invalid", message="the listener is not valid"
-        )
-    if port is None:
-        return problem(
-            "Programmed",
-            "Pending",
-            "no internal port is free in 30000-32767",
-            key=verdict.gateway.meta.key,
-            field=verdict.listener.field,
         )
     if programmed is not None and (gateway, port) not in programmed:
         return Condition(
