@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING, Any, Final
 from pyrsistent import pvector
 
 from coxswain.compile.backends import index_services
-from coxswain.compile.diagnostics import Diagnostic, Severity, diagnostic_order
+from coxswain.compile.diagnostics import Diagnostic, diagnostic_order
 from coxswain.compile.gateway.model import analyse_gateways
 from coxswain.compile.gateway.vip import VIP_SUFFIX, vip_service_name
 from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.pod_template_policy import reserved_key
 from coxswain.compile.podspec import secure_pod, strategic_merge
 
 if TYPE_CHECKING:
@@ -108,11 +109,7 @@ def provision(
                 objects.append(_identity(gateway))
         found.extend(d for layer in placed.layers for d in layer.diagnostics)
         if placed.dedicated:
-            dedicated, problems = _dedicated(
-                gateway, placed, model.listeners[gateway.meta.key], config
-            )
-            objects.extend(dedicated)
-            found.extend(problems)
+            objects.extend(_dedicated(gateway, placed, model.listeners[gateway.meta.key], config))
     desired = {_key(o) for o in objects}
     deletions = _deletions(state, model, config, desired, shared_served)
     return DesiredObjects(
@@ -248,7 +245,7 @@ def _dedicated(
     placed: Placement,
     listeners: list[ListenerVerdict],
     config: CompileConfig,
-) -> tuple[list[dict[str, Any]], list[Diagnostic]]:
+) -> list[dict[str, Any]]:
     key = gateway.meta.key
     params = _merged(placed, config)
     name = placed.name
@@ -279,41 +276,34 @@ def _dedicated(
         "resources": params["resources"],
         "readinessProbe": {"httpGet": {"path": "/readyz", "port": ADMIN_PORT}},
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": ADMIN_PORT}},
-        "volumeMounts": [{"name": "discovery-tls", "mountPath": TLS_MOUNT, "readOnly": True}],
+        "volumeMounts": [
+            {"name": "discovery-tls", "mountPath": TLS_MOUNT, "readOnly": True},
+            {"name": "tmp", "mountPath": "/tmp"},  # scratch space (TLS helpers), as in the chart
+        ],
     }
+    pod_annotations = _pod_safe(gateway.infrastructure_annotations)
     template: dict[str, Any] = {
-        "metadata": {"labels": {**_infra_labels(gateway), **selector}},
+        "metadata": {
+            "labels": {**_pod_safe(_infra_labels(gateway)), **selector},
+            **({"annotations": pod_annotations} if pod_annotations else {}),
+        },
         "spec": {
-            "serviceAccountName": name,
-            "automountServiceAccountToken": False,
             "containers": [container],
             "volumes": [
-                {"name": "discovery-tls", "secret": {"secretName": f"{name}-discovery-tls"}}
+                {"name": "discovery-tls", "secret": {"secretName": f"{name}-discovery-tls"}},
+                {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
             ],
         },
     }
-    if gateway.infrastructure_annotations:
-        template["metadata"]["annotations"] = dict(gateway.infrastructure_annotations)
     for patch in params["podTemplates"]:
         template = strategic_merge(template, patch)
     template["metadata"] = {
         **template.get("metadata", {}),
         "labels": {**template.get("metadata", {}).get("labels", {}), **selector},
     }
-    spec, dropped = secure_pod(
-        template.get("spec", {}), bind_low_ports=any(p < 1024 for p in ports)
+    template["spec"] = secure_pod(
+        template.get("spec", {}), service_account=name, lowest_port=min(ports, default=ADMIN_PORT)
     )
-    template["spec"] = spec
-    found = [
-        Diagnostic(
-            key=key,
-            field="spec.infrastructure.parametersRef",
-            severity=Severity.WARNING,
-            reason="PodSecurityEnforced",
-            message=f"the podTemplate asked for {item}; removed to keep the proxy's pod security",
-        )
-        for item in dropped
-    ]
     deployment_spec: dict[str, Any] = {
         "selector": {"matchLabels": selector},
         "template": template,
@@ -350,7 +340,14 @@ def _dedicated(
     ]
     if isinstance(autoscaling, dict):
         objects.append(_autoscaler(gateway, name, autoscaling, params["replicas"]))
-    return objects, found
+    return objects
+
+
+def _pod_safe(keyed: Mapping[str, str]) -> dict[str, str]:
+    """``keyed`` without the keys of the domains Kubernetes reads pod security from (AppArmor and
+    seccomp annotations) or Coxswain owns: the Gateway's infrastructure labels and annotations
+    reach the proxy's pods as a template's would, under the same rule."""
+    return {k: v for k, v in keyed.items() if not reserved_key(k)}
 
 
 def _autoscaler(
