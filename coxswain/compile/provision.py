@@ -12,10 +12,11 @@ its namespace (and a HorizontalPodAutoscaler when ``autoscaling`` is set), owner
 the Gateway, from the merged parameters.
 
 Deletions: owned objects (label ``app.kubernetes.io/managed-by: coxswain`` and a role label)
-that are no longer desired. Mode switches never leave a Gateway unserved: a VIP Service stays
-while the shared pool still serves a Gateway (until its dedicated proxy is ready), and the
-dedicated objects of a Gateway back in shared mode stay until the shared pool serves it again
-(``shared_served``; offline, None, it is taken to).
+that are no longer desired. The dedicated objects of a refused Gateway (missing or invalid
+parameters) are neither updated nor deleted (``held``). Mode switches never leave a Gateway
+unserved: a VIP Service stays while the shared pool still serves a Gateway (until its dedicated
+proxy is ready), and the dedicated objects of a Gateway back in shared mode stay until the
+shared pool serves it again (``shared_served``; offline, None, it is taken to).
 
 Pure: objects are returned as API data (canonical JSON text), never applied here.
 """
@@ -31,6 +32,7 @@ from pyrsistent import pvector
 from coxswain.compile.backends import index_services
 from coxswain.compile.diagnostics import Diagnostic, diagnostic_order
 from coxswain.compile.gateway.model import analyse_gateways
+from coxswain.compile.gateway.placement import dedicated_name
 from coxswain.compile.gateway.vip import VIP_SUFFIX, vip_service_name
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.pod_template_policy import reserved_key
@@ -74,11 +76,17 @@ class DesiredObject:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DesiredObjects:
-    """What the controller must own, what it must delete, and findings on the way."""
+    """What the controller must own, what it must delete, and findings on the way.
+
+    ``held`` are the (namespace, name) of the dedicated objects of refused Gateways (their
+    parameters are missing or invalid): whatever runs under that name is left as it is, neither
+    updated nor deleted, autoscalers included (the compiler's state does not hold those).
+    """
 
     objects: PVector[DesiredObject]
     deletions: PVector[ObjectKey]
     diagnostics: PVector[Diagnostic]
+    held: PVector[tuple[str, str]] = pvector()
 
 
 def provision(
@@ -99,10 +107,12 @@ def provision(
         model = analyse_gateways(state, config, index_services(state))
     objects: list[dict[str, Any]] = []
     found: list[Diagnostic] = []
+    held: set[tuple[str, str]] = set()
     for gateway in model.gateways:
         placed = model.placements.get(gateway.meta.key)
-        if placed is None:
-            continue  # refused: nothing is provisioned for it
+        if placed is None:  # refused: nothing is provisioned for it, nothing of it touched
+            held.add((gateway.meta.key.namespace, dedicated_name(gateway)))
+            continue
         if placed.in_shared_pool:
             objects.append(_vip_service(gateway, model, config))
             if not placed.dedicated:
@@ -111,7 +121,7 @@ def provision(
         if placed.dedicated:
             objects.extend(_dedicated(gateway, placed, model.listeners[gateway.meta.key], config))
     desired = {_key(o) for o in objects}
-    deletions = _deletions(state, model, config, desired, shared_served)
+    deletions = _deletions(state, model, config, desired, shared_served, held)
     return DesiredObjects(
         objects=pvector(
             DesiredObject(
@@ -125,6 +135,7 @@ def provision(
         ),
         deletions=pvector(sorted(deletions)),
         diagnostics=pvector(sorted(found, key=diagnostic_order)),
+        held=pvector(sorted(held)),
     )
 
 
@@ -401,8 +412,10 @@ def _deletions(
     config: CompileConfig,
     desired: set[ObjectKey],
     shared_served: Collection[str] | None,
+    held: Collection[tuple[str, str]],
 ) -> set[ObjectKey]:
-    """Owned objects no longer desired, minus those a mode switch still needs."""
+    """Owned objects no longer desired, minus those a mode switch still needs and those of
+    refused Gateways (``held``)."""
     dedicated_now = {k.ref for k, p in model.placements.items() if p.dedicated}
     existing = [
         *(s.meta for s in state.services.values()),
@@ -417,6 +430,8 @@ def _deletions(
         if role == ROLE_VIP and meta.key.namespace != config.namespace:
             continue
         if role == ROLE_DEDICATED:
+            if (meta.key.namespace, meta.key.name) in held:
+                continue  # its Gateway is refused: what runs is left as it is
             owner = meta.annotations.get(GATEWAY_ANNOTATION, "")
             back_in_pool = owner not in dedicated_now
             if back_in_pool and shared_served is not None and owner not in shared_served:

@@ -448,13 +448,15 @@ def test_a_class_template_that_escalates_refuses_the_class(
     _assert_refused(_bodies(template, on_class=True), [_full(path)], on_class=True)
 
 
-def test_a_running_proxy_is_left_as_it_is() -> None:
+@pytest.mark.parametrize("shared_served", [frozenset(), None], ids=["online", "offline"])
+def test_a_running_proxy_is_left_as_it_is(shared_served: frozenset[str] | None) -> None:
     """Refused parameters apply nothing, as missing ones: the proxy a valid template made
-    earlier is neither updated nor deleted while the controller runs."""
-    bodies = _bodies({"spec": {"hostNetwork": True}}, running=True)
-    desired = _provisioned(bodies)
+    earlier is neither updated nor deleted, its autoscaler included (``held``)."""
+    state = build_state(_bodies({"spec": {"hostNetwork": True}}, running=True))
+    desired = provision(state, CompileConfig(), shared_served=shared_served)
     assert _for_edge(desired) == []
     assert [k for k in desired.deletions if k.name == HOSTILE] == []
+    assert (NS, HOSTILE) in desired.held
 
 
 def test_the_rich_template_is_allowed() -> None:
