@@ -58,8 +58,11 @@ class _Scalar:
 
 
 @dataclass(frozen=True, slots=True)
-class _Keys:
-    """A mapping of strings to strings whose keys are outside ``RESERVED_DOMAINS``."""
+class _Strings:
+    """A mapping of strings to strings; with ``owned_keys`` refused, keys outside
+    ``RESERVED_DOMAINS`` only (a pod's labels and annotations, not a node selector)."""
+
+    owned_keys: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +87,7 @@ class _Containers:
     proxy: _Fields
 
 
-_Schema = _Open | _Scalar | _Keys | _Fields | _List | _Containers
+_Schema = _Open | _Scalar | _Strings | _Fields | _List | _Containers
 
 _OPEN: Final = _Open()
 _SCALAR: Final = _Scalar()
@@ -195,10 +198,12 @@ _VOLUME: Final = _Fields(
 )
 _TEMPLATE: Final = _Fields(
     {
-        "metadata": _Fields({"labels": _Keys(), "annotations": _Keys()}),
+        "metadata": _Fields(
+            {"labels": _Strings(owned_keys=True), "annotations": _Strings(owned_keys=True)}
+        ),
         "spec": _Fields(
             {
-                "nodeSelector": _Keys(),
+                "nodeSelector": _Strings(),
                 "affinity": _OPEN,
                 "tolerations": _List(_OPEN),
                 "topologySpreadConstraints": _List(_OPEN),
@@ -235,12 +240,12 @@ def _check(value: object, schema: _Schema, path: str) -> Iterator[tuple[str, str
         case _Scalar():
             if isinstance(value, dict | list):
                 yield path, "must be a single value"
-        case _Keys():
+        case _Strings(owned_keys):
             if not isinstance(value, dict):
                 yield path, "must be a mapping of strings"
                 return
             for key, item in value.items():
-                if reserved_key(str(key)):
+                if owned_keys and reserved_key(key):
                     yield f"{path}[{key}]", "is in a domain Kubernetes or Coxswain reserves"
                 elif not isinstance(item, str):
                     yield f"{path}[{key}]", "must be a string"

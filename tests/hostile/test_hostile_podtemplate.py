@@ -95,7 +95,7 @@ def _rich() -> dict[str, Any]:
     return {
         "metadata": {"labels": {"team": "payments"}, "annotations": {"example.com/a": "b"}},
         "spec": {
-            "nodeSelector": {"pool": "edge"},
+            "nodeSelector": {"pool": "edge", "kubernetes.io/os": "linux"},
             "tolerations": [{"key": "dedicated", "operator": "Exists"}],
             "terminationGracePeriodSeconds": 30,
             "volumes": [
