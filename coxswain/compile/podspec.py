@@ -6,11 +6,14 @@ Rules:
    ``operator``) and ports (by ``containerPort``) merge item by item; every other list, and every
    scalar, is replaced by the patch. This is the subset of Kubernetes strategic merge patch
    that pod templates need.
-2. ``secure_pod(spec)`` re-asserts the proxy's pod security after the merge, whatever the
-   templates asked for: ``runAsNonRoot``, no privilege escalation, a read-only root file system,
-   every capability dropped (``NET_BIND_SERVICE`` is the one that may stay, for ports below
-   1024), no ``privileged``, no ``hostNetwork``/``hostPID``/``hostIPC`` and no ``hostPort``. What
-   it removes is returned so that it can be reported.
+2. ``secure_pod(spec)`` sets the proxy's identity and pod security after the merge, over
+   whatever the templates hold (``compile.pod_template_policy`` refuses templates that try):
+   its own ServiceAccount without a token, a fixed non-root user and group (``PROXY_UID``, the
+   image's user), seccomp ``RuntimeDefault``, no host namespaces, and on every container,
+   sidecars and init containers included, no privilege escalation, a read-only root file
+   system and every capability dropped (the proxy container keeps ``NET_BIND_SERVICE`` for
+   ports below 1024). These are the Helm chart's settings for the shared pool
+   (``coxswain.podSecurityContext`` and ``coxswain.containerSecurityContext``).
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from __future__ import annotations
 import copy
 from typing import Any, Final
 
-__all__ = ["secure_pod", "strategic_merge"]
+from coxswain.compile.pod_template_policy import PROXY_CONTAINER
+
+__all__ = ["PROXY_UID", "secure_pod", "strategic_merge"]
 
 _MERGE_KEYS: Final[dict[str, tuple[str, ...]]] = {
     "containers": ("name",),
@@ -29,7 +34,9 @@ _MERGE_KEYS: Final[dict[str, tuple[str, ...]]] = {
     "tolerations": ("key", "operator"),
     "ports": ("containerPort",),
 }
-_ALLOWED_CAPABILITIES: Final = frozenset({"NET_BIND_SERVICE"})
+PROXY_UID: Final = 65532  # the image's ``USER`` (Dockerfile) and the chart's runAsUser
+_PRIVILEGED_PORTS: Final = 1024
+_HOST_NAMESPACES: Final = ("hostNetwork", "hostPID", "hostIPC", "hostUsers")
 
 
 def strategic_merge(base: Any, patch: Any, field: str = "") -> Any:
@@ -65,67 +72,50 @@ def strategic_merge(base: Any, patch: Any, field: str = "") -> Any:
     return copy.deepcopy(patch)
 
 
-def secure_pod(spec: dict[str, Any], *, bind_low_ports: bool) -> tuple[dict[str, Any], list[str]]:
-    """Pod security re-asserted on a pod spec. Pure.
+def secure_pod(spec: dict[str, Any], *, service_account: str, lowest_port: int) -> dict[str, Any]:
+    """``spec`` with the controller's identity and pod security set over whatever it held. Pure.
 
-    Returns:
-        The secured spec, and a sentence for each thing removed or overridden.
+    ``lowest_port`` is the lowest port the proxy binds: below 1024, the pod lowers
+    ``net.ipv4.ip_unprivileged_port_start`` to it and the proxy container keeps
+    ``NET_BIND_SERVICE``, as the Helm chart does for the shared pool.
     """
     spec = copy.deepcopy(spec)
-    dropped: list[str] = []
-    for flag in ("hostNetwork", "hostPID", "hostIPC"):
-        if spec.pop(flag, False):
-            dropped.append(f"spec.{flag}")
-    pod_context = spec.get("securityContext")
-    if not isinstance(pod_context, dict):
-        pod_context = {}
-    if pod_context.get("runAsNonRoot") is False:
-        dropped.append("spec.securityContext.runAsNonRoot: false")
-    if pod_context.get("runAsUser") == 0:
-        dropped.append("spec.securityContext.runAsUser: 0")
-        pod_context.pop("runAsUser")
-    pod_context["runAsNonRoot"] = True
-    pod_context.setdefault("seccompProfile", {"type": "RuntimeDefault"})
+    for flag in _HOST_NAMESPACES:
+        spec.pop(flag, None)
+    spec["serviceAccountName"] = service_account
+    spec["automountServiceAccountToken"] = False
+    pod_context: dict[str, Any] = {
+        "runAsNonRoot": True,
+        "runAsUser": PROXY_UID,
+        "runAsGroup": PROXY_UID,
+        "fsGroup": PROXY_UID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    low = lowest_port < _PRIVILEGED_PORTS
+    if low:
+        pod_context["sysctls"] = [
+            {"name": "net.ipv4.ip_unprivileged_port_start", "value": str(lowest_port)}
+        ]
     spec["securityContext"] = pod_context
     for group in ("initContainers", "containers"):
         containers = spec.get(group)
         if not isinstance(containers, list):
             continue
-        for index, container in enumerate(containers):
+        for container in containers:
             if isinstance(container, dict):
-                where = f"spec.{group}[{container.get('name', index)}]"
-                dropped.extend(_secure_container(container, where, bind_low_ports=bind_low_ports))
-    return spec, dropped
+                proxy = group == "containers" and container.get("name") == PROXY_CONTAINER
+                container["securityContext"] = _container_context(bind_low_ports=proxy and low)
+    return spec
 
 
-def _secure_container(container: dict[str, Any], where: str, *, bind_low_ports: bool) -> list[str]:
-    dropped: list[str] = []
-    context = container.get("securityContext")
-    if not isinstance(context, dict):
-        context = {}
-    if context.pop("privileged", False):
-        dropped.append(f"{where}.securityContext.privileged")
-    if context.get("allowPrivilegeEscalation") is True:
-        dropped.append(f"{where}.securityContext.allowPrivilegeEscalation")
-    if context.get("readOnlyRootFilesystem") is False:
-        dropped.append(f"{where}.securityContext.readOnlyRootFilesystem: false")
-    if context.get("runAsUser") == 0:
-        dropped.append(f"{where}.securityContext.runAsUser: 0")
-        context.pop("runAsUser")
-    context["allowPrivilegeEscalation"] = False
-    context["readOnlyRootFilesystem"] = True
-    context["runAsNonRoot"] = True
-    capabilities = context.get("capabilities")
-    added = capabilities.get("add", []) if isinstance(capabilities, dict) else []
-    kept = [c for c in added if c in _ALLOWED_CAPABILITIES] if isinstance(added, list) else []
-    dropped.extend(f"{where}.securityContext.capabilities.add {c}" for c in added if c not in kept)
-    if bind_low_ports and "NET_BIND_SERVICE" not in kept:
-        kept.append("NET_BIND_SERVICE")
-    context["capabilities"] = {"drop": ["ALL"], **({"add": kept} if kept else {})}
-    container["securityContext"] = context
-    ports = container.get("ports")
-    if isinstance(ports, list):
-        for port in ports:
-            if isinstance(port, dict) and port.pop("hostPort", None) is not None:
-                dropped.append(f"{where}.ports[{port.get('containerPort')}].hostPort")
-    return dropped
+def _container_context(*, bind_low_ports: bool) -> dict[str, Any]:
+    capabilities: dict[str, Any] = {"drop": ["ALL"]}
+    if bind_low_ports:
+        capabilities["add"] = ["NET_BIND_SERVICE"]
+    return {
+        "allowPrivilegeEscalation": False,
+        "capabilities": capabilities,
+        "privileged": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+    }

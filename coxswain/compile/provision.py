@@ -13,10 +13,11 @@ its namespace (and a HorizontalPodAutoscaler when ``autoscaling`` is set), owner
 the Gateway, from the merged parameters.
 
 Deletions: owned objects (label ``app.kubernetes.io/managed-by: coxswain`` and a role label)
-that are no longer desired. Mode switches never leave a Gateway unserved: a VIP Service stays
-while the shared pool still serves a Gateway (until its dedicated proxy is ready), and the
-dedicated objects of a Gateway back in shared mode stay until the shared pool serves it again
-(``shared_served``; offline, None, it is taken to).
+that are no longer desired. The dedicated objects of a refused Gateway (missing or invalid
+parameters) are neither updated nor deleted (``held``). Mode switches never leave a Gateway
+unserved: a VIP Service stays while the shared pool still serves a Gateway (until its dedicated
+proxy is ready), and the dedicated objects of a Gateway back in shared mode stay until the
+shared pool serves it again (``shared_served``; offline, None, it is taken to).
 
 Pure: objects are returned as API data (canonical JSON text), never applied here.
 """
@@ -30,10 +31,12 @@ from typing import TYPE_CHECKING, Any, Final
 from pyrsistent import pvector
 
 from coxswain.compile.backends import index_services
-from coxswain.compile.diagnostics import Diagnostic, Severity, diagnostic_order
+from coxswain.compile.diagnostics import Diagnostic, diagnostic_order
 from coxswain.compile.gateway.model import analyse_gateways
+from coxswain.compile.gateway.placement import dedicated_name
 from coxswain.compile.gateway.vip import VIP_SUFFIX, vip_service_name
 from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.pod_template_policy import reserved_key
 from coxswain.compile.podspec import secure_pod, strategic_merge
 
 if TYPE_CHECKING:
@@ -74,11 +77,17 @@ class DesiredObject:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DesiredObjects:
-    """What the controller must own, what it must delete, and findings on the way."""
+    """What the controller must own, what it must delete, and findings on the way.
+
+    ``held`` are the (namespace, name) of the dedicated objects of refused Gateways (their
+    parameters are missing or invalid): whatever runs under that name is left as it is, neither
+    updated nor deleted, autoscalers included (the compiler's state does not hold those).
+    """
 
     objects: PVector[DesiredObject]
     deletions: PVector[ObjectKey]
     diagnostics: PVector[Diagnostic]
+    held: PVector[tuple[str, str]] = pvector()
 
 
 def provision(
@@ -99,10 +108,12 @@ def provision(
         model = analyse_gateways(state, config, index_services(state))
     objects: list[dict[str, Any]] = []
     found: list[Diagnostic] = []
+    held: set[tuple[str, str]] = set()
     for gateway in model.gateways:
         placed = model.placements.get(gateway.meta.key)
-        if placed is None:
-            continue  # refused: nothing is provisioned for it
+        if placed is None:  # refused: nothing is provisioned for it, nothing of it touched
+            held.add((gateway.meta.key.namespace, dedicated_name(gateway)))
+            continue
         if placed.in_shared_pool:
             vip = _vip_service(gateway, model, config)
             if vip["spec"]["ports"]:  # the API refuses a Service without ports
@@ -111,13 +122,9 @@ def provision(
                 objects.append(_identity(gateway))
         found.extend(d for layer in placed.layers for d in layer.diagnostics)
         if placed.dedicated:
-            dedicated, problems = _dedicated(
-                gateway, placed, model.listeners[gateway.meta.key], config
-            )
-            objects.extend(dedicated)
-            found.extend(problems)
+            objects.extend(_dedicated(gateway, placed, model.listeners[gateway.meta.key], config))
     desired = {_key(o) for o in objects}
-    deletions = _deletions(state, model, config, desired, shared_served)
+    deletions = _deletions(state, model, config, desired, shared_served, held)
     return DesiredObjects(
         objects=pvector(
             DesiredObject(
@@ -131,6 +138,7 @@ def provision(
         ),
         deletions=pvector(sorted(deletions)),
         diagnostics=pvector(sorted(found, key=diagnostic_order)),
+        held=pvector(sorted(held)),
     )
 
 
@@ -251,7 +259,7 @@ def _dedicated(
     placed: Placement,
     listeners: list[ListenerVerdict],
     config: CompileConfig,
-) -> tuple[list[dict[str, Any]], list[Diagnostic]]:
+) -> list[dict[str, Any]]:
     key = gateway.meta.key
     params = _merged(placed, config)
     name = placed.name
@@ -282,41 +290,34 @@ def _dedicated(
         "resources": params["resources"],
         "readinessProbe": {"httpGet": {"path": "/readyz", "port": ADMIN_PORT}},
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": ADMIN_PORT}},
-        "volumeMounts": [{"name": "discovery-tls", "mountPath": TLS_MOUNT, "readOnly": True}],
+        "volumeMounts": [
+            {"name": "discovery-tls", "mountPath": TLS_MOUNT, "readOnly": True},
+            {"name": "tmp", "mountPath": "/tmp"},  # scratch space (TLS helpers), as in the chart
+        ],
     }
+    pod_annotations = _pod_safe(gateway.infrastructure_annotations)
     template: dict[str, Any] = {
-        "metadata": {"labels": {**_infra_labels(gateway), **selector}},
+        "metadata": {
+            "labels": {**_pod_safe(_infra_labels(gateway)), **selector},
+            **({"annotations": pod_annotations} if pod_annotations else {}),
+        },
         "spec": {
-            "serviceAccountName": name,
-            "automountServiceAccountToken": False,
             "containers": [container],
             "volumes": [
-                {"name": "discovery-tls", "secret": {"secretName": f"{name}-discovery-tls"}}
+                {"name": "discovery-tls", "secret": {"secretName": f"{name}-discovery-tls"}},
+                {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
             ],
         },
     }
-    if gateway.infrastructure_annotations:
-        template["metadata"]["annotations"] = dict(gateway.infrastructure_annotations)
     for patch in params["podTemplates"]:
         template = strategic_merge(template, patch)
     template["metadata"] = {
         **template.get("metadata", {}),
         "labels": {**template.get("metadata", {}).get("labels", {}), **selector},
     }
-    spec, dropped = secure_pod(
-        template.get("spec", {}), bind_low_ports=any(p < 1024 for p in ports)
+    template["spec"] = secure_pod(
+        template.get("spec", {}), service_account=name, lowest_port=min(ports, default=ADMIN_PORT)
     )
-    template["spec"] = spec
-    found = [
-        Diagnostic(
-            key=key,
-            field="spec.infrastructure.parametersRef",
-            severity=Severity.WARNING,
-            reason="PodSecurityEnforced",
-            message=f"the podTemplate asked for {item}; removed to keep the proxy's pod security",
-        )
-        for item in dropped
-    ]
     deployment_spec: dict[str, Any] = {
         "selector": {"matchLabels": selector},
         "template": template,
@@ -353,7 +354,14 @@ def _dedicated(
     ]
     if isinstance(autoscaling, dict):
         objects.append(_autoscaler(gateway, name, autoscaling, params["replicas"]))
-    return objects, found
+    return objects
+
+
+def _pod_safe(keyed: Mapping[str, str]) -> dict[str, str]:
+    """``keyed`` without the keys of the domains Kubernetes reads pod security from (AppArmor and
+    seccomp annotations) or Coxswain owns: the Gateway's infrastructure labels and annotations
+    reach the proxy's pods as a template's would, under the same rule."""
+    return {k: v for k, v in keyed.items() if not reserved_key(k)}
 
 
 def _autoscaler(
@@ -407,8 +415,10 @@ def _deletions(
     config: CompileConfig,
     desired: set[ObjectKey],
     shared_served: Collection[str] | None,
+    held: Collection[tuple[str, str]],
 ) -> set[ObjectKey]:
-    """Owned objects no longer desired, minus those a mode switch still needs."""
+    """Owned objects no longer desired, minus those a mode switch still needs and those of
+    refused Gateways (``held``)."""
     dedicated_now = {k.ref for k, p in model.placements.items() if p.dedicated}
     existing = [
         *(s.meta for s in state.services.values()),
@@ -423,6 +433,8 @@ def _deletions(
         if role == ROLE_VIP and meta.key.namespace != config.namespace:
             continue
         if role == ROLE_DEDICATED:
+            if (meta.key.namespace, meta.key.name) in held:
+                continue  # its Gateway is refused: what runs is left as it is
             owner = meta.annotations.get(GATEWAY_ANNOTATION, "")
             back_in_pool = owner not in dedicated_now
             if back_in_pool and shared_served is not None and owner not in shared_served:

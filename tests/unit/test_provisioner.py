@@ -74,3 +74,24 @@ def test_owned_autoscalers_are_listed_once_then_followed() -> None:
         assert kube.calls == [("DELETE", _path("new"))]
 
     trio.run(main)
+
+
+def test_the_autoscaler_of_a_refused_gateway_is_held() -> None:
+    """A Gateway refused for invalid parameters keeps what runs for it: its autoscaler is no
+    longer desired, yet not deleted while it is held."""
+    kube = _Kube(owned=[("app", "edge")])
+    provisioner = Provisioner(kube)  # type: ignore[arg-type]
+
+    async def main() -> None:
+        held = DesiredObjects(
+            objects=pvector(),
+            deletions=pvector(),
+            diagnostics=pvector(),
+            held=pvector([("app", "edge")]),
+        )
+        await provisioner.reconcile(held, autoscalers=True)
+        assert not [c for c in kube.calls if c[0] == "DELETE"]
+        await provisioner.reconcile(_desired(), autoscalers=True)  # no longer held: deleted
+        assert ("DELETE", _path("edge")) in kube.calls
+
+    trio.run(main)

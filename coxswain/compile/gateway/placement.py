@@ -8,6 +8,9 @@ Rules:
    names one (with a namespace). Any other kind, a missing namespace on the class's reference,
    or a missing object is ``Accepted=False/InvalidParameters`` on the object holding the
    reference (GEP-1867 / GatewayClass ``parametersRef``), and nothing is provisioned for it.
+   So is a ``podTemplate`` that sets a field outside the allow-list
+   (``compile.pod_template_policy``): the refusal names the object holding the reference, and a
+   diagnostic per forbidden field names the parameters object and the field's path.
 2. Parameters merge per field: the Gateway's over the class's over the defaults; pod templates
    are applied in that order by strategic merge (``provision``).
 3. A dedicated proxy's objects are named ``<gateway>-<gatewayclass>`` (cut and hashed to fit a
@@ -18,14 +21,19 @@ Rules:
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final
 
+from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.model.infra_objects import PARAMETERS_GROUP
 from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.pod_template_policy import forbidden_fields
 from coxswain.compile.status import Condition, problem
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from coxswain.compile.model.gateway_objects import Gateway, GatewayClass, ObjectRef
     from coxswain.compile.model.infra_objects import CoxswainGatewayParameters
     from coxswain.compile.model.state import ClusterState
@@ -41,6 +49,9 @@ __all__ = [
 
 PARAMETERS_KIND: Final = (PARAMETERS_GROUP, "CoxswainGatewayParameters")
 _LABEL_MAX: Final = 63
+_FIELDS_REPORTED: Final = 10  # forbidden fields given a diagnostic each; the rest are counted
+_FIELDS_NAMED: Final = 3  # of which the condition's message names these
+_PATH_SHOWN: Final = 120  # characters of a path in the message (map keys are the user's)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,7 +113,40 @@ def _lookup(
     found = state.parameters.get(ObjectKey("CoxswainGatewayParameters", namespace, ref.name))
     if found is None:
         return refusal(f"{ref.kind} {namespace}/{ref.name} does not exist")
+    forbidden = (
+        [] if found.pod_template is None else forbidden_fields(json.loads(found.pod_template))
+    )
+    if forbidden:
+        return _forbidden_template(refusal, found, forbidden)
     return found
+
+
+def _forbidden_template(
+    refusal: Callable[[str], Condition],
+    parameters: CoxswainGatewayParameters,
+    forbidden: list[tuple[str, str]],
+) -> Condition:
+    """The refusal of parameters whose pod template sets fields outside the allow-list: the
+    owner's condition, naming the first few fields, plus a diagnostic on the parameters object
+    for each of the first ``_FIELDS_REPORTED``."""
+    shown = [path[:_PATH_SHOWN] for path, _ in forbidden[:_FIELDS_NAMED]]
+    more = len(forbidden) - len(shown)
+    listed = ", ".join(shown) + (f" and {more} more" if more else "")
+    owner = refusal(
+        f"{parameters.meta.key.kind} {parameters.meta.key.ref}: its podTemplate may not set "
+        f"{listed}"
+    )
+    detail = tuple(
+        Diagnostic(
+            key=parameters.meta.key,
+            field=path,
+            severity=Severity.ERROR,
+            reason="InvalidParameters",
+            message=f"{why}; nothing is provisioned from these parameters",
+        )
+        for path, why in forbidden[:_FIELDS_REPORTED]
+    )
+    return replace(owner, diagnostics=(*owner.diagnostics, *detail))
 
 
 def class_parameters(

@@ -78,9 +78,10 @@ class Provisioner:
     async def reconcile(self, desired: DesiredObjects, *, autoscalers: bool = False) -> None:
         """Apply every desired object, then delete what is no longer wanted. With
         ``autoscalers``, also the owned HorizontalPodAutoscalers no longer desired (a Gateway's
-        parameters dropped ``autoscaling``): the compiler's state does not hold them, so they
-        are listed, once (those a controller before this one left), and followed after that
-        by what this one applies; the leader is the only writer of owned objects."""
+        parameters dropped ``autoscaling``), except those of refused Gateways
+        (``desired.held``): the compiler's state does not hold them, so they are listed, once
+        (those a controller before this one left), and followed after that by what this one
+        applies; the leader is the only writer of owned objects."""
         for obj in desired.objects:
             await self.apply(obj.kind, obj.namespace, obj.name, obj.body)
         deletions = list(desired.deletions)
@@ -90,7 +91,8 @@ class Provisioner:
                 self._autoscalers = set(owned) if owned is not None else None
             wanted = {(o.namespace, o.name) for o in desired.objects if o.kind == _HPA.kind}
             known = (self._autoscalers or set()) | wanted
-            deletions += [ObjectKey(_HPA.kind, *key) for key in sorted(known - wanted)]
+            unwanted = known - wanted - set(desired.held)
+            deletions += [ObjectKey(_HPA.kind, *key) for key in sorted(unwanted)]
             if self._autoscalers is not None:
                 self._autoscalers = known
         for key in deletions:
