@@ -4,7 +4,7 @@ PYTHON ?= python3
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test lint bench goldens proto clean
+.PHONY: run test lint bench goldens proto mutate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,9 +18,10 @@ run: $(STAMP)
 
 ## lint: ruff, mypy --strict, import-linter
 lint: $(STAMP)
-	$(VENV)/bin/ruff check coxswain tests bench proto examples setup.py build_backend
-	$(VENV)/bin/ruff format --check coxswain tests bench proto examples setup.py build_backend
+	$(VENV)/bin/ruff check coxswain tests bench proto examples tools setup.py build_backend
+	$(VENV)/bin/ruff format --check coxswain tests bench proto examples tools setup.py build_backend
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy tools/mutate
 	$(VENV)/bin/lint-imports
 
 ## test: lint, the whole suite (HYPOTHESIS_PROFILE=ci under CI), then the codec and proxy
@@ -37,6 +38,16 @@ goldens: $(STAMP)
 proto: $(STAMP)
 	$(PY) proto/generate.py
 
+## mutate: mutation testing of the pure packages (mutmut, [tool.mutmut] in pyproject.toml); not
+## part of `make test`. Report: build/mutate/report.md; docs/quality.md. MUTANTS='glob' retests only those
+MUTATE_STAMP := $(VENV)/.mutate-stamp
+$(MUTATE_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,mutate]'
+	touch $(MUTATE_STAMP)
+
+mutate: $(MUTATE_STAMP)
+	$(PY) tools/mutate/run.py $(MUTANTS)
+
 ## bench: benchmarks; results go in docs/benchmarks.md
 bench: $(STAMP)
 	$(PY) bench/compile_ingress.py
@@ -50,4 +61,4 @@ bench: $(STAMP)
 	$(PY) bench/controller.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis mutants build/mutate
