@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import trustme
-
 from coxswain.compile import SharedPool, build_state, compile
 from coxswain.route import RequestHead, build_table, select
 from coxswain.route.explain import explain
 from coxswain.route.forward import apply_edits, connection_named, forwarded_headers, wire_edits
 from tests.integration.manifests import gateway, gateway_class, ingress_class
+from tests.unit.boundary_objects import tls_secret
 
 GW = "gateway.networking.k8s.io/v1"
 
@@ -40,20 +39,6 @@ def _service(name: str, *addresses: str) -> list[dict[str, Any]]:
             "endpoints": [{"addresses": list(addresses)}],
         },
     ]
-
-
-def _tls_secret(host: str) -> dict[str, Any]:
-    cert = trustme.CA().issue_cert(host)
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "cert", "namespace": "app"},
-        "type": "kubernetes.io/tls",
-        "stringData": {
-            "tls.crt": b"".join(p.bytes() for p in cert.cert_chain_pems).decode(),
-            "tls.key": cert.private_key_pem.bytes().decode(),
-        },
-    }
 
 
 WORLD: list[dict[str, Any]] = [
@@ -140,7 +125,7 @@ WORLD: list[dict[str, Any]] = [
         },
     },
     ingress_class(),
-    _tls_secret("s.example.com"),
+    tls_secret("cert", "app", "s.example.com"),
     *_service("one", "10.0.0.1", "10.0.0.2"),
     *_service("two", "10.0.0.3"),
     *_service("mirror", "10.0.0.9"),
