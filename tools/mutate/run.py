@@ -153,7 +153,7 @@ def mutant_diff(mutants: Path, path: str, mutant: str) -> list[str]:
     return [
         line
         for line in difflib.unified_diff(body(original), body(name), lineterm="", n=0)
-        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        if line[:1] in "+-" and not line.startswith(("+++", "---")) and "__mutmut_" not in line
     ]
 
 
