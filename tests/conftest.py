@@ -24,7 +24,7 @@ settings.register_profile(
 )
 settings.register_profile(
     "mutate",
-    max_examples=20,
+    max_examples=10,
     derandomize=True,
     database=None,
     deadline=None,
