@@ -4,6 +4,7 @@ manifest parsing, each pinned where mutation testing found nothing noticed a cha
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -11,9 +12,12 @@ from pyrsistent import pmap, pvector
 
 from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.gateway.attach import intersect_hostnames, matches_selector
+from coxswain.compile.gateway.placement import fit_name
+from coxswain.compile.gateway.vip import service_addresses
 from coxswain.compile.model.gateway_objects import LabelSelector, SelectorRequirement
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.model.manifests import ManifestSyntaxError, parse_manifests
+from coxswain.compile.model.objects import Meta, Service
 
 
 def _requirement(operator: str, *values: str) -> LabelSelector:
@@ -144,3 +148,44 @@ def test_yaml_errors_say_where_and_what(text, line, message):
     found = parse_manifests(text, "f.yaml")
     assert isinstance(found, ManifestSyntaxError)
     assert (found.line, found.message) == (line, message)
+
+
+@pytest.mark.parametrize(
+    ("address", "kind"),
+    [
+        ("10.0.0.1", "IPAddress"),
+        ("fd00::1", "IPAddress"),
+        ("1.2.3", "IPAddress"),
+        ("lb.example.com", "Hostname"),
+        ("a1.example", "Hostname"),
+    ],
+)
+def test_a_load_balancer_address_is_an_ip_or_a_hostname(address, kind):
+    service = Service(
+        meta=Meta(key=ObjectKey("Service", "ns", "vip")),
+        type="LoadBalancer",
+        load_balancer=pvector([address]),
+    )
+    assert service_addresses(service) == [(kind, address)]
+
+
+@pytest.mark.parametrize(
+    ("cluster_ip", "addresses"),
+    [("10.0.0.9", [("IPAddress", "10.0.0.9")]), ("None", []), (None, [])],
+)
+def test_other_services_give_their_cluster_ip(cluster_ip, addresses):
+    service = Service(meta=Meta(key=ObjectKey("Service", "ns", "vip")), cluster_ip=cluster_ip)
+    assert service_addresses(service) == addresses
+    assert service_addresses(None) == []
+
+
+def test_a_name_that_fits_63_characters_is_kept_and_a_longer_one_is_cut_and_hashed():
+    fits = "a" * 63
+    assert fit_name(fits) == fits
+    long = "a" * 53 + "-" + "b" * 20
+    digest = hashlib.sha256(long.encode()).hexdigest()[:8]
+    assert fit_name(long) == "a" * 53 + "-" + digest
+    dashed = "-" + "c" * 70
+    dashed_digest = hashlib.sha256(dashed.encode()).hexdigest()[:8]
+    assert fit_name(dashed, limit=20) == "-" + "c" * 10 + "-" + dashed_digest
+    assert len(fit_name("x" * 64)) == 63
