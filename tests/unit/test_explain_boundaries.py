@@ -277,6 +277,11 @@ def test_connection_names_are_tokens_stripped_of_blanks_and_lower_cased():
     assert connection_named(headers) == {b"keep-alive", b"x-a", b"x-b"}
 
 
+def test_connection_tokens_are_stripped_of_spaces_and_tabs_only():
+    # RFC 9110 §5.6.3: optional whitespace is SP and HTAB
+    assert connection_named([(b"Connection", b"\x0ba\x0c, b")]) == {b"\x0ba\x0c", b"b"}
+
+
 def test_forwarded_headers_with_a_client_append_it_after_what_the_client_sent():
     out = forwarded_headers(
         [(b"X-Forwarded-For", b"1.1.1.1"), (b"x-forwarded-for", b"2.2.2.2"), (b"Expect", b"100")],

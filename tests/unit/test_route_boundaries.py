@@ -152,6 +152,7 @@ def test_a_redirect_builds_its_location_from_scheme_port_host_and_path(redirect,
         ("/api", {"type": "ReplacePrefixMatch", "value": "/v2/"}, "/api", "/v2"),
         ("/api", {"type": "ReplacePrefixMatch", "value": "//v2//"}, "/api/x", "//v2/x"),
         ("/api", {"type": "ReplaceFullPath", "value": "/only"}, "/api/x", "/only"),
+        ("/api", {"type": "ReplacePrefixMatch", "value": "/vX"}, "/api/x", "/vX/x"),
     ],
 )
 def test_a_rewrite_replaces_the_matched_prefix_or_the_whole_path(prefix, edit, target, forwarded):
