@@ -91,6 +91,15 @@ WORLD: list[dict[str, Any]] = [
             ],
         },
     },
+    {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {"name": "plain", "namespace": "app"},
+        "spec": {
+            "ingressClassName": "coxswain",
+            "rules": [{"host": "p.example.com", "http": {"paths": [_path("/", "Prefix", "one")]}}],
+        },
+    },
     tls_secret("cert", "app", "s.example.com"),
     *backend("one", 8080),
     *backend("two", 8081),
@@ -101,19 +110,25 @@ def test_the_routing_table_has_one_aligned_row_per_rule():
     snapshot = compile(build_state(WORLD), SharedPool()).snapshot
     assert routing_table(snapshot).splitlines() == [
         "PORT        HOST           MATCH                         ROUTE"
-        "                                        BACKENDS",
+        "                                          BACKENDS",
+        "80,443      p.example.com  Prefix /                      Ingress app/plain"
+        " spec.rules[0].http.paths[0]"
+        "  app/one:80",
         "80,443      s.example.com  Exact /x                      Ingress app/ing"
-        " spec.rules[0].http.paths[1]  app/missing:80 (invalid) (https redirect)",
+        " spec.rules[0].http.paths[1]"
+        "    app/missing:80 (invalid) (https redirect)",
         "80,443      s.example.com  Prefix /                      Ingress app/ing"
-        " spec.rules[0].http.paths[0]  app/one:80 (https redirect)",
+        " spec.rules[0].http.paths[0]"
+        "    app/one:80 (https redirect)",
         "80,443      s.example.com  default                       Ingress app/ing"
-        " spec.defaultBackend          app/two:80 (https redirect)",
-        "30000 (80)  a.example.com  Exact /none                   HTTPRoute app/r"
-        " spec.rules[2]                (none: 500)",
-        "30000 (80)  a.example.com  Exact /old                    HTTPRoute app/r"
-        " spec.rules[1]                redirect 301",
-        "30000 (80)  a.example.com  PathPrefix /api GET [x-h] ?q  HTTPRoute app/r"
-        " spec.rules[0]                app/one:80*3, app/nope:80*1 (invalid)",
+        " spec.defaultBackend"
+        "            app/two:80 (https redirect)",
+        "30000 (80)  a.example.com  Exact /none                   HTTPRoute app/r spec.rules[2]"
+        "                  (none: 500)",
+        "30000 (80)  a.example.com  Exact /old                    HTTPRoute app/r spec.rules[1]"
+        "                  redirect 301",
+        "30000 (80)  a.example.com  PathPrefix /api GET [x-h] ?q  HTTPRoute app/r spec.rules[0]"
+        "                  app/one:80*3, app/nope:80*1 (invalid)",
     ]
 
 
@@ -211,7 +226,9 @@ def test_diagnostics_as_data_name_their_object_or_none():
 )
 def test_an_ingress_reports_ip_literals_as_ip_and_names_as_hostname(address, entry):
     config = CompileConfig(status_addresses=(address, "lb.example.com"))
-    [found] = [s for s in status(build_state(WORLD), config) if s.kind == "Ingress"]
+    [found] = [
+        s for s in status(build_state(WORLD), config) if (s.kind, s.name) == ("Ingress", "ing")
+    ]
     assert (found.api_version, found.namespace, found.name, found.generation) == (
         "networking.k8s.io/v1",
         "app",
@@ -225,5 +242,5 @@ def test_an_ingress_reports_ip_literals_as_ip_and_names_as_hostname(address, ent
 
 
 def test_an_ingress_reports_an_empty_list_without_addresses():
-    [found] = [s for s in status(build_state(WORLD)) if s.kind == "Ingress"]
+    [found] = [s for s in status(build_state(WORLD)) if (s.kind, s.name) == ("Ingress", "ing")]
     assert found.body == '{"loadBalancer":{"ingress":[]}}'

@@ -172,18 +172,22 @@ def test_a_scalar_or_map_patch_replaces_what_it_does_not_merge_with():
 def test_strategic_merge_copies_the_patch_and_the_merged_lists():
     base: dict[str, Any] = {"containers": [{"name": "a", "env": [{"name": "E"}]}], "m": {"x": [1]}}
     patch: dict[str, Any] = {
-        "containers": [{"name": "b", "env": [{"name": "F"}]}, ["raw"]],
+        "containers": [[["deep"]], {"name": "b", "env": [{"name": "F"}]}, {"name": "a"}],
         "n": {"y": [2]},
         "volumes": [{"name": "v", "x": {"z": 1}}],
+        "args": [[3]],
     }
     before = copy.deepcopy((base, patch))
     merged = strategic_merge(base, patch)
+    assert merged["containers"] == [
+        {"name": "a", "env": [{"name": "E"}]},
+        [["deep"]],
+        {"name": "b", "env": [{"name": "F"}]},
+    ]
     merged["containers"][0]["env"][0]["name"] = "changed"
-    merged["containers"][1]["env"][0]["name"] = "changed"
-    merged["containers"][2].append("changed")
+    merged["containers"][1][0].append("changed")
+    merged["containers"][2]["env"][0]["name"] = "changed"
     merged["n"]["y"].append(9)
     merged["volumes"][0]["x"]["z"] = 9
+    merged["args"][0].append(9)
     assert (base, patch) == before
-    replaced = strategic_merge({"args": [1]}, {"args": [[2]]})
-    replaced["args"][0].append(3)
-    assert replaced == {"args": [[2, 3]]}

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from coxswain.compile import CompileConfig, build_state, status
+from coxswain.compile.api import analyse
 from coxswain.compile.gateway.ports import PORT_BAND
 from coxswain.compile.gateway.vip import VIP_SUFFIX
 from coxswain.compile.model.keys import ObjectKey
@@ -154,3 +155,40 @@ def test_a_listener_without_a_free_internal_port_is_pending():
         "reason": "Pending",
         "message": "no internal port is free in 30000-32767",
     }
+
+
+def _autoscaler(autoscaling: Any) -> dict[str, Any]:
+    parameters = {
+        "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
+        "kind": "CoxswainGatewayParameters",
+        "metadata": {"name": "own", "namespace": "app"},
+        "spec": {"autoscaling": autoscaling},
+    }
+    edge = gateway("edge", 8080)
+    edge["spec"]["infrastructure"] = {
+        "parametersRef": {
+            "group": "gateway.coxswain-labs.dev",
+            "kind": "CoxswainGatewayParameters",
+            "name": "own",
+        }
+    }
+    desired = provision(build_state([gateway_class(), parameters, edge]), CONFIG)
+    [found] = [o for o in desired.objects if o.kind == "HorizontalPodAutoscaler"]
+    spec: dict[str, Any] = json.loads(found.body)["spec"]
+    return {k: spec[k] for k in ("minReplicas", "maxReplicas")}
+
+
+def test_autoscaling_bounds_default_to_the_replicas_and_at_least_one():
+    # offline input the CRD would refuse: no maxReplicas, or a minReplicas that is no number
+    assert _autoscaler({}) == {"minReplicas": 1, "maxReplicas": 1}
+    assert _autoscaler({"minReplicas": 0}) == {"minReplicas": 0, "maxReplicas": 1}
+    assert _autoscaler({"minReplicas": "2"}) == {"minReplicas": "2", "maxReplicas": 1}
+    assert _autoscaler({"minReplicas": 4}) == {"minReplicas": 4, "maxReplicas": 4}
+
+
+def test_the_shared_analysis_gives_what_each_call_computes_alone():
+    config = CompileConfig(namespace="elsewhere", shared_vip_service_type="ClusterIP")
+    state = build_state(WORLD)
+    model = analyse(state, config)
+    assert status(state, config, model=model) == status(state, config)
+    assert provision(state, config, model=model) == provision(state, config)

@@ -197,6 +197,8 @@ def test_optional_sections_and_fields_take_their_defaults():
     assert snapshot.ingress.hosts["h"].default is None
     assert (snapshot.gateways, snapshot.client_certs, snapshot.tls) == ({}, {}, {})
     assert (snapshot.listener_health, snapshot.endpoints) == ([], {})
+    with_tls = {**_minimal(), "tls": {"443": {"h": {"cert_chain": "c", "private_key": "k"}}}}
+    assert snapshot_from_data(with_tls).tls[443]["h"].secret == ""
 
 
 def test_a_path_match_other_than_exact_or_prefix_is_refused():
