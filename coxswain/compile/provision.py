@@ -294,17 +294,33 @@ def _dedicated(
     }
     if gateway.infrastructure_annotations:
         template["metadata"]["annotations"] = dict(gateway.infrastructure_annotations)
+    own = template
     for patch in params["podTemplates"]:
         template = strategic_merge(template, patch)
-    template["metadata"] = {
-        **template.get("metadata", {}),
-        "labels": {**template.get("metadata", {}).get("labels", {}), **selector},
-    }
-    spec, dropped = secure_pod(
-        template.get("spec", {}), bind_low_ports=any(p < 1024 for p in ports)
-    )
+    # A podTemplate may null or retype what the merge kept (its content is opaque JSON): the
+    # proxy's own value is kept instead, and the podTemplate reported.
+    metadata, metadata_ok = _object_or(template.get("metadata"), own["metadata"])
+    labels, labels_ok = _object_or(metadata.get("labels"), own["metadata"]["labels"])
+    template["metadata"] = {**metadata, "labels": {**labels, **selector}}
+    pod_spec, spec_ok = _object_or(template.get("spec"), own["spec"])
+    spec, dropped = secure_pod(pod_spec, bind_low_ports=any(p < 1024 for p in ports))
     template["spec"] = spec
     found = [
+        Diagnostic(
+            key=key,
+            field="spec.infrastructure.parametersRef",
+            severity=Severity.WARNING,
+            reason="InvalidPodTemplate",
+            message=f"the podTemplate's {part} is not an object; the proxy's own is kept",
+        )
+        for part, ok in (
+            ("metadata", metadata_ok),
+            ("metadata.labels", labels_ok),
+            ("spec", spec_ok),
+        )
+        if not ok
+    ]
+    found.extend(
         Diagnostic(
             key=key,
             field="spec.infrastructure.parametersRef",
@@ -313,7 +329,7 @@ def _dedicated(
             message=f"the podTemplate asked for {item}; removed to keep the proxy's pod security",
         )
         for item in dropped
-    ]
+    )
     deployment_spec: dict[str, Any] = {
         "selector": {"matchLabels": selector},
         "template": template,
@@ -351,6 +367,11 @@ def _dedicated(
     if isinstance(autoscaling, dict):
         objects.append(_autoscaler(gateway, name, autoscaling, params["replicas"]))
     return objects, found
+
+
+def _object_or(value: object, own: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """``value`` when it is a JSON object, else ``own``; and whether it was one."""
+    return (value, True) if isinstance(value, dict) else (own, False)
 
 
 def _autoscaler(
