@@ -14,10 +14,14 @@ from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.gateway.attach import intersect_hostnames, matches_selector
 from coxswain.compile.gateway.placement import fit_name
 from coxswain.compile.gateway.vip import service_addresses
+from coxswain.compile.ingress.certificates import has_certificate
 from coxswain.compile.model.gateway_objects import LabelSelector, SelectorRequirement
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.model.manifests import ManifestSyntaxError, parse_manifests
 from coxswain.compile.model.objects import Meta, Service
+from coxswain.compile.snapshot import Certificate
+
+CERT = Certificate(chain_pem="c", key_pem="k", secret="app/s")
 
 
 def _requirement(operator: str, *values: str) -> LabelSelector:
@@ -189,3 +193,19 @@ def test_a_name_that_fits_63_characters_is_kept_and_a_longer_one_is_cut_and_hash
     dashed_digest = hashlib.sha256(dashed.encode()).hexdigest()[:8]
     assert fit_name(dashed, limit=20) == "-" + "c" * 10 + "-" + dashed_digest
     assert len(fit_name("x" * 64)) == 63
+
+
+@pytest.mark.parametrize(
+    ("host", "found"),
+    [
+        ("a.example.com", True),
+        ("b.example.com", True),
+        ("a.b.example.com", False),
+        ("example.com", False),
+        ("*", False),
+    ],
+)
+def test_a_host_has_a_certificate_of_its_own_exactly_or_by_a_one_label_wildcard(host, found):
+    certificates = pmap({"a.example.com": CERT, "*.example.com": CERT, "*": CERT})
+    assert has_certificate(certificates, host) is found
+    assert has_certificate(pmap({"*": CERT}), host) is False

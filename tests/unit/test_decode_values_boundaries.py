@@ -11,6 +11,7 @@ import datetime
 from typing import Any
 
 import pytest
+import trustme
 
 from coxswain.compile.model.decode import Decoded, decode_object
 from coxswain.compile.model.manifests import ManifestSyntaxError, parse_manifests
@@ -218,3 +219,108 @@ def test_standard_input_that_is_not_json_after_all_is_read_as_yaml():
     parsed = parse_manifests('{"kind": "A", bad: yaml}', "-")
     assert not isinstance(parsed, ManifestSyntaxError)
     assert [b.body for b in parsed] == [{"kind": "A", "bad": "yaml"}]
+
+
+@pytest.mark.parametrize(
+    ("status", "problems"),
+    [
+        (100, []),
+        (599, []),
+        (99, ["99 is outside 100..599"]),
+        (600, ["600 is outside 100..599"]),
+    ],
+)
+def test_a_redirect_status_code_is_between_100_and_599(status, problems):
+    found, diagnostics = _route_filter(
+        {"type": "RequestRedirect", "requestRedirect": {"statusCode": status}}
+    )
+    assert [message for _, message in diagnostics] == problems
+    assert found.redirect.status == (status if not problems else 302)
+
+
+def test_a_filter_without_a_type_has_the_empty_type():
+    found, _ = _route_filter({})
+    assert found.type == ""
+
+
+def _parameters(spec: dict[str, Any]) -> Any:
+    return _decoded(
+        {
+            "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
+            "kind": "CoxswainGatewayParameters",
+            "metadata": {"name": "p", "namespace": "app"},
+            "spec": spec,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("replicas", "kept", "problems"),
+    [
+        (0, 0, []),
+        (1000, 1000, []),
+        (1001, None, ["1001 is outside 0..1000"]),
+        (-1, None, ["-1 is outside 0..1000"]),
+    ],
+)
+def test_parameters_replicas_are_between_0_and_1000(replicas, kept, problems):
+    parameters = _parameters({"replicas": replicas})
+    assert parameters.replicas == kept
+    assert [(d.field, d.message) for d in parameters.diagnostics] == [
+        ("spec.replicas", p) for p in problems
+    ]
+
+
+@pytest.mark.parametrize(
+    ("ready", "is_ready", "problems"),
+    [
+        (0, False, []),
+        (1, True, []),
+        (2**31, True, []),
+        (2**31 + 1, False, ["2147483649 is outside 0..2147483648"]),
+        (-1, False, ["-1 is outside 0..2147483648"]),
+    ],
+)
+def test_a_deployment_is_ready_with_one_ready_replica_or_more(ready, is_ready, problems):
+    deployment = _decoded(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "app"},
+            "status": {"readyReplicas": ready},
+        }
+    )
+    assert deployment.ready is is_ready
+    assert [(d.field, d.message) for d in deployment.diagnostics] == [
+        ("status.readyReplicas", p) for p in problems
+    ]
+
+
+def _config_map(data: Any) -> Any:
+    return _decoded(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "app"},
+            "data": data,
+        }
+    )
+
+
+def test_a_config_map_without_ca_crt_has_that_problem():
+    found = _config_map({"other": "x"})
+    assert (found.ca_bundle, found.problem) == (None, "has no ca.crt key")
+
+
+def test_a_config_map_with_a_bad_bundle_names_ca_crt_and_keeps_no_bundle():
+    found = _config_map({"ca.crt": "not a certificate"})
+    assert found.ca_bundle is None
+    assert found.problem is not None
+    assert found.problem.startswith("ca.crt ")
+    assert len(found.problem) > len("ca.crt ")
+
+
+def test_a_config_map_with_a_good_bundle_keeps_it():
+    pem = trustme.CA().cert_pem.bytes().decode()
+    found = _config_map({"ca.crt": pem})
+    assert (found.ca_bundle, found.problem) == (pem, None)

@@ -191,3 +191,10 @@ def test_strategic_merge_copies_the_patch_and_the_merged_lists():
     merged["volumes"][0]["x"]["z"] = 9
     merged["args"][0].append(9)
     assert (base, patch) == before
+
+
+def test_added_capabilities_that_are_not_a_list_are_all_dropped():
+    container = {"securityContext": {"capabilities": {"add": {"NET_BIND_SERVICE": True}}}}
+    spec, found = secure_pod({"containers": [container]}, bind_low_ports=False)
+    assert spec["containers"][0]["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert found == ["spec.containers[0].securityContext.capabilities.add NET_BIND_SERVICE"]

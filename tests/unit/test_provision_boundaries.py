@@ -192,3 +192,18 @@ def test_the_shared_analysis_gives_what_each_call_computes_alone():
     model = analyse(state, config)
     assert status(state, config, model=model) == status(state, config)
     assert provision(state, config, model=model) == provision(state, config)
+
+
+def test_a_parameters_reference_of_another_kind_is_refused_naming_its_group():
+    edge = gateway("edge", 80)
+    edge["spec"]["infrastructure"] = {
+        "parametersRef": {"group": "", "kind": "ConfigMap", "name": "cfg"}
+    }
+    [found] = [
+        s for s in status(build_state([gateway_class(), edge]), CONFIG) if s.kind == "Gateway"
+    ]
+    [accepted] = [c for c in json.loads(found.body)["conditions"] if c["type"] == "Accepted"]
+    assert (accepted["status"], accepted["reason"]) == ("False", "InvalidParameters")
+    assert accepted["message"].endswith(
+        "core/ConfigMap cfg: only gateway.coxswain-labs.dev/CoxswainGatewayParameters is supported"
+    )

@@ -260,3 +260,18 @@ def _where(path: Path_) -> str:
         else:
             out += f"[{key!r}]"
     return out
+
+
+def test_a_gateway_rule_and_a_listener_may_leave_out_backends_hosts_and_mirror_percent():
+    rule = {
+        "match": {"path_type": "PathPrefix", "path": "/"},
+        "route": {"kind": "HTTPRoute", "namespace": "n", "name": "r", "rule": "spec.rules[0]"},
+        "mirrors": [{"backend": {"namespace": "n", "service": "m", "port": 80}, "percent": 0}],
+    }
+    listener = {"gateway": "n/g", "listener": "l", "port": 80, "protocol": "HTTP", "hostname": "*"}
+    data = {**_minimal(), "gateways": {"30000": {"*": {**listener, "hosts": {"*": [rule]}}}}}
+    [read] = snapshot_from_data(data).gateways[30000]["*"].hosts["*"]
+    assert read.action.backends == []
+    assert read.action.mirrors[0].percent == 0.0
+    bare = {**_minimal(), "gateways": {"30000": {"*": listener}}}
+    assert snapshot_from_data(bare).gateways[30000]["*"].hosts == {}

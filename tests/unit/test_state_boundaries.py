@@ -94,3 +94,13 @@ def test_moving_a_route_to_another_parent_moves_its_index_entry():
     rebuilt = build_state([moved if b is route else b for b in WORLD])
     assert after == rebuilt
     assert after.routes_by_parent == rebuilt.routes_by_parent
+
+
+def test_deleting_every_route_of_a_parent_removes_its_index_entry():
+    routes = [b for b in WORLD if b["kind"] == "HTTPRoute"]
+    others = [b for b in WORLD if b["kind"] != "HTTPRoute"]
+    state = build_state(WORLD)
+    for route in routes:
+        state = apply(state, Deleted(_key(route)))
+    assert state == build_state(others)
+    assert state.routes_by_parent == build_state(others).routes_by_parent
