@@ -324,3 +324,21 @@ def test_a_config_map_with_a_good_bundle_keeps_it():
     pem = trustme.CA().cert_pem.bytes().decode()
     found = _config_map({"ca.crt": pem})
     assert (found.ca_bundle, found.problem) == (pem, None)
+
+
+def test_a_reference_grant_target_keeps_its_name_or_none_for_any():
+    grant = _decoded(
+        {
+            "apiVersion": "gateway.networking.k8s.io/v1beta1",
+            "kind": "ReferenceGrant",
+            "metadata": {"name": "g", "namespace": "app"},
+            "spec": {
+                "from": [{"group": GW.split("/")[0], "kind": "HTTPRoute", "namespace": "web"}],
+                "to": [
+                    {"group": "", "kind": "Service", "name": "one"},
+                    {"group": "", "kind": "Secret"},
+                ],
+            },
+        }
+    )
+    assert list(grant.targets) == [("", "Service", "one"), ("", "Secret", None)]

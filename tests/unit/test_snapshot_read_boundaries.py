@@ -275,3 +275,25 @@ def test_a_gateway_rule_and_a_listener_may_leave_out_backends_hosts_and_mirror_p
     assert read.action.mirrors[0].percent == 0.0
     bare = {**_minimal(), "gateways": {"30000": {"*": listener}}}
     assert snapshot_from_data(bare).gateways[30000]["*"].hosts == {}
+
+
+def test_a_document_that_is_not_an_object_is_refused_as_a_whole():
+    with pytest.raises(SnapshotFormatError) as raised:
+        snapshot_from_data([])
+    assert str(raised.value) == "snapshot: expected an object, found list"
+
+
+def test_a_host_without_paths_and_edits_without_lists_are_empty():
+    data = _minimal()
+    rule = {
+        "path": "/",
+        "match": "Exact",
+        "backend": {"namespace": "n", "service": "s", "port": 80, "request_headers": {}},
+        "route": {"kind": "Ingress", "namespace": "n", "name": "i", "rule": "r"},
+    }
+    data["ingress"]["hosts"] = {"empty": {}, "h": {"paths": [rule]}}
+    snapshot = snapshot_from_data(data)
+    assert snapshot.ingress.hosts["empty"].paths == []
+    edits = snapshot.ingress.hosts["h"].paths[0].backend.request_headers
+    assert edits is not None
+    assert (edits.set, edits.add, edits.remove) == ([], [], [])
