@@ -306,12 +306,10 @@ def _dedicated(
     spec, dropped = secure_pod(pod_spec, bind_low_ports=any(p < 1024 for p in ports))
     template["spec"] = spec
     found = [
-        Diagnostic(
-            key=key,
-            field="spec.infrastructure.parametersRef",
-            severity=Severity.WARNING,
-            reason="InvalidPodTemplate",
-            message=f"the podTemplate's {part} is not an object; the proxy's own is kept",
+        _template_warning(
+            key,
+            "InvalidPodTemplate",
+            f"the podTemplate's {part} is not an object; the proxy's own is kept",
         )
         for part, ok in (
             ("metadata", metadata_ok),
@@ -321,12 +319,10 @@ def _dedicated(
         if not ok
     ]
     found.extend(
-        Diagnostic(
-            key=key,
-            field="spec.infrastructure.parametersRef",
-            severity=Severity.WARNING,
-            reason="PodSecurityEnforced",
-            message=f"the podTemplate asked for {item}; removed to keep the proxy's pod security",
+        _template_warning(
+            key,
+            "PodSecurityEnforced",
+            f"the podTemplate asked for {item}; removed to keep the proxy's pod security",
         )
         for item in dropped
     )
@@ -367,6 +363,17 @@ def _dedicated(
     if isinstance(autoscaling, dict):
         objects.append(_autoscaler(gateway, name, autoscaling, params["replicas"]))
     return objects, found
+
+
+def _template_warning(key: ObjectKey, reason: str, message: str) -> Diagnostic:
+    """A finding about the podTemplate of a Gateway's parameters."""
+    return Diagnostic(
+        key=key,
+        field="spec.infrastructure.parametersRef",
+        severity=Severity.WARNING,
+        reason=reason,
+        message=message,
+    )
 
 
 def _object_or(value: object, own: dict[str, Any]) -> tuple[dict[str, Any], bool]:
