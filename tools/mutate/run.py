@@ -236,7 +236,11 @@ def git_commit() -> str:
         done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
         return done.stdout.strip()
 
-    dirty = " (with uncommitted changes)" if git("status", "--porcelain", "--", "coxswain") else ""
+    dirty = (
+        " (with uncommitted changes)"
+        if git("status", "--porcelain", "--", "coxswain", "tests")
+        else ""
+    )
     return git("rev-parse", "--short", "HEAD") + dirty
 
 
@@ -267,6 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--report-only", action="store_true", help="only rewrite the report")
     args = parser.parse_args(argv)
 
+    commit = git_commit()  # before the run: the tree mutmut copies
     started = time.monotonic()
     cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     if not args.report_only:
@@ -282,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = build_report(MUTANTS, mutate_globs(), load_equivalents(EQUIVALENT_FILE.read_text()))
     header = [
         f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
-        f"- commit: {git_commit()}",
+        f"- commit: {commit}",
         f"- command: `make mutate{' MUTANTS=' + ' '.join(args.mutants) if args.mutants else ''}`",
         f"- run time: {elapsed / 60:.1f} min with {args.children} workers, {cpu / 60:.1f} CPU-min"
         if not args.report_only
