@@ -4,7 +4,7 @@ PYTHON ?= python3
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test lint bench goldens proto gateway-api-crds clean
+.PHONY: run test lint bench goldens proto gateway-api-crds mutate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,9 +19,10 @@ run: $(STAMP)
 
 ## lint: ruff, mypy --strict, import-linter
 lint: $(STAMP)
-	$(VENV)/bin/ruff check coxswain tests bench proto examples setup.py build_backend
-	$(VENV)/bin/ruff format --check coxswain tests bench proto examples setup.py build_backend
+	$(VENV)/bin/ruff check coxswain tests bench proto examples tools setup.py build_backend
+	$(VENV)/bin/ruff format --check coxswain tests bench proto examples tools setup.py build_backend
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy tools/mutate
 	$(VENV)/bin/lint-imports
 
 ## test: lint, the whole suite (HYPOTHESIS_PROFILE=ci under CI), then the codec and proxy
@@ -37,6 +38,16 @@ goldens: $(STAMP)
 ## proto: regenerate coxswain/_proto from proto/ (a test fails when the committed code is stale)
 proto: $(STAMP)
 	$(PY) proto/generate.py
+
+## mutate: mutation testing of the pure packages (mutmut, [tool.mutmut] in pyproject.toml); not
+## part of `make test`. Report: build/mutate/report.md; docs/quality.md. MUTANTS='glob' retests only those
+MUTATE_STAMP := $(VENV)/.mutate-stamp
+$(MUTATE_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,mutate]'
+	touch $(MUTATE_STAMP)
+
+mutate: $(MUTATE_STAMP)
+	$(PY) tools/mutate/run.py $(MUTANTS)
 
 ## bench: every benchmark, full runs (about 15 minutes; bench/README.md); figures go in
 ## docs/benchmarks.md
@@ -79,4 +90,4 @@ gateway-api-crds:
 	echo "Gateway API $$tag ($$commit) written to $$out"
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis mutants build/mutate

@@ -1,7 +1,9 @@
 """Suite-wide settings: hypothesis profiles and the golden-file regeneration switch.
 
 - ``HYPOTHESIS_PROFILE=ci`` (set by ``.ci/run``) runs more examples without deadlines; the
-  default ``dev`` profile keeps local runs quick.
+  default ``dev`` profile keeps local runs quick; ``mutate`` (set by ``make mutate``) runs few,
+  fixed examples and skips shrinking: a mutation run needs the same verdict on every run, and
+  only whether a test fails, not the smallest example.
 - ``pytest --update-goldens`` (or ``make goldens``) rewrites the expected files under
   ``tests/golden/cases``; review the diff before committing.
 - ``COXSWAIN_EXPECT_CODEC_BUILD=compiled`` (set by tests/compiled.py) stops the run at once
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -34,6 +36,15 @@ FIXED_PORTS_WAIT = 600.0  # seconds: longer than any one test that holds the loc
 settings.register_profile("dev", max_examples=60, deadline=None)
 settings.register_profile(
     "ci", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "mutate",
+    max_examples=10,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 

@@ -86,7 +86,8 @@ def snapshot_from_data(data: object) -> Snapshot:
                 _port(port, "client_certs"): pmap(
                     {
                         host: _client(
-                            _object(c, f"client_certs[{port}][{host!r}]"), f"client_certs[{port}]"
+                            _object(c, f"client_certs[{port}][{host!r}]"),
+                            f"client_certs[{port}][{host!r}]",
                         )
                         for host, c in _object(by_host, f"client_certs[{port}]").items()
                     }
@@ -102,7 +103,9 @@ def snapshot_from_data(data: object) -> Snapshot:
             {
                 _port(port, "tls"): pmap(
                     {
-                        host: _certificate(_object(cert, f"tls[{port}][{host!r}]"), f"tls[{port}]")
+                        host: _certificate(
+                            _object(cert, f"tls[{port}][{host!r}]"), f"tls[{port}][{host!r}]"
+                        )
                         for host, cert in _object(by_host, f"tls[{port}]").items()
                     }
                 )
@@ -112,7 +115,7 @@ def snapshot_from_data(data: object) -> Snapshot:
         endpoints=pmap(
             {
                 key: pvector(
-                    _endpoint(_object(item, f"endpoints[{key!r}][{i}]"), f"endpoints[{key!r}]")
+                    _endpoint(_object(item, f"endpoints[{key!r}][{i}]"), f"endpoints[{key!r}][{i}]")
                     for i, item in enumerate(_list(items, f"endpoints[{key!r}]"))
                 )
                 for key, items in _object(root.get("endpoints", {}), "endpoints").items()
@@ -187,8 +190,8 @@ def _edits(value: object, where: str) -> HeaderEdits | None:
                 raise SnapshotFormatError(f"{where}.{key}[{i}]: expected [name, value]")
             found.append(
                 (
-                    _typed(pair[0], str, f"{where}.{key}[{i}]"),
-                    _typed(pair[1], str, f"{where}.{key}[{i}]"),
+                    _typed(pair[0], str, f"{where}.{key}[{i}][0]"),
+                    _typed(pair[1], str, f"{where}.{key}[{i}][1]"),
                 )
             )
         return pvector(found)
@@ -197,8 +200,8 @@ def _edits(value: object, where: str) -> HeaderEdits | None:
         set=pairs("set"),
         add=pairs("add"),
         remove=pvector(
-            _typed(v, str, f"{where}.remove")
-            for v in _list(data.get("remove", []), f"{where}.remove")
+            _typed(v, str, f"{where}.remove[{i}]")
+            for i, v in enumerate(_list(data.get("remove", []), f"{where}.remove"))
         ),
     )
 

@@ -1,0 +1,308 @@
+"""`make mutate`: mutation testing of the pure packages with mutmut, and a report of the scores.
+
+Why a mutation run: the property tests and goldens say the compiler and the router are right on
+the inputs they try; a mutant (one operator, constant or call changed in the code) that every
+test still passes shows a behaviour no test pins. docs/quality.md explains how to read and
+act on the report.
+
+What it does:
+
+1. runs ``mutmut run`` (pinned by the ``mutate`` extra) from the repository root. What is
+   mutated (``only_mutate``), which tests may run (``pytest_add_cli_args_test_selection``) and
+   the type check that rejects mutants before any test runs (``type_check_command``: mypy
+   --strict, as ``make lint`` would) are in ``[tool.mutmut]`` of pyproject.toml, and nowhere
+   else. mutmut copies the tree into ``mutants/``, runs the selected tests once to learn which
+   tests reach which function, then tests each mutant in a forked worker with only those
+   tests, fastest first, under ``HYPOTHESIS_PROFILE=mutate`` (tests/conftest.py);
+2. writes ``build/mutate/report.md`` (and ``report.json``): per package and per file, the
+   mutants killed by a test, rejected by mypy, timed out, survived, listed as equivalent in
+   ``tools/mutate/equivalent.toml``, the total and the score, then every survivor with its diff.
+
+``make mutate`` starts from a clean ``mutants/`` so that the report describes this tree and
+these tests (mutmut would otherwise keep the verdicts of unchanged functions, even after new
+tests). To work on one module, name mutants with mutmut's globs; only those are tested again
+and the report still covers every mutant mutmut knows::
+
+    make mutate MUTANTS='coxswain.route.paths.*'
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import fnmatch
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+MUTANTS: Final = ROOT / "mutants"
+REPORT_DIR: Final = ROOT / "build" / "mutate"
+EQUIVALENT_FILE: Final = Path(__file__).resolve().parent / "equivalent.toml"
+
+# mutmut's exit codes (mutmut/stats.py), sorted into the report's columns. A test run that
+# errors (3) is a kill; a worker killed on its CPU limit is a timeout; a mutant no selected test
+# reaches (33) survives, since nothing would notice it.
+KILLED_CODES: Final = frozenset({1, 3})
+TYPE_CODES: Final = frozenset({37})
+TIMEOUT_CODES: Final = frozenset({-24, 24, 152, 255, 36, -9, -11})
+SURVIVED_CODES: Final = frozenset({0, 5, 33})
+COLUMNS: Final = (
+    "killed",
+    "mypy",
+    "timeout",
+    "survived",
+    "equivalent",
+    "unchecked",
+    "other",
+    "total",
+)
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    """A survivor that no test can kill: the mutant behaves as the original on every input."""
+
+    mutant: str
+    change: str
+    reason: str
+
+
+@dataclass
+class Tally:
+    """Counts of one package or file."""
+
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COLUMNS, 0))
+
+    def add(self, column: str) -> None:
+        self.counts[column] += 1
+        self.counts["total"] += 1
+
+    @property
+    def score(self) -> float | None:
+        """Share of non-equivalent mutants that something caught (test, mypy or timeout)."""
+        c = self.counts
+        judged = c["total"] - c["equivalent"] - c["unchecked"] - c["other"]
+        caught = c["killed"] + c["mypy"] + c["timeout"]
+        return caught / judged if judged else None
+
+
+def mutate_globs() -> list[str]:
+    """The ``only_mutate`` globs of pyproject.toml: the one list of paths under mutation."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
+    globs: list[str] = config["tool"]["mutmut"]["only_mutate"]
+    return globs
+
+
+def package_of(path: str, globs: Sequence[str]) -> str:
+    """The package a mutated file is reported under: the folder of the glob that selected it."""
+    for pattern in globs:
+        if fnmatch.fnmatch(path, pattern):
+            return pattern.rpartition("/")[0]
+    return path.rpartition("/")[0]
+
+
+def load_equivalents(text: str) -> dict[str, Equivalent]:
+    entries = tomllib.loads(text).get("equivalent", [])
+    return {
+        e["mutant"]: Equivalent(mutant=e["mutant"], change=e["change"], reason=e["reason"])
+        for e in entries
+    }
+
+
+def column_of(exit_code: int | None, equivalent: bool) -> str:
+    if exit_code is None:
+        return "unchecked"
+    if exit_code in SURVIVED_CODES and equivalent:
+        return "equivalent"
+    if exit_code in KILLED_CODES:
+        return "killed"
+    if exit_code in TYPE_CODES:
+        return "mypy"
+    if exit_code in TIMEOUT_CODES:
+        return "timeout"
+    if exit_code in SURVIVED_CODES:
+        return "survived"
+    return "other"
+
+
+def mutant_diff(mutants: Path, path: str, mutant: str) -> list[str]:
+    """The lines a mutant changes, read from mutmut's copy and its index of function spans."""
+    spans = json.loads((mutants / (path + ".spans")).read_text("utf-8"))["spans"]
+    name = mutant.rpartition(".")[2]
+    original = name.rpartition("__mutmut_")[0] + "__mutmut_orig"
+    lines = (mutants / path).read_text("utf-8").splitlines()
+
+    def body(function: str) -> list[str]:
+        start, end = spans[function]
+        return [line.rstrip() for line in lines[start:end]]  # skip the def line: names differ
+
+    return [
+        line
+        for line in difflib.unified_diff(body(original), body(name), lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---")) and "__mutmut_" not in line
+    ]
+
+
+def changed_line(diff: Sequence[str]) -> str:
+    """The first added line of a diff, stripped: how equivalent.toml names a mutation."""
+    return next((line[1:].strip() for line in diff if line.startswith("+")), "")
+
+
+@dataclass
+class Report:
+    packages: dict[str, Tally]
+    files: dict[str, Tally]
+    survivors: list[tuple[str, list[str]]]
+    stale: list[str]
+
+    def as_json(self) -> dict[str, Any]:
+        def rows(tallies: Mapping[str, Tally]) -> dict[str, Any]:
+            return {k: {**t.counts, "score": t.score} for k, t in sorted(tallies.items())}
+
+        return {
+            "packages": rows(self.packages),
+            "files": rows(self.files),
+            "survivors": [{"mutant": m, "diff": d} for m, d in self.survivors],
+            "stale_equivalents": self.stale,
+        }
+
+
+def build_report(
+    mutants: Path, globs: Sequence[str], equivalents: Mapping[str, Equivalent]
+) -> Report:
+    packages: dict[str, Tally] = {}
+    files: dict[str, Tally] = {}
+    survivors: list[tuple[str, list[str]]] = []
+    stale: list[str] = []
+    seen: set[str] = set()
+    for meta in sorted(mutants.rglob("*.py.meta")):
+        path = meta.relative_to(mutants).as_posix().removesuffix(".meta")
+        codes: dict[str, int | None] = json.loads(meta.read_text("utf-8"))["exit_code_by_key"]
+        for mutant, code in sorted(codes.items()):
+            seen.add(mutant)
+            entry = equivalents.get(mutant)
+            diff = mutant_diff(mutants, path, mutant) if code in SURVIVED_CODES else []
+            if entry is not None and code in SURVIVED_CODES and changed_line(diff) != entry.change:
+                stale.append(f"{mutant}: listed as `{entry.change}`, now `{changed_line(diff)}`")
+                entry = None
+            elif entry is not None and code not in SURVIVED_CODES:
+                stale.append(f"{mutant}: listed as equivalent, but {column_of(code, False)}")
+            column = column_of(code, entry is not None)
+            packages.setdefault(package_of(path, globs), Tally()).add(column)
+            files.setdefault(path, Tally()).add(column)
+            if column == "survived":
+                survivors.append((mutant, diff))
+    stale += [f"{m}: no such mutant" for m in sorted(set(equivalents) - seen)]
+    return Report(packages=packages, files=files, survivors=survivors, stale=stale)
+
+
+def _table(title: str, tallies: Mapping[str, Tally]) -> Iterable[str]:
+    yield f"| {title} | " + " | ".join(COLUMNS) + " | score |"
+    yield "|---" * (len(COLUMNS) + 2) + "|"
+    for name, tally in sorted(tallies.items()):
+        score = "n/a" if tally.score is None else f"{tally.score:.1%}"
+        yield f"| `{name}` | " + " | ".join(str(tally.counts[c]) for c in COLUMNS) + f" | {score} |"
+
+
+def render_markdown(report: Report, header: Sequence[str]) -> str:
+    out = ["# Mutation testing report", "", *header, ""]
+    out += _table("package", report.packages)
+    out += ["", *_table("file", report.files), ""]
+    if report.stale:
+        out += ["## Stale entries in tools/mutate/equivalent.toml", ""]
+        out += [f"- {line}" for line in report.stale] + [""]
+    out += [f"## Survivors ({len(report.survivors)})", ""]
+    for mutant, diff in report.survivors:
+        out += [f"### {mutant}", "", "```diff", *diff, "```", ""]
+    return "\n".join(out)
+
+
+def git_commit() -> str:
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    dirty = (
+        " (with uncommitted changes)"
+        if git("status", "--porcelain", "--", "coxswain", "tests")
+        else ""
+    )
+    return git("rev-parse", "--short", "HEAD") + dirty
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def run_mutmut(patterns: Sequence[str], children: int) -> int:
+    """Run mutmut; its exit code."""
+    env = dict(os.environ, HYPOTHESIS_PROFILE="mutate")
+    # type_check_command runs `mypy`: the one next to this interpreter.
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    command = [str(Path(sys.executable).parent / "mutmut"), "run", "--max-children"]
+    done = subprocess.run([*command, str(children), *patterns], cwd=ROOT, env=env)
+    return done.returncode
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mutants", nargs="*", help="mutmut globs: test only these again")
+    parser.add_argument("--children", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--report-only", action="store_true", help="only rewrite the report")
+    args = parser.parse_args(argv)
+
+    commit = git_commit()  # before the run: the tree mutmut copies
+    started = time.monotonic()
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if not args.report_only:
+        if not args.mutants:
+            shutil.rmtree(MUTANTS, ignore_errors=True)
+        code = run_mutmut(args.mutants, args.children)
+        if code != 0:
+            return code
+    elapsed = time.monotonic() - started
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu_after.ru_utime + cpu_after.ru_stime) - (cpu_before.ru_utime + cpu_before.ru_stime)
+
+    report = build_report(MUTANTS, mutate_globs(), load_equivalents(EQUIVALENT_FILE.read_text()))
+    header = [
+        f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        f"- commit: {commit}",
+        f"- command: `make mutate{' MUTANTS=' + ' '.join(args.mutants) if args.mutants else ''}`",
+        f"- run time: {elapsed / 60:.1f} min with {args.children} workers, {cpu / 60:.1f} CPU-min"
+        if not args.report_only
+        else "- run time: not measured (--report-only)",
+        f"- machine: {os.cpu_count()} cores, {cpu_model()}",
+    ]
+    REPORT_DIR.mkdir(parents=True, exist_ok=True)
+    (REPORT_DIR / "report.md").write_text(render_markdown(report, header), "utf-8")
+    data = {"header": header, **report.as_json()}
+    (REPORT_DIR / "report.json").write_text(json.dumps(data, indent=2) + "\n", "utf-8")
+    print("\n".join(header))
+    print("\n".join(_table("package", report.packages)))
+    print(f"report: {REPORT_DIR / 'report.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
