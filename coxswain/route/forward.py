@@ -4,6 +4,8 @@ Rules:
 1. Hop-by-hop fields are removed: ``Connection`` and every field it names, ``Keep-Alive``,
    ``Proxy-Connection``, ``TE``, ``Trailer``, ``Transfer-Encoding``, ``Upgrade`` (the proxy
    re-adds framing and upgrade fields itself when it relays them).
+   ``HTTP2-Settings`` goes too: it only belongs with an ``Upgrade: h2c`` offer (RFC 7540
+   §3.2.1), which is never relayed (rule 4).
    ``Expect`` is not forwarded either: the proxy answers ``100-continue`` itself before it
    reads the body (RFC 9110 §10.1.1 lets a proxy respond rather than forward), so the
    upstream receives a request whose body is already on its way.
@@ -11,6 +13,15 @@ Rules:
 3. ``X-Forwarded-For`` gets the client address appended; ``X-Forwarded-Proto`` and
    ``X-Forwarded-Host`` are set to what the client used (replacing what the client sent:
    the edge proxy is the authority on them).
+4. Upgrades (:func:`tunnelled_upgrade`): only ``websocket`` (RFC 6455) is asked of the upstream
+   and tunnelled after its 101. Any other token is dropped and the request forwarded as plain
+   HTTP/1.1, which RFC 9110 §7.8 allows (a server, and so an intermediary, may ignore an
+   Upgrade). Refusing would break clients that offer ``h2c`` opportunistically (curl does),
+   and tunnelling ``h2c`` would let one routed request open an HTTP/2 connection whose later
+   streams reach any path of the backend without being routed; RFC 9113 §3.1 deprecates the
+   h2c upgrade anyway. Envoy forwards only the upgrade types a route enables (websocket by
+   default) and strips ``h2c``; nginx forwards no Upgrade unless configured to, and
+   ingress-nginx configures it for websocket.
 
 Headers are bytes, as on the wire: the proxy runs this for every request, and decoding each
 field to text and back cost more than the rules themselves. Names come out lower-cased.
@@ -32,6 +43,8 @@ __all__ = [
     "apply_edits",
     "connection_named",
     "forwarded_headers",
+    "switched_to_websocket",
+    "tunnelled_upgrade",
     "wire_edits",
 ]
 
@@ -48,7 +61,8 @@ HOP_BY_HOP: Final = frozenset(
         b"upgrade",
     }
 )
-_NOT_FORWARDED: Final = HOP_BY_HOP | {b"expect"}
+_NOT_FORWARDED: Final = HOP_BY_HOP | {b"expect", b"http2-settings"}
+_WEBSOCKET: Final = b"websocket"
 _REPLACED: Final = frozenset({b"host", b"x-forwarded-proto", b"x-forwarded-host"})
 
 
@@ -60,6 +74,25 @@ def connection_named(headers: Sequence[tuple[bytes, bytes]]) -> set[bytes]:
         if name.lower() == b"connection"
         for token in value.split(b",")
     }
+
+
+def tunnelled_upgrade(offer: bytes | None) -> bytes | None:
+    """The ``Upgrade`` to ask of the upstream for a client's offer: ``websocket`` when the
+    client offered it, else None (rule 4: the request is forwarded without an upgrade)."""
+    if offer is None:
+        return None
+    for token in offer.split(b","):
+        if token.strip(b" \t").lower() == _WEBSOCKET:
+            return _WEBSOCKET
+    return None
+
+
+def switched_to_websocket(headers: Sequence[tuple[bytes, bytes]]) -> bool:
+    """Whether a 101's fields (names lower-case) switch to exactly ``websocket``: a 101 to
+    anything else was not asked for (RFC 9110 §15.2.2: the server switches to a protocol the
+    client offered)."""
+    upgrades = [value for name, value in headers if name == b"upgrade"]
+    return len(upgrades) == 1 and upgrades[0].strip(b" \t").lower() == _WEBSOCKET
 
 
 def forwarded_headers(

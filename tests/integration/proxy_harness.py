@@ -141,9 +141,10 @@ async def _echo_connection(
 
 
 async def _echo_upgraded(stream: trio.SocketStream, conn: h11.Connection) -> None:
-    """Switch to a toy protocol: every received chunk comes back upper-cased."""
+    """Switch to the protocol asked for, played as a toy: every received chunk comes back
+    upper-cased."""
     switch = h11.InformationalResponse(
-        status_code=101, headers=[("upgrade", "shout"), ("connection", "upgrade")]
+        status_code=101, headers=[("upgrade", "websocket"), ("connection", "upgrade")]
     )
     await stream.send_all(conn.send(switch))
     rest, _ = conn.trailing_data

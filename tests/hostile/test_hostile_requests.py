@@ -1,0 +1,234 @@
+"""Hostile clients of the request path: upgrades that would escape routing, absolute-form
+targets that disagree with Host, and forged forwarding headers.
+
+Every attack runs on real sockets through the in-process proxy (``tests.integration.
+proxy_harness``); each asserts the exact answer or the head the backend received, and that the
+next request on the same connection (or proxy) is unaffected.
+
+- Only ``websocket`` is tunnelled; any other ``Upgrade`` (``h2c`` first) is forwarded without
+  it, ``HTTP2-Settings`` and the ``Connection`` options naming them (``coxswain.route.forward``,
+  rule 4). A 101 to anything but websocket is 502.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from coxswain.route.forward import switched_to_websocket, tunnelled_upgrade
+from tests.integration.proxy_harness import (
+    TIMEOUT,
+    Running,
+    echoed,
+    ingress_path,
+    run_proxy,
+    snapshot,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+
+def public_only(ports: dict[str, int]) -> dict[str, Any]:
+    """``a.example.com/public`` → one; ``b.example.com`` → two. Nothing routes ``/admin``."""
+    return snapshot(
+        hosts={
+            "a.example.com": [ingress_path("one", "/public")],
+            "b.example.com": [ingress_path("two")],
+        },
+        endpoints={"one": [ports["one"]], "two": [ports["two"]]},
+    )
+
+
+def read_answer(sock: socket.socket) -> tuple[bytes, bytes]:
+    """One response: its head (lower-cased) and its Content-Length body."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise AssertionError(f"closed after {data!r}")
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    head = head.lower()
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise AssertionError(f"closed inside the body after {body!r}")
+        body += chunk
+    assert len(body) == length, "nothing may follow a response the client did not ask for"
+    return head, body
+
+
+def connect(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+
+
+def names(seen: dict[str, Any]) -> set[str]:
+    return {name.lower() for name, _ in seen["headers"]}
+
+
+# --- upgrades -----------------------------------------------------------------------------------
+
+H2C = (
+    b"GET /public HTTP/1.1\r\nHost: a.example.com\r\n"
+    b"Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+    b"HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"
+)
+
+
+def test_an_h2c_upgrade_is_forwarded_without_it(tmp_path: Path) -> None:
+    def client(run: Running) -> None:
+        with connect(run.http_port) as sock:
+            sock.sendall(H2C + b"GET /public/next HTTP/1.1\r\nHost: a.example.com\r\n\r\n")
+            head, body = read_answer(sock)
+            assert head.startswith(b"http/1.1 200 ")
+            seen = echoed(body)
+            assert seen["target"] == "/public"
+            assert not names(seen) & {"upgrade", "http2-settings", "connection"}
+            head, body = read_answer(sock)  # the same connection carries on with HTTP/1.1
+            assert head.startswith(b"http/1.1 200 ")
+            assert echoed(body)["target"] == "/public/next"
+            # HTTP/2 bytes after a refused upgrade are not HTTP/1.1: 400, never routed
+            sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            head, _ = read_answer(sock)
+            assert head.startswith(b"http/1.1 400 ")
+
+    run_proxy(tmp_path, public_only, client)
+
+
+@pytest.mark.parametrize("offer", [b"h2c", b"shout", b"TLS/1.2", b"h2c, websocket/13", b"h2"])
+def test_an_upgrade_other_than_websocket_is_not_asked_of_the_upstream(
+    tmp_path: Path, offer: bytes
+) -> None:
+    def client(run: Running) -> None:
+        with connect(run.http_port) as sock:
+            for _ in range(2):
+                sock.sendall(
+                    b"GET /public/x HTTP/1.1\r\nHost: a.example.com\r\nConnection: upgrade\r\n"
+                    b"Upgrade: " + offer + b"\r\n\r\n"
+                )
+                head, body = read_answer(sock)
+                assert head.startswith(b"http/1.1 200 ")
+                assert b"upgrade" not in head
+                seen = echoed(body)
+                assert seen["target"] == "/public/x"
+                assert not names(seen) & {"upgrade", "connection"}
+
+    run_proxy(tmp_path, public_only, client)
+
+
+def test_websocket_among_other_offers_is_tunnelled_alone(tmp_path: Path) -> None:
+    def client(run: Running) -> None:
+        with connect(run.http_port) as sock:
+            sock.sendall(
+                b"GET /public/ws HTTP/1.1\r\nHost: a.example.com\r\nConnection: upgrade\r\n"
+                b"Upgrade: h2c, WebSocket\r\n\r\nping"
+            )
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += sock.recv(1)
+            assert head.startswith(b"HTTP/1.1 101 ")
+            assert b"upgrade: websocket\r\n" in head.lower()
+            received = b""
+            while len(received) < 4:
+                received += sock.recv(4096)
+            assert received == b"PING"
+
+    run_proxy(tmp_path, public_only, client)
+
+
+@contextlib.contextmanager
+def switching_backend(answer: bytes) -> Iterator[int]:
+    """A backend that answers every request head with ``answer`` and closes; its port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(TIMEOUT)
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                peer, _ = listener.accept()
+                with peer:
+                    data = b""
+                    while b"\r\n\r\n" not in data and (chunk := peer.recv(4096)):
+                        data += chunk
+                    peer.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.close()
+        thread.join(TIMEOUT)
+
+
+@pytest.mark.parametrize(
+    "switch",
+    [
+        b"Connection: upgrade\r\nUpgrade: h2c\r\n",
+        b"Connection: upgrade\r\nUpgrade: websocket, h2c\r\n",
+        b"Connection: upgrade\r\n",
+    ],
+)
+def test_a_101_to_another_protocol_than_websocket_is_502(tmp_path: Path, switch: bytes) -> None:
+    with switching_backend(b"HTTP/1.1 101 Switching Protocols\r\n" + switch + b"\r\n") as port:
+
+        def make(ports: dict[str, int]) -> dict[str, Any]:
+            return snapshot(
+                hosts={
+                    "a.example.com": [ingress_path("evil")],
+                    "b.example.com": [ingress_path("two")],
+                },
+                endpoints={"evil": [port], "two": [ports["two"]]},
+            )
+
+        def client(run: Running) -> None:
+            with connect(run.http_port) as sock:
+                sock.sendall(
+                    b"GET /ws HTTP/1.1\r\nHost: a.example.com\r\nConnection: upgrade\r\n"
+                    b"Upgrade: websocket\r\n\r\n"
+                )
+                head, _ = read_answer(sock)
+                assert head.startswith(b"http/1.1 502 ")
+                assert b"connection: close" in head
+            with connect(run.http_port) as sock:  # the proxy serves the others as before
+                sock.sendall(b"GET /b HTTP/1.1\r\nHost: b.example.com\r\n\r\n")
+                head, body = read_answer(sock)
+                assert head.startswith(b"http/1.1 200 ")
+                assert echoed(body)["target"] == "/b"
+
+        run_proxy(tmp_path, make, client)
+
+
+@pytest.mark.parametrize(
+    ("offer", "asked"),
+    [
+        (None, None),
+        (b"websocket", b"websocket"),
+        (b"WebSocket", b"websocket"),
+        (b"h2c", None),
+        (b"h2c, websocket", b"websocket"),
+        (b"websocket/13", None),
+        (b"", None),
+    ],
+)
+def test_only_websocket_is_asked_of_the_upstream(offer: bytes | None, asked: bytes | None) -> None:
+    assert tunnelled_upgrade(offer) == asked
+
+
+def test_a_101_must_switch_to_websocket_alone() -> None:
+    assert switched_to_websocket([(b"upgrade", b"websocket")])
+    assert switched_to_websocket([(b"upgrade", b"WebSocket ")])
+    assert not switched_to_websocket([])
+    assert not switched_to_websocket([(b"upgrade", b"h2c")])
+    assert not switched_to_websocket([(b"upgrade", b"websocket"), (b"upgrade", b"h2c")])
