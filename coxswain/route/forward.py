@@ -12,7 +12,8 @@ Rules:
 2. ``Host`` is the decided host.
 3. ``X-Forwarded-For`` gets the client address appended; ``X-Forwarded-Proto`` and
    ``X-Forwarded-Host`` are set to what the client used (replacing what the client sent:
-   the edge proxy is the authority on them).
+   the edge proxy is the authority on them); the host the client used is the absolute-form
+   target's authority when there was one (RFC 9112 §3.2.2, ``route.target``), else its Host.
 4. Upgrades (:func:`tunnelled_upgrade`): only ``websocket`` (RFC 6455) is asked of the upstream
    and tunnelled after its 101. Any other token is dropped and the request forwarded as plain
    HTTP/1.1, which RFC 9110 §7.8 allows (a server, and so an intermediary, may ignore an
@@ -102,6 +103,7 @@ def forwarded_headers(
     proto: bytes,
     client: bytes | None,
     named: Collection[bytes] | None = None,
+    authority: bytes | None = None,
 ) -> Fields:
     """The header list to send upstream.
 
@@ -112,6 +114,7 @@ def forwarded_headers(
         client: the client's address, or None when unknown (offline explanations).
         named: the ``Connection`` options, lower-cased, when the caller has them already
             (the proxy's parser does); else they are read from ``headers``.
+        authority: the absolute-form target's authority, which the received Host gives way to.
     """
     if named is None:
         named = connection_named(headers)
@@ -133,7 +136,7 @@ def forwarded_headers(
     if forwarded_for:
         out.append((b"x-forwarded-for", b", ".join(forwarded_for)))
     out.append((b"x-forwarded-proto", proto))
-    out.append((b"x-forwarded-host", original_host))
+    out.append((b"x-forwarded-host", original_host if authority is None else authority))
     return out
 
 

@@ -8,6 +8,8 @@ next request on the same connection (or proxy) is unaffected.
 - Only ``websocket`` is tunnelled; any other ``Upgrade`` (``h2c`` first) is forwarded without
   it, ``HTTP2-Settings`` and the ``Connection`` options naming them (``coxswain.route.forward``,
   rule 4). A 101 to anything but websocket is 502.
+- An absolute-form target is routed by its authority, not by Host, and forwarded in origin form
+  with that authority as Host (``coxswain.route.target``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from coxswain.route import RequestHead, select
 from coxswain.route.forward import switched_to_websocket, tunnelled_upgrade
+from coxswain.route.target import Target, origin_form
 from tests.integration.proxy_harness import (
     TIMEOUT,
     Running,
@@ -28,6 +32,7 @@ from tests.integration.proxy_harness import (
     run_proxy,
     snapshot,
 )
+from tests.unit.test_route_select import ingress, path, rule, table_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -232,3 +237,109 @@ def test_a_101_must_switch_to_websocket_alone() -> None:
     assert not switched_to_websocket([])
     assert not switched_to_websocket([(b"upgrade", b"h2c")])
     assert not switched_to_websocket([(b"upgrade", b"websocket"), (b"upgrade", b"h2c")])
+
+
+# --- absolute-form targets ----------------------------------------------------------------------
+
+
+def test_an_absolute_form_target_is_routed_by_its_authority(tmp_path: Path) -> None:
+    def client(run: Running) -> None:
+        with connect(run.http_port) as sock:
+            sock.sendall(b"GET http://b.example.com/x?q=1 HTTP/1.1\r\nHost: a.example.com\r\n\r\n")
+            head, body = read_answer(sock)
+            assert head.startswith(b"http/1.1 200 ")
+            seen = echoed(body)
+            assert seen["backend"] == "two"
+            assert seen["target"] == "/x?q=1"
+            assert seen["header_map"]["host"] == ["b.example.com"]
+            assert seen["header_map"]["x-forwarded-host"] == ["b.example.com"]
+            # the authority names a host whose only rule is /public: /admin is not routed,
+            # whatever Host says (b.example.com routes every path)
+            sock.sendall(b"GET HTTP://A.example.com/admin HTTP/1.1\r\nHost: b.example.com\r\n\r\n")
+            head, _ = read_answer(sock)
+            assert head.startswith(b"http/1.1 404 ")
+            sock.sendall(
+                b"GET http://a.example.com/public/../admin HTTP/1.1\r\nHost: b.example.com\r\n\r\n"
+            )
+            head, _ = read_answer(sock)
+            assert head.startswith(b"http/1.1 404 ")
+            sock.sendall(b"GET http://a.example.com:80 HTTP/1.1\r\nHost: b.example.com\r\n\r\n")
+            head, _ = read_answer(sock)
+            assert head.startswith(b"http/1.1 404 ")  # path "/": not under /public
+            sock.sendall(b"GET http://b.example.com?x HTTP/1.1\r\nHost: a.example.com\r\n\r\n")
+            head, body = read_answer(sock)
+            seen = echoed(body)
+            assert (seen["backend"], seen["target"]) == ("two", "/?x")
+            # an origin-form request on the same connection is routed by Host as before
+            sock.sendall(b"GET /public/y HTTP/1.1\r\nHost: a.example.com\r\n\r\n")
+            head, body = read_answer(sock)
+            seen = echoed(body)
+            assert (seen["backend"], seen["target"]) == ("one", "/public/y")
+            assert seen["header_map"]["x-forwarded-host"] == ["a.example.com"]
+
+    run_proxy(tmp_path, public_only, client)
+
+
+@pytest.mark.parametrize(
+    "target", [b"ftp://b.example.com/x", b"http://user@b.example.com/x", b"http:///x"]
+)
+def test_an_absolute_form_target_the_proxy_cannot_serve_is_400(
+    tmp_path: Path, target: bytes
+) -> None:
+    def client(run: Running) -> None:
+        with connect(run.http_port) as sock:
+            sock.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: b.example.com\r\n\r\n")
+            head, _ = read_answer(sock)
+            assert head.startswith(b"http/1.1 400 ")
+        with connect(run.http_port) as sock:
+            sock.sendall(b"GET /z HTTP/1.1\r\nHost: b.example.com\r\n\r\n")
+            head, body = read_answer(sock)
+            assert echoed(body)["target"] == "/z"
+
+    run_proxy(tmp_path, public_only, client)
+
+
+@pytest.mark.parametrize(
+    ("target", "form"),
+    [
+        ("/a?b", Target("/a?b", None)),
+        ("*", Target("*", None)),
+        ("http://c.example/x", Target("/x", "c.example")),
+        ("HTTPS://c.example:8443", Target("/", "c.example:8443")),
+        ("http://c.example?q", Target("/?q", "c.example")),
+        ("http://[::1]:80/p#f", Target("/p#f", "[::1]:80")),
+    ],
+)
+def test_origin_form_of_a_target(target: str, form: Target) -> None:
+    assert origin_form(target) == form
+
+
+@pytest.mark.parametrize(
+    "target", ["ftp://c.example/x", "http://u@c.example/", "http:///x", "c.example/x", "x"]
+)
+def test_a_target_that_names_no_http_origin_is_a_reason(target: str) -> None:
+    assert isinstance(origin_form(target), str)
+
+
+def test_select_routes_an_absolute_form_target_by_its_authority() -> None:
+    table = table_of(
+        ingress(
+            "hosts",
+            rule("a.example.com", path("/public", "a")),
+            rule("b.example.com", path("/", "b")),
+        )
+    )
+
+    def decide(target: str, host: str) -> Any:
+        return select(
+            table, RequestHead(port=80, method="GET", target=target, host=host, tls=False)
+        )
+
+    found = decide("http://b.example.com/x/../y?q", "a.example.com")
+    assert (found.status, found.backends[0].service) == (None, "b")
+    assert (found.host, found.path, found.authority) == ("b.example.com", "/y?q", "b.example.com")
+    assert decide("http://a.example.com/admin", "b.example.com").status == 404
+    refused = decide("gopher://b.example.com/", "b.example.com")
+    assert (refused.status, refused.matched, refused.backends) == (400, False, ())
+    plain = decide("/x", "b.example.com")
+    assert (plain.host, plain.path, plain.authority) == ("b.example.com", "/x", None)

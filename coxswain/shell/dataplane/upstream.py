@@ -238,6 +238,7 @@ class Forwarder:
             proto=proto,
             client=client_address,
             named=head.connection,
+            authority=None if decision.authority is None else decision.authority.encode("latin-1"),
         )
         try:
             base = _edit(served, base, action.request_headers if action else None)
