@@ -10,17 +10,23 @@ next request on the same connection (or proxy) is unaffected.
   rule 4). A 101 to anything but websocket is 502.
 - An absolute-form target is routed by its authority, not by Host, and forwarded in origin form
   with that authority as Host (``coxswain.route.target``).
+- ``X-Real-IP``, ``Forwarded`` and ``X-Forwarded-*`` from a peer outside ``--trusted-proxies``
+  are dropped; ``X-Real-IP`` and ``X-Forwarded-For`` are the peer's address
+  (``coxswain.route.forward``, rule 3).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import ipaddress
 import socket
 import threading
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from coxswain.cli.listeners import networks
 from coxswain.route import RequestHead, select
 from coxswain.route.forward import switched_to_websocket, tunnelled_upgrade
 from coxswain.route.target import Target, origin_form
@@ -173,6 +179,7 @@ def switching_backend(answer: bytes) -> Iterator[int]:
     try:
         yield listener.getsockname()[1]
     finally:
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the accept
         listener.close()
         thread.join(TIMEOUT)
 
@@ -343,3 +350,74 @@ def test_select_routes_an_absolute_form_target_by_its_authority() -> None:
     assert (refused.status, refused.matched, refused.backends) == (400, False, ())
     plain = decide("/x", "b.example.com")
     assert (plain.host, plain.path, plain.authority) == ("b.example.com", "/x", None)
+
+
+# --- forwarding fields --------------------------------------------------------------------------
+
+FORGED = (
+    b"X-Real-IP: 6.6.6.6\r\nX-Forwarded-For: 6.6.6.6\r\nForwarded: for=6.6.6.6\r\n"
+    b"X-Forwarded-Proto: https\r\nX-Forwarded-Host: evil.example\r\nX-Forwarded-Port: 443\r\n"
+    b"X-Real-Ip: 7.7.7.7\r\n"
+)
+FORGING = {"x-real-ip", "forwarded", "x-forwarded-port"}
+
+
+def forwarding(seen: dict[str, Any]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = seen["header_map"]
+    return {n: v for n, v in found.items() if n in FORGING or n.startswith("x-forwarded-")}
+
+
+@pytest.mark.parametrize("trusted_proxies", ["", "10.0.0.0/8,::1/128"])
+def test_an_untrusted_client_cannot_forge_its_address(tmp_path: Path, trusted_proxies: str) -> None:
+    def client(run: Running) -> None:
+        with connect(run.http_port) as sock:
+            for extra in (FORGED, b""):  # and the next request on the connection alike
+                sock.sendall(b"GET /public HTTP/1.1\r\nHost: a.example.com\r\n" + extra + b"\r\n")
+                head, body = read_answer(sock)
+                assert head.startswith(b"http/1.1 200 ")
+                assert forwarding(echoed(body)) == {
+                    "x-forwarded-for": ["127.0.0.1"],
+                    "x-real-ip": ["127.0.0.1"],
+                    "x-forwarded-proto": ["http"],
+                    "x-forwarded-host": ["a.example.com"],
+                }
+
+    run_proxy(tmp_path, public_only, client, trusted_proxies=trusted_proxies)
+
+
+def test_a_trusted_proxy_keeps_its_fields_and_is_appended(tmp_path: Path) -> None:
+    def client(run: Running) -> None:
+        with connect(run.http_port) as sock:
+            sock.sendall(b"GET /public HTTP/1.1\r\nHost: a.example.com\r\n" + FORGED + b"\r\n")
+            head, body = read_answer(sock)
+            assert head.startswith(b"http/1.1 200 ")
+            assert forwarding(echoed(body)) == {
+                "x-real-ip": ["6.6.6.6", "7.7.7.7"],
+                "x-forwarded-for": ["6.6.6.6, 127.0.0.1"],
+                "forwarded": ["for=6.6.6.6"],
+                "x-forwarded-proto": ["https"],
+                "x-forwarded-host": ["evil.example"],
+                "x-forwarded-port": ["443"],
+            }
+            sock.sendall(b"GET /public HTTP/1.1\r\nHost: a.example.com\r\n\r\n")
+            _, body = read_answer(sock)
+            assert forwarding(echoed(body)) == {
+                "x-forwarded-for": ["127.0.0.1"],
+                "x-real-ip": ["127.0.0.1"],
+                "x-forwarded-proto": ["http"],
+                "x-forwarded-host": ["a.example.com"],
+            }
+
+    run_proxy(tmp_path, public_only, client, trusted_proxies="192.0.2.0/24, 127.0.0.0/8")
+
+
+def test_trusted_proxies_flag_takes_cidrs_and_refuses_anything_else() -> None:
+    assert networks("") == ()
+    assert networks("10.0.0.0/8, fd00::/8,192.0.2.1") == (
+        ipaddress.ip_network("10.0.0.0/8"),
+        ipaddress.ip_network("fd00::/8"),
+        ipaddress.ip_network("192.0.2.1/32"),
+    )
+    for bad in ("10.0.0.1/8", "nope", "10.0.0.0/33"):
+        with pytest.raises(argparse.ArgumentTypeError, match=bad.replace(".", r"\.")):
+            networks(bad)

@@ -62,7 +62,8 @@ def test_ingress_routes_by_host_and_forwards_headers(tmp_path: Path) -> None:
         assert got["target"] == "/x?q=1"
         h = got["header_map"]
         assert h["host"] == ["a.example.com"]
-        assert h["x-forwarded-for"] == ["10.9.9.9, 127.0.0.1"]
+        assert h["x-forwarded-for"] == ["127.0.0.1"]  # the peer is no trusted proxy
+        assert h["x-real-ip"] == ["127.0.0.1"]
         assert h["x-forwarded-proto"] == ["http"]
         assert h["x-forwarded-host"] == ["a.example.com"]
         assert "x-private" not in h

@@ -211,8 +211,11 @@ class Forwarder:
         proto: bytes,
         client_address: bytes | None,
         exchange: Exchange,
+        trusted: bool = False,
     ) -> None:
         """Forward one request whose head was read; fills ``exchange`` as it goes.
+
+        ``trusted``: the client is a trusted proxy (``route.forward``, rule 3).
 
         Raises:
             Answer: a failure before the response head reached the client.
@@ -239,6 +242,7 @@ class Forwarder:
             client=client_address,
             named=head.connection,
             authority=None if decision.authority is None else decision.authority.encode("latin-1"),
+            trusted=trusted,
         )
         try:
             base = _edit(served, base, action.request_headers if action else None)
