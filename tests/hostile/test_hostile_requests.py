@@ -117,6 +117,33 @@ def test_an_h2c_upgrade_is_forwarded_without_it(tmp_path: Path) -> None:
     run_proxy(tmp_path, public_only, client)
 
 
+def test_an_h2c_upgrade_with_a_body_is_forwarded_whole_and_the_connection_carries_on(
+    tmp_path: Path,
+) -> None:
+    def client(run: Running) -> None:
+        with connect(run.http_port) as sock:
+            sock.sendall(
+                b"POST /public/form HTTP/1.1\r\nHost: a.example.com\r\nContent-Length: 5\r\n"
+                b"Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+                b"HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\nhello"
+                b"GET http://b.example.com/after HTTP/1.1\r\nHost: a.example.com\r\n\r\n"
+            )
+            head, body = read_answer(sock)
+            assert head.startswith(b"http/1.1 200 ")
+            seen = echoed(body)
+            assert (seen["method"], seen["target"], seen["body"]) == (
+                "POST",
+                "/public/form",
+                "hello",
+            )
+            assert not names(seen) & {"upgrade", "http2-settings", "connection"}
+            head, body = read_answer(sock)
+            seen = echoed(body)
+            assert (seen["backend"], seen["target"]) == ("two", "/after")
+
+    run_proxy(tmp_path, public_only, client)
+
+
 @pytest.mark.parametrize("offer", [b"h2c", b"shout", b"TLS/1.2", b"h2c, websocket/13", b"h2"])
 def test_an_upgrade_other_than_websocket_is_not_asked_of_the_upstream(
     tmp_path: Path, offer: bytes
