@@ -3,16 +3,23 @@ takes the Ingress ports too), and the proxy settings they describe."""
 
 from __future__ import annotations
 
+import argparse
+import ipaddress
 from typing import TYPE_CHECKING, Final
 
 from coxswain.cli.types import add_log_format, port, seconds
 
 if TYPE_CHECKING:
-    import argparse
-
+    from coxswain.route.forward import Network
     from coxswain.shell.dataplane.server import ProxyConfig
 
-__all__ = ["TIMEOUT_FLAGS", "add_ingress_ports", "add_listener_flags", "proxy_config"]
+__all__ = [
+    "TIMEOUT_FLAGS",
+    "add_ingress_ports",
+    "add_listener_flags",
+    "networks",
+    "proxy_config",
+]
 
 TIMEOUT_FLAGS: Final = (
     (
@@ -62,9 +69,33 @@ def add_listener_flags(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="answer 413 to a request body over N bytes (default: no limit)",
     )
+    parser.add_argument(
+        "--trusted-proxies",
+        type=networks,
+        default=(),
+        metavar="CIDR[,CIDR]",
+        help="peers whose X-Real-IP, Forwarded and X-Forwarded-* are kept (X-Forwarded-For "
+        "appended to); from any other peer they are dropped and X-Real-IP and X-Forwarded-For "
+        "are its address (default: none)",
+    )
     for flag, default, meaning in TIMEOUT_FLAGS:
         parser.add_argument(flag, type=seconds, default=default, metavar="SECONDS", help=meaning)
     add_log_format(parser)
+
+
+def networks(text: str) -> tuple[Network, ...]:
+    """``CIDR[,CIDR]``: IPv4 or IPv6 networks (an address alone is a /32 or /128), no host
+    bits set; empty for none."""
+    found: list[Network] = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            found.append(ipaddress.ip_network(item))
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(f"{item!r} is not a network: {err}") from err
+    return tuple(found)
 
 
 def add_ingress_ports(parser: argparse.ArgumentParser) -> None:
@@ -98,6 +129,7 @@ def proxy_config(args: argparse.Namespace, *, reuse_port: bool) -> ProxyConfig:
         max_body_bytes=args.max_body_bytes,
         reuse_port=reuse_port,
         access_log=True,
+        trusted_proxies=args.trusted_proxies,
         header_timeout=args.client_header_timeout,
         timeouts=Timeouts(
             connect=args.upstream_connect_timeout,

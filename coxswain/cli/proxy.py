@@ -224,6 +224,8 @@ def _worker_command(args: argparse.Namespace) -> list[str]:
     command += ["--log-format", args.log_format]
     if args.max_body_bytes is not None:
         command += ["--max-body-bytes", str(args.max_body_bytes)]
+    if args.trusted_proxies:
+        command += ["--trusted-proxies", ",".join(str(n) for n in args.trusted_proxies)]
     for flag, _, _ in TIMEOUT_FLAGS:
         command += [flag, str(getattr(args, flag[2:].replace("-", "_")))]
     return [*command, _WORKER_FLAG]

@@ -25,6 +25,8 @@ class Decision:
         host: the Host header to forward.
         path: the path and query to forward.
         action: the HTTPRoute rule's action (header edits, mirrors, timeouts), if any.
+        authority: the absolute-form target's authority, which replaced the received Host
+            (``route.target``); None for an origin-form target.
     """
 
     matched: bool
@@ -36,3 +38,4 @@ class Decision:
     backends: tuple[Backend, ...] = ()
     redirect: str | None = None
     action: RouteAction | None = None
+    authority: str | None = None

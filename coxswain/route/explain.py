@@ -33,6 +33,7 @@ def explain(
             host=_wire(decision.host),
             proto=b"https" if head.tls else b"http",
             client=None,
+            authority=None if decision.authority is None else _wire(decision.authority),
         )
         if action is not None and action.request_headers is not None:
             # an edit that is not Latin-1: the proxy answers 500; the headers show what it had

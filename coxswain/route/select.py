@@ -3,6 +3,9 @@
 The proxy calls it for every request; ``coxswain route`` calls it to explain a decision; the
 property tests compare it with a naive matcher written from the spec. Pure.
 
+Before any of these, an absolute-form target is put in origin form and its authority replaces
+Host (``route.target``); a target that cannot be is answered 400.
+
 Order of decisions for the Ingress ports:
 1. Host: the Host header, lower-cased, port and trailing dot removed; exact host, then the
    one-label wildcard, then the catch-all; none → 404.
@@ -20,11 +23,13 @@ Order of decisions for the Ingress ports:
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from coxswain.route.decision import Decision
 from coxswain.route.paths import element_prefixes, normalize_path, split_target
 from coxswain.route.select_gateway import select_gateway
+from coxswain.route.target import origin_form
 
 if TYPE_CHECKING:
     from coxswain.compile.snapshot import PathRule
@@ -59,6 +64,18 @@ def port_of(header: str | None) -> str:
 
 def select(table: RouteTable, head: RequestHead) -> Decision:
     """Decide one request against an indexed snapshot."""
+    form = origin_form(head.target)
+    if isinstance(form, str):
+        return Decision(
+            matched=False, status=400, reason=form, host=head.host or "", path=head.target
+        )
+    if form.authority is None:
+        return _select(table, head)
+    decision = _select(table, dataclasses.replace(head, target=form.target, host=form.authority))
+    return dataclasses.replace(decision, authority=form.authority)
+
+
+def _select(table: RouteTable, head: RequestHead) -> Decision:
     raw_path, query = split_target(head.target)
     path = normalize_path(raw_path)
     forwarded_path = path + query

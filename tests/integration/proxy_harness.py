@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 import h11
 import trio
 
+from coxswain.cli.listeners import networks
 from coxswain.compile.scope import parse_scope
 from coxswain.shell.dataplane.server import Proxy, ProxyConfig
 from coxswain.shell.dataplane.upstream import Timeouts
@@ -141,9 +142,10 @@ async def _echo_connection(
 
 
 async def _echo_upgraded(stream: trio.SocketStream, conn: h11.Connection) -> None:
-    """Switch to a toy protocol: every received chunk comes back upper-cased."""
+    """Switch to the protocol asked for, played as a toy: every received chunk comes back
+    upper-cased."""
     switch = h11.InformationalResponse(
-        status_code=101, headers=[("upgrade", "shout"), ("connection", "upgrade")]
+        status_code=101, headers=[("upgrade", "websocket"), ("connection", "upgrade")]
     )
     await stream.send_all(conn.send(switch))
     rest, _ = conn.trailing_data
@@ -313,6 +315,7 @@ def run_proxy(
     scope: str = "shared",
     header_timeout: float = 60.0,
     timeouts: Timeouts | None = None,
+    trusted_proxies: str = "",
 ) -> None:
     """Start echo backends and a proxy serving ``make_snapshot(ports)``, run ``client`` in a
     thread, then stop everything. ``ports`` maps each backend name to its port, and
@@ -339,6 +342,7 @@ def run_proxy(
                         ingress_https_port=https_port,
                         header_timeout=header_timeout,
                         timeouts=timeouts or Timeouts(),
+                        trusted_proxies=networks(trusted_proxies),
                     ),
                     admin_port=admin_port,
                     poll_interval=0.02,

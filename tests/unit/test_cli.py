@@ -942,6 +942,18 @@ def test_workers_keep_the_log_format_of_their_supervisor():
     assert command[command.index("--log-format") + 1] == "text"
 
 
+def test_workers_trust_the_proxies_their_supervisor_trusts():
+    from coxswain.cli import _parser
+    from coxswain.cli.proxy import _worker_command
+
+    base = ["proxy", "--shared", "--snapshot", "s", "--workers", "2"]
+    assert "--trusted-proxies" not in _worker_command(_parser().parse_args(base))
+    args = _parser().parse_args([*base, "--trusted-proxies", "10.0.0.0/8, fd00::/8"])
+    command = _worker_command(args)
+    assert command[command.index("--trusted-proxies") + 1] == "10.0.0.0/8,fd00::/8"
+    assert _parser().parse_args(command[3:]).trusted_proxies == args.trusted_proxies
+
+
 def help_blocks(command: str) -> dict[str, str]:
     """Each option's entry in ``coxswain COMMAND --help``, by its long flag."""
     from coxswain.cli import _parser

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 
-from coxswain.route.forward import HOP_BY_HOP, forwarded_headers
+from coxswain.route.forward import HOP_BY_HOP, forwarded_headers, trusted_peer
 
 
 def names(headers: list[tuple[bytes, bytes]]) -> list[bytes]:
@@ -78,7 +80,7 @@ def test_fields_named_in_connection_are_removed_when_listed_in_any_case_and_spac
     assert names(out) == [b"host", b"x-kept", b"x-forwarded-proto", b"x-forwarded-host"]
 
 
-def test_x_forwarded_for_gets_the_client_appended_when_the_client_sent_one():
+def test_x_forwarded_for_gets_a_trusted_proxy_appended_to_what_it_sent():
     out = forwarded_headers(
         [
             (b"Host", b"a"),
@@ -88,6 +90,7 @@ def test_x_forwarded_for_gets_the_client_appended_when_the_client_sent_one():
         host=b"a",
         proto=b"http",
         client=b"10.0.0.9",
+        trusted=True,
     )
     assert values(out, b"x-forwarded-for") == [b"1.1.1.1, 2.2.2.2, 3.3.3.3, 10.0.0.9"]
 
@@ -97,9 +100,13 @@ def test_x_forwarded_for_is_the_client_when_the_client_sent_none():
     assert values(out, b"x-forwarded-for") == [b"192.0.2.1"]
 
 
-def test_x_forwarded_for_is_kept_as_sent_when_the_client_is_unknown():
+def test_x_forwarded_for_of_a_trusted_proxy_is_kept_as_sent_when_its_address_is_unknown():
     out = forwarded_headers(
-        [(b"Host", b"a"), (b"X-Forwarded-For", b"1.1.1.1")], host=b"a", proto=b"http", client=None
+        [(b"Host", b"a"), (b"X-Forwarded-For", b"1.1.1.1")],
+        host=b"a",
+        proto=b"http",
+        client=None,
+        trusted=True,
     )
     assert values(out, b"x-forwarded-for") == [b"1.1.1.1"]
     assert b"x-forwarded-for" not in names(
@@ -163,6 +170,78 @@ def test_end_to_end_headers_keep_their_order_and_values_with_names_lower_cased()
         (b"cookie", b"b=2"),
         (b"content-length", b"5"),
         (b"x-forwarded-for", b"10.0.0.1"),
+        (b"x-real-ip", b"10.0.0.1"),
         (b"x-forwarded-proto", b"http"),
         (b"x-forwarded-host", b"a"),
     ]
+
+
+FORGED = [
+    (b"Host", b"a"),
+    (b"X-Real-IP", b"6.6.6.6"),
+    (b"X-Forwarded-For", b"6.6.6.6"),
+    (b"Forwarded", b"for=6.6.6.6;proto=https"),
+    (b"X-Forwarded-Proto", b"https"),
+    (b"X-Forwarded-Host", b"evil.example"),
+    (b"X-Forwarded-Port", b"443"),
+    (b"x-forwarded-prefix", b"/admin"),
+    (b"X-Kept", b"1"),
+]
+
+
+def test_an_untrusted_peer_cannot_forge_forwarding_fields():
+    out = forwarded_headers(FORGED, host=b"a", proto=b"http", client=b"192.0.2.7")
+    assert out == [
+        (b"host", b"a"),
+        (b"x-kept", b"1"),
+        (b"x-forwarded-for", b"192.0.2.7"),
+        (b"x-real-ip", b"192.0.2.7"),
+        (b"x-forwarded-proto", b"http"),
+        (b"x-forwarded-host", b"a"),
+    ]
+
+
+def test_a_trusted_proxy_keeps_its_forwarding_fields_and_gets_appended():
+    out = forwarded_headers(FORGED, host=b"a", proto=b"http", client=b"10.0.0.2", trusted=True)
+    assert out == [
+        (b"host", b"a"),
+        (b"x-real-ip", b"6.6.6.6"),
+        (b"forwarded", b"for=6.6.6.6;proto=https"),
+        (b"x-forwarded-proto", b"https"),
+        (b"x-forwarded-host", b"evil.example"),
+        (b"x-forwarded-port", b"443"),
+        (b"x-forwarded-prefix", b"/admin"),
+        (b"x-kept", b"1"),
+        (b"x-forwarded-for", b"6.6.6.6, 10.0.0.2"),
+    ]
+
+
+def test_a_trusted_proxy_that_sent_none_gets_them_set():
+    out = forwarded_headers(
+        [(b"Host", b"a")], host=b"a", proto=b"https", client=b"10.0.0.2", trusted=True
+    )
+    assert out == [
+        (b"host", b"a"),
+        (b"x-forwarded-for", b"10.0.0.2"),
+        (b"x-real-ip", b"10.0.0.2"),
+        (b"x-forwarded-proto", b"https"),
+        (b"x-forwarded-host", b"a"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("address", "trusted"),
+    [
+        ("10.1.2.3", True),
+        ("::ffff:10.1.2.3", True),
+        ("fd00::1", True),
+        ("11.0.0.1", False),
+        ("fe80::1", False),
+        ("not-an-ip", False),
+        (None, False),
+    ],
+)
+def test_trusted_peer_is_inside_a_configured_network(address, trusted):
+    proxies = (ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("fd00::/8"))
+    assert trusted_peer(address, proxies) is trusted
+    assert trusted_peer(address, ()) is False

@@ -877,3 +877,12 @@ def test_the_controller_and_proxy_commands_accept_every_flag_the_chart_passes(
         pod = deployment(rendered, "coxswain", component)["spec"]["template"]["spec"]
         parsed = _parser().parse_args(pod["containers"][0]["args"])
         assert parsed.handler.__name__ == f"_{component}"
+
+
+def test_trusted_proxies_reach_the_shared_pool() -> None:
+    """`proxy.trustedProxies` becomes one `--trusted-proxies` flag; none by default."""
+    pool = deployment(render(), RELEASE, "proxy")["spec"]["template"]["spec"]["containers"][0]
+    assert "--trusted-proxies" not in args_of(pool)
+    rendered = render({"proxy": {"trustedProxies": ["10.0.0.0/8", "fd00::/8"]}})
+    pool = deployment(rendered, RELEASE, "proxy")["spec"]["template"]["spec"]["containers"][0]
+    assert args_of(pool)["--trusted-proxies"] == ["10.0.0.0/8,fd00::/8"]

@@ -51,6 +51,7 @@ from coxswain.http1 import (
     RequestParser,
     codec_named,
 )
+from coxswain.route.forward import trusted_peer
 from coxswain.route.plan import ListenerSpec, diff_listeners
 from coxswain.shell.dataplane.access_log import AccessLog
 from coxswain.shell.dataplane.connection import Connection
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from coxswain.compile.snapshot import Snapshot
+    from coxswain.route.forward import Network
 
 __all__ = ["HEADER_TIMEOUT", "Proxy", "ProxyConfig"]
 
@@ -97,6 +99,8 @@ class ProxyConfig:
     max_body_bytes: int | None = None  # a request body over it is answered 413
     reuse_port: bool = False  # bind with SO_REUSEPORT: one of several worker processes
     access_log: bool = False  # one JSON line per request on stderr (:mod:`.access_log`)
+    # peers whose X-Real-IP, Forwarded and X-Forwarded-* are kept (route.forward, rule 3)
+    trusted_proxies: tuple[Network, ...] = ()
 
 
 _HEAD_WAIT: Final = object()
@@ -369,7 +373,8 @@ class Proxy:
                 if not served.admits(spec.port, sni, tls.getpeercert(binary_form=True)):
                     return
                 conn = tls
-            await self._requests(conn, spec, client, sni)
+            trusted = trusted_peer(client, self.config.trusted_proxies)
+            await self._requests(conn, spec, client, sni, trusted)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except Exception:  # one connection's bug must not end the others
@@ -382,7 +387,12 @@ class Proxy:
             await trio.aclose_forcefully(conn)
 
     async def _requests(
-        self, conn: trio.abc.Stream, spec: ListenerSpec, client: str | None, sni: str | None
+        self,
+        conn: trio.abc.Stream,
+        spec: ListenerSpec,
+        client: str | None,
+        sni: str | None,
+        trusted: bool,
     ) -> None:
         header_timeout = self.config.header_timeout
         assert self._forwarder is not None
@@ -424,7 +434,9 @@ class Proxy:
                         return
                     if type(event) is not RequestHead:
                         return  # ConnectionClosed
-                    if not await self._request(reader, conn, event, spec, client, sni, inflight):
+                    if not await self._request(
+                        reader, conn, event, spec, client, sni, trusted, inflight
+                    ):
                         return
             finally:
                 self._idle.discard(timer.scope)
@@ -472,6 +484,7 @@ class Proxy:
         spec: ListenerSpec,
         client: str | None,
         sni: str | None,
+        trusted: bool,
         inflight: list[_InFlight],
     ) -> bool:
         """Answer one request; whether the connection may carry another. While a request is
@@ -498,6 +511,7 @@ class Proxy:
                     served=served,
                     proto=b"https" if spec.tls else b"http",
                     client_address=None if client is None else client.encode("latin-1"),
+                    trusted=trusted,
                     exchange=exchange,
                 )
                 keep_alive = keep_alive and exchange.keep_alive

@@ -19,11 +19,13 @@ Rules (docs/architecture.md, "Data-plane rules"):
   ``Content-Length`` (no re-chunking); chunked stays chunked; a close-delimited body is chunked
   for an HTTP/1.1 client, or close-delimited for an HTTP/1.0 one (RFC 9112 §6.3 rule 8).
   Hop-by-hop fields are removed and the response header edits applied.
-- **Upgrade** (RFC 9110 §7.8, WebSocket). A request asking to switch protocols is forwarded
-  with ``Connection: upgrade`` and its ``Upgrade``; on a 101 the proxy relays it and then
-  copies bytes both ways until either side closes (the route's timeout, if any, still bounds
-  the whole exchange). Any other answer is an ordinary response and HTTP/1.1 carries on. A 101
-  nobody asked for is 502.
+- **Upgrade** (RFC 9110 §7.8, WebSocket). A request offering ``websocket`` is forwarded with
+  ``Connection: upgrade`` and ``Upgrade: websocket``; on a 101 to websocket the proxy relays it
+  and then copies bytes both ways until either side closes (the route's timeout, if any, still
+  bounds the whole exchange). Any other answer is an ordinary response and HTTP/1.1 carries on.
+  Any other offer (``h2c`` among them) is forwarded without its upgrade
+  (``route.forward.tunnelled_upgrade`` says why). A 101 nobody asked for, or to another
+  protocol than websocket, is 502.
 - **Mirrors** (``RequestMirror``) get a copy of the request, fire-and-forget (:mod:`.mirror`).
 - **Timeouts** (:class:`Timeouts`): connecting to one endpoint, each wait for the upstream's
   bytes, each wait for the client's body bytes; the route's ``request`` and
@@ -57,7 +59,13 @@ from coxswain.http1 import (
     frame_request_head,
     frame_response_head,
 )
-from coxswain.route.forward import HOP_BY_HOP, apply_edits, forwarded_headers
+from coxswain.route.forward import (
+    HOP_BY_HOP,
+    apply_edits,
+    forwarded_headers,
+    switched_to_websocket,
+    tunnelled_upgrade,
+)
 from coxswain.shell.dataplane.pool import ConnectFailed, connect
 from coxswain.shell.dataplane.wire import RECEIVE_SIZE, EventReader, Timer, Watchdog
 
@@ -203,8 +211,11 @@ class Forwarder:
         proto: bytes,
         client_address: bytes | None,
         exchange: Exchange,
+        trusted: bool = False,
     ) -> None:
         """Forward one request whose head was read; fills ``exchange`` as it goes.
+
+        ``trusted``: the client is a trusted proxy (``route.forward``, rule 3).
 
         Raises:
             Answer: a failure before the response head reached the client.
@@ -230,14 +241,17 @@ class Forwarder:
             proto=proto,
             client=client_address,
             named=head.connection,
+            authority=None if decision.authority is None else decision.authority.encode("latin-1"),
+            trusted=trusted,
         )
         try:
             base = _edit(served, base, action.request_headers if action else None)
             headers = _edit(served, base, backend.request_headers)
         except ValueError as err:
             raise Answer(500, f"the request cannot be forwarded as configured: {err}") from err
+        upgrade = tunnelled_upgrade(head.upgrade)
         tee = None
-        if action is not None and action.mirrors and self.mirrors is not None and not head.upgrade:
+        if action is not None and action.mirrors and self.mirrors is not None and not upgrade:
             tee = self._mirror(action.mirrors, served, head, routed.target, base)
         # The client connection's timer bounds the exchange: each wait for either peer, and
         # the route's timeout as its scope's deadline. When it fires, the cancellation ends
@@ -251,6 +265,7 @@ class Forwarder:
                 client=client,
                 client_stream=client_stream,
                 head=head,
+                upgrade=upgrade,
                 headers=headers,  # the mirrors' heads were framed from ``base`` already
                 served=served,
                 decision=decision,
@@ -306,6 +321,7 @@ class Forwarder:
         client: EventReader,
         client_stream: trio.abc.SendStream,
         head: RequestHead,
+        upgrade: bytes | None,
         headers: Fields,
         served: Served,
         decision: Decision,
@@ -319,8 +335,8 @@ class Forwarder:
         pool = self.pool
         if head.chunked:
             headers.append((b"transfer-encoding", b"chunked"))
-        if head.upgrade is not None:  # RFC 9110 §7.8: asked again of the upstream, hop by hop
-            headers.extend([(b"connection", b"upgrade"), (b"upgrade", head.upgrade)])
+        if upgrade is not None:  # RFC 9110 §7.8: asked again of the upstream, hop by hop
+            headers.extend([(b"connection", b"upgrade"), (b"upgrade", upgrade)])
         elif pool is None:
             headers.append((b"connection", b"close"))
         try:  # every field came from the parser or passed Served.edits: only the line is checked
@@ -358,7 +374,7 @@ class Forwarder:
                         body_read = True
                     reader, parser = self._response_reader(upstream, timer)
                     parser.expect_response(head.method)
-                    response = await _final_head(reader, upgrading=head.upgrade is not None)
+                    response = await _final_head(reader, upgrading=upgrade is not None)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, Answer) as err:
                     if reused and may_retry:
                         idle_ok = False  # the retry opens a new connection
@@ -367,6 +383,8 @@ class Forwarder:
                         raise
                     raise Answer(502, f"the upstream connection broke: {err}", address) from err
                 if response.status == 101:
+                    if not switched_to_websocket(response.headers):
+                        raise Answer(502, "the upstream switched to another protocol", address)
                     await _tunnel(client, client_stream, reader, upstream, response, exchange)
                     return
                 reusable = await _send_response(
