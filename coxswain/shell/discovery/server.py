@@ -59,7 +59,8 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "GRPC_OPTIONS",
+    "CLIENT_GRPC_OPTIONS",
+    "SERVER_GRPC_OPTIONS",
     "WIRE_VERSION",
     "DiscoveryServer",
     "NodeObservation",
@@ -75,12 +76,19 @@ _log = logging.getLogger("coxswain.shell.discovery")
 # full Snapshots, and an old server ignores the flag and a new client takes its full Snapshots.
 WIRE_VERSION: Final = 1
 
-# gRPC's default receive limit is 4 MiB; a 10,000-route snapshot is already 2 MB. Both sides
-# (this server, .client) raise both limits (a full Snapshot starts every stream).
-_MESSAGE_LIMIT: Final = 256 * 1024 * 1024
-GRPC_OPTIONS: Final = (
-    ("grpc.max_send_message_length", _MESSAGE_LIMIT),
-    ("grpc.max_receive_message_length", _MESSAGE_LIMIT),
+# gRPC's default receive limit is 4 MiB; a 10,000-route snapshot is already 2 MB, so snapshots
+# (server to client) may be up to 256 MiB. What a client sends (Subscribe, Ack, Nack,
+# NodeStatus) is small, and the client is the untrusted side: the server receives at most
+# 4 MiB, so a client cannot make it buffer more.
+_SNAPSHOT_LIMIT: Final = 256 * 1024 * 1024
+_REPORT_LIMIT: Final = 4 * 1024 * 1024
+SERVER_GRPC_OPTIONS: Final = (
+    ("grpc.max_send_message_length", _SNAPSHOT_LIMIT),
+    ("grpc.max_receive_message_length", _REPORT_LIMIT),
+)
+CLIENT_GRPC_OPTIONS: Final = (
+    ("grpc.max_send_message_length", _REPORT_LIMIT),
+    ("grpc.max_receive_message_length", _SNAPSHOT_LIMIT),
 )
 # POLICY: how many versions a scope keeps as delta bases (each is one dict of parts; the
 # encoded resources themselves are shared between versions). A stream further behind gets a
@@ -411,7 +419,7 @@ async def _start_server(
     port: int,
     credentials: ServerCredentials | ServerCertificate | None,
 ) -> Any:
-    grpc_server = grpc.aio.server(options=GRPC_OPTIONS)
+    grpc_server = grpc.aio.server(options=SERVER_GRPC_OPTIONS)
     # Not the generated add_DiscoveryServicer_to_server: Stream writes ServerMessages already
     # serialised (once per version and base, shared by every stream), so the response
     # serializer passes the bytes through.
