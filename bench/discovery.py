@@ -117,7 +117,7 @@ if TYPE_CHECKING:
     from pyrsistent.typing import PMap
 
     from coxswain.compile.snapshot import Snapshot
-    from coxswain.shell.discovery.server import NodeObservation
+    from coxswain.shell.discovery.server import NodeKey, NodeObservation
 
 ROUTES = 10_000
 QUICK_ROUTES = 100
@@ -376,7 +376,7 @@ async def _fanout(base: Snapshot, subscribers: int, deltas: int) -> dict[str, An
                         on_snapshot=partial(probe.on_snapshot, i),
                     )
                 )
-            await server.wait_fleet(lambda f: all(n in f and f[n].connected for n in nodes))
+            await server.wait_fleet(lambda f: set(nodes) <= {n for _, n in f})
             measured["connect_s"] = time.perf_counter() - connect_started
             snapshots = [variant(base, number) for number in range(deltas + 1)]
             measured["full"] = await _measure(server, probe, nodes, snapshots[:1])
@@ -424,15 +424,16 @@ def _all_acked(
     acks: dict[str, float],
     started: float,
     clock: Callable[[], float] = time.perf_counter,
-) -> Callable[[PMap[str, NodeObservation]], bool]:
+) -> Callable[[PMap[NodeKey, NodeObservation]], bool]:
     """A ``wait_fleet`` predicate: every node has acked ``version``. It runs at each fleet
     change and notes in ``acks`` when it first saw each node's Ack (seconds after
     ``started``)."""
 
-    def check(fleet: PMap[str, NodeObservation]) -> bool:
+    def check(fleet: PMap[NodeKey, NodeObservation]) -> bool:
         seen = clock() - started
+        by_node = {node: entry.acked_version for (_, node), entry in fleet.items()}
         for node in nodes:
-            if node not in acks and node in fleet and fleet[node].acked_version == version:
+            if node not in acks and by_node.get(node) == version:
                 acks[node] = seen
         return len(acks) == len(nodes)
 
@@ -538,7 +539,7 @@ async def _fanout_processes(
                     outputs.append(bytearray())
                     nursery.start_soon(_read_all, child.stdout, outputs[-1])
                 with trio.fail_after(PUBLISH_TIMEOUT_S):
-                    await server.wait_fleet(lambda f: all(n in f and f[n].connected for n in nodes))
+                    await server.wait_fleet(lambda f: set(nodes) <= {n for _, n in f})
                 measured["connect_s"] = time.monotonic() - connect_started
                 snapshots = [variant(base, number) for number in range(deltas + 1)]
                 published: dict[str, float] = {}

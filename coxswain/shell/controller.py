@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile import CompileConfig, Scope, Snapshot
     from coxswain.shell.discovery.ca import CertificateAuthority
-    from coxswain.shell.discovery.server import DiscoveryServer, NodeObservation
+    from coxswain.shell.discovery.server import DiscoveryServer, NodeKey, NodeObservation
 
 __all__ = ["ControllerSettings", "run_controller", "run_until_terminated"]
 
@@ -342,7 +342,7 @@ class _Reconciler:
         return self._status.failures + self._provisioner.failures > failures
 
     def _programmed(
-        self, current: dict[str, int], fleet: PMap[str, NodeObservation]
+        self, current: dict[str, int], fleet: PMap[NodeKey, NodeObservation]
     ) -> frozenset[tuple[str, int]]:
         """``(ns/name, port)`` of each Gateway port a connected proxy bound after acking a
         snapshot of the Gateway's ``current`` generation (docs/contracts.md, ``Programmed``)."""
@@ -355,7 +355,7 @@ class _Reconciler:
             for port in node.bound_ports
         )
 
-    def _shared_served(self, fleet: PMap[str, NodeObservation]) -> frozenset[str]:
+    def _shared_served(self, fleet: PMap[NodeKey, NodeObservation]) -> frozenset[str]:
         """The Gateways some shared proxy has acked a snapshot of."""
         return frozenset().union(
             *(
@@ -366,7 +366,7 @@ class _Reconciler:
         )
 
     def _forget_versions(
-        self, snapshots: PMap[Scope, Snapshot], fleet: PMap[str, NodeObservation]
+        self, snapshots: PMap[Scope, Snapshot], fleet: PMap[NodeKey, NodeObservation]
     ) -> None:
         """Keep the served-Gateway sets of current and acked versions only."""
         keep = {s.version for s in snapshots.values()} | {n.acked_version for n in fleet.values()}
@@ -375,8 +375,8 @@ class _Reconciler:
 
 
 def _other_than(
-    before: PMap[str, NodeObservation],
-) -> Callable[[PMap[str, NodeObservation]], bool]:
+    before: PMap[NodeKey, NodeObservation],
+) -> Callable[[PMap[NodeKey, NodeObservation]], bool]:
     return lambda fleet: fleet is not before
 
 

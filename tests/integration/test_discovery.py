@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import gc
-import queue
 import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -17,7 +16,11 @@ from pyrsistent import pmap, pvector
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain._proto.discovery.v1 import discovery_pb2_grpc as pb_grpc
 from coxswain.compile.scope import GatewayScope, Scope, SharedPool
-from coxswain.compile.snapshot import Certificate, Endpoint, IngressTable, Snapshot
+from coxswain.compile.snapshot import (
+    Certificate,
+    Endpoint,
+    Snapshot,
+)
 from coxswain.shell.discovery import aio_bridge
 from coxswain.shell.discovery import client as discovery_client
 from coxswain.shell.discovery.ca import CertificateAuthority, ProxyIdentity, create_ca
@@ -29,6 +32,8 @@ from coxswain.shell.discovery.server import (
     open_discovery_server,
 )
 from coxswain.shell.discovery.tls import ClientCredentials, ServerCredentials
+
+from .discovery_harness import RawClient, entries, entry, listening
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -62,16 +67,12 @@ def client_creds(ca: CertificateAuthority, namespace: str, name: str) -> ClientC
     return ClientCredentials(cert_pem=issued.cert_pem, key_pem=issued.key_pem, ca_pem=ca.cert_pem)
 
 
-def snap(version: str, scope: Scope | None = None) -> Snapshot:
-    return Snapshot(
-        version=version,
-        scope=scope or SharedPool(),
-        ingress=IngressTable(http_port=8080, https_port=8443),
-    )
+def snap(version: str, scope: Scope | None = None, ports: tuple[int, ...] = ()) -> Snapshot:
+    return listening(version, scope or SharedPool(), ports)
 
 
 def acked(node: str, version: str) -> Callable[[PMap[str, NodeObservation]], bool]:
-    return lambda fleet: node in fleet and fleet[node].acked_version == version
+    return lambda fleet: any(e.acked_version == version for e in entries(fleet, node))
 
 
 def start_client(
@@ -138,17 +139,17 @@ def test_shared_client_gets_the_snapshot_then_only_the_newest_after_its_ack(
             )
             assert await recv.receive() == "v1"
             server.publish(SharedPool(), snap("v2"))
-            server.publish(SharedPool(), snap("v3"))
+            server.publish(SharedPool(), snap("v3", ports=(8080, 8443)))
             gate.set()
             assert await recv.receive() == "v3"
             fleet = await server.wait_fleet(acked("shared-0", "v3"))
             assert received == ["v1", "v3"]
-            assert fleet["shared-0"].scope == SharedPool()
-            assert fleet["shared-0"].identity == ProxyIdentity(
+            assert entry(fleet, "shared-0").scope == SharedPool()
+            assert entry(fleet, "shared-0").identity == ProxyIdentity(
                 trust_domain="coxswain.test", namespace="coxswain", name="shared"
             )
             await ports_send.send(frozenset({8080, 8443}))
-            await server.wait_fleet(lambda f: f["shared-0"].bound_ports == frozenset({8080, 8443}))
+            await server.wait_fleet(lambda f: entry(f, "shared-0").bound_ports == {8080, 8443})
             nursery.cancel_scope.cancel()
 
     run(main)
@@ -187,13 +188,13 @@ def test_dedicated_identity_is_refused_the_shared_pool_and_other_gateways(
             assert server.refusals == 3
             stranger = create_ca(trust_domain="coxswain.test", now=NOW)
             foreign = client_creds(stranger, "coxswain", "shared")
-            assert server.fleet.get("refused") is None
+            assert not entries(server.fleet, "refused")
             # A certificate from another CA fails the TLS handshake before any RPC.
             subscribe = pb.Subscribe(node_id="foreign", wire_version=WIRE_VERSION)
             with pytest.raises(grpc.RpcError) as info:
                 await trio.to_thread.run_sync(_raw_subscribe, address, foreign, subscribe)
             assert info.value.code() == grpc.StatusCode.UNAVAILABLE
-            assert "foreign" not in server.fleet
+            assert not entries(server.fleet, "foreign")
 
     run(main)
 
@@ -219,7 +220,7 @@ def test_unknown_gateway_scope_waits_until_its_first_snapshot(ca: CertificateAut
                 node_id="web-0",
                 scope=scope,
             )
-            await server.wait_fleet(lambda f: "web-0" in f and f["web-0"].connected)
+            await server.wait_fleet(lambda f: bool(entries(f, "web-0")))
             assert not got.is_set()
             server.publish(scope, snap("g1", scope))
             await got.wait()
@@ -325,8 +326,8 @@ def test_nack_keeps_the_stream_and_the_next_snapshot_arrives(ca: CertificateAuth
             server.publish(SharedPool(), snap("good"))
             assert await recv.receive() == "good"
             fleet = await server.wait_fleet(acked("shared-0", "good"))
-            assert fleet["shared-0"].streams == 1
-            assert fleet["shared-0"].last_nack == "bad: ValueError: cannot apply"
+            assert entry(fleet, "shared-0").streams == 1
+            assert entry(fleet, "shared-0").last_nack == "bad: ValueError: cannot apply"
             nursery.cancel_scope.cancel()
 
     run(main)
@@ -381,7 +382,7 @@ def test_plaintext_mode_serves_when_explicitly_insecure() -> None:
             start_client(nursery, server.port, on_snapshot, None, node_id="local")
             await got.wait()
             fleet = await server.wait_fleet(acked("local", "v1"))
-            assert fleet["local"].identity is None
+            assert entry(fleet, "local").identity is None
             nursery.cancel_scope.cancel()
 
     run(main)
@@ -510,33 +511,6 @@ def test_a_delta_client_applies_deltas_to_exactly_the_published_snapshots(
     assert applied_deltas == ["v2", "v3"]
 
 
-class _RawClient:
-    """A blocking client driven message by message (``next`` in a trio worker thread), so a
-    test can subscribe without deltas, as proxies before them did, or Nack on purpose."""
-
-    def __init__(self, address: str, creds: ClientCredentials, subscribe: pb.Subscribe) -> None:
-        channel_creds = grpc.ssl_channel_credentials(
-            root_certificates=creds.ca_pem,
-            private_key=creds.key_pem,
-            certificate_chain=creds.cert_pem,
-        )
-        self._requests: queue.Queue[pb.ClientMessage | None] = queue.Queue()
-        self._requests.put(pb.ClientMessage(subscribe=subscribe))
-        self._channel = grpc.secure_channel(address, channel_creds)
-        stream = pb_grpc.DiscoveryStub(self._channel).Stream
-        self._responses = stream(iter(self._requests.get, None), timeout=TIMEOUT)
-
-    async def next(self) -> pb.ServerMessage:
-        return await trio.to_thread.run_sync(next, self._responses)
-
-    def send(self, message: pb.ClientMessage) -> None:
-        self._requests.put(message)
-
-    def close(self) -> None:
-        self._requests.put(None)
-        self._channel.close()
-
-
 @pytest.mark.parametrize("accept_deltas", [False, True])
 def test_only_a_client_that_accepts_deltas_gets_them(
     ca: CertificateAuthority, accept_deltas: bool
@@ -547,7 +521,7 @@ def test_only_a_client_that_accepts_deltas_gets_them(
             subscribe = pb.Subscribe(
                 node_id="raw", wire_version=WIRE_VERSION, accept_deltas=accept_deltas
             )
-            client = _RawClient(
+            client = RawClient(
                 f"127.0.0.1:{server.port}", client_creds(ca, "coxswain", "shared"), subscribe
             )
             try:
@@ -572,7 +546,7 @@ def test_only_a_client_that_accepts_deltas_gets_them(
 def test_a_proxy_that_reconnects_before_its_old_stream_ends_stays_connected(
     ca: CertificateAuthority,
 ) -> None:
-    """The fleet is keyed by node id: the end of the old stream must not mark the node
+    """The fleet is keyed by identity and node id: the end of the old stream must not mark the node
     disconnected while its new stream is open (the controller reads Programmed from it)."""
 
     async def main() -> None:
@@ -580,19 +554,19 @@ def test_a_proxy_that_reconnects_before_its_old_stream_ends_stays_connected(
             server.publish(SharedPool(), snap("v1"))
             subscribe = pb.Subscribe(node_id="shared-0", wire_version=WIRE_VERSION)
             address, creds = f"127.0.0.1:{server.port}", client_creds(ca, "coxswain", "shared")
-            old = _RawClient(address, creds, subscribe)
+            old = RawClient(address, creds, subscribe)
             assert (await old.next()).WhichOneof("message") == "snapshot"
-            new = _RawClient(address, creds, subscribe)
+            new = RawClient(address, creds, subscribe)
             try:
                 assert (await new.next()).WhichOneof("message") == "snapshot"
-                await server.wait_fleet(lambda f: f["shared-0"].live == 2)
+                await server.wait_fleet(lambda f: entry(f, "shared-0").live == 2)
                 old.close()
-                await server.wait_fleet(lambda f: f["shared-0"].live == 1)
-                assert server.fleet["shared-0"].connected
-                assert server.fleet["shared-0"].streams == 2
+                await server.wait_fleet(lambda f: entry(f, "shared-0").live == 1)
+                assert entry(server.fleet, "shared-0").connected
+                assert entry(server.fleet, "shared-0").streams == 2
             finally:
                 new.close()
-            await server.wait_fleet(lambda f: not f["shared-0"].connected)
+            await server.wait_fleet(lambda f: not entries(f, "shared-0"))  # pruned
 
     run(main)
 
@@ -602,7 +576,7 @@ def test_a_nacked_delta_is_followed_by_the_same_version_in_full(ca: CertificateA
         async with open_discovery_server(credentials=server_creds(ca), policy=allow) as server:
             server.publish(SharedPool(), with_endpoints("v1", a_s_80="10.0.0.1"))
             subscribe = pb.Subscribe(node_id="raw", wire_version=WIRE_VERSION, accept_deltas=True)
-            client = _RawClient(
+            client = RawClient(
                 f"127.0.0.1:{server.port}", client_creds(ca, "coxswain", "shared"), subscribe
             )
             try:
@@ -652,7 +626,9 @@ def test_node_status_goes_out_before_any_snapshot_and_while_one_is_applied(
 ) -> None:
     """The Subscribe is written before anything else; a NodeStatus is not held back by the
     client waiting for the scope's first snapshot nor by an ``on_snapshot`` still running,
-    and the Ack follows once it returns, on the same stream."""
+    and the Ack follows once it returns, on the same stream. The server holds a claim made
+    before the stream was sent any version, and counts its ports once the version shows
+    them to be the scope's."""
 
     async def main() -> None:
         scope = GatewayScope("team", "web")
@@ -677,15 +653,16 @@ def test_node_status_goes_out_before_any_snapshot_and_while_one_is_applied(
                 scope=scope,
                 bound_ports=ports_recv,
             )
-            await server.wait_fleet(lambda f: "web-0" in f and f["web-0"].bound_ports == {80})
-            server.publish(scope, snap("g1", scope))
+            await server.wait_fleet(lambda f: bool(entries(f, "web-0")))
+            server.publish(scope, snap("g1", scope, ports=(80, 443)))
             await applying.wait()
+            await server.wait_fleet(lambda f: entry(f, "web-0").bound_ports == {80})
             await ports_send.send(frozenset({80, 443}))
-            await server.wait_fleet(lambda f: f["web-0"].bound_ports == {80, 443})
-            assert server.fleet["web-0"].acked_version is None
+            await server.wait_fleet(lambda f: entry(f, "web-0").bound_ports == {80, 443})
+            assert entry(server.fleet, "web-0").acked_version is None
             gate.set()
             await server.wait_fleet(acked("web-0", "g1"))
-            assert server.fleet["web-0"].streams == 1
+            assert entry(server.fleet, "web-0").streams == 1
             nursery.cancel_scope.cancel()
 
     run(main)

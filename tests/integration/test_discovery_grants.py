@@ -1,6 +1,7 @@
 """A stream whose identity loses its grant gets no newer snapshot until the grant returns
-(shell.discovery): the policy is asked before each version is sent, not only at subscription.
-Real gRPC over mutual TLS."""
+(shell.discovery): the policy is asked before each version is sent, not only at subscription;
+the stream is kept for the grace ``REVOKED_GRACE`` (tests/hostile/test_hostile_discovery.py
+checks it is ended after). Real gRPC over mutual TLS."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from coxswain.shell.discovery.ca import create_ca
 from coxswain.shell.discovery.client import stream_snapshots
 from coxswain.shell.discovery.server import granted_by, open_discovery_server
 from coxswain.shell.discovery.tls import ClientCredentials, ServerCredentials
+
+from .discovery_harness import entry
 
 NOW = datetime.datetime.now(datetime.UTC)
 SHARED = ("coxswain", "shared")
@@ -63,12 +66,12 @@ def test_a_stream_that_lost_its_grant_gets_nothing_newer_until_it_returns() -> N
                 )
             )
             assert await receive.receive() == "v1"
-            await discovery.wait_fleet(lambda f: f["shared-0"].acked_version == "v1")
+            await discovery.wait_fleet(lambda f: entry(f, "shared-0").acked_version == "v1")
             grants.clear()  # the grant is revoked: v2 is withheld
             discovery.publish(SharedPool(), _snapshot("v2"))
             await trio.sleep(0.5)
             assert received == ["v1"]
-            assert discovery.fleet["shared-0"].connected  # the stream stays
+            assert entry(discovery.fleet, "shared-0").connected  # the stream stays, for a grace
             grants[SHARED] = SharedPool()  # it comes back: the next version goes out
             discovery.publish(SharedPool(), _snapshot("v3"))
             assert await receive.receive() == "v3"

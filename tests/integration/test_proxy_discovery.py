@@ -15,10 +15,10 @@ import trio
 from coxswain.compile.scope import SharedPool
 from coxswain.compile.snapshot_json import snapshot_from_data
 from coxswain.shell.discovery.ca import create_ca
-from coxswain.shell.discovery.server import NodeObservation, open_discovery_server
+from coxswain.shell.discovery.server import NodeKey, NodeObservation, open_discovery_server
 from coxswain.shell.discovery.tls import ServerCredentials
 
-from .discovery_harness import NOW, TIMEOUT, allow, command, proxy_files
+from .discovery_harness import NOW, TIMEOUT, allow, command, entries, entry, proxy_files
 from .proxy_harness import free_port, ingress_path, serve_echo, snapshot
 
 if TYPE_CHECKING:
@@ -46,13 +46,16 @@ def test_a_proxy_process_serves_what_discovery_sends_and_reports_its_ports(
         cert_pem=issued.cert_pem, key_pem=issued.key_pem, ca_pem=ca.cert_pem
     )
     tls = proxy_files(tmp_path, ca, "shared")
-    http_port = free_port()
+    http_port, gateway_port = free_port(), free_port()
 
     # with --workers N each worker subscribes as its own node: <node-id>-<slot>
     nodes = ["shared-0"] if workers == 1 else [f"shared-0-{slot}" for slot in range(workers)]
 
-    def served(fleet: PMap[str, NodeObservation]) -> bool:
-        return all(node in fleet and http_port in fleet[node].bound_ports for node in nodes)
+    def served(fleet: PMap[NodeKey, NodeObservation]) -> bool:
+        # a Gateway listener's port: the server counts only ports of the scope's snapshot
+        return all(
+            any(gateway_port in e.bound_ports for e in entries(fleet, node)) for node in nodes
+        )
 
     async def main() -> None:
         with trio.fail_after(TIMEOUT):
@@ -62,7 +65,9 @@ def test_a_proxy_process_serves_what_discovery_sends_and_reports_its_ports(
             ):
                 backend = await nursery.start(serve_echo, "one")
                 data = snapshot(
-                    hosts={"a.example.com": [ingress_path("one")]}, endpoints={"one": [backend]}
+                    hosts={"a.example.com": [ingress_path("one")]},
+                    endpoints={"one": [backend]},
+                    gateway_port=gateway_port,
                 )
                 server.publish(SharedPool(), snapshot_from_data(data))
                 address = f"127.0.0.1:{server.port}"
@@ -71,8 +76,8 @@ def test_a_proxy_process_serves_what_discovery_sends_and_reports_its_ports(
                 )
                 try:
                     fleet = await server.wait_fleet(served)
-                    assert sorted(fleet) == nodes
-                    assert {fleet[node].acked_version for node in nodes} == {"sha256:test"}
+                    assert sorted(node for _, node in fleet) == nodes
+                    assert {entry(fleet, node).acked_version for node in nodes} == {"sha256:test"}
                     status, body = await trio.to_thread.run_sync(get, http_port)
                     assert status == 200
                     assert b'"backend": "one"' in body

@@ -25,7 +25,7 @@ from coxswain.shell.backoff import Backoff
 from coxswain.shell.discovery.aio_bridge import AsyncioThread, client_bridge
 from coxswain.shell.discovery.codec import decode_snapshot, encode_scope
 from coxswain.shell.discovery.resources import apply_delta
-from coxswain.shell.discovery.server import GRPC_OPTIONS, WIRE_VERSION
+from coxswain.shell.discovery.server import CLIENT_GRPC_OPTIONS, WIRE_VERSION
 from coxswain.shell.discovery.tls import channel_credentials
 
 if TYPE_CHECKING:
@@ -244,10 +244,10 @@ class _ClientSession:
 
     async def _open(self) -> tuple[Any, Any]:
         if self._credentials is None:
-            channel = grpc.aio.insecure_channel(self._address, options=GRPC_OPTIONS)
+            channel = grpc.aio.insecure_channel(self._address, options=CLIENT_GRPC_OPTIONS)
         else:
             creds = channel_credentials(self._credentials)
-            channel = grpc.aio.secure_channel(self._address, creds, options=GRPC_OPTIONS)
+            channel = grpc.aio.secure_channel(self._address, creds, options=CLIENT_GRPC_OPTIONS)
         return channel, pb_grpc.DiscoveryStub(channel).Stream()
 
     async def _write(self, call: Any, message: pb.ClientMessage) -> None:

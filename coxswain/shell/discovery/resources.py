@@ -181,6 +181,7 @@ class EncodedVersion:
     parts: dict[Key, _Part]
     changed: list[Key]  # re-encoded since the previous encoding (every key at the first)
     removed: list[Key]  # gone since the previous encoding
+    ports: frozenset[int]  # the listener ports a proxy serving it binds: what it may report
     _full: bytes | None = None
     _deltas: dict[str, bytes] = field(default_factory=dict)
 
@@ -322,6 +323,9 @@ class ResourceCache:
             parts={key: part for key, (_, part) in current.items()},
             changed=changed,
             removed=removed,
+            ports=frozenset(
+                h.target_port for h in snapshot.listener_health if h.ready and h.target_port
+            ),
         )
 
 

@@ -13,8 +13,17 @@ FAILED_PRECONDITION; no scope means SharedPool; a scope with no kind is INVALID_
 peer identity (the client certificate's URI SAN) must be allowed the scope by the policy, else
 PERMISSION_DENIED. An unknown scope waits for its first snapshot. Then one snapshot is in flight
 per stream; newer ones are coalesced until the Ack or Nack. A Nack keeps the stream. The policy
-is asked again before each version is sent: a stream whose identity lost the scope's grant gets
-nothing newer until the grant returns (it is not ended: grants can flicker during a change).
+is asked again before each version is sent and at least every ``REVOKED_GRACE``: a stream whose
+identity lost the scope's grant gets nothing newer, and is ended with PERMISSION_DENIED once the
+grant has stayed away ``REVOKED_GRACE`` (grants flicker during a change).
+
+Reports are bound to the stream that sends them: an Ack or Nack counts only for the version that
+stream was sent last, a NodeStatus only for the ports of the stream's scope (the listener ports
+of the versions it was sent and of the scope's current one); anything else is ignored, logged and
+counted in ``ignored_reports``, and the stream stays (a stale Ack is a normal race, and a proxy
+that reconnects still has the previous version's ports bound until the new one is applied). The
+fleet is keyed by (identity, node id), so one identity cannot write another's entry, and an
+entry is removed when its last stream ends: the fleet holds at most one entry per open stream.
 
 Incremental delivery (``shell.discovery.resources``; for latency at 10,000 routes and 100
 subscribers): a stream whose Subscribe set ``accept_deltas`` gets, after its first full
@@ -59,9 +68,12 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "GRPC_OPTIONS",
+    "CLIENT_GRPC_OPTIONS",
+    "REVOKED_GRACE",
+    "SERVER_GRPC_OPTIONS",
     "WIRE_VERSION",
     "DiscoveryServer",
+    "NodeKey",
     "NodeObservation",
     "ScopePolicy",
     "granted_by",
@@ -75,13 +87,25 @@ _log = logging.getLogger("coxswain.shell.discovery")
 # full Snapshots, and an old server ignores the flag and a new client takes its full Snapshots.
 WIRE_VERSION: Final = 1
 
-# gRPC's default receive limit is 4 MiB; a 10,000-route snapshot is already 2 MB. Both sides
-# (this server, .client) raise both limits (a full Snapshot starts every stream).
-_MESSAGE_LIMIT: Final = 256 * 1024 * 1024
-GRPC_OPTIONS: Final = (
-    ("grpc.max_send_message_length", _MESSAGE_LIMIT),
-    ("grpc.max_receive_message_length", _MESSAGE_LIMIT),
+# gRPC's default receive limit is 4 MiB; a 10,000-route snapshot is already 2 MB, so snapshots
+# (server to client) may be up to 256 MiB. What a client sends (Subscribe, Ack, Nack,
+# NodeStatus) is small, and the client is the untrusted side: the server receives at most
+# 4 MiB, so a client cannot make it buffer more.
+_SNAPSHOT_LIMIT: Final = 256 * 1024 * 1024
+_REPORT_LIMIT: Final = 4 * 1024 * 1024
+SERVER_GRPC_OPTIONS: Final = (
+    ("grpc.max_send_message_length", _SNAPSHOT_LIMIT),
+    ("grpc.max_receive_message_length", _REPORT_LIMIT),
 )
+CLIENT_GRPC_OPTIONS: Final = (
+    ("grpc.max_send_message_length", _REPORT_LIMIT),
+    ("grpc.max_receive_message_length", _SNAPSHOT_LIMIT),
+)
+# POLICY: how long a stream whose identity lost the scope's grant is kept (getting nothing
+# newer) before it is ended with PERMISSION_DENIED. Grants flicker while a Gateway changes
+# (docs/contracts.md); a grant that stays away this long is gone. The grant is asked at least
+# this often, so such a stream ends between one and two of these after the grant went.
+REVOKED_GRACE: Final = 30.0
 # POLICY: how many versions a scope keeps as delta bases (each is one dict of parts; the
 # encoded resources themselves are shared between versions). A stream further behind gets a
 # full Snapshot.
@@ -89,6 +113,9 @@ _RETAINED: Final = 8
 
 ScopePolicy = Callable[[ProxyIdentity, Scope], bool]
 """Whether an identity may subscribe to a scope (the server's authorisation rule)."""
+
+NodeKey = tuple["ProxyIdentity | None", str]
+"""A fleet entry's key: the stream's identity (None without TLS) and the Subscribe's node id."""
 
 
 def granted_by(grants: Callable[[], Mapping[tuple[str, str], Scope]]) -> ScopePolicy:
@@ -104,7 +131,7 @@ def granted_by(grants: Callable[[], Mapping[tuple[str, str], Scope]]) -> ScopePo
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeObservation:
-    """What the server knows of one connected (or once connected) proxy."""
+    """What the server knows of one connected proxy (one identity's node id)."""
 
     node_id: str
     scope: Scope
@@ -112,12 +139,13 @@ class NodeObservation:
     live: int = 0  # streams open now: a proxy that reconnects before its old stream ends has two
     acked_version: str | None = None
     bound_ports: frozenset[int] = frozenset()
-    streams: int = 0  # how many streams this node has opened; a Nack must not add one
+    streams: int = 0  # streams opened since the entry appeared; a Nack must not add one
     last_nack: str | None = None  # "<version>: <detail>" of the latest Nack
 
     @property
     def connected(self) -> bool:
-        """Some stream of the node is open (the end of an older one does not disconnect it)."""
+        """Some stream of the node is open (the end of an older one does not disconnect it;
+        the entry is removed when the last one ends)."""
         return self.live > 0
 
 
@@ -163,11 +191,18 @@ class _Slot:
 class _StreamState:
     """One stream's progress; touched only by its two tasks on the loop thread."""
 
+    key: NodeKey  # its fleet entry
+    scope: Scope
+    label: str  # for logs: identity, node id and the stream's number
     deltas: bool  # the client set Subscribe.accept_deltas
     sent: str | None = None  # the version last written
     sent_delta: bool = False  # ... as a Delta
+    sent_ports: frozenset[int] = frozenset()  # ... its listener ports
     base: str | None = None  # the version last Acked on this stream: the next Delta's base
+    base_ports: frozenset[int] = frozenset()  # ... its listener ports
     in_flight: bool = False  # written and neither Acked nor Nacked yet
+    claimed: frozenset[int] = frozenset()  # the ports of the client's last NodeStatus
+    ignored: int = 0  # reports ignored on this stream
     closed: bool = False  # the client half-closed or the call ended
 
 
@@ -175,15 +210,21 @@ class DiscoveryServer:
     """A per-scope registry of the latest snapshot, served over gRPC. Build it with
     :func:`open_discovery_server`; :meth:`publish` and :attr:`fleet` are for trio code."""
 
-    def __init__(self, bridge: AsyncioThread, policy: ScopePolicy | None) -> None:
+    def __init__(
+        self, bridge: AsyncioThread, policy: ScopePolicy | None, revoked_grace: float
+    ) -> None:
         self._bridge = bridge
         self._policy = policy
+        self._revoked_grace = revoked_grace
         self._slots: dict[Scope, _Slot] = {}  # loop thread only
         self._caches: dict[Scope, ResourceCache] = {}  # publisher (trio) thread only
-        self._fleet: PMap[str, NodeObservation] = pmap()
+        self._fleet: PMap[NodeKey, NodeObservation] = pmap()
         self._fleet_changed = trio.Event()
         self.port = 0
-        self.refusals = 0  # PERMISSION_DENIED count; written on the loop thread, read anywhere
+        # Counters, written on the loop thread and read anywhere:
+        self.refusals = 0  # PERMISSION_DENIED at a Subscribe
+        self.ignored_reports = 0  # Acks, Nacks and NodeStatus ports not bound to their stream
+        self.revoked = 0  # streams ended because their grant stayed revoked
 
     # trio side
 
@@ -201,13 +242,14 @@ class DiscoveryServer:
         self._bridge.call_soon(lambda: self._slot(scope).put(encoded))
 
     @property
-    def fleet(self) -> PMap[str, NodeObservation]:
-        """Per node id: scope, identity, acked version and bound ports (an immutable view)."""
+    def fleet(self) -> PMap[NodeKey, NodeObservation]:
+        """Per (identity, node id) of an open stream: scope, acked version and bound ports
+        (an immutable view)."""
         return self._fleet
 
     async def wait_fleet(
-        self, predicate: Callable[[PMap[str, NodeObservation]], bool]
-    ) -> PMap[str, NodeObservation]:
+        self, predicate: Callable[[PMap[NodeKey, NodeObservation]], bool]
+    ) -> PMap[NodeKey, NodeObservation]:
         """Wait until ``predicate(fleet)`` holds; returns that fleet."""
         while not predicate(fleet := self._fleet):
             await self._fleet_changed.wait()
@@ -222,15 +264,21 @@ class DiscoveryServer:
     def _slot(self, scope: Scope) -> _Slot:
         return self._slots.setdefault(scope, _Slot())
 
-    def _observe(self, node_id: str, **changes: Any) -> None:
-        current = self._fleet.get(node_id)
-        if current is None:
-            current = NodeObservation(node_id=node_id, **changes)
-        else:
-            current = replace(current, **changes)
-        self._fleet = self._fleet.set(node_id, current)
+    def _set_fleet(self, fleet: PMap[NodeKey, NodeObservation]) -> None:
+        self._fleet = fleet
         with contextlib.suppress(trio.RunFinishedError):
             self._bridge.to_trio(self._signal_fleet)
+
+    def _observe(self, key: NodeKey, **changes: Any) -> None:
+        self._set_fleet(self._fleet.set(key, replace(self._fleet[key], **changes)))
+
+    def _ignore(self, state: _StreamState, what: str) -> None:
+        """A report not bound to its stream: counted, and logged (at WARNING the first time
+        on a stream, then at DEBUG, so that a client cannot flood the log)."""
+        self.ignored_reports += 1
+        state.ignored += 1
+        level = logging.WARNING if state.ignored == 1 else logging.DEBUG
+        _log.log(level, "discovery: %s: ignored %s", state.label, what)
 
     async def Stream(self, request_iterator: AsyncIterator[pb.ClientMessage], context: Any) -> None:
         first = await context.read()
@@ -255,16 +303,24 @@ class DiscoveryServer:
             await context.abort(
                 grpc.StatusCode.PERMISSION_DENIED, f"{identity} may not subscribe to {scope}"
             )
-        node = subscribe.node_id
-        known = self._fleet.get(node)
-        opened, live = (known.streams + 1, known.live + 1) if known is not None else (1, 1)
-        self._observe(node, scope=scope, identity=identity, live=live, streams=opened)
+        key: NodeKey = (identity, subscribe.node_id)
+        known = self._fleet.get(key)
+        if known is None:
+            known = NodeObservation(node_id=subscribe.node_id, scope=scope, identity=identity)
+        known = replace(known, scope=scope, live=known.live + 1, streams=known.streams + 1)
+        self._set_fleet(self._fleet.set(key, known))
+        who = identity.uri if identity is not None else "an insecure client"
+        label = f"{who} node {subscribe.node_id!r} stream {known.streams} of {scope}"
         try:
-            state = _StreamState(deltas=subscribe.accept_deltas)
+            state = _StreamState(key=key, scope=scope, label=label, deltas=subscribe.accept_deltas)
             allowed = self._still_allowed(identity, scope)
-            await self._serve_stream(context, node, self._slot(scope), state, allowed)
+            await self._serve_stream(context, self._slot(scope), state, allowed)
         finally:  # on the server's one asyncio thread: no other stream changes it meanwhile
-            self._observe(node, live=self._fleet[node].live - 1)
+            live = self._fleet[key].live - 1
+            if live:
+                self._observe(key, live=live)
+            else:
+                self._set_fleet(self._fleet.discard(key))
 
     def _still_allowed(self, identity: ProxyIdentity | None, scope: Scope) -> Callable[[], bool]:
         """Whether the stream's identity may still have the scope: grants follow the cluster,
@@ -291,10 +347,43 @@ class DiscoveryServer:
 
         return allowed
 
+    def _report(self, state: _StreamState, kind: str, message: pb.ClientMessage) -> None:
+        """Apply one Ack, Nack or NodeStatus of the stream, if it is bound to the stream."""
+        if kind in ("ack", "nack"):
+            body = getattr(message, kind)
+            if body.version != state.sent:
+                self._ignore(state, f"{kind} of {body.version!r}, not the version it was sent")
+                return
+            if state.in_flight:
+                _settle(state, acked=kind == "ack")
+            if kind == "ack":
+                self._observe(state.key, acked_version=body.version)
+            else:
+                _log.warning("discovery: %s nacked %s", state.label, body.detail)
+                self._observe(state.key, last_nack=f"{body.version}: {body.detail}")
+        elif kind == "node_status":
+            state.claimed = frozenset(message.node_status.bound_ports)
+            self._bind_ports(state, log=True)
+
+    def _bind_ports(self, state: _StreamState, *, log: bool) -> None:
+        """The entry's bound ports: those the client claims that its scope has (the ports of
+        the versions sent on the stream and of the scope's current one). Asked again at each
+        version sent, so that a claim that came first (a proxy reports its ports as soon as it
+        reconnects) counts once the version shows them; before any version it is not logged."""
+        current = self._fleet[state.key]
+        slot = self._slot(state.scope)
+        scope_ports = state.sent_ports | state.base_ports
+        if slot.current is not None:
+            scope_ports |= slot.current.ports
+        ports = state.claimed & scope_ports
+        if log and ports != state.claimed and state.sent is not None:
+            self._ignore(state, f"ports {sorted(state.claimed - ports)} outside its scope")
+        if ports != current.bound_ports:
+            self._observe(state.key, bound_ports=ports)
+
     async def _serve_stream(
         self,
         context: Any,
-        node: str,
         slot: _Slot,
         state: _StreamState,
         allowed: Callable[[], bool],
@@ -306,39 +395,46 @@ class DiscoveryServer:
             try:
                 while (message := await context.read()) is not grpc.aio.EOF:
                     kind = message.WhichOneof("message")
-                    if kind in ("ack", "nack"):
-                        body = getattr(message, kind)
-                        if body.version == state.sent:
-                            _settle(state, acked=kind == "ack")
-                        if kind == "ack":
-                            self._observe(node, acked_version=body.version)
-                        else:
-                            _log.warning("discovery: %s nacked %s", node, body.detail)
-                            self._observe(node, last_nack=f"{body.version}: {body.detail}")
-                    elif kind == "node_status":
-                        ports = frozenset(message.node_status.bound_ports)
-                        self._observe(node, bound_ports=ports)
+                    if kind in ("ack", "nack", "node_status"):
+                        self._report(state, kind, message)
                     wake.set()
             finally:
                 state.closed = True
                 wake.set()
 
+        loop = asyncio.get_running_loop()
         slot.waiters.add(wake)
         slot.streams.add(state)
-        reader = asyncio.get_running_loop().create_task(read())
+        reader = loop.create_task(read())
+        revoked_at: float | None = None
         try:
             while True:
-                await wake.wait()
+                grace = self._revoked_grace
+                if revoked_at is not None:
+                    grace = max(0.0, revoked_at + grace - loop.time())
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(grace):  # the grant is asked at least this often
+                        await wake.wait()
                 wake.clear()
                 if state.closed:
                     return
+                if not allowed():
+                    revoked_at = loop.time() if revoked_at is None else revoked_at
+                    if loop.time() - revoked_at >= self._revoked_grace:
+                        self.revoked += 1
+                        await context.abort(
+                            grpc.StatusCode.PERMISSION_DENIED,
+                            f"{state.label}: the grant stayed revoked",
+                        )
+                    continue  # a new publish or the grace's end wakes the stream
+                revoked_at = None
                 current = slot.current
                 if state.in_flight or current is None or current.version == state.sent:
                     continue
-                if not allowed():
-                    continue  # a new publish wakes the stream and asks again
                 version, message, delta = slot.message_for(state)
                 state.sent, state.sent_delta, state.in_flight = version.version, delta, True
+                state.sent_ports = version.ports
+                self._bind_ports(state, log=False)
                 await context.write(message)
         finally:
             slot.waiters.discard(wake)
@@ -355,7 +451,7 @@ def _settle(state: _StreamState, *, acked: bool) -> None:
     recovers at once; a Nacked full Snapshot waits for a newer version, as before deltas."""
     state.in_flight = False
     if acked:
-        state.base = state.sent
+        state.base, state.base_ports = state.sent, state.sent_ports
     elif state.sent_delta:
         state.sent = state.base = None
 
@@ -378,6 +474,7 @@ async def open_discovery_server(
     credentials: ServerCredentials | ServerCertificate | None,
     policy: ScopePolicy | None,
     insecure: bool = False,
+    revoked_grace: float = REVOKED_GRACE,
 ) -> AsyncIterator[DiscoveryServer]:
     """Serve discovery until the block exits; the server's bound port is ``server.port``.
 
@@ -388,11 +485,13 @@ async def open_discovery_server(
             :class:`~.discovery.tls.ServerCertificate`; required unless ``insecure``.
         policy: ``(identity, scope) -> bool``; required unless ``insecure``.
         insecure: plaintext, every subscription allowed. Only when explicitly asked.
+        revoked_grace: seconds a stream whose grant was revoked is kept; ``REVOKED_GRACE``
+            everywhere but in tests.
     """
     if not insecure and (credentials is None or policy is None):
         raise ValueError("mutual TLS needs credentials and a policy (or insecure=True)")
     bridge = AsyncioThread("coxswain-discovery-server")
-    server = DiscoveryServer(bridge, None if insecure else policy)
+    server = DiscoveryServer(bridge, None if insecure else policy, revoked_grace)
     bridge.start()
     try:
         grpc_server = await bridge.call(lambda: _start_server(server, host, port, credentials))
@@ -411,7 +510,7 @@ async def _start_server(
     port: int,
     credentials: ServerCredentials | ServerCertificate | None,
 ) -> Any:
-    grpc_server = grpc.aio.server(options=GRPC_OPTIONS)
+    grpc_server = grpc.aio.server(options=SERVER_GRPC_OPTIONS)
     # Not the generated add_DiscoveryServicer_to_server: Stream writes ServerMessages already
     # serialised (once per version and base, shared by every stream), so the response
     # serializer passes the bytes through.

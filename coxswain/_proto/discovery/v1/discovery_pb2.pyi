@@ -197,6 +197,8 @@ Global___GatewayScope: _TypeAlias = GatewayScope  # noqa: Y015
 
 @_typing.final
 class Ack(_message.Message):
+    """Acks and Nacks count only for the version last sent on the same stream."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     VERSION_FIELD_NUMBER: _builtins.int
@@ -238,7 +240,9 @@ Global___Nack: _TypeAlias = Nack  # noqa: Y015
 
 @_typing.final
 class NodeStatus(_message.Message):
-    """The ports the proxy has bound, reported whenever they change (Programmed needs them)."""
+    """The ports the proxy has bound, reported whenever they change (Programmed needs them). Only
+    the listener ports of the stream's scope count.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -1,0 +1,237 @@
+"""A subscriber with a valid certificate attacks the discovery server (docs/contracts.md, "The
+discovery protocol"): its reports count only for its own stream, its scope and its identity;
+the fleet holds only open streams; a large message and a revoked grant end its stream. Each
+test runs real gRPC over mutual TLS on 127.0.0.1, and checks that an honest stream beside the
+attacker keeps working."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+from typing import TYPE_CHECKING
+
+import grpc
+import pytest
+import trio
+
+from coxswain._proto.discovery.v1 import discovery_pb2 as pb
+from coxswain.compile.scope import GatewayScope, Scope, SharedPool
+from coxswain.shell.discovery.ca import CertificateAuthority, ProxyIdentity, create_ca
+from coxswain.shell.discovery.codec import encode_scope
+from coxswain.shell.discovery.server import WIRE_VERSION, granted_by, open_discovery_server
+from coxswain.shell.discovery.tls import ClientCredentials, ServerCredentials
+from tests.integration.discovery_harness import TIMEOUT, RawClient, listening
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable
+
+    from coxswain.compile.snapshot import Snapshot
+    from coxswain.shell.discovery.server import DiscoveryServer
+
+NOW = datetime.datetime.now(datetime.UTC)
+WEB = GatewayScope("team", "web")
+GRANTS: dict[tuple[str, str], Scope] = {
+    ("coxswain", "shared"): SharedPool(),
+    ("team", "web-proxy"): WEB,
+}
+SHARED_ID = ProxyIdentity(trust_domain="coxswain.test", namespace="coxswain", name="shared")
+WEB_ID = ProxyIdentity(trust_domain="coxswain.test", namespace="team", name="web-proxy")
+
+
+@pytest.fixture(scope="module")
+def ca() -> CertificateAuthority:
+    return create_ca(trust_domain="coxswain.test", now=NOW)
+
+
+def snap(version: str, scope: Scope, *ports: int) -> Snapshot:
+    return listening(version, scope, ports)
+
+
+class Attack:
+    """A server with the shared pool (version ``s1``, port 8443) and Gateway ``team/web``
+    (version ``g1``, port 80) published, and raw clients on it."""
+
+    def __init__(self, server: DiscoveryServer, ca: CertificateAuthority) -> None:
+        self.server = server
+        self._ca = ca
+        self._clients: list[RawClient] = []
+        self.grants: dict[tuple[str, str], Scope] = {}
+
+    def connect(self, identity: ProxyIdentity, node_id: str, scope: Scope) -> RawClient:
+        issued = self._ca.issue_proxy(namespace=identity.namespace, name=identity.name, now=NOW)
+        creds = ClientCredentials(
+            cert_pem=issued.cert_pem, key_pem=issued.key_pem, ca_pem=self._ca.cert_pem
+        )
+        subscribe = pb.Subscribe(
+            node_id=node_id, wire_version=WIRE_VERSION, scope=encode_scope(scope)
+        )
+        client = RawClient(f"127.0.0.1:{self.server.port}", creds, subscribe)
+        self._clients.append(client)
+        return client
+
+    async def honest(self, identity: ProxyIdentity, node_id: str, scope: Scope) -> RawClient:
+        """A client that takes its first snapshot, Acks it and reports its ports."""
+        client = self.connect(identity, node_id, scope)
+        first = (await client.next()).snapshot
+        client.send(pb.ClientMessage(ack=pb.Ack(version=first.version)))
+        ports = [h.target_port for h in first.listener_health]
+        client.send(pb.ClientMessage(node_status=pb.NodeStatus(bound_ports=ports)))
+        await self.server.wait_fleet(
+            lambda f: (
+                (e := f.get((identity, node_id))) is not None
+                and e.acked_version == first.version
+                and e.bound_ports == frozenset(ports)
+            )
+        )
+        return client
+
+    def close(self) -> None:
+        for client in self._clients:
+            client.close()
+
+
+@contextlib.asynccontextmanager
+async def attack(ca: CertificateAuthority, *, revoked_grace: float = 30.0) -> AsyncIterator[Attack]:
+    """The server of :class:`Attack`, its grants those of ``GRANTS`` (a test may change them)."""
+    issued = ca.issue_server(hosts=["127.0.0.1"], now=NOW)
+    credentials = ServerCredentials(
+        cert_pem=issued.cert_pem, key_pem=issued.key_pem, ca_pem=ca.cert_pem
+    )
+    grants = dict(GRANTS)
+    async with open_discovery_server(
+        credentials=credentials, policy=granted_by(lambda: grants), revoked_grace=revoked_grace
+    ) as server:
+        server.publish(SharedPool(), snap("s1", SharedPool(), 8443))
+        server.publish(WEB, snap("g1", WEB, 80))
+        attack = Attack(server, ca)
+        attack.grants = grants
+        try:
+            yield attack
+        finally:
+            attack.close()
+
+
+def run(main: Callable[[], Awaitable[None]]) -> None:
+    async def bounded() -> None:
+        with trio.fail_after(TIMEOUT):
+            await main()
+
+    trio.run(bounded)
+
+
+@pytest.mark.parametrize("version", ["s1", "g0"])
+def test_an_ack_of_a_version_not_sent_on_the_stream_is_ignored(
+    ca: CertificateAuthority, version: str
+) -> None:
+    """``s1`` is the shared pool's (another scope's) version, ``g0`` one never published: an
+    Ack of either would let the controller count the attacker's ports for Gateways it does
+    not serve. The stream stays, and its own Ack still counts."""
+
+    async def main() -> None:
+        async with attack(ca) as at:
+            await at.honest(SHARED_ID, "shared-0", SharedPool())
+            web = at.connect(WEB_ID, "web-0", WEB)
+            assert (await web.next()).snapshot.version == "g1"
+            web.send(pb.ClientMessage(ack=pb.Ack(version=version)))
+            web.send(pb.ClientMessage(node_status=pb.NodeStatus(bound_ports=[80])))
+            fleet = await at.server.wait_fleet(lambda f: bool(f[(WEB_ID, "web-0")].bound_ports))
+            assert fleet[(WEB_ID, "web-0")].acked_version is None
+            assert at.server.ignored_reports == 1
+            web.send(pb.ClientMessage(ack=pb.Ack(version="g1")))  # the stream still works
+            await at.server.wait_fleet(lambda f: f[(WEB_ID, "web-0")].acked_version == "g1")
+            assert at.server.fleet[(SHARED_ID, "shared-0")].acked_version == "s1"
+
+    run(main)
+
+
+def test_ports_outside_the_streams_scope_are_not_counted(ca: CertificateAuthority) -> None:
+    """8443 is the shared pool's port and 9999 nobody's: claiming them would mark listeners
+    Programmed that this proxy does not serve. The ports of its own scope count."""
+
+    async def main() -> None:
+        async with attack(ca) as at:
+            await at.honest(SHARED_ID, "shared-0", SharedPool())
+            web = await at.honest(WEB_ID, "web-0", WEB)
+            web.send(pb.ClientMessage(node_status=pb.NodeStatus(bound_ports=[8443, 9999])))
+            await at.server.wait_fleet(lambda f: not f[(WEB_ID, "web-0")].bound_ports)
+            web.send(pb.ClientMessage(node_status=pb.NodeStatus(bound_ports=[80, 8443])))
+            fleet = await at.server.wait_fleet(lambda f: bool(f[(WEB_ID, "web-0")].bound_ports))
+            assert fleet[(WEB_ID, "web-0")].bound_ports == {80}
+            assert fleet[(SHARED_ID, "shared-0")].bound_ports == {8443}
+            assert at.server.ignored_reports == 2
+
+    run(main)
+
+
+def test_another_identitys_node_id_does_not_touch_its_entry(ca: CertificateAuthority) -> None:
+    async def main() -> None:
+        async with attack(ca) as at:
+            shared = await at.honest(SHARED_ID, "shared-0", SharedPool())
+            honest = at.server.fleet[(SHARED_ID, "shared-0")]
+            web = await at.honest(WEB_ID, "shared-0", WEB)  # the shared proxy's node id
+            fleet = at.server.fleet
+            assert fleet[(SHARED_ID, "shared-0")] == honest
+            assert fleet[(WEB_ID, "shared-0")].scope == WEB
+            assert fleet[(WEB_ID, "shared-0")].bound_ports == {80}
+            web.close()  # its end does not disconnect the honest node either
+            await at.server.wait_fleet(lambda f: (WEB_ID, "shared-0") not in f)
+            assert at.server.fleet[(SHARED_ID, "shared-0")] == honest
+            at.server.publish(SharedPool(), snap("s2", SharedPool(), 8443))
+            assert (await shared.next()).snapshot.version == "s2"
+            shared.send(pb.ClientMessage(ack=pb.Ack(version="s2")))
+            await at.server.wait_fleet(lambda f: f[(SHARED_ID, "shared-0")].acked_version == "s2")
+
+    run(main)
+
+
+def test_the_fleet_forgets_the_streams_that_ended(ca: CertificateAuthority) -> None:
+    """Reconnecting under new node ids must not grow the fleet: it holds open streams only."""
+
+    async def main() -> None:
+        async with attack(ca) as at:
+            await at.honest(SHARED_ID, "shared-0", SharedPool())
+            for attempt in range(5):
+                client = await at.honest(WEB_ID, f"web-{attempt}", WEB)
+                assert len(at.server.fleet) == 2
+                client.close()
+                await at.server.wait_fleet(lambda f: len(f) == 1)
+            assert set(at.server.fleet) == {(SHARED_ID, "shared-0")}
+
+    run(main)
+
+
+def test_a_client_message_over_4_mib_ends_its_stream(ca: CertificateAuthority) -> None:
+    """The server receives at most 4 MiB a message (it sends snapshots of up to 256 MiB)."""
+
+    async def main() -> None:
+        async with attack(ca) as at:
+            shared = await at.honest(SHARED_ID, "shared-0", SharedPool())
+            web = await at.honest(WEB_ID, "web-0", WEB)
+            detail = "x" * (5 * 1024 * 1024)
+            web.send(pb.ClientMessage(nack=pb.Nack(version="g1", detail=detail)))
+            with pytest.raises(grpc.RpcError) as ended:
+                await web.next()
+            assert ended.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            at.server.publish(SharedPool(), snap("s2", SharedPool(), 8443))
+            assert (await shared.next()).snapshot.version == "s2"
+
+    run(main)
+
+
+def test_a_stream_whose_grant_stays_revoked_is_ended(ca: CertificateAuthority) -> None:
+    """Nothing is published after the grant goes: the stream is ended by the grace alone."""
+
+    async def main() -> None:
+        async with attack(ca, revoked_grace=0.2) as at:
+            shared = await at.honest(SHARED_ID, "shared-0", SharedPool())
+            web = await at.honest(WEB_ID, "web-0", WEB)
+            del at.grants[("team", "web-proxy")]
+            with pytest.raises(grpc.RpcError) as ended:
+                await web.next()
+            assert ended.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            await at.server.wait_fleet(lambda f: (WEB_ID, "web-0") not in f)
+            assert at.server.revoked == 1
+            at.server.publish(SharedPool(), snap("s2", SharedPool(), 8443))
+            assert (await shared.next()).snapshot.version == "s2"
+
+    run(main)
