@@ -26,7 +26,7 @@ from typing import Any, Final
 from pyrsistent import pvector
 
 from coxswain.compile.diagnostics import Diagnostic, Severity
-from coxswain.compile.hostnames import is_hostname, is_wildcard
+from coxswain.compile.hostnames import ascii_lower, is_hostname, is_wildcard
 from coxswain.compile.model.decode_gateway import (
     decode_config_map,
     decode_gateway,
@@ -269,7 +269,7 @@ def _ingress_rule(fields: FieldReader, raw: object, field: str) -> IngressRule |
     if host is None and rule.get("host") is not None:
         return None  # reported as a wrong type; serving it on every host would be worse
     if host:
-        host = host.lower()
+        host = ascii_lower(host)
         if not (is_hostname(host) or is_wildcard(host)):
             fields.problem(
                 f"{field}.host",
@@ -368,7 +368,7 @@ def _ingress_tls(fields: FieldReader, raw: object, field: str) -> IngressTLS | N
         host = fields.string(item, f"{field}.hosts[{index}]")
         if host is None:
             continue
-        host = host.lower()
+        host = ascii_lower(host)
         if is_hostname(host) or is_wildcard(host):
             hosts.append(host)
         else:
