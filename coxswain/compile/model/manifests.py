@@ -18,6 +18,11 @@ the last line; such an error names the line where the unclosed thing opens inste
 YAML parser's context mark when it has one (flow collections, quoted strings), else the
 innermost flow collection (``[`` or ``{``) still open at the end, else the last line that is
 not blank.
+
+Bounds (docs/security.md, "Limits"): a file nested deeper than the parser reads (libyaml stops
+at 1,000 levels; the JSON parser at Python's recursion limit) is a syntax error at the line
+where it is deepest, and so is a file whose YAML aliases expand its documents past
+``expansion_budget``; lists are flattened without recursion.
 """
 
 from __future__ import annotations
