@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -44,6 +43,7 @@ __all__ = ["ManifestSyntaxError", "SourcedBody", "parse_manifests"]
 _YAML_BREAK: Final = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
 _FLOW_STARTS: Final = (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken)
 _FLOW_ENDS: Final = (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken)
+_PARSED_DEPTH: Final = 1 << 62  # depth is the parser's to bound here; objects, the decoder's
 _TOO_DEEP: Final = "the document nests deeper than the parser reads (about 1,000 levels)"
 
 try:  # libyaml is ~10x faster; the pure loader gives identical results.
@@ -144,7 +144,7 @@ def _bounded(
     found: list[SourcedBody] = []
     for value, node in documents:
         line = 1 if node is None else node.start_mark.line + 1
-        measured = measure(value, max_depth=sys.maxsize, max_size=budget)
+        measured = measure(value, max_depth=_PARSED_DEPTH, max_size=budget)
         if isinstance(measured, Excess):  # a recursive alias is "too large" here: unbounded
             return ManifestSyntaxError(
                 path,
