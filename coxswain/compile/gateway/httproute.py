@@ -9,7 +9,11 @@ Rules (Gateway API v1 HTTPRoute):
 2. Filters: RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite,
    RequestMirror. Any other type is ``UnsupportedValue``; ``ReplacePrefixMatch`` is only valid
    when every match of the rule is a ``PathPrefix``; a redirect and a URL rewrite cannot be
-   combined (``IncompatibleFilters``). A redirect answers before any backend is chosen. An
+   combined (``IncompatibleFilters``). What a filter writes into a request or a response is
+   checked as HTTP syntax (``compile.http_fields``): header names are RFC 9110 tokens, values
+   RFC 9110 field values (no CR, LF or NUL), redirect and rewrite hostnames RFC 1123 names
+   (Gateway API ``PreciseHostname``), replacement paths visible ASCII; anything else makes the
+   rule invalid. A redirect answers before any backend is chosen. An
    ExtensionRef filter cannot be resolved here: "the filter MUST NOT be skipped", so its rule
    is served with a 500 and the route gets ``ResolvedRefs=False/InvalidKind``.
    An invalid rule is not served: when some rules are invalid the route carries
@@ -29,7 +33,6 @@ Rules (Gateway API v1 HTTPRoute):
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -37,12 +40,16 @@ from pyrsistent import pvector
 
 from coxswain.compile.backends import resolve_backend
 from coxswain.compile.diagnostics import Diagnostic, Severity
+from coxswain.compile.hostnames import is_hostname
+from coxswain.compile.http_fields import is_field_name, is_field_value
 from coxswain.compile.model.gateway_objects import GATEWAY_GROUP
 from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.model.limits import preview
 from coxswain.compile.regex import FullMatch, compile_pattern
 from coxswain.compile.snapshot import (
     Backend,
     GatewayRule,
+    HeaderEdits,
     Mirror,
     RouteAction,
     RouteMatch,
@@ -66,6 +73,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CompiledRoute", "compile_route"]
 
+# What a path written into a request line or a Location header may hold: visible ASCII.
+_PATH_CHARS: Final = frozenset(chr(c) for c in range(0x21, 0x7F))
 _PATH_RANK: Final = {"Exact": 0, "RegularExpression": 1, "PathPrefix": 2}
 _SUPPORTED_FILTERS: Final = frozenset(
     {
@@ -76,7 +85,6 @@ _SUPPORTED_FILTERS: Final = frozenset(
         "RequestMirror",
     }
 )
-_HEADER_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9a-z]+")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -215,7 +223,7 @@ def _rule_problems(route: HTTPRoute, rule: HTTPRouteRule) -> list[Diagnostic]:
                         add(f"{where}.{kind}[{index}].value", error)
                 elif value.type != "Exact":
                     add(f"{where}.{kind}", f"match type {value.type!r} is not supported")
-            if kind == "headers" and any(_HEADER_NAME.fullmatch(v.name) is None for v in values):
+            if kind == "headers" and not all(is_field_name(v.name) for v in values):
                 add(f"{where}.headers", "a header name is not a valid HTTP field name")
     filters = list(rule.filters) + [f for b in rule.backend_refs for f in b.filters]
     for item in filters:
@@ -233,6 +241,24 @@ def _rule_problems(route: HTTPRoute, rule: HTTPRouteRule) -> list[Diagnostic]:
                 m.path_type != "PathPrefix" for m in rule.matches
             ):
                 add(item.field, "ReplacePrefixMatch needs every match to be a PathPrefix")
+            if not _PATH_CHARS.issuperset(path.value):
+                add(
+                    item.field,
+                    f"path {preview(path.value)} holds a space, a control or non-ASCII character",
+                )
+        for name, modifier in (("urlRewrite", item.rewrite), ("requestRedirect", item.redirect)):
+            hostname = None if modifier is None else modifier.hostname
+            if hostname is not None and not is_hostname(hostname):
+                add(
+                    f"{item.field}.{name}.hostname",
+                    f"{preview(hostname)} is not an RFC 1123 DNS name (PreciseHostname)",
+                )
+        for name, edits in (
+            ("requestHeaderModifier", item.request_headers),
+            ("responseHeaderModifier", item.response_headers),
+        ):
+            if edits is not None and (problem := _header_edits_problem(edits)) is not None:
+                add(f"{item.field}.{name}", problem)
         if item.redirect is not None and item.redirect.status not in (301, 302, 303, 307, 308):
             add(item.field, f"redirect status {item.redirect.status} is not supported")
         if item.redirect is not None and item.redirect.scheme not in (None, "http", "https"):
@@ -245,6 +271,24 @@ def _rule_problems(route: HTTPRoute, rule: HTTPRouteRule) -> list[Diagnostic]:
             "IncompatibleFilters",
         )
     return problems
+
+
+def _header_edits_problem(edits: HeaderEdits) -> str | None:
+    """Why a header modifier cannot be applied: the first name or value that RFC 9110 field
+    syntax refuses (a CR or LF in a value would write a header of the tenant's choosing)."""
+    for verb, pairs in (("set", edits.set), ("add", edits.add)):
+        for name, value in pairs:
+            if not is_field_name(name):
+                return f"{verb} header name {preview(name)} is not an RFC 9110 token"
+            if not is_field_value(value):
+                return (
+                    f"{verb} header {name} value {preview(value)} is not an RFC 9110 field "
+                    "value (control characters, or white space at either end)"
+                )
+    for name in edits.remove:
+        if not is_field_name(name):
+            return f"remove header name {preview(name)} is not an RFC 9110 token"
+    return None
 
 
 def _regex_error(pattern: str) -> str | None:

@@ -4,7 +4,9 @@
 
 - ``Decoded``: the typed object, carrying the diagnostics of the fields that could not be used;
 - ``Unrecognised``: a kind (or API version) the compiler does not read; counted by the caller;
-- ``Malformed``: not a Kubernetes object at all (no kind, no name), with a diagnostic.
+- ``Malformed``: not a Kubernetes object at all (no kind, no name), or one past the bounds of
+  ``model.limits`` (too deep, too large, recursive), with a diagnostic; the decoder reads
+  nothing of a body before it is measured, so no body can exhaust the stack or run long.
 
 Missing optional fields take the defaults the API server would give them, so that a dump of
 raw manifests compiles the same as a dump read back from a cluster (docs/architecture.md,
@@ -24,7 +26,7 @@ from typing import Any, Final
 from pyrsistent import pvector
 
 from coxswain.compile.diagnostics import Diagnostic, Severity
-from coxswain.compile.hostnames import is_hostname, is_wildcard
+from coxswain.compile.hostnames import ascii_lower, is_hostname, is_wildcard
 from coxswain.compile.model.decode_gateway import (
     decode_config_map,
     decode_gateway,
@@ -51,6 +53,13 @@ from coxswain.compile.model.infra_objects import (
     decode_service_account,
 )
 from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.model.limits import (
+    MAX_OBJECT_DEPTH,
+    MAX_OBJECT_SIZE,
+    Excess,
+    measure,
+    preview,
+)
 from coxswain.compile.model.objects import (
     EndpointPort,
     EndpointSlice,
@@ -113,7 +122,7 @@ class Unrecognised:
 
 @dataclass(frozen=True, slots=True)
 class Malformed:
-    """A body that is not a Kubernetes object."""
+    """A body that is not a Kubernetes object, or one refused for its depth or size."""
 
     diagnostic: Diagnostic
 
@@ -143,7 +152,19 @@ def decode_object(raw: object) -> Decoded | Unrecognised | Malformed:
         namespace = ""
     elif not isinstance(namespace, str) or not namespace:
         namespace = "default"
-    fields = FieldReader(ObjectKey(kind, namespace, name))
+    key = ObjectKey(kind, namespace, name)
+    excess = measure(raw, max_depth=MAX_OBJECT_DEPTH, max_size=MAX_OBJECT_SIZE)
+    if isinstance(excess, Excess):
+        return Malformed(
+            Diagnostic(
+                key=key,
+                field=excess.field,
+                severity=Severity.ERROR,
+                reason=excess.reason,
+                message=f"{excess.message}; the object is refused",
+            )
+        )
+    fields = FieldReader(key)
     meta = _meta(fields, metadata if isinstance(metadata, Mapping) else {})
     spec = fields.mapping(raw.get("spec"), "spec") or {}
     return Decoded(decoder(fields, meta, raw, spec))
@@ -197,7 +218,7 @@ def _timestamp(fields: FieldReader, value: object) -> str:
                 f"{m.second:02d}.{m.microsecond:06d}Z"
             )
     fields.problem(
-        field, "InvalidField", f"{value!r:.60} is not an RFC 3339 time", Severity.WARNING
+        field, "InvalidField", f"{preview(value)} is not an RFC 3339 time", Severity.WARNING
     )
     return ""
 
@@ -248,7 +269,7 @@ def _ingress_rule(fields: FieldReader, raw: object, field: str) -> IngressRule |
     if host is None and rule.get("host") is not None:
         return None  # reported as a wrong type; serving it on every host would be worse
     if host:
-        host = host.lower()
+        host = ascii_lower(host)
         if not (is_hostname(host) or is_wildcard(host)):
             fields.problem(
                 f"{field}.host",
@@ -347,7 +368,7 @@ def _ingress_tls(fields: FieldReader, raw: object, field: str) -> IngressTLS | N
         host = fields.string(item, f"{field}.hosts[{index}]")
         if host is None:
             continue
-        host = host.lower()
+        host = ascii_lower(host)
         if is_hostname(host) or is_wildcard(host):
             hosts.append(host)
         else:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pyrsistent import pmap, pvector
 
+from coxswain.compile.hostnames import ascii_lower
 from coxswain.compile.model.gateway_objects import (
     GATEWAY_GROUP,
     AllowedRoutes,
@@ -218,7 +219,7 @@ def _listener(fields: FieldReader, raw: object, field: str) -> Listener | None:
         name=name,
         port=port,
         protocol=protocol,
-        hostname=hostname.lower() if hostname else None,
+        hostname=ascii_lower(hostname) if hostname else None,
         tls_mode=mode,
         certificate_refs=pvector(refs),
         allowed_routes=_allowed_routes(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyrsistent import pvector
 
-from coxswain.compile.hostnames import is_hostname, is_wildcard
+from coxswain.compile.hostnames import ascii_lower, is_hostname, is_wildcard
 from coxswain.compile.model.decode_gateway import object_ref, parse_duration, port_number
 from coxswain.compile.model.gateway_objects import (
     GATEWAY_GROUP,
@@ -68,7 +68,7 @@ def decode_httproute(
         host = fields.string(item, f"spec.hostnames[{i}]")
         if host is None:
             continue
-        host = host.lower()
+        host = ascii_lower(host)
         if is_hostname(host) or is_wildcard(host):
             hostnames.append(host)
         else:
@@ -170,7 +170,7 @@ def _value_matches(fields: FieldReader, raw: object, field: str, lower: bool) ->
             continue
         found.append(
             ValueMatch(
-                name=name.lower() if lower else name,
+                name=ascii_lower(name) if lower else name,
                 type=fields.string(entry.get("type"), f"{field}[{i}].type") or "Exact",
                 value=value,
             )
@@ -188,11 +188,11 @@ def _header_modifier(fields: FieldReader, raw: object, field: str) -> HeaderEdit
             name = fields.string(header.get("name"), f"{field}.{key}[{i}].name")
             value = fields.string(header.get("value"), f"{field}.{key}[{i}].value")
             if name and value is not None:
-                out.append((name.lower(), value))
+                out.append((ascii_lower(name), value))
         return out
 
     removed = [
-        name.lower()
+        ascii_lower(name)
         for i, item in enumerate(fields.items(entry.get("remove"), f"{field}.remove"))
         if (name := fields.string(item, f"{field}.remove[{i}]"))
     ]
@@ -245,9 +245,9 @@ def _filter(fields: FieldReader, raw: object, field: str) -> HTTPFilter | None:
             type=kind,
             redirect=Redirect(
                 scheme=fields.string(redirect.get("scheme"), f"{where}.scheme") or None,
-                hostname=(
+                hostname=ascii_lower(
                     fields.string(redirect.get("hostname"), f"{where}.hostname") or ""
-                ).lower()
+                )
                 or None,
                 port=port_number(fields, redirect.get("port"), f"{where}.port"),
                 path=_path_modifier(fields, redirect.get("path"), f"{where}.path"),
@@ -261,7 +261,9 @@ def _filter(fields: FieldReader, raw: object, field: str) -> HTTPFilter | None:
             field=field,
             type=kind,
             rewrite=Rewrite(
-                hostname=(fields.string(rewrite.get("hostname"), f"{where}.hostname") or "").lower()
+                hostname=ascii_lower(
+                    fields.string(rewrite.get("hostname"), f"{where}.hostname") or ""
+                )
                 or None,
                 path=_path_modifier(fields, rewrite.get("path"), f"{where}.path"),
             ),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pyrsistent import pmap, pvector
 
 from coxswain.compile.diagnostics import Diagnostic, Severity
+from coxswain.compile.model.limits import preview
 
 if TYPE_CHECKING:
     from pyrsistent.typing import PMap, PVector
@@ -54,7 +55,7 @@ class FieldReader:
         self.problem(
             field,
             "InvalidField",
-            f"expected {expected}, found {type(value).__name__} {value!r:.60}",
+            f"expected {expected}, found {type(value).__name__} {preview(value)}",
         )
 
     def mapping(self, value: object, field: str) -> Mapping[str, Any] | None:
@@ -92,7 +93,7 @@ class FieldReader:
             self._wrong_type(field, "an integer", value)
             return None
         if not low <= value <= high:
-            self.problem(field, "InvalidField", f"{value} is outside {low}..{high}")
+            self.problem(field, "InvalidField", f"{preview(value)} is outside {low}..{high}")
             return None
         return value
 
@@ -113,9 +114,9 @@ class FieldReader:
         good: dict[str, str] = {}
         for name, item in raw.items():
             if not isinstance(name, str):  # a YAML key such as ``1`` or ``true``
-                self._wrong_type(f"{field}[{name!r}]", "a string key", name)
+                self._wrong_type(f"{field}[{preview(name)}]", "a string key", name)
             elif isinstance(item, str):
                 good[name] = item
             else:
-                self._wrong_type(f"{field}[{name!r}]", "a string", item)
+                self._wrong_type(f"{field}[{name!r:.60}]", "a string", item)
         return pmap(good)

@@ -8,11 +8,12 @@ text, immutable and comparable; the provisioning pass parses them when it merges
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from pyrsistent import pvector
+
+from coxswain.compile.model.canonical import canonical_json
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -71,7 +72,7 @@ class ServiceAccount:
 
 def _block(fields: FieldReader, value: object, field: str) -> str | None:
     block = fields.mapping(value, field)
-    return None if block is None else json.dumps(block, sort_keys=True, default=str)
+    return None if block is None else canonical_json(block)
 
 
 def decode_parameters(

@@ -18,17 +18,24 @@ the last line; such an error names the line where the unclosed thing opens inste
 YAML parser's context mark when it has one (flow collections, quoted strings), else the
 innermost flow collection (``[`` or ``{``) still open at the end, else the last line that is
 not blank.
+
+Bounds (docs/security.md, "Limits"): a file nested deeper than the parser reads (libyaml stops
+at 1,000 levels; the JSON parser at Python's recursion limit) is a syntax error at the line
+where it is deepest, and so is a file whose YAML aliases expand its documents past
+``expansion_budget``; lists are flattened without recursion.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import yaml
+
+from coxswain.compile.model.limits import MAX_OBJECT_SIZE, Excess, measure
 
 __all__ = ["ManifestSyntaxError", "SourcedBody", "parse_manifests"]
 
@@ -36,6 +43,8 @@ __all__ = ["ManifestSyntaxError", "SourcedBody", "parse_manifests"]
 _YAML_BREAK: Final = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
 _FLOW_STARTS: Final = (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken)
 _FLOW_ENDS: Final = (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken)
+_PARSED_DEPTH: Final = 1 << 62  # depth is the parser's to bound here; objects, the decoder's
+_TOO_DEEP: Final = "the document nests deeper than the parser reads (about 1,000 levels)"
 
 try:  # libyaml is ~10x faster; the pure loader gives identical results.
     _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment,unused-ignore]
@@ -94,16 +103,18 @@ def _parse_json(text: str, path: str) -> list[SourcedBody] | ManifestSyntaxError
         if text[err.pos :].strip():
             return ManifestSyntaxError(path, err.lineno, err.msg)
         return _at_end(path, err.msg, _open_json(text), text.split("\n"))
+    except RecursionError:
+        return ManifestSyntaxError(path, _deepest_json(text), _TOO_DEEP)
     # The JSON parser gives values; the YAML composer (JSON text is YAML) gives their lines.
     try:
         node: yaml.Node | None = yaml.compose(text, Loader=_Loader)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         node = None
-    return list(_flatten(value, node, path, 1))
+    return _bounded([(value, node)], text, path)
 
 
 def _parse_yaml(text: str, path: str) -> list[SourcedBody] | ManifestSyntaxError:
-    found: list[SourcedBody] = []
+    documents: list[tuple[Any, yaml.Node]] = []
     loader = _Loader(text)
     try:
         while loader.check_node():
@@ -112,14 +123,45 @@ def _parse_yaml(text: str, path: str) -> list[SourcedBody] | ManifestSyntaxError
                 continue
             value = loader.construct_document(node)
             if value is not None:
-                found.extend(_flatten(value, node, path, 1))
+                documents.append((value, node))
     except yaml.MarkedYAMLError as err:
         return _yaml_error(text, path, err)
     except yaml.YAMLError as err:
         return ManifestSyntaxError(path, 1, str(err))
+    except RecursionError:  # the pure-Python loader; libyaml stops at 1,000 levels itself
+        return ManifestSyntaxError(path, 1, _TOO_DEEP)
     finally:
         loader.dispose()
+    return _bounded(documents, text, path)
+
+
+def _bounded(
+    documents: Sequence[tuple[Any, yaml.Node | None]], text: str, path: str
+) -> list[SourcedBody] | ManifestSyntaxError:
+    """The objects of ``documents``, unless YAML aliases expand them (recursive ones without
+    end) past ``expansion_budget``: the file's budget, shared by its documents."""
+    budget = expansion_budget(text)
+    found: list[SourcedBody] = []
+    for value, node in documents:
+        line = 1 if node is None else node.start_mark.line + 1
+        measured = measure(value, max_depth=_PARSED_DEPTH, max_size=budget)
+        if isinstance(measured, Excess):  # a recursive alias is "too large" here: unbounded
+            return ManifestSyntaxError(
+                path,
+                line,
+                "YAML aliases expand the document past twice the size of the file"
+                "; the input is refused",
+            )
+        budget -= measured
+        found.extend(_flatten(value, node, path, line))
     return found
+
+
+def expansion_budget(text: str) -> int:
+    """How large (in ``model.limits`` units) the documents of ``text`` may be together: twice
+    its length, plus one object of the largest size. Without aliases a document is never
+    larger than about its text, so only alias expansion (the "billion laughs") reaches this."""
+    return 2 * len(text) + MAX_OBJECT_SIZE
 
 
 def _yaml_error(text: str, path: str, err: yaml.MarkedYAMLError) -> ManifestSyntaxError:
@@ -170,9 +212,30 @@ def _open_flow(text: str) -> tuple[int, str] | None:
     return opened[-1] if opened else None
 
 
+def _deepest_json(text: str) -> int:
+    """The (1-based) line where JSON ``text`` first reaches its greatest nesting depth."""
+    depth = deepest = 0
+    deepest_line = 1
+    for line, bracket in _json_brackets(text):
+        depth += 1 if bracket in "[{" else -1
+        if depth > deepest:
+            deepest, deepest_line = depth, line
+    return deepest_line
+
+
 def _open_json(text: str) -> tuple[int, str] | None:
     """(1-based line, bracket) of the innermost JSON array or object still open at the end."""
     opened: list[tuple[int, str]] = []
+    for line, bracket in _json_brackets(text):
+        if bracket in "[{":
+            opened.append((line, bracket))
+        elif opened:
+            opened.pop()
+    return opened[-1] if opened else None
+
+
+def _json_brackets(text: str) -> Iterator[tuple[int, str]]:
+    """(1-based line, bracket) of each bracket of JSON ``text`` outside its strings."""
     line, in_string, escaped = 1, False, False
     for char in text:
         if char == "\n":
@@ -183,11 +246,8 @@ def _open_json(text: str) -> tuple[int, str] | None:
             escaped, in_string = char == "\\", char != '"'
         elif char == '"':
             in_string = True
-        elif char in "[{":
-            opened.append((line, char))
-        elif char in "]}" and opened:
-            opened.pop()
-    return opened[-1] if opened else None
+        elif char in "[]{}":
+            yield line, char
 
 
 def _yaml_message(err: yaml.MarkedYAMLError) -> str:
@@ -196,31 +256,43 @@ def _yaml_message(err: yaml.MarkedYAMLError) -> str:
 
 
 def _flatten(value: Any, node: yaml.Node | None, path: str, line: int) -> Iterator[SourcedBody]:
-    """Objects of ``value``, each with its own line when the node tree ``node`` is known."""
-    if node is not None:
-        line = node.start_mark.line + 1
-    if isinstance(value, list):
-        items = value
-    elif isinstance(value, Mapping) and _is_list(value):
-        items = list(_list_items(value))
-        node = (
-            next(
-                (v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == "items"),
-                None,
+    """Objects of ``value``, each with its own line when the node tree ``node`` is known.
+
+    Iterative: a document of nested lists cannot exhaust the stack, and (its expanded size
+    being bounded by ``_bounded``) cannot yield more bodies than its budget."""
+    pending: list[tuple[Any, yaml.Node | None, int]] = [(value, node, line)]
+    while pending:
+        value, node, line = pending.pop()
+        if node is not None:
+            line = node.start_mark.line + 1
+        if isinstance(value, list):
+            items = value
+        elif isinstance(value, Mapping) and _is_list(value):
+            items = list(_list_items(value))
+            node = (
+                next(
+                    (
+                        v
+                        for k, v in node.value
+                        if isinstance(k, yaml.ScalarNode) and k.value == "items"
+                    ),
+                    None,
+                )
+                if isinstance(node, yaml.MappingNode)
+                else None
             )
-            if isinstance(node, yaml.MappingNode)
-            else None
+        else:
+            yield SourcedBody(value, path, line)
+            continue
+        nodes: list[Any] = (
+            node.value
+            if isinstance(node, yaml.SequenceNode) and len(node.value) == len(items)
+            else [None] * len(items)
         )
-    else:
-        yield SourcedBody(value, path, line)
-        return
-    nodes: list[Any] = (
-        node.value
-        if isinstance(node, yaml.SequenceNode) and len(node.value) == len(items)
-        else [None] * len(items)
-    )
-    for item, item_node in zip(items, nodes, strict=True):
-        yield from _flatten(item, item_node, path, line)
+        pending.extend(
+            (item, item_node, line)
+            for item, item_node in reversed(list(zip(items, nodes, strict=True)))
+        )
 
 
 def _is_list(value: Mapping[str, Any]) -> bool:

@@ -10,7 +10,6 @@ canonical JSON sorts last is kept (and reported), so any permutation gives the s
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TypeVar, assert_never
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, TypeVar, assert_never
 from pyrsistent import pmap, pset, pvector
 
 from coxswain.compile.diagnostics import Diagnostic, Severity, diagnostic_order
+from coxswain.compile.model.canonical import canonical_json
 from coxswain.compile.model.decode import Decoded, Malformed, StateObject, decode_object
 from coxswain.compile.model.gateway_objects import (
     ConfigMap,
@@ -242,7 +242,7 @@ def build_state(bodies: Iterable[object]) -> ClusterState:
             problems.append(replace(result.diagnostic, file=file, line=line))
         elif isinstance(result, Decoded):
             key = result.obj.meta.key
-            canonical = json.dumps(_string_keys(body), sort_keys=True, default=str)
+            canonical = canonical_json(body)
             if key in chosen:
                 duplicates[key] += 1
                 if canonical <= chosen[key][0]:
@@ -331,12 +331,3 @@ def _index(objects: list[StateObject], name: str) -> PMap[tuple[str, str], PSet[
 
 def _table(objects: list[StateObject], kind: type[_Kind]) -> PMap[ObjectKey, _Kind]:
     return pmap({obj.meta.key: obj for obj in objects if isinstance(obj, kind)})
-
-
-def _string_keys(value: object) -> object:
-    """``value`` with every mapping key made a string, so that any YAML body can be ordered."""
-    if isinstance(value, dict):
-        return {str(k): _string_keys(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_string_keys(v) for v in value]
-    return value
