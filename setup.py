@@ -12,7 +12,7 @@ the noise there (docs/benchmarks.md, "The HTTP/1.1 codec compiled with mypyc").
 
 Only synchronous modules are compiled (tests/unit/test_build.py holds it). mypyc's
 coroutines keep the exception being handled differently from CPython's across an ``await``
-(mypyc issues 1114 and 1177): with the proxy's connection loop compiled too, a 502 that had
+(``sys.exc_info()`` survives it): with the proxy's connection loop compiled too, a 502 that had
 been caught and answered came back out of the connection task once it ended. Compiling the
 async request path as well would take a request from 303,587 to 263,802 instructions (that
 experiment's figures); it waits for mypyc.
