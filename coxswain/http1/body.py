@@ -15,6 +15,10 @@ Chunked rules (RFC 9112 §7.1), as strict as llhttp's defaults and stricter than
   head (:mod:`.syntax`), bounded by the head limit (431 past it), names lower-cased.
 - A streamed total over ``max_body_bytes`` is 413.
 
+Linear on client bytes, as :mod:`.syntax` says: the chunk-line pattern alternates only between
+disjoint classes and every quantified class is followed by a byte outside it; trailer lines
+are checked by :func:`.syntax.field_line` (``partition``, one-class patterns, ``strip``).
+
 Pure: a reader consumes from the caller's buffer and returns one event. ``take`` is the same
 step for bytes that arrived while nothing was buffered: when they all belong to the body, they
 are the piece as they are, with no copy into the buffer and none out of it (a 1 MB body is
@@ -35,7 +39,7 @@ from coxswain.http1.events import (
     Headers,
     ProtocolError,
 )
-from coxswain.http1.syntax import find_bare_line_break
+from coxswain.http1.syntax import field_line, find_bare_line_break
 
 __all__ = ["BodyReader", "ChunkedBody", "CloseDelimitedBody", "SizedBody"]
 
@@ -47,7 +51,6 @@ _QUOTED: Final = rb'"(?:[\t\x20\x21\x23-\x5b\x5d-\x7e\x80-\xff]|\\[\t\x20-\x7e\x
 _CHUNK_LINE: Final = re.compile(
     rb"([0-9A-Fa-f]{1,16})(?:;" + _TOKEN + rb"(?:=(?:" + _TOKEN + rb"|" + _QUOTED + rb"))?)*\r\n"
 )
-_FIELD_LINE: Final = re.compile(rb"(" + _TOKEN + rb"):[ \t]*([\t\x20-\x7e\x80-\xff]*?)[ \t]*")
 
 
 class SizedBody:
@@ -107,7 +110,15 @@ class CloseDelimitedBody:
 class ChunkedBody:
     """A chunked body (RFC 9112 §7.1) with the strict rules in the module docstring."""
 
-    __slots__ = ("_error_status", "_in_chunk", "_max_body", "_max_trailer", "_state", "_total")
+    __slots__ = (
+        "_error_status",
+        "_in_chunk",
+        "_max_body",
+        "_max_trailer",
+        "_scanned",
+        "_state",
+        "_total",
+    )
 
     _SIZE: Final = 0
     _DATA: Final = 1
@@ -121,6 +132,7 @@ class ChunkedBody:
         self._state = self._SIZE
         self._in_chunk = 0
         self._total = 0
+        self._scanned = 0  # trailer bytes already searched for the end and for bare CR or LF
 
     def _fail(self, reason: str) -> ProtocolError:
         return ProtocolError(self._error_status, reason)
@@ -196,12 +208,15 @@ class ChunkedBody:
         if buf.startswith(b"\r\n"):
             del buf[:2]
             return END_OF_MESSAGE
-        end = buf.find(b"\r\n\r\n")
+        # Search only what arrived since the last call (and the bytes a match could straddle),
+        # so a trailer section sent a byte at a time costs linear time, not quadratic.
+        end = buf.find(b"\r\n\r\n", max(0, self._scanned - 3))
         if end < 0:
             if len(buf) > self._max_trailer:
                 return ProtocolError(431, "trailer section over the head limit")
-            if len(buf) >= 2 and find_bare_line_break(buf) >= 0:
+            if len(buf) >= 2 and find_bare_line_break(buf, max(0, self._scanned - 1)) >= 0:
                 return self._fail("trailer line not ended by CRLF")
+            self._scanned = len(buf)
             return NEED_DATA
         if end + 4 > self._max_trailer:
             return ProtocolError(431, "trailer section over the head limit")
@@ -209,10 +224,10 @@ class ChunkedBody:
         del buf[: end + 4]
         trailers: list[tuple[bytes, bytes]] = []
         for line in block.split(b"\r\n"):
-            matched = _FIELD_LINE.fullmatch(line)
-            if matched is None or find_bare_line_break(line) >= 0:
+            field = field_line(line)  # no CR or LF in it: the value check refuses both
+            if field is None:
                 return self._fail("invalid trailer field line")
-            trailers.append((matched.group(1).lower(), matched.group(2)))
+            trailers.append(field)
         trailer_section: Headers = tuple(trailers)
         return EndOfMessage(trailer_section)
 

@@ -4,12 +4,13 @@ This module owns every rule where h11 and llhttp disagree or are more lenient th
 so both codecs give the same answer. Two stages surround the implementation's parse:
 
 1. **Lexical, before parsing** (:func:`check_request_syntax`, :func:`check_response_syntax`):
-   one regular expression over the complete head. Rules: lines end in CRLF (no bare CR or LF,
-   RFC 9112 §2.2); the request line is ``token SP target SP HTTP/1.x`` (§3) with a VCHAR target
-   and no ``#``; field lines are ``token ":" value`` with no whitespace before the colon (§5.1)
-   and no obs-fold (§5.2, h11 would unfold it); values hold no CTL other than HTAB (RFC 9110
-   §5.5: NUL, bare CR, DEL are refused). The method must be one we know: llhttp refuses any
-   other token, h11 accepts it, so we answer 501 for both (RFC 9110 §9.1).
+   one regular expression over the complete head (linear: see "Linear on client bytes" below).
+   Rules: lines end in CRLF (no bare CR or LF, RFC 9112 §2.2); the request line is
+   ``token SP target SP HTTP/1.x`` (§3) with a VCHAR target and no ``#``; field lines are
+   ``token ":" value`` with no whitespace before the colon (§5.1) and no obs-fold (§5.2, h11
+   would unfold it); values hold no CTL other than HTAB (RFC 9110 §5.5: NUL, bare CR, DEL are
+   refused). The method must be one we know: llhttp refuses any other token, h11 accepts it,
+   so we answer 501 for both (RFC 9110 §9.1).
 2. **Semantic, after parsing** (:func:`frame_request`, :func:`frame_response`): framing and
    routing-relevant headers, RFC 9112 §6.1 and §6.3:
 
@@ -28,6 +29,16 @@ so both codecs give the same answer. Two stages surround the implementation's pa
 
 Statuses: 400 for malformed requests, 413 for a declared body over the limit, 501 for CONNECT
 and unknown methods, 502 for anything wrong in a response. Pure functions, no I/O.
+
+Linear on client bytes: every check here costs time linear in the head, because a worker that
+spends seconds on one request stalls every other connection it serves. Regular expressions
+are only used in shapes Python's backtracking engine runs in one pass: a quantified character
+class is always followed by a byte outside that class (``[^\r]*\r``, a token then ``:``), never
+by another quantifier over an overlapping class (``[ \t]*(.*?)[ \t]*`` is quadratic, cubic under
+``fullmatch``); trimming is ``bytes.strip``, and lines are found with ``find``/``split``.
+tests/hostile/test_hostile_parsing.py keeps it: it measures each parse point at N and 4N bytes
+of adversarial input, and holds every pattern of the modules that read client bytes
+(``coxswain.http1``, ``coxswain.route``, ``coxswain.shell.dataplane``) to a reviewed allow-list.
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ __all__ = [
     "KNOWN_METHODS",
     "check_request_syntax",
     "check_response_syntax",
+    "field_line",
     "find_bare_line_break",
     "frame_request",
     "frame_response",
@@ -62,15 +74,13 @@ _REQUEST_HEAD: Final = re.compile(
 _RESPONSE_HEAD: Final = re.compile(
     rb"HTTP/1\.[01] [0-9]{3}(?: [\t\x20-\x7e\x80-\xff]*)?\r\n(?:" + _FIELD_LINE + rb")*\r\n"
 )
+_REQUEST_LINE: Final = re.compile(_TOKEN + rb" [\x21\x22\x24-\x7e]+ HTTP/1\.[01]")
+_STATUS_LINE: Final = re.compile(rb"HTTP/1\.[01] [0-9]{3}(?: .*)?")
 _FIELD_NAME: Final = re.compile(_TOKEN)
 _FIELD_VALUE: Final = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
 _BARE_LINE_BREAK: Final = re.compile(rb"(?<!\r)\n|\r[^\n]")
 _CONTENT_LENGTH: Final = re.compile(rb"[0-9]{1,18}")
 _HOST: Final = re.compile(rb"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::[0-9]*)?")
-# h11 folds duplicate and comma-listed Content-Length values before we could see them, so for
-# it the count and the digits are checked on the raw head (llhttp gives each field as sent,
-# and _framing counts and checks them).
-_CONTENT_LENGTH_LINE: Final = re.compile(rb"\r\ncontent-length:[ \t]*([^\r]*?)[ \t]*(?=\r\n)", re.I)
 _ABSOLUTE_FORM: Final = re.compile(rb"(?i)https?://[^/?#@\s]+(?:[/?][\x21-\x7e]*)?")
 
 
@@ -116,7 +126,7 @@ def check_request_syntax(head: bytes, *, raw_lengths: bool = True) -> ProtocolEr
     matched = _REQUEST_HEAD.fullmatch(head)
     if matched is None:
         line = head.split(b"\r\n", 1)[0]
-        start_ok = re.fullmatch(_TOKEN + rb" [\x21\x22\x24-\x7e]+ HTTP/1\.[01]", line) is not None
+        start_ok = _REQUEST_LINE.fullmatch(line) is not None
         return ProtocolError(400, _diagnose(head, start_line_ok=start_ok))
     method = matched.group(1)
     if method == b"CONNECT":
@@ -126,8 +136,33 @@ def check_request_syntax(head: bytes, *, raw_lengths: bool = True) -> ProtocolEr
     return _check_content_length(head, 400) if raw_lengths else None
 
 
+def _raw_content_lengths(head: bytes) -> list[bytes]:
+    """The value of every Content-Length field line of a well-formed head, trimmed of spaces
+    and tabs (RFC 9112 §5.1 OWS). h11 folds duplicate and comma-listed values before we could
+    see them, so for it the count and the digits are checked on the raw head (llhttp gives
+    each field as sent, and :func:`_framing` counts and checks them)."""
+    lower = head.lower()
+    found: list[bytes] = []
+    start = lower.find(b"\r\ncontent-length:")
+    while start >= 0:
+        value_at = start + len(b"\r\ncontent-length:")
+        end = head.find(b"\r\n", value_at)
+        found.append(head[value_at:end].strip(b" \t"))
+        start = lower.find(b"\r\ncontent-length:", end)
+    return found
+
+
+def field_line(line: bytes) -> tuple[bytes, bytes] | None:
+    """``(lower-cased name, value without surrounding spaces and tabs)`` of one field line
+    without its CRLF (RFC 9112 §5.1, values as RFC 9110 §5.5), else None."""
+    name, colon, value = line.partition(b":")
+    if not colon or _FIELD_NAME.fullmatch(name) is None or _FIELD_VALUE.fullmatch(value) is None:
+        return None
+    return name.lower(), value.strip(b" \t")
+
+
 def _check_content_length(head: bytes, status: int) -> ProtocolError | None:
-    lengths = _CONTENT_LENGTH_LINE.findall(head)
+    lengths = _raw_content_lengths(head)
     if len(lengths) > 1:
         return ProtocolError(status, "more than one Content-Length")
     if lengths and _CONTENT_LENGTH.fullmatch(lengths[0]) is None:
@@ -140,7 +175,7 @@ def check_response_syntax(head: bytes, *, raw_lengths: bool = True) -> ProtocolE
     ``raw_lengths`` as for requests."""
     if _RESPONSE_HEAD.fullmatch(head) is None:
         line = head.split(b"\r\n", 1)[0]
-        start_ok = re.fullmatch(rb"HTTP/1\.[01] [0-9]{3}(?: .*)?", line) is not None
+        start_ok = _STATUS_LINE.fullmatch(line) is not None
         return ProtocolError(502, "upstream: " + _diagnose(head, start_line_ok=start_ok))
     return _check_content_length(head, 502) if raw_lengths else None
 
