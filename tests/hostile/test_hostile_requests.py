@@ -21,8 +21,8 @@ import argparse
 import contextlib
 import ipaddress
 import socket
-import weakref
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -39,7 +39,7 @@ from tests.integration.proxy_harness import (
     run_proxy,
     snapshot,
 )
-from tests.unit.test_route_select import ingress, path, rule, table_of
+from tests.unit.ingress_world import ingress, path, rule, table_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

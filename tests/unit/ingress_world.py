@@ -1,0 +1,92 @@
+"""Ingress worlds for route tests: objects, Services with EndpointSlices, and the table they
+compile to (shared by tests/unit/test_route_select.py and tests/hostile)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coxswain.compile import CompileConfig, SharedPool, build_state, compile
+from coxswain.compile.config import DEFAULT_INGRESS_CONTROLLER
+from coxswain.route import RouteTable, build_table
+
+NETWORKING = "networking.k8s.io/v1"
+INGRESS_CLASS = {
+    "apiVersion": NETWORKING,
+    "kind": "IngressClass",
+    "metadata": {"name": "coxswain"},
+    "spec": {"controller": DEFAULT_INGRESS_CONTROLLER},
+}
+
+
+def service_backend(service: str, port: int = 80) -> dict[str, Any]:
+    return {"service": {"name": service, "port": {"number": port}}}
+
+
+def path(p: str, service: str, path_type: str = "Prefix") -> dict[str, Any]:
+    return {"path": p, "pathType": path_type, "backend": service_backend(service)}
+
+
+def rule(host: str | None, *paths: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = {"http": {"paths": list(paths)}}
+    if host is not None:
+        found["host"] = host
+    return found
+
+
+def ingress(
+    name: str,
+    *rules: dict[str, Any],
+    default: str | None = None,
+    tls: list[dict[str, Any]] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"ingressClassName": "coxswain"}
+    if rules:
+        spec["rules"] = list(rules)
+    if default is not None:
+        spec["defaultBackend"] = service_backend(default)
+    if tls is not None:
+        spec["tls"] = tls
+    return {
+        "apiVersion": NETWORKING,
+        "kind": "Ingress",
+        "metadata": {"name": name, "namespace": "apps", "annotations": annotations or {}},
+        "spec": spec,
+    }
+
+
+def service(
+    name: str, *, ready: tuple[str, ...] = ("10.0.0.1",), not_ready: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
+    """A Service on port 80 (target 8080) and an EndpointSlice for it."""
+    endpoints = [{"addresses": [a], "conditions": {"ready": True}} for a in ready]
+    endpoints += [{"addresses": [a], "conditions": {"ready": False}} for a in not_ready]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "namespace": "apps"},
+            "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]},
+        },
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": f"{name}-1",
+                "namespace": "apps",
+                "labels": {"kubernetes.io/service-name": name},
+            },
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "port": 8080}],
+            "endpoints": endpoints,
+        },
+    ]
+
+
+SERVICES = ["a", "b", "c", "exact", "prefix", "wild", "catch", "fallback", "root", "web", "admin"]
+
+
+def table_of(*objects: dict[str, Any], config: CompileConfig | None = None) -> RouteTable:
+    bodies = [INGRESS_CLASS, *objects, *(b for name in SERVICES for b in service(name))]
+    result = compile(build_state(bodies), SharedPool(), config or CompileConfig())
+    return build_table(result.snapshot)
