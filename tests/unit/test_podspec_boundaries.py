@@ -170,7 +170,11 @@ def test_a_scalar_or_map_patch_replaces_what_it_does_not_merge_with():
 
 
 def test_strategic_merge_copies_the_patch_and_the_merged_lists():
-    base: dict[str, Any] = {"containers": [{"name": "a", "env": [{"name": "E"}]}], "m": {"x": [1]}}
+    base: dict[str, Any] = {
+        "containers": [{"name": "a", "env": [{"name": "E"}]}],
+        "m": {"x": [1]},
+        "args": [1],
+    }
     patch: dict[str, Any] = {
         "containers": [[["deep"]], {"name": "b", "env": [{"name": "F"}]}, {"name": "a"}],
         "n": {"y": [2]},

@@ -207,3 +207,27 @@ def test_a_parameters_reference_of_another_kind_is_refused_naming_its_group():
     assert accepted["message"].endswith(
         "core/ConfigMap cfg: only gateway.coxswain-labs.dev/CoxswainGatewayParameters is supported"
     )
+
+
+def test_a_pod_template_without_object_metadata_keeps_the_proxys_and_says_so():
+    parameters = {
+        "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
+        "kind": "CoxswainGatewayParameters",
+        "metadata": {"name": "own", "namespace": "app"},
+        "spec": {"podTemplate": {"metadata": 7}},
+    }
+    edge = gateway("edge", 8080)
+    edge["spec"]["infrastructure"] = {
+        "parametersRef": {
+            "group": "gateway.coxswain-labs.dev",
+            "kind": "CoxswainGatewayParameters",
+            "name": "own",
+        }
+    }
+    desired = provision(build_state([gateway_class(), parameters, edge]), CONFIG)
+    assert [(d.reason, d.message) for d in desired.diagnostics] == [
+        (
+            "InvalidPodTemplate",
+            "the podTemplate's metadata is not an object; the proxy's own is kept",
+        )
+    ]
