@@ -193,6 +193,9 @@ def test_a_name_that_fits_63_characters_is_kept_and_a_longer_one_is_cut_and_hash
     dashed_digest = hashlib.sha256(dashed.encode()).hexdigest()[:8]
     assert fit_name(dashed, limit=20) == "-" + "c" * 10 + "-" + dashed_digest
     assert len(fit_name("x" * 64)) == 63
+    upper = "a" * 53 + "X" + "b" * 20
+    upper_digest = hashlib.sha256(upper.encode()).hexdigest()[:8]
+    assert fit_name(upper) == "a" * 53 + "X-" + upper_digest
 
 
 @pytest.mark.parametrize(

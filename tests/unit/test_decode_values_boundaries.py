@@ -320,10 +320,20 @@ def test_a_config_map_with_a_bad_bundle_names_ca_crt_and_keeps_no_bundle():
     assert len(found.problem) > len("ca.crt ")
 
 
-def test_a_config_map_with_a_good_bundle_keeps_it():
+def test_a_config_map_with_a_good_bundle_keeps_it_and_its_findings():
     pem = trustme.CA().cert_pem.bytes().decode()
-    found = _config_map({"ca.crt": pem})
+    found = _config_map({"ca.crt": pem, "other": 7})
     assert (found.ca_bundle, found.problem) == (pem, None)
+    assert found == _config_map({"ca.crt": pem})
+    labelled = _decoded(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "app", "labels": {"a": 7}},
+            "data": {"ca.crt": pem},
+        }
+    )
+    assert [d.field for d in labelled.diagnostics] == ["metadata.labels['a']"]
 
 
 def test_a_reference_grant_target_keeps_its_name_or_none_for_any():

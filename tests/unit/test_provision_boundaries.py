@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from coxswain.compile import CompileConfig, build_state, status
+from coxswain.compile import CompileConfig, SharedPool, build_state, compile, status
 from coxswain.compile.api import analyse
 from coxswain.compile.gateway.ports import PORT_BAND
 from coxswain.compile.gateway.vip import VIP_SUFFIX
@@ -208,3 +208,28 @@ def test_a_parameters_reference_of_another_kind_is_refused_naming_its_group():
     assert accepted["message"].endswith(
         "core/ConfigMap cfg: only gateway.coxswain-labs.dev/CoxswainGatewayParameters is supported"
     )
+
+
+def test_a_pod_template_without_object_metadata_is_refused_and_nothing_is_provisioned():
+    parameters = {
+        "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
+        "kind": "CoxswainGatewayParameters",
+        "metadata": {"name": "own", "namespace": "app"},
+        "spec": {"podTemplate": {"metadata": 7}},
+    }
+    edge = gateway("edge", 8080)
+    edge["spec"]["infrastructure"] = {
+        "parametersRef": {
+            "group": "gateway.coxswain-labs.dev",
+            "kind": "CoxswainGatewayParameters",
+            "name": "own",
+        }
+    }
+    state = build_state([gateway_class(), parameters, edge])
+    desired = provision(state, CONFIG)
+    assert (list(desired.objects), list(desired.diagnostics)) == ([], [])
+    found = compile(state, SharedPool(), CONFIG).diagnostics
+    assert [(d.key.kind if d.key else None, d.field, d.reason) for d in found] == [
+        ("CoxswainGatewayParameters", "spec.podTemplate.metadata", "InvalidParameters"),
+        ("Gateway", "spec.infrastructure.parametersRef", "InvalidParameters"),
+    ]

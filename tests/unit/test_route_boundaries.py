@@ -15,6 +15,7 @@ from coxswain.compile.snapshot_read import snapshot_from_data
 from coxswain.route import RequestHead, build_table, select
 from coxswain.route.gateway import index_gateway_port, parse_query, percent_decode
 from coxswain.route.plan import ListenerSpec, listener_specs
+from coxswain.route.select import host_of
 
 PORT = 30000
 
@@ -412,3 +413,91 @@ def test_a_listener_is_bound_when_it_is_ready_and_has_a_port_with_tls_for_https(
         30000: ListenerSpec(30000, tls=True),
         30001: ListenerSpec(30001, tls=False),
     }
+
+
+@pytest.mark.parametrize(
+    ("header", "host"),
+    [
+        (None, ""),
+        ("", ""),
+        ("A.Example.COM.:8080", "a.example.com"),
+        ("a.example.com.", "a.example.com"),
+        ("a:b:80", "a:b"),
+        ("[::1]:8080", "[::1]"),
+        ("[::1]", "[::1]"),
+        ("[a]b]:1", "[a]"),
+        ("[::1", "[::1"),
+    ],
+)
+def test_the_host_of_a_host_header_drops_port_and_trailing_dot(header, host):
+    assert host_of(header) == host
+
+
+def test_ingress_answers_say_which_rule_and_service():
+    data = {
+        "version": "v",
+        "scope": "shared",
+        "ingress": {
+            "http_port": 80,
+            "https_port": 443,
+            "hosts": {
+                "h": {
+                    "paths": [
+                        {
+                            "path": "/p",
+                            "match": "Prefix",
+                            "backend": {"namespace": "app", "service": "web", "port": 80},
+                            "route": {
+                                "kind": "Ingress",
+                                "namespace": "app",
+                                "name": "i",
+                                "rule": "r",
+                            },
+                            "tls_redirect": True,
+                        }
+                    ],
+                    "default_backend": {
+                        "path": "/",
+                        "match": "Prefix",
+                        "backend": {"namespace": "app", "service": "idle", "port": 81},
+                        "route": {"kind": "Ingress", "namespace": "app", "name": "i", "rule": "d"},
+                    },
+                }
+            },
+        },
+        "endpoints": {"app/web/80": [{"address": "10.0.0.1", "port": 8080}]},
+    }
+    table = build_table(snapshot_from_data(data), ingress_https_port=8443)
+    assert (table.ingress_http_port, table.ingress_https_port) == (80, 8443)
+    redirected = select(table, RequestHead(port=80, method="GET", target="/p", host="h"))
+    assert redirected.redirect == "https://h/p"
+    assert [b.service for b in redirected.backends] == ["web"]
+    forwarded = select(table, RequestHead(port=8443, method="GET", target="/p", host="h", tls=True))
+    assert forwarded.reason == (
+        "host 'h', Prefix path '/p' of Ingress app/i: forwarded to Service app/web port 80"
+    )
+    idle = select(table, RequestHead(port=8443, method="GET", target="/x", host="h", tls=True))
+    assert (idle.status, idle.reason) == (
+        503,
+        "host 'h', default backend of Ingress app/i: "
+        "Service app/idle port 81 has no ready endpoint",
+    )
+
+
+def test_without_a_server_name_the_listener_without_hostname_is_chosen():
+    gateways = {
+        str(PORT): {"xxxx": _listener("xxxx", {}), "*": _listener("*", {})},
+    }
+    store = {"xxxx": {**CERTS, "secret": "app/x"}, "*": {**CERTS, "secret": "app/any"}}
+    table = _tls_table({str(PORT): store}, gateways)
+    found = table.certificate(PORT, None)
+    assert found is not None
+    assert found.secret == "app/any"
+    data = {
+        "version": "v",
+        "scope": "shared",
+        "ingress": {"http_port": 80, "https_port": 443, "hosts": {}},
+        "gateways": gateways,
+        "client_certs": {str(PORT): {"xxxx": {"ca_bundle": "x", "mode": "m"}}},
+    }
+    assert build_table(snapshot_from_data(data)).client_validation(PORT, None) is None

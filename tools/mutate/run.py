@@ -264,10 +264,22 @@ def run_mutmut(patterns: Sequence[str], children: int) -> int:
     return done.returncode
 
 
+def _command(args: argparse.Namespace) -> str:
+    if args.resume:
+        return "make mutate MUTANTS=--resume"
+    return "make mutate" + (" MUTANTS='" + " ".join(args.mutants) + "'" if args.mutants else "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("mutants", nargs="*", help="mutmut globs: test only these again")
     parser.add_argument("--children", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep mutants/: test only what has no verdict (new or changed functions, "
+        "timeouts after a change of the timeout settings)",
+    )
     parser.add_argument("--report-only", action="store_true", help="only rewrite the report")
     args = parser.parse_args(argv)
 
@@ -275,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     if not args.report_only:
-        if not args.mutants:
+        if not args.mutants and not args.resume:
             shutil.rmtree(MUTANTS, ignore_errors=True)
         code = run_mutmut(args.mutants, args.children)
         if code != 0:
@@ -288,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     header = [
         f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         f"- commit: {commit}",
-        f"- command: `make mutate{' MUTANTS=' + ' '.join(args.mutants) if args.mutants else ''}`",
+        f"- command: `{_command(args)}`",
         f"- run time: {elapsed / 60:.1f} min with {args.children} workers, {cpu / 60:.1f} CPU-min"
         if not args.report_only
         else "- run time: not measured (--report-only)",
