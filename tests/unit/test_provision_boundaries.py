@@ -157,12 +157,13 @@ def test_a_listener_without_a_free_internal_port_is_pending():
     }
 
 
-def _autoscaler(autoscaling: Any) -> dict[str, Any]:
+def _dedicated(parameters_spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Gateway app/edge with a proxy of its own, configured by ``parameters_spec``."""
     parameters = {
         "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
         "kind": "CoxswainGatewayParameters",
         "metadata": {"name": "own", "namespace": "app"},
-        "spec": {"autoscaling": autoscaling},
+        "spec": parameters_spec,
     }
     edge = gateway("edge", 8080)
     edge["spec"]["infrastructure"] = {
@@ -172,7 +173,11 @@ def _autoscaler(autoscaling: Any) -> dict[str, Any]:
             "name": "own",
         }
     }
-    desired = provision(build_state([gateway_class(), parameters, edge]), CONFIG)
+    return [gateway_class(), parameters, edge]
+
+
+def _autoscaler(autoscaling: Any) -> dict[str, Any]:
+    desired = provision(build_state(_dedicated({"autoscaling": autoscaling})), CONFIG)
     [found] = [o for o in desired.objects if o.kind == "HorizontalPodAutoscaler"]
     spec: dict[str, Any] = json.loads(found.body)["spec"]
     return {k: spec[k] for k in ("minReplicas", "maxReplicas")}
@@ -210,21 +215,7 @@ def test_a_parameters_reference_of_another_kind_is_refused_naming_its_group():
 
 
 def test_a_pod_template_without_object_metadata_keeps_the_proxys_and_says_so():
-    parameters = {
-        "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
-        "kind": "CoxswainGatewayParameters",
-        "metadata": {"name": "own", "namespace": "app"},
-        "spec": {"podTemplate": {"metadata": 7}},
-    }
-    edge = gateway("edge", 8080)
-    edge["spec"]["infrastructure"] = {
-        "parametersRef": {
-            "group": "gateway.coxswain-labs.dev",
-            "kind": "CoxswainGatewayParameters",
-            "name": "own",
-        }
-    }
-    desired = provision(build_state([gateway_class(), parameters, edge]), CONFIG)
+    desired = provision(build_state(_dedicated({"podTemplate": {"metadata": 7}})), CONFIG)
     assert [(d.reason, d.message) for d in desired.diagnostics] == [
         (
             "InvalidPodTemplate",
