@@ -6,20 +6,25 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 import pytest
 from pyrsistent import pmap, pvector
 
-from coxswain.compile.diagnostics import Diagnostic, Severity
+from coxswain.compile import SharedPool, build_state, compile
+from coxswain.compile.diagnostics import Diagnostic, Severity, diagnostic_order
 from coxswain.compile.gateway.attach import intersect_hostnames, matches_selector
 from coxswain.compile.gateway.placement import fit_name
 from coxswain.compile.gateway.vip import service_addresses
+from coxswain.compile.ingress.annotations import parse_options
 from coxswain.compile.ingress.certificates import has_certificate
+from coxswain.compile.model.decode import Decoded, decode_object
 from coxswain.compile.model.gateway_objects import LabelSelector, SelectorRequirement
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.model.manifests import ManifestSyntaxError, parse_manifests
 from coxswain.compile.model.objects import Meta, Service
 from coxswain.compile.snapshot import Certificate
+from coxswain.compile.snapshot_json import dump_snapshot, snapshot_to_data
 
 CERT = Certificate(chain_pem="c", key_pem="k", secret="app/s")
 
@@ -212,3 +217,41 @@ def test_a_host_has_a_certificate_of_its_own_exactly_or_by_a_one_label_wildcard(
     certificates = pmap({"a.example.com": CERT, "*.example.com": CERT, "*": CERT})
     assert has_certificate(certificates, host) is found
     assert has_certificate(pmap({"*": CERT}), host) is False
+
+
+def _ingress_with(annotations: dict[str, str]) -> Any:
+    found = decode_object(
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "Ingress",
+            "metadata": {"name": "i", "namespace": "app", "annotations": annotations},
+        }
+    )
+    assert isinstance(found, Decoded)
+    return found.obj
+
+
+@pytest.mark.parametrize(
+    ("value", "redirect"),
+    [("true", True), ("TRUE", True), ("True", True), ("false", False), ("FALSE", False)],
+)
+def test_ssl_redirect_is_true_or_false_in_any_case(value, redirect):
+    options, found = parse_options(_ingress_with({"coxswain-labs.dev/ssl-redirect": value}))
+    assert (options.ssl_redirect, found) == (redirect, [])
+
+
+def test_a_diagnostic_about_the_input_sorts_before_any_object():
+    def about(kind: str | None, name: str) -> Diagnostic:
+        key = None if kind is None else ObjectKey(kind, "app", name)
+        return Diagnostic(key=key, field="", severity=Severity.ERROR, reason="R", message="m")
+
+    found = [about("Service", "b"), about("Ingress", "z"), about(None, ""), about("Service", "a")]
+    assert sorted(found, key=diagnostic_order) == [found[2], found[1], found[3], found[0]]
+
+
+def test_a_snapshot_is_dumped_with_sorted_keys_two_space_indent_and_a_final_newline():
+    snapshot = compile(build_state([]), SharedPool()).snapshot
+    data = snapshot_to_data(snapshot)
+    assert dump_snapshot(snapshot) == json.dumps(data, sort_keys=True, indent=2) + "\n"
+    assert dump_snapshot(snapshot, indent=None) == json.dumps(data, sort_keys=True) + "\n"
+    assert dump_snapshot(snapshot).startswith('{\n  "client_certs": {},\n')

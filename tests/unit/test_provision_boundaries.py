@@ -158,12 +158,13 @@ def test_a_listener_without_a_free_internal_port_is_not_programmed():
     }
 
 
-def _autoscaler(autoscaling: Any) -> dict[str, Any]:
+def _dedicated(parameters_spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Gateway app/edge with a proxy of its own, configured by ``parameters_spec``."""
     parameters = {
         "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
         "kind": "CoxswainGatewayParameters",
         "metadata": {"name": "own", "namespace": "app"},
-        "spec": {"autoscaling": autoscaling},
+        "spec": parameters_spec,
     }
     edge = gateway("edge", 8080)
     edge["spec"]["infrastructure"] = {
@@ -173,7 +174,11 @@ def _autoscaler(autoscaling: Any) -> dict[str, Any]:
             "name": "own",
         }
     }
-    desired = provision(build_state([gateway_class(), parameters, edge]), CONFIG)
+    return [gateway_class(), parameters, edge]
+
+
+def _autoscaler(autoscaling: Any) -> dict[str, Any]:
+    desired = provision(build_state(_dedicated({"autoscaling": autoscaling})), CONFIG)
     [found] = [o for o in desired.objects if o.kind == "HorizontalPodAutoscaler"]
     spec: dict[str, Any] = json.loads(found.body)["spec"]
     return {k: spec[k] for k in ("minReplicas", "maxReplicas")}
@@ -211,21 +216,7 @@ def test_a_parameters_reference_of_another_kind_is_refused_naming_its_group():
 
 
 def test_a_pod_template_without_object_metadata_is_refused_and_nothing_is_provisioned():
-    parameters = {
-        "apiVersion": "gateway.coxswain-labs.dev/v1alpha1",
-        "kind": "CoxswainGatewayParameters",
-        "metadata": {"name": "own", "namespace": "app"},
-        "spec": {"podTemplate": {"metadata": 7}},
-    }
-    edge = gateway("edge", 8080)
-    edge["spec"]["infrastructure"] = {
-        "parametersRef": {
-            "group": "gateway.coxswain-labs.dev",
-            "kind": "CoxswainGatewayParameters",
-            "name": "own",
-        }
-    }
-    state = build_state([gateway_class(), parameters, edge])
+    state = build_state(_dedicated({"podTemplate": {"metadata": 7}}))
     desired = provision(state, CONFIG)
     assert (list(desired.objects), list(desired.diagnostics)) == ([], [])
     found = compile(state, SharedPool(), CONFIG).diagnostics
