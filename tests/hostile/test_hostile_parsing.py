@@ -22,20 +22,18 @@ from __future__ import annotations
 
 import ast
 import importlib
-import json
 import pkgutil
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 import pytest
 
+from tests.hostile.script_runs import run_script
+
 if TYPE_CHECKING:
     from types import ModuleType
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 # 4N is about the default head limit (parser.DEFAULT_MAX_HEAD_BYTES, 60 KiB), the most a client
 # can send in one head or trailer section; past it the CPU caches, not the algorithm, make a
 # linear parse slower per byte, and the proportions below stop telling linear from not.
@@ -114,19 +112,13 @@ print(json.dumps(found))
 
 def _measure(kind: str, codec: str, payloads: list[bytes], repeats: int) -> list[tuple[float, str]]:
     """(best time, verdict) for each payload; fails when the run misses ``DEADLINE``."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", _TIMING_SCRIPT],
-            input=json.dumps([kind, codec, [p.decode("latin-1") for p in payloads], repeats]),
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=DEADLINE,
-            check=True,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"parsing {sum(map(len, payloads))} bytes did not end within {DEADLINE:.0f} s")
-    return [(t, str(v)) for t, v in json.loads(done.stdout)]
+    found = run_script(
+        _TIMING_SCRIPT,
+        [kind, codec, [p.decode("latin-1") for p in payloads], repeats],
+        deadline=DEADLINE,
+        what=f"parsing {sum(map(len, payloads))} bytes",
+    )
+    return [(t, str(v)) for t, v in found]
 
 
 def _head(*fields: bytes, target: bytes = b"/") -> bytes:

@@ -16,10 +16,7 @@ from __future__ import annotations
 import json
 import random
 import re
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import given
@@ -30,9 +27,12 @@ from coxswain.compile import CompileConfig, SharedPool, build_state, compile, st
 from coxswain.compile.gateway.ports import PORT_BAND, allocate_ports, outside_share
 from coxswain.compile.regex import MAX_PATTERN_LENGTH, FullMatch, compile_pattern
 from coxswain.route import RequestHead, build_table, select
+from tests.hostile.script_runs import run_script
 from tests.parity import unreported
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+if TYPE_CHECKING:
+    from pathlib import Path
+
 GW = "gateway.networking.k8s.io/v1"
 CLASS = {
     "apiVersion": GW,
@@ -116,19 +116,13 @@ def decide_in_subprocess(
     objects: list[dict[str, Any]], paths: list[str], repeats: int = 1
 ) -> list[tuple[float, bool, str | None]]:
     """(best time, matched, backend) of each path; fails when the run misses ``DEADLINE``."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", _TIMING_SCRIPT],
-            input=json.dumps([objects, paths, repeats]),
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=DEADLINE,
-            check=True,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"deciding {len(paths)} requests did not end within {DEADLINE:.0f} s")
-    return [(t, m, b) for t, m, b in json.loads(done.stdout)]
+    found = run_script(
+        _TIMING_SCRIPT,
+        [objects, paths, repeats],
+        deadline=DEADLINE,
+        what=f"deciding {len(paths)} requests",
+    )
+    return [(t, m, b) for t, m, b in found]
 
 
 def world(pattern: str) -> list[dict[str, Any]]:
