@@ -7,7 +7,8 @@ import argparse
 import ipaddress
 from typing import TYPE_CHECKING, Final
 
-from coxswain.cli.types import add_log_format, port, seconds
+from coxswain.cli.types import add_log_format, count, port, seconds
+from coxswain.shell.dataplane.connection_limits import DEFAULT_MAX_CONNECTIONS
 
 if TYPE_CHECKING:
     from coxswain.route.forward import Network
@@ -30,6 +31,13 @@ TIMEOUT_FLAGS: Final = (
     ),
     ("--client-body-timeout", 60.0, "answer 408 when the request body stalls this long"),
     (
+        "--client-send-timeout",
+        60.0,
+        "close a client that takes no response bytes for this long (a slow reader), "
+        "and its upstream connection",
+    ),
+    ("--tls-handshake-timeout", 10.0, "close a client whose TLS handshake takes longer"),
+    (
         "--upstream-connect-timeout",
         10.0,
         "give up on an endpoint that does not accept a "
@@ -40,6 +48,16 @@ TIMEOUT_FLAGS: Final = (
         60.0,
         "answer 504 (or cut the response) when the upstream "
         "sends nothing for this long; a route's own timeouts bound the whole exchange",
+    ),
+    (
+        "--upstream-send-timeout",
+        60.0,
+        "answer 504 (or cut the response) when the upstream takes no request bytes for this long",
+    ),
+    (
+        "--tunnel-idle-timeout",
+        3600.0,
+        "close a WebSocket tunnel when no byte crossed it either way for this long",
     ),
 )
 
@@ -63,8 +81,16 @@ def add_listener_flags(parser: argparse.ArgumentParser) -> None:
         help="on SIGTERM, how long requests in flight may take to finish",
     )
     parser.add_argument(
+        "--max-connections",
+        type=count(lowest=1),
+        default=DEFAULT_MAX_CONNECTIONS,
+        metavar="N",
+        help="client connections per process; at the limit the one idle longest is closed for "
+        "room (lowered to what the open-file limit allows)",
+    )
+    parser.add_argument(
         "--max-body-bytes",
-        type=int,
+        type=count(lowest=0),
         default=None,
         metavar="N",
         help="answer 413 to a request body over N bytes (default: no limit)",
@@ -131,9 +157,14 @@ def proxy_config(args: argparse.Namespace, *, reuse_port: bool) -> ProxyConfig:
         access_log=True,
         trusted_proxies=args.trusted_proxies,
         header_timeout=args.client_header_timeout,
+        handshake_timeout=args.tls_handshake_timeout,
+        max_connections=args.max_connections,
         timeouts=Timeouts(
             connect=args.upstream_connect_timeout,
             read=args.upstream_read_timeout,
             client_body=args.client_body_timeout,
+            send=args.upstream_send_timeout,
+            client_send=args.client_send_timeout,
+            tunnel_idle=args.tunnel_idle_timeout,
         ),
     )

@@ -222,6 +222,7 @@ def _worker_command(args: argparse.Namespace) -> list[str]:
     command += ["--ingress-https-port", str(args.ingress_https_port)]
     command += ["--admin-port", str(args.admin_port), "--drain-timeout", str(args.drain_timeout)]
     command += ["--log-format", args.log_format]
+    command += ["--max-connections", str(args.max_connections)]
     if args.max_body_bytes is not None:
         command += ["--max-body-bytes", str(args.max_body_bytes)]
     if args.trusted_proxies:

@@ -168,6 +168,20 @@ def port(*, lowest: int) -> Callable[[str], int]:
     return _named(check)
 
 
+def count(*, lowest: int) -> Callable[[str], int]:
+    """A whole number from ``lowest`` (a size or a limit), decimal digits only."""
+
+    def check(text: str) -> int:
+        if not (text.isascii() and text.isdigit() and len(text) <= 18):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+        value = int(text)
+        if value < lowest:
+            raise argparse.ArgumentTypeError(f"{value} is less than {lowest}")
+        return value
+
+    return _named(check)
+
+
 @_named
 def seconds(text: str) -> float:
     """A timeout or interval: a positive number of seconds (``inf``: none)."""

@@ -127,6 +127,12 @@ class _MessageParser:
         the next one, or bytes the peer should not have sent)."""
         return bool(self._buf) or self._fresh is not None
 
+    @property
+    def mid_message(self) -> bool:
+        """A body is being read, or the input broke HTTP/1.1: the peer may still be sending
+        bytes of this message (a server that closes now should linger, RFC 9112 §9.6)."""
+        return self._state == _BODY or self._state == _ERROR
+
     def _merge(self) -> None:
         """Into the buffer with the fresh bytes: they are not one whole body piece."""
         if (fresh := self._fresh) is not None:

@@ -24,6 +24,7 @@ import trio
 
 from coxswain.cli.listeners import networks
 from coxswain.compile.scope import parse_scope
+from coxswain.shell.dataplane.connection_limits import DEFAULT_MAX_CONNECTIONS
 from coxswain.shell.dataplane.server import Proxy, ProxyConfig
 from coxswain.shell.dataplane.upstream import Timeouts
 from coxswain.shell.proxy import serve_snapshot_file
@@ -316,6 +317,7 @@ def run_proxy(
     header_timeout: float = 60.0,
     timeouts: Timeouts | None = None,
     trusted_proxies: str = "",
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
 ) -> None:
     """Start echo backends and a proxy serving ``make_snapshot(ports)``, run ``client`` in a
     thread, then stop everything. ``ports`` maps each backend name to its port, and
@@ -343,6 +345,7 @@ def run_proxy(
                         header_timeout=header_timeout,
                         timeouts=timeouts or Timeouts(),
                         trusted_proxies=networks(trusted_proxies),
+                        max_connections=max_connections,
                     ),
                     admin_port=admin_port,
                     poll_interval=0.02,

@@ -23,7 +23,7 @@ ELSEWHERE = {
     ("proxy.py", "_until_supervisor_gone"): (
         "stdin is a trio FdStream, whose receive_some always yields"
     ),
-    ("dataplane/upstream.py", "_tunnel"): (
+    ("dataplane/tunnel.py", "tunnel"): (
         "the loop over the 101's events ends after at most two (its end, then the pause); "
         "the relay after it sends"
     ),

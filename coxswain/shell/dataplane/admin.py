@@ -6,6 +6,12 @@ again once draining starts. ``/metrics`` is Prometheus text. Any other path is 4
 are parsed with the traffic codec, and answered with ``Connection: close``: probes open a
 connection each.
 
+The admin port keeps answering when the traffic ports are full: it has places of its own,
+:data:`.connection_limits.ADMIN_MAX_CONNECTIONS` connections of at most
+:data:`.connection_limits.ADMIN_TIMEOUT` seconds each
+(:class:`.capacity.Capacity`), and the traffic ports' limit leaves descriptors for them
+(:data:`.connection_limits.FD_RESERVE`).
+
 What the answers say comes from an :class:`AdminSource`:
 :class:`coxswain.shell.proxy.ProxyAdmin` reads the flags and registry of the proxy in this
 process; the supervisor of ``--workers N`` asks its workers (:mod:`.workers`).
@@ -19,6 +25,8 @@ from typing import TYPE_CHECKING, Protocol
 import trio
 
 from coxswain.http1 import DEFAULT_CODEC, RequestHead, RequestParser, codec_named
+from coxswain.shell.dataplane import capacity
+from coxswain.shell.dataplane.connection_limits import ADMIN_MAX_CONNECTIONS, ADMIN_TIMEOUT
 from coxswain.shell.dataplane.metrics import CONTENT_TYPE
 from coxswain.shell.dataplane.wire import EventReader, own_answer
 
@@ -28,8 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["AdminSource", "serve_admin"]
 
 log = logging.getLogger("coxswain.admin")
-
-_TIMEOUT = 10.0
 
 
 class AdminSource(Protocol):
@@ -54,7 +60,7 @@ async def serve_admin(
 
     async def handle(stream: trio.SocketStream) -> None:
         async with stream:
-            with trio.move_on_after(_TIMEOUT):
+            with trio.move_on_after(ADMIN_TIMEOUT):
                 try:
                     await _answer(source, stream, codec)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -62,7 +68,8 @@ async def serve_admin(
                 except Exception:  # a probe's bug must not stop the proxy
                     log.exception("admin request failed")
 
-    await trio.serve_listeners(handle, listeners)
+    async with trio.open_nursery() as nursery:
+        await capacity.serve(handle, listeners, capacity.Capacity(ADMIN_MAX_CONNECTIONS), nursery)
 
 
 async def _answer(source: AdminSource, stream: trio.SocketStream, codec: HeadCodec) -> None:

@@ -36,6 +36,12 @@ Differences from ``trio.SocketStream``, on purpose:
   usually answers within the turn the other connections take, and the retry saves the
   readiness wait's registration and epoll round trip; a second retry made it slower (same
   section).
+- **A send that waits is bounded** (:meth:`Connection.bound_sends`): while the kernel's buffer
+  stays full, the connection is on the proxy's watchdog (:class:`~.wire.Watchdog`), one
+  dictionary store per wait and nothing when the kernel takes the bytes at once; a peer that
+  takes no byte for the send timeout gets its connection closed, and the sender
+  :class:`SendStalled` (nginx's ``send_timeout`` and ``proxy_send_timeout`` measure the same:
+  the time between two writes, not the whole response).
 - Conflict detection for sends only: a second task calling ``send_all`` while one is in
   progress gets ``BusyResourceError`` (their bytes would interleave, or the batch would send
   only one task's); receives are used by one task at a time by construction (a WebSocket
@@ -48,12 +54,16 @@ Errors follow the trio stream contract: ``ClosedResourceError`` after our own cl
 from __future__ import annotations
 
 import errno
+import math
 import socket as stdlib_socket
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import trio
 
-__all__ = ["Connection", "SendBatch"]
+if TYPE_CHECKING:
+    from coxswain.shell.dataplane.wire import Watchdog
+
+__all__ = ["Connection", "SendBatch", "SendStalled"]
 
 _DEFAULT_RECEIVE: Final = 64 * 1024
 
@@ -88,10 +98,25 @@ class SendBatch(trio.abc.Instrument):
 _BATCH: Final[trio.lowlevel.RunVar[SendBatch]] = trio.lowlevel.RunVar("coxswain.send_batch")
 
 
+class SendStalled(trio.BrokenResourceError):
+    """The peer took no byte for the connection's send timeout; the connection was closed."""
+
+
 class Connection(trio.abc.HalfCloseableStream):
     """One connected TCP socket (see the module docstring)."""
 
-    __slots__ = ("_batch", "_closed", "_failed", "_queued", "_rest", "_sending", "socket")
+    __slots__ = (
+        "_batch",
+        "_closed",
+        "_failed",
+        "_queued",
+        "_rest",
+        "_sending",
+        "_stalled",
+        "send_timeout",
+        "socket",
+        "watchdog",
+    )
 
     def __init__(self, sock: stdlib_socket.socket) -> None:
         sock.setblocking(False)
@@ -102,6 +127,27 @@ class Connection(trio.abc.HalfCloseableStream):
         self._rest: memoryview | None = None  # what the kernel did not take from the batch
         self._failed: Exception | None = None  # how the batch's send failed
         self._sending = False  # a send_all is in progress (one task at a time)
+        self.watchdog: Watchdog | None = None  # bounds a send that waits (bound_sends)
+        self.send_timeout = math.inf
+        self._stalled = False  # the watchdog closed the connection: a send waited too long
+
+    def bound_sends(self, watchdog: Watchdog, timeout: float) -> Connection:
+        """From now on a send that waits more than ``timeout`` seconds for the kernel to take
+        a byte closes the connection (:class:`SendStalled`); ``math.inf``: never."""
+        self.watchdog = None if timeout == math.inf else watchdog
+        self.send_timeout = timeout
+        return self
+
+    @property
+    def stalled(self) -> bool:
+        """The connection was closed because a send waited past its timeout."""
+        return self._stalled
+
+    def expire(self) -> None:
+        """A send waited past the send timeout (the watchdog calls this): close, so that
+        the waiting sender wakes and raises :class:`SendStalled`."""
+        self._stalled = True
+        self.close()
 
     @classmethod
     def take(cls, stream: trio.SocketStream) -> Connection:
@@ -147,15 +193,26 @@ class Connection(trio.abc.HalfCloseableStream):
             if view is None:
                 return
             sock = self.socket
-            while view:
-                await trio.lowlevel.wait_writable(sock)  # the kernel's buffer was full just now
-                try:
-                    sent = sock.send(view)
-                except BlockingIOError:
-                    continue
-                except OSError as err:
-                    raise self._broken(err) from err
-                view = view[sent:]
+            watchdog = self.watchdog
+            try:
+                while view:
+                    if watchdog is not None:  # the time between two writes is bounded
+                        watchdog.watch(self, self.send_timeout)
+                    await trio.lowlevel.wait_writable(sock)  # the kernel's buffer was full
+                    try:
+                        sent = sock.send(view)
+                    except BlockingIOError:
+                        continue
+                    except OSError as err:
+                        raise self._broken(err) from err
+                    view = view[sent:]
+            except trio.ClosedResourceError:
+                if self._stalled:
+                    raise SendStalled(f"took no bytes for {self.send_timeout:g} s") from None
+                raise
+            finally:
+                if watchdog is not None:
+                    watchdog.unwatch(self)
         finally:
             self._sending = False
 

@@ -15,6 +15,8 @@ design").
 - ``coxswain_upstream_duration_seconds``: a histogram of forwarded exchanges, from the request
   head to the end of the upstream response.
 - ``coxswain_open_connections``: client connections open now.
+- ``coxswain_connections_shed_total``: connections waiting for a request head that were closed
+  to make room at ``--max-connections`` (:mod:`.capacity`).
 - ``coxswain_snapshot_info{version}``: 1 for the version served; the previous one is removed.
 - ``coxswain_snapshot_applies_total{result}``: ``ok`` or ``refused``.
 - ``coxswain_mirror_requests_total{result}``: mirrored requests ``sent``, ``failed`` or
@@ -86,6 +88,11 @@ class Metrics:
         self.registry.register(self._series)
         self.open_connections = Gauge(
             "coxswain_open_connections", "Client connections open now.", registry=self.registry
+        )
+        self.shed = Counter(
+            "coxswain_connections_shed",
+            "Connections waiting for a request head closed to make room at --max-connections.",
+            registry=self.registry,
         )
         self.snapshot = Gauge(
             "coxswain_snapshot_info",

@@ -16,7 +16,9 @@ Design (docs/architecture.md, "The proxy"):
   answer or forward (:mod:`.upstream`), and log one JSON line. A ProtocolError from the codec
   (400, 413, 431, 501) is answered and the connection closed (RFC 9112 §9.6); no input ends
   anything but its own connection. A client idle between requests or slow to send a head is
-  closed after ``header_timeout``.
+  closed after ``header_timeout``, one that stops reading after ``timeouts.client_send``
+  (:meth:`.Connection.bound_sends`); at ``max_connections`` the one idle longest is closed for
+  room (:mod:`.capacity`).
 - **Draining** (:meth:`Proxy.drain`, on SIGTERM): ``ready()`` turns False, every listener is
   closed, connections waiting for a request head are closed, a request in flight finishes and
   its connection then closes; the drain ends when no connection is left or at its timeout.
@@ -53,8 +55,11 @@ from coxswain.http1 import (
 )
 from coxswain.route.forward import trusted_peer
 from coxswain.route.plan import ListenerSpec, diff_listeners
+from coxswain.shell.dataplane import capacity
 from coxswain.shell.dataplane.access_log import AccessLog
+from coxswain.shell.dataplane.capacity import Capacity
 from coxswain.shell.dataplane.connection import Connection
+from coxswain.shell.dataplane.connection_limits import DEFAULT_MAX_CONNECTIONS
 from coxswain.shell.dataplane.listen import ListenError, open_reuseport_listeners
 from coxswain.shell.dataplane.metrics import Metrics
 from coxswain.shell.dataplane.mirror import Mirrors
@@ -67,7 +72,7 @@ from coxswain.shell.dataplane.upstream import (
     Forwarder,
     Timeouts,
 )
-from coxswain.shell.dataplane.wire import EventReader, Timer, Watchdog, own_answer
+from coxswain.shell.dataplane.wire import RECEIVE_SIZE, EventReader, Timer, Watchdog, own_answer
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -79,6 +84,7 @@ __all__ = ["HEADER_TIMEOUT", "Proxy", "ProxyConfig"]
 
 HEADER_TIMEOUT: Final = 60.0
 HANDSHAKE_TIMEOUT: Final = 10.0
+LINGER: Final = 5.0  # at most, reading what a client still sends after its connection's answer
 BIND_RETRY_MIN: Final = 0.1
 BIND_RETRY_MAX: Final = 5.0
 SETTLE_INTERVAL: Final = 60.0
@@ -94,7 +100,9 @@ class ProxyConfig:
     ingress_http_port: int = 80
     ingress_https_port: int = 443
     header_timeout: float = HEADER_TIMEOUT  # for a request head, and idle between requests
+    handshake_timeout: float = HANDSHAKE_TIMEOUT  # for a client's TLS handshake
     timeouts: Timeouts = field(default_factory=Timeouts)
+    max_connections: int = DEFAULT_MAX_CONNECTIONS  # client connections (.capacity)
     codec: str = DEFAULT_CODEC
     max_body_bytes: int | None = None  # a request body over it is answered 413
     reuse_port: bool = False  # bind with SO_REUSEPORT: one of several worker processes
@@ -142,7 +150,7 @@ class Proxy:
     admin_port: int | None = None  # the admin port bound for this proxy, if any
     _open: int = 0
     _quiet: trio.Event = field(default_factory=trio.Event)
-    _idle: set[trio.CancelScope] = field(default_factory=set)
+    _capacity: Capacity = field(default_factory=lambda: Capacity(DEFAULT_MAX_CONNECTIONS))
     _codec: HeadCodec | None = None
     _forwarder: Forwarder | None = None
     _nursery: trio.Nursery | None = None
@@ -186,8 +194,17 @@ class Proxy:
                     self.access = AccessLog(sys.stderr)
                     nursery.start_soon(self.access.run)
                 timeouts = self.config.timeouts
+                self._capacity = Capacity(
+                    capacity.connection_budget(self.config.max_connections),
+                    shed=self.metrics.shed.inc,
+                )
                 watchdog = Watchdog.for_timeouts(
-                    self.config.header_timeout, timeouts.read, timeouts.client_body
+                    self.config.header_timeout,
+                    timeouts.read,
+                    timeouts.client_body,
+                    timeouts.send,
+                    timeouts.client_send,
+                    timeouts.tunnel_idle,
                 )
                 nursery.start_soon(watchdog.run)
                 self._forwarder = Forwarder(
@@ -211,7 +228,7 @@ class Proxy:
         self.draining = True
         for entry in self.listeners.values():
             entry.scope.cancel()
-        for scope in self._idle:
+        for scope in self._capacity.idle:
             scope.cancel()
         log.info("draining %d connections (at most %s s)", self._open, grace)
         with trio.move_on_after(grace):
@@ -317,7 +334,7 @@ class Proxy:
             async def handle(stream: trio.SocketStream) -> None:
                 await self._connection(stream, spec)
 
-            await trio.serve_listeners(handle, sockets, handler_nursery=self._nursery)
+            await capacity.serve(handle, sockets, self._capacity, self._nursery)
 
     async def _bind(
         self, port: int, first_failure: Callable[[ListenError], None]
@@ -343,7 +360,10 @@ class Proxy:
             pause = min(pause * 2, BIND_RETRY_MAX)
 
     async def _connection(self, accepted: trio.SocketStream, spec: ListenerSpec) -> None:
-        stream = Connection.take(accepted)
+        assert self._forwarder is not None
+        stream = Connection.take(accepted).bound_sends(
+            self._forwarder.watchdog, self.config.timeouts.client_send
+        )
         client: str | None
         try:
             peer = stream.socket.getpeername()
@@ -364,8 +384,12 @@ class Proxy:
                 )
                 handshake_sni.set(None)
                 handshook = False
-                with trio.move_on_after(HANDSHAKE_TIMEOUT):
-                    await tls.do_handshake()
+                with trio.move_on_after(self.config.handshake_timeout) as handshake:
+                    self._capacity.waiting(handshake)  # no request yet: may give way for room
+                    try:
+                        await tls.do_handshake()
+                    finally:
+                        self._capacity.working(handshake)
                     handshook = True
                 if not handshook:
                     return
@@ -394,7 +418,6 @@ class Proxy:
         sni: str | None,
         trusted: bool,
     ) -> None:
-        header_timeout = self.config.header_timeout
         assert self._forwarder is not None
         # One timer for the connection rather than a cancel scope per request or per wait
         # (a watch costs a fraction of a scope: bench/proxy.py parts): armed while waiting for a
@@ -413,36 +436,72 @@ class Proxy:
         inflight: list[_InFlight] = []  # the forwarded request a timeout may cut, if any
         with timer.scope:
             try:
-                while not self.draining:
-                    timer.arm(_HEAD_WAIT, header_timeout)
-                    self._idle.add(timer.scope)
-                    event = await reader.next(math.inf)  # bounded by the timer instead
-                    self._idle.discard(timer.scope)
-                    timer.disarm()
-                    if self.draining or timer.stalled is not None:
-                        return  # drained, or timed out, just as the head arrived: the scope
-                        # is cancelled, so nothing more can be done on this connection
-                    if event is PAUSED:  # the upgrade was not tunnelled: carry on with HTTP/1.1
-                        reader.parser.resume()
-                        continue
-                    if type(event) is ProtocolError:
-                        await conn.send_all(own_answer(event.status, event.reason, close=True))
-                        self.access.write(
-                            {"client": client, "status": event.status, "reason": event.reason}
-                        )
-                        self.metrics.request(listener=spec.port, route=None, status=event.status)
-                        return
-                    if type(event) is not RequestHead:
-                        return  # ConnectionClosed
-                    if not await self._request(
-                        reader, conn, event, spec, client, sni, trusted, inflight
-                    ):
-                        return
+                await self._exchanges(reader, conn, spec, client, sni, trusted, inflight)
             finally:
-                self._idle.discard(timer.scope)
+                self._capacity.working(timer.scope)
                 timer.disarm()
         if timer.scope.cancelled_caught and inflight:
             await self._cut(conn, spec, client, inflight[0], reader, timer.stalled)
+        if reader.parser.mid_message:
+            await self._linger(conn)
+
+    async def _exchanges(
+        self,
+        reader: EventReader,
+        conn: trio.abc.Stream,
+        spec: ListenerSpec,
+        client: str | None,
+        sni: str | None,
+        trusted: bool,
+        inflight: list[_InFlight],
+    ) -> None:
+        """Requests and their answers, until the connection must end."""
+        header_timeout = self.config.header_timeout
+        timer = reader.timer
+        assert timer is not None
+        room = self._capacity
+        while not self.draining:
+            timer.arm(_HEAD_WAIT, header_timeout)
+            room.waiting(timer.scope)  # draining, or room for another, may close it
+            event = await reader.next(math.inf)  # bounded by the timer instead
+            room.working(timer.scope)
+            timer.disarm()
+            if self.draining or timer.stalled is not None:
+                return  # drained, or timed out, just as the head arrived: the scope is
+                # cancelled, so nothing more can be done on this connection
+            if event is PAUSED:  # the upgrade was not tunnelled: carry on with HTTP/1.1
+                reader.parser.resume()
+                continue
+            if type(event) is ProtocolError:
+                await conn.send_all(own_answer(event.status, event.reason, close=True))
+                self.access.write(
+                    {"client": client, "status": event.status, "reason": event.reason}
+                )
+                self.metrics.request(listener=spec.port, route=None, status=event.status)
+                return
+            if type(event) is not RequestHead:
+                return  # ConnectionClosed
+            if not await self._request(reader, conn, event, spec, client, sni, trusted, inflight):
+                return
+
+    async def _linger(self, conn: trio.abc.Stream) -> None:
+        """The connection closes after an answer while the client may still be sending (a
+        request body not read, bytes that broke HTTP/1.1): half-close, and read and drop what
+        arrives until the client closes, at most ``LINGER`` seconds. Closing at once would
+        make the client's TCP stack answer its next bytes with a reset, which can destroy
+        the answer before the client reads it (RFC 9112 §9.6). A lingering connection gives
+        way at the connection limit, and to a drain."""
+        with trio.move_on_after(LINGER) as scope:
+            self._capacity.waiting(scope)
+            try:
+                if isinstance(conn, trio.abc.HalfCloseableStream):
+                    await conn.send_eof()
+                while await conn.receive_some(RECEIVE_SIZE):
+                    await trio.lowlevel.checkpoint()  # a receive that finds bytes does not yield
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+            finally:
+                self._capacity.working(scope)
 
     async def _cut(
         self,
@@ -470,9 +529,9 @@ class Proxy:
             answer = own_answer(
                 status, reason, close=True, head_only=request.head.method == b"HEAD"
             )
-            with trio.move_on_after(HANDSHAKE_TIMEOUT):  # the client may have stopped reading
-                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    await conn.send_all(answer)
+            # a client that stopped reading is cut by its send timeout (Connection)
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await conn.send_all(answer)
             exchange.status = status
         self._record(request.head, request.routed, spec, client, reason, exchange, request.started)
 

@@ -21,18 +21,21 @@ Rules (docs/architecture.md, "Data-plane rules"):
   Hop-by-hop fields are removed and the response header edits applied.
 - **Upgrade** (RFC 9110 §7.8, WebSocket). A request offering ``websocket`` is forwarded with
   ``Connection: upgrade`` and ``Upgrade: websocket``; on a 101 to websocket the proxy relays it
-  and then copies bytes both ways until either side closes (the route's timeout, if any, still
-  bounds the whole exchange). Any other answer is an ordinary response and HTTP/1.1 carries on.
+  and then copies bytes both ways until either side closes or both stay silent for the tunnel
+  idle timeout (:mod:`.tunnel`; the route's timeout, if any, still bounds the whole
+  exchange). Any other answer is an ordinary response and HTTP/1.1 carries on.
   Any other offer (``h2c`` among them) is forwarded without its upgrade
   (``route.forward.tunnelled_upgrade`` says why). A 101 nobody asked for, or to another
   protocol than websocket, is 502.
 - **Mirrors** (``RequestMirror``) get a copy of the request, fire-and-forget (:mod:`.mirror`).
 - **Timeouts** (:class:`Timeouts`): connecting to one endpoint, each wait for the upstream's
-  bytes, each wait for the client's body bytes; the route's ``request`` and
+  bytes, each wait for the client's body bytes, each wait for either peer to take bytes
+  (:meth:`.Connection.bound_sends`), a silent tunnel; the route's ``request`` and
   ``backend_request`` timeouts (the smaller) bound the whole exchange.
 - **Errors.** Before the response head reached the client, a failure becomes an answer of the
   proxy: 502 when no endpoint accepted the connection or the upstream broke HTTP, 504 when the
-  route's timeout expired, the upstream stalled, or every endpoint timed out connecting, 408
+  route's timeout expired, the upstream stalled (sending or taking bytes), or every endpoint
+  timed out connecting, 408
   when the client's body stalled. After that, the client connection is closed, the only
   signal left (RFC 9112 §9.6).
 """
@@ -47,10 +50,8 @@ import trio
 
 from coxswain.http1 import (
     NEED_DATA,
-    PAUSED,
     Data,
     EndOfMessage,
-    Paused,
     ProtocolError,
     ResponseHead,
     ResponseParser,
@@ -67,6 +68,7 @@ from coxswain.route.forward import (
     tunnelled_upgrade,
 )
 from coxswain.shell.dataplane.pool import ConnectFailed, connect
+from coxswain.shell.dataplane.tunnel import Idle, tunnel
 from coxswain.shell.dataplane.wire import RECEIVE_SIZE, EventReader, Timer, Watchdog
 
 if TYPE_CHECKING:
@@ -172,12 +174,20 @@ class Timeouts:
     ``read``: between two reads of the upstream's response (nginx ``proxy_read_timeout``).
     ``client_body``: between two reads of the client's request body (nginx
     ``client_body_timeout``); a stalled body is answered 408 (RFC 9110 §15.5.9).
-    ``read`` and ``client_body`` are kept to within a tenth by :class:`~.wire.Watchdog`.
+    ``send``: between two writes to the upstream (nginx ``proxy_send_timeout``); an upstream
+    that stops taking the request is answered 504.
+    ``client_send``: between two writes to the client (nginx ``send_timeout``); a client that
+    stops reading the response is disconnected, and so is its upstream connection.
+    ``tunnel_idle``: a WebSocket tunnel with no byte either way for this long is closed.
+    All but ``connect`` are kept to within a tenth by :class:`~.wire.Watchdog`.
     """
 
     connect: float = 10.0
     read: float = 60.0
     client_body: float = 60.0
+    send: float = 60.0
+    client_send: float = 60.0
+    tunnel_idle: float = 3600.0
 
 
 @dataclass(slots=True, kw_only=True)
@@ -358,6 +368,8 @@ class Forwarder:
                 )
             except ConnectFailed as err:
                 raise Answer(504 if err.timed_out else 502, str(err)) from err
+            if not reused:
+                upstream.bound_sends(self.watchdog, self.timeouts.send)
             address = f"{endpoint[0]}:{endpoint[1]}"
             exchange.upstream = address
             reusable = False
@@ -376,6 +388,8 @@ class Forwarder:
                     parser.expect_response(head.method)
                     response = await _final_head(reader, upgrading=upgrade is not None)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, Answer) as err:
+                    if upstream.stalled:  # it stopped taking the request (RFC 9110 §15.6.5)
+                        raise Answer(504, f"the upstream {err}", address) from err
                     if reused and may_retry:
                         idle_ok = False  # the retry opens a new connection
                         continue
@@ -385,7 +399,11 @@ class Forwarder:
                 if response.status == 101:
                     if not switched_to_websocket(response.headers):
                         raise Answer(502, "the upstream switched to another protocol", address)
-                    await _tunnel(client, client_stream, reader, upstream, response, exchange)
+                    exchange.status = 101
+                    exchange.response_started = True
+                    exchange.keep_alive = False
+                    idle = Idle(self.watchdog, self.timeouts.tunnel_idle)
+                    await tunnel(client, client_stream, reader, upstream, response, idle=idle)
                     return
                 reusable = await _send_response(
                     reader, client_stream, head, response, served, backend, decision, exchange
@@ -455,50 +473,6 @@ async def _final_head(reader: EventReader, *, upgrading: bool) -> ResponseHead:
         if type(event) is ProtocolError:
             raise Answer(502, event.reason)
         raise Answer(502, f"the upstream sent {event!r} instead of a response")
-
-
-async def _tunnel(
-    client: EventReader,
-    client_stream: trio.abc.SendStream,
-    reader: EventReader,
-    upstream: Connection,
-    response: ResponseHead,
-    exchange: Exchange,
-) -> None:
-    """After a 101 (RFC 9110 §15.2.2): relay the new protocol's bytes both ways until either
-    side closes. The connection then carries no more HTTP/1.1."""
-    headers = [(n, v) for n, v in response.headers if n not in HOP_BY_HOP]
-    upgrade = next((v for n, v in response.headers if n == b"upgrade"), None)
-    if upgrade is not None:
-        headers.extend([(b"connection", b"upgrade"), (b"upgrade", upgrade)])
-    exchange.status = 101
-    exchange.response_started = True
-    exchange.keep_alive = False
-    await client_stream.send_all(
-        frame_response_head(status=101, reason=response.reason, headers=tuple(headers))
-    )
-    while True:  # the 101's empty message ends, then the parser pauses
-        event = await reader.next()
-        if type(event) is Paused:
-            break
-        if type(event) is not EndOfMessage:
-            return
-    upstream_rest = reader.parser.detach()
-    client_rest = client.parser.detach() if client.parser.next_event() is PAUSED else b""
-
-    async def copy(rest: bytes, source: trio.abc.ReceiveStream, sink: trio.abc.SendStream) -> None:
-        try:
-            if rest:
-                await sink.send_all(rest)
-            while data := await source.receive_some(RECEIVE_SIZE):
-                await sink.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        nursery.cancel_scope.cancel()  # one side is done: so is the tunnel
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(copy, upstream_rest, upstream, client_stream)
-        nursery.start_soon(copy, client_rest, client.stream, upstream)
 
 
 async def _send_response(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
 
@@ -20,9 +20,16 @@ from coxswain.http1 import NEED_DATA, Event, frame_response_head
 if TYPE_CHECKING:
     from coxswain.http1.parser import RequestParser, ResponseParser
 
-__all__ = ["RECEIVE_SIZE", "EventReader", "Timer", "Watchdog", "own_answer"]
+__all__ = ["RECEIVE_SIZE", "EventReader", "Expiring", "Timer", "Watchdog", "own_answer"]
 
 RECEIVE_SIZE: Final = 64 * 1024
+
+
+class Expiring(Protocol):
+    """A wait the watchdog ends when it runs out: a connection's :class:`Timer`, a
+    :class:`~.connection.Connection` whose send waits, a tunnel that went idle."""
+
+    def expire(self) -> None: ...
 
 
 class Watchdog:
@@ -37,6 +44,9 @@ class Watchdog:
     Timeouts that must be exact (a route's) use a scope deadline instead. Each tick walks
     every wait (one per open connection at most, plus one per exchange in flight): a
     millisecond or two per tick at ten thousand connections.
+
+    What it watches are :class:`Expiring` waits, each at most once: watching one again moves
+    its deadline.
     """
 
     __slots__ = ("_waits", "now", "tick")
@@ -44,7 +54,7 @@ class Watchdog:
     def __init__(self, tick: float) -> None:
         self.tick = tick
         self.now = trio.current_time()
-        self._waits: dict[Timer, float] = {}
+        self._waits: dict[Expiring, float] = {}
 
     @classmethod
     def for_timeouts(cls, *timeouts: float) -> Watchdog:
@@ -52,23 +62,23 @@ class Watchdog:
         a millisecond."""
         return cls(max(0.001, min(1.0, *(t / 10 for t in timeouts))))
 
-    def watch(self, timer: Timer, timeout: float) -> None:
-        """``timer``'s wait runs out ``timeout`` seconds from now."""
-        self._waits[timer] = self.now + timeout
+    def watch(self, wait: Expiring, timeout: float) -> None:
+        """``wait`` runs out ``timeout`` seconds from now."""
+        self._waits[wait] = self.now + timeout
 
-    def unwatch(self, timer: Timer) -> None:
+    def unwatch(self, wait: Expiring) -> None:
         """The wait is over."""
-        self._waits.pop(timer, None)
+        self._waits.pop(wait, None)
 
     async def run(self) -> None:
         """Check the waits every ``tick`` until cancelled."""
         while True:
             await trio.sleep(self.tick)
             self.now = now = trio.current_time()
-            expired = [timer for timer, deadline in self._waits.items() if deadline <= now]
-            for timer in expired:
-                del self._waits[timer]
-                timer.expire()
+            expired = [wait for wait, deadline in self._waits.items() if deadline <= now]
+            for wait in expired:
+                del self._waits[wait]
+                wait.expire()
 
 
 class Timer:
