@@ -453,11 +453,19 @@ Grants = dict[tuple[str, str], frozenset[str]]  # (API group, resource) → verb
 STATED_MODES = {True: ("always", "Gateway API"), False: ("always", "Ingress only")}
 
 
-def stated_rbac(gateway_api: bool) -> tuple[Grants, Grants]:
-    """The controller's ClusterRole and Role as docs/install.md#permissions states them (its
-    table: scope, API group, resources, verbs, when, why)."""
-    text = (ROOT / "docs" / "install.md").read_text()
-    section = text[text.index("### Permissions") :]
+# Where the controller's RBAC is stated: the statement of it, and the one with the code that
+# makes each request. Each is a table: scope, API group, resources, verbs, when, why.
+RBAC_TABLES = {"install.md": "### Permissions", "security.md": "## RBAC"}
+
+
+def stated_rbac(doc: str, gateway_api: bool) -> tuple[Grants, Grants]:
+    """The controller's ClusterRole and Role as the table under ``RBAC_TABLES[doc]`` in
+    docs/``doc`` states them."""
+    text = (ROOT / "docs" / doc).read_text()
+    heading = RBAC_TABLES[doc]
+    level = heading.partition(" ")[0]
+    section = text[text.index(f"\n{heading}\n") + len(heading) + 2 :]
+    section = re.split(rf"^#{{1,{len(level)}}} ", section, flags=re.MULTILINE)[0]
     found: dict[str, dict[tuple[str, str], set[str]]] = {"cluster": {}, "namespace": {}}
     rows = 0
     for line in section.splitlines():
@@ -473,20 +481,21 @@ def stated_rbac(gateway_api: bool) -> tuple[Grants, Grants]:
         for resource in resources.split(","):
             grant = found[scope].setdefault((group, resource.strip().strip("`")), set())
             grant.update(v.strip() for v in verbs.split(","))
-    assert rows >= 10, "docs/install.md#permissions lost its table"
+    assert rows >= 10, f"docs/{doc} ({heading}) lost its table"
     cluster, namespaced = (
         {k: frozenset(v) for k, v in found[scope].items()} for scope in ("cluster", "namespace")
     )
     return cluster, namespaced
 
 
+@pytest.mark.parametrize("doc", sorted(RBAC_TABLES))
 @pytest.mark.parametrize("gateway_api", [True, False])
-def test_rbac_is_what_the_documentation_states(gateway_api: bool) -> None:
-    """docs/install.md#permissions is the one statement of the controller's RBAC: the chart
-    grants exactly its rules (test_controller_rbac.py proves them against the requests the
-    controller really makes)."""
+def test_rbac_is_what_the_documentation_states(doc: str, gateway_api: bool) -> None:
+    """docs/install.md#permissions states the controller's RBAC, and docs/security.md repeats
+    it with the code behind each rule: the chart grants exactly their rules
+    (test_controller_rbac.py proves them against the requests the controller really makes)."""
     rendered = render({"gatewayAPI": {"enabled": gateway_api}})
-    cluster, namespaced = stated_rbac(gateway_api)
+    cluster, namespaced = stated_rbac(doc, gateway_api)
     assert _grants(rendered.get("ClusterRole", f"coxswain-controller-{NAMESPACE}")) == cluster
     assert _grants(rendered.get("Role", "coxswain-controller")) == namespaced
     assert len(rendered.of_kind("ClusterRole")) == len(rendered.of_kind("Role")) == 1
