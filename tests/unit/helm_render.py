@@ -54,6 +54,7 @@ MODELS: Final[dict[tuple[str, str], type[Any]]] = {
     ("rbac.authorization.k8s.io/v1", "Role"): client.V1Role,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): client.V1RoleBinding,
     ("networking.k8s.io/v1", "IngressClass"): client.V1IngressClass,
+    ("networking.k8s.io/v1", "NetworkPolicy"): client.V1NetworkPolicy,
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): client.V1CustomResourceDefinition,
     ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): (
         client.V1ValidatingAdmissionPolicy

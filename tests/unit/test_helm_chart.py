@@ -4,7 +4,9 @@ Every variant is rendered, linted and validated object by object (kubernetes cli
 built-in kinds, CRD schemas for custom ones), then checked for the invariants the design rests
 on: selectors match the pods they mean, the controller's ``--shared-proxy-selector`` is the
 shared pool's pod labels (so every VIP Service the controller provisions reaches the pool),
-proxies hold no credentials, every pod is locked down, and NodePort VIPs are refused. The
+proxies hold no credentials, every pod is locked down, NodePort VIPs are refused, and the
+optional NetworkPolicies admit every proxy (dedicated ones as the compiler labels them) to
+discovery and anyone to the traffic ports. The
 Gateway API CRDs the chart installs are upstream's files, of one version, each kept by Helm, and
 the release that carries them fits in Helm's release record.
 """
@@ -29,6 +31,7 @@ from pyrsistent import pmap
 
 from coxswain.compile import CompileConfig, build_state
 from coxswain.compile.config import DEFAULT_SHARED_PROXY_SELECTOR
+from coxswain.compile.gateway.ports import PORT_BAND
 from coxswain.compile.labels import parse_selector
 from coxswain.compile.provision import ROLE, ROLE_VIP, TLS_MOUNT, provision
 from tests.apiserver.crds import (
@@ -36,6 +39,12 @@ from tests.apiserver.crds import (
     GATEWAY_API_CHART,
     GATEWAY_API_CRDS,
     GATEWAY_API_VERSION,
+)
+from tests.integration.manifests import (
+    gateway,
+    gateway_class,
+    own_infrastructure,
+    own_parameters,
 )
 from tests.unit.helm_render import CHART_DIR, ROOT, Rendered, chart, render, schema_error, validate
 
@@ -60,6 +69,7 @@ VARIANTS: dict[str, Variant] = {
     "clusterip-vips": Variant({"proxy": {"shared": {"vipServiceType": "ClusterIP"}}}),
     "shared-replicas-0": Variant({"proxy": {"shared": {"replicas": 0}}}),
     "shared-disabled": Variant({"proxy": {"shared": {"enabled": False}}}),
+    "network-policy": Variant({"networkPolicy": {"enabled": True}}),
     "gateway-api-disabled": Variant({"gatewayAPI": {"enabled": False}}),
     "gateway-api-experimental": Variant({"gatewayAPI": {"crds": {"channel": "experimental"}}}),
     "gateway-api-crds-off": Variant({"gatewayAPI": {"crds": {"install": False}}}),
@@ -92,6 +102,10 @@ VARIANTS: dict[str, Variant] = {
                 }
             },
             "ingress": {"ingressClass": {"default": True}},
+            "networkPolicy": {
+                "enabled": True,
+                "metricsFrom": [{"namespaceSelector": {"matchLabels": {"team": "monitoring"}}}],
+            },
         },
         release="prod",
         namespace="net",
@@ -439,11 +453,19 @@ Grants = dict[tuple[str, str], frozenset[str]]  # (API group, resource) → verb
 STATED_MODES = {True: ("always", "Gateway API"), False: ("always", "Ingress only")}
 
 
-def stated_rbac(gateway_api: bool) -> tuple[Grants, Grants]:
-    """The controller's ClusterRole and Role as docs/install.md#permissions states them (its
-    table: scope, API group, resources, verbs, when, why)."""
-    text = (ROOT / "docs" / "install.md").read_text()
-    section = text[text.index("### Permissions") :]
+# Where the controller's RBAC is stated: the statement of it, and the one with the code that
+# makes each request. Each is a table: scope, API group, resources, verbs, when, why.
+RBAC_TABLES = {"install.md": "### Permissions", "security.md": "## RBAC"}
+
+
+def stated_rbac(doc: str, gateway_api: bool) -> tuple[Grants, Grants]:
+    """The controller's ClusterRole and Role as the table under ``RBAC_TABLES[doc]`` in
+    docs/``doc`` states them."""
+    text = (ROOT / "docs" / doc).read_text()
+    heading = RBAC_TABLES[doc]
+    level = heading.partition(" ")[0]
+    section = text[text.index(f"\n{heading}\n") + len(heading) + 2 :]
+    section = re.split(rf"^#{{1,{len(level)}}} ", section, flags=re.MULTILINE)[0]
     found: dict[str, dict[tuple[str, str], set[str]]] = {"cluster": {}, "namespace": {}}
     rows = 0
     for line in section.splitlines():
@@ -459,20 +481,21 @@ def stated_rbac(gateway_api: bool) -> tuple[Grants, Grants]:
         for resource in resources.split(","):
             grant = found[scope].setdefault((group, resource.strip().strip("`")), set())
             grant.update(v.strip() for v in verbs.split(","))
-    assert rows >= 10, "docs/install.md#permissions lost its table"
+    assert rows >= 10, f"docs/{doc} ({heading}) lost its table"
     cluster, namespaced = (
         {k: frozenset(v) for k, v in found[scope].items()} for scope in ("cluster", "namespace")
     )
     return cluster, namespaced
 
 
+@pytest.mark.parametrize("doc", sorted(RBAC_TABLES))
 @pytest.mark.parametrize("gateway_api", [True, False])
-def test_rbac_is_what_the_documentation_states(gateway_api: bool) -> None:
-    """docs/install.md#permissions is the one statement of the controller's RBAC: the chart
-    grants exactly its rules (test_controller_rbac.py proves them against the requests the
-    controller really makes)."""
+def test_rbac_is_what_the_documentation_states(doc: str, gateway_api: bool) -> None:
+    """docs/install.md#permissions states the controller's RBAC, and docs/security.md repeats
+    it with the code behind each rule: the chart grants exactly their rules
+    (test_controller_rbac.py proves them against the requests the controller really makes)."""
     rendered = render({"gatewayAPI": {"enabled": gateway_api}})
-    cluster, namespaced = stated_rbac(gateway_api)
+    cluster, namespaced = stated_rbac(doc, gateway_api)
     assert _grants(rendered.get("ClusterRole", f"coxswain-controller-{NAMESPACE}")) == cluster
     assert _grants(rendered.get("Role", "coxswain-controller")) == namespaced
     assert len(rendered.of_kind("ClusterRole")) == len(rendered.of_kind("Role")) == 1
@@ -585,6 +608,110 @@ def test_the_validator_refuses_what_the_api_server_would() -> None:
     )
     with pytest.raises(jsonschema.ValidationError, match="no-domain"):
         validate({**gateway_class, "spec": {"controllerName": "no-domain"}})
+
+
+# --- network policies --------------------------------------------------------------------------
+
+MONITORING = [
+    {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}},
+    {"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}},
+]
+
+
+def port_names(template: dict[str, Any]) -> dict[str, int]:
+    """The named container ports of a pod template."""
+    return {
+        p["name"]: p["containerPort"] for c in template["spec"]["containers"] for p in c["ports"]
+    }
+
+
+def dedicated_proxy_labels() -> dict[str, str]:
+    """The pod labels of a dedicated proxy, as the compiler provisions it, with a label of
+    its podTemplate (which may not set ``app.kubernetes.io/*`` keys)."""
+    parameters = own_parameters({"podTemplate": {"metadata": {"labels": {"team": "shop"}}}})
+    edge = gateway("edge", 443, infrastructure=own_infrastructure())
+    desired = provision(build_state([gateway_class(), parameters, edge]), CompileConfig())
+    [found] = [_body(o) for o in desired.objects if o.kind == "Deployment"]
+    labels: dict[str, str] = found["spec"]["template"]["metadata"]["labels"]
+    return labels
+
+
+def rules_by_port(policy: dict[str, Any]) -> dict[Any, list[dict[str, Any]] | None]:
+    """Each port of an ingress rule → the rule's peers (None: from anywhere)."""
+    return {
+        port["port"]: rule.get("from")
+        for rule in policy["spec"]["ingress"]
+        for port in rule["ports"]
+    }
+
+
+def test_no_network_policy_by_default() -> None:
+    assert render().of_kind("NetworkPolicy") == []
+
+
+def test_network_policies_admit_proxies_to_discovery_and_anyone_to_traffic() -> None:
+    """With `networkPolicy.enabled`, the controller takes discovery from the shared pool and
+    from dedicated proxies in any namespace, and nothing else from pods (its node's kubelet
+    is always admitted); the shared pool takes traffic from anywhere on the Ingress ports and
+    the whole internal band; neither admin port is open to pods without `metricsFrom`."""
+    rendered = render({"networkPolicy": {"enabled": True}})
+    controller = deployment(rendered, RELEASE, "controller")["spec"]["template"]
+    pool = deployment(rendered, RELEASE, "proxy")["spec"]["template"]
+    policies = {p["metadata"]["name"]: p for p in rendered.of_kind("NetworkPolicy")}
+    assert sorted(policies) == ["coxswain-controller", "coxswain-proxy"]
+    for name, template in (("coxswain-controller", controller), ("coxswain-proxy", pool)):
+        spec = policies[name]["spec"]
+        assert spec["policyTypes"] == ["Ingress"]
+        reached = [
+            t
+            for t in pod_templates(rendered)
+            if selects(spec["podSelector"]["matchLabels"], t["metadata"]["labels"])
+        ]
+        assert reached == [template]
+
+    to_controller = rules_by_port(policies["coxswain-controller"])
+    assert set(to_controller) == {"discovery"}
+    assert "discovery" in port_names(controller)
+    shared_peer, dedicated_peer = to_controller["discovery"] or []
+    assert "namespaceSelector" not in shared_peer  # the release namespace only
+    assert selects(shared_peer["podSelector"]["matchLabels"], pool["metadata"]["labels"])
+    assert not selects(shared_peer["podSelector"]["matchLabels"], controller["metadata"]["labels"])
+    assert dedicated_peer["namespaceSelector"] == {}  # dedicated proxies live in any namespace
+    dedicated = dedicated_peer["podSelector"]["matchLabels"]
+    assert selects(dedicated, dedicated_proxy_labels())
+    assert not selects(dedicated, controller["metadata"]["labels"])
+
+    to_pool = policies["coxswain-proxy"]["spec"]["ingress"]
+    assert to_pool == [
+        {
+            "ports": [
+                {"port": "http", "protocol": "TCP"},
+                {"port": "https", "protocol": "TCP"},
+                {
+                    "port": PORT_BAND.start,
+                    "endPort": PORT_BAND.stop - 1,
+                    "protocol": "TCP",
+                },
+            ]
+        }
+    ]
+    assert {"http", "https"} <= port_names(pool).keys()
+
+
+def test_metrics_from_opens_the_health_and_admin_ports_to_those_peers() -> None:
+    rendered = render({"networkPolicy": {"enabled": True, "metricsFrom": MONITORING}})
+    controller = rules_by_port(rendered.get("NetworkPolicy", "coxswain-controller"))
+    pool = rules_by_port(rendered.get("NetworkPolicy", "coxswain-proxy"))
+    assert controller["health"] == pool["admin"] == MONITORING
+    assert "health" in port_names(deployment(rendered, RELEASE, "controller")["spec"]["template"])
+    assert "admin" in port_names(deployment(rendered, RELEASE, "proxy")["spec"]["template"])
+    assert controller["discovery"] != MONITORING
+    assert pool["http"] is None
+
+
+def test_without_the_shared_pool_only_the_controller_has_a_network_policy() -> None:
+    rendered = render({"networkPolicy": {"enabled": True}, "proxy": {"shared": {"enabled": False}}})
+    assert rendered.names("NetworkPolicy") == {"coxswain-controller"}
 
 
 # --- the Gateway API CRDs -----------------------------------------------------------------------
@@ -840,6 +967,10 @@ def test_nodeport_vips_are_refused_with_the_reason() -> None:
         ({"gatewayAPI": {"crds": {"chanel": "standard"}}}, "chanel"),
         ({"commonLabels": {"app.kubernetes.io/name": "x"}}, "app.kubernetes.io/name"),
         ({"controller": {"resources": {"limits": None}}}, "/controller/resources"),
+        ({"networkPolicy": {"enable": True}}, "enable"),
+        ({"networkPolicy": {"metricsFrom": [{"podSelectr": {}}]}}, "podSelectr"),
+        ({"networkPolicy": {"metricsFrom": [{}]}}, "/networkPolicy/metricsFrom/0"),
+        ({"networkPolicy": {"metricsFrom": [{"ipBlock": {}}]}}, "cidr"),
     ],
 )
 def test_invalid_values_are_refused(values: dict[str, Any], where: str) -> None:
