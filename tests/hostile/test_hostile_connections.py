@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Self
 import trio
 import trio.testing
 
+from coxswain.shell.dataplane.connection_limits import ADMIN_MAX_CONNECTIONS, ADMIN_TIMEOUT
 from coxswain.shell.dataplane.tunnel import Idle
 from coxswain.shell.dataplane.upstream import Timeouts
 from coxswain.shell.dataplane.wire import Watchdog
@@ -353,3 +354,29 @@ def test_the_admin_port_answers_when_the_open_file_limit_runs_out(tmp_path: Path
                 sock.close()
             process.terminate()
             process.wait(TIMEOUT)
+
+
+def test_connections_that_send_nothing_do_not_keep_probes_off_the_admin_port(
+    tmp_path: Path,
+) -> None:
+    """More silent connections than the admin port has places: each probe takes the place of
+    the one silent longest, rather than waiting for one to time out (10 s)."""
+
+    def client(run: Running) -> None:
+        silent = [
+            socket.create_connection(("127.0.0.1", run.admin_port), timeout=TIMEOUT)
+            for _ in range(ADMIN_MAX_CONNECTIONS + 8)
+        ]
+        try:
+            for _ in range(3):
+                with socket.create_connection(
+                    ("127.0.0.1", run.admin_port), timeout=ADMIN_TIMEOUT / 2
+                ) as probe:
+                    probe.sendall(b"GET /healthz HTTP/1.1\r\nHost: admin\r\n\r\n")
+                    assert head_of(probe).startswith(b"HTTP/1.1 200 ")
+            assert closed(silent[0])
+        finally:
+            for sock in silent:
+                sock.close()
+
+    run_proxy(tmp_path, routes_to("one"), client)

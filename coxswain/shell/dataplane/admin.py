@@ -8,9 +8,10 @@ connection each.
 
 The admin port keeps answering when the traffic ports are full: it has places of its own,
 :data:`.connection_limits.ADMIN_MAX_CONNECTIONS` connections of at most
-:data:`.connection_limits.ADMIN_TIMEOUT` seconds each
-(:class:`.capacity.Capacity`), and the traffic ports' limit leaves descriptors for them
-(:data:`.connection_limits.FD_RESERVE`).
+:data:`.connection_limits.ADMIN_TIMEOUT` seconds each (:class:`.capacity.Capacity`), and the
+traffic ports' limit leaves descriptors for them (:data:`.connection_limits.FD_RESERVE`). A
+connection that has not sent its request head gives way to a newcomer at that limit, so a
+client that opens connections and sends nothing cannot keep the probes out.
 
 What the answers say comes from an :class:`AdminSource`:
 :class:`coxswain.shell.proxy.ProxyAdmin` reads the flags and registry of the proxy in this
@@ -20,7 +21,7 @@ process; the supervisor of ``--workers N`` asks its workers (:mod:`.workers`).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import trio
 
@@ -29,9 +30,6 @@ from coxswain.shell.dataplane import capacity
 from coxswain.shell.dataplane.connection_limits import ADMIN_MAX_CONNECTIONS, ADMIN_TIMEOUT
 from coxswain.shell.dataplane.metrics import CONTENT_TYPE
 from coxswain.shell.dataplane.wire import EventReader, own_answer
-
-if TYPE_CHECKING:
-    from coxswain.http1 import HeadCodec
 
 __all__ = ["AdminSource", "serve_admin"]
 
@@ -57,25 +55,29 @@ async def serve_admin(
     listeners = await trio.open_tcp_listeners(port, host=bind)
     task_status.started(listeners[0].socket.getsockname()[1])
     codec = codec_named(DEFAULT_CODEC)
+    room = capacity.Capacity(ADMIN_MAX_CONNECTIONS)
 
     async def handle(stream: trio.SocketStream) -> None:
         async with stream:
-            with trio.move_on_after(ADMIN_TIMEOUT):
+            with trio.move_on_after(ADMIN_TIMEOUT) as scope:
                 try:
-                    await _answer(source, stream, codec)
+                    room.waiting(scope)  # until its head is read, it gives way to a newcomer
+                    head = await EventReader(stream, RequestParser(codec)).next()
+                    room.working(scope)
+                    if type(head) is RequestHead:
+                        await _answer(source, stream, head)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     return
                 except Exception:  # a probe's bug must not stop the proxy
                     log.exception("admin request failed")
+                finally:
+                    room.working(scope)
 
     async with trio.open_nursery() as nursery:
-        await capacity.serve(handle, listeners, capacity.Capacity(ADMIN_MAX_CONNECTIONS), nursery)
+        await capacity.serve(handle, listeners, room, nursery)
 
 
-async def _answer(source: AdminSource, stream: trio.SocketStream, codec: HeadCodec) -> None:
-    event = await EventReader(stream, RequestParser(codec)).next()
-    if type(event) is not RequestHead:
-        return
+async def _answer(source: AdminSource, stream: trio.SocketStream, event: RequestHead) -> None:
     path = event.target.split(b"?", 1)[0]
     head_only = event.method == b"HEAD"
     if path == b"/healthz":
