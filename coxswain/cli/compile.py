@@ -14,6 +14,7 @@ from coxswain.cli.types import (
     VIP_SERVICE_TYPES,
     HelpFormatter,
     add_port_share_flag,
+    networks,
     scope,
     selector,
     vip_service_type,
@@ -162,6 +163,14 @@ def _add_compile_config(parser: argparse.ArgumentParser) -> None:
     )
     add_port_share_flag(parser)
     parser.add_argument(
+        "--proxy-trusted-proxies",
+        type=networks,
+        default=(),
+        metavar="CIDR[,CIDR]",
+        help="the --trusted-proxies of dedicated proxies whose CoxswainGatewayParameters set no "
+        "trustedProxies (default: none)",
+    )
+    parser.add_argument(
         "--disable-gateway-api",
         action="store_true",
         help="Ingress only: compile, report and provision nothing of the Gateway API",
@@ -190,6 +199,7 @@ def _compile(args: argparse.Namespace) -> int:
         gateway_api=not args.disable_gateway_api,
         status_addresses=tuple(args.status_addresses),
         shared_ports_per_namespace=args.shared_ports_per_namespace,
+        proxy_trusted_proxies=tuple(map(str, args.proxy_trusted_proxies)),
     )
     state = build_state(bodies)
     if args.emit == "infra":

@@ -21,6 +21,7 @@ from coxswain.cli.types import (
     add_log_format,
     boolean,
     json_lines,
+    networks,
     port,
     port_share,
     seconds,
@@ -84,6 +85,10 @@ _FLAGS: Final = (
     _Flag("--discovery-address", "", "where dedicated proxies reach discovery",
           metavar="HOST:PORT", shown="coxswain-discovery.<namespace>.svc:<discovery-port>"),
     _Flag("--proxy-image", "coxswain:0.1.0", "the image of dedicated proxies", metavar="IMAGE"),
+    _Flag("--proxy-trusted-proxies", "",
+          "the --trusted-proxies of dedicated proxies whose CoxswainGatewayParameters set no "
+          "trustedProxies: peers whose X-Real-IP, Forwarded and X-Forwarded-* are kept",
+          networks, "CIDR[,CIDR]", shown="none"),
     _Flag("--discovery-port", "18000", "the discovery server's port (gRPC, mutual TLS)",
           port(lowest=1), "PORT"),
     _Flag("--health-port", "9902", "/healthz, /readyz and /metrics (0: none)",
@@ -237,6 +242,7 @@ def _controller_settings(args: argparse.Namespace) -> ControllerSettings:
         status_addresses=tuple(addresses),
         shared_ports_per_namespace=args.shared_ports_per_namespace,
         proxy_image=args.proxy_image,
+        proxy_trusted_proxies=tuple(map(str, args.proxy_trusted_proxies)),
         discovery_address=args.discovery_address
         or f"coxswain-discovery.{namespace}.svc:{args.discovery_port}",
     )

@@ -3,22 +3,20 @@ takes the Ingress ports too), and the proxy settings they describe."""
 
 from __future__ import annotations
 
-import argparse
-import ipaddress
 from typing import TYPE_CHECKING, Final
 
-from coxswain.cli.types import add_log_format, count, port, seconds
+from coxswain.cli.types import add_log_format, count, networks, port, seconds
 from coxswain.shell.dataplane.connection_limits import DEFAULT_MAX_CONNECTIONS
 
 if TYPE_CHECKING:
-    from coxswain.route.forward import Network
+    import argparse
+
     from coxswain.shell.dataplane.server import ProxyConfig
 
 __all__ = [
     "TIMEOUT_FLAGS",
     "add_ingress_ports",
     "add_listener_flags",
-    "networks",
     "proxy_config",
 ]
 
@@ -107,21 +105,6 @@ def add_listener_flags(parser: argparse.ArgumentParser) -> None:
     for flag, default, meaning in TIMEOUT_FLAGS:
         parser.add_argument(flag, type=seconds, default=default, metavar="SECONDS", help=meaning)
     add_log_format(parser)
-
-
-def networks(text: str) -> tuple[Network, ...]:
-    """``CIDR[,CIDR]``: IPv4 or IPv6 networks (an address alone is a /32 or /128), no host
-    bits set; empty for none."""
-    found: list[Network] = []
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        try:
-            found.append(ipaddress.ip_network(item))
-        except ValueError as err:
-            raise argparse.ArgumentTypeError(f"{item!r} is not a network: {err}") from err
-    return tuple(found)
 
 
 def add_ingress_ports(parser: argparse.ArgumentParser) -> None:

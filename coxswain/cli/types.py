@@ -10,6 +10,7 @@ is refused the same way, naming the variable.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import sys
 from typing import TYPE_CHECKING, Final, Self, TypeVar
@@ -23,6 +24,8 @@ from coxswain.shell.logs import FORMAT_ENV
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from coxswain.route.forward import Network
+
 __all__ = [
     "VIP_SERVICE_TYPES",
     "FromEnvironment",
@@ -33,6 +36,7 @@ __all__ = [
     "enumerated",
     "gateway",
     "json_lines",
+    "networks",
     "port",
     "port_share",
     "scope",
@@ -131,6 +135,22 @@ def selector(text: str) -> dict[str, str]:
     if found is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not comma-separated key=value labels")
     return found
+
+
+@_named
+def networks(text: str) -> tuple[Network, ...]:
+    """``CIDR[,CIDR]``: IPv4 or IPv6 networks (an address alone is a /32 or /128), no host
+    bits set; empty for none."""
+    found: list[Network] = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            found.append(ipaddress.ip_network(item))
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(f"{item!r} is not a network: {err}") from err
+    return tuple(found)
 
 
 @_named

@@ -50,6 +50,9 @@ class CompileConfig:
             discovery identity is the one granted the SharedPool scope (the chart sets it).
         shared_vip_service_type: ``LoadBalancer`` or ``ClusterIP`` for VIP Services.
         proxy_image: the image of dedicated proxies unless their parameters name one.
+        proxy_trusted_proxies: the ``--trusted-proxies`` of dedicated proxies whose parameters
+            set no ``trustedProxies`` (``--proxy-trusted-proxies``): canonical network texts,
+            checked by the flag; empty, they trust no peer.
         discovery_address: where dedicated proxies reach the discovery server.
         status_addresses: what our Ingresses report in ``status.loadBalancer``.
         shared_ports_per_namespace: how many of the shared pool's internal ports (30000-32767,
@@ -71,6 +74,7 @@ class CompileConfig:
     shared_proxy_service_account: str = "coxswain-proxy"
     shared_vip_service_type: str = "LoadBalancer"
     proxy_image: str = "coxswain:0.1.0"
+    proxy_trusted_proxies: tuple[str, ...] = ()
     discovery_address: str = "coxswain-discovery.coxswain-system.svc:18000"
     status_addresses: tuple[str, ...] = ()
     shared_ports_per_namespace: int = DEFAULT_SHARED_PORTS_PER_NAMESPACE

@@ -10,7 +10,8 @@ Names and labels are in docs/contracts.md ("Owned objects"). Per Gateway the sha
   annotations, owner-referenced to the Gateway, token automount off, no RBAC.
 Per dedicated Gateway: a Deployment, Service and ServiceAccount named ``<gateway>-<class>`` in
 its namespace (and a HorizontalPodAutoscaler when ``autoscaling`` is set), owner-referenced to
-the Gateway, from the merged parameters.
+the Gateway, from the merged parameters; its proxy trusts the merged ``trustedProxies`` (the
+controller's ``proxy_trusted_proxies`` when no layer sets them) with forwarding fields.
 
 Deletions: owned objects (label ``app.kubernetes.io/managed-by: coxswain`` and a role label)
 that are no longer desired. The dedicated objects of a refused Gateway (missing or invalid
@@ -237,6 +238,7 @@ def _merged(placed: Placement, config: CompileConfig) -> dict[str, Any]:
             "limits": {"memory": "512Mi"},
         },
         "autoscaling": None,
+        "trustedProxies": config.proxy_trusted_proxies,
         "podTemplates": [],
     }
     for layer in placed.layers:  # class first, then the Gateway
@@ -244,6 +246,7 @@ def _merged(placed: Placement, config: CompileConfig) -> dict[str, Any]:
             ("replicas", layer.replicas),
             ("image", layer.image),
             ("serviceType", layer.service_type),
+            ("trustedProxies", layer.trusted_proxies),
             ("resources", None if layer.resources is None else json.loads(layer.resources)),
             ("autoscaling", None if layer.autoscaling is None else json.loads(layer.autoscaling)),
         ):
@@ -282,6 +285,11 @@ def _dedicated(
             f"{TLS_MOUNT}/ca.crt",
             "--admin-port",
             str(ADMIN_PORT),
+            *(
+                ("--trusted-proxies", ",".join(params["trustedProxies"]))
+                if params["trustedProxies"]
+                else ()
+            ),
         ],
         "ports": [
             *({"name": f"listener-{p}", "containerPort": p, "protocol": "TCP"} for p in ports),

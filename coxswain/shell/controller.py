@@ -109,6 +109,13 @@ class _Health:
             "Objects whose settled status the controller keeps (one per owned object that exists)",
             registry=self.registry,
         )
+        self.refused = Counter(
+            "coxswain_controller_refused_objects",
+            "List items and watch events of the API not decoded (nested too deep, or not JSON); "
+            "the last good state of each object is kept",
+            ["resource"],
+            registry=self.registry,
+        )
         self.serving = False
 
     async def ready(self) -> bool:
@@ -270,8 +277,11 @@ class _Reconciler:
             log.info("the Gateway API is served: full mode")
             self._poke()
 
+    def _refused(self, resource: Resource) -> None:
+        self._health.refused.labels(resource=resource.plural).inc()
+
     def _start(self, nursery: trio.Nursery, watched: Watched) -> None:
-        informer = Informer(self._kube, watched, self._event)
+        informer = Informer(self._kube, watched, self._event, self._refused)
         self._informers[watched.resource.plural] = informer
         nursery.start_soon(informer.run)
 

@@ -30,6 +30,7 @@ import kubernetes.client
 import yaml
 
 from . import patch, resources
+from .deep_values import dumps
 from .errors import ApiError, expired
 from .selectors import Predicate, field_selector, label_selector
 from .store import Bookmark, Event, Store, Watcher, parse_version, served_as
@@ -353,7 +354,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(error.code, error.status())
 
     def _send(self, code: int, body: Obj) -> None:
-        data = json.dumps(body).encode()
+        data = dumps(body)
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -552,7 +553,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def _chunk(self, line: Obj) -> None:
-        data = json.dumps(line).encode() + b"\n"
+        data = dumps(line) + b"\n"
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
     def _end_stream(self) -> None:

@@ -22,7 +22,6 @@ Simplifications, all deliberate:
 
 from __future__ import annotations
 
-import copy
 import itertools
 import queue
 import random
@@ -34,6 +33,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from . import managed
+from .deep_values import clone
 from .errors import ApiError, already_exists, conflict, expired, not_found
 from .resources import BUILTINS, CRD_KEY, ResourceType, crd_resource_type
 
@@ -171,14 +171,14 @@ class Store:
 
     def get(self, rt: ResourceType, namespace: str, name: str) -> Obj:
         with self._lock:
-            return copy.deepcopy(self._existing(rt, namespace, name))
+            return clone(self._existing(rt, namespace, name))
 
     def list_objects(
         self, rt: ResourceType, namespace: str | None, matches: Callable[[Obj], bool]
     ) -> tuple[list[Obj], int]:
         """Matching objects sorted by namespace and name, and the list's resourceVersion."""
         with self._lock:
-            items = [copy.deepcopy(o) for o in self._scan(rt.key, namespace) if matches(o)]
+            items = [clone(o) for o in self._scan(rt.key, namespace) if matches(o)]
             return items, self._rv
 
     def _scan(self, key: Key, namespace: str | None) -> Iterator[Obj]:
@@ -245,7 +245,7 @@ class Store:
         """A copy of `body` with the type's apiVersion/kind and the URL's namespace."""
         if not isinstance(body.get("metadata"), dict):
             raise ApiError(400, "the object has no metadata")
-        obj = copy.deepcopy(body)
+        obj = clone(body)
         obj["apiVersion"], obj["kind"] = rt.api_version(), rt.kind
         if obj["metadata"].get("namespace", namespace) != namespace:
             raise ApiError(
@@ -297,7 +297,7 @@ class Store:
         """PATCH (not apply): `change` computes the new object from a copy of the current one."""
         with self._lock:
             old = self._existing(rt, namespace, name)
-            proposed = change(copy.deepcopy(old))
+            proposed = change(clone(old))
             if not isinstance(proposed, dict):
                 raise ApiError(422, "the patched object is not a JSON object")
             proposed.setdefault("metadata", {})
@@ -366,28 +366,28 @@ class Store:
         if _without_managed_fields(new) == _without_managed_fields(old) and managed.same_ownership(
             owners, before
         ):
-            return copy.deepcopy(old)
+            return clone(old)
         new["metadata"]["managedFields"] = managed.write_owners(owners)
         return self._commit(rt, new, old)
 
     def _scoped(self, rt: ResourceType, old: Obj, proposed: Obj, sub: str) -> Obj:
         """The new object: ``/status`` changes only status; the main resource never does."""
         if sub == "status":
-            new = copy.deepcopy(old)
+            new = clone(old)
             new.pop("status", None)
             if "status" in proposed:
-                new["status"] = copy.deepcopy(proposed["status"])
+                new["status"] = clone(proposed["status"])
             return new
-        new = copy.deepcopy(proposed)
+        new = clone(proposed)
         if rt.status:
             new.pop("status", None)
             if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
+                new["status"] = clone(old["status"])
         metadata = new["metadata"]
         for field in (*_PROTECTED, "resourceVersion"):
             metadata.pop(field, None)
             if field in old["metadata"]:
-                metadata[field] = copy.deepcopy(old["metadata"][field])
+                metadata[field] = clone(old["metadata"][field])
         return new
 
     def delete(
@@ -413,8 +413,8 @@ class Store:
         if not old["metadata"].get("finalizers"):
             return self._remove(rt, old)
         if "deletionTimestamp" in old["metadata"]:
-            return copy.deepcopy(old)
-        new = copy.deepcopy(old)
+            return clone(old)
+        new = clone(old)
         new["metadata"].update(deletionTimestamp=now(), deletionGracePeriodSeconds=0)
         return self._commit(rt, new, old)
 
@@ -434,7 +434,7 @@ class Store:
             if old is None:
                 new = self._new_object(rt, namespace, obj)
                 if rt.status and "status" in obj:
-                    new["status"] = copy.deepcopy(obj["status"])
+                    new["status"] = clone(obj["status"])
                 return self._commit(rt, new, None)
             for field in ("uid", "creationTimestamp", *_DELETION):
                 if field in old["metadata"]:
@@ -457,18 +457,18 @@ class Store:
         self._publish(Event(self._rv, "ADDED" if old is None else "MODIFIED", rt.key, new, old))
         if rt.key == CRD_KEY:
             self._register_crd(new)
-        return copy.deepcopy(new)
+        return clone(new)
 
     def _remove(self, rt: ResourceType, obj: Obj) -> Obj:
         self._rv += 1
-        final = copy.deepcopy(obj)
+        final = clone(obj)
         final["metadata"]["resourceVersion"] = str(self._rv)
         del self._objects[rt.key][_name_key(obj)]
         self._publish(Event(self._rv, "DELETED", rt.key, final, obj))
         if rt.key == CRD_KEY:
             self._unregister_crd(final)
         self._collect_dependents(final["metadata"]["uid"])
-        return copy.deepcopy(final)
+        return clone(final)
 
     def _publish(self, event: Event) -> None:
         self._history.append(event)
@@ -509,7 +509,7 @@ class Store:
             self._drop_reference(rt, obj, uid)
 
     def _drop_reference(self, rt: ResourceType, obj: Obj, uid: str) -> None:
-        new = copy.deepcopy(obj)
+        new = clone(obj)
         refs = [r for r in obj["metadata"]["ownerReferences"] if r.get("uid") != uid]
         new["metadata"]["ownerReferences"] = refs
         if not refs:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from coxswain.cli.listeners import networks
+from coxswain.cli.types import networks
 from coxswain.route import RequestHead, select
 from coxswain.route.forward import switched_to_websocket, tunnelled_upgrade
 from coxswain.route.target import Target, origin_form

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 import h11
 import trio
 
-from coxswain.cli.listeners import networks
+from coxswain.cli.types import networks
 from coxswain.compile.scope import parse_scope
 from coxswain.shell.dataplane.connection_limits import DEFAULT_MAX_CONNECTIONS
 from coxswain.shell.dataplane.server import Proxy, ProxyConfig

@@ -1,5 +1,6 @@
 """The bridge to the official client (``shell.control.kube``) against the API emulator: raw JSON
-requests, failures mapped, and a watch that ends, thread and all, when it is cancelled."""
+requests, failures mapped, a watch that ends, thread and all, when it is cancelled, and JSON too
+deep to decode refused alone: an answer, a list item, a watch event."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 import pytest
 import trio
 
-from coxswain.shell.control.kube import ApiFailure, Kube, Resource, Unreachable
+from coxswain.shell.control.json_bodies import MAX_BODY_DEPTH, Refused
+from coxswain.shell.control.kube import ApiFailure, Kube, Resource, Undecodable, Unreachable
 from tests.apiserver import ApiServer
 
 SERVICES = Resource("", "v1", "services", "Service", True)
@@ -66,6 +68,59 @@ def test_a_cancelled_watch_returns_at_once_and_leaves_no_reader_thread() -> None
         # blocked reading a stream with nothing more to say: returning at all, and promptly,
         # means cancelling shut the response down and the thread ended.
         assert trio.current_time() - deadline < 5
+
+    run(main)
+
+
+def deep_service(name: str, depth: int) -> dict[str, Any]:
+    """Service ``app/name`` whose body nests ``depth`` levels (the emulator checks no schema)."""
+    value: object = 1
+    for _ in range(depth - 2):  # the Service and its spec count too
+        value = {"a": value}
+    body = service(name)
+    body["spec"]["extra"] = value
+    return body
+
+
+def test_json_too_deep_to_decode_is_refused_alone() -> None:
+    async def main(api: ApiServer, kube: Kube) -> None:
+        for body in (
+            service("a"),
+            deep_service("deep", 2000),
+            deep_service("edge", MAX_BODY_DEPTH),
+        ):
+            api.put_object(body)
+        with pytest.raises(Undecodable, match="the answer nests deeper than 256 levels"):
+            await kube.request("GET", SERVICES.path("app", "deep"))
+        listing = await kube.list(SERVICES.path())
+        assert [i["metadata"]["name"] for i in listing.items] == ["a", "edge"]
+        assert [(r.namespace, r.name) for r in listing.refused] == [("app", "deep")]
+        assert listing.version == str(api.resource_version)
+
+        api.put_object(deep_service("deeper", MAX_BODY_DEPTH + 1))
+        api.delete_object("Service", "deep", "app")
+        api.put_object(service("b"))
+        events: list[tuple[str, str]] = []
+
+        async def on_event(event: dict[str, Any] | Refused) -> bool:
+            if isinstance(event, Refused):
+                events.append((f"refused {event.event}", f"{event} at {event.version}"))
+            else:
+                events.append((event["type"], event["object"]["metadata"]["name"]))
+            return len(events) < 3
+
+        await kube.watch(
+            SERVICES.path(),
+            resource_version=listing.version,
+            timeout_seconds=30,
+            on_event=on_event,
+        )
+        version = int(listing.version)
+        assert events == [
+            ("refused ADDED", f"app/deeper nests deeper than 256 levels at {version + 1}"),
+            ("refused DELETED", f"app/deep nests deeper than 256 levels at {version + 2}"),
+            ("ADDED", "b"),
+        ]
 
     run(main)
 

@@ -777,6 +777,31 @@ def test_compile_table_lists_the_objects_the_controller_would_apply(gateways, ca
     assert proxy[5] == "image coxswain:0.1.0, 2 replicas"
 
 
+def test_compile_gives_dedicated_proxies_the_trusted_proxies_the_controller_would(
+    gateways, capsys, monkeypatch
+):
+    def trusted(*flags: str) -> list[str | None]:
+        code, out, err = compiled(capsys, "-f", str(gateways), "--emit", "infra", *flags)
+        assert code == 0, err
+        found: list[str | None] = []
+        for item in json.loads(out)["items"]:
+            if item["kind"] == "Deployment":
+                args = item["spec"]["template"]["spec"]["containers"][0]["args"]
+                at = args.index("--trusted-proxies") + 1 if "--trusted-proxies" in args else 0
+                found.append(args[at] if at else None)
+        return found
+
+    assert set(trusted()) == {None}
+    assert set(trusted("--proxy-trusted-proxies", "10.0.0.1, fd00::/8")) == {"10.0.0.1/32,fd00::/8"}
+    monkeypatch.setenv("COXSWAIN_PROXY_TRUSTED_PROXIES", "10.0.0.0/8")  # the controller's only
+    assert set(trusted()) == {None}
+    from coxswain.cli import _parser
+    from coxswain.cli.controller import _controller_settings
+
+    settings = _controller_settings(_parser().parse_args(["controller"]))
+    assert settings.compile.proxy_trusted_proxies == ("10.0.0.0/8",)
+
+
 def test_compile_table_of_the_snapshot_is_its_routing(gateways, capsys):
     code, out, err = compiled(capsys, "-f", str(gateways), "-o", "table", "--scope", "apps/edge")
     assert code == 0, err
@@ -863,6 +888,14 @@ def test_compile_refuses_a_scope_for_what_covers_every_object(gateways, capsys, 
         (["controller", "--discovery-port", "0"], "argument --discovery-port: 0 is not a port"),
         (["controller", "--crd-probe-interval", "nan"], "argument --crd-probe-interval"),
         (["controller", "--log-format", "yaml"], "argument --log-format: 'yaml' is not one of"),
+        (
+            ["controller", "--proxy-trusted-proxies", "10.0.0.0/8,10.0.0.1/8"],
+            "argument --proxy-trusted-proxies: '10.0.0.1/8' is not a network",
+        ),
+        (
+            ["compile", "-f", "x", "--proxy-trusted-proxies", "lb.example.com"],
+            "argument --proxy-trusted-proxies: 'lb.example.com' is not a network",
+        ),
     ],
 )
 def test_a_bad_flag_value_exits_2_when_parsed(argv, message, capsys):
@@ -884,6 +917,7 @@ def test_a_bad_flag_value_exits_2_when_parsed(argv, message, capsys):
         ("COXSWAIN_DISCOVERY_PORT", "99999", "99999 is not a port from 1 to 65535"),
         ("COXSWAIN_CRD_PROBE_INTERVAL", "0", "it must be more than 0 seconds"),
         ("COXSWAIN_SHARED_PROXY_SELECTOR", "a=b,", "is not comma-separated key=value labels"),
+        ("COXSWAIN_PROXY_TRUSTED_PROXIES", "10.0.0.1/8", "10.0.0.1/8 has host bits set"),
     ],
 )
 def test_a_bad_environment_value_exits_2_when_parsed_naming_the_variable(

@@ -34,6 +34,8 @@ UNREAD: Final[dict[tuple[str, tuple[str, ...]], str]] = {
     ("CoxswainGatewayParameters", ("spec", "podTemplate", BELOW)): "JSON, merged at provisioning",
     ("CoxswainGatewayParameters", ("spec", "resources", BELOW)): "JSON, copied at provisioning",
     ("CoxswainGatewayParameters", ("spec", "autoscaling", BELOW)): "JSON, read at provisioning",
+    ("CoxswainGatewayParameters", ("spec", "trustedProxies")): "checked where the parameters "
+    "are placed: a bad list refuses them whole (InvalidParameters, test_trusted_proxies.py)",
     ("Deployment", ("spec", BELOW)): "only status.readyReplicas of our own Deployments is read",
     ("*", ("metadata", "ownerReferences")): "ownership is ours to write",
     ("Gateway", ("status",)): "status is ours to write",

@@ -40,12 +40,7 @@ from tests.apiserver.crds import (
     GATEWAY_API_CRDS,
     GATEWAY_API_VERSION,
 )
-from tests.integration.manifests import (
-    gateway,
-    gateway_class,
-    own_infrastructure,
-    own_parameters,
-)
+from tests.integration.manifests import gateway, gateway_class, own_infrastructure, own_parameters
 from tests.unit.helm_render import CHART_DIR, ROOT, Rendered, chart, render, schema_error, validate
 
 if TYPE_CHECKING:
@@ -1010,10 +1005,41 @@ def test_the_controller_and_proxy_commands_accept_every_flag_the_chart_passes(
         assert parsed.handler.__name__ == f"_{component}"
 
 
-def test_trusted_proxies_reach_the_shared_pool() -> None:
-    """`proxy.trustedProxies` becomes one `--trusted-proxies` flag; none by default."""
-    pool = deployment(render(), RELEASE, "proxy")["spec"]["template"]["spec"]["containers"][0]
+def _dedicated_proxy_args(rendered: Rendered) -> list[str]:
+    """The args of the dedicated proxy the installed controller would provision for a Gateway
+    with parameters of its own: the rendered args parsed by the real command line, the
+    settings it makes, and the compiler's ``provision``."""
+    from coxswain.cli import _parser
+    from coxswain.cli.controller import _controller_settings
+
+    pod = deployment(rendered, RELEASE, "controller")["spec"]["template"]["spec"]
+    config = _controller_settings(_parser().parse_args(pod["containers"][0]["args"])).compile
+    coxswain = gateway_class()
+    coxswain["spec"]["controllerName"] = config.gateway_controller
+    edge = gateway("edge", 8080, infrastructure=own_infrastructure())
+    world = [coxswain, own_parameters({"replicas": 1}), edge]
+    desired = provision(build_state(world), config)
+    [proxy] = [o for o in desired.objects if o.kind == "Deployment"]
+    args: list[str] = json.loads(proxy.body)["spec"]["template"]["spec"]["containers"][0]["args"]
+    return args
+
+
+def test_trusted_proxies_reach_the_shared_pool_and_every_dedicated_proxy() -> None:
+    """`proxy.trustedProxies` becomes the pool's `--trusted-proxies` and the controller's
+    `--proxy-trusted-proxies`, which the dedicated proxies it provisions take as theirs: each
+    proxy's own command line reads the same networks. None by default."""
+    from coxswain.cli import _parser
+
+    rendered = render()
+    pool = deployment(rendered, RELEASE, "proxy")["spec"]["template"]["spec"]["containers"][0]
     assert "--trusted-proxies" not in args_of(pool)
+    assert "--proxy-trusted-proxies" not in controller_args(rendered, RELEASE)
+    assert "--trusted-proxies" not in _dedicated_proxy_args(rendered)
+
     rendered = render({"proxy": {"trustedProxies": ["10.0.0.0/8", "fd00::/8"]}})
     pool = deployment(rendered, RELEASE, "proxy")["spec"]["template"]["spec"]["containers"][0]
     assert args_of(pool)["--trusted-proxies"] == ["10.0.0.0/8,fd00::/8"]
+    assert controller_args(rendered, RELEASE)["--proxy-trusted-proxies"] == ["10.0.0.0/8,fd00::/8"]
+    dedicated = _parser().parse_args(_dedicated_proxy_args(rendered))
+    assert dedicated.gateway is not None
+    assert dedicated.trusted_proxies == _parser().parse_args(pool["args"]).trusted_proxies

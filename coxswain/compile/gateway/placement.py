@@ -9,8 +9,10 @@ Rules:
    or a missing object is ``Accepted=False/InvalidParameters`` on the object holding the
    reference (GEP-1867 / GatewayClass ``parametersRef``), and nothing is provisioned for it.
    So is a ``podTemplate`` that sets a field outside the allow-list
-   (``compile.pod_template_policy``): the refusal names the object holding the reference, and a
-   diagnostic per forbidden field names the parameters object and the field's path.
+   (``compile.pod_template_policy``), or a ``trustedProxies`` that is not a short list of
+   networks (``compile.model.trusted_proxies``): the refusal names the object holding the
+   reference, and a diagnostic per refused field names the parameters object and the field's
+   path.
 2. Parameters merge per field: the Gateway's over the class's over the defaults; pod templates
    are applied in that order by strategic merge (``provision``).
 3. A dedicated proxy's objects are named ``<gateway>-<gatewayclass>`` (cut and hashed to fit a
@@ -49,7 +51,7 @@ __all__ = [
 
 PARAMETERS_KIND: Final = (PARAMETERS_GROUP, "CoxswainGatewayParameters")
 _LABEL_MAX: Final = 63
-_FIELDS_REPORTED: Final = 10  # forbidden fields given a diagnostic each; the rest are counted
+_FIELDS_REPORTED: Final = 10  # refused fields given a diagnostic each; the rest are counted
 _FIELDS_NAMED: Final = 3  # of which the condition's message names these
 _PATH_SHOWN: Final = 120  # characters of a path in the message (map keys are the user's)
 
@@ -113,29 +115,29 @@ def _lookup(
     found = state.parameters.get(ObjectKey("CoxswainGatewayParameters", namespace, ref.name))
     if found is None:
         return refusal(f"{ref.kind} {namespace}/{ref.name} does not exist")
+    if found.invalid:
+        return _refused_fields(refusal, found, list(found.invalid), "invalid")
     forbidden = (
         [] if found.pod_template is None else forbidden_fields(json.loads(found.pod_template))
     )
     if forbidden:
-        return _forbidden_template(refusal, found, forbidden)
+        return _refused_fields(refusal, found, forbidden, "its podTemplate may not set")
     return found
 
 
-def _forbidden_template(
+def _refused_fields(
     refusal: Callable[[str], Condition],
     parameters: CoxswainGatewayParameters,
-    forbidden: list[tuple[str, str]],
+    refused: list[tuple[str, str]],
+    what: str,
 ) -> Condition:
-    """The refusal of parameters whose pod template sets fields outside the allow-list: the
-    owner's condition, naming the first few fields, plus a diagnostic on the parameters object
+    """The refusal of parameters for some of their fields (``(path, why)``): the owner's
+    condition, ``what`` and the first few fields, plus a diagnostic on the parameters object
     for each of the first ``_FIELDS_REPORTED``."""
-    shown = [path[:_PATH_SHOWN] for path, _ in forbidden[:_FIELDS_NAMED]]
-    more = len(forbidden) - len(shown)
+    shown = [path[:_PATH_SHOWN] for path, _ in refused[:_FIELDS_NAMED]]
+    more = len(refused) - len(shown)
     listed = ", ".join(shown) + (f" and {more} more" if more else "")
-    owner = refusal(
-        f"{parameters.meta.key.kind} {parameters.meta.key.ref}: its podTemplate may not set "
-        f"{listed}"
-    )
+    owner = refusal(f"{parameters.meta.key.kind} {parameters.meta.key.ref}: {what} {listed}")
     detail = tuple(
         Diagnostic(
             key=parameters.meta.key,
@@ -144,7 +146,7 @@ def _forbidden_template(
             reason="InvalidParameters",
             message=f"{why}; nothing is provisioned from these parameters",
         )
-        for path, why in forbidden[:_FIELDS_REPORTED]
+        for path, why in refused[:_FIELDS_REPORTED]
     )
     return replace(owner, diagnostics=(*owner.diagnostics, *detail))
 

@@ -3,7 +3,9 @@ controller provisioned earlier (their readiness and labels drive mode switches).
 
 ``CoxswainGatewayParameters`` (gateway.coxswain-labs.dev/v1alpha1) tunes a dedicated proxy. Its
 free-form blocks (``resources``, ``podTemplate``, ``autoscaling``) are kept as canonical JSON
-text, immutable and comparable; the provisioning pass parses them when it merges.
+text, immutable and comparable; the provisioning pass parses them when it merges. A field whose
+bad value refuses the parameters whole (``trustedProxies``) is kept in ``invalid`` for the
+placement pass, which refuses the Gateway or class naming it (``InvalidParameters``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pyrsistent import pvector
 
 from coxswain.compile.model.canonical import canonical_json
+from coxswain.compile.model.trusted_proxies import trusted_proxies
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -41,7 +44,11 @@ SERVICE_TYPES: Final = ("LoadBalancer", "ClusterIP", "NodePort")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CoxswainGatewayParameters:
-    """Dedicated-proxy parameters; None means "not set here" (the next level decides)."""
+    """Dedicated-proxy parameters; None means "not set here" (the next level decides).
+
+    ``trusted_proxies`` are canonical network texts (an empty tuple trusts no peer);
+    ``invalid`` the ``(field, why)`` of the values that make these parameters unusable.
+    """
 
     meta: Meta
     replicas: int | None = None
@@ -50,6 +57,8 @@ class CoxswainGatewayParameters:
     resources: str | None = None
     pod_template: str | None = None
     autoscaling: str | None = None
+    trusted_proxies: tuple[str, ...] | None = None
+    invalid: tuple[tuple[str, str], ...] = ()
     diagnostics: PVector[Diagnostic] = pvector()
 
 
@@ -87,6 +96,10 @@ def decode_parameters(
             f"{service_type!r} is not one of {', '.join(SERVICE_TYPES)}; ignored",
         )
         service_type = None
+    networks: tuple[str, ...] | None = None
+    invalid: list[tuple[str, str]] = []
+    if (listed := spec.get("trustedProxies")) is not None:
+        networks, invalid = trusted_proxies(listed, "spec.trustedProxies")
     return CoxswainGatewayParameters(
         meta=meta,
         replicas=fields.integer(spec.get("replicas"), "spec.replicas", low=0, high=1000),
@@ -95,6 +108,8 @@ def decode_parameters(
         resources=_block(fields, spec.get("resources"), "spec.resources"),
         pod_template=_block(fields, spec.get("podTemplate"), "spec.podTemplate"),
         autoscaling=_block(fields, spec.get("autoscaling"), "spec.autoscaling"),
+        trusted_proxies=networks,
+        invalid=tuple(invalid),
         diagnostics=fields.diagnostics(),
     )
 

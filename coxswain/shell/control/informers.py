@@ -12,6 +12,12 @@ The informer keeps no objects, only which exist: each change goes to ``on_event`
 or None for a deletion; a new list reports what disappeared meanwhile), and the controller
 decodes it there into its state (``compile.model.state.apply``), so that an object means the
 same whether it came from a cluster or a file, and 10,000 routes are not held twice.
+
+A list item or watch event whose JSON cannot be decoded (nested past
+``json_bodies.MAX_BODY_DEPTH``) is logged, naming the object, and counted (``on_refused``); it
+changes nothing, so the controller keeps the last good state of that object, and the other
+objects are served as usual. A refused deletion still deletes, and an event too unreadable to
+say which object it changed ends the watch for a new list.
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ import trio
 from coxswain.compile.provision import MANAGED_BY
 from coxswain.shell.backoff import Backoff
 from coxswain.shell.control import kinds
-from coxswain.shell.control.kube import ApiFailure, Kube, Resource, Unreachable
+from coxswain.shell.control.json_bodies import Refused
+from coxswain.shell.control.kube import ApiFailure, Kube, Resource, Unreachable, WatchEvent
 
 __all__ = ["GATEWAY_API", "INFORMED", "PROVISIONING", "Informer", "Watched"]
 
@@ -78,15 +85,26 @@ Sink = Callable[[Resource, tuple[str, str], "dict[str, Any] | None"], None]
 ``kind`` and ``apiVersion`` filled in, which list items lack) or None when it is gone."""
 
 
+_CHANGES: Final = ("ADDED", "MODIFIED", "DELETED")
+_KEPT: Final = "the last good state of it is kept"
+
+
 class Informer:
     """The objects of one resource, followed by list and watch."""
 
-    def __init__(self, kube: Kube, watched: Watched, on_event: Sink) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        watched: Watched,
+        on_event: Sink,
+        on_refused: Callable[[Resource], None],
+    ) -> None:
         self.watched = watched
         self.keys: set[tuple[str, str]] = set()
         self.synced = trio.Event()
         self._kube = kube
         self._on_event = on_event
+        self._on_refused = on_refused
         self._version = ""
 
     def _emit(self, key: tuple[str, str], body: dict[str, Any] | None) -> None:
@@ -97,6 +115,11 @@ class Informer:
             self.keys.add(key)
             body = {**_trimmed(body), "kind": resource.kind, "apiVersion": resource.api_version}
         self._on_event(resource, key, body)
+
+    def _refuse(self, refused: Refused, outcome: str) -> None:
+        resource = self.watched.resource
+        log.warning("%s %s; not decoded: %s", resource.kind, refused, outcome)
+        self._on_refused(resource)
 
     async def run(self) -> NoReturn:
         """List, then watch, forever; ``synced`` is set after the first list."""
@@ -117,22 +140,48 @@ class Informer:
         )
 
     async def _list(self) -> None:
-        answer = await self._kube.request("GET", self.watched.resource.path(), query=self._query())
-        listed = {key: item for item in answer.get("items") or [] if (key := _key(item))}
-        for gone in self.keys - listed.keys():
+        listing = await self._kube.list(self.watched.resource.path(), query=self._query())
+        listed = {key: item for item in listing.items if (key := _key(item))}
+        for refused in listing.refused:
+            self._refuse(refused, _KEPT)
+        kept = {key for refused in listing.refused if (key := refused.key)}
+        for gone in self.keys - listed.keys() - kept:
             self._emit(gone, None)
         for key, item in listed.items():
             self._emit(key, item)
-        self._version = str((answer.get("metadata") or {}).get("resourceVersion") or "")
+        self._version = listing.version
         self.synced.set()
+
+    def _skipped(self, refused: Refused) -> bool:
+        """Log and count a watch event that could not be decoded; when it says which object
+        it changed, and at which version, move past it (a deletion still deletes) and say
+        True."""
+        key = refused.key
+        if refused.event not in _CHANGES or not refused.version or key is None:
+            self._refuse(refused, "which object it changed is unknown, listing again")
+            return False
+        self._version = refused.version
+        if refused.event == "DELETED":
+            self._refuse(refused, "its deletion is applied")
+            self._emit(key, None)
+        else:
+            self._refuse(refused, _KEPT)
+        return True
 
     async def _watch(self) -> bool:
         """One watch; True when it ended normally and may be reopened from where it was."""
         expired = False
 
-        async def on_event(event: dict[str, Any]) -> bool:
+        async def on_event(event: WatchEvent) -> bool:
             nonlocal expired
-            kind, body = event.get("type"), event.get("object") or {}
+            if isinstance(event, Refused):
+                if self._skipped(event):
+                    return True
+                expired = True
+                return False
+            kind, body = event.get("type"), event.get("object")
+            if not isinstance(body, dict):
+                body = {}
             if kind == "ERROR":  # 410 Gone, in practice: the history no longer reaches back
                 log.info("%s: watch ended: %s", self.watched.resource.plural, body.get("message"))
                 expired = True

@@ -9,7 +9,10 @@ This is the only module that touches the ``kubernetes`` package, and, with
   server cannot take every thread trio has.
 - **Bodies stay raw JSON.** The compiler decodes raw objects (``compile.model.decode``); the
   client's models would be built only to be thrown away, and they drop fields they do not
-  know (a newer CRD's).
+  know (a newer CRD's). The JSON is decoded here, in the request's thread, within a nesting
+  bound (:mod:`.json_bodies`): a list gives the items it could decode and those it refused, a
+  watch hands on a refused event for the informer to skip, and an answer that cannot be read
+  is :class:`Undecodable`, retried like one that never came.
 - **A watch** holds one thread that reads the chunked response line by line and hands each
   event to trio. Cancelling the watch shuts the response's socket down, which ends the
   thread's read at once; the watch waits for the thread before it returns, so no thread
@@ -19,13 +22,20 @@ This is the only module that touches the ``kubernetes`` package, and, with
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import trio
 import urllib3
+
+from coxswain.shell.control.json_bodies import (
+    Listing,
+    Refused,
+    decode_answer,
+    decode_event,
+    decode_list,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -38,7 +48,9 @@ __all__ = [
     "ApiFailure",
     "Kube",
     "Resource",
+    "Undecodable",
     "Unreachable",
+    "WatchEvent",
     "connect",
 ]
 
@@ -47,6 +59,11 @@ APPLY_PATCH: Final = "application/apply-patch+yaml"
 REQUEST_TIMEOUT: Final = 30.0
 CONNECT_TIMEOUT: Final = 10.0
 POOL_SIZE: Final = 32  # a connection per watch (about 15) and per concurrent request (8)
+_ERROR_SHOWN: Final = 200  # bytes of an error answer that is not a Status, shown as its message
+_T = TypeVar("_T")
+
+WatchEvent = dict[str, Any] | Refused
+"""A watch event as decoded, or the refusal of one (:mod:`.json_bodies`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +110,14 @@ class ApiFailure(Exception):
 
 
 class Unreachable(Exception):
-    """No answer: the connection failed or timed out."""
+    """No usable answer: the connection failed or timed out, or (:class:`Undecodable`) what
+    came cannot be read."""
+
+
+class Undecodable(Unreachable):
+    """A successful answer that cannot be read (not JSON, or nested past
+    ``json_bodies.MAX_BODY_DEPTH``): as useless as none, so every caller retries it as it
+    retries an unreachable server, and none crashes on it."""
 
 
 def connect(kubeconfig: str | None) -> Kube:
@@ -138,23 +162,61 @@ class Kube:
 
         Raises:
             ApiFailure: a status other than 2xx.
-            Unreachable: no answer within ``read_timeout``.
+            Unreachable: no answer within ``read_timeout``, or one that cannot be read
+                (:class:`Undecodable`).
         """
         headers = {"Accept": "application/json"}
         if content_type is not None:
             headers["Content-Type"] = content_type
+        answer = await self._exchange(
+            lambda: self._send(method, path, query, headers, body, read_timeout), decode_answer
+        )
+        if isinstance(answer, Refused):
+            raise Undecodable(f"{method} {path}: the answer {answer.why}")
+        return answer
 
-        def send() -> tuple[int, bytes]:
-            response = self._send(method, path, query, headers, body, read_timeout)
+    async def list(self, path: str, *, query: Sequence[tuple[str, str]] = ()) -> Listing:
+        """A list: the items decoded, the items refused (:mod:`.json_bodies`), and its
+        resourceVersion.
+
+        Raises:
+            ApiFailure: a status other than 2xx.
+            Unreachable: no answer within the request timeout, or one that cannot be read as
+                a list at all (:class:`Undecodable`).
+        """
+        headers = {"Accept": "application/json"}
+        answer = await self._exchange(
+            lambda: self._send("GET", path, query, headers, None, REQUEST_TIMEOUT), decode_list
+        )
+        if isinstance(answer, Refused):
+            raise Undecodable(f"GET {path}: the list {answer.why}")
+        return answer
+
+    async def _exchange(
+        self, request: Callable[[], urllib3.BaseHTTPResponse], decode: Callable[[bytes], _T]
+    ) -> _T:
+        """One ``request`` (a call of :meth:`_send`), its successful answer decoded by
+        ``decode`` in the request's thread (a big list would hold trio's thread as long as it
+        takes).
+
+        Raises:
+            ApiFailure: a status other than 2xx.
+            Unreachable: no answer in time.
+        """
+
+        def send() -> _T | ApiFailure:
+            response = request()
             try:
-                return response.status, response.read()
+                data = response.read()
             finally:
                 response.release_conn()
+            if not 200 <= response.status < 300:
+                return _failure(response.status, data)
+            return decode(data)
 
-        status, data = await trio.to_thread.run_sync(send, limiter=self._requests)
-        answer = _json(data)
-        if not 200 <= status < 300:
-            raise _failure(status, answer)
+        answer = await trio.to_thread.run_sync(send, limiter=self._requests)
+        if isinstance(answer, ApiFailure):
+            raise answer
         return answer
 
     async def watch(
@@ -164,10 +226,11 @@ class Kube:
         query: Sequence[tuple[str, str]] = (),
         resource_version: str,
         timeout_seconds: int,
-        on_event: Callable[[dict[str, Any]], Awaitable[bool]],
+        on_event: Callable[[WatchEvent], Awaitable[bool]],
     ) -> None:
         """Hand each event of a watch from ``resource_version`` to ``on_event`` until it
-        returns False, the server ends the watch, or the caller is cancelled.
+        returns False, the server ends the watch, or the caller is cancelled. An event that
+        cannot be decoded is handed on as its :class:`~.json_bodies.Refused`.
 
         Raises:
             ApiFailure: the watch was refused (410 Gone arrives as an ERROR event instead).
@@ -188,8 +251,8 @@ class Kube:
         if not 200 <= response.status < 300:
             data = response.read()
             response.release_conn()
-            raise _failure(response.status, _json(data))
-        send, receive = trio.open_memory_channel[dict[str, Any]](math.inf)
+            raise _failure(response.status, data)
+        send, receive = trio.open_memory_channel[WatchEvent](math.inf)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._pump, response, send)
             try:
@@ -202,15 +265,16 @@ class Kube:
                     response.shutdown()
 
     async def _pump(
-        self, response: urllib3.BaseHTTPResponse, send: trio.MemorySendChannel[dict[str, Any]]
+        self, response: urllib3.BaseHTTPResponse, send: trio.MemorySendChannel[WatchEvent]
     ) -> None:
-        """Read the watch's lines in a thread (its own: a watch holds it for minutes)."""
+        """Read and decode the watch's lines in a thread (its own: a watch holds it for
+        minutes)."""
         token = trio.lowlevel.current_trio_token()
 
         def read_lines() -> None:
             try:
                 for line in _lines(response):
-                    event = _json(line)
+                    event = decode_event(line)
                     trio.from_thread.run_sync(send.send_nowait, event, trio_token=token)
             except (urllib3.exceptions.HTTPError, OSError, ValueError):
                 pass  # shut down by the watch's end, or broken off: the informer re-lists
@@ -259,13 +323,10 @@ def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
         yield pending
 
 
-def _json(data: bytes) -> dict[str, Any]:
-    try:
-        value = json.loads(data) if data else {}
-    except ValueError:
-        return {"message": data[:200].decode(errors="replace")}
-    return value if isinstance(value, dict) else {}
-
-
-def _failure(status: int, answer: dict[str, Any]) -> ApiFailure:
+def _failure(status: int, data: bytes) -> ApiFailure:
+    """The failure an error answer reports: its ``Status``, or its first bytes (a proxy's error
+    page, say) as the message."""
+    answer = decode_answer(data)
+    if isinstance(answer, Refused):
+        answer = {"message": data[:_ERROR_SHOWN].decode(errors="replace")}
     return ApiFailure(status, str(answer.get("reason") or ""), str(answer.get("message") or ""))
