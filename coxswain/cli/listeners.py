@@ -53,6 +53,17 @@ TIMEOUT_FLAGS: Final = (
         "answer 504 (or cut the response) when the upstream takes no request bytes for this long",
     ),
     (
+        "--mirror-timeout",
+        30.0,
+        "drop a mirrored request (RequestMirror) still running after this long",
+    ),
+    (
+        "--lingering-timeout",
+        5.0,
+        "after an answer that closes a connection while the client may still be sending, "
+        "read and drop what it sends for at most this long (so it can read the answer)",
+    ),
+    (
         "--tunnel-idle-timeout",
         3600.0,
         "close a WebSocket tunnel when no byte crossed it either way for this long",
@@ -149,5 +160,7 @@ def proxy_config(args: argparse.Namespace, *, reuse_port: bool) -> ProxyConfig:
             send=args.upstream_send_timeout,
             client_send=args.client_send_timeout,
             tunnel_idle=args.tunnel_idle_timeout,
+            mirror=args.mirror_timeout,
+            linger=args.lingering_timeout,
         ),
     )

@@ -110,6 +110,20 @@ def test_a_mirror_that_fails_never_fails_the_request(tmp_path: Path) -> None:
     run_proxy(tmp_path, make, client)
 
 
+def test_a_mirror_still_running_at_its_timeout_is_dropped(tmp_path: Path) -> None:
+    def make(ports: dict[str, int]) -> dict[str, Any]:
+        return _mirrored(ports, [{"backend": backend("two"), "percent": 100}])
+
+    def client(run: Running) -> None:
+        # the mirror's backend never answers /stall; the client's answer does not wait for it
+        response, _ = request(run.gateway_port, "GET", "/stall")
+        assert response.status == 504
+        _eventually(lambda: _mirror_count(run, "dropped") == 1)
+        assert _mirror_count(run, "sent") == 0
+
+    run_proxy(tmp_path, make, client, timeouts=Timeouts(read=0.2, mirror=0.2))
+
+
 def test_a_stalled_request_body_is_408(tmp_path: Path) -> None:
     def make(ports: dict[str, int]) -> dict[str, Any]:
         return _mirrored(ports, [])

@@ -16,7 +16,7 @@ one. Rules:
   never holds more than ``BUFFER`` × 64 KiB. A request the proxy fails to forward ends its
   mirrors the same way.
 - **End.** The mirror's response is read until the upstream closes and dropped; the whole
-  mirrored exchange is bounded by ``TIMEOUT``. Outcomes are counted by
+  mirrored exchange is bounded by ``timeout`` (``--mirror-timeout``). Outcomes are counted by
   ``coxswain_mirror_requests_total{result}``: ``sent``, ``failed`` (no connection, or the
   upstream broke off) and ``dropped`` (cut off, or timed out).
 """
@@ -39,10 +39,9 @@ if TYPE_CHECKING:
     from coxswain.compile.snapshot import Endpoint, Mirror
     from coxswain.http1 import Headers
 
-__all__ = ["BUFFER", "TIMEOUT", "Mirrors", "Tee"]
+__all__ = ["BUFFER", "Mirrors", "Tee"]
 
 BUFFER: Final = 16
-TIMEOUT: Final = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +102,7 @@ class Mirrors:
     nursery: trio.Nursery
     rng: random.Random
     connect_timeout: float
+    timeout: float  # the whole mirrored exchange
     record: Callable[[str], None]
 
     def start(
@@ -141,8 +141,8 @@ class Mirrors:
         head: bytes,
         chunked: bool,
     ) -> None:
-        result = "dropped"  # unless the exchange ends otherwise, uncut and within TIMEOUT
-        scope.deadline = trio.current_time() + TIMEOUT
+        result = "dropped"  # unless the exchange ends otherwise, uncut and within the timeout
+        scope.deadline = trio.current_time() + self.timeout
         try:
             with pieces, scope:
                 result = await self._exchange(pieces, endpoints, head, chunked)

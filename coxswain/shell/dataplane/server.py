@@ -84,7 +84,6 @@ __all__ = ["HEADER_TIMEOUT", "Proxy", "ProxyConfig"]
 
 HEADER_TIMEOUT: Final = 60.0
 HANDSHAKE_TIMEOUT: Final = 10.0
-LINGER: Final = 5.0  # at most, reading what a client still sends after its connection's answer
 BIND_RETRY_MIN: Final = 0.1
 BIND_RETRY_MAX: Final = 5.0
 SETTLE_INTERVAL: Final = 60.0
@@ -214,7 +213,11 @@ class Proxy:
                     timeouts=self.config.timeouts,
                     pool=self.pool,
                     mirrors=Mirrors(
-                        nursery, self.rng, self.config.timeouts.connect, self.metrics.mirrored
+                        nursery,
+                        self.rng,
+                        connect_timeout=timeouts.connect,
+                        timeout=timeouts.mirror,
+                        record=self.metrics.mirrored,
                     ),
                 )
                 task_status.started()
@@ -487,11 +490,11 @@ class Proxy:
     async def _linger(self, conn: trio.abc.Stream) -> None:
         """The connection closes after an answer while the client may still be sending (a
         request body not read, bytes that broke HTTP/1.1): half-close, and read and drop what
-        arrives until the client closes, at most ``LINGER`` seconds. Closing at once would
+        arrives until the client closes, at most ``timeouts.linger`` seconds. Closing at once would
         make the client's TCP stack answer its next bytes with a reset, which can destroy
         the answer before the client reads it (RFC 9112 §9.6). A lingering connection gives
         way at the connection limit, and to a drain."""
-        with trio.move_on_after(LINGER) as scope:
+        with trio.move_on_after(self.config.timeouts.linger) as scope:
             self._capacity.waiting(scope)
             try:
                 if isinstance(conn, trio.abc.HalfCloseableStream):

@@ -179,7 +179,11 @@ class Timeouts:
     ``client_send``: between two writes to the client (nginx ``send_timeout``); a client that
     stops reading the response is disconnected, and so is its upstream connection.
     ``tunnel_idle``: a WebSocket tunnel with no byte either way for this long is closed.
-    All but ``connect`` are kept to within a tenth by :class:`~.wire.Watchdog`.
+    ``mirror``: a whole mirrored exchange (:mod:`.mirror`); one still running is dropped.
+    ``linger``: reading what a client still sends after an answer that closes its connection
+    (:meth:`.Proxy._linger`, RFC 9112 §9.6; nginx ``lingering_time``).
+    All but ``connect``, ``mirror`` and ``linger`` are kept to within a tenth by
+    :class:`~.wire.Watchdog`.
     """
 
     connect: float = 10.0
@@ -188,6 +192,8 @@ class Timeouts:
     send: float = 60.0
     client_send: float = 60.0
     tunnel_idle: float = 3600.0
+    mirror: float = 30.0
+    linger: float = 5.0
 
 
 @dataclass(slots=True, kw_only=True)
