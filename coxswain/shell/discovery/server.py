@@ -8,11 +8,16 @@ Design (the trio ↔ asyncio bridge itself is :mod:`.aio_bridge`):
 - State crossing threads is immutable and replaced by reference: the fleet observation is a
   ``PMap`` rebuilt on the loop thread and read from trio; snapshots are frozen values.
 
-Stream rules (server): the first message must be Subscribe; a wrong ``wire_version`` is
-FAILED_PRECONDITION; no scope means SharedPool; a scope with no kind is INVALID_ARGUMENT; the
-peer identity (the client certificate's URI SAN) must be allowed the scope by the policy, else
-PERMISSION_DENIED. An unknown scope waits for its first snapshot. Then one snapshot is in flight
-per stream; newer ones are coalesced until the Ack or Nack. A Nack keeps the stream. The policy
+Stream rules (server): a stream past a cap on open streams, of its identity (the client
+certificate's URI SAN) or of the server, is RESOURCE_EXHAUSTED at once, before its first
+message (:mod:`.limits`; each stream holds tasks, buffers and a fleet entry, and the caps bound
+them whatever a certificate holder does); the first message must be Subscribe; a wrong
+``wire_version`` is FAILED_PRECONDITION; no scope means SharedPool; a scope with no kind is
+INVALID_ARGUMENT; the peer identity must be allowed the scope by the policy, else
+PERMISSION_DENIED. Each refusal is counted in ``coxswain_discovery_refused_streams_total`` by
+reason, and logged at most once per identity and ``LOG_INTERVAL`` (the rest are summed in the
+next line). An unknown scope waits for its first snapshot. Then one snapshot is in flight per
+stream; newer ones are coalesced until the Ack or Nack. A Nack keeps the stream. The policy
 is asked again before each version is sent and at least every ``REVOKED_GRACE``: a stream whose
 identity lost the scope's grant gets nothing newer, and is ended with PERMISSION_DENIED once the
 grant has stayed away ``REVOKED_GRACE`` (grants flicker during a change).
@@ -42,10 +47,11 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol
 
 import grpc
 import trio
+from prometheus_client import CollectorRegistry, Counter
 from pyrsistent import pmap
 
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
@@ -53,6 +59,12 @@ from coxswain.compile.scope import Scope, SharedPool
 from coxswain.shell.discovery.aio_bridge import AsyncioThread
 from coxswain.shell.discovery.ca import IdentityError, ProxyIdentity, identity_from_certificate
 from coxswain.shell.discovery.codec import decode_scope
+from coxswain.shell.discovery.limits import (
+    IDENTITY_STREAMS,
+    SERVER_STREAMS,
+    LogBudget,
+    StreamCounts,
+)
 from coxswain.shell.discovery.resources import EncodedVersion, ResourceCache
 from coxswain.shell.discovery.tls import server_credentials
 
@@ -69,8 +81,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLIENT_GRPC_OPTIONS",
+    "LOG_INTERVAL",
+    "MAX_STREAMS",
+    "REFUSAL_REASONS",
     "REVOKED_GRACE",
     "SERVER_GRPC_OPTIONS",
+    "STREAMS_PER_IDENTITY",
     "WIRE_VERSION",
     "DiscoveryServer",
     "NodeKey",
@@ -110,6 +126,24 @@ REVOKED_GRACE: Final = 30.0
 # encoded resources themselves are shared between versions). A stream further behind gets a
 # full Snapshot.
 _RETAINED: Final = 8
+# POLICY: how many streams one identity may have open. Every worker of every proxy pod holds a
+# stream of its own (coxswain/shell/dataplane/workers.py) and the shared pool's pods share one
+# identity: 1,024 fits 100 pods of 8 workers through a rolling update's 25% surge (1,000
+# streams). The same for every identity: a dedicated proxy's Deployment may scale as far.
+STREAMS_PER_IDENTITY: Final = 1024
+# POLICY: how many streams the server holds in all, whatever the number of identities (tenants
+# make one with each dedicated Gateway). An idle stream costs the server about 30 KiB: 8,192
+# of them about 240 MiB, within the chart's 512 MiB for the controller.
+MAX_STREAMS: Final = 8192
+# POLICY: how often one identity may make the server log a warning of one kind (a refused
+# subscription); the warnings in between are counted in the next line (:class:`.LogBudget`).
+LOG_INTERVAL: Final = 60.0
+_NOT_GRANTED: Final = "not_granted"  # PERMISSION_DENIED: the policy does not grant the scope
+_BAD_SUBSCRIBE: Final = "bad_subscribe"  # INVALID_ARGUMENT or FAILED_PRECONDITION
+REFUSAL_REASONS: Final = (IDENTITY_STREAMS, SERVER_STREAMS, _NOT_GRANTED, _BAD_SUBSCRIBE)
+"""The ``reason`` label of ``coxswain_discovery_refused_streams_total``: a fixed set, never
+the identity (identities are not bounded)."""
+_SHOWN: Final = 200  # characters of a client's text (a scope's names) shown in a log line
 
 ScopePolicy = Callable[[ProxyIdentity, Scope], bool]
 """Whether an identity may subscribe to a scope (the server's authorisation rule)."""
@@ -206,23 +240,56 @@ class _StreamState:
     closed: bool = False  # the client half-closed or the call ended
 
 
+class _Aborts(Protocol):
+    """What a refusal needs of a ``grpc.aio`` servicer context."""
+
+    async def abort(self, code: grpc.StatusCode, details: str) -> NoReturn: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Bounds:
+    """The server's bounds on what clients make it hold and log (:mod:`.limits`)."""
+
+    revoked_grace: float
+    streams_per_identity: int
+    max_streams: int
+    log_interval: float
+
+
 class DiscoveryServer:
     """A per-scope registry of the latest snapshot, served over gRPC. Build it with
     :func:`open_discovery_server`; :meth:`publish` and :attr:`fleet` are for trio code."""
 
     def __init__(
-        self, bridge: AsyncioThread, policy: ScopePolicy | None, revoked_grace: float
+        self,
+        bridge: AsyncioThread,
+        policy: ScopePolicy | None,
+        bounds: _Bounds,
+        registry: CollectorRegistry,
     ) -> None:
         self._bridge = bridge
         self._policy = policy
-        self._revoked_grace = revoked_grace
+        self._revoked_grace = bounds.revoked_grace
+        self._streams = StreamCounts(
+            per_identity=bounds.streams_per_identity, total=bounds.max_streams
+        )
+        self._warnings = LogBudget(_log, bounds.log_interval)  # loop thread only
         self._slots: dict[Scope, _Slot] = {}  # loop thread only
         self._caches: dict[Scope, ResourceCache] = {}  # publisher (trio) thread only
         self._fleet: PMap[NodeKey, NodeObservation] = pmap()
         self._fleet_changed = trio.Event()
         self.port = 0
         # Counters, written on the loop thread and read anywhere:
-        self.refusals = 0  # PERMISSION_DENIED at a Subscribe
+        self.refused = Counter(
+            "coxswain_discovery_refused_streams",
+            "Discovery streams refused before their first snapshot, by reason: a cap on open "
+            "streams (identity_streams, server_streams), no grant of the scope (not_granted), "
+            "a Subscribe not understood (bad_subscribe)",
+            ["reason"],
+            registry=registry,
+        )
+        for reason in REFUSAL_REASONS:
+            self.refused.labels(reason=reason)
         self.ignored_reports = 0  # Acks, Nacks and NodeStatus ports not bound to their stream
         self.revoked = 0  # streams ended because their grant stayed revoked
 
@@ -281,46 +348,97 @@ class DiscoveryServer:
         _log.log(level, "discovery: %s: ignored %s", state.label, what)
 
     async def Stream(self, request_iterator: AsyncIterator[pb.ClientMessage], context: Any) -> None:
+        identity = _peer_identity(context)
+        who = identity.uri if identity is not None else "an insecure client"
+        if (cap := self._streams.open(identity)) is not None:
+            detail = (
+                f"{who} has {self._streams.per_identity} discovery streams open, "
+                "the most one identity may"
+                if cap == IDENTITY_STREAMS
+                else f"{who}: the server has {self._streams.total} discovery streams open, "
+                "the most it holds"
+            )
+            await self._refuse(context, identity, cap, grpc.StatusCode.RESOURCE_EXHAUSTED, detail)
+        key: NodeKey | None = None
+        try:  # every end of the stream passes here: a refusal, an error, a cancelled call
+            subscribe, scope = await self._subscription(context, identity, who)
+            key = (identity, subscribe.node_id)
+            known = self._fleet.get(key)
+            if known is None:
+                known = NodeObservation(node_id=subscribe.node_id, scope=scope, identity=identity)
+            known = replace(known, scope=scope, live=known.live + 1, streams=known.streams + 1)
+            self._set_fleet(self._fleet.set(key, known))
+            label = f"{who} node {subscribe.node_id!r} stream {known.streams} of {scope}"
+            state = _StreamState(key=key, scope=scope, label=label, deltas=subscribe.accept_deltas)
+            allowed = self._still_allowed(identity, scope)
+            await self._serve_stream(context, self._slot(scope), state, allowed)
+        finally:  # on the server's one asyncio thread: no other stream changes these meanwhile
+            self._streams.close(identity)
+            if key is not None:
+                live = self._fleet[key].live - 1
+                if live:
+                    self._observe(key, live=live)
+                else:
+                    self._set_fleet(self._fleet.discard(key))
+
+    async def _subscription(
+        self, context: Any, identity: ProxyIdentity | None, who: str
+    ) -> tuple[pb.Subscribe, Scope]:
+        """The stream's Subscribe and scope, once checked; else the stream is refused."""
         first = await context.read()
         if first is grpc.aio.EOF or first.WhichOneof("message") != "subscribe":
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "expected Subscribe first")
+            await self._refuse(
+                context,
+                identity,
+                _BAD_SUBSCRIBE,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{who}: expected Subscribe first",
+            )
         subscribe: pb.Subscribe = first.subscribe
         if subscribe.wire_version != WIRE_VERSION:
-            await context.abort(
+            await self._refuse(
+                context,
+                identity,
+                _BAD_SUBSCRIBE,
                 grpc.StatusCode.FAILED_PRECONDITION,
-                f"wire_version {subscribe.wire_version} != {WIRE_VERSION}",
+                f"{who}: wire_version {subscribe.wire_version} != {WIRE_VERSION}",
             )
         scope: Scope | None = SharedPool()
         if subscribe.HasField("scope"):
             scope = decode_scope(subscribe.scope)
         if scope is None:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "scope has no kind")
-        assert scope is not None
-        identity = _peer_identity(context)
-        if self._policy is not None and (identity is None or not self._policy(identity, scope)):
-            self.refusals += 1
-            _log.warning("discovery: %s refused scope %s", identity, scope)
-            await context.abort(
-                grpc.StatusCode.PERMISSION_DENIED, f"{identity} may not subscribe to {scope}"
+            await self._refuse(
+                context,
+                identity,
+                _BAD_SUBSCRIBE,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{who}: scope has no kind",
             )
-        key: NodeKey = (identity, subscribe.node_id)
-        known = self._fleet.get(key)
-        if known is None:
-            known = NodeObservation(node_id=subscribe.node_id, scope=scope, identity=identity)
-        known = replace(known, scope=scope, live=known.live + 1, streams=known.streams + 1)
-        self._set_fleet(self._fleet.set(key, known))
-        who = identity.uri if identity is not None else "an insecure client"
-        label = f"{who} node {subscribe.node_id!r} stream {known.streams} of {scope}"
-        try:
-            state = _StreamState(key=key, scope=scope, label=label, deltas=subscribe.accept_deltas)
-            allowed = self._still_allowed(identity, scope)
-            await self._serve_stream(context, self._slot(scope), state, allowed)
-        finally:  # on the server's one asyncio thread: no other stream changes it meanwhile
-            live = self._fleet[key].live - 1
-            if live:
-                self._observe(key, live=live)
-            else:
-                self._set_fleet(self._fleet.discard(key))
+        if self._policy is not None and (identity is None or not self._policy(identity, scope)):
+            await self._refuse(
+                context,
+                identity,
+                _NOT_GRANTED,
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"{who} may not subscribe to {_cut(str(scope))}",
+            )
+        return subscribe, scope
+
+    async def _refuse(
+        self,
+        context: _Aborts,
+        identity: ProxyIdentity | None,
+        reason: str,
+        code: grpc.StatusCode,
+        detail: str,
+    ) -> NoReturn:
+        """End the stream with ``code``: counted by ``reason``, logged within the identity's
+        budget (a certificate holder that is refused in a loop cannot flood the log)."""
+        self.refused.labels(reason=reason).inc()
+        self._warnings.warning(
+            identity, "refused subscriptions", f"discovery: refused ({code.name}): {detail}"
+        )
+        await context.abort(code, detail)
 
     def _still_allowed(self, identity: ProxyIdentity | None, scope: Scope) -> Callable[[], bool]:
         """Whether the stream's identity may still have the scope: grants follow the cluster,
@@ -456,6 +574,13 @@ def _settle(state: _StreamState, *, acked: bool) -> None:
         state.sent = state.base = None
 
 
+def _cut(text: str) -> str:
+    """``text`` as a log line shows it: at most ``_SHOWN`` characters of it."""
+    if len(text) <= _SHOWN:
+        return text
+    return f"{text[:_SHOWN]}... ({len(text)} characters)"
+
+
 def _peer_identity(context: Any) -> ProxyIdentity | None:
     pems = context.auth_context().get("x509_pem_cert") or []
     if not pems:
@@ -475,6 +600,10 @@ async def open_discovery_server(
     policy: ScopePolicy | None,
     insecure: bool = False,
     revoked_grace: float = REVOKED_GRACE,
+    streams_per_identity: int = STREAMS_PER_IDENTITY,
+    max_streams: int = MAX_STREAMS,
+    log_interval: float = LOG_INTERVAL,
+    registry: CollectorRegistry | None = None,
 ) -> AsyncIterator[DiscoveryServer]:
     """Serve discovery until the block exits; the server's bound port is ``server.port``.
 
@@ -487,11 +616,29 @@ async def open_discovery_server(
         insecure: plaintext, every subscription allowed. Only when explicitly asked.
         revoked_grace: seconds a stream whose grant was revoked is kept; ``REVOKED_GRACE``
             everywhere but in tests.
+        streams_per_identity: streams one identity may have open; past it a new one is
+            RESOURCE_EXHAUSTED (without TLS every client is the same, absent, identity).
+        max_streams: streams the server holds in all; past it a new one is RESOURCE_EXHAUSTED.
+        log_interval: seconds between two warnings of one kind about one identity;
+            ``LOG_INTERVAL`` everywhere but in tests.
+        registry: where ``coxswain_discovery_refused_streams_total`` is registered (the
+            controller's, which its health port exposes); None keeps it to the server.
     """
     if not insecure and (credentials is None or policy is None):
         raise ValueError("mutual TLS needs credentials and a policy (or insecure=True)")
     bridge = AsyncioThread("coxswain-discovery-server")
-    server = DiscoveryServer(bridge, None if insecure else policy, revoked_grace)
+    bounds = _Bounds(
+        revoked_grace=revoked_grace,
+        streams_per_identity=streams_per_identity,
+        max_streams=max_streams,
+        log_interval=log_interval,
+    )
+    server = DiscoveryServer(
+        bridge,
+        None if insecure else policy,
+        bounds,
+        CollectorRegistry() if registry is None else registry,
+    )
     bridge.start()
     try:
         grpc_server = await bridge.call(lambda: _start_server(server, host, port, credentials))
