@@ -22,7 +22,12 @@ from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile.scope import GatewayScope, Scope, SharedPool
 from coxswain.shell.discovery.ca import CertificateAuthority, ProxyIdentity, create_ca
 from coxswain.shell.discovery.codec import encode_scope
-from coxswain.shell.discovery.server import WIRE_VERSION, granted_by, open_discovery_server
+from coxswain.shell.discovery.server import (
+    MAX_NODE_ID,
+    WIRE_VERSION,
+    granted_by,
+    open_discovery_server,
+)
 from coxswain.shell.discovery.tls import ClientCredentials, ServerCredentials
 from tests.integration.discovery_harness import TIMEOUT, RawClient, listening
 
@@ -352,12 +357,17 @@ def test_every_end_of_a_stream_gives_its_place_back(ca: CertificateAuthority) ->
     run(main)
 
 
-def refusal_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+def lines(caplog: pytest.LogCaptureFixture, word: str) -> list[str]:
+    """The discovery server's log lines that hold ``word``."""
     return [
         r.getMessage()
         for r in caplog.records
-        if r.name == "coxswain.shell.discovery" and "refused" in r.getMessage()
+        if r.name == "coxswain.shell.discovery" and word in r.getMessage()
     ]
+
+
+def refusal_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return lines(caplog, "refused")
 
 
 def test_a_flood_of_refused_subscriptions_logs_one_line_per_identity_and_counts_them_all(
@@ -408,3 +418,119 @@ def test_refusals_held_back_are_counted_in_a_later_line(
 
     with caplog.at_level(logging.WARNING, logger="coxswain.shell.discovery"):
         run(main)
+
+
+def test_a_node_id_longer_than_a_pod_name_and_its_slot_is_refused(
+    ca: CertificateAuthority,
+) -> None:
+    """The fleet keys its entries by node id, and logs name it: one of 4 MiB a stream would
+    be held and logged as many times as the identity has streams."""
+
+    async def main() -> None:
+        async with attack(ca) as at:
+            ended = await at.refused(WEB_ID, "w" * (MAX_NODE_ID + 1), WEB)
+            assert ended.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert ended.details() == (
+                f"{WEB_ID.uri}: node_id of {MAX_NODE_ID + 1} characters, more than {MAX_NODE_ID}"
+            )
+            assert at.refusals("bad_subscribe") == 1
+            await at.honest(WEB_ID, "w" * MAX_NODE_ID, WEB)
+
+    run(main)
+
+
+def test_nacks_are_kept_and_logged_cut_and_a_flood_of_them_logs_one_line(
+    ca: CertificateAuthority, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Nack's detail may be 4 MiB: the fleet keeps, and the log shows, its first 1,024
+    characters. Nacks of the version sent are all applied, and logged once in the interval."""
+
+    async def main() -> None:
+        async with attack(ca, log_interval=3600.0) as at:
+            web = await at.honest(WEB_ID, "web-0", WEB)
+            for n in range(10):
+                detail = f"{n}" * 100_000
+                web.send(pb.ClientMessage(nack=pb.Nack(version="g1", detail=detail)))
+            fleet = await at.server.wait_fleet(
+                lambda f: (f[(WEB_ID, "web-0")].last_nack or "").startswith("g1: 9")
+            )
+            assert fleet[(WEB_ID, "web-0")].last_nack == (
+                f"g1: {'9' * 1024}... (100000 characters)"
+            )
+
+    with caplog.at_level(logging.WARNING, logger="coxswain.shell.discovery"):
+        run(main)
+    [nacked] = lines(caplog, "nacked")
+    assert nacked.endswith(f"nacked {'0' * 1024}... (100000 characters)")
+
+
+def test_reports_ignored_on_many_streams_log_one_line(
+    ca: CertificateAuthority, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Per identity, not per stream: reconnecting does not buy the attacker new lines."""
+
+    async def main() -> None:
+        async with attack(ca, log_interval=3600.0) as at:
+            for n in range(4):
+                web = await at.honest(WEB_ID, f"web-{n}", WEB)
+                web.send(pb.ClientMessage(ack=pb.Ack(version="g0" * 100_000)))
+                web.send(pb.ClientMessage(node_status=pb.NodeStatus(bound_ports=[])))
+                await at.server.wait_fleet(lambda f, n=n: not f[(WEB_ID, f"web-{n}")].bound_ports)
+                web.close()
+            assert at.server.ignored_reports == 4
+
+    with caplog.at_level(logging.WARNING, logger="coxswain.shell.discovery"):
+        run(main)
+    [ignored] = lines(caplog, "ignored")
+    assert len(ignored) < 500, ignored
+
+
+def test_a_node_status_of_more_ports_than_a_scope_has_is_ignored_whole(
+    ca: CertificateAuthority, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each stream keeps the ports it claims: a claim of a million would be held as many
+    times as the identity has streams. A claim of 4,096 ports counts for those of its scope,
+    and the others are logged as a count and a few; past 4,096 the claim is ignored whole,
+    and the last one stands."""
+
+    async def main() -> None:
+        async with attack(ca, log_interval=3600.0) as at:
+            web = await at.honest(WEB_ID, "web-0", WEB)
+
+            async def claim(ports: list[int]) -> frozenset[int]:
+                web.send(pb.ClientMessage(node_status=pb.NodeStatus(bound_ports=ports)))
+                web.send(pb.ClientMessage(nack=pb.Nack(version="g1", detail=f"{len(ports)}")))
+                fleet = await at.server.wait_fleet(
+                    lambda f: f[(WEB_ID, "web-0")].last_nack == f"g1: {len(ports)}"
+                )
+                return fleet[(WEB_ID, "web-0")].bound_ports
+
+            assert await claim([80, *range(1000, 5095)]) == {80}
+            assert await claim(list(range(1000, 6000))) == {80}
+            assert at.server.ignored_reports == 2
+
+    with caplog.at_level(logging.WARNING, logger="coxswain.shell.discovery"):
+        run(main)
+    [ignored] = lines(caplog, "ignored")  # the second is held back: same identity and kind
+    assert ignored.endswith(
+        "ignored 4095 ports outside its scope: 1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007, ..."
+    )
+
+
+def test_a_grant_lost_by_many_streams_of_an_identity_logs_one_line(
+    ca: CertificateAuthority, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each stream asks for the grant, and each would log its loss: the identity's budget
+    makes that one line, whatever the number of streams."""
+
+    async def main() -> None:
+        async with attack(ca, revoked_grace=0.2, log_interval=3600.0) as at:
+            for n in range(3):
+                await at.honest(WEB_ID, f"web-{n}", WEB)
+            del at.grants[("team", "web-proxy")]
+            await at.server.wait_fleet(lambda f: not any(i == WEB_ID for i, _ in f))
+            assert at.server.revoked == 3
+
+    with caplog.at_level(logging.WARNING, logger="coxswain.shell.discovery"):
+        run(main)
+    assert lines(caplog, "grant") == [f"discovery: {WEB_ID.uri} lost the grant of scope team/web"]

@@ -14,18 +14,21 @@ message (:mod:`.limits`; each stream holds tasks, buffers and a fleet entry, and
 them whatever a certificate holder does); the first message must be Subscribe; a wrong
 ``wire_version`` is FAILED_PRECONDITION; no scope means SharedPool; a scope with no kind is
 INVALID_ARGUMENT; the peer identity must be allowed the scope by the policy, else
-PERMISSION_DENIED. Each refusal is counted in ``coxswain_discovery_refused_streams_total`` by
-reason, and logged at most once per identity and ``LOG_INTERVAL`` (the rest are summed in the
-next line). An unknown scope waits for its first snapshot. Then one snapshot is in flight per
-stream; newer ones are coalesced until the Ack or Nack. A Nack keeps the stream. The policy
-is asked again before each version is sent and at least every ``REVOKED_GRACE``: a stream whose
-identity lost the scope's grant gets nothing newer, and is ended with PERMISSION_DENIED once the
-grant has stayed away ``REVOKED_GRACE`` (grants flicker during a change).
+PERMISSION_DENIED; a node id over ``MAX_NODE_ID`` is INVALID_ARGUMENT. Each refusal is counted
+in ``coxswain_discovery_refused_streams_total`` by reason. Every warning about a client (a
+refusal, an ignored report, a Nack, a grant change) is logged at most once per identity, kind
+and ``LOG_INTERVAL`` (the rest are summed in the next line), with the client's text cut. An
+unknown scope waits for its first snapshot. Then one snapshot is in flight per stream; newer
+ones are coalesced until the Ack or Nack. A Nack keeps the stream. The policy is asked again
+before each version is sent and at least every ``REVOKED_GRACE``: a stream whose identity lost
+the scope's grant gets nothing newer, and is ended with PERMISSION_DENIED once the grant has
+stayed away ``REVOKED_GRACE`` (grants flicker during a change).
 
 Reports are bound to the stream that sends them: an Ack or Nack counts only for the version that
 stream was sent last, a NodeStatus only for the ports of the stream's scope (the listener ports
-of the versions it was sent and of the scope's current one); anything else is ignored, logged and
-counted in ``ignored_reports``, and the stream stays (a stale Ack is a normal race, and a proxy
+of the versions it was sent and of the scope's current one; a claim of more than ``_CLAIMED``
+ports is ignored whole); anything else is ignored, logged and counted in ``ignored_reports``,
+and the stream stays (a stale Ack is a normal race, and a proxy
 that reconnects still has the previous version's ports bound until the new one is applied). The
 fleet is keyed by (identity, node id), so one identity cannot write another's entry, and an
 entry is removed when its last stream ends: the fleet holds at most one entry per open stream.
@@ -82,6 +85,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CLIENT_GRPC_OPTIONS",
     "LOG_INTERVAL",
+    "MAX_NODE_ID",
     "MAX_STREAMS",
     "REFUSAL_REASONS",
     "REVOKED_GRACE",
@@ -144,6 +148,14 @@ REFUSAL_REASONS: Final = (IDENTITY_STREAMS, SERVER_STREAMS, _NOT_GRANTED, _BAD_S
 """The ``reason`` label of ``coxswain_discovery_refused_streams_total``: a fixed set, never
 the identity (identities are not bounded)."""
 _SHOWN: Final = 200  # characters of a client's text (a scope's names) shown in a log line
+# Bounds on what one stream's reports make the server hold (each times the streams open):
+# a node id is a pod name (at most 253 characters) and its worker's slot; a Nack's detail is
+# an error message, kept and logged cut to _DETAIL characters; a NodeStatus claims at most
+# _CLAIMED ports, more than any scope has (the shared pool's internal band is 2,768 ports, plus
+# its two Ingress ports; a Gateway has at most 64 listeners), else it is ignored whole.
+MAX_NODE_ID: Final = 512
+_DETAIL: Final = 1024
+_CLAIMED: Final = 4096
 
 ScopePolicy = Callable[[ProxyIdentity, Scope], bool]
 """Whether an identity may subscribe to a scope (the server's authorisation rule)."""
@@ -236,7 +248,6 @@ class _StreamState:
     base_ports: frozenset[int] = frozenset()  # ... its listener ports
     in_flight: bool = False  # written and neither Acked nor Nacked yet
     claimed: frozenset[int] = frozenset()  # the ports of the client's last NodeStatus
-    ignored: int = 0  # reports ignored on this stream
     closed: bool = False  # the client half-closed or the call ended
 
 
@@ -340,12 +351,13 @@ class DiscoveryServer:
         self._set_fleet(self._fleet.set(key, replace(self._fleet[key], **changes)))
 
     def _ignore(self, state: _StreamState, what: str) -> None:
-        """A report not bound to its stream: counted, and logged (at WARNING the first time
-        on a stream, then at DEBUG, so that a client cannot flood the log)."""
+        """A report not bound to its stream: counted, and logged within its identity's budget
+        (a client that sends such reports in a loop, on one stream or many, cannot flood the
+        log)."""
         self.ignored_reports += 1
-        state.ignored += 1
-        level = logging.WARNING if state.ignored == 1 else logging.DEBUG
-        _log.log(level, "discovery: %s: ignored %s", state.label, what)
+        self._warnings.warning(
+            state.key[0], "ignored reports", f"discovery: {state.label}: ignored {what}"
+        )
 
     async def Stream(self, request_iterator: AsyncIterator[pb.ClientMessage], context: Any) -> None:
         identity = _peer_identity(context)
@@ -414,6 +426,14 @@ class DiscoveryServer:
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"{who}: scope has no kind",
             )
+        if len(subscribe.node_id) > MAX_NODE_ID:
+            await self._refuse(
+                context,
+                identity,
+                _BAD_SUBSCRIBE,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{who}: node_id of {len(subscribe.node_id)} characters, more than {MAX_NODE_ID}",
+            )
         if self._policy is not None and (identity is None or not self._policy(identity, scope)):
             await self._refuse(
                 context,
@@ -455,11 +475,9 @@ class DiscoveryServer:
             now = policy(identity, scope)
             if now == withheld[0]:
                 withheld[0] = not now
-                _log.warning(
-                    "discovery: %s %s scope %s",
-                    identity,
-                    "may have again" if now else "lost the grant of",
-                    scope,
+                change = "may have again" if now else "lost the grant of"
+                self._warnings.warning(
+                    identity, "grant changes", f"discovery: {identity.uri} {change} scope {scope}"
                 )
             return now
 
@@ -470,17 +488,25 @@ class DiscoveryServer:
         if kind in ("ack", "nack"):
             body = getattr(message, kind)
             if body.version != state.sent:
-                self._ignore(state, f"{kind} of {body.version!r}, not the version it was sent")
+                version = _cut(repr(body.version))
+                self._ignore(state, f"{kind} of {version}, not the version it was sent")
                 return
             if state.in_flight:
                 _settle(state, acked=kind == "ack")
             if kind == "ack":
                 self._observe(state.key, acked_version=body.version)
             else:
-                _log.warning("discovery: %s nacked %s", state.label, body.detail)
-                self._observe(state.key, last_nack=f"{body.version}: {body.detail}")
+                detail = _cut(body.detail, _DETAIL)
+                self._warnings.warning(
+                    state.key[0], "Nacks", f"discovery: {state.label} nacked {detail}"
+                )
+                self._observe(state.key, last_nack=f"{body.version}: {detail}")
         elif kind == "node_status":
-            state.claimed = frozenset(message.node_status.bound_ports)
+            claimed = message.node_status.bound_ports
+            if len(claimed) > _CLAIMED:
+                self._ignore(state, f"a NodeStatus of {len(claimed)} ports, more than {_CLAIMED}")
+                return
+            state.claimed = frozenset(claimed)
             self._bind_ports(state, log=True)
 
     def _bind_ports(self, state: _StreamState, *, log: bool) -> None:
@@ -495,7 +521,9 @@ class DiscoveryServer:
             scope_ports |= slot.current.ports
         ports = state.claimed & scope_ports
         if log and ports != state.claimed and state.sent is not None:
-            self._ignore(state, f"ports {sorted(state.claimed - ports)} outside its scope")
+            outside = sorted(state.claimed - ports)
+            shown = ", ".join(map(str, outside[:8])) + (", ..." if len(outside) > 8 else "")
+            self._ignore(state, f"{len(outside)} ports outside its scope: {shown}")
         if ports != current.bound_ports:
             self._observe(state.key, bound_ports=ports)
 
@@ -574,11 +602,11 @@ def _settle(state: _StreamState, *, acked: bool) -> None:
         state.sent = state.base = None
 
 
-def _cut(text: str) -> str:
-    """``text`` as a log line shows it: at most ``_SHOWN`` characters of it."""
-    if len(text) <= _SHOWN:
+def _cut(text: str, most: int = _SHOWN) -> str:
+    """``text`` as the server shows and keeps it: at most ``most`` characters of it."""
+    if len(text) <= most:
         return text
-    return f"{text[:_SHOWN]}... ({len(text)} characters)"
+    return f"{text[:most]}... ({len(text)} characters)"
 
 
 def _peer_identity(context: Any) -> ProxyIdentity | None:
