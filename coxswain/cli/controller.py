@@ -20,6 +20,7 @@ from coxswain.cli.types import (
     HelpFormatter,
     add_log_format,
     boolean,
+    count,
     json_lines,
     networks,
     port,
@@ -91,6 +92,13 @@ _FLAGS: Final = (
           networks, "CIDR[,CIDR]", shown="none"),
     _Flag("--discovery-port", "18000", "the discovery server's port (gRPC, mutual TLS)",
           port(lowest=1), "PORT"),
+    _Flag("--discovery-streams-per-identity", "1024",
+          "discovery streams one proxy identity (ServiceAccount) may have open: one per worker "
+          "of each of its pods; past it a new one is refused (RESOURCE_EXHAUSTED)",
+          count(lowest=1), "N"),
+    _Flag("--discovery-max-streams", "8192",
+          "discovery streams the controller holds in all, whatever the identities; past it a "
+          "new one is refused (RESOURCE_EXHAUSTED)", count(lowest=1), "N"),
     _Flag("--health-port", "9902", "/healthz, /readyz and /metrics (0: none)",
           port(lowest=0), "PORT"),
     _Flag("--kubeconfig", "", "a kubeconfig file", metavar="FILE",
@@ -251,6 +259,8 @@ def _controller_settings(args: argparse.Namespace) -> ControllerSettings:
         compile=config,
         identity=identity,
         discovery_port=args.discovery_port,
+        discovery_streams_per_identity=args.discovery_streams_per_identity,
+        discovery_max_streams=args.discovery_max_streams,
         health_port=args.health_port or None,
         crd_probe_every=args.crd_probe_interval,
     )

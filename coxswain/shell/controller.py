@@ -45,7 +45,12 @@ from coxswain.shell.control.leader import LeaderElection
 from coxswain.shell.control.provisioner import Provisioner
 from coxswain.shell.control.status_writer import StatusWriter
 from coxswain.shell.dataplane.admin import serve_admin
-from coxswain.shell.discovery.server import granted_by, open_discovery_server
+from coxswain.shell.discovery.server import (
+    MAX_STREAMS,
+    STREAMS_PER_IDENTITY,
+    granted_by,
+    open_discovery_server,
+)
 from coxswain.shell.discovery.tls import ServerCertificate, ServerCredentials
 from coxswain.shell.publisher import Publisher
 
@@ -76,6 +81,8 @@ class ControllerSettings:
     identity: str
     discovery_bind: str = "0.0.0.0"
     discovery_port: int = 18000
+    discovery_streams_per_identity: int = STREAMS_PER_IDENTITY
+    discovery_max_streams: int = MAX_STREAMS
     health_bind: str = "0.0.0.0"
     health_port: int | None = 9902
     debounce: tuple[float, float] = (0.05, 1.0)
@@ -179,6 +186,9 @@ async def run_controller(
             port=settings.discovery_port,
             credentials=ServerCertificate(lambda now: _server_credentials(ca, settings, now)),
             policy=granted_by(lambda: reconciler.publisher.grants),
+            streams_per_identity=settings.discovery_streams_per_identity,
+            max_streams=settings.discovery_max_streams,
+            registry=health.registry,
         ) as server:
             log.info("discovery on %s:%d", settings.discovery_bind, server.port)
             await reconciler.run(server, task_status)

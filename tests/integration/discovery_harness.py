@@ -85,6 +85,10 @@ class RawClient:
         self._requests.put(None)
         self._channel.close()
 
+    def cancel(self) -> None:
+        """Cancel the call: a client that goes away without ending its stream."""
+        self._responses.cancel()
+
 
 def entries(fleet: PMap[NodeKey, NodeObservation], node_id: str) -> list[NodeObservation]:
     """The fleet's entries of ``node_id``, whatever their identity."""

@@ -207,12 +207,15 @@ def test_the_controller_serves_provisions_and_survives_a_restart(tmp_path: Path)
             resolved = {c["type"]: c for c in broken["parents"][0]["conditions"]}["ResolvedRefs"]
             assert (resolved["status"], resolved["reason"]) == ("False", "BackendNotFound")
 
-            # its metrics: statuses written, and the settled statuses it keeps, one per object
+            # its metrics: statuses written, the settled statuses it keeps, one per object, and
+            # the discovery server's refusals, by reason
             status, metrics = get("127.0.0.1", health, "health", "/metrics")
             assert status == 200
             samples = _samples(metrics.decode())
             assert samples["coxswain_controller_status_writes_total"] >= 3
             assert samples["coxswain_controller_status_objects"] >= 3
+            refused = 'coxswain_discovery_refused_streams_total{reason="identity_streams"} 0.0'
+            assert refused in metrics.decode().splitlines()
 
             # identities and VIPs: created, relabelled from infrastructure labels, pruned
             identities = [

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 import pytest
 import trio
+from prometheus_client import CollectorRegistry
 from pyrsistent import pmap, pvector
 
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
@@ -178,14 +179,18 @@ def test_dedicated_identity_is_refused_the_shared_pool_and_other_gateways(
 ) -> None:
     async def main() -> None:
         dedicated = client_creds(ca, "team", "web-proxy")
-        async with open_discovery_server(credentials=server_creds(ca), policy=allow) as server:
+        registry = CollectorRegistry()
+        async with open_discovery_server(
+            credentials=server_creds(ca), policy=allow, registry=registry
+        ) as server:
             server.publish(SharedPool(), snap("v1"))
             server.publish(GatewayScope("team", "api"), snap("g1", GatewayScope("team", "api")))
             address = f"127.0.0.1:{server.port}"
             for scope in (None, SharedPool(), GatewayScope("team", "api")):
                 refused = await _expect_refusal(address, dedicated, scope)
                 assert refused.code == grpc.StatusCode.PERMISSION_DENIED
-            assert server.refusals == 3
+            refused = ("coxswain_discovery_refused_streams_total", {"reason": "not_granted"})
+            assert registry.get_sample_value(*refused) == 3
             stranger = create_ca(trust_domain="coxswain.test", now=NOW)
             foreign = client_creds(stranger, "coxswain", "shared")
             assert not entries(server.fleet, "refused")

@@ -887,6 +887,11 @@ def test_compile_refuses_a_scope_for_what_covers_every_object(gateways, capsys, 
         (["controller", "--shared-vip-service-type", "Foo"], "'Foo' is not one of LoadBalancer"),
         (["controller", "--discovery-port", "0"], "argument --discovery-port: 0 is not a port"),
         (["controller", "--crd-probe-interval", "nan"], "argument --crd-probe-interval"),
+        (
+            ["controller", "--discovery-streams-per-identity", "0"],
+            "argument --discovery-streams-per-identity: 0 is less than 1",
+        ),
+        (["controller", "--discovery-max-streams", "many"], "'many' is not a whole number"),
         (["controller", "--log-format", "yaml"], "argument --log-format: 'yaml' is not one of"),
         (
             ["controller", "--proxy-trusted-proxies", "10.0.0.0/8,10.0.0.1/8"],
@@ -1018,6 +1023,24 @@ def test_help_shows_the_default_of_every_option_that_has_one(command, monkeypatc
             assert re.search(r"environment: COXSWAIN_[A-Z_]+", block), block
     if command == "compile":
         assert "(default: json)" in " ".join(blocks["--output"].split())
+
+
+def test_the_controllers_caps_on_discovery_streams_reach_its_settings(monkeypatch):
+    """The flag table states the defaults as text; they are the server's own."""
+    from coxswain.cli import _parser
+    from coxswain.cli.controller import _controller_settings
+    from coxswain.shell.discovery.server import MAX_STREAMS, STREAMS_PER_IDENTITY
+
+    settings = _controller_settings(_parser().parse_args(["controller"]))
+    assert settings.discovery_streams_per_identity == STREAMS_PER_IDENTITY
+    assert settings.discovery_max_streams == MAX_STREAMS
+    monkeypatch.setenv("COXSWAIN_DISCOVERY_MAX_STREAMS", "20000")
+    argv = ["controller", "--discovery-streams-per-identity", "2048"]
+    settings = _controller_settings(_parser().parse_args(argv))
+    assert (settings.discovery_streams_per_identity, settings.discovery_max_streams) == (
+        2048,
+        20000,
+    )
 
 
 def test_help_of_the_controller_shows_the_built_in_default_and_the_variable(monkeypatch):

@@ -8,19 +8,27 @@ Design (the trio ↔ asyncio bridge itself is :mod:`.aio_bridge`):
 - State crossing threads is immutable and replaced by reference: the fleet observation is a
   ``PMap`` rebuilt on the loop thread and read from trio; snapshots are frozen values.
 
-Stream rules (server): the first message must be Subscribe; a wrong ``wire_version`` is
-FAILED_PRECONDITION; no scope means SharedPool; a scope with no kind is INVALID_ARGUMENT; the
-peer identity (the client certificate's URI SAN) must be allowed the scope by the policy, else
-PERMISSION_DENIED. An unknown scope waits for its first snapshot. Then one snapshot is in flight
-per stream; newer ones are coalesced until the Ack or Nack. A Nack keeps the stream. The policy
-is asked again before each version is sent and at least every ``REVOKED_GRACE``: a stream whose
-identity lost the scope's grant gets nothing newer, and is ended with PERMISSION_DENIED once the
-grant has stayed away ``REVOKED_GRACE`` (grants flicker during a change).
+Stream rules (server): a stream past a cap on open streams, of its identity (the client
+certificate's URI SAN) or of the server, is RESOURCE_EXHAUSTED at once, before its first
+message (:mod:`.limits`; each stream holds tasks, buffers and a fleet entry, and the caps bound
+them whatever a certificate holder does); the first message must be Subscribe; a wrong
+``wire_version`` is FAILED_PRECONDITION; no scope means SharedPool; a scope with no kind is
+INVALID_ARGUMENT; the peer identity must be allowed the scope by the policy, else
+PERMISSION_DENIED; a node id over ``MAX_NODE_ID`` is INVALID_ARGUMENT. Each refusal is counted
+in ``coxswain_discovery_refused_streams_total`` by reason. Every warning about a client (a
+refusal, an ignored report, a Nack, a grant change) is logged at most once per identity, kind
+and ``LOG_INTERVAL`` (the rest are summed in the next line), with the client's text cut. An
+unknown scope waits for its first snapshot. Then one snapshot is in flight per stream; newer
+ones are coalesced until the Ack or Nack. A Nack keeps the stream. The policy is asked again
+before each version is sent and at least every ``REVOKED_GRACE``: a stream whose identity lost
+the scope's grant gets nothing newer, and is ended with PERMISSION_DENIED once the grant has
+stayed away ``REVOKED_GRACE`` (grants flicker during a change).
 
 Reports are bound to the stream that sends them: an Ack or Nack counts only for the version that
 stream was sent last, a NodeStatus only for the ports of the stream's scope (the listener ports
-of the versions it was sent and of the scope's current one); anything else is ignored, logged and
-counted in ``ignored_reports``, and the stream stays (a stale Ack is a normal race, and a proxy
+of the versions it was sent and of the scope's current one; a claim of more than ``_CLAIMED``
+ports is ignored whole); anything else is ignored, logged and counted in ``ignored_reports``,
+and the stream stays (a stale Ack is a normal race, and a proxy
 that reconnects still has the previous version's ports bound until the new one is applied). The
 fleet is keyed by (identity, node id), so one identity cannot write another's entry, and an
 entry is removed when its last stream ends: the fleet holds at most one entry per open stream.
@@ -42,10 +50,11 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol
 
 import grpc
 import trio
+from prometheus_client import CollectorRegistry, Counter
 from pyrsistent import pmap
 
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
@@ -53,6 +62,12 @@ from coxswain.compile.scope import Scope, SharedPool
 from coxswain.shell.discovery.aio_bridge import AsyncioThread
 from coxswain.shell.discovery.ca import IdentityError, ProxyIdentity, identity_from_certificate
 from coxswain.shell.discovery.codec import decode_scope
+from coxswain.shell.discovery.limits import (
+    IDENTITY_STREAMS,
+    SERVER_STREAMS,
+    LogBudget,
+    StreamCounts,
+)
 from coxswain.shell.discovery.resources import EncodedVersion, ResourceCache
 from coxswain.shell.discovery.tls import server_credentials
 
@@ -69,8 +84,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLIENT_GRPC_OPTIONS",
+    "LOG_INTERVAL",
+    "MAX_NODE_ID",
+    "MAX_STREAMS",
+    "REFUSAL_REASONS",
     "REVOKED_GRACE",
     "SERVER_GRPC_OPTIONS",
+    "STREAMS_PER_IDENTITY",
     "WIRE_VERSION",
     "DiscoveryServer",
     "NodeKey",
@@ -110,6 +130,32 @@ REVOKED_GRACE: Final = 30.0
 # encoded resources themselves are shared between versions). A stream further behind gets a
 # full Snapshot.
 _RETAINED: Final = 8
+# POLICY: how many streams one identity may have open. Every worker of every proxy pod holds a
+# stream of its own (coxswain/shell/dataplane/workers.py) and the shared pool's pods share one
+# identity: 1,024 fits 100 pods of 8 workers through a rolling update's 25% surge (1,000
+# streams). The same for every identity: a dedicated proxy's Deployment may scale as far.
+STREAMS_PER_IDENTITY: Final = 1024
+# POLICY: how many streams the server holds in all, whatever the number of identities (tenants
+# make one with each dedicated Gateway). An idle stream costs the server about 30 KiB: 8,192
+# of them about 240 MiB, within the chart's 512 MiB for the controller.
+MAX_STREAMS: Final = 8192
+# POLICY: how often one identity may make the server log a warning of one kind (a refused
+# subscription); the warnings in between are counted in the next line (:class:`.LogBudget`).
+LOG_INTERVAL: Final = 60.0
+_NOT_GRANTED: Final = "not_granted"  # PERMISSION_DENIED: the policy does not grant the scope
+_BAD_SUBSCRIBE: Final = "bad_subscribe"  # INVALID_ARGUMENT or FAILED_PRECONDITION
+REFUSAL_REASONS: Final = (IDENTITY_STREAMS, SERVER_STREAMS, _NOT_GRANTED, _BAD_SUBSCRIBE)
+"""The ``reason`` label of ``coxswain_discovery_refused_streams_total``: a fixed set, never
+the identity (identities are not bounded)."""
+_SHOWN: Final = 200  # characters of a client's text (a scope's names) shown in a log line
+# Bounds on what one stream's reports make the server hold (each times the streams open):
+# a node id is a pod name (at most 253 characters) and its worker's slot; a Nack's detail is
+# an error message, kept and logged cut to _DETAIL characters; a NodeStatus claims at most
+# _CLAIMED ports, more than any scope has (the shared pool's internal band is 2,768 ports, plus
+# its two Ingress ports; a Gateway has at most 64 listeners), else it is ignored whole.
+MAX_NODE_ID: Final = 512
+_DETAIL: Final = 1024
+_CLAIMED: Final = 4096
 
 ScopePolicy = Callable[[ProxyIdentity, Scope], bool]
 """Whether an identity may subscribe to a scope (the server's authorisation rule)."""
@@ -202,8 +248,23 @@ class _StreamState:
     base_ports: frozenset[int] = frozenset()  # ... its listener ports
     in_flight: bool = False  # written and neither Acked nor Nacked yet
     claimed: frozenset[int] = frozenset()  # the ports of the client's last NodeStatus
-    ignored: int = 0  # reports ignored on this stream
     closed: bool = False  # the client half-closed or the call ended
+
+
+class _Aborts(Protocol):
+    """What a refusal needs of a ``grpc.aio`` servicer context."""
+
+    async def abort(self, code: grpc.StatusCode, details: str) -> NoReturn: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Bounds:
+    """The server's bounds on what clients make it hold and log (:mod:`.limits`)."""
+
+    revoked_grace: float
+    streams_per_identity: int
+    max_streams: int
+    log_interval: float
 
 
 class DiscoveryServer:
@@ -211,18 +272,35 @@ class DiscoveryServer:
     :func:`open_discovery_server`; :meth:`publish` and :attr:`fleet` are for trio code."""
 
     def __init__(
-        self, bridge: AsyncioThread, policy: ScopePolicy | None, revoked_grace: float
+        self,
+        bridge: AsyncioThread,
+        policy: ScopePolicy | None,
+        bounds: _Bounds,
+        registry: CollectorRegistry,
     ) -> None:
         self._bridge = bridge
         self._policy = policy
-        self._revoked_grace = revoked_grace
+        self._revoked_grace = bounds.revoked_grace
+        self._streams = StreamCounts(
+            per_identity=bounds.streams_per_identity, total=bounds.max_streams
+        )
+        self._warnings = LogBudget(_log, bounds.log_interval)  # loop thread only
         self._slots: dict[Scope, _Slot] = {}  # loop thread only
         self._caches: dict[Scope, ResourceCache] = {}  # publisher (trio) thread only
         self._fleet: PMap[NodeKey, NodeObservation] = pmap()
         self._fleet_changed = trio.Event()
         self.port = 0
         # Counters, written on the loop thread and read anywhere:
-        self.refusals = 0  # PERMISSION_DENIED at a Subscribe
+        self.refused = Counter(
+            "coxswain_discovery_refused_streams",
+            "Discovery streams refused before their first snapshot, by reason: a cap on open "
+            "streams (identity_streams, server_streams), no grant of the scope (not_granted), "
+            "a Subscribe not understood (bad_subscribe)",
+            ["reason"],
+            registry=registry,
+        )
+        for reason in REFUSAL_REASONS:
+            self.refused.labels(reason=reason)
         self.ignored_reports = 0  # Acks, Nacks and NodeStatus ports not bound to their stream
         self.revoked = 0  # streams ended because their grant stayed revoked
 
@@ -273,54 +351,114 @@ class DiscoveryServer:
         self._set_fleet(self._fleet.set(key, replace(self._fleet[key], **changes)))
 
     def _ignore(self, state: _StreamState, what: str) -> None:
-        """A report not bound to its stream: counted, and logged (at WARNING the first time
-        on a stream, then at DEBUG, so that a client cannot flood the log)."""
+        """A report not bound to its stream: counted, and logged within its identity's budget
+        (a client that sends such reports in a loop, on one stream or many, cannot flood the
+        log)."""
         self.ignored_reports += 1
-        state.ignored += 1
-        level = logging.WARNING if state.ignored == 1 else logging.DEBUG
-        _log.log(level, "discovery: %s: ignored %s", state.label, what)
+        self._warnings.warning(
+            state.key[0], "ignored reports", f"discovery: {state.label}: ignored {what}"
+        )
 
     async def Stream(self, request_iterator: AsyncIterator[pb.ClientMessage], context: Any) -> None:
+        identity = _peer_identity(context)
+        who = identity.uri if identity is not None else "an insecure client"
+        if (cap := self._streams.open(identity)) is not None:
+            detail = (
+                f"{who} has {self._streams.per_identity} discovery streams open, "
+                "the most one identity may"
+                if cap == IDENTITY_STREAMS
+                else f"{who}: the server has {self._streams.total} discovery streams open, "
+                "the most it holds"
+            )
+            await self._refuse(context, identity, cap, grpc.StatusCode.RESOURCE_EXHAUSTED, detail)
+        key: NodeKey | None = None
+        try:  # every end of the stream passes here: a refusal, an error, a cancelled call
+            subscribe, scope = await self._subscription(context, identity, who)
+            key = (identity, subscribe.node_id)
+            known = self._fleet.get(key)
+            if known is None:
+                known = NodeObservation(node_id=subscribe.node_id, scope=scope, identity=identity)
+            known = replace(known, scope=scope, live=known.live + 1, streams=known.streams + 1)
+            self._set_fleet(self._fleet.set(key, known))
+            label = f"{who} node {subscribe.node_id!r} stream {known.streams} of {scope}"
+            state = _StreamState(key=key, scope=scope, label=label, deltas=subscribe.accept_deltas)
+            allowed = self._still_allowed(identity, scope)
+            await self._serve_stream(context, self._slot(scope), state, allowed)
+        finally:  # on the server's one asyncio thread: no other stream changes these meanwhile
+            self._streams.close(identity)
+            if key is not None:
+                live = self._fleet[key].live - 1
+                if live:
+                    self._observe(key, live=live)
+                else:
+                    self._set_fleet(self._fleet.discard(key))
+
+    async def _subscription(
+        self, context: Any, identity: ProxyIdentity | None, who: str
+    ) -> tuple[pb.Subscribe, Scope]:
+        """The stream's Subscribe and scope, once checked; else the stream is refused."""
         first = await context.read()
         if first is grpc.aio.EOF or first.WhichOneof("message") != "subscribe":
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "expected Subscribe first")
+            await self._refuse(
+                context,
+                identity,
+                _BAD_SUBSCRIBE,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{who}: expected Subscribe first",
+            )
         subscribe: pb.Subscribe = first.subscribe
         if subscribe.wire_version != WIRE_VERSION:
-            await context.abort(
+            await self._refuse(
+                context,
+                identity,
+                _BAD_SUBSCRIBE,
                 grpc.StatusCode.FAILED_PRECONDITION,
-                f"wire_version {subscribe.wire_version} != {WIRE_VERSION}",
+                f"{who}: wire_version {subscribe.wire_version} != {WIRE_VERSION}",
             )
         scope: Scope | None = SharedPool()
         if subscribe.HasField("scope"):
             scope = decode_scope(subscribe.scope)
         if scope is None:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "scope has no kind")
-        assert scope is not None
-        identity = _peer_identity(context)
-        if self._policy is not None and (identity is None or not self._policy(identity, scope)):
-            self.refusals += 1
-            _log.warning("discovery: %s refused scope %s", identity, scope)
-            await context.abort(
-                grpc.StatusCode.PERMISSION_DENIED, f"{identity} may not subscribe to {scope}"
+            await self._refuse(
+                context,
+                identity,
+                _BAD_SUBSCRIBE,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{who}: scope has no kind",
             )
-        key: NodeKey = (identity, subscribe.node_id)
-        known = self._fleet.get(key)
-        if known is None:
-            known = NodeObservation(node_id=subscribe.node_id, scope=scope, identity=identity)
-        known = replace(known, scope=scope, live=known.live + 1, streams=known.streams + 1)
-        self._set_fleet(self._fleet.set(key, known))
-        who = identity.uri if identity is not None else "an insecure client"
-        label = f"{who} node {subscribe.node_id!r} stream {known.streams} of {scope}"
-        try:
-            state = _StreamState(key=key, scope=scope, label=label, deltas=subscribe.accept_deltas)
-            allowed = self._still_allowed(identity, scope)
-            await self._serve_stream(context, self._slot(scope), state, allowed)
-        finally:  # on the server's one asyncio thread: no other stream changes it meanwhile
-            live = self._fleet[key].live - 1
-            if live:
-                self._observe(key, live=live)
-            else:
-                self._set_fleet(self._fleet.discard(key))
+        if len(subscribe.node_id) > MAX_NODE_ID:
+            await self._refuse(
+                context,
+                identity,
+                _BAD_SUBSCRIBE,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{who}: node_id of {len(subscribe.node_id)} characters, more than {MAX_NODE_ID}",
+            )
+        if self._policy is not None and (identity is None or not self._policy(identity, scope)):
+            await self._refuse(
+                context,
+                identity,
+                _NOT_GRANTED,
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"{who} may not subscribe to {_cut(str(scope))}",
+            )
+        return subscribe, scope
+
+    async def _refuse(
+        self,
+        context: _Aborts,
+        identity: ProxyIdentity | None,
+        reason: str,
+        code: grpc.StatusCode,
+        detail: str,
+    ) -> NoReturn:
+        """End the stream with ``code``: counted by ``reason``, logged within the identity's
+        budget (a certificate holder that is refused in a loop cannot flood the log)."""
+        self.refused.labels(reason=reason).inc()
+        self._warnings.warning(
+            identity, "refused subscriptions", f"discovery: refused ({code.name}): {detail}"
+        )
+        await context.abort(code, detail)
 
     def _still_allowed(self, identity: ProxyIdentity | None, scope: Scope) -> Callable[[], bool]:
         """Whether the stream's identity may still have the scope: grants follow the cluster,
@@ -337,11 +475,9 @@ class DiscoveryServer:
             now = policy(identity, scope)
             if now == withheld[0]:
                 withheld[0] = not now
-                _log.warning(
-                    "discovery: %s %s scope %s",
-                    identity,
-                    "may have again" if now else "lost the grant of",
-                    scope,
+                change = "may have again" if now else "lost the grant of"
+                self._warnings.warning(
+                    identity, "grant changes", f"discovery: {identity.uri} {change} scope {scope}"
                 )
             return now
 
@@ -352,17 +488,25 @@ class DiscoveryServer:
         if kind in ("ack", "nack"):
             body = getattr(message, kind)
             if body.version != state.sent:
-                self._ignore(state, f"{kind} of {body.version!r}, not the version it was sent")
+                version = _cut(repr(body.version))
+                self._ignore(state, f"{kind} of {version}, not the version it was sent")
                 return
             if state.in_flight:
                 _settle(state, acked=kind == "ack")
             if kind == "ack":
                 self._observe(state.key, acked_version=body.version)
             else:
-                _log.warning("discovery: %s nacked %s", state.label, body.detail)
-                self._observe(state.key, last_nack=f"{body.version}: {body.detail}")
+                detail = _cut(body.detail, _DETAIL)
+                self._warnings.warning(
+                    state.key[0], "Nacks", f"discovery: {state.label} nacked {detail}"
+                )
+                self._observe(state.key, last_nack=f"{body.version}: {detail}")
         elif kind == "node_status":
-            state.claimed = frozenset(message.node_status.bound_ports)
+            claimed = message.node_status.bound_ports
+            if len(claimed) > _CLAIMED:
+                self._ignore(state, f"a NodeStatus of {len(claimed)} ports, more than {_CLAIMED}")
+                return
+            state.claimed = frozenset(claimed)
             self._bind_ports(state, log=True)
 
     def _bind_ports(self, state: _StreamState, *, log: bool) -> None:
@@ -377,7 +521,9 @@ class DiscoveryServer:
             scope_ports |= slot.current.ports
         ports = state.claimed & scope_ports
         if log and ports != state.claimed and state.sent is not None:
-            self._ignore(state, f"ports {sorted(state.claimed - ports)} outside its scope")
+            outside = sorted(state.claimed - ports)
+            shown = ", ".join(map(str, outside[:8])) + (", ..." if len(outside) > 8 else "")
+            self._ignore(state, f"{len(outside)} ports outside its scope: {shown}")
         if ports != current.bound_ports:
             self._observe(state.key, bound_ports=ports)
 
@@ -456,6 +602,13 @@ def _settle(state: _StreamState, *, acked: bool) -> None:
         state.sent = state.base = None
 
 
+def _cut(text: str, most: int = _SHOWN) -> str:
+    """``text`` as the server shows and keeps it: at most ``most`` characters of it."""
+    if len(text) <= most:
+        return text
+    return f"{text[:most]}... ({len(text)} characters)"
+
+
 def _peer_identity(context: Any) -> ProxyIdentity | None:
     pems = context.auth_context().get("x509_pem_cert") or []
     if not pems:
@@ -475,6 +628,10 @@ async def open_discovery_server(
     policy: ScopePolicy | None,
     insecure: bool = False,
     revoked_grace: float = REVOKED_GRACE,
+    streams_per_identity: int = STREAMS_PER_IDENTITY,
+    max_streams: int = MAX_STREAMS,
+    log_interval: float = LOG_INTERVAL,
+    registry: CollectorRegistry | None = None,
 ) -> AsyncIterator[DiscoveryServer]:
     """Serve discovery until the block exits; the server's bound port is ``server.port``.
 
@@ -487,11 +644,29 @@ async def open_discovery_server(
         insecure: plaintext, every subscription allowed. Only when explicitly asked.
         revoked_grace: seconds a stream whose grant was revoked is kept; ``REVOKED_GRACE``
             everywhere but in tests.
+        streams_per_identity: streams one identity may have open; past it a new one is
+            RESOURCE_EXHAUSTED (without TLS every client is the same, absent, identity).
+        max_streams: streams the server holds in all; past it a new one is RESOURCE_EXHAUSTED.
+        log_interval: seconds between two warnings of one kind about one identity;
+            ``LOG_INTERVAL`` everywhere but in tests.
+        registry: where ``coxswain_discovery_refused_streams_total`` is registered (the
+            controller's, which its health port exposes); None keeps it to the server.
     """
     if not insecure and (credentials is None or policy is None):
         raise ValueError("mutual TLS needs credentials and a policy (or insecure=True)")
     bridge = AsyncioThread("coxswain-discovery-server")
-    server = DiscoveryServer(bridge, None if insecure else policy, revoked_grace)
+    bounds = _Bounds(
+        revoked_grace=revoked_grace,
+        streams_per_identity=streams_per_identity,
+        max_streams=max_streams,
+        log_interval=log_interval,
+    )
+    server = DiscoveryServer(
+        bridge,
+        None if insecure else policy,
+        bounds,
+        CollectorRegistry() if registry is None else registry,
+    )
     bridge.start()
     try:
         grpc_server = await bridge.call(lambda: _start_server(server, host, port, credentials))
