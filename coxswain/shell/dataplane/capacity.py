@@ -71,8 +71,13 @@ class Capacity:
         while self.open >= self.limit and not self.idle:
             await self._lot.park()  # until a connection ends, or one goes idle
 
-    def enter(self) -> None:
-        """A connection was accepted; past the limit the one idle longest is closed for it."""
+    async def enter(self) -> None:
+        """A connection was accepted; past the limit the one idle longest is closed for it.
+
+        The room seen before the accept may be gone after it: the idle connection that made
+        it may have read its head meanwhile, or another listener's connection may have taken
+        it. The newcomer then waits, accepted but not served, for room again."""
+        await self.room()
         self.open += 1
         if self.open > self.limit and self.idle:
             oldest = next(iter(self.idle))
@@ -148,7 +153,11 @@ async def _accept(
                 log.error("accepting a connection failed: %s; pausing %g s", err, _ACCEPT_PAUSE)
                 await trio.sleep(_ACCEPT_PAUSE)
                 continue
-            capacity.enter()
+            try:
+                await capacity.enter()
+            except BaseException:
+                await trio.aclose_forcefully(stream)
+                raise
             handler_nursery.start_soon(_handle, handler, stream, capacity)
 
 
