@@ -4,9 +4,10 @@ A problem condition is one that is False (Accepted, ResolvedRefs, Programmed…)
 condition types that report trouble when True (Conflicted, PartiallyInvalid), True. Each must
 be matched by a diagnostic of some scope's ``compile`` on the same object with the same reason.
 The exceptions are the conditions that only sum up others of the same object (a Gateway's
-``ListenersNotValid``, ``Programmed=False/Invalid`` of a listener or Gateway that is not
-valid): their object must have an error diagnostic, the cause. A new problem condition without
-a diagnostic fails the golden cases and the property tests that call ``unreported``.
+``ListenersNotValid`` and ``ListenersNotResolved``, ``Programmed=False/Invalid`` of a listener
+or Gateway that is not valid): their object must have an error diagnostic, the cause. A new
+problem condition without a diagnostic fails the golden cases and the property tests that call
+``unreported``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from coxswain.compile.grants import subscription_grants
 if TYPE_CHECKING:
     from coxswain.compile.model.state import ClusterState
 
-SUMMARIES: Final = frozenset({("Accepted", "ListenersNotValid"), ("Programmed", "Invalid")})
+SUMMARIES: Final = frozenset(
+    {
+        ("Accepted", "ListenersNotValid"),
+        ("ResolvedRefs", "ListenersNotResolved"),
+        ("Programmed", "Invalid"),
+    }
+)
 TROUBLE_WHEN_TRUE: Final = frozenset({"Conflicted", "PartiallyInvalid"})
 
 

@@ -113,6 +113,12 @@ def add_listener_flags(parser: argparse.ArgumentParser) -> None:
         "appended to); from any other peer they are dropped and X-Real-IP and X-Forwarded-For "
         "are its address (default: none)",
     )
+    parser.add_argument(
+        "--pass-server-header",
+        action="store_true",
+        help="relay the backend's Server header instead of replacing it with "
+        "'Server: coxswain' (which is then added only where the backend sent none)",
+    )
     for flag, default, meaning in TIMEOUT_FLAGS:
         parser.add_argument(flag, type=seconds, default=default, metavar="SECONDS", help=meaning)
     add_log_format(parser)
@@ -150,6 +156,7 @@ def proxy_config(args: argparse.Namespace, *, reuse_port: bool) -> ProxyConfig:
         reuse_port=reuse_port,
         access_log=True,
         trusted_proxies=args.trusted_proxies,
+        pass_server=args.pass_server_header,
         header_timeout=args.client_header_timeout,
         handshake_timeout=args.tls_handshake_timeout,
         max_connections=args.max_connections,

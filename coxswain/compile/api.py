@@ -97,6 +97,8 @@ def compile(  # noqa: A001 - the name the architecture gives the core's one entr
     for verdicts in model.listeners.values():
         for verdict in verdicts:
             secrets_read |= verdict.read  # certificate Secrets, CA Secrets and ConfigMaps
+    for refs in model.gateway_refs.values():
+        secrets_read |= refs.read  # the backend client certificate's Secret
     for route in model.routes:
         services_read |= route.compiled.read
     read = _read_objects(state, services, secrets_read, services_read)

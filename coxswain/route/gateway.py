@@ -79,7 +79,9 @@ class GatewayPortIndex:
     """The listeners of one bind port by hostname.
 
     ``client_validation`` is True when some listener of the port validates client
-    certificates: a request must then stay on the listener its SNI chose (421 otherwise).
+    certificates: a request that sent no TLS server name must then stay on the catch-all
+    listener (421 otherwise); with a server name, every TLS port holds a request to the
+    listener it chose (:func:`~.select_gateway.select_gateway`).
     """
 
     exact: dict[str, ListenerIndex]

@@ -2,9 +2,12 @@
 
 Answers the proxy gives itself (Gateway API v1 HTTPRoute):
 - 404 when no listener or rule matches;
-- 421 when, on a port that validates client certificates, the Host header selects another
-  listener than the TLS server name did (GEP-91: the certificate check was made for the SNI's
-  listener);
+- 421 when, on a TLS port, the Host header selects another listener than the TLS server name
+  did (Gateway API ``Listener.hostname``: "the Gateway SHOULD return a 421"; RFC 9110
+  §15.5.20). The certificate served, and on a port that validates client certificates the
+  check made (GEP-91), were those of the SNI's listener. A client that sent no server name is
+  held to the catch-all listener only on a port that validates client certificates: elsewhere
+  it got the default certificate and its Host decides;
 - the redirect status for RequestRedirect;
 - 500 when the matched rule cannot be served (an unsupported filter, no backendRefs, every
   weight zero, or every weighted backend invalid: "requests that would have been sent to an
@@ -57,14 +60,14 @@ def select_gateway(
             host=host_header,
             path=path + query,
         )
-    if head.tls and index.client_validation:
+    if head.tls and (head.sni or index.client_validation):
         sni = (head.sni or "").lower().rstrip(".")
         if index.find_listener(sni) is not listener:
             return Decision(
                 matched=False,
                 status=421,
                 reason=f"the TLS server name {sni!r} chose another listener than host {host!r} "
-                "on a port that validates client certificates (RFC 9110 §15.5.20)",
+                "(RFC 9110 §15.5.20)",
                 host=host_header,
                 path=path + query,
             )

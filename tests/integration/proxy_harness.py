@@ -60,6 +60,7 @@ def free_port() -> int:
 
 
 _connections = iter(range(1, 1 << 30))
+EPOCH_DATE = "Thu, 01 Jan 1970 00:00:00 GMT"  # the echo's Date: the proxy's replaces it
 
 
 async def _echo_connection(
@@ -70,7 +71,8 @@ async def _echo_connection(
     ``/chunked`` answers with a chunked body; ``/stall`` never answers; ``/stall-body`` sends
     a head and 10 of the 100 bytes it announced, then nothing; ``/bad`` answers garbage;
     ``/once`` closes the connection after a response that announced keep-alive; ``/extra``
-    sends 5 bytes more than its response, in the same write, and keeps the connection. Each answer
+    sends 5 bytes more than its response, in the same write, and keeps the connection. Each
+    content-length answer names the backend in ``Server``, with a ``Date`` of 1970. Each answer
     carries the number of the connection it came on; ``received`` gets each request's JSON
     too, for requests whose answer the test never sees (mirrors).
     """
@@ -129,6 +131,8 @@ async def _echo_connection(
                     ("content-type", "application/json"),
                     ("content-length", str(len(payload))),
                     ("x-backend", name),
+                    ("server", f"echo-{name}"),
+                    ("date", EPOCH_DATE),
                     ("connection", "x-hop"),
                     ("x-hop", "dropped"),
                 ]
@@ -318,6 +322,7 @@ def run_proxy(
     timeouts: Timeouts | None = None,
     trusted_proxies: str = "",
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    pass_server: bool = False,
 ) -> None:
     """Start echo backends and a proxy serving ``make_snapshot(ports)``, run ``client`` in a
     thread, then stop everything. ``ports`` maps each backend name to its port, and
@@ -346,6 +351,7 @@ def run_proxy(
                         timeouts=timeouts or Timeouts(),
                         trusted_proxies=networks(trusted_proxies),
                         max_connections=max_connections,
+                        pass_server=pass_server,
                     ),
                     admin_port=admin_port,
                     poll_interval=0.02,

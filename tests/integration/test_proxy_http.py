@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import email.utils
 import http.client
 import socket
+import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +74,9 @@ def test_ingress_routes_by_host_and_forwards_headers(tmp_path: Path) -> None:
         assert response.getheader("x-hop") is None
         assert response.getheader("x-backend") == "one"
         assert response.getheader("content-length") == str(len(data))
+        # the proxy's Server and Date replace the upstream's (coxswain.route.relay)
+        assert response.headers.get_all("server") == ["coxswain"]
+        assert [recent_date(d) for d in response.headers.get_all("date")] == [True]
 
         response, data = request(run.http_port, "GET", "/", host="b.example.com:80")
         assert echoed(data)["backend"] == "two"
@@ -79,11 +84,29 @@ def test_ingress_routes_by_host_and_forwards_headers(tmp_path: Path) -> None:
     run_proxy(tmp_path, two_hosts, client)
 
 
+def recent_date(value: str) -> bool:
+    """Whether ``value`` is an IMF-fixdate within a minute of now (RFC 9110 §5.6.7)."""
+    sent = email.utils.parsedate_to_datetime(value)
+    return value.endswith(" GMT") and abs(time.time() - sent.timestamp()) < 60
+
+
+def test_with_pass_server_header_the_backend_names_itself(tmp_path: Path) -> None:
+    def client(run: Running) -> None:
+        response, _ = request(run.http_port, "GET", "/x")
+        assert response.headers.get_all("server") == ["echo-one"]
+        assert [recent_date(d) for d in response.headers.get_all("date")] == [True]
+        response, _ = request(run.http_port, "GET", "/chunked")  # the echo sends no Server
+        assert response.headers.get_all("server") == ["coxswain"]
+
+    run_proxy(tmp_path, two_hosts, client, pass_server=True)
+
+
 def test_own_answers_404_redirect_503(tmp_path: Path) -> None:
     def client(run: Running) -> None:
         response, data = request(run.http_port, "GET", "/", host="nowhere.example.com")
         assert response.status == 404
         assert response.getheader("server") == "coxswain"
+        assert recent_date(response.getheader("date", ""))
         assert response.getheader("content-length") == str(len(data))
         assert data.startswith(b"404 Not Found")
 

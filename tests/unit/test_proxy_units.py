@@ -6,9 +6,12 @@ import contextlib
 import json
 import math
 import random
+import re
 import socket
+import time
 from collections import Counter
 from dataclasses import replace
+from email.utils import formatdate
 from typing import TYPE_CHECKING
 
 import pytest
@@ -30,7 +33,7 @@ from coxswain.shell.dataplane.served import Routed
 from coxswain.shell.dataplane.server import _drain
 from coxswain.shell.dataplane.snapshot_file import SnapshotLoadError, load_snapshot
 from coxswain.shell.dataplane.upstream import RoundRobin, _final_head, pick_backend
-from coxswain.shell.dataplane.wire import EventReader, own_answer
+from coxswain.shell.dataplane.wire import EventReader, http_date, own_answer
 from tests.unit.turns import turn_counter
 
 if TYPE_CHECKING:
@@ -76,9 +79,18 @@ def test_own_answer_is_a_well_framed_response(close: bool) -> None:
     headers = dict(head.headers)
     assert head.status == 308
     assert headers[b"server"] == b"coxswain"
+    assert headers[b"date"] == http_date()
     assert headers[b"location"] == b"https://a.example.com/x"
     assert int(headers[b"content-length"]) == len(wire) - wire.index(b"\r\n\r\n") - 4
     assert (headers.get(b"connection") == b"close") is close
+
+
+def test_http_date_is_an_imf_fixdate_of_this_second() -> None:
+    before = int(time.time())
+    value = http_date()
+    after = int(time.time())
+    assert value in {formatdate(t, usegmt=True).encode() for t in range(before, after + 1)}
+    assert re.fullmatch(rb"[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT", value)
 
 
 def test_own_answer_to_head_has_no_body() -> None:

@@ -198,19 +198,66 @@ def test_a_host_on_the_listener_the_sni_chose_is_served(sni):
     assert (decision.matched, decision.status) == (True, None)
 
 
-@pytest.mark.parametrize("sni", ["b.example.com", None, ".a.example.com"])
-def test_a_host_on_another_listener_than_the_sni_chose_is_misdirected(sni):
-    decision = _select(_table(CLIENT_CHECKED, client_certs=True), "/p?q", tls=True, sni=sni)
+@pytest.mark.parametrize("client_certs", [True, False])
+@pytest.mark.parametrize("sni", ["b.example.com", ".a.example.com", "c.example.org"])
+def test_a_host_on_another_listener_than_the_sni_chose_is_misdirected(sni, client_certs):
+    table = _table(CLIENT_CHECKED, client_certs=client_certs)
+    decision = _select(table, "/p?q", tls=True, sni=sni)
     assert (decision.matched, decision.status, decision.path) == (False, 421, "/p?q")
-    chosen = (sni or "").lower()
     assert decision.reason == (
-        f"the TLS server name {chosen!r} chose another listener than host 'a.example.com' "
-        "on a port that validates client certificates (RFC 9110 §15.5.20)"
+        f"the TLS server name {sni!r} chose another listener than host 'a.example.com' "
+        "(RFC 9110 §15.5.20)"
     )
 
 
-def test_without_client_validation_or_tls_the_sni_does_not_matter():
-    assert _select(_table(CLIENT_CHECKED), tls=True, sni="b.example.com").status is None
+def test_without_a_server_name_only_a_port_that_validates_clients_misdirects():
+    assert _select(_table(CLIENT_CHECKED), tls=True, sni=None).status is None
+    assert _select(_table(CLIENT_CHECKED, client_certs=True), tls=True, sni=None).status == 421
+
+
+def test_a_host_no_listener_takes_is_404_whatever_the_sni_chose():
+    decision = _select(_table(CLIENT_CHECKED), host="a.example.org", tls=True, sni="a.example.com")
+    assert (decision.status, decision.reason) == (
+        404,
+        f"no listener on port {PORT} matches host 'a.example.org'",
+    )
+
+
+# Gateway API conformance, HTTPRouteHTTPSListenerDetectMisdirectedRequests: four HTTPS
+# listeners on one port, each with a route for its own hosts.
+MISDIRECTED = {
+    "*": _listener("*", {"example.org": [_rule()]}),
+    "second-example.org": _listener("second-example.org", {"*": [_rule()]}),
+    "*.wildcard.org": _listener("*.wildcard.org", {"*": [_rule()]}),
+    "fourth-example.wildcard.org": _listener("fourth-example.wildcard.org", {"*": [_rule()]}),
+}
+
+
+@pytest.mark.parametrize(
+    ("sni", "host", "status"),
+    [
+        ("example.org", "example.org", None),
+        ("example.org", "second-example.org", 421),
+        ("example.org", "unknown-example.org", 404),
+        ("second-example.org", "second-example.org", None),
+        ("second-example.org", "example.org", 421),
+        ("second-example.org", "unknown-example.org", 421),
+        ("third-example.wildcard.org", "third-example.wildcard.org", None),
+        ("third-example.wildcard.org", "fith-example.wildcard.org", None),
+        ("third-example.wildcard.org", "fourth-example.wildcard.org", 421),
+        ("third-example.wildcard.org", "second-example.org", 421),
+        ("third-example.wildcard.org", "unknown-example.org", 421),
+        ("fourth-example.wildcard.org", "fourth-example.wildcard.org", None),
+        ("fourth-example.wildcard.org", "fith-example.wildcard.org", 421),
+        ("unknown-example.org", "example.org", None),
+        ("unknown-example.org", "unknown-example.org", 404),
+    ],
+)
+def test_misdirected_requests_as_the_conformance_suite_expects(sni, host, status):
+    assert _select(_table(MISDIRECTED), host=host, tls=True, sni=sni).status == status
+
+
+def test_without_tls_the_sni_does_not_matter():
     checked = _table(CLIENT_CHECKED, client_certs=True)
     assert _select(checked, tls=False, sni="b.example.com").status is None
 

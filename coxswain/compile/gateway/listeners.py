@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from coxswain.compile.model.gateway_objects import Gateway, Listener, ObjectRef
     from coxswain.compile.model.state import ClusterState
 
-__all__ = ["HTTPROUTE_KIND", "ListenerVerdict", "judge_listeners"]
+__all__ = ["HTTPROUTE_KIND", "ListenerVerdict", "judge_listeners", "resolve_certificate"]
 
 HTTPROUTE_KIND: Final = (GATEWAY_GROUP, "HTTPRoute")
 SUPPORTED_PROTOCOLS: Final = frozenset({"HTTP", "HTTPS"})
@@ -163,7 +163,9 @@ def _judge_tls(verdict: ListenerVerdict, state: ClusterState, grants: Grants) ->
         )
         return
     for ref in listener.certificate_refs:
-        reason, message, certificate = _certificate(gateway, ref, state, grants, verdict.read)
+        reason, message, certificate = resolve_certificate(
+            gateway, ref, state, grants, verdict.read
+        )
         if certificate is None:
             verdict.resolved_refs = _problem(verdict, "ResolvedRefs", reason, message, ref.field)
             verdict.certificate = None
@@ -172,13 +174,23 @@ def _judge_tls(verdict: ListenerVerdict, state: ClusterState, grants: Grants) ->
             verdict.certificate = certificate
 
 
-def _certificate(
-    gateway: Gateway, ref: ObjectRef, state: ClusterState, grants: Grants, read: set[ObjectKey]
+def resolve_certificate(
+    gateway: Gateway,
+    ref: ObjectRef,
+    state: ClusterState,
+    grants: Grants,
+    read: set[ObjectKey],
+    *,
+    invalid: str = "InvalidCertificateRef",
 ) -> tuple[str, str, Certificate | None]:
+    """A certificate reference of ``gateway`` resolved: the condition reason and message, and
+    the certificate (None when the reason is a problem: ``RefNotPermitted`` or ``invalid``).
+    The Secret's key goes into ``read``."""
     namespace = ref.namespace or gateway.meta.key.namespace
-    where = f"{ref.kind} {namespace}/{ref.name}"
+    kind = f"{ref.group}/{ref.kind}" if ref.group else ref.kind
+    where = f"{kind} {namespace}/{ref.name}"
     if (ref.group, ref.kind) != ("", "Secret"):
-        return "InvalidCertificateRef", f"{where}: only core Secrets hold certificates", None
+        return invalid, f"{where}: only core Secrets hold certificates", None
     if not grants.allows(
         source=(GATEWAY_GROUP, "Gateway", gateway.meta.key.namespace),
         target=("", "Secret", namespace, ref.name),
@@ -188,15 +200,15 @@ def _certificate(
     read.add(key)
     secret = state.secrets.get(key)
     if secret is None:
-        return "InvalidCertificateRef", f"{where} does not exist", None
+        return invalid, f"{where} does not exist", None
     if secret.type != "kubernetes.io/tls":
         return (
-            "InvalidCertificateRef",
+            invalid,
             f"{where} is of type {secret.type}, not kubernetes.io/tls",
             None,
         )
     if secret.keypair is None:
-        return "InvalidCertificateRef", f"{where}: {secret.problem}", None
+        return invalid, f"{where}: {secret.problem}", None
     certificate = Certificate(
         chain_pem=secret.keypair.chain_pem, key_pem=secret.keypair.key_pem, secret=key.ref
     )

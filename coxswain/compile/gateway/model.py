@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Final
 
 from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.gateway.attach import ParentVerdict, attach_route
+from coxswain.compile.gateway.gateway_refs import GatewayRefs, judge_gateway_refs
 from coxswain.compile.gateway.httproute import CompiledRoute, compile_route
 from coxswain.compile.gateway.listeners import (
     SUPPORTED_PROTOCOLS,
@@ -64,9 +65,10 @@ class GatewayModel:
     ``placements`` says where each accepted Gateway is served; ``ports`` maps (``ns/name``,
     listener port) to the port its proxy binds (internal for the shared pool, the spec port for
     a dedicated proxy; a listener whose pair got none is ``Accepted=False/PortUnavailable``);
-    ``unassigned_addresses`` holds the Gateways whose ``spec.addresses``
-    cannot be honoured; ``addresses`` their reachable addresses; ``dangling`` the findings
-    about references to a GatewayClass or a parent Gateway that is not in the input.
+    ``unassigned_addresses`` holds the Gateways whose ``spec.addresses`` cannot be honoured
+    (:func:`_assignable`); ``addresses`` their reachable addresses; ``gateway_refs`` each judged
+    Gateway's own references and extra conditions (:mod:`.gateway_refs`); ``dangling`` the
+    findings about references to a GatewayClass or a parent Gateway that is not in the input.
     """
 
     classes: tuple[GatewayClass, ...]
@@ -78,6 +80,7 @@ class GatewayModel:
     unassigned_addresses: frozenset[ObjectKey]
     addresses: dict[ObjectKey, list[tuple[str, str]]]
     listeners: dict[ObjectKey, list[ListenerVerdict]]
+    gateway_refs: dict[ObjectKey, GatewayRefs]
     ports: dict[tuple[str, int], int | None]
     routes: tuple[RouteVerdict, ...]
     dangling: tuple[Diagnostic, ...]
@@ -164,11 +167,17 @@ def analyse_gateways(
         unserved=unserved,
         gateway_accepted=refused,
         placements=placements,
-        unassigned_addresses=frozenset(g.meta.key for g in gateways if g.addresses),
+        unassigned_addresses=frozenset(
+            g.meta.key for g in gateways if not all(map(_assignable, g.addresses))
+        ),
         addresses={
             key: _addresses(state, config, key, placed) for key, placed in placements.items()
         },
         listeners=listeners,
+        gateway_refs={
+            g.meta.key: judge_gateway_refs(g, listeners[g.meta.key], state, grants)
+            for g in (*gateways, *unserved)
+        },
         ports=ports,
         routes=routes,
         dangling=tuple(dangling),
@@ -305,6 +314,16 @@ def _parents_not_found(routes: list[HTTPRoute], state: ClusterState) -> list[Dia
     return found
 
 
+def _assignable(address: tuple[str, str]) -> bool:
+    """Whether a ``spec.addresses`` entry is honoured: one of type ``IPAddress`` without a value
+    asks for any IP address, which the Gateway's Service gets (Gateway API
+    ``GatewaySpecAddress.value``: "When a value is unspecified, an implementation SHOULD
+    automatically assign an address matching the requested type"). A static value is never
+    assigned: the Service's address is the cluster's to give."""
+    kind, value = address
+    return kind == "IPAddress" and not value
+
+
 def _addresses(
     state: ClusterState, config: CompileConfig, key: ObjectKey, placed: Placement
 ) -> list[tuple[str, str]]:
@@ -325,6 +344,7 @@ _EMPTY: Final = GatewayModel(
     unassigned_addresses=frozenset(),
     addresses={},
     listeners={},
+    gateway_refs={},
     ports={},
     routes=(),
     dangling=(),

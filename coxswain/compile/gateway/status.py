@@ -46,6 +46,7 @@ API_VERSION: Final = "gateway.networking.k8s.io/v1"
 
 SUPPORTED_FEATURES: Final = (
     "Gateway",
+    "GatewayAddressEmpty",
     "GatewayFrontendClientCertificateValidation",
     "GatewayFrontendClientCertificateValidationInsecureFallback",
     "GatewayPort8080",
@@ -171,7 +172,8 @@ def _gateway_status(
 def _gateway_conditions(
     gateway: Gateway, model: GatewayModel, programmed: Collection[tuple[str, int]] | None
 ) -> tuple[list[Condition], list[tuple[ListenerVerdict, list[Condition]]]]:
-    """The Gateway's conditions (Accepted, Programmed), and each listener's with its verdict."""
+    """The Gateway's conditions (Accepted, Programmed, then those of :mod:`.gateway_refs`),
+    and each listener's with its verdict."""
     key = gateway.meta.key
     listeners: list[tuple[ListenerVerdict, list[Condition]]] = []
     refused: list[str] = []
@@ -215,7 +217,7 @@ def _gateway_conditions(
         )
     else:
         gateway_programmed = Condition(type="Programmed", status=True, reason="Programmed")
-    return [accepted, gateway_programmed], listeners
+    return [accepted, gateway_programmed, *model.gateway_refs[key].conditions], listeners
 
 
 def _programmed(

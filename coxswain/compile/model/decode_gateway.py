@@ -130,6 +130,7 @@ def decode_gateway(
     params = infrastructure.get("parametersRef")
     tls = fields.mapping(spec.get("tls"), "spec.tls") or {}
     frontend = fields.mapping(tls.get("frontend"), "spec.tls.frontend") or {}
+    backend = fields.mapping(tls.get("backend"), "spec.tls.backend") or {}
     default = fields.mapping(frontend.get("default"), "spec.tls.frontend.default")
     per_port: dict[int, FrontendValidation] = {}
     for index, item in enumerate(
@@ -150,6 +151,13 @@ def decode_gateway(
         if default is None
         else _frontend(fields, default, "spec.tls.frontend.default"),
         frontend_per_port=pmap(per_port),
+        backend_client_certificate=object_ref(
+            fields,
+            backend.get("clientCertificateRef"),
+            "spec.tls.backend.clientCertificateRef",
+            group="",
+            kind="Secret",
+        ),
         infrastructure_labels=fields.string_map(
             infrastructure.get("labels"), "spec.infrastructure.labels"
         ),

@@ -135,6 +135,7 @@ class Gateway:
     """A Gateway.
 
     ``frontend_default`` and ``frontend_per_port`` come from ``spec.tls.frontend``;
+    ``backend_client_certificate`` from ``spec.tls.backend.clientCertificateRef``;
     ``infrastructure_*`` from ``spec.infrastructure`` (GEP-1867).
     """
 
@@ -144,6 +145,7 @@ class Gateway:
     addresses: PVector[tuple[str, str]] = pvector()
     frontend_default: FrontendValidation | None = None
     frontend_per_port: PMap[int, FrontendValidation] = pmap()
+    backend_client_certificate: ObjectRef | None = None
     infrastructure_labels: PMap[str, str] = pmap()
     infrastructure_annotations: PMap[str, str] = pmap()
     parameters_ref: ObjectRef | None = None

@@ -108,6 +108,7 @@ class ProxyConfig:
     access_log: bool = False  # one JSON line per request on stderr (:mod:`.access_log`)
     # peers whose X-Real-IP, Forwarded and X-Forwarded-* are kept (route.forward, rule 3)
     trusted_proxies: tuple[Network, ...] = ()
+    pass_server: bool = False  # keep the upstream's Server header (coxswain.route.relay)
 
 
 _HEAD_WAIT: Final = object()
@@ -212,6 +213,7 @@ class Proxy:
                     rng=self.rng,
                     timeouts=self.config.timeouts,
                     pool=self.pool,
+                    pass_server=self.config.pass_server,
                     mirrors=Mirrors(
                         nursery,
                         self.rng,

@@ -61,15 +61,15 @@ from coxswain.http1 import (
     frame_response_head,
 )
 from coxswain.route.forward import (
-    HOP_BY_HOP,
     apply_edits,
     forwarded_headers,
     switched_to_websocket,
     tunnelled_upgrade,
 )
+from coxswain.route.relay import relayed_fields
 from coxswain.shell.dataplane.pool import ConnectFailed, connect
 from coxswain.shell.dataplane.tunnel import Idle, tunnel
-from coxswain.shell.dataplane.wire import RECEIVE_SIZE, EventReader, Timer, Watchdog
+from coxswain.shell.dataplane.wire import RECEIVE_SIZE, EventReader, Timer, Watchdog, http_date
 
 if TYPE_CHECKING:
     import random
@@ -212,6 +212,7 @@ class Forwarder:
     round_robin: RoundRobin = field(default_factory=RoundRobin)
     pool: UpstreamPool | None = None
     mirrors: Mirrors | None = None
+    pass_server: bool = False  # keep the upstream's Server (coxswain.route.relay, rule 3)
     # response readers left clean by a complete keep-alive exchange, for the next exchange
     # (cheaper than building a parser and its reader: ``bench/proxy.py parts``)
     _readers: list[tuple[EventReader, ResponseParser]] = field(default_factory=list)
@@ -412,7 +413,15 @@ class Forwarder:
                     await tunnel(client, client_stream, reader, upstream, response, idle=idle)
                     return
                 reusable = await _send_response(
-                    reader, client_stream, head, response, served, backend, decision, exchange
+                    reader,
+                    client_stream,
+                    head,
+                    response,
+                    served,
+                    backend,
+                    decision,
+                    exchange,
+                    pass_server=self.pass_server,
                 )
                 # reused only clean: bytes after the response (a body on a HEAD answer, say)
                 # would be read as the start of the next exchange's response
@@ -490,10 +499,14 @@ async def _send_response(
     backend: Backend,
     decision: Decision,
     exchange: Exchange,
+    *,
+    pass_server: bool,
 ) -> bool:
-    """Relay the response; whether the upstream connection ended the exchange cleanly."""
-    named = response.connection
-    headers = [(n, v) for n, v in response.headers if n not in HOP_BY_HOP and n not in named]
+    """Relay the response (:mod:`coxswain.route.relay`); whether the upstream connection ended
+    the exchange cleanly."""
+    headers = relayed_fields(
+        response.headers, response.connection, http_date(), pass_server=pass_server
+    )
     action = decision.action
     try:
         headers = _edit(

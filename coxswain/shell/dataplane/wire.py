@@ -3,24 +3,36 @@
 ``EventReader`` is the loop of h11's trio example (``receive_some`` → ``receive_data`` →
 ``next_event``) for :mod:`coxswain.http1`. ``own_answer`` writes the responses the proxy
 makes itself (404, 421, 5xx, redirects, and 400/413/431 for a ProtocolError): a short text body
-with ``Content-Length`` (RFC 9112 §6.2), ``Server: coxswain`` (docs/contracts.md), and
-``Connection: close`` when the connection ends after it (RFC 9112 §9.6).
+with ``Content-Length`` (RFC 9112 §6.2), ``Server: coxswain`` (docs/contracts.md), ``Date``
+(RFC 9110 §6.6.1, :func:`http_date`), and ``Connection: close`` when the connection ends after
+it (RFC 9112 §9.6).
 """
 
 from __future__ import annotations
 
 import math
+import time
+from email.utils import formatdate
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
 
 from coxswain.http1 import NEED_DATA, Event, frame_response_head
+from coxswain.route.relay import SERVER
 
 if TYPE_CHECKING:
     from coxswain.http1.parser import RequestParser, ResponseParser
 
-__all__ = ["RECEIVE_SIZE", "EventReader", "Expiring", "Timer", "Watchdog", "own_answer"]
+__all__ = [
+    "RECEIVE_SIZE",
+    "EventReader",
+    "Expiring",
+    "Timer",
+    "Watchdog",
+    "http_date",
+    "own_answer",
+]
 
 RECEIVE_SIZE: Final = 64 * 1024
 
@@ -167,6 +179,30 @@ class EventReader:
             parser.receive_data(bytes(data))
 
 
+class _Dated:
+    """The ``Date`` of the current second, formatted once per second (nginx caches its
+    ``ngx_cached_http_time`` the same way): formatting costs more than the rest of a small
+    response's head."""
+
+    __slots__ = ("second", "value")
+
+    def __init__(self) -> None:
+        self.second = -1
+        self.value = b""
+
+
+_DATED: Final = _Dated()
+
+
+def http_date() -> bytes:
+    """Now as an IMF-fixdate (RFC 9110 §5.6.7), e.g. ``Sat, 05 Dec 2026 07:04:07 GMT``."""
+    second = int(time.time())
+    if second != _DATED.second:
+        _DATED.value = formatdate(second, usegmt=True).encode("ascii")
+        _DATED.second = second
+    return _DATED.value
+
+
 def own_answer(
     status: int,
     text: str,
@@ -190,7 +226,8 @@ def own_answer(
         phrase = "Error"
     body = f"{status} {phrase}: {text}\n".encode("utf-8", "replace")
     headers = [
-        (b"server", b"coxswain"),
+        (b"server", SERVER),
+        (b"date", http_date()),
         (b"content-type", b"text/plain; charset=utf-8"),
         (b"content-length", str(len(body)).encode()),
     ]
