@@ -138,4 +138,5 @@ def _route_text(data: dict[str, Any]) -> str:
     if (redirect := data["redirect"]) is not None:
         lines.append(f"location: {redirect['location']}")
     lines.append(f"upstream: {data['host']} {data['path']}")
+    lines.extend(f"cors:     {name}: {value}" for name, value in data["cors_headers"].items())
     return "\n".join(lines) + "\n"

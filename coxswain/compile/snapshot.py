@@ -200,6 +200,21 @@ class Rewrite:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Cors:
+    """A CORS filter (Gateway API ``HTTPCORSFilter``), as written and checked: origins
+    (``*``, or ``scheme://host[:port]`` whose host may start with ``*.``), methods (``*`` or
+    RFC 9110 tokens), header names lower-cased (``*`` alone means any), ``max_age`` in seconds.
+    The proxy answers preflights and marks responses with it (:mod:`coxswain.route.cors`)."""
+
+    allow_origins: PVector[str] = pvector()
+    allow_methods: PVector[str] = pvector()
+    allow_headers: PVector[str] = pvector()
+    expose_headers: PVector[str] = pvector()
+    allow_credentials: bool = False
+    max_age: int = 5
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Mirror:
     """A RequestMirror: a copy of a share (percent) of requests, answers discarded."""
 
@@ -224,6 +239,7 @@ class RouteAction:
     mirrors: PVector[Mirror] = pvector()
     request_timeout: float | None = None
     backend_timeout: float | None = None
+    cors: Cors | None = None
     problem: str | None = None
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.snapshot import (
         Backend,
+        Cors,
         GatewayRule,
         HeaderEdits,
         ListenerHealth,
@@ -236,7 +237,21 @@ def _gateway_rule_data(rule: GatewayRule) -> dict[str, Any]:
             {"backend": _backend_data(m.backend), "percent": m.percent} for m in action.mirrors
         ],
         "timeouts": {"request": action.request_timeout, "backend_request": action.backend_timeout},
+        "cors": _cors_data(action.cors),
         "problem": action.problem,
+    }
+
+
+def _cors_data(cors: Cors | None) -> dict[str, Any] | None:
+    if cors is None:
+        return None
+    return {
+        "allow_origins": list(cors.allow_origins),
+        "allow_methods": list(cors.allow_methods),
+        "allow_headers": list(cors.allow_headers),
+        "expose_headers": list(cors.expose_headers),
+        "allow_credentials": cors.allow_credentials,
+        "max_age": cors.max_age,
     }
 
 

@@ -17,6 +17,7 @@ from coxswain.compile.snapshot import (
     Backend,
     Certificate,
     ClientValidation,
+    Cors,
     Endpoint,
     GatewayRule,
     HeaderEdits,
@@ -297,8 +298,30 @@ def _gateway_rule(data: Mapping[str, Any], where: str) -> GatewayRule:
             backend_timeout=_seconds(
                 timeouts.get("backend_request"), f"{where}.timeouts.backend_request"
             ),
+            cors=_cors(data.get("cors"), f"{where}.cors"),
             problem=_optional(data.get("problem"), str, f"{where}.problem"),
         ),
+    )
+
+
+def _cors(value: object, where: str) -> Cors | None:
+    if value is None:
+        return None
+    data = _object(value, where)
+
+    def strings(key: str) -> Any:
+        items = _list(data.get(key, []), f"{where}.{key}")
+        return pvector(_typed(item, str, f"{where}.{key}[{i}]") for i, item in enumerate(items))
+
+    return Cors(
+        allow_origins=strings("allow_origins"),
+        allow_methods=strings("allow_methods"),
+        allow_headers=strings("allow_headers"),
+        expose_headers=strings("expose_headers"),
+        allow_credentials=_typed(
+            data.get("allow_credentials", False), bool, f"{where}.allow_credentials"
+        ),
+        max_age=_typed(data.get("max_age", 5), int, f"{where}.max_age"),
     )
 
 

@@ -27,6 +27,8 @@ class Decision:
         action: the HTTPRoute rule's action (header edits, mirrors, timeouts), if any.
         authority: the absolute-form target's authority, which replaced the received Host
             (``route.target``); None for an origin-form target.
+        response_fields: fields the response gets: those of the proxy's own answer (a CORS
+            preflight's), or those added to the forwarded response (``route.cors``).
     """
 
     matched: bool
@@ -39,3 +41,4 @@ class Decision:
     redirect: str | None = None
     action: RouteAction | None = None
     authority: str | None = None
+    response_fields: tuple[tuple[bytes, bytes], ...] = ()

@@ -83,6 +83,10 @@ def explain(
             "add": {} if response is None else _grouped(response.add),
             "remove": [] if response is None else list(response.remove),
         },
+        "cors_headers": {
+            name.decode("latin-1"): value.decode("latin-1")
+            for name, value in decision.response_fields
+        },
         "timeouts": {
             "request": None if action is None else action.request_timeout,
             "backend_request": None if action is None else action.backend_timeout,

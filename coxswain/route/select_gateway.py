@@ -8,6 +8,7 @@ Answers the proxy gives itself (Gateway API v1 HTTPRoute):
   check made (GEP-91), were those of the SNI's listener. A client that sent no server name is
   held to the catch-all listener only on a port that validates client certificates: elsewhere
   it got the default certificate and its Host decides;
+- 204 or 403 to a CORS preflight on a rule with a CORS filter (``route.cors``);
 - the redirect status for RequestRedirect;
 - 500 when the matched rule cannot be served (an unsupported filter, no backendRefs, every
   weight zero, or every weighted backend invalid: "requests that would have been sent to an
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from coxswain.route.cors import cors_outcome
 from coxswain.route.decision import Decision
 from coxswain.route.gateway import matches_request, parse_query
 
@@ -80,7 +82,7 @@ def select_gateway(
         for rule in rules.candidates(path):
             if matches_request(rule.match, head.method, headers, params, rules.patterns):
                 return _decide(
-                    listener.table, rule, route_host, head, (host, path, query), endpoints
+                    listener.table, rule, route_host, head, (host, path, query), endpoints, headers
                 )
     table = listener.table
     return Decision(
@@ -100,6 +102,7 @@ def _decide(
     head: RequestHead,
     request: tuple[str, str, str],
     endpoints: Mapping[str, Sequence[Endpoint]],
+    headers: Mapping[str, str],
 ) -> Decision:
     host, path, query = request
     action, match = rule.action, rule.match
@@ -117,6 +120,7 @@ def _decide(
         to_host: str = host_header,
         to_path: str = path + query,
         redirect: str | None = None,
+        fields: tuple[tuple[bytes, bytes], ...] = (),
     ) -> Decision:
         return Decision(
             matched=True,
@@ -128,10 +132,17 @@ def _decide(
             backends=tuple(action.backends),
             redirect=redirect,
             action=action,
+            response_fields=fields,
         )
 
     if action.problem is not None:
         return decided(500, action.problem)
+    cors_fields: tuple[tuple[bytes, bytes], ...] = ()
+    if action.cors is not None and (origin := headers.get("origin")) is not None:
+        cors = cors_outcome(action.cors, head.method, origin, headers)
+        if cors.status is not None:
+            return decided(cors.status, cors.reason, fields=cors.fields)
+        cors_fields = cors.fields
     if action.redirect is not None:
         r = action.redirect
         scheme = r.scheme or ("https" if head.tls else "http")
@@ -144,7 +155,9 @@ def _decide(
         suffix = "" if _WELL_KNOWN.get(scheme) == port else f":{port}"
         new_path = _edit_path(r.path, match, path)
         location = f"{scheme}://{r.hostname or host}{suffix}{new_path}{query}"
-        return decided(r.status, f"redirected to {location}", redirect=location)
+        return decided(
+            r.status, f"redirected to {location}", redirect=location, fields=cors_fields
+        )
     forwarded_host = host_header
     forwarded_path = path
     if action.rewrite is not None:
@@ -162,7 +175,13 @@ def _decide(
         status, reason = 503, "no weighted backend has a ready endpoint"
     else:
         reason = f"forwarded to {len(weighted)} weighted backend(s)"
-    return decided(status, reason, to_host=forwarded_host, to_path=forwarded_path + query)
+    return decided(
+        status,
+        reason,
+        to_host=forwarded_host,
+        to_path=forwarded_path + query,
+        fields=() if status is not None else cors_fields,
+    )
 
 
 def _edit_path(edit: PathEdit | None, match: RouteMatch, path: str) -> str:

@@ -291,6 +291,67 @@ def test_gateway_port_routing_splits_by_weight_and_edits_headers(tmp_path: Path)
     run_proxy(tmp_path, make, client)
 
 
+def test_a_cors_preflight_is_answered_and_a_cors_response_marked(tmp_path: Path) -> None:
+    cors = {
+        "allow_origins": ["https://www.foo.com", "https://*.bar.com"],
+        "allow_methods": ["GET", "OPTIONS"],
+        "allow_headers": ["x-header-1"],
+        "expose_headers": ["x-header-3"],
+        "allow_credentials": True,
+        "max_age": 3600,
+    }
+
+    def make(ports: dict[str, int]) -> dict[str, Any]:
+        return snapshot(
+            endpoints={"one": [ports["one"]]},
+            gateway_port=ports["gateway"],
+            gateway_rules=[gateway_rule([backend("one")], cors=cors)],
+        )
+
+    def client(run: Running) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", run.gateway_port, timeout=TIMEOUT)
+        preflight = {
+            "Host": "any.example.com",
+            "Origin": "https://xpto.www.bar.com",
+            "Access-Control-Request-Method": "GET",
+            "Access-Control-Request-Headers": "x-header-1",
+        }
+        conn.request("OPTIONS", "/cors", headers=preflight)
+        response = conn.getresponse()
+        assert (response.status, response.read()) == (204, b"")
+        assert response.getheader("content-length") is None  # RFC 9110 §8.6
+        assert response.getheader("access-control-allow-origin") == "https://xpto.www.bar.com"
+        assert response.getheader("access-control-allow-methods") == "GET, OPTIONS"
+        assert response.getheader("access-control-allow-headers") == "x-header-1"
+        assert response.getheader("access-control-allow-credentials") == "true"
+        assert response.getheader("access-control-max-age") == "3600"
+        # the same connection carries the actual request, which is forwarded and marked
+        conn.request(
+            "GET", "/cors", headers={"Host": "any.example.com", "Origin": "https://www.foo.com"}
+        )
+        response = conn.getresponse()
+        assert echoed(response.read())["method"] == "GET"
+        assert response.getheader("access-control-allow-origin") == "https://www.foo.com"
+        assert response.getheader("access-control-expose-headers") == "x-header-3"
+        assert response.getheader("vary") == "Origin"
+        # another origin: the preflight is refused, the request forwarded unmarked
+        conn.request("OPTIONS", "/cors", headers={**preflight, "Origin": "https://foobar.com"})
+        response = conn.getresponse()
+        assert response.status == 403
+        assert response.read().startswith(b"403 Forbidden: ")
+        assert response.getheader("access-control-allow-origin") is None
+        conn.request(
+            "GET", "/cors", headers={"Host": "any.example.com", "Origin": "https://foobar.com"}
+        )
+        response = conn.getresponse()
+        assert (response.status, response.getheader("access-control-allow-origin")) == (200, None)
+        response.read()
+        conn.close()
+        assert [r["method"] for r in run.received["one"]] == ["GET", "GET"]  # no preflight
+
+    run_proxy(tmp_path, make, client)
+
+
 def test_a_refused_connection_is_retried_on_another_endpoint(tmp_path: Path) -> None:
     def make(ports: dict[str, int]) -> dict[str, Any]:
         return snapshot(

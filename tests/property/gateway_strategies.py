@@ -123,7 +123,9 @@ def rules(draw: st.DrawFn) -> dict[str, Any]:
         if draw(st.booleans()):
             match["method"] = draw(st.sampled_from(("GET", "POST")))
         rule["matches"] = [match]
-    kind = draw(st.sampled_from(("none", "header", "redirect", "rewrite", "mirror", "bogus")))
+    kind = draw(
+        st.sampled_from(("none", "header", "redirect", "rewrite", "mirror", "cors", "bogus"))
+    )
     if kind == "header":
         rule["filters"] = [
             {
@@ -148,6 +150,11 @@ def rules(draw: st.DrawFn) -> dict[str, Any]:
                 "type": "RequestMirror",
                 "requestMirror": {"backendRef": {"name": "x", "port": 80}, "percent": 50},
             }
+        ]
+    elif kind == "cors":
+        origin = draw(st.sampled_from(("*", "https://a.example", "https://*.example", "ftp://x")))
+        rule["filters"] = [
+            {"type": "CORS", "cors": {"allowOrigins": [origin], "allowMethods": ["GET"]}}
         ]
     elif kind == "bogus":
         rule["filters"] = [{"type": draw(st.sampled_from(("ExtensionRef", "CORS")))}]

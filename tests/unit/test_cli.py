@@ -34,6 +34,7 @@ ROUTE_KEYS = {
     "path",
     "request_headers",
     "response_headers",
+    "cors_headers",
     "timeouts",
     "reason",
 }
@@ -426,6 +427,7 @@ def assert_contract_types(data: dict[str, Any]) -> None:
     assert isinstance(data["response_headers"]["set"], dict)
     assert isinstance(data["response_headers"]["add"], dict)
     assert isinstance(data["response_headers"]["remove"], list)
+    assert all(isinstance(v, str) and n == n.lower() for n, v in data["cors_headers"].items())
     assert set(data["timeouts"]) == {"request", "backend_request"}
     assert all(v is None or isinstance(v, int | float) for v in data["timeouts"].values())
     assert isinstance(data["reason"], str)

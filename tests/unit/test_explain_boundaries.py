@@ -194,6 +194,7 @@ def test_a_forwarded_gateway_rule_shows_every_field():
             "x-add": ["a"],
         },
         "response_headers": {"set": {"x-r": "1"}, "add": {"x-a": ["1", "2"]}, "remove": ["server"]},
+        "cors_headers": {},
         "timeouts": {"request": 10.0, "backend_request": 2.0},
         "reason": "listener app/gw/http, host 'a.example.com', HTTPRoute app/r spec.rules[0]: "
         "forwarded to 2 weighted backend(s)",
@@ -236,6 +237,7 @@ def test_a_redirect_shows_its_location_and_no_forwarded_headers():
         "path": "/p?x",
         "request_headers": {},
         "response_headers": {"set": {}, "add": {}, "remove": []},
+        "cors_headers": {},
         "timeouts": {"request": None, "backend_request": None},
         "reason": got["reason"],
     }
@@ -255,6 +257,7 @@ def test_a_miss_has_no_route_no_backends_and_no_headers():
         "path": "/",
         "request_headers": {},
         "response_headers": {"set": {}, "add": {}, "remove": []},
+        "cors_headers": {},
         "timeouts": {"request": None, "backend_request": None},
         "reason": "no Ingress rule matches host 'nowhere.example.com'",
     }

@@ -61,8 +61,10 @@ def _table(
     return build_table(snapshot_from_data(data))
 
 
-def _select(table: Any, target: str = "/", host: str = "a.example.com", **head: Any) -> Any:
-    return select(table, RequestHead(port=PORT, method="GET", target=target, host=host, **head))
+def _select(
+    table: Any, target: str = "/", host: str = "a.example.com", method: str = "GET", **head: Any
+) -> Any:
+    return select(table, RequestHead(port=PORT, method=method, target=target, host=host, **head))
 
 
 WHERE = "listener app/gw/any, host '*', HTTPRoute app/r spec.rules[0]"
@@ -548,3 +550,47 @@ def test_without_a_server_name_the_listener_without_hostname_is_chosen():
         "client_certs": {str(PORT): {"xxxx": {"ca_bundle": "x", "mode": "m"}}},
     }
     assert build_table(snapshot_from_data(data)).client_validation(PORT, None) is None
+
+
+CORS = {
+    "allow_origins": ["https://www.foo.com"],
+    "allow_methods": ["GET"],
+    "allow_headers": [],
+    "expose_headers": [],
+    "allow_credentials": False,
+    "max_age": 5,
+}
+
+
+def _cors_select(method: str, headers: tuple[tuple[str, str], ...], **action: Any) -> Any:
+    table = _table({"*": _listener("*", {"*": [_rule(cors=CORS, **action)]})})
+    return _select(table, "/p", method=method, headers=headers)
+
+
+def test_a_cors_preflight_is_answered_by_the_proxy_with_its_fields():
+    preflight = (("Origin", "https://www.foo.com"), ("Access-Control-Request-Method", "GET"))
+    decision = _cors_select("OPTIONS", preflight)
+    assert (decision.matched, decision.status) == (True, 204)
+    assert decision.reason == f"{WHERE}: a CORS preflight from 'https://www.foo.com' allowed"
+    assert dict(decision.response_fields)[b"access-control-allow-methods"] == b"GET"
+    refused = _cors_select("OPTIONS", (("Origin", "https://x.com"), preflight[1]))
+    assert (refused.status, refused.response_fields) == (403, ())
+
+
+def test_a_cors_request_is_forwarded_with_the_fields_its_response_gets():
+    decision = _cors_select("GET", (("Origin", "https://www.foo.com"),))
+    assert decision.status is None
+    assert decision.response_fields == (
+        (b"access-control-allow-origin", b"https://www.foo.com"),
+        (b"vary", b"Origin"),
+    )
+    assert _cors_select("GET", ()).response_fields == ()
+
+
+def test_a_redirect_keeps_the_cors_fields_and_an_error_drops_them():
+    redirect = {"status": 302, "scheme": "https", "hostname": None, "port": None, "path": None}
+    origin = (("Origin", "https://www.foo.com"),)
+    moved = _cors_select("GET", origin, redirect=redirect, backends=[])
+    assert (moved.status, dict(moved.response_fields)[b"vary"]) == (302, b"Origin")
+    failed = _cors_select("GET", origin, backends=[])
+    assert (failed.status, failed.response_fields) == (500, ())

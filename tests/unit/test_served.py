@@ -99,6 +99,20 @@ def test_a_port_whose_rules_match_headers_is_decided_per_request() -> None:
     assert [b.service for b in stable.decision.backends] == ["stable"]
 
 
+def test_a_port_with_a_cors_filter_is_decided_per_request() -> None:
+    cors = {"allow_origins": ["https://a.example"], "allow_methods": [], "allow_headers": []}
+    rule = gateway_rule([backend("one")], cors={**cors, "expose_headers": []})
+    table = served(
+        snapshot(gateway_port=GATEWAY_PORT, gateway_rules=[rule], endpoints={"one": [1]})
+    )
+    marked = table.route(
+        GATEWAY_PORT, head(b"/", headers=((b"origin", b"https://a.example"),)), tls=False, sni=None
+    )
+    plain = table.route(GATEWAY_PORT, head(b"/"), tls=False, sni=None)
+    assert dict(marked.decision.response_fields)[b"vary"] == b"Origin"
+    assert plain.decision.response_fields == ()
+
+
 def test_edits_are_converted_once_and_an_unsendable_one_fails_every_time() -> None:
     table = ingress_snapshot()
     edits = HeaderEdits(

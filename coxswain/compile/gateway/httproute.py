@@ -7,7 +7,9 @@ Rules (Gateway API v1 HTTPRoute):
    backreferences or lookaround). A rule the implementation cannot honour is invalid
    (``UnsupportedValue``, below), with a diagnostic naming the field.
 2. Filters: RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite,
-   RequestMirror. Any other type is ``UnsupportedValue``; ``ReplacePrefixMatch`` is only valid
+   RequestMirror, CORS (origins, methods and header names checked by ``compile.cors``; on a
+   backendRef it is refused: a preflight is answered before a backend is chosen). Any other
+   type is ``UnsupportedValue``; ``ReplacePrefixMatch`` is only valid
    when every match of the rule is a ``PathPrefix``; a redirect and a URL rewrite cannot be
    combined (``IncompatibleFilters``). What a filter writes into a request or a response is
    checked as HTTP syntax (``compile.http_fields``): header names are RFC 9110 tokens, values
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING, Final
 from pyrsistent import pvector
 
 from coxswain.compile.backends import resolve_backend
+from coxswain.compile.cors import cors_problem
 from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.hostnames import is_hostname
 from coxswain.compile.http_fields import is_field_name, is_field_value
@@ -83,6 +86,7 @@ _SUPPORTED_FILTERS: Final = frozenset(
         "RequestRedirect",
         "URLRewrite",
         "RequestMirror",
+        "CORS",
     }
 )
 
@@ -259,10 +263,20 @@ def _rule_problems(route: HTTPRoute, rule: HTTPRouteRule) -> list[Diagnostic]:
         ):
             if edits is not None and (problem := _header_edits_problem(edits)) is not None:
                 add(f"{item.field}.{name}", problem)
+        if item.type == "CORS" and item.cors is None:
+            add(f"{item.field}.cors", "a CORS filter needs its cors field")
+        if item.cors is not None and (problem := cors_problem(item.cors)) is not None:
+            add(f"{item.field}.cors", problem)
         if item.redirect is not None and item.redirect.status not in (301, 302, 303, 307, 308):
             add(item.field, f"redirect status {item.redirect.status} is not supported")
         if item.redirect is not None and item.redirect.scheme not in (None, "http", "https"):
             add(item.field, f"redirect scheme {item.redirect.scheme!r} is not supported")
+    for backend_filter in (f for b in rule.backend_refs for f in b.filters):
+        if backend_filter.type == "CORS":
+            add(
+                f"{backend_filter.field}.type",
+                "a CORS filter applies to the whole rule: write it in the rule's filters",
+            )
     kinds = {f.type for f in rule.filters}
     if "RequestRedirect" in kinds and ("URLRewrite" in kinds or rule.backend_refs):
         add(
@@ -338,6 +352,7 @@ def _action(
     mirrors: list[Mirror] = []
     request = response = None
     redirect = rewrite = None
+    cors = None
     unresolved: str | None = None
     for item in (*rule.filters, *(f for b in rule.backend_refs for f in b.filters)):
         if item.type == "ExtensionRef":
@@ -353,6 +368,8 @@ def _action(
             redirect = item.redirect
         elif item.rewrite is not None:
             rewrite = item.rewrite
+        elif item.cors is not None:
+            cors = item.cors
         elif item.mirror is not None:
             mirror, why = _backend(route, item.mirror, item.mirror_port, 1, services, grants, read)
             problems.extend(why)
@@ -369,6 +386,7 @@ def _action(
         mirrors=pvector(mirrors),
         request_timeout=rule.request_timeout,
         backend_timeout=rule.backend_timeout,
+        cors=cors,
         problem=unresolved,
     )
     return action, problems

@@ -56,6 +56,7 @@ SUPPORTED_FEATURES: Final = (
     "HTTPRoute308RedirectStatusCode",
     "HTTPRouteBackendRequestHeaderModification",
     "HTTPRouteBackendTimeout",
+    "HTTPRouteCORS",
     "HTTPRouteHostRewrite",
     "HTTPRouteMethodMatching",
     "HTTPRouteNamedRouteRule",

@@ -2,8 +2,9 @@
 
 CRD defaults (v1.6.1): a route without ``rules`` has one rule matching ``PathPrefix /``; a rule
 without ``matches`` matches ``PathPrefix /``; header and query matches are ``Exact``; a
-backendRef is a core ``Service`` of weight 1; a redirect's status is 302. Header names are
-lower-cased (RFC 9110 §5.1: field names are case-insensitive).
+backendRef is a core ``Service`` of weight 1; a redirect's status is 302; a CORS filter's
+``maxAge`` is 5. Header names are lower-cased (RFC 9110 §5.1: field names are
+case-insensitive), and so are CORS origins (schemes and hosts are, RFC 3986 §3.1, §3.2.2).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from coxswain.compile.model.gateway_objects import (
     ParentRef,
     ValueMatch,
 )
-from coxswain.compile.snapshot import HeaderEdits, PathEdit, Redirect, Rewrite
+from coxswain.compile.snapshot import Cors, HeaderEdits, PathEdit, Redirect, Rewrite
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from coxswain.compile.model.objects import Meta
 
 __all__ = ["decode_httproute"]
+
+_INT32_MAX = 2**31 - 1
 
 
 def decode_httproute(
@@ -268,6 +271,8 @@ def _filter(fields: FieldReader, raw: object, field: str) -> HTTPFilter | None:
                 path=_path_modifier(fields, rewrite.get("path"), f"{where}.path"),
             ),
         )
+    if kind == "CORS":
+        return HTTPFilter(field=field, type=kind, cors=_cors(fields, entry.get("cors"), field))
     if kind == "RequestMirror":
         where = f"{field}.requestMirror"
         mirror = fields.mapping(entry.get("requestMirror"), where) or {}
@@ -280,6 +285,31 @@ def _filter(fields: FieldReader, raw: object, field: str) -> HTTPFilter | None:
             mirror_percent=_mirror_percent(fields, mirror, where),
         )
     return HTTPFilter(field=field, type=kind)
+
+
+def _cors(fields: FieldReader, raw: object, field: str) -> Cors | None:
+    where = f"{field}.cors"
+    cors = fields.mapping(raw, where)
+    if cors is None:
+        return None
+
+    def strings(key: str) -> list[str]:
+        return [
+            text
+            for i, item in enumerate(fields.items(cors.get(key), f"{where}.{key}"))
+            if (text := fields.string(item, f"{where}.{key}[{i}]")) is not None
+        ]
+
+    max_age = fields.integer(cors.get("maxAge"), f"{where}.maxAge", low=1, high=_INT32_MAX)
+    return Cors(
+        allow_origins=pvector(ascii_lower(o) for o in strings("allowOrigins")),
+        allow_methods=pvector(strings("allowMethods")),
+        allow_headers=pvector(ascii_lower(h) for h in strings("allowHeaders")),
+        expose_headers=pvector(ascii_lower(h) for h in strings("exposeHeaders")),
+        allow_credentials=fields.boolean(cors.get("allowCredentials"), f"{where}.allowCredentials")
+        or False,
+        max_age=5 if max_age is None else max_age,
+    )
 
 
 def _mirror_percent(fields: FieldReader, mirror: Mapping[str, Any], where: str) -> float:

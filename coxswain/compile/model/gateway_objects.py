@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.model.objects import Meta
-    from coxswain.compile.snapshot import HeaderEdits, Redirect, Rewrite
+    from coxswain.compile.snapshot import Cors, HeaderEdits, Redirect, Rewrite
 
 __all__ = [
     "AllowedRoutes",
@@ -191,6 +191,7 @@ class HTTPFilter:
     mirror: ObjectRef | None = None
     mirror_port: int | None = None
     mirror_percent: float = 100.0
+    cors: Cors | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,10 +4,11 @@
 its memos, whose entries are functions of the snapshot alone: swapping ``Proxy.served`` swaps
 them too, so no memo outlives the routing it was computed from (docs/architecture.md).
 
-- **Routing memo.** ``select`` is pure, and on every port whose rules match on no request
-  header its decision depends only on (port, method, target, Host, SNI): the proxy remembers
-  it per key, with what the access log and the metrics need from it. Ports with header matches
-  (Gateway API ``matches[].headers``) are decided per request. The memo holds at most
+- **Routing memo.** ``select`` is pure, and on every port whose rules read no request header
+  its decision depends only on (port, method, target, Host, SNI): the proxy remembers it per
+  key, with what the access log and the metrics need from it. Ports with header matches
+  (Gateway API ``matches[].headers``) or CORS filters (which read ``Origin`` and the
+  preflight's fields) are decided per request. The memo holds at most
   ``ROUTE_MEMO_SIZE`` entries and starts over when full, so hostile clients sending random
   paths cost one ``select`` per request, as without it, and bounded memory.
 - **Header edits as bytes.** A Gateway API header modifier is converted to bytes and checked
@@ -129,7 +130,7 @@ class Served:
             port
             for port, tables in snapshot.gateways.items()
             if any(
-                rule.match.headers
+                rule.match.headers or rule.action.cors is not None
                 for table in tables.values()
                 for rules in table.hosts.values()
                 for rule in rules

@@ -600,6 +600,7 @@ class Proxy:
                     answer.reason,
                     close=not keep_alive,
                     location=decision.redirect if decision.status is not None else None,
+                    fields=decision.response_fields if decision.status is not None else (),
                     head_only=head.method == b"HEAD",
                 )
             )

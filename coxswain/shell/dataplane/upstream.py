@@ -60,6 +60,7 @@ from coxswain.http1 import (
     frame_request_head,
     frame_response_head,
 )
+from coxswain.route.cors import with_cors
 from coxswain.route.forward import (
     apply_edits,
     forwarded_headers,
@@ -507,6 +508,8 @@ async def _send_response(
     headers = relayed_fields(
         response.headers, response.connection, http_date(), pass_server=pass_server
     )
+    if decision.response_fields:  # a CORS request's (coxswain.route.cors, rule 2)
+        headers = with_cors(headers, decision.response_fields)
     action = decision.action
     try:
         headers = _edit(

@@ -22,6 +22,8 @@ from coxswain.http1 import NEED_DATA, Event, frame_response_head
 from coxswain.route.relay import SERVER
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from coxswain.http1.parser import RequestParser, ResponseParser
 
 __all__ = [
@@ -209,30 +211,33 @@ def own_answer(
     *,
     close: bool,
     location: str | None = None,
+    fields: Sequence[tuple[bytes, bytes]] = (),
     head_only: bool = False,
 ) -> bytes:
     """A complete response the proxy makes itself.
 
     Args:
-        status: the status code.
+        status: the status code; a 204 has neither body nor ``Content-Length`` (RFC 9110
+            §8.6, §15.3.5).
         text: a sentence for the body (the reason phrase is prepended).
         close: announce that the connection closes after this response.
         location: the ``Location`` of a redirect (RFC 9110 §10.2.2).
+        fields: more header fields (a CORS preflight's, ``route.cors``).
         head_only: the request was HEAD: the same header section, no body (RFC 9110 §9.3.2).
     """
     try:
         phrase = HTTPStatus(status).phrase
     except ValueError:
         phrase = "Error"
-    body = f"{status} {phrase}: {text}\n".encode("utf-8", "replace")
-    headers = [
-        (b"server", SERVER),
-        (b"date", http_date()),
-        (b"content-type", b"text/plain; charset=utf-8"),
-        (b"content-length", str(len(body)).encode()),
-    ]
+    headers = [(b"server", SERVER), (b"date", http_date())]
+    body = b""
+    if status != 204:
+        body = f"{status} {phrase}: {text}\n".encode("utf-8", "replace")
+        headers.append((b"content-type", b"text/plain; charset=utf-8"))
+        headers.append((b"content-length", str(len(body)).encode()))
     if location is not None:
         headers.append((b"location", location.encode("latin-1", "replace")))
+    headers.extend(fields)
     if close:
         headers.append((b"connection", b"close"))
     head = frame_response_head(status=status, headers=tuple(headers))

@@ -23,6 +23,7 @@ from coxswain.compile.snapshot import (
     Backend,
     Certificate,
     ClientValidation,
+    Cors,
     Endpoint,
     GatewayRule,
     HeaderEdits,
@@ -265,6 +266,17 @@ def _gateway_rule(rule: GatewayRule) -> pb.GatewayRule:
         target.backend_timeout = action.backend_timeout
     if action.problem is not None:
         target.problem = action.problem
+    if (c := action.cors) is not None:
+        target.cors.CopyFrom(
+            pb.Cors(
+                allow_origins=c.allow_origins,
+                allow_methods=c.allow_methods,
+                allow_headers=c.allow_headers,
+                expose_headers=c.expose_headers,
+                allow_credentials=c.allow_credentials,
+                max_age=c.max_age,
+            )
+        )
     return out
 
 
@@ -428,8 +440,20 @@ def _read_gateway_rule(message: pb.GatewayRule) -> GatewayRule:
             ),
             request_timeout=action.request_timeout if action.HasField("request_timeout") else None,
             backend_timeout=action.backend_timeout if action.HasField("backend_timeout") else None,
+            cors=_read_cors(action.cors) if action.HasField("cors") else None,
             problem=action.problem if action.HasField("problem") else None,
         ),
+    )
+
+
+def _read_cors(message: pb.Cors) -> Cors:
+    return Cors(
+        allow_origins=pvector(message.allow_origins),
+        allow_methods=pvector(message.allow_methods),
+        allow_headers=pvector(message.allow_headers),
+        expose_headers=pvector(message.expose_headers),
+        allow_credentials=message.allow_credentials,
+        max_age=message.max_age,
     )
 
 

@@ -826,6 +826,7 @@ class RouteAction(_message.Message):
     REQUEST_TIMEOUT_FIELD_NUMBER: _builtins.int
     BACKEND_TIMEOUT_FIELD_NUMBER: _builtins.int
     PROBLEM_FIELD_NUMBER: _builtins.int
+    CORS_FIELD_NUMBER: _builtins.int
     request_timeout: _builtins.float
     backend_timeout: _builtins.float
     problem: _builtins.str
@@ -843,6 +844,8 @@ class RouteAction(_message.Message):
     def rewrite(self) -> Global___Rewrite: ...
     @_builtins.property
     def mirrors(self) -> _containers.RepeatedCompositeFieldContainer[Global___Mirror]: ...
+    @_builtins.property
+    def cors(self) -> Global___Cors: ...
     def __init__(
         self,
         *,
@@ -856,13 +859,16 @@ class RouteAction(_message.Message):
         request_timeout: _builtins.float | None = ...,
         backend_timeout: _builtins.float | None = ...,
         problem: _builtins.str | None = ...,
+        cors: Global___Cors | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_backend_timeout", b"_backend_timeout", "_problem", b"_problem", "_redirect", b"_redirect", "_request_headers", b"_request_headers", "_request_timeout", b"_request_timeout", "_response_headers", b"_response_headers", "_rewrite", b"_rewrite", "backend_timeout", b"backend_timeout", "problem", b"problem", "redirect", b"redirect", "request_headers", b"request_headers", "request_timeout", b"request_timeout", "response_headers", b"response_headers", "rewrite", b"rewrite", "route", b"route"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_backend_timeout", b"_backend_timeout", "_cors", b"_cors", "_problem", b"_problem", "_redirect", b"_redirect", "_request_headers", b"_request_headers", "_request_timeout", b"_request_timeout", "_response_headers", b"_response_headers", "_rewrite", b"_rewrite", "backend_timeout", b"backend_timeout", "cors", b"cors", "problem", b"problem", "redirect", b"redirect", "request_headers", b"request_headers", "request_timeout", b"request_timeout", "response_headers", b"response_headers", "rewrite", b"rewrite", "route", b"route"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_backend_timeout", b"_backend_timeout", "_problem", b"_problem", "_redirect", b"_redirect", "_request_headers", b"_request_headers", "_request_timeout", b"_request_timeout", "_response_headers", b"_response_headers", "_rewrite", b"_rewrite", "backend_timeout", b"backend_timeout", "backends", b"backends", "mirrors", b"mirrors", "problem", b"problem", "redirect", b"redirect", "request_headers", b"request_headers", "request_timeout", b"request_timeout", "response_headers", b"response_headers", "rewrite", b"rewrite", "route", b"route"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_backend_timeout", b"_backend_timeout", "_cors", b"_cors", "_problem", b"_problem", "_redirect", b"_redirect", "_request_headers", b"_request_headers", "_request_timeout", b"_request_timeout", "_response_headers", b"_response_headers", "_rewrite", b"_rewrite", "backend_timeout", b"backend_timeout", "backends", b"backends", "cors", b"cors", "mirrors", b"mirrors", "problem", b"problem", "redirect", b"redirect", "request_headers", b"request_headers", "request_timeout", b"request_timeout", "response_headers", b"response_headers", "rewrite", b"rewrite", "route", b"route"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__backend_timeout: _TypeAlias = _typing.Literal["backend_timeout"]  # noqa: Y015
     _WhichOneofArgType__backend_timeout: _TypeAlias = _typing.Literal["_backend_timeout", b"_backend_timeout"]  # noqa: Y015
+    _WhichOneofReturnType__cors: _TypeAlias = _typing.Literal["cors"]  # noqa: Y015
+    _WhichOneofArgType__cors: _TypeAlias = _typing.Literal["_cors", b"_cors"]  # noqa: Y015
     _WhichOneofReturnType__problem: _TypeAlias = _typing.Literal["problem"]  # noqa: Y015
     _WhichOneofArgType__problem: _TypeAlias = _typing.Literal["_problem", b"_problem"]  # noqa: Y015
     _WhichOneofReturnType__redirect: _TypeAlias = _typing.Literal["redirect"]  # noqa: Y015
@@ -878,6 +884,8 @@ class RouteAction(_message.Message):
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__backend_timeout) -> _WhichOneofReturnType__backend_timeout | None: ...
     @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__cors) -> _WhichOneofReturnType__cors | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__problem) -> _WhichOneofReturnType__problem | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__redirect) -> _WhichOneofReturnType__redirect | None: ...
@@ -891,6 +899,46 @@ class RouteAction(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__rewrite) -> _WhichOneofReturnType__rewrite | None: ...
 
 Global___RouteAction: _TypeAlias = RouteAction  # noqa: Y015
+
+@_typing.final
+class Cors(_message.Message):
+    """A CORS filter (coxswain.compile.snapshot.Cors)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ALLOW_ORIGINS_FIELD_NUMBER: _builtins.int
+    ALLOW_METHODS_FIELD_NUMBER: _builtins.int
+    ALLOW_HEADERS_FIELD_NUMBER: _builtins.int
+    EXPOSE_HEADERS_FIELD_NUMBER: _builtins.int
+    ALLOW_CREDENTIALS_FIELD_NUMBER: _builtins.int
+    MAX_AGE_FIELD_NUMBER: _builtins.int
+    allow_credentials: _builtins.bool
+    max_age: _builtins.int
+    @_builtins.property
+    def allow_origins(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def allow_methods(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def allow_headers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def expose_headers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        allow_origins: _abc.Iterable[_builtins.str] | None = ...,
+        allow_methods: _abc.Iterable[_builtins.str] | None = ...,
+        allow_headers: _abc.Iterable[_builtins.str] | None = ...,
+        expose_headers: _abc.Iterable[_builtins.str] | None = ...,
+        allow_credentials: _builtins.bool = ...,
+        max_age: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allow_credentials", b"allow_credentials", "allow_headers", b"allow_headers", "allow_methods", b"allow_methods", "allow_origins", b"allow_origins", "expose_headers", b"expose_headers", "max_age", b"max_age"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Cors: _TypeAlias = Cors  # noqa: Y015
 
 @_typing.final
 class GatewayRule(_message.Message):
