@@ -215,6 +215,18 @@ class Cors:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Retry:
+    """An HTTPRoute rule's ``retry`` (Gateway API ``HTTPRouteRetry``): how many times a failed
+    backend request is tried again (``attempts``, after the first), on which response
+    ``codes`` (and always on connection errors and backend timeouts), waiting at least
+    ``backoff`` seconds before each. The proxy's loop: ``shell.dataplane.upstream``."""
+
+    codes: PVector[int] = pvector()
+    attempts: int = 2
+    backoff: float = 0.025
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Mirror:
     """A RequestMirror: a copy of a share (percent) of requests, answers discarded."""
 
@@ -240,6 +252,7 @@ class RouteAction:
     request_timeout: float | None = None
     backend_timeout: float | None = None
     cors: Cors | None = None
+    retry: Retry | None = None
     problem: str | None = None
 
 

@@ -238,6 +238,9 @@ def _gateway_rule_data(rule: GatewayRule) -> dict[str, Any]:
         ],
         "timeouts": {"request": action.request_timeout, "backend_request": action.backend_timeout},
         "cors": _cors_data(action.cors),
+        "retry": None
+        if (retry := action.retry) is None
+        else {"codes": list(retry.codes), "attempts": retry.attempts, "backoff": retry.backoff},
         "problem": action.problem,
     }
 

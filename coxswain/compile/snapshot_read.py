@@ -29,6 +29,7 @@ from coxswain.compile.snapshot import (
     PathMatch,
     PathRule,
     Redirect,
+    Retry,
     Rewrite,
     RouteAction,
     RouteMatch,
@@ -299,8 +300,21 @@ def _gateway_rule(data: Mapping[str, Any], where: str) -> GatewayRule:
                 timeouts.get("backend_request"), f"{where}.timeouts.backend_request"
             ),
             cors=_cors(data.get("cors"), f"{where}.cors"),
+            retry=_retry(data.get("retry"), f"{where}.retry"),
             problem=_optional(data.get("problem"), str, f"{where}.problem"),
         ),
+    )
+
+
+def _retry(value: object, where: str) -> Retry | None:
+    if value is None:
+        return None
+    data = _object(value, where)
+    codes = _list(data.get("codes", []), f"{where}.codes")
+    return Retry(
+        codes=pvector(_typed(c, int, f"{where}.codes[{i}]") for i, c in enumerate(codes)),
+        attempts=_typed(data.get("attempts", 2), int, f"{where}.attempts"),
+        backoff=_seconds(data.get("backoff", 0.025), f"{where}.backoff") or 0.0,
     )
 
 

@@ -18,6 +18,7 @@ import socket
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import parse_qsl
 
 import h11
 import trio
@@ -71,7 +72,9 @@ async def _echo_connection(
     ``/chunked`` answers with a chunked body; ``/stall`` never answers; ``/stall-body`` sends
     a head and 10 of the 100 bytes it announced, then nothing; ``/bad`` answers garbage;
     ``/once`` closes the connection after a response that announced keep-alive; ``/extra``
-    sends 5 bytes more than its response, in the same write, and keeps the connection. Each
+    sends 5 bytes more than its response, in the same write, and keeps the connection;
+    ``…/flaky?fail=N[&code=C][&delay=S]`` fails its first N requests of that target, after S
+    seconds, with an empty C response or, without ``code``, by closing the connection. Each
     content-length answer names the backend in ``Server``, with a ``Date`` of 1970. Each answer
     carries the number of the connection it came on; ``received`` gets each request's JSON
     too, for requests whose answer the test never sees (mirrors).
@@ -118,7 +121,23 @@ async def _echo_connection(
                 "headers": [[n.decode(), v.decode()] for n, v in event.headers],
                 "body": body.decode("latin-1"),
             }
+            tries = sum(1 for r in received if r["target"] == target)
             received.append(seen)
+            if target.partition("?")[0].endswith("/flaky"):  # fails its first tries alike
+                flaky = dict(parse_qsl(target.partition("?")[2]))
+                if tries < int(flaky["fail"]):
+                    await trio.sleep(float(flaky.get("delay", 0)))
+                    if "code" not in flaky:
+                        return  # the connection closes without an answer
+                    status = int(flaky["code"])
+                    await stream.send_all(
+                        conn.send(
+                            h11.Response(status_code=status, headers=[("content-length", "0")])
+                        )
+                        + conn.send(h11.EndOfMessage())
+                    )
+                    conn.start_next_cycle()
+                    continue
             payload = json.dumps(seen).encode()
             if target == "/chunked":
                 headers = [("content-type", "application/json"), ("transfer-encoding", "chunked")]

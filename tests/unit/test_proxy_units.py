@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 import trio
+import trio.testing
+from pyrsistent import pvector
 
 from coxswain.compile.scope import parse_scope
-from coxswain.compile.snapshot import Backend, Endpoint
+from coxswain.compile.snapshot import Backend, Endpoint, Retry
 from coxswain.http1 import (
     Limits,
     RequestHead,
@@ -32,8 +34,15 @@ from coxswain.shell.dataplane.connection import Connection
 from coxswain.shell.dataplane.served import Routed
 from coxswain.shell.dataplane.server import _drain
 from coxswain.shell.dataplane.snapshot_file import SnapshotLoadError, load_snapshot
-from coxswain.shell.dataplane.upstream import RoundRobin, _final_head, pick_backend
-from coxswain.shell.dataplane.wire import EventReader, http_date, own_answer
+from coxswain.shell.dataplane.upstream import (
+    Answer,
+    Forwarder,
+    RoundRobin,
+    _after_retries,
+    _final_head,
+    pick_backend,
+)
+from coxswain.shell.dataplane.wire import EventReader, Watchdog, http_date, own_answer
 from tests.unit.turns import turn_counter
 
 if TYPE_CHECKING:
@@ -97,6 +106,41 @@ def test_own_answer_to_head_has_no_body() -> None:
     wire = own_answer(404, "none", close=False, head_only=True)
     assert wire.endswith(b"\r\n\r\n")
     assert b"content-length: " in wire
+
+
+def test_a_retry_waits_the_backoff_doubled_each_time_up_to_ten_times_it() -> None:
+    counted: list[str] = []
+    retry = Retry(codes=pvector([500]), attempts=9, backoff=0.1)
+    waits: list[float] = []
+
+    async def main() -> None:
+        forwarder = Forwarder(
+            codec=codec_named("h11"),
+            rng=random.Random(1),
+            watchdog=Watchdog(0.1),
+            count_retry=counted.append,
+        )
+        for retried in range(6):
+            before = trio.current_time()
+            assert await forwarder._back_off(retry, retried, "status") == retried + 1
+            waits.append(round(trio.current_time() - before, 9))
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert waits == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    assert counted == ["status"] * 6
+
+
+@pytest.mark.parametrize(
+    ("status", "retried", "answered"),
+    [(502, 0, 502), (502, 2, 503), (504, 2, 504), (500, 1, 500)],
+)
+def test_the_last_failure_is_answered_and_a_broken_connection_after_retries_is_503(
+    status: int, retried: int, answered: int
+) -> None:
+    answer = _after_retries(Answer(status, "the upstream broke", "10.0.0.1:80"), retried)
+    assert (answer.status, answer.upstream) == (answered, "10.0.0.1:80")
+    suffix = f" (after {retried} retries)" if retried else ""
+    assert answer.reason == "the upstream broke" + suffix
 
 
 def test_load_snapshot_reports_unreadable_foreign_and_bad_files(tmp_path: Path) -> None:

@@ -387,6 +387,7 @@ def _action(
         request_timeout=rule.request_timeout,
         backend_timeout=rule.backend_timeout,
         cors=cors,
+        retry=rule.retry,
         problem=unresolved,
     )
     return action, problems

@@ -3,7 +3,8 @@
 CRD defaults (v1.6.1): a route without ``rules`` has one rule matching ``PathPrefix /``; a rule
 without ``matches`` matches ``PathPrefix /``; header and query matches are ``Exact``; a
 backendRef is a core ``Service`` of weight 1; a redirect's status is 302; a CORS filter's
-``maxAge`` is 5. Header names are lower-cased (RFC 9110 §5.1: field names are
+``maxAge`` is 5. A ``retry`` without ``attempts`` tries twice more, without ``backoff`` waits
+25 ms (both implementation-specific). Header names are lower-cased (RFC 9110 §5.1: field names are
 case-insensitive), and so are CORS origins (schemes and hosts are, RFC 3986 §3.1, §3.2.2).
 """
 
@@ -25,7 +26,7 @@ from coxswain.compile.model.gateway_objects import (
     ParentRef,
     ValueMatch,
 )
-from coxswain.compile.snapshot import Cors, HeaderEdits, PathEdit, Redirect, Rewrite
+from coxswain.compile.snapshot import Cors, HeaderEdits, PathEdit, Redirect, Retry, Rewrite
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -36,6 +37,10 @@ if TYPE_CHECKING:
 __all__ = ["decode_httproute"]
 
 _INT32_MAX = 2**31 - 1
+# HTTPRouteRetry leaves these to the implementation: Envoy Gateway's retries (2) and Envoy's
+# base interval (25 ms).
+_RETRY_ATTEMPTS = 2
+_RETRY_BACKOFF = 0.025
 
 
 def decode_httproute(
@@ -128,6 +133,25 @@ def _rule(fields: FieldReader, raw: object, field: str) -> HTTPRouteRule | None:
         backend_timeout=_duration(
             fields, timeouts.get("backendRequest"), f"{field}.timeouts.backendRequest"
         ),
+        retry=_retry(fields, entry.get("retry"), f"{field}.retry"),
+    )
+
+
+def _retry(fields: FieldReader, raw: object, field: str) -> Retry | None:
+    retry = fields.mapping(raw, field)
+    if retry is None:
+        return None
+    codes = [
+        code
+        for i, item in enumerate(fields.items(retry.get("codes"), f"{field}.codes"))
+        if (code := fields.integer(item, f"{field}.codes[{i}]", low=400, high=599)) is not None
+    ]
+    attempts = fields.integer(retry.get("attempts"), f"{field}.attempts", low=1, high=_INT32_MAX)
+    backoff = _duration(fields, retry.get("backoff"), f"{field}.backoff")
+    return Retry(
+        codes=pvector(sorted(set(codes))),
+        attempts=_RETRY_ATTEMPTS if attempts is None else attempts,
+        backoff=_RETRY_BACKOFF if backoff is None else backoff,
     )
 
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.model.objects import Meta
-    from coxswain.compile.snapshot import Cors, HeaderEdits, Redirect, Rewrite
+    from coxswain.compile.snapshot import Cors, HeaderEdits, Redirect, Retry, Rewrite
 
 __all__ = [
     "AllowedRoutes",
@@ -206,7 +206,8 @@ class BackendRef:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HTTPRouteRule:
-    """``HTTPRouteRule``; timeouts in seconds (None when unset)."""
+    """``HTTPRouteRule``; timeouts in seconds (None when unset); ``retry`` from the
+    experimental channel's ``retry`` field."""
 
     field: str
     name: str | None = None
@@ -215,6 +216,7 @@ class HTTPRouteRule:
     backend_refs: PVector[BackendRef] = pvector()
     request_timeout: float | None = None
     backend_timeout: float | None = None
+    retry: Retry | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

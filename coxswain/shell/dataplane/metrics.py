@@ -21,6 +21,8 @@ design").
 - ``coxswain_snapshot_applies_total{result}``: ``ok`` or ``refused``.
 - ``coxswain_mirror_requests_total{result}``: mirrored requests ``sent``, ``failed`` or
   ``dropped`` (:mod:`.mirror`).
+- ``coxswain_upstream_retries_total{reason}``: backend requests tried again under a route's
+  ``retry`` (:mod:`.upstream`): ``status`` or ``connection``.
 """
 
 from __future__ import annotations
@@ -112,6 +114,13 @@ class Metrics:
             ["result"],
             registry=self.registry,
         )
+        self.retries = Counter(
+            "coxswain_upstream_retries",
+            "Backend requests tried again under a route's retry policy, by what failed: "
+            "status (a response code the rule retries) or connection (an error or timeout).",
+            ["reason"],
+            registry=self.registry,
+        )
         self._version: str | None = None
 
     def request(self, *, listener: int, route: tuple[str, str, str] | None, status: int) -> None:
@@ -135,6 +144,9 @@ class Metrics:
 
     def mirrored(self, result: str) -> None:
         self.mirrors.labels(result).inc()
+
+    def retried(self, reason: str) -> None:
+        self.retries.labels(reason).inc()
 
     def refused(self) -> None:
         self.applies.labels("refused").inc()

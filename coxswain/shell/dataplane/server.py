@@ -214,6 +214,7 @@ class Proxy:
                     timeouts=self.config.timeouts,
                     pool=self.pool,
                     pass_server=self.config.pass_server,
+                    count_retry=self.metrics.retried,
                     mirrors=Mirrors(
                         nursery,
                         self.rng,

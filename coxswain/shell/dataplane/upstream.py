@@ -28,10 +28,20 @@ Rules (docs/architecture.md, "Data-plane rules"):
   (``route.forward.tunnelled_upgrade`` says why). A 101 nobody asked for, or to another
   protocol than websocket, is 502.
 - **Mirrors** (``RequestMirror``) get a copy of the request, fire-and-forget (:mod:`.mirror`).
+- **Retries** (Gateway API ``HTTPRouteRetry``). Under a rule's ``retry``, a request without a
+  body (nothing of it is lost by sending it again) is tried up to ``attempts`` more times
+  when a try fails before its response head: a connection error, a broken or malformed
+  response, a backend timeout (``backendRequest``, then a bound of each try); or when the
+  response's status is one of ``codes`` (that response is dropped). Each retry waits the
+  backoff, doubled at each retry up to ten times it, and picks the next endpoint in turn.
+  The last try's response is relayed whatever its status; when the last try failed too, the
+  answer is its error, 503 for a broken connection. ``request`` bounds every try together.
+  A request with a body, or an upgrade, is tried once.
 - **Timeouts** (:class:`Timeouts`): connecting to one endpoint, each wait for the upstream's
   bytes, each wait for the client's body bytes, each wait for either peer to take bytes
   (:meth:`.Connection.bound_sends`), a silent tunnel; the route's ``request`` and
-  ``backend_request`` timeouts (the smaller) bound the whole exchange.
+  ``backend_request`` timeouts (the smaller) bound the whole exchange, except under a retry
+  policy (above).
 - **Errors.** Before the response head reached the client, a failure becomes an answer of the
   proxy: 502 when no endpoint accepted the connection or the upstream broke HTTP, 504 when the
   route's timeout expired, the upstream stalled (sending or taking bytes), or every endpoint
@@ -42,6 +52,7 @@ Rules (docs/architecture.md, "Data-plane rules"):
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
@@ -74,9 +85,9 @@ from coxswain.shell.dataplane.wire import RECEIVE_SIZE, EventReader, Timer, Watc
 
 if TYPE_CHECKING:
     import random
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
-    from coxswain.compile.snapshot import Backend, Endpoint, HeaderEdits, Mirror
+    from coxswain.compile.snapshot import Backend, Endpoint, HeaderEdits, Mirror, Retry
     from coxswain.http1 import HeadCodec, RequestHead
     from coxswain.route import Decision
     from coxswain.route.forward import Fields
@@ -97,6 +108,27 @@ __all__ = [
 _CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
 _IDEMPOTENT: Final = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
 _SPARE_READERS: Final = 256
+_BACKOFF_CAP: Final = 10  # the longest wait between retries, in backoffs
+_NO_SCOPE: Final = contextlib.nullcontext()
+
+
+def _attempt_scope(
+    retry: Retry | None, per_try: float, started: float
+) -> contextlib.AbstractContextManager[trio.CancelScope | None]:
+    """What bounds one try: the backend timeout, when the rule retries (then a try that runs
+    out is tried again); else nothing here, the route's timeout bounding the whole exchange."""
+    if retry is None or per_try == math.inf:
+        return _NO_SCOPE
+    return trio.CancelScope(deadline=started + per_try)
+
+
+def _after_retries(failure: Answer, retried: int) -> Answer:
+    """The answer when the last try failed too: a connection that broke on every try is 503,
+    as no endpoint is available to serve the request (Envoy answers the same)."""
+    if not retried:
+        return failure
+    status = 503 if failure.status == 502 else failure.status
+    return Answer(status, f"{failure.reason} (after {retried} retries)", failure.upstream)
 
 
 class Answer(Exception):
@@ -214,6 +246,7 @@ class Forwarder:
     pool: UpstreamPool | None = None
     mirrors: Mirrors | None = None
     pass_server: bool = False  # keep the upstream's Server (coxswain.route.relay, rule 3)
+    count_retry: Callable[[str], None] | None = None  # by reason: status, connection
     # response readers left clean by a complete keep-alive exchange, for the next exchange
     # (cheaper than building a parser and its reader: ``bench/proxy.py parts``)
     _readers: list[tuple[EventReader, ResponseParser]] = field(default_factory=list)
@@ -268,6 +301,14 @@ class Forwarder:
         except ValueError as err:
             raise Answer(500, f"the request cannot be forwarded as configured: {err}") from err
         upgrade = tunnelled_upgrade(head.upgrade)
+        retry = action.retry if action is not None else None
+        per_try = math.inf
+        if retry is not None:
+            if head.chunked or head.content_length or upgrade is not None:
+                retry = None  # a body streams through once; a tunnel is never tried again
+            elif action is not None:  # the request timeout bounds every try together
+                timeout = action.request_timeout or math.inf
+                per_try = action.backend_timeout or math.inf
         tee = None
         if action is not None and action.mirrors and self.mirrors is not None and not upgrade:
             tee = self._mirror(action.mirrors, served, head, routed.target, base)
@@ -293,10 +334,12 @@ class Forwarder:
                 exchange=exchange,
                 tee=tee,
                 timer=timer,
+                retry=retry,
+                per_try=per_try,
             )
         finally:
             timer.disarm()  # when the exchange ended otherwise while a reader waited
-            if timeout < math.inf:
+            if timeout < math.inf or per_try < math.inf:
                 timer.scope.deadline = math.inf
             if tee is not None:
                 tee.abort()  # a no-op once the body was sent whole
@@ -349,7 +392,12 @@ class Forwarder:
         exchange: Exchange,
         tee: Tee | None,
         timer: Timer,
+        retry: Retry | None = None,
+        per_try: float = math.inf,
     ) -> None:
+        """Send the request and relay the answer, trying again under ``retry`` (a request
+        without a body only): after a connection error, a ``per_try`` timeout before the
+        response head, or a response whose status the rule retries."""
         pool = self.pool
         if head.chunked:
             headers.append((b"transfer-encoding", b"chunked"))
@@ -365,48 +413,81 @@ class Forwarder:
             raise Answer(500, f"the request cannot be forwarded as configured: {err}") from err
         has_body = head.chunked or bool(head.content_length)
         # a reused connection the upstream closed meanwhile may be retried once on a new one
-        # when repeating the request is safe (RFC 9112 §9.3.1): idempotent, no body sent
+        # when repeating the request is safe (RFC 9112 §9.3.1): idempotent, no body sent; under
+        # a retry policy that retry is one of its own (the upstream may have had the request)
         may_retry = not has_body and head.method in _IDEMPOTENT
         body_read = False
         idle_ok = True
+        retried = 0
         while True:
-            try:
-                upstream, endpoint, reused = await connect(
-                    endpoints, pool if idle_ok else None, within=self.timeouts.connect
-                )
-            except ConnectFailed as err:
-                raise Answer(504 if err.timed_out else 502, str(err)) from err
-            if not reused:
-                upstream.bound_sends(self.watchdog, self.timeouts.send)
-            address = f"{endpoint[0]}:{endpoint[1]}"
-            exchange.upstream = address
+            started = 0.0 if retry is None else trio.current_time()
+            upstream: Connection | None = None
             reusable = False
+            failure: Answer | None = None
             try:
-                try:
-                    await upstream.send_all(request_head)
-                    if not body_read:  # a retry: the (empty) body was read by the first attempt
-                        if head.expect_continue:
-                            await client_stream.send_all(_CONTINUE)
-                        if has_body or tee is not None:
-                            await _send_body(client, upstream, chunked=head.chunked, tee=tee)
-                        else:  # no body: the parser has the request's end already, no reading
-                            client.parser.next_event()
-                        body_read = True
-                    reader, parser = self._response_reader(upstream, timer)
-                    parser.expect_response(head.method)
-                    response = await _final_head(reader, upgrading=upgrade is not None)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, Answer) as err:
-                    if upstream.stalled:  # it stopped taking the request (RFC 9110 §15.6.5)
-                        raise Answer(504, f"the upstream {err}", address) from err
-                    if reused and may_retry:
-                        idle_ok = False  # the retry opens a new connection
+                with _attempt_scope(retry, per_try, started) as scope:
+                    try:
+                        upstream, endpoint, reused = await connect(
+                            endpoints, pool if idle_ok else None, within=self.timeouts.connect
+                        )
+                    except ConnectFailed as err:
+                        failure = Answer(504 if err.timed_out else 502, str(err))
+                    else:
+                        if not reused:
+                            upstream.bound_sends(self.watchdog, self.timeouts.send)
+                        exchange.upstream = f"{endpoint[0]}:{endpoint[1]}"
+                        try:
+                            await upstream.send_all(request_head)
+                            if not body_read:  # a retry: the (empty) body was read already
+                                if head.expect_continue:
+                                    await client_stream.send_all(_CONTINUE)
+                                if has_body or tee is not None:
+                                    await _send_body(
+                                        client, upstream, chunked=head.chunked, tee=tee
+                                    )
+                                else:  # no body: the parser has the request's end already
+                                    client.parser.next_event()
+                                body_read = True
+                            reader, parser = self._response_reader(upstream, timer)
+                            parser.expect_response(head.method)
+                            response = await _final_head(reader, upgrading=upgrade is not None)
+                        except (trio.BrokenResourceError, trio.ClosedResourceError, Answer) as err:
+                            if upstream.stalled:  # it stopped taking the request (§15.6.5)
+                                failure = Answer(504, f"the upstream {err}", exchange.upstream)
+                            elif reused and may_retry and retry is None:
+                                idle_ok = False  # the retry opens a new connection
+                                continue
+                            elif isinstance(err, Answer):
+                                failure = err
+                            else:
+                                failure = Answer(
+                                    502,
+                                    f"the upstream connection broke: {err}",
+                                    exchange.upstream,
+                                )
+                if scope is not None and scope.cancelled_caught:
+                    failure = Answer(
+                        504,
+                        f"the upstream did not answer within {per_try:g} s",
+                        exchange.upstream,
+                    )
+                if failure is not None:
+                    if retry is not None and retried < retry.attempts and failure.status != 500:
+                        retried = await self._back_off(retry, retried, "connection")
                         continue
-                    if isinstance(err, Answer):
-                        raise
-                    raise Answer(502, f"the upstream connection broke: {err}", address) from err
+                    raise _after_retries(failure, retried)
+                assert upstream is not None
+                if retry is not None and retried < retry.attempts:
+                    if response.status in retry.codes:
+                        retried = await self._back_off(retry, retried, "status")
+                        continue
+                    if per_try < math.inf:  # the backend timeout bounds the rest of this try
+                        timer.scope.deadline = min(timer.scope.deadline, started + per_try)
                 if response.status == 101:
                     if not switched_to_websocket(response.headers):
-                        raise Answer(502, "the upstream switched to another protocol", address)
+                        raise Answer(
+                            502, "the upstream switched to another protocol", exchange.upstream
+                        )
                     exchange.status = 101
                     exchange.response_started = True
                     exchange.keep_alive = False
@@ -428,14 +509,24 @@ class Forwarder:
                 # would be read as the start of the next exchange's response
                 reusable = reusable and parser.next_event() is NEED_DATA and not parser.buffered
             finally:
-                if reusable and pool is not None:
-                    pool.give(endpoint, upstream)
-                    if len(self._readers) < _SPARE_READERS:
-                        reader.timer = None
-                        self._readers.append((reader, parser))
-                else:
-                    await trio.aclose_forcefully(upstream)
+                if upstream is not None:
+                    if reusable and pool is not None:
+                        pool.give(endpoint, upstream)
+                        if len(self._readers) < _SPARE_READERS:
+                            reader.timer = None
+                            self._readers.append((reader, parser))
+                    else:
+                        await trio.aclose_forcefully(upstream)
             return
+
+    async def _back_off(self, retry: Retry, retried: int, reason: str) -> int:
+        """Wait before retry number ``retried + 1`` and count it; that number. The wait starts
+        at the rule's backoff and doubles, up to ten times it (HTTPRouteRetry: never less than
+        the backoff)."""
+        if self.count_retry is not None:
+            self.count_retry(reason)
+        await trio.sleep(min(retry.backoff * 2**retried, retry.backoff * _BACKOFF_CAP))
+        return retried + 1
 
     def _response_reader(
         self, upstream: Connection, timer: Timer

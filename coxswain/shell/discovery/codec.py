@@ -35,6 +35,7 @@ from coxswain.compile.snapshot import (
     PathMatch,
     PathRule,
     Redirect,
+    Retry,
     Rewrite,
     RouteAction,
     RouteMatch,
@@ -266,6 +267,10 @@ def _gateway_rule(rule: GatewayRule) -> pb.GatewayRule:
         target.backend_timeout = action.backend_timeout
     if action.problem is not None:
         target.problem = action.problem
+    if (retry := action.retry) is not None:
+        target.retry.CopyFrom(
+            pb.Retry(codes=retry.codes, attempts=retry.attempts, backoff=retry.backoff)
+        )
     if (c := action.cors) is not None:
         target.cors.CopyFrom(
             pb.Cors(
@@ -441,6 +446,13 @@ def _read_gateway_rule(message: pb.GatewayRule) -> GatewayRule:
             request_timeout=action.request_timeout if action.HasField("request_timeout") else None,
             backend_timeout=action.backend_timeout if action.HasField("backend_timeout") else None,
             cors=_read_cors(action.cors) if action.HasField("cors") else None,
+            retry=Retry(
+                codes=pvector(action.retry.codes),
+                attempts=action.retry.attempts,
+                backoff=action.retry.backoff,
+            )
+            if action.HasField("retry")
+            else None,
             problem=action.problem if action.HasField("problem") else None,
         ),
     )

@@ -827,6 +827,7 @@ class RouteAction(_message.Message):
     BACKEND_TIMEOUT_FIELD_NUMBER: _builtins.int
     PROBLEM_FIELD_NUMBER: _builtins.int
     CORS_FIELD_NUMBER: _builtins.int
+    RETRY_FIELD_NUMBER: _builtins.int
     request_timeout: _builtins.float
     backend_timeout: _builtins.float
     problem: _builtins.str
@@ -846,6 +847,8 @@ class RouteAction(_message.Message):
     def mirrors(self) -> _containers.RepeatedCompositeFieldContainer[Global___Mirror]: ...
     @_builtins.property
     def cors(self) -> Global___Cors: ...
+    @_builtins.property
+    def retry(self) -> Global___Retry: ...
     def __init__(
         self,
         *,
@@ -860,10 +863,11 @@ class RouteAction(_message.Message):
         backend_timeout: _builtins.float | None = ...,
         problem: _builtins.str | None = ...,
         cors: Global___Cors | None = ...,
+        retry: Global___Retry | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_backend_timeout", b"_backend_timeout", "_cors", b"_cors", "_problem", b"_problem", "_redirect", b"_redirect", "_request_headers", b"_request_headers", "_request_timeout", b"_request_timeout", "_response_headers", b"_response_headers", "_rewrite", b"_rewrite", "backend_timeout", b"backend_timeout", "cors", b"cors", "problem", b"problem", "redirect", b"redirect", "request_headers", b"request_headers", "request_timeout", b"request_timeout", "response_headers", b"response_headers", "rewrite", b"rewrite", "route", b"route"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_backend_timeout", b"_backend_timeout", "_cors", b"_cors", "_problem", b"_problem", "_redirect", b"_redirect", "_request_headers", b"_request_headers", "_request_timeout", b"_request_timeout", "_response_headers", b"_response_headers", "_retry", b"_retry", "_rewrite", b"_rewrite", "backend_timeout", b"backend_timeout", "cors", b"cors", "problem", b"problem", "redirect", b"redirect", "request_headers", b"request_headers", "request_timeout", b"request_timeout", "response_headers", b"response_headers", "retry", b"retry", "rewrite", b"rewrite", "route", b"route"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_backend_timeout", b"_backend_timeout", "_cors", b"_cors", "_problem", b"_problem", "_redirect", b"_redirect", "_request_headers", b"_request_headers", "_request_timeout", b"_request_timeout", "_response_headers", b"_response_headers", "_rewrite", b"_rewrite", "backend_timeout", b"backend_timeout", "backends", b"backends", "cors", b"cors", "mirrors", b"mirrors", "problem", b"problem", "redirect", b"redirect", "request_headers", b"request_headers", "request_timeout", b"request_timeout", "response_headers", b"response_headers", "rewrite", b"rewrite", "route", b"route"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_backend_timeout", b"_backend_timeout", "_cors", b"_cors", "_problem", b"_problem", "_redirect", b"_redirect", "_request_headers", b"_request_headers", "_request_timeout", b"_request_timeout", "_response_headers", b"_response_headers", "_retry", b"_retry", "_rewrite", b"_rewrite", "backend_timeout", b"backend_timeout", "backends", b"backends", "cors", b"cors", "mirrors", b"mirrors", "problem", b"problem", "redirect", b"redirect", "request_headers", b"request_headers", "request_timeout", b"request_timeout", "response_headers", b"response_headers", "retry", b"retry", "rewrite", b"rewrite", "route", b"route"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__backend_timeout: _TypeAlias = _typing.Literal["backend_timeout"]  # noqa: Y015
     _WhichOneofArgType__backend_timeout: _TypeAlias = _typing.Literal["_backend_timeout", b"_backend_timeout"]  # noqa: Y015
@@ -879,6 +883,8 @@ class RouteAction(_message.Message):
     _WhichOneofArgType__request_timeout: _TypeAlias = _typing.Literal["_request_timeout", b"_request_timeout"]  # noqa: Y015
     _WhichOneofReturnType__response_headers: _TypeAlias = _typing.Literal["response_headers"]  # noqa: Y015
     _WhichOneofArgType__response_headers: _TypeAlias = _typing.Literal["_response_headers", b"_response_headers"]  # noqa: Y015
+    _WhichOneofReturnType__retry: _TypeAlias = _typing.Literal["retry"]  # noqa: Y015
+    _WhichOneofArgType__retry: _TypeAlias = _typing.Literal["_retry", b"_retry"]  # noqa: Y015
     _WhichOneofReturnType__rewrite: _TypeAlias = _typing.Literal["rewrite"]  # noqa: Y015
     _WhichOneofArgType__rewrite: _TypeAlias = _typing.Literal["_rewrite", b"_rewrite"]  # noqa: Y015
     @_typing.overload
@@ -896,9 +902,39 @@ class RouteAction(_message.Message):
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__response_headers) -> _WhichOneofReturnType__response_headers | None: ...
     @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__retry) -> _WhichOneofReturnType__retry | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__rewrite) -> _WhichOneofReturnType__rewrite | None: ...
 
 Global___RouteAction: _TypeAlias = RouteAction  # noqa: Y015
+
+@_typing.final
+class Retry(_message.Message):
+    """A rule's retry policy (coxswain.compile.snapshot.Retry)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CODES_FIELD_NUMBER: _builtins.int
+    ATTEMPTS_FIELD_NUMBER: _builtins.int
+    BACKOFF_FIELD_NUMBER: _builtins.int
+    attempts: _builtins.int
+    backoff: _builtins.float
+    @_builtins.property
+    def codes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def __init__(
+        self,
+        *,
+        codes: _abc.Iterable[_builtins.int] | None = ...,
+        attempts: _builtins.int = ...,
+        backoff: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "backoff", b"backoff", "codes", b"codes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Retry: _TypeAlias = Retry  # noqa: Y015
 
 @_typing.final
 class Cors(_message.Message):
