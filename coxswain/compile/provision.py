@@ -4,7 +4,8 @@ Names and labels are in docs/contracts.md ("Owned objects"). Per Gateway the sha
 - a VIP Service in the controller namespace (``vip_service_name``), selecting the shared pool
   (``shared_proxy_selector``), each listener port mapped to its internal ``targetPort``, of
   type ``shared_vip_service_type``, carrying the Gateway's infrastructure labels and annotations
-  (none when no listener has an internal port: the API refuses a Service without ports);
+  (none when no listener has an internal port: the API refuses a Service without ports), and
+  ``gateway.networking.k8s.io/gateway-name`` (GEP-1762) on every object made for a Gateway;
 - an identity ServiceAccount in the Gateway's namespace (GEP-1867), named like the VIP with
   ``-shared-sa``, infrastructure labels (reserved ``app.kubernetes.io/*`` keys dropped) and
   annotations, owner-referenced to the Gateway, token automount off, no RBAC.
@@ -63,6 +64,8 @@ ROLE_DEDICATED: Final = "dedicated-proxy"
 ADMIN_PORT: Final = 9901
 TLS_MOUNT: Final = "/etc/coxswain/discovery"
 _RESERVED_PREFIX: Final = "app.kubernetes.io/"
+GATEWAY_NAME_LABEL: Final = "gateway.networking.k8s.io/gateway-name"
+_LABEL_VALUE_MAX: Final = 63
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,9 +152,14 @@ def _key(manifest: Mapping[str, Any]) -> ObjectKey:
 
 
 def _infra_labels(gateway: Gateway) -> dict[str, str]:
-    return {
+    """The Gateway's infrastructure labels, then ``gateway-name`` (GEP-1762: generated
+    resources carry the Gateway's name; a name past a label value's 63 characters cannot)."""
+    labels = {
         k: v for k, v in gateway.infrastructure_labels.items() if not k.startswith(_RESERVED_PREFIX)
     }
+    if len(name := gateway.meta.key.name) <= _LABEL_VALUE_MAX:
+        labels[GATEWAY_NAME_LABEL] = name
+    return labels
 
 
 def _metadata(

@@ -210,6 +210,40 @@ def test_listener_hostname_isolates_routes():
     assert backend_of(decide(objects, "/x", host="b.example.com")) == "two"
 
 
+# Gateway API conformance GatewayHTTPListenerIsolation: four listeners on one port, a route
+# on each; a request reaches only the routes of the most specific listener for its host.
+ISOLATED = {
+    "empty-hostname": None,
+    "wildcard-example-com": "*.example.com",
+    "wildcard-foo-example-com": "*.foo.example.com",
+    "abc-foo-example-com": "abc.foo.example.com",
+}
+
+
+@pytest.mark.parametrize(
+    ("host", "served"),
+    [
+        ("bar.com", "empty-hostname"),
+        ("bar.example.com", "wildcard-example-com"),
+        ("bar.foo.example.com", "wildcard-foo-example-com"),
+        ("abc.foo.example.com", "abc-foo-example-com"),
+    ],
+)
+def test_each_listener_serves_only_its_own_routes(host, served):
+    listeners = [
+        {"name": name, "port": 80, "protocol": "HTTP", **({"hostname": h} if h else {})}
+        for name, h in ISOLATED.items()
+    ]
+    objects: list[dict[str, Any]] = [gateway(*listeners)]
+    for name in ISOLATED:
+        attached = rule("one", path={"type": "PathPrefix", "value": f"/{name}"})
+        spec = {"parentRefs": [{"name": "gw", "sectionName": name}], "rules": [attached]}
+        objects.append({**route(f"to-{name}", attached), "spec": spec})
+    for name in ISOLATED:
+        expected = None if name == served else 404
+        assert decide(objects, f"/{name}", host=host).status == expected, (host, name)
+
+
 def test_regular_expression_paths_come_after_exact_and_before_prefixes():
     objects = [
         gateway(HTTP),
