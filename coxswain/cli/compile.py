@@ -175,6 +175,13 @@ def _add_compile_config(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="Ingress only: compile, report and provision nothing of the Gateway API",
     )
+    parser.add_argument(
+        "--gateway-api-channel",
+        choices=("standard", "experimental"),
+        default="standard",
+        help="the Gateway API CRDs' channel the cluster has: the GatewayClass status "
+        "declares the experimental features only with experimental (default: standard)",
+    )
 
 
 def _compile(args: argparse.Namespace) -> int:
@@ -197,6 +204,7 @@ def _compile(args: argparse.Namespace) -> int:
         shared_proxy_selector=pmap(args.shared_proxy_selector),
         shared_vip_service_type=args.shared_vip_service_type,
         gateway_api=not args.disable_gateway_api,
+        gateway_api_channel=args.gateway_api_channel,
         status_addresses=tuple(args.status_addresses),
         shared_ports_per_namespace=args.shared_ports_per_namespace,
         proxy_trusted_proxies=tuple(map(str, args.proxy_trusted_proxies)),

@@ -39,6 +39,10 @@ class CompileConfig:
         namespace: the controller's namespace, where the shared pool's VIP Services live.
         gateway_api: False serves Ingress only (``--disable-gateway-api``): nothing of the
             Gateway API is compiled, reported or provisioned.
+        gateway_api_channel: the release channel of the Gateway API CRDs installed,
+            ``standard`` or ``experimental``: the GatewayClass status declares the features of
+            the experimental fields only where they exist (the controller reads it from the
+            HTTPRoute CRD; ``coxswain compile --gateway-api-channel``).
         ingress_controller: ``IngressClass.spec.controller`` value that marks a class as ours.
         gateway_controller: ``GatewayClass.spec.controllerName`` value that marks a class as ours.
         ingress_http_port: the port Ingress HTTP traffic is advertised on (80).
@@ -64,6 +68,7 @@ class CompileConfig:
 
     namespace: str = "coxswain-system"
     gateway_api: bool = True
+    gateway_api_channel: str = "standard"
     ingress_controller: str = DEFAULT_INGRESS_CONTROLLER
     gateway_controller: str = DEFAULT_GATEWAY_CONTROLLER
     ingress_http_port: int = 80

@@ -19,6 +19,7 @@ next round; the discovery server keeps what it last published.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import random
@@ -39,6 +40,7 @@ from coxswain.shell.control.cluster_ca import (
     stale_proxy_secrets,
 )
 from coxswain.shell.control.cluster_view import ClusterView
+from coxswain.shell.control.gateway_api_release import GatewayApiRelease, read_release
 from coxswain.shell.control.informers import GATEWAY_API, INFORMED, PROVISIONING, Informer, Watched
 from coxswain.shell.control.kube import ApiFailure, Kube, Resource, Unreachable
 from coxswain.shell.control.leader import LeaderElection
@@ -123,7 +125,19 @@ class _Health:
             ["resource"],
             registry=self.registry,
         )
+        self.gateway_api = Gauge(
+            "coxswain_controller_gateway_api_info",
+            "The Gateway API CRDs installed (value 1): channel and bundle version",
+            ["channel", "version"],
+            registry=self.registry,
+        )
         self.serving = False
+
+    def release(self, before: GatewayApiRelease, now: GatewayApiRelease) -> None:
+        """The installed Gateway API release changed from ``before`` (absent at first)."""
+        with contextlib.suppress(KeyError):
+            self.gateway_api.remove(before.channel, before.version)
+        self.gateway_api.labels(now.channel, now.version).set(1)
 
     async def ready(self) -> bool:
         return self.serving
@@ -225,6 +239,7 @@ class _Reconciler:
         self._view = ClusterView()
         self._changed = trio.Event()
         self._gateway_api = False
+        self._release = GatewayApiRelease()
         # snapshot version -> the Gateways it serves, with the generation it was compiled from
         self._served: dict[str, dict[str, int]] = {}
 
@@ -286,6 +301,15 @@ class _Reconciler:
             self._gateway_api = True
             log.info("the Gateway API is served: full mode")
             self._poke()
+        if self._gateway_api:
+            release = await read_release(self._kube)
+            if release is not None and release != self._release:
+                log.info(
+                    "Gateway API CRDs: %s channel, version %s", release.channel, release.version
+                )
+                self._health.release(self._release, release)
+                self._release = release
+                self._poke()
 
     def _refused(self, resource: Resource) -> None:
         self._health.refused.labels(resource=resource.plural).inc()
@@ -328,6 +352,7 @@ class _Reconciler:
         config = replace(
             self._settings.compile,
             gateway_api=self._settings.compile.gateway_api and self._gateway_api,
+            gateway_api_channel=self._release.channel,
         )
         self.publisher.config = config
         state = self._view.state

@@ -23,6 +23,7 @@ from coxswain.shell.control.kube import Kube
 from coxswain.shell.controller import run_controller
 from coxswain.shell.dataplane.server import ProxyConfig
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer
+from tests.apiserver.crds import GATEWAY_API_CHART
 
 from .controller_harness import NAMESPACE, credentials, settings, start_shared_proxy
 from .manifests import backend, default_ingress, gateway, gateway_class, http_route, ingress_class
@@ -77,6 +78,9 @@ def get(port: int, host: str) -> int:
     except OSError:
         return 0
     return status
+
+
+HTTPROUTE_CRD_FILE = "gateway.networking.k8s.io_httproutes.yaml"
 
 
 def run(main: Callable[[ApiServer, Kube], Awaitable[None]]) -> None:
@@ -137,6 +141,22 @@ def test_ingress_only_then_gateway_api_installed_then_programmed_with_a_proxy() 
             ]
             assert len(vips) == 1
             await served(30000, "x.example.com")
+
+            # the experimental channel's CRDs replace the standard ones: the GatewayClass
+            # declares the features of their fields, without a restart
+            def features() -> set[str]:
+                body = api.get("GatewayClass", "coxswain") or {}
+                return {f["name"] for f in body.get("status", {}).get("supportedFeatures", [])}
+
+            assert "HTTPRouteCORS" in features()
+            assert "HTTPRouteRetry" not in features()
+            api.install_crds(GATEWAY_API_CHART / "experimental" / HTTPROUTE_CRD_FILE)
+            await eventually(
+                lambda: {"HTTPRouteRetry", "HTTPRouteDestinationPortMatching"} <= features(),
+                "the experimental features are declared",
+            )
+            api.install_crds(GATEWAY_API_CRDS / HTTPROUTE_CRD_FILE)
+            await eventually(lambda: "HTTPRouteRetry" not in features(), "and withdrawn")
 
             # nothing changes: no status write, even when every watch is dropped
             writes = len([r for r in api.requests if r.path.endswith("/status")])

@@ -44,8 +44,9 @@ TIMEOUT = 30
 Grant = tuple[str, str, str]  # API group, resource (or resource/subresource), verb
 
 
-def requested(record: RequestRecord) -> tuple[str | None, Grant] | None:
-    """The namespace and grant a request needs; None for discovery documents."""
+def requested(record: RequestRecord) -> tuple[str | None, Grant, str | None] | None:
+    """The namespace and grant a request needs, and the object a ``get`` names (which a rule's
+    resourceNames may restrict it to); None for discovery documents."""
     parts = record.path.strip("/").split("/")
     if parts[0] == "api":
         group, rest = "", parts[2:]
@@ -71,17 +72,28 @@ def requested(record: RequestRecord) -> tuple[str | None, Grant] | None:
             verb = "watch"
         else:
             verb = "get" if len(rest) > 1 else "list"
-    return namespace, (group, resource, verb)
+    name = rest[1] if verb == "get" and len(rest) == 2 else None
+    return namespace, (group, resource, verb), name
 
 
-def grants(role: dict[str, Any]) -> set[Grant]:
+def grants(role: dict[str, Any]) -> set[tuple[Grant, str | None]]:
+    """Each grant, with the one object it is restricted to (None: any)."""
     return {
-        (group, resource, verb)
+        ((group, resource, verb), name)
         for rule in role["rules"]
         for group in rule["apiGroups"]
         for resource in rule["resources"]
         for verb in rule["verbs"]
+        for name in rule.get("resourceNames") or [None]
     }
+
+
+def granting(granted: set[tuple[Grant, str | None]], grant: Grant, name: str | None) -> object:
+    """The rule entry that allows a request, or None."""
+    for entry in ((grant, name), (grant, None)):
+        if entry in granted:
+            return entry
+    return None
 
 
 def objects(gateway_api: bool) -> list[dict[str, Any]]:
@@ -167,12 +179,15 @@ def test_the_chart_grants_exactly_the_requests_the_controller_makes(gateway_api:
     cluster = grants(chart.get("ClusterRole", f"coxswain-controller-{NAMESPACE}"))
     local = grants(chart.get("Role", "coxswain-controller"))
     refused = {
-        (namespace, grant)
-        for namespace, grant in made
-        if grant not in cluster and not (namespace == NAMESPACE and grant in local)
+        (namespace, grant, name)
+        for namespace, grant, name in made
+        if not granting(cluster, grant, name)
+        and not (namespace == NAMESPACE and granting(local, grant, name))
     }
     assert refused == set()
-    used = {grant for _, grant in made}
+    used = {granting(cluster, g, n) for _, g, n in made} | {
+        granting(local, g, n) for ns, g, n in made if ns == NAMESPACE
+    }
     assert cluster - used == set(), "granted cluster-wide, never used"
     assert local - used == set(), "granted in the namespace, never used"
 
@@ -181,11 +196,22 @@ def test_request_paths_map_to_grants() -> None:
     def grant(method: str, path: str, query: str = "") -> object:
         return requested(RequestRecord(method, path, query, None))
 
-    assert grant("GET", "/api/v1/services", "watch=true") == (None, ("", "services", "watch"))
-    assert grant("GET", "/api/v1/namespaces/a/secrets/x") == ("a", ("", "secrets", "get"))
+    assert grant("GET", "/api/v1/services", "watch=true") == (
+        None,
+        ("", "services", "watch"),
+        None,
+    )
+    assert grant("GET", "/api/v1/namespaces/a/secrets/x") == ("a", ("", "secrets", "get"), "x")
     assert grant("PATCH", "/apis/gateway.networking.k8s.io/v1/namespaces/a/gateways/g/status") == (
         "a",
         ("gateway.networking.k8s.io", "gateways/status", "patch"),
+        None,
+    )
+    crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/httproutes.x"
+    assert grant("GET", crd) == (
+        None,
+        ("apiextensions.k8s.io", "customresourcedefinitions", "get"),
+        "httproutes.x",
     )
     assert grant("GET", "/apis/apps/v1") is None
     assert grant("GET", "/api") is None

@@ -47,16 +47,15 @@ UNREAD: Final[dict[tuple[str, tuple[str, ...]], str]] = {
     ("Service", ("status", "loadBalancer", "ingress", "*", "hostname")): "as ip",
     ("EndpointSlice", ("endpoints", "*", "conditions", "serving")): "ready alone decides",
     ("EndpointSlice", ("endpoints", "*", "conditions", "terminating")): "ready alone decides",
-    (
-        "HTTPRoute",
-        ("spec", "rules", "*", "filters", "*", "cors"),
-    ): "unsupported: the rule answers 500",
     ("HTTPRoute", ("spec", "rules", "*", "filters", "*", "extensionRef")): "never skipped: 500",
     ("Ingress", ("spec", "rules", "*", "http", "paths", "*", "backend", "resource", "apiGroup")): (
         "resource backends are refused whatever their group"
     ),
     ("Secret", ("data", "password")): "only tls.crt, tls.key and ca.crt are read",
     ("Service", ("spec", "ports", "*", "targetPort")): "EndpointSlices give the target ports",
+    ("Service", ("spec", "ports", "*", "appProtocol")): "every backend is spoken to in "
+    "HTTP/1.1, which kubernetes.io/ws asks for too",
+    ("EndpointSlice", ("ports", "*", "appProtocol")): "as the Service's",
     ("Service", ("spec", "selector")): "EndpointSlices give the endpoints",
     ("ServiceAccount", ("automountServiceAccountToken",)): "only its existence matters",
 }

@@ -474,7 +474,10 @@ def stated_rbac(doc: str, gateway_api: bool) -> tuple[Grants, Grants]:
             continue
         group = "" if group == "core" else group.strip("`")
         for resource in resources.split(","):
-            grant = found[scope].setdefault((group, resource.strip().strip("`")), set())
+            # "`resource` (name `n`)": a grant of that one object (resourceNames)
+            named = re.fullmatch(r"`([^`]+)` \(name `([^`]+)`\)", resource.strip())
+            key = f"{named[1]}/{named[2]}" if named else resource.strip().strip("`")
+            grant = found[scope].setdefault((group, key), set())
             grant.update(v.strip() for v in verbs.split(","))
     assert rows >= 10, f"docs/{doc} ({heading}) lost its table"
     cluster, namespaced = (
@@ -497,15 +500,20 @@ def test_rbac_is_what_the_documentation_states(doc: str, gateway_api: bool) -> N
     for role in rendered.of_kind("ClusterRole") + rendered.of_kind("Role"):
         for rule in role["rules"]:
             assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
-            assert "resourceNames" not in rule
+            # names restrict get alone: list and watch would ignore them
+            assert "resourceNames" not in rule or rule["verbs"] == ["get"]
 
 
 def _grants(role: dict[str, Any]) -> dict[tuple[str, str], frozenset[str]]:
+    """(API group, resource, or ``resource/name`` for a rule with resourceNames) → verbs."""
     found: dict[tuple[str, str], set[str]] = {}
     for rule in role["rules"]:
+        names = rule.get("resourceNames")
         for group in rule["apiGroups"]:
             for resource in rule["resources"]:
-                found.setdefault((group, resource), set()).update(rule["verbs"])
+                keys = [f"{resource}/{n}" for n in names] if names else [resource]
+                for key in keys:
+                    found.setdefault((group, key), set()).update(rule["verbs"])
     return {k: frozenset(v) for k, v in found.items()}
 
 

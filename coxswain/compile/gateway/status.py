@@ -40,7 +40,13 @@ if TYPE_CHECKING:
     from coxswain.compile.gateway.model import GatewayModel, RouteVerdict
     from coxswain.compile.model.gateway_objects import Gateway, GatewayClass
 
-__all__ = ["SUPPORTED_FEATURES", "gateway_diagnostics", "gateway_statuses"]
+__all__ = [
+    "EXPERIMENTAL_FEATURES",
+    "SUPPORTED_FEATURES",
+    "gateway_diagnostics",
+    "gateway_statuses",
+    "supported_features",
+]
 
 API_VERSION: Final = "gateway.networking.k8s.io/v1"
 
@@ -76,6 +82,20 @@ SUPPORTED_FEATURES: Final = (
     "HTTPRouteSchemeRedirect",
     "ReferenceGrant",
 )
+EXPERIMENTAL_FEATURES: Final = (
+    "HTTPRouteDestinationPortMatching",
+    "HTTPRouteRetry",
+    "HTTPRouteRetryBackendTimeout",
+    "HTTPRouteRetryConnectionError",
+)
+"""Features whose fields only the experimental channel's CRDs have (``parentRefs[].port`` on
+HTTPRoute, ``rules[].retry``): declared only when the cluster has that channel installed."""
+
+
+def supported_features(config: CompileConfig) -> list[str]:
+    """The GatewayClass ``supportedFeatures`` for the installed channel, sorted."""
+    experimental = config.gateway_api_channel == "experimental"
+    return sorted((*SUPPORTED_FEATURES, *(EXPERIMENTAL_FEATURES if experimental else ())))
 
 
 def gateway_statuses(
@@ -94,7 +114,7 @@ def gateway_statuses(
         accepted = _class_accepted(gateway_class, model)
         body = {
             "conditions": [condition_data(accepted, gateway_class.meta.generation)],
-            "supportedFeatures": [{"name": name} for name in sorted(SUPPORTED_FEATURES)],
+            "supportedFeatures": [{"name": name} for name in supported_features(config)],
         }
         found.append(
             _status(
