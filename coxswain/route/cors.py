@@ -52,9 +52,7 @@ class CorsOutcome:
     reason: str
 
 
-def cors_outcome(
-    cors: Cors, method: str, origin: str, headers: Mapping[str, str]
-) -> CorsOutcome:
+def cors_outcome(cors: Cors, method: str, origin: str, headers: Mapping[str, str]) -> CorsOutcome:
     """Rules 1 to 4 for a request that sent ``Origin`` (``headers``: lower-cased names). Pure."""
     preflight = method == "OPTIONS" and "access-control-request-method" in headers
     allowed = origin_allowed(cors.allow_origins, origin)
@@ -65,10 +63,10 @@ def cors_outcome(
     if cors.allow_credentials:
         fields.append((b"access-control-allow-credentials", b"true"))
     if preflight:
-        if (methods := _listed(cors.allow_methods, headers["access-control-request-method"])):
+        if methods := _listed(cors.allow_methods, headers["access-control-request-method"]):
             fields.append((b"access-control-allow-methods", methods))
         asked = headers.get("access-control-request-headers")
-        if (allowed_headers := _listed(cors.allow_headers, asked)):
+        if allowed_headers := _listed(cors.allow_headers, asked):
             fields.append((b"access-control-allow-headers", allowed_headers))
     if cors.expose_headers and not (cors.allow_credentials and ANY in cors.expose_headers):
         fields.append((b"access-control-expose-headers", ", ".join(cors.expose_headers).encode()))

@@ -155,9 +155,7 @@ def _decide(
         suffix = "" if _WELL_KNOWN.get(scheme) == port else f":{port}"
         new_path = _edit_path(r.path, match, path)
         location = f"{scheme}://{r.hostname or host}{suffix}{new_path}{query}"
-        return decided(
-            r.status, f"redirected to {location}", redirect=location, fields=cors_fields
-        )
+        return decided(r.status, f"redirected to {location}", redirect=location, fields=cors_fields)
     forwarded_host = host_header
     forwarded_path = path
     if action.rewrite is not None:
