@@ -149,10 +149,13 @@ def _not_allowed(
         and matches_selector(allowed.selector, namespace_labels(state.namespaces, namespace))
     ):
         return None
+    broken = None if allowed.selector is None else allowed.selector.problem
     why = {
         "None": "allows no ListenerSet",
         "Same": f"allows ListenerSets of namespace {gateway.meta.key.namespace} only",
-        "Selector": f"does not select namespace {namespace}",
+        "Selector": f"does not select namespace {namespace}"
+        if broken is None
+        else f"has a namespace selector that selects nothing: {broken}",
     }.get(origin, f"has allowedListeners.namespaces.from {origin!r}, which admits none")
     return problem(
         "Accepted",
