@@ -107,13 +107,21 @@ def gateways(draw: st.DrawFn) -> dict[str, Any]:
                 }
             }
         }
+    return _named(draw, "Gateway", spec)
+
+
+def _named(
+    draw: st.DrawFn, kind: str, spec: dict[str, Any], created: str | None = None
+) -> dict[str, Any]:
+    """A namespaced Gateway API object of ``kind``, its name, namespace and (unless given)
+    creation time drawn from the small alphabets."""
     return {
         "apiVersion": GW,
-        "kind": "Gateway",
+        "kind": kind,
         "metadata": _meta(
             draw(st.sampled_from(NAMES)),
             draw(st.sampled_from(NAMESPACES)),
-            draw(st.sampled_from(TIMES)),
+            created or draw(st.sampled_from(TIMES)),
         ),
         "spec": spec,
     }
@@ -128,16 +136,8 @@ def listener_sets(draw: st.DrawFn, created: str | None = None) -> dict[str, Any]
     if draw(st.booleans()):
         parent["namespace"] = draw(st.sampled_from(NAMESPACES))
     count = draw(st.integers(1, 3))
-    return {
-        "apiVersion": GW,
-        "kind": "ListenerSet",
-        "metadata": _meta(
-            draw(st.sampled_from(NAMES)),
-            draw(st.sampled_from(NAMESPACES)),
-            created or draw(st.sampled_from(TIMES)),
-        ),
-        "spec": {"parentRef": parent, "listeners": [draw(listeners(i)) for i in range(count)]},
-    }
+    spec = {"parentRef": parent, "listeners": [draw(listeners(i)) for i in range(count)]}
+    return _named(draw, "ListenerSet", spec, created)
 
 
 @st.composite
@@ -224,16 +224,7 @@ def httproutes(draw: st.DrawFn) -> dict[str, Any]:
     }
     if draw(st.booleans()):
         spec["hostnames"] = draw(st.lists(st.sampled_from(HOSTS), min_size=1, max_size=2))
-    return {
-        "apiVersion": GW,
-        "kind": "HTTPRoute",
-        "metadata": _meta(
-            draw(st.sampled_from(NAMES)),
-            draw(st.sampled_from(NAMESPACES)),
-            draw(st.sampled_from(TIMES)),
-        ),
-        "spec": spec,
-    }
+    return _named(draw, "HTTPRoute", spec)
 
 
 @st.composite
