@@ -84,6 +84,7 @@ SUPPORTED_FEATURES: Final = (
     "HTTPRouteRequestTimeout",
     "HTTPRouteResponseHeaderModification",
     "HTTPRouteSchemeRedirect",
+    "ListenerSet",
     "ReferenceGrant",
 )
 
