@@ -3,11 +3,11 @@
 A problem condition is one that is False (Accepted, ResolvedRefs, Programmed…) or, for the
 condition types that report trouble when True (Conflicted, PartiallyInvalid), True. Each must
 be matched by a diagnostic of some scope's ``compile`` on the same object with the same reason.
-The exceptions are the conditions that only sum up others of the same object (a Gateway's
-``ListenersNotValid`` and ``ListenersNotResolved``, ``Programmed=False/Invalid`` of a listener
-or Gateway that is not valid): their object must have an error diagnostic, the cause. A new
-problem condition without a diagnostic fails the golden cases and the property tests that call
-``unreported``.
+The exceptions are the conditions that only sum up others of the same object (a Gateway's or a
+ListenerSet's ``ListenersNotValid``, ``ListenersNotResolved``, ``Programmed=False/Invalid`` of
+a listener or Gateway that is not valid): their object must have an error diagnostic, the
+cause. A new problem condition without a diagnostic fails the golden cases and the property
+tests that call ``unreported``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 SUMMARIES: Final = frozenset(
     {
         ("Accepted", "ListenersNotValid"),
+        ("Programmed", "ListenersNotValid"),
         ("ResolvedRefs", "ListenersNotResolved"),
         ("Programmed", "Invalid"),
     }

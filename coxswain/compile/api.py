@@ -105,6 +105,7 @@ def compile(  # noqa: A001 - the name the architecture gives the core's one entr
     gateway_found = [
         *(d for c in model.classes for d in c.diagnostics),
         *(d for g in (*model.gateways, *model.unserved) for d in g.diagnostics),
+        *(d for s in model.listener_sets for d in s.listener_set.diagnostics),
         *(d for r in model.routes for d in r.compiled.route.diagnostics),
         *(d for p in model.placements.values() for layer in p.layers for d in layer.diagnostics),
         *gateway_diagnostics(model),

@@ -41,7 +41,14 @@ from coxswain.shell.control.cluster_ca import (
 )
 from coxswain.shell.control.cluster_view import ClusterView
 from coxswain.shell.control.gateway_api_release import GatewayApiRelease, read_release
-from coxswain.shell.control.informers import GATEWAY_API, INFORMED, PROVISIONING, Informer, Watched
+from coxswain.shell.control.informers import (
+    GATEWAY_API,
+    GATEWAY_API_OPTIONAL,
+    INFORMED,
+    PROVISIONING,
+    Informer,
+    Watched,
+)
 from coxswain.shell.control.kube import ApiFailure, Kube, Resource, Unreachable
 from coxswain.shell.control.leader import LeaderElection
 from coxswain.shell.control.provisioner import Provisioner
@@ -281,7 +288,8 @@ class _Reconciler:
             return
 
     async def _start_served(self, nursery: trio.Nursery) -> None:
-        """Start an informer for each resource the cluster serves and none runs for yet."""
+        """Start an informer for each resource the cluster serves and none runs for yet; the
+        optional Gateway API ones once full mode is on."""
         wanted = self._settings.compile.gateway_api
         served: dict[str, frozenset[str]] = {}  # per group version, asked once per probe
         for watched in (*INFORMED, *(PROVISIONING if wanted else ())):
@@ -302,6 +310,11 @@ class _Reconciler:
             log.info("the Gateway API is served: full mode")
             self._poke()
         if self._gateway_api:
+            for watched in GATEWAY_API_OPTIONAL:
+                if watched.resource.plural not in self._informers and await self._is_served(
+                    watched.resource, served
+                ):
+                    self._start(nursery, watched)
             release = await read_release(self._kube)
             if release is not None and release != self._release:
                 log.info(

@@ -76,6 +76,19 @@ def http_route(name: str, parent: str, service: str, **spec: Any) -> dict[str, A
     }
 
 
+def listener_set(name: str, parent: str, port: int) -> dict[str, Any]:
+    """A ListenerSet ``app/name`` of Gateway ``parent`` with one HTTP listener on ``port``."""
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "ListenerSet",
+        "metadata": {"name": name, "namespace": "app"},
+        "spec": {
+            "parentRef": {"name": parent},
+            "listeners": [{"name": "extra", "port": port, "protocol": "HTTP"}],
+        },
+    }
+
+
 def default_ingress(service: str, name: str = "site") -> dict[str, Any]:
     """An Ingress of class ``coxswain`` sending everything to ``service``:80 in ``app``."""
     return {

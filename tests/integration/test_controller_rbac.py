@@ -31,6 +31,7 @@ from .manifests import (
     gateway_class,
     http_route,
     ingress_class,
+    listener_set,
     own_infrastructure,
     own_parameters,
 )
@@ -104,6 +105,7 @@ def objects(gateway_api: bool) -> list[dict[str, Any]]:
             own_parameters({"autoscaling": {"minReplicas": 1, "maxReplicas": 3}}),
             edge(dedicated=True),
             http_route("r", "edge", "web"),
+            listener_set("extra", "edge", 8080),  # its status is written (NotAllowed)
         ]
     return found
 

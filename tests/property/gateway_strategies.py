@@ -1,8 +1,10 @@
 """Hypothesis strategies for small Gateway API worlds (docs/architecture.md, "Tests").
 
 Namespaces {a, b}; names {x, y, z}; hostnames {foo.test, *.test, bar.foo.test}; paths
-{/, /a, /a/b, /ab}. References are drawn from the same names, so some resolve and some dangle.
-``malformed`` replaces random fields with arbitrary JSON values.
+{/, /a, /a/b, /ab}. References are drawn from the same names, so some resolve and some dangle;
+ListenerSets name the same Gateways and reuse the listener names, ports and hostnames of
+Gateways, so that their listeners collide. ``malformed`` replaces random fields with arbitrary
+JSON values.
 """
 
 from __future__ import annotations
@@ -87,6 +89,12 @@ def gateways(draw: st.DrawFn) -> dict[str, Any]:
         "gatewayClassName": draw(st.sampled_from(("coxswain", "coxswain", "coxswain", "other"))),
         "listeners": [draw(listeners(i)) for i in range(count)],
     }
+    origin = draw(st.sampled_from((None, "None", "Same", "All", "All", "Selector")))
+    if origin is not None:
+        namespaces: dict[str, Any] = {"from": origin}
+        if origin == "Selector":
+            namespaces["selector"] = {"matchLabels": {"team": draw(st.sampled_from(("t1", "t2")))}}
+        spec["allowedListeners"] = {"namespaces": namespaces}
     if draw(st.integers(0, 4)) == 0:
         spec["tls"] = {
             "frontend": {
@@ -99,16 +107,37 @@ def gateways(draw: st.DrawFn) -> dict[str, Any]:
                 }
             }
         }
+    return _named(draw, "Gateway", spec)
+
+
+def _named(
+    draw: st.DrawFn, kind: str, spec: dict[str, Any], created: str | None = None
+) -> dict[str, Any]:
+    """A namespaced Gateway API object of ``kind``, its name, namespace and (unless given)
+    creation time drawn from the small alphabets."""
     return {
         "apiVersion": GW,
-        "kind": "Gateway",
+        "kind": kind,
         "metadata": _meta(
             draw(st.sampled_from(NAMES)),
             draw(st.sampled_from(NAMESPACES)),
-            draw(st.sampled_from(TIMES)),
+            created or draw(st.sampled_from(TIMES)),
         ),
         "spec": spec,
     }
+
+
+@st.composite
+def listener_sets(draw: st.DrawFn, created: str | None = None) -> dict[str, Any]:
+    """A ListenerSet naming one of the Gateways the worlds draw (or none of them), with one to
+    three listeners drawn as a Gateway's are (names l0..l2, so they collide with the
+    Gateways' and each other's)."""
+    parent: dict[str, Any] = {"name": draw(st.sampled_from(NAMES[:2]))}
+    if draw(st.booleans()):
+        parent["namespace"] = draw(st.sampled_from(NAMESPACES))
+    count = draw(st.integers(1, 3))
+    spec = {"parentRef": parent, "listeners": [draw(listeners(i)) for i in range(count)]}
+    return _named(draw, "ListenerSet", spec, created)
 
 
 @st.composite
@@ -180,6 +209,8 @@ def httproutes(draw: st.DrawFn) -> dict[str, Any]:
     parents = []
     for _ in range(draw(st.integers(1, 2))):
         parent: dict[str, Any] = {"name": draw(st.sampled_from(NAMES[:2]))}
+        if draw(st.integers(0, 2)) == 0:
+            parent.update(group="gateway.networking.k8s.io", kind="ListenerSet")
         if draw(st.booleans()):
             parent["namespace"] = draw(st.sampled_from(NAMESPACES))
         if draw(st.integers(0, 3)) == 0:
@@ -193,16 +224,7 @@ def httproutes(draw: st.DrawFn) -> dict[str, Any]:
     }
     if draw(st.booleans()):
         spec["hostnames"] = draw(st.lists(st.sampled_from(HOSTS), min_size=1, max_size=2))
-    return {
-        "apiVersion": GW,
-        "kind": "HTTPRoute",
-        "metadata": _meta(
-            draw(st.sampled_from(NAMES)),
-            draw(st.sampled_from(NAMESPACES)),
-            draw(st.sampled_from(TIMES)),
-        ),
-        "spec": spec,
-    }
+    return _named(draw, "HTTPRoute", spec)
 
 
 @st.composite
@@ -261,7 +283,7 @@ def supporting(draw: st.DrawFn) -> dict[str, Any]:
                 "from": [
                     {
                         "group": "gateway.networking.k8s.io",
-                        "kind": draw(st.sampled_from(("Gateway", "HTTPRoute"))),
+                        "kind": draw(st.sampled_from(("Gateway", "ListenerSet", "HTTPRoute"))),
                         "namespace": draw(st.sampled_from(NAMESPACES)),
                     }
                 ],
@@ -292,7 +314,9 @@ def _corrupt(body: dict[str, Any], value: Any, depth: int) -> dict[str, Any]:
 
 @st.composite
 def malformed(draw: st.DrawFn) -> dict[str, Any]:
-    body = draw(st.one_of(gateways(), httproutes(), gateway_classes(), supporting()))
+    body = draw(
+        st.one_of(gateways(), listener_sets(), httproutes(), gateway_classes(), supporting())
+    )
     return _corrupt(body, draw(json_values), draw(st.integers(0, 3)))
 
 
@@ -305,13 +329,21 @@ OUR_CLASS = {
 
 worlds = st.lists(
     st.one_of(
-        gateway_classes(), gateways(), httproutes(), httproutes(), supporting(), supporting()
+        gateway_classes(),
+        gateways(),
+        listener_sets(),
+        httproutes(),
+        httproutes(),
+        supporting(),
+        supporting(),
     ),
     min_size=1,
     max_size=16,
 ).map(lambda bodies: [OUR_CLASS, *bodies])
 messy_worlds = st.lists(
-    st.one_of(gateway_classes(), gateways(), httproutes(), supporting(), malformed()),
+    st.one_of(
+        gateway_classes(), gateways(), listener_sets(), httproutes(), supporting(), malformed()
+    ),
     min_size=1,
     max_size=12,
 )

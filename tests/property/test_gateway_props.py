@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from coxswain.compile import SharedPool, build_state, compile, status
+from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.snapshot_json import dump_snapshot, snapshot_from_data, snapshot_to_data
 from tests.parity import unreported
 
@@ -54,12 +55,19 @@ def test_every_owned_object_gets_exactly_one_status(bodies):
     expected = {("GatewayClass", "", name) for name in ours}
     owned_gateways = {k for k, g in state.gateways.items() if g.class_name in ours}
     expected |= {("Gateway", k.namespace, k.name) for k in owned_gateways}
+    owned_sets = {
+        k
+        for k, s in state.listener_sets.items()
+        if s.parent is not None
+        and (s.parent.group, s.parent.kind) == ("gateway.networking.k8s.io", "Gateway")
+        and ObjectKey("Gateway", s.parent.namespace or k.namespace, s.parent.name) in owned_gateways
+    }
+    expected |= {("ListenerSet", k.namespace, k.name) for k in owned_sets}
+    parents = owned_gateways | owned_sets
     for key, route in state.httproutes.items():
         for ref in route.parent_refs:
-            parent = (ref.namespace or key.namespace, ref.name)
-            if (ref.group, ref.kind) == ("gateway.networking.k8s.io", "Gateway") and any(
-                (g.namespace, g.name) == parent for g in owned_gateways
-            ):
+            parent = ObjectKey(ref.kind, ref.namespace or key.namespace, ref.name)
+            if ref.group == "gateway.networking.k8s.io" and parent in parents:
                 expected.add(("HTTPRoute", key.namespace, key.name))
     assert set(keys) == expected
 

@@ -1,13 +1,16 @@
 """Attaching routes to listeners: parentRefs, allowedRoutes and hostname intersection.
 
 Rules (Gateway API v1: ParentReference, AllowedRoutes, HTTPRoute ``hostnames``):
-1. A parentRef names a Gateway (group ``gateway.networking.k8s.io``, kind ``Gateway``), in the
-   route's namespace unless it says otherwise; refs to Gateways that are not ours are ignored
-   (another controller answers them). ``sectionName`` and ``port`` narrow the listeners; none
-   left is ``Accepted=False/NoMatchingParent``.
-2. A listener admits the route when its ``allowedRoutes.namespaces`` (``Same``, ``All``, or a
-   label ``Selector`` over the route's Namespace) and ``kinds`` allow it
-   (``NotAllowedByListeners`` otherwise).
+1. A parentRef names a Gateway or a ListenerSet (group ``gateway.networking.k8s.io``, kind
+   ``Gateway`` or ``ListenerSet``), in the route's namespace unless it says otherwise; refs to
+   parents that are not ours are ignored (another controller answers them). The route attaches
+   to the listeners of that object only: a Gateway parentRef never reaches its ListenerSets'
+   listeners (GEP-1713, "Gateway Parents and sectionName"). ``sectionName`` and ``port``
+   narrow the listeners; none left is ``Accepted=False/NoMatchingParent``, as is a ListenerSet
+   its Gateway does not take (``detached``).
+2. A listener admits the route when its ``allowedRoutes.namespaces`` (``Same``: the namespace
+   of the listener's owner, Gateway or ListenerSet; ``All``; or a label ``Selector`` over the
+   route's Namespace) and ``kinds`` allow it (``NotAllowedByListeners`` otherwise).
 3. All hostname intersection lives here: a listener without hostname takes every route
    hostname; a route without hostnames takes the listener's; otherwise each route hostname is
    kept when the listener's matches it, or replaced by the listener's when it is the narrower
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["Attachment", "ParentVerdict", "attach_route", "intersect_hostnames"]
 
 _NAME_LABEL = "kubernetes.io/metadata.name"
+_PARENT_KINDS = frozenset({"Gateway", "ListenerSet"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,26 +55,37 @@ class Attachment:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ParentVerdict:
-    """The outcome of one parentRef that names one of our Gateways."""
+    """The outcome of one parentRef that names one of our Gateways or ListenerSets."""
 
     ref: ParentRef
-    gateway: ObjectKey
+    parent: ObjectKey
     accepted: Condition
     attachments: tuple[Attachment, ...]
 
 
 def attach_route(
     route: HTTPRoute,
-    gateways: Mapping[ObjectKey, list[ListenerVerdict]],
+    parents: Mapping[ObjectKey, list[ListenerVerdict]],
     namespaces: Mapping[ObjectKey, Namespace],
+    detached: Mapping[ObjectKey, str],
 ) -> list[ParentVerdict]:
-    """Attach one route to the listeners its parentRefs name. Pure."""
+    """Attach one route to the listeners its parentRefs name. Pure.
+
+    Args:
+        route: the route.
+        parents: the listeners of each of our Gateways and ListenerSets, by the object's key.
+        namespaces: for ``allowedRoutes`` selectors.
+        detached: why each of our ListenerSets that did not join its Gateway has no listener.
+    """
     verdicts: list[ParentVerdict] = []
     for ref in route.parent_refs:
-        if (ref.group, ref.kind) != (GATEWAY_GROUP, "Gateway"):
+        if ref.group != GATEWAY_GROUP or ref.kind not in _PARENT_KINDS:
             continue
-        key = ObjectKey("Gateway", ref.namespace or route.meta.key.namespace, ref.name)
-        listeners = gateways.get(key)
+        key = ObjectKey(ref.kind, ref.namespace or route.meta.key.namespace, ref.name)
+        if (why := detached.get(key)) is not None:
+            verdicts.append(_refused(route, ref, key, "NoMatchingParent", why))
+            continue
+        listeners = parents.get(key)
         if listeners is None:
             continue
         verdicts.append(_attach(route, ref, key, listeners, namespaces))
@@ -80,7 +95,7 @@ def attach_route(
 def _attach(
     route: HTTPRoute,
     ref: ParentRef,
-    gateway: ObjectKey,
+    parent: ObjectKey,
     listeners: list[ListenerVerdict],
     namespaces: Mapping[ObjectKey, Namespace],
 ) -> ParentVerdict:
@@ -100,21 +115,16 @@ def _attach(
             if part
         )
         return _refused(
-            route,
-            ref,
-            gateway,
-            "NoMatchingParent",
-            f"Gateway {gateway.ref} has no listener with {wanted}",
+            route, ref, parent, "NoMatchingParent", f"{parent} has no listener with {wanted}"
         )
     allowed = [v for v in candidates if _allows(v, route, namespaces)]
     if not allowed:
         return _refused(
             route,
             ref,
-            gateway,
+            parent,
             "NotAllowedByListeners",
-            f"no listener of Gateway {gateway.ref} allows HTTPRoutes from namespace "
-            f"{route.meta.key.namespace}",
+            f"no listener of {parent} allows HTTPRoutes from namespace {route.meta.key.namespace}",
         )
     attachments = [
         Attachment(listener=v, hostnames=hosts)
@@ -126,24 +136,24 @@ def _attach(
         return _refused(
             route,
             ref,
-            gateway,
+            parent,
             "NoMatchingListenerHostname",
-            "no hostname of the route intersects a listener hostname of Gateway " + gateway.ref,
+            f"no hostname of the route intersects a listener hostname of {parent}",
         )
     return ParentVerdict(
         ref=ref,
-        gateway=gateway,
+        parent=parent,
         accepted=Condition(type="Accepted", status=True, reason="Accepted"),
         attachments=tuple(attachments),
     )
 
 
 def _refused(
-    route: HTTPRoute, ref: ParentRef, gateway: ObjectKey, reason: str, message: str
+    route: HTTPRoute, ref: ParentRef, parent: ObjectKey, reason: str, message: str
 ) -> ParentVerdict:
     return ParentVerdict(
         ref=ref,
-        gateway=gateway,
+        parent=parent,
         accepted=problem("Accepted", reason, message, key=route.meta.key, field=ref.field),
         attachments=(),
     )
@@ -159,13 +169,18 @@ def _allows(
     if allowed.namespaces_from == "All":
         return True
     if allowed.namespaces_from == "Same":
-        return route_ns == verdict.gateway.meta.key.namespace
+        return route_ns == verdict.owner.namespace
     if allowed.namespaces_from == "Selector" and allowed.selector is not None:
-        # The API server labels every Namespace with its name (Kubernetes 1.22+).
-        namespace = namespaces.get(ObjectKey("Namespace", "", route_ns))
-        labels = (pmap() if namespace is None else namespace.meta.labels).set(_NAME_LABEL, route_ns)
-        return matches_selector(allowed.selector, labels)
+        return matches_selector(allowed.selector, namespace_labels(namespaces, route_ns))
     return False
+
+
+def namespace_labels(namespaces: Mapping[ObjectKey, Namespace], name: str) -> PMap[str, str]:
+    """The labels of Namespace ``name`` as a selector sees them: its own (none when it is not in
+    the input) and ``kubernetes.io/metadata.name``, which the API server sets on every
+    Namespace (Kubernetes 1.22+)."""
+    namespace = namespaces.get(ObjectKey("Namespace", "", name))
+    return (pmap() if namespace is None else namespace.meta.labels).set(_NAME_LABEL, name)
 
 
 def matches_selector(selector: LabelSelector, labels: PMap[str, str] | None) -> bool:

@@ -4,6 +4,9 @@
 - ``tls`` and ``client_certs``: internal port → listener hostname → certificate / validation;
 - ``listener_health``: one entry per listener of every Gateway in scope.
 Only serving listeners with an internal port get table entries; every listener gets health.
+A Gateway's listeners are its own and those of the ListenerSets it takes (GEP-1713), all under
+the Gateway's name; a ListenerSet's listener is named ``ns/listenerset/name`` there
+(``ListenerVerdict.qualified_name``).
 """
 
 from __future__ import annotations
@@ -96,7 +99,7 @@ def build_cells(model: GatewayModel) -> GatewayCells:
             health.append(
                 ListenerHealth(
                     gateway=gateway.meta.key.ref,
-                    listener=listener.name,
+                    listener=verdict.qualified_name,
                     port=listener.port,
                     target_port=port or 0,
                     protocol=listener.protocol,
@@ -111,7 +114,7 @@ def build_cells(model: GatewayModel) -> GatewayCells:
             hosts = rules.get((port, verdict.host_key), {})
             tables[port][verdict.host_key] = ListenerTable(
                 gateway=gateway.meta.key.ref,
-                listener=listener.name,
+                listener=verdict.qualified_name,
                 port=listener.port,
                 protocol=listener.protocol,
                 hostname=verdict.host_key,

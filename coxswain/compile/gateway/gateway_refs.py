@@ -59,7 +59,7 @@ def judge_gateway_refs(
     unresolved = [v.listener.name for v in listeners if not v.resolved_refs.status]
     if ref is not None:
         reason, message, certificate = resolve_certificate(
-            gateway, ref, state, grants, read, invalid="InvalidClientCertificateRef"
+            gateway.meta.key, ref, state, grants, read, invalid="InvalidClientCertificateRef"
         )
         if certificate is None:
             resolved = problem(

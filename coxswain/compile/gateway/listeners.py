@@ -1,10 +1,16 @@
 """Gateway listeners: what each listener is, whether it can serve, and why not.
 
+A listener belongs to its ``owner``: the Gateway, or a ListenerSet attached to it (GEP-1713),
+whose listeners are judged as the Gateway's are, with their own namespace for references.
+
 Rules (Gateway API v1, ``Listener`` and ``ListenerStatus``):
 1. Protocols HTTP and HTTPS are served; any other is ``Accepted=False/UnsupportedProtocol``.
 2. Listeners of one Gateway on one port must be distinct: different protocols on one port are
    ``Conflicted=True/ProtocolConflict``; the same protocol and hostname twice is
-   ``Conflicted=True/HostnameConflict``. Every indistinct listener is refused, never a winner.
+   ``Conflicted=True/HostnameConflict``. Every indistinct listener of one object is refused,
+   never a winner. Across objects precedence decides (GEP-1713, "Listener and ListenerSet
+   Conflicts"): a listener indistinct from one an earlier object holds (``claimed``) is
+   Conflicted, whatever else is wrong with it, and the earlier one keeps serving.
 3. HTTPS terminates TLS with ``certificateRefs`` to ``kubernetes.io/tls`` Secrets (core group);
    another namespace needs a ReferenceGrant (``RefNotPermitted``); a missing, wrong-kind or
    malformed reference is ``InvalidCertificateRef``. Passthrough on HTTPS is refused.
@@ -18,7 +24,7 @@ Rules (Gateway API v1, ``Listener`` and ``ListenerStatus``):
    route kind is supported and, for HTTPS, its certificates resolved. Partly unresolved
    references (some route kinds, some CA bundles) are reported and the rest is served ("the
    implementation MUST reference the valid Route kinds that have been specified").
-Each problem condition carries its diagnostic on the Gateway, at the field it is about
+Each problem condition carries its diagnostic on the owner, at the field it is about
 (``spec.listeners[i].protocol``, the certificate or CA reference, the listener for conflicts).
 """
 
@@ -35,11 +41,19 @@ from coxswain.compile.snapshot import Certificate, ClientValidation
 from coxswain.compile.status import Condition, problem
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from coxswain.compile.gateway.refgrants import Grants
-    from coxswain.compile.model.gateway_objects import Gateway, Listener, ObjectRef
+    from coxswain.compile.model.gateway_objects import Gateway, Listener, ListenerSet, ObjectRef
     from coxswain.compile.model.state import ClusterState
 
-__all__ = ["HTTPROUTE_KIND", "ListenerVerdict", "judge_listeners", "resolve_certificate"]
+__all__ = [
+    "HTTPROUTE_KIND",
+    "ListenerVerdict",
+    "holds_claim",
+    "judge_listeners",
+    "resolve_certificate",
+]
 
 HTTPROUTE_KIND: Final = (GATEWAY_GROUP, "HTTPRoute")
 SUPPORTED_PROTOCOLS: Final = frozenset({"HTTP", "HTTPS"})
@@ -47,9 +61,14 @@ SUPPORTED_PROTOCOLS: Final = frozenset({"HTTP", "HTTPS"})
 
 @dataclass(slots=True, kw_only=True)
 class ListenerVerdict:
-    """The judgement of one listener (built here, read by later passes, never mutated after)."""
+    """The judgement of one listener (built here, read by later passes, never mutated after).
+
+    ``gateway`` is the Gateway that serves it; ``owner`` the key of the object that declares
+    it, the Gateway or a ListenerSet.
+    """
 
     gateway: Gateway
+    owner: ObjectKey
     listener: Listener
     supported_kinds: tuple[tuple[str, str], ...] = ()
     accepted: Condition = Condition(type="Accepted", status=True, reason="Accepted")
@@ -76,30 +95,59 @@ class ListenerVerdict:
         )
 
     @property
+    def qualified_name(self) -> str:
+        """The listener's name among all its Gateway serves: a Gateway's own listener by its
+        name, a ListenerSet's as ``ns/listenerset/name`` (GEP-1713: names are unique within
+        their object only; a listener name cannot hold ``/``)."""
+        if self.owner.kind == "Gateway":
+            return self.listener.name
+        return f"{self.owner.ref}/{self.listener.name}"
+
+    @property
     def host_key(self) -> str:
         """The listener hostname, or ``*`` when it matches every host."""
         return self.listener.hostname or "*"
 
 
-def judge_listeners(gateway: Gateway, state: ClusterState, grants: Grants) -> list[ListenerVerdict]:
-    """Judge every listener of one of our Gateways. Pure."""
-    verdicts = [_judge(gateway, listener, state, grants) for listener in gateway.listeners]
-    _mark_conflicts([v for v in verdicts if v.accepted.status])
+def judge_listeners(
+    gateway: Gateway,
+    state: ClusterState,
+    grants: Grants,
+    *,
+    listener_set: ListenerSet | None = None,
+    claimed: Sequence[ListenerVerdict] = (),
+) -> list[ListenerVerdict]:
+    """Judge the listeners of one of our Gateways, or of ``listener_set`` attached to it, whose
+    objects of higher precedence hold the listeners ``claimed`` (rule 2). Pure."""
+    owner, listeners = (
+        (gateway.meta.key, gateway.listeners)
+        if listener_set is None
+        else (listener_set.meta.key, listener_set.listeners)
+    )
+    verdicts = [_judge(gateway, owner, listener, state, grants) for listener in listeners]
+    _mark_claimed(claimed, verdicts)
+    _mark_conflicts([v for v in verdicts if v.accepted.status and not v.conflicted.status])
     return verdicts
+
+
+def holds_claim(verdict: ListenerVerdict) -> bool:
+    """Whether a listener keeps lower-precedence ones off its port and hostname: it is accepted
+    and not conflicted. A listener refused for its own reasons claims nothing."""
+    return verdict.accepted.status and not verdict.conflicted.status
 
 
 def _problem(
     verdict: ListenerVerdict, type_: str, reason: str, message: str, field: str
 ) -> Condition:
-    """A problem condition of the listener, reported on its Gateway at ``field``."""
-    key = verdict.gateway.meta.key
+    """A problem condition of the listener, reported on its owner at ``field``."""
+    key = verdict.owner
     return problem(type_, reason, message, key=key, field=field, status=type_ == "Conflicted")
 
 
 def _judge(
-    gateway: Gateway, listener: Listener, state: ClusterState, grants: Grants
+    gateway: Gateway, owner: ObjectKey, listener: Listener, state: ClusterState, grants: Grants
 ) -> ListenerVerdict:
-    verdict = ListenerVerdict(gateway=gateway, listener=listener)
+    verdict = ListenerVerdict(gateway=gateway, owner=owner, listener=listener)
     if listener.protocol not in SUPPORTED_PROTOCOLS:
         verdict.accepted = _problem(
             verdict,
@@ -143,7 +191,7 @@ def _judge(
 
 
 def _judge_tls(verdict: ListenerVerdict, state: ClusterState, grants: Grants) -> None:
-    listener, gateway = verdict.listener, verdict.gateway
+    listener = verdict.listener
     if listener.tls_mode not in (None, "Terminate"):
         verdict.accepted = _problem(
             verdict,
@@ -164,7 +212,7 @@ def _judge_tls(verdict: ListenerVerdict, state: ClusterState, grants: Grants) ->
         return
     for ref in listener.certificate_refs:
         reason, message, certificate = resolve_certificate(
-            gateway, ref, state, grants, verdict.read
+            verdict.owner, ref, state, grants, verdict.read
         )
         if certificate is None:
             verdict.resolved_refs = _problem(verdict, "ResolvedRefs", reason, message, ref.field)
@@ -175,7 +223,7 @@ def _judge_tls(verdict: ListenerVerdict, state: ClusterState, grants: Grants) ->
 
 
 def resolve_certificate(
-    gateway: Gateway,
+    owner: ObjectKey,
     ref: ObjectRef,
     state: ClusterState,
     grants: Grants,
@@ -183,16 +231,18 @@ def resolve_certificate(
     *,
     invalid: str = "InvalidCertificateRef",
 ) -> tuple[str, str, Certificate | None]:
-    """A certificate reference of ``gateway`` resolved: the condition reason and message, and
-    the certificate (None when the reason is a problem: ``RefNotPermitted`` or ``invalid``).
-    The Secret's key goes into ``read``."""
-    namespace = ref.namespace or gateway.meta.key.namespace
+    """A certificate reference of ``owner`` (a Gateway or a ListenerSet) resolved: the
+    condition reason and message, and the certificate (None when the reason is a problem:
+    ``RefNotPermitted`` or ``invalid``). The reference resolves from the owner's namespace,
+    under ReferenceGrants from the owner's kind: a ListenerSet inherits none of its Gateway's
+    (GEP-1713, "ReferenceGrant Semantics"). The Secret's key goes into ``read``."""
+    namespace = ref.namespace or owner.namespace
     kind = f"{ref.group}/{ref.kind}" if ref.group else ref.kind
     where = f"{kind} {namespace}/{ref.name}"
     if (ref.group, ref.kind) != ("", "Secret"):
         return invalid, f"{where}: only core Secrets hold certificates", None
     if not grants.allows(
-        source=(GATEWAY_GROUP, "Gateway", gateway.meta.key.namespace),
+        source=(GATEWAY_GROUP, owner.kind, owner.namespace),
         target=("", "Secret", namespace, ref.name),
     ):
         return "RefNotPermitted", f"{where}: no ReferenceGrant allows this reference", None
@@ -219,18 +269,27 @@ _CA_KINDS: Final = frozenset({("", "ConfigMap"), ("", "Secret")})
 
 
 def _judge_frontend(verdict: ListenerVerdict, state: ClusterState, grants: Grants) -> None:
+    """The Gateway's ``spec.tls.frontend`` validation of the listener's port: it holds for every
+    listener on that port, a ListenerSet's too (the port is the Gateway's). Its references are
+    the Gateway's, so they resolve from the Gateway's namespace under the Gateway's grants; on
+    a ListenerSet's listener a problem is reported at the listener, naming the Gateway."""
     gateway, listener = verdict.gateway, verdict.listener
     validation = gateway.frontend_per_port.get(listener.port, gateway.frontend_default)
     if validation is None:
         return
+    own = verdict.owner == gateway.meta.key
+    prefix = "" if own else f"Gateway {gateway.meta.key.ref} {validation.field}: "
+
+    def fault(type_: str, reason: str, message: str, field: str) -> Condition:
+        return _problem(verdict, type_, reason, prefix + message, field if own else listener.field)
+
     bundles: list[str] = []
     unresolved: Condition | None = None
     for ref in validation.ca_refs:
         namespace = ref.namespace or gateway.meta.key.namespace
         where = f"{ref.kind} {namespace}/{ref.name}"
         if (ref.group, ref.kind) not in _CA_KINDS:
-            unresolved = unresolved or _problem(
-                verdict,
+            unresolved = unresolved or fault(
                 "ResolvedRefs",
                 "InvalidCACertificateKind",
                 f"{where}: not a ConfigMap or Secret",
@@ -241,8 +300,7 @@ def _judge_frontend(verdict: ListenerVerdict, state: ClusterState, grants: Grant
             source=(GATEWAY_GROUP, "Gateway", gateway.meta.key.namespace),
             target=("", ref.kind, namespace, ref.name),
         ):
-            unresolved = unresolved or _problem(
-                verdict,
+            unresolved = unresolved or fault(
                 "ResolvedRefs",
                 "RefNotPermitted",
                 f"{where}: no ReferenceGrant allows it",
@@ -255,16 +313,15 @@ def _judge_frontend(verdict: ListenerVerdict, state: ClusterState, grants: Grant
         bundle = None if holder is None else holder.ca_bundle
         if bundle is None:
             why = "does not exist" if holder is None else "holds no valid ca.crt"
-            unresolved = unresolved or _problem(
-                verdict, "ResolvedRefs", "InvalidCACertificateRef", f"{where} {why}", ref.field
+            unresolved = unresolved or fault(
+                "ResolvedRefs", "InvalidCACertificateRef", f"{where} {why}", ref.field
             )
             continue
         bundles.append(bundle)
     if unresolved is not None:
         verdict.resolved_refs = unresolved
     if not bundles:
-        verdict.accepted = _problem(
-            verdict,
+        verdict.accepted = fault(
             "Accepted",
             "NoValidCACertificate",
             "no CA certificate reference of the frontend validation is usable",
@@ -274,6 +331,38 @@ def _judge_frontend(verdict: ListenerVerdict, state: ClusterState, grants: Grant
     verdict.client_validation = ClientValidation(
         ca_pem="".join(b if b.endswith("\n") else b + "\n" for b in bundles), mode=validation.mode
     )
+
+
+def _mark_claimed(claimed: Sequence[ListenerVerdict], verdicts: list[ListenerVerdict]) -> None:
+    """Rule 2 across objects: a listener on a port an earlier object holds with another
+    protocol, or with the same protocol and hostname, is Conflicted, even one refused for
+    another reason (the conflict is the more specific finding). The message names neither the
+    object nor the listener that holds the port (GEP-1713: a ListenerSet learns nothing of its
+    parent's or siblings' configuration)."""
+    protocols: dict[int, str] = {}
+    hosts: set[tuple[int, str, str]] = set()
+    for holder in claimed:
+        protocols.setdefault(holder.listener.port, holder.listener.protocol)
+        hosts.add((holder.listener.port, holder.listener.protocol, holder.host_key))
+    for verdict in verdicts:
+        listener = verdict.listener
+        held = protocols.get(listener.port)
+        if held is None:
+            continue
+        if held != listener.protocol:
+            _conflict(
+                verdict,
+                "ProtocolConflict",
+                f"port {listener.port} is held with protocol {held} by a listener that takes "
+                "precedence (GEP-1713)",
+            )
+        elif (listener.port, listener.protocol, verdict.host_key) in hosts:
+            _conflict(
+                verdict,
+                "HostnameConflict",
+                f"port {listener.port} and hostname {verdict.host_key!r} are held by a "
+                "listener that takes precedence (GEP-1713)",
+            )
 
 
 def _mark_conflicts(verdicts: list[ListenerVerdict]) -> None:

@@ -1,9 +1,10 @@
 """The Gateway API passes run in order, giving one ``GatewayModel`` that both the snapshot and
 the statuses are read from (so they can never disagree).
 
-Order: our GatewayClasses → our Gateways → listener verdicts → internal ports (remembered by
-the VIP Services; a listener left without one is not accepted) → routes compiled once each →
-attached to listeners.
+Order: our GatewayClasses → our Gateways → listener verdicts, each Gateway's own then those of
+the ListenerSets it takes, in precedence order (:mod:`.listenersets`) → internal ports
+(remembered by the VIP Services; a listener left without one is not accepted) → routes
+compiled once each → attached to listeners.
 
 A Gateway whose GatewayClass is not in the input, and a parentRef to a Gateway that is not in
 the input, are ignored (they may be another controller's) and reported as warnings
@@ -24,6 +25,11 @@ from coxswain.compile.gateway.listeners import (
     ListenerVerdict,
     judge_listeners,
 )
+from coxswain.compile.gateway.listenersets import (
+    ListenerSetVerdict,
+    join_listener_sets,
+    listener_sets_not_found,
+)
 from coxswain.compile.gateway.placement import Placement, class_parameters, place_gateway
 from coxswain.compile.gateway.ports import PORT_BAND, allocate_ports, outside_share
 from coxswain.compile.gateway.refgrants import index_grants
@@ -42,7 +48,7 @@ if TYPE_CHECKING:
     from coxswain.compile.model.state import ClusterState
     from coxswain.compile.scope import Scope
 
-__all__ = ["GatewayModel", "RouteVerdict", "analyse_gateways"]
+__all__ = ["GatewayModel", "RouteVerdict", "analyse_gateways", "own_listeners"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,6 +68,9 @@ class GatewayModel:
     ``unserved`` holds the refused Gateways a scope leaves out of ``gateways``: no proxy serves
     them, but their listeners are judged and routes attached to them so that every problem
     their status shows is reported in some scope;
+    ``listeners`` holds each judged Gateway's merged listeners (its own, then its ListenerSets'
+    in precedence order), each verdict naming its ``owner``; ``listener_sets`` our
+    ListenerSets, those of the judged Gateways;
     ``placements`` says where each accepted Gateway is served; ``ports`` maps (``ns/name``,
     listener port) to the port its proxy binds (internal for the shared pool, the spec port for
     a dedicated proxy; a listener whose pair got none is ``Accepted=False/PortUnavailable``);
@@ -80,6 +89,7 @@ class GatewayModel:
     unassigned_addresses: frozenset[ObjectKey]
     addresses: dict[ObjectKey, list[tuple[str, str]]]
     listeners: dict[ObjectKey, list[ListenerVerdict]]
+    listener_sets: tuple[ListenerSetVerdict, ...]
     gateway_refs: dict[ObjectKey, GatewayRefs]
     ports: dict[tuple[str, int], int | None]
     routes: tuple[RouteVerdict, ...]
@@ -139,7 +149,18 @@ def analyse_gateways(
     served = {g.meta.key for g in gateways}
     unserved = tuple(g for g in candidates if g.meta.key in refused and g.meta.key not in served)
     grants = index_grants(state)
-    listeners = {g.meta.key: judge_listeners(g, state, grants) for g in (*gateways, *unserved)}
+    listeners: dict[ObjectKey, list[ListenerVerdict]] = {}
+    listener_sets: list[ListenerSetVerdict] = []
+    for gateway in (*gateways, *unserved):
+        key = gateway.meta.key
+        joined, listeners[key] = join_listener_sets(
+            gateway,
+            judge_listeners(gateway, state, grants),
+            state,
+            grants,
+            gateway_refused=key in refused,
+        )
+        listener_sets.extend(joined)
     for key in refused:
         for verdict in listeners.get(key, ()):
             verdict.gateway_accepted = False
@@ -154,12 +175,14 @@ def analyse_gateways(
                     "Accepted",
                     "PortUnavailable",
                     refusal,
-                    key=key,
+                    key=verdict.owner,
                     field=f"{verdict.listener.field}.port",
                 )
-    candidate_routes = _candidate_routes(state, scope)
-    routes = _attach_routes(candidate_routes, state, services, grants, listeners)
+    candidate_routes = _candidate_routes(state, scope, listener_sets)
+    routes = _attach_routes(candidate_routes, state, services, grants, listeners, listener_sets)
     dangling.extend(_parents_not_found(candidate_routes, state))
+    if not isinstance(scope, GatewayScope):
+        dangling.extend(listener_sets_not_found(state.listener_sets.values(), state))
     return GatewayModel(
         classes=classes,
         class_accepted=class_refused,
@@ -174,8 +197,9 @@ def analyse_gateways(
             key: _addresses(state, config, key, placed) for key, placed in placements.items()
         },
         listeners=listeners,
+        listener_sets=tuple(listener_sets),
         gateway_refs={
-            g.meta.key: judge_gateway_refs(g, listeners[g.meta.key], state, grants)
+            g.meta.key: judge_gateway_refs(g, own_listeners(listeners, g.meta.key), state, grants)
             for g in (*gateways, *unserved)
         },
         ports=ports,
@@ -254,10 +278,28 @@ def _ports(
     return ports, refusals
 
 
-def _candidate_routes(state: ClusterState, scope: Scope | None) -> list[HTTPRoute]:
+def own_listeners(
+    listeners: dict[ObjectKey, list[ListenerVerdict]], gateway: ObjectKey
+) -> list[ListenerVerdict]:
+    """The listeners a Gateway declares itself, out of its merged list: its status, its top
+    conditions and its parentRefs know only those (GEP-1713, "Gateway Conditions")."""
+    return [v for v in listeners.get(gateway, ()) if v.owner == gateway]
+
+
+def _candidate_routes(
+    state: ClusterState, scope: Scope | None, listener_sets: list[ListenerSetVerdict]
+) -> list[HTTPRoute]:
     if isinstance(scope, GatewayScope):
-        # One Gateway's scope reads only the routes that name it (the state's index).
-        keys = state.routes_by_parent.get((scope.namespace, scope.name), ())
+        # One Gateway's scope reads only the routes that name it or its ListenerSets (the
+        # state's index, by namespace and name: attach_route checks the kind).
+        parents = [
+            (scope.namespace, scope.name),
+            *(
+                (s.listener_set.meta.key.namespace, s.listener_set.meta.key.name)
+                for s in listener_sets
+            ),
+        ]
+        keys = {k for parent in parents for k in state.routes_by_parent.get(parent, ())}
         return [state.httproutes[k] for k in sorted(keys)]
     return [route for _, route in sorted(state.httproutes.items())]
 
@@ -268,17 +310,25 @@ def _attach_routes(
     services: ServiceIndex,
     grants: Grants,
     listeners: dict[ObjectKey, list[ListenerVerdict]],
+    listener_sets: list[ListenerSetVerdict],
 ) -> tuple[RouteVerdict, ...]:
+    parents_of = {key: own_listeners(listeners, key) for key in listeners}
+    detached: dict[ObjectKey, str] = {}
+    for verdict in listener_sets:
+        key = verdict.listener_set.meta.key
+        parents_of[key] = list(verdict.listeners)
+        if not verdict.joined and verdict.refusal is not None:
+            detached[key] = f"{key} has no listener on its Gateway: {verdict.refusal.message}"
     routes: list[RouteVerdict] = []
     for route in candidates:
-        parents = attach_route(route, listeners, state.namespaces)
+        parents = attach_route(route, parents_of, state.namespaces, detached)
         if not parents:
             continue
         compiled = compile_route(route, services, grants)
         if compiled.accepted is not None:
             parents = [
                 ParentVerdict(
-                    ref=p.ref, gateway=p.gateway, accepted=compiled.accepted, attachments=()
+                    ref=p.ref, parent=p.parent, accepted=compiled.accepted, attachments=()
                 )
                 for p in parents
             ]
@@ -344,6 +394,7 @@ _EMPTY: Final = GatewayModel(
     unassigned_addresses=frozenset(),
     addresses={},
     listeners={},
+    listener_sets=(),
     gateway_refs={},
     ports={},
     routes=(),

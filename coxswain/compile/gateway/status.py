@@ -1,4 +1,5 @@
-"""Desired statuses of our GatewayClasses, Gateways and HTTPRoutes (Gateway API v1 status).
+"""Desired statuses of our GatewayClasses, Gateways, ListenerSets and HTTPRoutes (Gateway API v1
+status).
 
 Rules:
 1. GatewayClass: ``Accepted=True`` and ``supportedFeatures`` listing exactly what is implemented,
@@ -9,8 +10,17 @@ Rules:
    ``attachedRoutes`` and the conditions Accepted, Conflicted, ResolvedRefs, Programmed.
    Programmed needs a proxy to have bound the listener's port and acked a snapshot compiled
    from the Gateway's current generation (docs/contracts.md, "The discovery protocol");
-   offline (no fleet) a listener that compiled cleanly counts as programmed.
-3. HTTPRoute: one ``parents`` entry per parentRef naming one of our Gateways, with
+   offline (no fleet) a listener that compiled cleanly counts as programmed. A conflicted
+   listener's ``Programmed=False`` carries the conflict's reason (as the ListenerSet
+   conformance tests expect), any other invalid listener's ``Invalid``. The Gateway's status
+   and top conditions know its own listeners only (GEP-1713, "Gateway Conditions");
+   ``attachedListenerSets`` counts its accepted ListenerSets, written whenever its
+   ``allowedListeners`` admits some namespace or a ListenerSet names it (the field is
+   optional, and a Gateway that takes no ListenerSet has nothing to count).
+3. ListenerSet (:mod:`.listenersets`): ``Accepted`` and ``Programmed``, and per listener what a
+   Gateway's listener has; a ListenerSet its Gateway does not admit lists no listener.
+4. HTTPRoute: one ``parents`` entry per parentRef naming one of our Gateways or ListenerSets,
+   with
    ``parentRef`` written out with group and kind, ``controllerName``, and the conditions
    Accepted, ResolvedRefs, and PartiallyInvalid when some rules are not served.
 Every condition carries the object's generation; no timestamps (the shell adds them).
@@ -28,15 +38,18 @@ from typing import TYPE_CHECKING, Any, Final
 
 from coxswain.compile.diagnostics import Severity
 from coxswain.compile.gateway.cells import attached_counts
+from coxswain.compile.gateway.listenersets import listener_set_accepted
+from coxswain.compile.gateway.model import own_listeners
 from coxswain.compile.status import Condition, ObjectStatus, condition_data, problem
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Collection, Iterable
 
     from coxswain.compile.config import CompileConfig
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.gateway.attach import ParentVerdict
     from coxswain.compile.gateway.listeners import ListenerVerdict
+    from coxswain.compile.gateway.listenersets import ListenerSetVerdict
     from coxswain.compile.gateway.model import GatewayModel, RouteVerdict
     from coxswain.compile.model.gateway_objects import Gateway, GatewayClass
 
@@ -80,6 +93,7 @@ SUPPORTED_FEATURES: Final = (
     "HTTPRouteRequestTimeout",
     "HTTPRouteResponseHeaderModification",
     "HTTPRouteSchemeRedirect",
+    "ListenerSet",
     "ReferenceGrant",
 )
 EXPERIMENTAL_FEATURES: Final = (
@@ -128,6 +142,8 @@ def gateway_statuses(
     counts = attached_counts(model)
     for gateway in model.gateways:
         found.append(_gateway_status(gateway, model, counts, programmed))
+    for listener_set in model.listener_sets:
+        found.append(_listener_set_status(listener_set, model, counts, programmed))
     for route in model.routes:
         found.append(_route_status(route, config))
     return found
@@ -140,6 +156,10 @@ def gateway_diagnostics(model: GatewayModel) -> list[Diagnostic]:
     conditions = [_class_accepted(c, model) for c in model.classes]
     for gateway in (*model.gateways, *model.unserved):
         top, listeners = _gateway_conditions(gateway, model, None)
+        conditions.extend(top)
+        conditions.extend(c for _, listener in listeners for c in listener)
+    for listener_set in model.listener_sets:
+        top, listeners = _listener_set_conditions(listener_set, model, None)
         conditions.extend(top)
         conditions.extend(c for _, listener in listeners for c in listener)
     for route in model.routes:
@@ -173,9 +193,26 @@ def _gateway_status(
     counts: dict[int, int],
     programmed: Collection[tuple[str, int]] | None,
 ) -> ObjectStatus:
-    generation = gateway.meta.generation
+    key, generation = gateway.meta.key, gateway.meta.generation
     top, conditions = _gateway_conditions(gateway, model, programmed)
-    listeners = [
+    body: dict[str, Any] = {
+        "conditions": [condition_data(c, generation) for c in top],
+        "listeners": _listeners_data(conditions, counts, generation),
+    }
+    if addresses := model.addresses.get(key):
+        body["addresses"] = [{"type": kind, "value": value} for kind, value in addresses]
+    listener_sets = [s for s in model.listener_sets if s.gateway == key]
+    if gateway.allowed_listeners.namespaces_from != "None" or listener_sets:
+        body["attachedListenerSets"] = sum(listener_set_accepted(s).status for s in listener_sets)
+    return _status("Gateway", key.namespace, key.name, generation, body)
+
+
+def _listeners_data(
+    conditions: list[tuple[ListenerVerdict, list[Condition]]],
+    counts: dict[int, int],
+    generation: int,
+) -> list[dict[str, Any]]:
+    return [
         {
             "name": verdict.listener.name,
             "supportedKinds": [{"group": g, "kind": k} for g, k in verdict.supported_kinds],
@@ -184,13 +221,63 @@ def _gateway_status(
         }
         for verdict, listener in conditions
     ]
-    body: dict[str, Any] = {
-        "conditions": [condition_data(c, generation) for c in top],
-        "listeners": listeners,
-    }
-    if addresses := model.addresses.get(gateway.meta.key):
-        body["addresses"] = [{"type": kind, "value": value} for kind, value in addresses]
-    return _status("Gateway", gateway.meta.key.namespace, gateway.meta.key.name, generation, body)
+
+
+def _listener_set_status(
+    verdict: ListenerSetVerdict,
+    model: GatewayModel,
+    counts: dict[int, int],
+    programmed: Collection[tuple[str, int]] | None,
+) -> ObjectStatus:
+    meta = verdict.listener_set.meta
+    top, conditions = _listener_set_conditions(verdict, model, programmed)
+    body: dict[str, Any] = {"conditions": [condition_data(c, meta.generation) for c in top]}
+    if conditions:
+        body["listeners"] = _listeners_data(conditions, counts, meta.generation)
+    return _status("ListenerSet", meta.key.namespace, meta.key.name, meta.generation, body)
+
+
+def _listener_set_conditions(
+    verdict: ListenerSetVerdict,
+    model: GatewayModel,
+    programmed: Collection[tuple[str, int]] | None,
+) -> tuple[list[Condition], list[tuple[ListenerVerdict, list[Condition]]]]:
+    """A ListenerSet's Accepted and Programmed (:mod:`.listenersets`, rule 4), and each
+    listener's conditions with its verdict."""
+    listeners = _listener_conditions(verdict.listeners, verdict.gateway.ref, model, programmed)
+    accepted = listener_set_accepted(verdict)
+    if not accepted.status:
+        # The same reason, reported once: Accepted carries the finding.
+        state = Condition(
+            type="Programmed", status=False, reason=accepted.reason, message=accepted.message
+        )
+    elif any(c.type == "Programmed" and c.status for _, cs in listeners for c in cs):
+        state = Condition(type="Programmed", status=True, reason="Programmed")
+    else:
+        state = Condition(
+            type="Programmed",
+            status=False,
+            reason="Pending",
+            message="no proxy has bound a port of its listeners and acked this generation yet",
+        )
+    return [accepted, state], listeners
+
+
+def _listener_conditions(
+    verdicts: Iterable[ListenerVerdict],
+    gateway: str,
+    model: GatewayModel,
+    programmed: Collection[tuple[str, int]] | None,
+) -> list[tuple[ListenerVerdict, list[Condition]]]:
+    """Each listener's Accepted, Conflicted, Programmed and ResolvedRefs, with its verdict."""
+    found = []
+    for verdict in verdicts:
+        port = model.ports.get((gateway, verdict.listener.port))
+        condition = _programmed(verdict, gateway, port, programmed)
+        found.append(
+            (verdict, [verdict.accepted, verdict.conflicted, condition, verdict.resolved_refs])
+        )
+    return found
 
 
 def _gateway_conditions(
@@ -199,18 +286,11 @@ def _gateway_conditions(
     """The Gateway's conditions (Accepted, Programmed, then those of :mod:`.gateway_refs`),
     and each listener's with its verdict."""
     key = gateway.meta.key
-    listeners: list[tuple[ListenerVerdict, list[Condition]]] = []
-    refused: list[str] = []
-    programmed_any = False
-    for verdict in model.listeners[key]:
-        port = model.ports.get((key.ref, verdict.listener.port))
-        condition = _programmed(verdict, key.ref, port, programmed)
-        programmed_any = programmed_any or condition.status
-        if not verdict.serving:
-            refused.append(verdict.listener.name)
-        listeners.append(
-            (verdict, [verdict.accepted, verdict.conflicted, condition, verdict.resolved_refs])
-        )
+    listeners = _listener_conditions(
+        own_listeners(model.listeners, key), key.ref, model, programmed
+    )
+    refused = [verdict.listener.name for verdict, _ in listeners if not verdict.serving]
+    programmed_any = any(c.type == "Programmed" and c.status for _, cs in listeners for c in cs)
     total = len(listeners)
     rejection = model.gateway_accepted.get(key)
     if rejection is not None:
@@ -250,6 +330,13 @@ def _programmed(
     port: int | None,
     programmed: Collection[tuple[str, int]] | None,
 ) -> Condition:
+    if verdict.conflicted.status:
+        return Condition(
+            type="Programmed",
+            status=False,
+            reason=verdict.conflicted.reason,
+            message="the listener is conflicted",
+        )
     if not verdict.serving or port is None:  # a served listener always has its port
         return Condition(
             type="Programmed", status=False, reason="Invalid", message="the listener is not valid"
@@ -273,7 +360,7 @@ def _route_status(route: RouteVerdict, config: CompileConfig) -> ObjectStatus:
             "group": ref.group,
             "kind": ref.kind,
             "name": ref.name,
-            "namespace": parent.gateway.namespace,
+            "namespace": parent.parent.namespace,
         }
         if ref.section_name is not None:
             written["sectionName"] = ref.section_name

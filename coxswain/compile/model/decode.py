@@ -31,6 +31,7 @@ from coxswain.compile.model.decode_gateway import (
     decode_config_map,
     decode_gateway,
     decode_gateway_class,
+    decode_listener_set,
     decode_reference_grant,
 )
 from coxswain.compile.model.decode_httproute import decode_httproute
@@ -41,6 +42,7 @@ from coxswain.compile.model.gateway_objects import (
     Gateway,
     GatewayClass,
     HTTPRoute,
+    ListenerSet,
     ReferenceGrant,
 )
 from coxswain.compile.model.infra_objects import (
@@ -91,6 +93,7 @@ StateObject = (
     | GatewayClass
     | Gateway
     | HTTPRoute
+    | ListenerSet
     | ReferenceGrant
     | ConfigMap
     | CoxswainGatewayParameters
@@ -580,6 +583,7 @@ _DECODERS: Final[dict[tuple[str, str], tuple[frozenset[str], bool, _Decoder]]] =
     (GATEWAY_GROUP, "Gateway"): (_GATEWAY_VERSIONS, True, decode_gateway),
     (GATEWAY_GROUP, "HTTPRoute"): (_GATEWAY_VERSIONS, True, decode_httproute),
     (GATEWAY_GROUP, "ReferenceGrant"): (_GATEWAY_VERSIONS, True, decode_reference_grant),
+    (GATEWAY_GROUP, "ListenerSet"): (frozenset({"v1"}), True, decode_listener_set),
     (PARAMETERS_GROUP, "CoxswainGatewayParameters"): (
         frozenset({"v1alpha1"}),
         True,

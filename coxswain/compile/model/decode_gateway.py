@@ -1,4 +1,5 @@
-"""Raw GatewayClass, Gateway, ReferenceGrant and ConfigMap bodies → typed objects. Total.
+"""Raw GatewayClass, Gateway, ListenerSet, ReferenceGrant and ConfigMap bodies → typed objects.
+Total.
 
 gateway.networking.k8s.io v1 and v1beta1 (HTTPRoute has its own module). Field defaults are the
 CRDs' (v1.6.1 standard channel); anything the schema would refuse is reported on the object by
@@ -15,6 +16,7 @@ from pyrsistent import pmap, pvector
 from coxswain.compile.hostnames import ascii_lower
 from coxswain.compile.model.gateway_objects import (
     GATEWAY_GROUP,
+    AllowedListeners,
     AllowedRoutes,
     ConfigMap,
     FrontendValidation,
@@ -22,6 +24,7 @@ from coxswain.compile.model.gateway_objects import (
     GatewayClass,
     LabelSelector,
     Listener,
+    ListenerSet,
     ObjectRef,
     ReferenceGrant,
     SelectorRequirement,
@@ -38,6 +41,7 @@ __all__ = [
     "decode_config_map",
     "decode_gateway",
     "decode_gateway_class",
+    "decode_listener_set",
     "decode_reference_grant",
     "object_ref",
     "parse_duration",
@@ -49,6 +53,7 @@ _DURATION: Final = re.compile(r"([0-9]{1,5})(h|ms|m|s)")
 _DURATION_WHOLE: Final = re.compile(r"([0-9]{1,5}(h|ms|m|s)){1,4}")
 _UNIT_SECONDS: Final = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 _SELECTOR_OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+_LISTENER_SET_MAX: Final = 64  # ListenerSetSpec.listeners: MaxItems=64
 
 
 def parse_duration(text: str) -> float | None:
@@ -167,6 +172,74 @@ def decode_gateway(
         parameters_ref=None
         if params is None
         else object_ref(fields, params, "spec.infrastructure.parametersRef", group="", kind=""),
+        allowed_listeners=_allowed_listeners(fields, spec.get("allowedListeners")),
+        diagnostics=fields.diagnostics(),
+    )
+
+
+def _allowed_listeners(fields: FieldReader, raw: object) -> AllowedListeners:
+    """``spec.allowedListeners``: ``namespaces.from`` defaults to ``None`` (GEP-1713: "By
+    default a Gateway MUST NOT allow ListenerSets to be attached")."""
+    field = "spec.allowedListeners"
+    entry = fields.mapping(raw, field) or {}
+    origin, selector = _namespaces_from(fields, entry, field, default="None")
+    return AllowedListeners(namespaces_from=origin, selector=selector)
+
+
+def _namespaces_from(
+    fields: FieldReader, entry: Mapping[str, Any], field: str, *, default: str
+) -> tuple[str, LabelSelector | None]:
+    """``namespaces.from`` (``default`` when unset) and, for ``Selector``, its selector: the
+    same shape in ``allowedRoutes`` and ``allowedListeners``."""
+    namespaces = fields.mapping(entry.get("namespaces"), f"{field}.namespaces") or {}
+    origin = fields.string(namespaces.get("from"), f"{field}.namespaces.from") or default
+    if origin != "Selector":
+        return origin, None
+    return origin, _selector(fields, namespaces.get("selector"), f"{field}.namespaces.selector")
+
+
+# --- ListenerSet --------------------------------------------------------------------------------
+
+
+def decode_listener_set(
+    fields: FieldReader, meta: Meta, raw: Mapping[str, Any], spec: Mapping[str, Any]
+) -> ListenerSet:
+    """A ListenerSet (gateway.networking.k8s.io/v1, GEP-1713). As the CRD bounds them, at most
+    64 listeners are read and a listener name is kept once (the first): a status lists its
+    listeners by name, so the name is the listener's key within its ListenerSet."""
+    del raw
+    written = spec.get("listeners")
+    items = fields.items(written, "spec.listeners")
+    if not items and (written is None or isinstance(written, list | tuple)):  # not a type error
+        fields.problem(
+            "spec.listeners", "InvalidField", "a ListenerSet needs at least one listener"
+        )
+    if len(items) > _LISTENER_SET_MAX:
+        fields.problem(
+            "spec.listeners",
+            "InvalidField",
+            f"{len(items)} listeners, more than {_LISTENER_SET_MAX}; those past the "
+            f"{_LISTENER_SET_MAX}th are ignored",
+        )
+    listeners: dict[str, Listener] = {}
+    for index, item in enumerate(items[:_LISTENER_SET_MAX]):
+        listener = _listener(fields, item, f"spec.listeners[{index}]")
+        if listener is None:
+            continue
+        if listener.name in listeners:
+            fields.problem(
+                f"spec.listeners[{index}].name",
+                "InvalidField",
+                f"listener name {listener.name!r} is used twice; this listener is ignored",
+            )
+            continue
+        listeners[listener.name] = listener
+    return ListenerSet(
+        meta=meta,
+        parent=object_ref(
+            fields, spec.get("parentRef"), "spec.parentRef", group=GATEWAY_GROUP, kind="Gateway"
+        ),
+        listeners=pvector(listeners.values()),
         diagnostics=fields.diagnostics(),
     )
 
@@ -238,11 +311,7 @@ def _listener(fields: FieldReader, raw: object, field: str) -> Listener | None:
 
 def _allowed_routes(fields: FieldReader, raw: object, field: str) -> AllowedRoutes:
     entry = fields.mapping(raw, field) or {}
-    namespaces = fields.mapping(entry.get("namespaces"), f"{field}.namespaces") or {}
-    origin = fields.string(namespaces.get("from"), f"{field}.namespaces.from") or "Same"
-    selector = None
-    if origin == "Selector":
-        selector = _selector(fields, namespaces.get("selector"), f"{field}.namespaces.selector")
+    origin, selector = _namespaces_from(fields, entry, field, default="Same")
     kinds: list[tuple[str, str]] | None = None
     if entry.get("kinds") is not None:
         kinds = []

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from coxswain.compile.snapshot import Cors, HeaderEdits, Redirect, Retry, Rewrite
 
 __all__ = [
+    "AllowedListeners",
     "AllowedRoutes",
     "BackendRef",
     "ConfigMap",
@@ -36,6 +37,7 @@ __all__ = [
     "HTTPRouteRule",
     "LabelSelector",
     "Listener",
+    "ListenerSet",
     "ObjectRef",
     "ParentRef",
     "ReferenceGrant",
@@ -98,8 +100,17 @@ class AllowedRoutes:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AllowedListeners:
+    """A Gateway's ``spec.allowedListeners.namespaces``: which namespaces' ListenerSets may
+    attach (GEP-1713). ``from`` defaults to ``None``: no ListenerSet unless the Gateway asks."""
+
+    namespaces_from: str = "None"
+    selector: LabelSelector | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Listener:
-    """One Gateway listener."""
+    """One listener of a Gateway or of a ListenerSet (``ListenerEntry`` is a copy of it)."""
 
     field: str
     name: str
@@ -149,6 +160,22 @@ class Gateway:
     infrastructure_labels: PMap[str, str] = pmap()
     infrastructure_annotations: PMap[str, str] = pmap()
     parameters_ref: ObjectRef | None = None
+    allowed_listeners: AllowedListeners = AllowedListeners()
+    diagnostics: PVector[Diagnostic] = pvector()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListenerSet:
+    """A ListenerSet (GEP-1713): listeners that join the Gateway ``parent`` names.
+
+    ``parent`` is ``spec.parentRef`` as written (group and kind defaulted to the Gateway's), or
+    None when it has no name; ``listeners`` have unique names (a repeated name is dropped at
+    decoding, as the CRD's rule refuses it).
+    """
+
+    meta: Meta
+    parent: ObjectRef | None = None
+    listeners: PVector[Listener] = pvector()
     diagnostics: PVector[Diagnostic] = pvector()
 
 

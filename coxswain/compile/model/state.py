@@ -24,6 +24,7 @@ from coxswain.compile.model.gateway_objects import (
     Gateway,
     GatewayClass,
     HTTPRoute,
+    ListenerSet,
     ReferenceGrant,
 )
 from coxswain.compile.model.infra_objects import (
@@ -59,9 +60,11 @@ class ClusterState:
     bodies, duplicates); findings about one object travel with that object. ``gateway_api``
     is False when the Gateway API CRDs are absent from the cluster (Ingress-only mode).
 
-    Two indexes are kept with the objects, so that one scope's compile reads only what concerns
-    it: ``slices_by_service`` ((namespace, Service name) → EndpointSlice keys) and
-    ``routes_by_parent`` ((namespace, name) of a parentRef → HTTPRoute keys).
+    Three indexes are kept with the objects, so that one scope's compile reads only what
+    concerns it: ``slices_by_service`` ((namespace, Service name) → EndpointSlice keys),
+    ``routes_by_parent`` ((namespace, name) of a parentRef, a Gateway's or a ListenerSet's →
+    HTTPRoute keys) and ``listener_sets_by_parent`` ((namespace, name) of a ListenerSet's
+    parentRef → ListenerSet keys).
     """
 
     ingresses: PMap[ObjectKey, Ingress] = field(default_factory=pmap)
@@ -75,12 +78,14 @@ class ClusterState:
     gateways: PMap[ObjectKey, Gateway] = field(default_factory=pmap)
     httproutes: PMap[ObjectKey, HTTPRoute] = field(default_factory=pmap)
     reference_grants: PMap[ObjectKey, ReferenceGrant] = field(default_factory=pmap)
+    listener_sets: PMap[ObjectKey, ListenerSet] = field(default_factory=pmap)
     parameters: PMap[ObjectKey, CoxswainGatewayParameters] = field(default_factory=pmap)
     deployments: PMap[ObjectKey, Deployment] = field(default_factory=pmap)
     service_accounts: PMap[ObjectKey, ServiceAccount] = field(default_factory=pmap)
     gateway_api: bool = True
     slices_by_service: PMap[tuple[str, str], PSet[ObjectKey]] = field(default_factory=pmap)
     routes_by_parent: PMap[tuple[str, str], PSet[ObjectKey]] = field(default_factory=pmap)
+    listener_sets_by_parent: PMap[tuple[str, str], PSet[ObjectKey]] = field(default_factory=pmap)
     input_diagnostics: PVector[Diagnostic] = field(default_factory=pvector)
 
 
@@ -130,6 +135,8 @@ def _stored(state: ClusterState, obj: StateObject) -> ClusterState:
             return replace(state, httproutes=state.httproutes.set(key, obj))
         case ReferenceGrant():
             return replace(state, reference_grants=state.reference_grants.set(key, obj))
+        case ListenerSet():
+            return replace(state, listener_sets=state.listener_sets.set(key, obj))
         case CoxswainGatewayParameters():
             return replace(state, parameters=state.parameters.set(key, obj))
         case Deployment():
@@ -164,6 +171,8 @@ def _removed(state: ClusterState, key: ObjectKey) -> ClusterState:
             return replace(state, httproutes=state.httproutes.discard(key))
         case "ReferenceGrant":
             return replace(state, reference_grants=state.reference_grants.discard(key))
+        case "ListenerSet":
+            return replace(state, listener_sets=state.listener_sets.discard(key))
         case "CoxswainGatewayParameters":
             return replace(state, parameters=state.parameters.discard(key))
         case "Deployment":
@@ -182,6 +191,9 @@ def _index_keys(obj: StateObject | None) -> tuple[str, list[tuple[str, str]]]:
         return "routes_by_parent", sorted(
             {(r.namespace or namespace, r.name) for r in obj.parent_refs}
         )
+    if isinstance(obj, ListenerSet) and obj.parent is not None:
+        parent = (obj.parent.namespace or obj.meta.key.namespace, obj.parent.name)
+        return "listener_sets_by_parent", [parent]
     return "", []
 
 
@@ -191,6 +203,8 @@ def _unindexed(state: ClusterState, key: ObjectKey) -> ClusterState:
         old = state.endpoint_slices.get(key)
     elif key.kind == "HTTPRoute":
         old = state.httproutes.get(key)
+    elif key.kind == "ListenerSet":
+        old = state.listener_sets.get(key)
     else:
         return state
     name, entries = _index_keys(old)
@@ -208,6 +222,8 @@ def _with_index(
 ) -> ClusterState:
     if name == "slices_by_service":
         return replace(state, slices_by_service=index)
+    if name == "listener_sets_by_parent":
+        return replace(state, listener_sets_by_parent=index)
     return replace(state, routes_by_parent=index)
 
 
@@ -291,11 +307,13 @@ def build_state(bodies: Iterable[object]) -> ClusterState:
         gateways=_table(objects, Gateway),
         httproutes=_table(objects, HTTPRoute),
         reference_grants=_table(objects, ReferenceGrant),
+        listener_sets=_table(objects, ListenerSet),
         parameters=_table(objects, CoxswainGatewayParameters),
         deployments=_table(objects, Deployment),
         service_accounts=_table(objects, ServiceAccount),
         slices_by_service=_index(objects, "slices_by_service"),
         routes_by_parent=_index(objects, "routes_by_parent"),
+        listener_sets_by_parent=_index(objects, "listener_sets_by_parent"),
         input_diagnostics=pvector(sorted(problems, key=diagnostic_order)),
     )
 
@@ -312,6 +330,7 @@ _Kind = TypeVar(
     GatewayClass,
     Gateway,
     HTTPRoute,
+    ListenerSet,
     ReferenceGrant,
     CoxswainGatewayParameters,
     Deployment,

@@ -35,7 +35,7 @@ from coxswain.shell.control import kinds
 from coxswain.shell.control.json_bodies import Refused
 from coxswain.shell.control.kube import ApiFailure, Kube, Resource, Unreachable, WatchEvent
 
-__all__ = ["GATEWAY_API", "INFORMED", "PROVISIONING", "Informer", "Watched"]
+__all__ = ["GATEWAY_API", "GATEWAY_API_OPTIONAL", "INFORMED", "PROVISIONING", "Informer", "Watched"]
 
 log = logging.getLogger("coxswain.informers")
 
@@ -70,6 +70,10 @@ GATEWAY_API: Final = (
     Watched(kinds.REFERENCE_GRANT),
 )
 """The Gateway API resources (standard channel); full mode needs every one of them served."""
+
+GATEWAY_API_OPTIONAL: Final = (Watched(kinds.LISTENER_SET),)
+"""Gateway API resources read in full mode when the cluster serves them: ListenerSet joined the
+standard channel in v1.5, so a cluster with older CRDs runs full mode without it."""
 
 PROVISIONING: Final = (
     Watched(kinds.SERVICE_ACCOUNT, _OWNED),

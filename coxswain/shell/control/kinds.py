@@ -25,6 +25,7 @@ __all__ = [
     "INGRESS",
     "INGRESS_CLASS",
     "LEASE",
+    "LISTENER_SET",
     "NAMESPACE",
     "POD_DISRUPTION_BUDGET",
     "REFERENCE_GRANT",
@@ -46,6 +47,7 @@ INGRESS_CLASS: Final = Resource("networking.k8s.io", "v1", "ingressclasses", "In
 GATEWAY_CLASS: Final = Resource(_GATEWAY_API, "v1", "gatewayclasses", "GatewayClass", False)
 GATEWAY: Final = Resource(_GATEWAY_API, "v1", "gateways", "Gateway", True)
 HTTP_ROUTE: Final = Resource(_GATEWAY_API, "v1", "httproutes", "HTTPRoute", True)
+LISTENER_SET: Final = Resource(_GATEWAY_API, "v1", "listenersets", "ListenerSet", True)
 REFERENCE_GRANT: Final = Resource(
     _GATEWAY_API, "v1beta1", "referencegrants", "ReferenceGrant", True
 )

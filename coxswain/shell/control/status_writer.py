@@ -41,7 +41,13 @@ log = logging.getLogger("coxswain.status")
 
 STATUS_RESOURCES: Final[dict[str, Resource]] = {
     resource.kind: resource
-    for resource in (kinds.INGRESS, kinds.GATEWAY_CLASS, kinds.GATEWAY, kinds.HTTP_ROUTE)
+    for resource in (
+        kinds.INGRESS,
+        kinds.GATEWAY_CLASS,
+        kinds.GATEWAY,
+        kinds.HTTP_ROUTE,
+        kinds.LISTENER_SET,
+    )
 }
 
 
