@@ -4,7 +4,8 @@ Each case is ``cases/<area>/<case>.in.yaml``: a ``CompileCase`` header document,
 Kubernetes objects. The runner loads it with the CLI's own loader (``parse_manifests``), prepends
 the objects of the header's ``include`` files, compiles for the shared pool, and compares the
 *text* of ``<case>.snapshot.yaml`` and, only when there are any, ``<case>.diagnostics.yaml`` (the
-findings) and ``<case>.status.yaml`` (the desired statuses, as ``--emit status`` prints them).
+findings) and ``<case>.status.yaml`` (the desired statuses, as ``--emit status`` prints them), and
+``<case>.tables.txt``: the same outputs as ``-o table`` prints them, for people.
 ``pytest tests/golden --update-goldens`` (``make goldens``) rewrites the expected files instead.
 
 A case whose header says ``pending: <why>`` documents behaviour the compiler does not have yet
@@ -42,6 +43,7 @@ from coxswain.compile.model.places import locate
 from coxswain.compile.provision import ROLE, provision
 from coxswain.compile.scope import Scope, parse_scope
 from coxswain.compile.snapshot_json import snapshot_to_data
+from coxswain.compile.tables import diagnostics_table, infra_table, routing_table, status_table
 from coxswain.shell.output import dump_yaml
 from tests.apiserver.crds import COXSWAIN_CRDS, GATEWAY_API_CRDS
 from tests.parity import unreported
@@ -55,7 +57,8 @@ SNAPSHOT: Final = ".snapshot.yaml"
 DIAGNOSTICS: Final = ".diagnostics.yaml"
 STATUS: Final = ".status.yaml"
 INFRA: Final = ".infra.yaml"
-EXPECTED_SUFFIXES: Final = (SNAPSHOT, DIAGNOSTICS, STATUS, INFRA)
+TABLES: Final = ".tables.txt"
+EXPECTED_SUFFIXES: Final = (SNAPSHOT, DIAGNOSTICS, STATUS, INFRA, TABLES)
 HEADER_KIND: Final = "CompileCase"
 HEADER_KEYS: Final = frozenset(
     {"kind", "description", "scope", "include", "pending", "schema-invalid", "schema-skip"}
@@ -169,14 +172,24 @@ def _render(case: Case) -> dict[str, str | None]:
     result = compile(state, scope)
     desired = provision(state, CompileConfig())
     found = dict.fromkeys((*result.diagnostics, *desired.diagnostics))  # both report parameters
-    diagnostics = [diagnostic_data(d) for d in locate(found, case.bodies)]
-    statuses = status_list(status(state))
+    located = locate(found, case.bodies)
+    diagnostics = [diagnostic_data(d) for d in located]
+    desired_statuses = status(state)
+    statuses = status_list(desired_statuses)
     infra = infra_list(desired)
+    tables = [("snapshot", routing_table(result.snapshot))]
+    if diagnostics:
+        tables.append(("diagnostics", diagnostics_table(located)))
+    if statuses["items"]:
+        tables.append(("status", status_table(desired_statuses)))
+    if infra["items"] or infra["metadata"]:
+        tables.append(("infra", infra_table(desired)))
     return {
         SNAPSHOT: dump_yaml(snapshot_to_data(result.snapshot)),
         DIAGNOSTICS: dump_yaml(diagnostics) if diagnostics else None,
         STATUS: dump_yaml(statuses) if statuses["items"] else None,
         INFRA: dump_yaml(infra) if infra["items"] or infra["metadata"] else None,
+        TABLES: "\n".join(f"# --emit {emit} -o table\n{text}" for emit, text in tables),
     }
 
 
