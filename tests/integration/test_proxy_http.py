@@ -9,8 +9,12 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from coxswain.compile import SharedPool, build_state, compile
+from coxswain.compile.snapshot_json import snapshot_to_data
 from coxswain.shell.dataplane.upstream import Timeouts
 
+from .manifests import backend as manifest_backend
+from .manifests import default_ingress, ingress_class
 from .proxy_harness import (
     TIMEOUT,
     Running,
@@ -88,6 +92,31 @@ def recent_date(value: str) -> bool:
     """Whether ``value`` is an IMF-fixdate within a minute of now (RFC 9110 §5.6.7)."""
     sent = email.utils.parsedate_to_datetime(value)
     return value.endswith(" GMT") and abs(time.time() - sent.timestamp()) < 60
+
+
+def test_the_ingress_default_backend_serves_any_host_with_the_conformance_headers(
+    tmp_path: Path,
+) -> None:
+    """Ingress controller conformance, "Default backend": an Ingress with only a
+    ``defaultBackend`` gets every host and path, and the response has ``Content-Length``,
+    ``Content-Type``, ``Date`` and ``Server``."""
+
+    def make(ports: dict[str, int]) -> dict[str, Any]:
+        bodies = [ingress_class(), default_ingress("one"), *manifest_backend("one", ports["one"])]
+        return snapshot_to_data(compile(build_state(bodies), SharedPool()).snapshot)
+
+    def client(run: Running) -> None:
+        for host, path in (("any-host", "/"), ("foo.bar", "/a/b?c=d")):
+            response, data = request(run.http_port, "GET", path, host=host)
+            assert response.status == 200
+            assert echoed(data)["target"] == path
+            assert response.version == 11
+            assert response.getheader("content-length") == str(len(data))
+            assert response.getheader("content-type") == "application/json"
+            assert recent_date(response.getheader("date", ""))
+            assert response.getheader("server") == "coxswain"
+
+    run_proxy(tmp_path, make, client, backends=("one",))
 
 
 def test_with_pass_server_header_the_backend_names_itself(tmp_path: Path) -> None:
