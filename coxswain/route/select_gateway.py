@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from coxswain.route.gateway import GatewayPortIndex
     from coxswain.route.request import RequestHead
 
-__all__ = ["select_gateway"]
+__all__ = ["listener_label", "select_gateway"]
 
 _WELL_KNOWN = {"http": 80, "https": 443}
 
@@ -88,7 +88,7 @@ def select_gateway(
     return Decision(
         matched=False,
         status=404,
-        reason=f"no HTTPRoute rule attached to listener {table.gateway}/{table.listener} "
+        reason=f"no HTTPRoute rule attached to {listener_label(table)} "
         f"matches {head.method} {host}{path}",
         host=host_header,
         path=path + query,
@@ -108,7 +108,7 @@ def _decide(
     action, match = rule.action, rule.match
     ref = action.route
     where = (
-        f"listener {table.gateway}/{table.listener}, host {route_host!r}, "
+        f"{listener_label(table)}, host {route_host!r}, "
         f"HTTPRoute {ref.namespace}/{ref.name} {ref.rule}"
     )
     host_header = head.host or host
@@ -180,6 +180,16 @@ def _decide(
         to_path=forwarded_path + query,
         fields=() if status is not None else cors_fields,
     )
+
+
+def listener_label(table: ListenerTable) -> str:
+    """How a reason names a listener: ``listener ns/gateway/name``; a ListenerSet's (named
+    ``ns/set/name`` in the snapshot, docs/contracts.md) by its ListenerSet and its Gateway."""
+    namespace, slash, rest = table.listener.partition("/")
+    if not slash:
+        return f"listener {table.gateway}/{table.listener}"
+    owner, _, name = rest.partition("/")
+    return f"listener {name} of ListenerSet {namespace}/{owner} (Gateway {table.gateway})"
 
 
 def _edit_path(edit: PathEdit | None, match: RouteMatch, path: str) -> str:

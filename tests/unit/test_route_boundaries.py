@@ -594,3 +594,15 @@ def test_a_redirect_keeps_the_cors_fields_and_an_error_drops_them():
     assert (moved.status, dict(moved.response_fields)[b"vary"]) == (302, b"Origin")
     failed = _cors_select("GET", origin, backends=[])
     assert (failed.status, failed.response_fields) == (500, ())
+
+
+def test_a_listenerset_listener_is_named_by_its_listenerset_and_gateway():
+    listener = {**_listener("*", {"*": [_rule("/x", "Exact")]}), "listener": "app/set/l1"}
+    table = _table({"*": listener})
+    assert _select(table, "/x").reason.startswith(
+        "listener l1 of ListenerSet app/set (Gateway app/gw), host '*', HTTPRoute app/r"
+    )
+    assert _select(table, "/y").reason == (
+        "no HTTPRoute rule attached to listener l1 of ListenerSet app/set (Gateway app/gw) "
+        "matches GET a.example.com/y"
+    )
