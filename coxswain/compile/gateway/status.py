@@ -69,7 +69,10 @@ __all__ = [
 API_VERSION: Final = "gateway.networking.k8s.io/v1"
 
 SUPPORTED_FEATURES: Final = (
+    "BackendTLSPolicy",
+    "BackendTLSPolicySANValidation",
     "Gateway",
+    "GatewayBackendClientCertificate",
     "GatewayAddressEmpty",
     "GatewayFrontendClientCertificateValidation",
     "GatewayFrontendClientCertificateValidationInsecureFallback",
