@@ -135,8 +135,22 @@ def _route_text(data: dict[str, Any]) -> str:
             f"backend:  {backend['namespace']}/{backend['service']}:{backend['port']}{state}"
             f" -> {endpoints}"
         )
+        if (tls := backend["tls"]) is not None:
+            lines.append(f"tls:      {_tls_line(tls)}")
     if (redirect := data["redirect"]) is not None:
         lines.append(f"location: {redirect['location']}")
     lines.append(f"upstream: {data['host']} {data['path']}")
     lines.extend(f"cors:     {name}: {value}" for name, value in data["cors_headers"].items())
     return "\n".join(lines) + "\n"
+
+
+def _tls_line(tls: dict[str, Any]) -> str:
+    """A backend's TLS (BackendTLSPolicy) in one line: SNI, trust, names, client certificate."""
+    if tls["problem"] is not None:
+        return str(tls["problem"])
+    names = ", ".join(tls["subject_alt_names"]) or tls["server_name"]
+    client = tls["client_certificate"] or "none"
+    return (
+        f"SNI {tls['server_name']}, trusting the {tls['trust'].replace('_', ' ')}, "
+        f"verifying {names}, client certificate {client} ({tls['policy']})"
+    )

@@ -99,6 +99,8 @@ def compile(  # noqa: A001 - the name the architecture gives the core's one entr
             secrets_read |= verdict.read  # certificate Secrets, CA Secrets and ConfigMaps
     for refs in model.gateway_refs.values():
         secrets_read |= refs.read  # the backend client certificate's Secret
+    for policy in model.backend_tls.reported:
+        secrets_read |= policy.read  # BackendTLSPolicy CA ConfigMaps and Secrets
     for route in model.routes:
         services_read |= route.compiled.read
     read = _read_objects(state, services, secrets_read, services_read)

@@ -40,6 +40,8 @@ __all__ = [
     "PathRule",
     "RouteRef",
     "Snapshot",
+    "SubjectAltName",
+    "UpstreamTLS",
     "VirtualHost",
 ]
 
@@ -69,9 +71,10 @@ class Backend:
     """A Service port to send traffic to.
 
     ``port`` is the Service port number (0 when it could not be resolved); ``valid`` is False
-    when the Service or its port does not exist, and the proxy then answers instead of
-    forwarding. ``endpoints_key`` names the entry of the endpoints table. HTTPRoute backends
-    may carry their own header edits (``backendRefs[].filters``).
+    when the Service or its port does not exist, or a BackendTLSPolicy targeting it cannot be
+    honoured, and the proxy then answers instead of forwarding. ``endpoints_key`` names the
+    entry of the endpoints table. HTTPRoute backends may carry their own header edits
+    (``backendRefs[].filters``) and the TLS the proxy originates to them (``tls``).
     """
 
     namespace: str
@@ -81,10 +84,43 @@ class Backend:
     valid: bool = True
     request_headers: HeaderEdits | None = None
     response_headers: HeaderEdits | None = None
+    tls: UpstreamTLS | None = None
 
     @property
     def endpoints_key(self) -> str:
         return f"{self.namespace}/{self.service}/{self.port}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubjectAltName:
+    """A Subject Alternative Name the backend's certificate may carry: ``type`` is ``Hostname``
+    (a DNS name, ``*.`` wildcards in the certificate cover one label) or ``URI`` (compared
+    whole, as SPIFFE IDs are). Gateway API ``SubjectAltName``."""
+
+    type: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpstreamTLS:
+    """The TLS the proxy originates to a backend a BackendTLSPolicy targets (GEP-1897).
+
+    ``server_name`` (the policy's ``validation.hostname``) is sent as SNI and, unless
+    ``subject_alt_names`` are given, is the name the backend's certificate must carry; with
+    them, one of them must be in the certificate instead. ``ca_pem`` is the CA bundle the chain
+    must lead to, or None for the system's trusted CAs (``wellKnownCACertificates: System``).
+    ``client_certificate`` is the Gateway's ``spec.tls.backend.clientCertificateRef``, presented
+    when the backend asks for one. ``policy`` is ``ns/name`` of the policy; ``problem`` says why
+    the policy cannot be honoured (then the backend is invalid and answered, never sent
+    plaintext).
+    """
+
+    policy: str
+    server_name: str
+    ca_pem: str | None = None
+    subject_alt_names: PVector[SubjectAltName] = pvector()
+    client_certificate: Certificate | None = None
+    problem: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

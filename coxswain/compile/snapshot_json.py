@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.snapshot import (
         Backend,
+        Certificate,
         Cors,
         GatewayRule,
         HeaderEdits,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
         PathRule,
         RouteRef,
         Snapshot,
+        UpstreamTLS,
         VirtualHost,
     )
 
@@ -126,10 +128,7 @@ def snapshot_to_data(snapshot: Snapshot) -> dict[str, Any]:
         },
         "listener_health": [_health_data(h) for h in snapshot.listener_health],
         "tls": {
-            str(port): {
-                host: {"cert_chain": c.chain_pem, "private_key": c.key_pem, "secret": c.secret}
-                for host, c in sorted(hosts.items())
-            }
+            str(port): {host: _certificate_data(c) for host, c in sorted(hosts.items())}
             for port, hosts in sorted(snapshot.tls.items())
         },
         "endpoints": {
@@ -168,7 +167,29 @@ def _backend_data(backend: Backend) -> dict[str, Any]:
         data["request_headers"] = _edits_data(backend.request_headers)
     if backend.response_headers is not None:
         data["response_headers"] = _edits_data(backend.response_headers)
+    if backend.tls is not None:
+        data["tls"] = _upstream_tls_data(backend.tls)
     return data
+
+
+def _upstream_tls_data(tls: UpstreamTLS) -> dict[str, Any]:
+    client = tls.client_certificate
+    return {
+        "policy": tls.policy,
+        "server_name": tls.server_name,
+        "ca_bundle": tls.ca_pem,
+        "subject_alt_names": [{"type": n.type, "value": n.value} for n in tls.subject_alt_names],
+        "client_certificate": None if client is None else _certificate_data(client),
+        "problem": tls.problem,
+    }
+
+
+def _certificate_data(certificate: Certificate) -> dict[str, Any]:
+    return {
+        "cert_chain": certificate.chain_pem,
+        "private_key": certificate.key_pem,
+        "secret": certificate.secret,
+    }
 
 
 def _edits_data(edits: HeaderEdits | None) -> dict[str, Any] | None:

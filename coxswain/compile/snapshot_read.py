@@ -35,6 +35,8 @@ from coxswain.compile.snapshot import (
     RouteMatch,
     RouteRef,
     Snapshot,
+    SubjectAltName,
+    UpstreamTLS,
     ValueMatch,
     VirtualHost,
 )
@@ -176,6 +178,33 @@ def _backend(data: Mapping[str, Any], where: str) -> Backend:
         valid=_typed(data.get("valid", True), bool, f"{where}.valid"),
         request_headers=_edits(data.get("request_headers"), f"{where}.request_headers"),
         response_headers=_edits(data.get("response_headers"), f"{where}.response_headers"),
+        tls=None if data.get("tls") is None else _upstream_tls(data["tls"], f"{where}.tls"),
+    )
+
+
+def _upstream_tls(value: object, where: str) -> UpstreamTLS:
+    data = _object(value, where)
+    client = data.get("client_certificate")
+    return UpstreamTLS(
+        policy=_typed(data.get("policy"), str, f"{where}.policy"),
+        server_name=_typed(data.get("server_name"), str, f"{where}.server_name"),
+        ca_pem=_optional(data.get("ca_bundle"), str, f"{where}.ca_bundle"),
+        subject_alt_names=pvector(
+            SubjectAltName(
+                type=_typed(n.get("type"), str, f"{where}.subject_alt_names[{i}].type"),
+                value=_typed(n.get("value"), str, f"{where}.subject_alt_names[{i}].value"),
+            )
+            for i, item in enumerate(
+                _list(data.get("subject_alt_names", []), f"{where}.subject_alt_names")
+            )
+            if (n := _object(item, f"{where}.subject_alt_names[{i}]")) is not None
+        ),
+        client_certificate=None
+        if client is None
+        else _certificate(
+            _object(client, f"{where}.client_certificate"), f"{where}.client_certificate"
+        ),
+        problem=_optional(data.get("problem"), str, f"{where}.problem"),
     )
 
 

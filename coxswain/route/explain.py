@@ -13,6 +13,7 @@ from coxswain.route.forward import apply_edits, forwarded_headers, wire_edits
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from coxswain.compile.snapshot import UpstreamTLS
     from coxswain.route.request import RequestHead
     from coxswain.route.select import Decision
     from coxswain.route.table import RouteTable
@@ -62,6 +63,7 @@ def explain(
                 "weight": b.weight,
                 "valid": b.valid,
                 "endpoints": [f"{e.address}:{e.port}" for e in endpoints.get(b.endpoints_key, ())],
+                "tls": _tls(b.tls),
             }
             for b in decision.backends
         ],
@@ -71,6 +73,7 @@ def explain(
                 "service": m.backend.service,
                 "port": m.backend.port,
                 "percent": m.percent,
+                "tls": _tls(m.backend.tls),
             }
             for m in (action.mirrors if action is not None else ())
         ],
@@ -92,6 +95,21 @@ def explain(
             "backend_request": None if action is None else action.backend_timeout,
         },
         "reason": decision.reason,
+    }
+
+
+def _tls(tls: UpstreamTLS | None) -> dict[str, Any] | None:
+    """The TLS a backend is reached with (BackendTLSPolicy), without the PEM material."""
+    if tls is None:
+        return None
+    client = tls.client_certificate
+    return {
+        "policy": tls.policy,
+        "server_name": tls.server_name,
+        "trust": "system" if tls.ca_pem is None else "ca_bundle",
+        "subject_alt_names": [f"{n.type}:{n.value}" for n in tls.subject_alt_names],
+        "client_certificate": None if client is None else client.secret,
+        "problem": tls.problem,
     }
 
 

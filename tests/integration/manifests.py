@@ -89,6 +89,23 @@ def listener_set(name: str, parent: str, port: int) -> dict[str, Any]:
     }
 
 
+def backend_tls_policy(name: str, service: str) -> dict[str, Any]:
+    """A BackendTLSPolicy ``app/name`` on Service ``service``, its CA a ConfigMap that the
+    input lacks (so its status says NoValidCACertificate)."""
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "BackendTLSPolicy",
+        "metadata": {"name": name, "namespace": "app"},
+        "spec": {
+            "targetRefs": [{"group": "", "kind": "Service", "name": service}],
+            "validation": {
+                "caCertificateRefs": [{"group": "", "kind": "ConfigMap", "name": "missing-ca"}],
+                "hostname": f"{service}.example.com",
+            },
+        },
+    }
+
+
 def default_ingress(service: str, name: str = "site") -> dict[str, Any]:
     """An Ingress of class ``coxswain`` sending everything to ``service``:80 in ``app``."""
     return {

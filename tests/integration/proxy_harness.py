@@ -17,6 +17,7 @@ import signal
 import socket
 import sys
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl
 
@@ -31,6 +32,7 @@ from coxswain.shell.dataplane.upstream import Timeouts
 from coxswain.shell.proxy import serve_snapshot_file
 
 if TYPE_CHECKING:
+    import ssl
     import subprocess
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
     from pathlib import Path
@@ -65,7 +67,7 @@ EPOCH_DATE = "Thu, 01 Jan 1970 00:00:00 GMT"  # the echo's Date: the proxy's rep
 
 
 async def _echo_connection(
-    stream: trio.SocketStream, name: str, received: list[dict[str, Any]]
+    stream: trio.abc.Stream, name: str, received: list[dict[str, Any]]
 ) -> None:
     """h11 server: answers each request with JSON of what it received.
 
@@ -86,7 +88,7 @@ async def _echo_connection(
             event = conn.next_event()
             if event is h11.NEED_DATA:
                 data = await stream.receive_some(65536)
-                conn.receive_data(data)
+                conn.receive_data(bytes(data))
                 continue
             if not isinstance(event, h11.Request):
                 return
@@ -94,7 +96,7 @@ async def _echo_connection(
             while True:
                 part = conn.next_event()
                 if part is h11.NEED_DATA:
-                    conn.receive_data(await stream.receive_some(65536))
+                    conn.receive_data(bytes(await stream.receive_some(65536)))
                 elif isinstance(part, h11.Data):
                     body += part.data
                 elif isinstance(part, h11.EndOfMessage):
@@ -165,7 +167,7 @@ async def _echo_connection(
             conn.start_next_cycle()
 
 
-async def _echo_upgraded(stream: trio.SocketStream, conn: h11.Connection) -> None:
+async def _echo_upgraded(stream: trio.abc.Stream, conn: h11.Connection) -> None:
     """Switch to the protocol asked for, played as a toy: every received chunk comes back
     upper-cased."""
     switch = h11.InformationalResponse(
@@ -183,12 +185,19 @@ async def serve_echo(
     name: str,
     received: list[dict[str, Any]] | None = None,
     *,
+    tls: ssl.SSLContext | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-    task_status.started(listeners[0].socket.getsockname()[1])
+    """The echo on a port of its own; with ``tls``, behind TLS with that server context."""
+    tcp = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    task_status.started(tcp[0].socket.getsockname()[1])
+    listeners: list[trio.abc.Listener[Any]] = (
+        list(tcp)
+        if tls is None
+        else [trio.SSLListener(lis, tls, https_compatible=True) for lis in tcp]
+    )
 
-    async def handle(stream: trio.SocketStream) -> None:
+    async def handle(stream: trio.abc.Stream) -> None:
         with contextlib.suppress(trio.BrokenResourceError, h11.RemoteProtocolError):
             await _echo_connection(stream, name, [] if received is None else received)
 
@@ -342,10 +351,12 @@ def run_proxy(
     trusted_proxies: str = "",
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     pass_server: bool = False,
+    tls_backends: dict[str, ssl.SSLContext] | None = None,
 ) -> None:
     """Start echo backends and a proxy serving ``make_snapshot(ports)``, run ``client`` in a
     thread, then stop everything. ``ports`` maps each backend name to its port, and
-    ``"gateway"`` to a free port for a Gateway listener."""
+    ``"gateway"`` to a free port for a Gateway listener; ``tls_backends`` serves the backends
+    it names behind TLS, with their server contexts."""
     file = tmp_path / "snapshot.json"
     http_port, https_port, admin_port = free_port(), free_port(), free_port()
     gateway_port = free_port()
@@ -353,8 +364,12 @@ def run_proxy(
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             received: dict[str, list[dict[str, Any]]] = {name: [] for name in backends}
+            secured = tls_backends or {}
             ports = {
-                name: await nursery.start(serve_echo, name, received[name]) for name in backends
+                name: await nursery.start(
+                    partial(serve_echo, name, received[name], tls=secured.get(name))
+                )
+                for name in backends
             }
             write_snapshot(file, make_snapshot({**ports, "gateway": gateway_port}))
             parsed = parse_scope(scope)

@@ -26,6 +26,7 @@ from tests.unit.helm_render import render
 from .controller_harness import settings as controller_settings
 from .controller_harness import start_shared_proxy
 from .manifests import (
+    backend_tls_policy,
     default_ingress,
     gateway,
     gateway_class,
@@ -106,6 +107,7 @@ def objects(gateway_api: bool) -> list[dict[str, Any]]:
             edge(dedicated=True),
             http_route("r", "edge", "web"),
             listener_set("extra", "edge", 8080),  # its status is written (NotAllowed)
+            backend_tls_policy("to-web", "web"),  # its status is written (an ancestor: edge)
         ]
     return found
 

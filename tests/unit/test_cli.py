@@ -409,7 +409,15 @@ def assert_contract_types(data: dict[str, Any]) -> None:
     assert data["route"] is None or set(data["route"]) == {"kind", "namespace", "name", "rule"}
     assert isinstance(data["backends"], list)
     for backend in data["backends"]:
-        assert set(backend) == {"namespace", "service", "port", "weight", "valid", "endpoints"}
+        assert set(backend) == {
+            "namespace",
+            "service",
+            "port",
+            "weight",
+            "valid",
+            "endpoints",
+            "tls",
+        }
         assert type(backend["port"]) is int
         assert type(backend["weight"]) is int
         assert isinstance(backend["valid"], bool)
@@ -453,6 +461,7 @@ def test_route_json_has_the_contract_fields_when_forwarded(workspace):
             "weight": 1,
             "valid": True,
             "endpoints": ["10.0.0.2:9000"],
+            "tls": None,
         }
     ]
     assert data["redirect"] is None

@@ -42,6 +42,7 @@ UNREAD: Final[dict[tuple[str, tuple[str, ...]], str]] = {
     ("GatewayClass", ("status",)): "status is ours to write",
     ("HTTPRoute", ("status",)): "status is ours to write",
     ("ListenerSet", ("status",)): "status is ours to write",
+    ("BackendTLSPolicy", ("status",)): "status is ours to write",
     ("Ingress", ("status",)): "status is ours to write",
     ("Service", ("status", "loadBalancer", "ingress", "*", "ip")): "typed by the API server; "
     "an address that is not a string is skipped",

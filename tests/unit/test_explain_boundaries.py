@@ -171,6 +171,7 @@ def test_a_forwarded_gateway_rule_shows_every_field():
                 "weight": 3,
                 "valid": True,
                 "endpoints": ["10.0.0.1:8080"],
+                "tls": None,
             },
             {
                 "namespace": "app",
@@ -179,9 +180,12 @@ def test_a_forwarded_gateway_rule_shows_every_field():
                 "weight": 1,
                 "valid": True,
                 "endpoints": ["10.0.0.3:8080"],
+                "tls": None,
             },
         ],
-        "mirrors": [{"namespace": "app", "service": "mirror", "port": 80, "percent": 25.0}],
+        "mirrors": [
+            {"namespace": "app", "service": "mirror", "port": 80, "percent": 25.0, "tls": None}
+        ],
         "redirect": None,
         "host": "A.example.com",
         "path": "/api/x?q=1",

@@ -27,10 +27,13 @@ from coxswain.compile.snapshot import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pyrsistent.typing import PMap, PVector
 
     from coxswain.compile.gateway.listeners import ListenerVerdict
     from coxswain.compile.gateway.model import GatewayModel
+    from coxswain.compile.model.keys import ObjectKey
 
 __all__ = ["GatewayCells", "build_cells", "listener_reason"]
 
@@ -44,6 +47,19 @@ class GatewayCells:
     client_certs: PMap[int, PMap[str, ClientValidation]]
     listener_health: PVector[ListenerHealth]
     backends: tuple[Backend, ...]
+
+
+def _backends(entries: Sequence[tuple[tuple[object, ...], GatewayRule]]) -> list[Backend]:
+    """The backends and mirror backends of some rules, once per rule."""
+    found: list[Backend] = []
+    seen: set[int] = set()
+    for _, rule in entries:
+        action = rule.action
+        if id(action) not in seen:
+            seen.add(id(action))
+            found.extend(action.backends)
+            found.extend(m.backend for m in action.mirrors)
+    return found
 
 
 def attached_counts(model: GatewayModel) -> dict[int, int]:
@@ -77,15 +93,26 @@ def build_cells(model: GatewayModel) -> GatewayCells:
     )
     backends: list[Backend] = []
     for route in model.routes:
+        secured: dict[ObjectKey, Sequence[tuple[tuple[object, ...], GatewayRule]]] = {}
         for parent in route.parents:
             for attachment in parent.attachments:
                 verdict = attachment.listener
-                port = model.ports.get((verdict.gateway.meta.key.ref, verdict.listener.port))
+                served_by = verdict.gateway.meta.key
+                port = model.ports.get((served_by.ref, verdict.listener.port))
                 if port is None or not verdict.serving:
                     continue
+                entries = secured.get(served_by)
+                if entries is None:
+                    # BackendTLSPolicy (GEP-1897): the TLS of the backends, with the client
+                    # certificate of the Gateway that serves them (.backend_tls, rule 5)
+                    refs = model.gateway_refs.get(served_by)
+                    entries = model.backend_tls.secure(
+                        route.compiled.entries, None if refs is None else refs.client_certificate
+                    )
+                    secured[served_by] = entries
+                    backends.extend(_backends(entries))
                 for host in attachment.hostnames:
-                    rules[(port, verdict.host_key)][host].extend(route.compiled.entries)
-                backends.extend(route.compiled.backends)
+                    rules[(port, verdict.host_key)][host].extend(entries)
     counts = attached_counts(model)
     tables: dict[int, dict[str, ListenerTable]] = defaultdict(dict)
     tls: dict[int, dict[str, Certificate]] = defaultdict(dict)

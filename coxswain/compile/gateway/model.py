@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Final
 
 from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.gateway.attach import ParentVerdict, attach_route
+from coxswain.compile.gateway.backend_tls import NO_POLICIES, BackendTLS, judge_backend_tls
 from coxswain.compile.gateway.gateway_refs import GatewayRefs, judge_gateway_refs
 from coxswain.compile.gateway.httproute import CompiledRoute, compile_route
 from coxswain.compile.gateway.listeners import (
@@ -76,7 +77,8 @@ class GatewayModel:
     a dedicated proxy; a listener whose pair got none is ``Accepted=False/PortUnavailable``);
     ``unassigned_addresses`` holds the Gateways whose ``spec.addresses`` cannot be honoured
     (:func:`_assignable`); ``addresses`` their reachable addresses; ``gateway_refs`` each judged
-    Gateway's own references and extra conditions (:mod:`.gateway_refs`); ``dangling`` the
+    Gateway's own references and extra conditions (:mod:`.gateway_refs`); ``backend_tls`` the
+    BackendTLSPolicies in force and their verdicts (:mod:`.backend_tls`); ``dangling`` the
     findings about references to a GatewayClass or a parent Gateway that is not in the input.
     """
 
@@ -93,6 +95,7 @@ class GatewayModel:
     gateway_refs: dict[ObjectKey, GatewayRefs]
     ports: dict[tuple[str, int], int | None]
     routes: tuple[RouteVerdict, ...]
+    backend_tls: BackendTLS
     dangling: tuple[Diagnostic, ...]
 
 
@@ -204,6 +207,18 @@ def analyse_gateways(
         },
         ports=ports,
         routes=routes,
+        backend_tls=judge_backend_tls(
+            state,
+            services,
+            (
+                (attachment.listener.gateway.meta.key, backend)
+                for route in routes
+                for parent in route.parents
+                for attachment in parent.attachments
+                for backend in route.compiled.backends
+            ),
+            one_gateway=isinstance(scope, GatewayScope),
+        ),
         dangling=tuple(dangling),
     )
 
@@ -398,5 +413,6 @@ _EMPTY: Final = GatewayModel(
     gateway_refs={},
     ports={},
     routes=(),
+    backend_tls=NO_POLICIES,
     dangling=(),
 )

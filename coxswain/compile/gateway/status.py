@@ -23,6 +23,9 @@ Rules:
    with
    ``parentRef`` written out with group and kind, ``controllerName``, and the conditions
    Accepted, ResolvedRefs, and PartiallyInvalid when some rules are not served.
+5. BackendTLSPolicy (:mod:`.backend_tls`): one ``ancestors`` entry per Gateway of ours its
+   targets are reached through, ``ancestorRef`` the Gateway, ``controllerName``, and the
+   policy's Accepted and ResolvedRefs; none when no route of ours reaches a target.
 Every condition carries the object's generation; no timestamps (the shell adds them).
 
 ``gateway_diagnostics`` reports the same conditions: each problem condition carries the
@@ -40,6 +43,7 @@ from coxswain.compile.diagnostics import Severity
 from coxswain.compile.gateway.cells import attached_counts
 from coxswain.compile.gateway.listenersets import listener_set_accepted
 from coxswain.compile.gateway.model import own_listeners
+from coxswain.compile.model.gateway_objects import GATEWAY_GROUP
 from coxswain.compile.status import Condition, ObjectStatus, condition_data, problem
 
 if TYPE_CHECKING:
@@ -48,6 +52,7 @@ if TYPE_CHECKING:
     from coxswain.compile.config import CompileConfig
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.gateway.attach import ParentVerdict
+    from coxswain.compile.gateway.backend_tls import PolicyVerdict
     from coxswain.compile.gateway.listeners import ListenerVerdict
     from coxswain.compile.gateway.listenersets import ListenerSetVerdict
     from coxswain.compile.gateway.model import GatewayModel, RouteVerdict
@@ -64,7 +69,10 @@ __all__ = [
 API_VERSION: Final = "gateway.networking.k8s.io/v1"
 
 SUPPORTED_FEATURES: Final = (
+    "BackendTLSPolicy",
+    "BackendTLSPolicySANValidation",
     "Gateway",
+    "GatewayBackendClientCertificate",
     "GatewayAddressEmpty",
     "GatewayFrontendClientCertificateValidation",
     "GatewayFrontendClientCertificateValidationInsecureFallback",
@@ -146,6 +154,8 @@ def gateway_statuses(
         found.append(_listener_set_status(listener_set, model, counts, programmed))
     for route in model.routes:
         found.append(_route_status(route, config))
+    for policy in model.backend_tls.verdicts:
+        found.append(_policy_status(policy, config))
     return found
 
 
@@ -165,7 +175,13 @@ def gateway_diagnostics(model: GatewayModel) -> list[Diagnostic]:
     for route in model.routes:
         for parent in route.parents:
             conditions.extend(_parent_conditions(route, parent))
-    return [*(d for c in conditions for d in c.diagnostics), *model.dangling]
+    policies = model.backend_tls.reported
+    conditions.extend(c for p in policies for c in (p.accepted, p.resolved_refs))
+    return [
+        *(d for c in conditions for d in c.diagnostics),
+        *(d for p in policies for d in (*p.policy.diagnostics, *p.warnings)),
+        *model.dangling,
+    ]
 
 
 def _class_accepted(gateway_class: GatewayClass, model: GatewayModel) -> Condition:
@@ -377,6 +393,33 @@ def _route_status(route: RouteVerdict, config: CompileConfig) -> ObjectStatus:
         )
     return _status(
         "HTTPRoute", meta.key.namespace, meta.key.name, meta.generation, {"parents": parents}
+    )
+
+
+def _policy_status(verdict: PolicyVerdict, config: CompileConfig) -> ObjectStatus:
+    meta = verdict.policy.meta
+    conditions = [
+        condition_data(c, meta.generation) for c in (verdict.accepted, verdict.resolved_refs)
+    ]
+    ancestors = [
+        {
+            "ancestorRef": {
+                "group": GATEWAY_GROUP,
+                "kind": "Gateway",
+                "namespace": gateway.namespace,
+                "name": gateway.name,
+            },
+            "controllerName": config.gateway_controller,
+            "conditions": conditions,
+        }
+        for gateway in verdict.ancestors
+    ]
+    return _status(
+        "BackendTLSPolicy",
+        meta.key.namespace,
+        meta.key.name,
+        meta.generation,
+        {"ancestors": ancestors},
     )
 
 

@@ -27,6 +27,7 @@ from pyrsistent import pvector
 
 from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.hostnames import ascii_lower, is_hostname, is_wildcard
+from coxswain.compile.model.decode_backendtls import decode_backend_tls_policy
 from coxswain.compile.model.decode_gateway import (
     decode_config_map,
     decode_gateway,
@@ -38,6 +39,7 @@ from coxswain.compile.model.decode_httproute import decode_httproute
 from coxswain.compile.model.fields import FieldReader
 from coxswain.compile.model.gateway_objects import (
     GATEWAY_GROUP,
+    BackendTLSPolicy,
     ConfigMap,
     Gateway,
     GatewayClass,
@@ -95,6 +97,7 @@ StateObject = (
     | HTTPRoute
     | ListenerSet
     | ReferenceGrant
+    | BackendTLSPolicy
     | ConfigMap
     | CoxswainGatewayParameters
     | Deployment
@@ -584,6 +587,7 @@ _DECODERS: Final[dict[tuple[str, str], tuple[frozenset[str], bool, _Decoder]]] =
     (GATEWAY_GROUP, "HTTPRoute"): (_GATEWAY_VERSIONS, True, decode_httproute),
     (GATEWAY_GROUP, "ReferenceGrant"): (_GATEWAY_VERSIONS, True, decode_reference_grant),
     (GATEWAY_GROUP, "ListenerSet"): (frozenset({"v1"}), True, decode_listener_set),
+    (GATEWAY_GROUP, "BackendTLSPolicy"): (frozenset({"v1"}), True, decode_backend_tls_policy),
     (PARAMETERS_GROUP, "CoxswainGatewayParameters"): (
         frozenset({"v1alpha1"}),
         True,

@@ -21,12 +21,20 @@ if TYPE_CHECKING:
 
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.model.objects import Meta
-    from coxswain.compile.snapshot import Cors, HeaderEdits, Redirect, Retry, Rewrite
+    from coxswain.compile.snapshot import (
+        Cors,
+        HeaderEdits,
+        Redirect,
+        Retry,
+        Rewrite,
+        SubjectAltName,
+    )
 
 __all__ = [
     "AllowedListeners",
     "AllowedRoutes",
     "BackendRef",
+    "BackendTLSPolicy",
     "ConfigMap",
     "FrontendValidation",
     "Gateway",
@@ -40,6 +48,7 @@ __all__ = [
     "ListenerSet",
     "ObjectRef",
     "ParentRef",
+    "PolicyTarget",
     "ReferenceGrant",
     "SelectorRequirement",
     "ValueMatch",
@@ -279,4 +288,38 @@ class ConfigMap:
     meta: Meta
     ca_bundle: str | None = None
     problem: str | None = None
+    diagnostics: PVector[Diagnostic] = pvector()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicyTarget:
+    """A policy's ``targetRefs`` entry (``LocalPolicyTargetReferenceWithSectionName``): an
+    object of the policy's namespace, and optionally one section of it (a Service port name)."""
+
+    group: str
+    kind: str
+    name: str
+    section_name: str | None = None
+    field: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackendTLSPolicy:
+    """A BackendTLSPolicy (gateway.networking.k8s.io/v1, GEP-1897).
+
+    ``targets`` are its ``targetRefs``; ``ca_refs`` (``validation.caCertificateRefs``) and
+    ``well_known`` (``validation.wellKnownCACertificates``) say which CAs the backend's chain
+    must lead to; ``hostname`` is the SNI and the name verified unless ``subject_alt_names``
+    are given. ``invalid`` holds ``(field, why)`` for each part of ``validation`` that cannot
+    be honoured as written: the compiler then refuses the whole policy (a policy verified more
+    loosely than written would be worse than none), and its backends are never sent plaintext.
+    """
+
+    meta: Meta
+    targets: PVector[PolicyTarget] = pvector()
+    ca_refs: PVector[ObjectRef] = pvector()
+    well_known: str | None = None
+    hostname: str = ""
+    subject_alt_names: PVector[SubjectAltName] = pvector()
+    invalid: PVector[tuple[str, str]] = pvector()
     diagnostics: PVector[Diagnostic] = pvector()

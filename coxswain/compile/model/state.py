@@ -20,6 +20,7 @@ from coxswain.compile.diagnostics import Diagnostic, Severity, diagnostic_order
 from coxswain.compile.model.canonical import canonical_json
 from coxswain.compile.model.decode import Decoded, Malformed, StateObject, decode_object
 from coxswain.compile.model.gateway_objects import (
+    BackendTLSPolicy,
     ConfigMap,
     Gateway,
     GatewayClass,
@@ -79,6 +80,7 @@ class ClusterState:
     httproutes: PMap[ObjectKey, HTTPRoute] = field(default_factory=pmap)
     reference_grants: PMap[ObjectKey, ReferenceGrant] = field(default_factory=pmap)
     listener_sets: PMap[ObjectKey, ListenerSet] = field(default_factory=pmap)
+    backend_tls_policies: PMap[ObjectKey, BackendTLSPolicy] = field(default_factory=pmap)
     parameters: PMap[ObjectKey, CoxswainGatewayParameters] = field(default_factory=pmap)
     deployments: PMap[ObjectKey, Deployment] = field(default_factory=pmap)
     service_accounts: PMap[ObjectKey, ServiceAccount] = field(default_factory=pmap)
@@ -137,6 +139,8 @@ def _stored(state: ClusterState, obj: StateObject) -> ClusterState:
             return replace(state, reference_grants=state.reference_grants.set(key, obj))
         case ListenerSet():
             return replace(state, listener_sets=state.listener_sets.set(key, obj))
+        case BackendTLSPolicy():
+            return replace(state, backend_tls_policies=state.backend_tls_policies.set(key, obj))
         case CoxswainGatewayParameters():
             return replace(state, parameters=state.parameters.set(key, obj))
         case Deployment():
@@ -173,6 +177,8 @@ def _removed(state: ClusterState, key: ObjectKey) -> ClusterState:
             return replace(state, reference_grants=state.reference_grants.discard(key))
         case "ListenerSet":
             return replace(state, listener_sets=state.listener_sets.discard(key))
+        case "BackendTLSPolicy":
+            return replace(state, backend_tls_policies=state.backend_tls_policies.discard(key))
         case "CoxswainGatewayParameters":
             return replace(state, parameters=state.parameters.discard(key))
         case "Deployment":
@@ -308,6 +314,7 @@ def build_state(bodies: Iterable[object]) -> ClusterState:
         httproutes=_table(objects, HTTPRoute),
         reference_grants=_table(objects, ReferenceGrant),
         listener_sets=_table(objects, ListenerSet),
+        backend_tls_policies=_table(objects, BackendTLSPolicy),
         parameters=_table(objects, CoxswainGatewayParameters),
         deployments=_table(objects, Deployment),
         service_accounts=_table(objects, ServiceAccount),
@@ -332,6 +339,7 @@ _Kind = TypeVar(
     HTTPRoute,
     ListenerSet,
     ReferenceGrant,
+    BackendTLSPolicy,
     CoxswainGatewayParameters,
     Deployment,
     ServiceAccount,

@@ -71,9 +71,10 @@ GATEWAY_API: Final = (
 )
 """The Gateway API resources (standard channel); full mode needs every one of them served."""
 
-GATEWAY_API_OPTIONAL: Final = (Watched(kinds.LISTENER_SET),)
+GATEWAY_API_OPTIONAL: Final = (Watched(kinds.LISTENER_SET), Watched(kinds.BACKEND_TLS_POLICY))
 """Gateway API resources read in full mode when the cluster serves them: ListenerSet joined the
-standard channel in v1.5, so a cluster with older CRDs runs full mode without it."""
+standard channel in v1.5 and BackendTLSPolicy's v1 in v1.4, so a cluster with older CRDs runs
+full mode without them."""
 
 PROVISIONING: Final = (
     Watched(kinds.SERVICE_ACCOUNT, _OWNED),

@@ -14,6 +14,7 @@ from typing import Final
 from coxswain.shell.control.kube import Resource
 
 __all__ = [
+    "BACKEND_TLS_POLICY",
     "CONFIG_MAP",
     "DEPLOYMENT",
     "ENDPOINT_SLICE",
@@ -48,6 +49,9 @@ GATEWAY_CLASS: Final = Resource(_GATEWAY_API, "v1", "gatewayclasses", "GatewayCl
 GATEWAY: Final = Resource(_GATEWAY_API, "v1", "gateways", "Gateway", True)
 HTTP_ROUTE: Final = Resource(_GATEWAY_API, "v1", "httproutes", "HTTPRoute", True)
 LISTENER_SET: Final = Resource(_GATEWAY_API, "v1", "listenersets", "ListenerSet", True)
+BACKEND_TLS_POLICY: Final = Resource(
+    _GATEWAY_API, "v1", "backendtlspolicies", "BackendTLSPolicy", True
+)
 REFERENCE_GRANT: Final = Resource(
     _GATEWAY_API, "v1beta1", "referencegrants", "ReferenceGrant", True
 )

@@ -8,7 +8,8 @@ status is laid over the object's current one:
   otherwise it gets ``now``;
 - an HTTPRoute's ``status.parents`` keeps the entries of other controllers: the list is shared
   by every controller a route is attached to, and each owns its own entries (GEP-1364,
-  ``RouteParentStatus.controllerName``);
+  ``RouteParentStatus.controllerName``); so does a BackendTLSPolicy's ``status.ancestors``
+  (``PolicyAncestorStatus.controllerName``), keyed by ``ancestorRef``;
 - when the result equals the current status nothing is written, so a resync, a restart or an
   unrelated change makes no API write at all ("no write churn"); an object whose current
   status and desired status are both those of its last write or check is not even compared.
@@ -47,6 +48,7 @@ STATUS_RESOURCES: Final[dict[str, Resource]] = {
         kinds.GATEWAY,
         kinds.HTTP_ROUTE,
         kinds.LISTENER_SET,
+        kinds.BACKEND_TLS_POLICY,
     )
 }
 
@@ -58,17 +60,19 @@ def merged_status(
     ``current`` kept as the module docstring says. Pure."""
     result = copy.deepcopy(desired)
     _stamp(result, current, now)
-    if "parents" in result:
-        ours = {_parent_key(p) for p in result["parents"]}
+    for field, ref in (("parents", "parentRef"), ("ancestors", "ancestorRef")):
+        if field not in result:
+            continue
+        ours = {_ref_key(p, ref) for p in result[field]}
         foreign = [
             p
-            for p in current.get("parents") or []
-            if p.get("controllerName") != controller and _parent_key(p) not in ours
+            for p in current.get(field) or []
+            if p.get("controllerName") != controller and _ref_key(p, ref) not in ours
         ]
-        before = {_parent_key(p): p for p in current.get("parents") or []}
-        for parent in result["parents"]:
-            _stamp(parent, before.get(_parent_key(parent), {}), now)
-        result["parents"] = [*foreign, *result["parents"]]
+        before = {_ref_key(p, ref): p for p in current.get(field) or []}
+        for entry in result[field]:
+            _stamp(entry, before.get(_ref_key(entry, ref), {}), now)
+        result[field] = [*foreign, *result[field]]
     listeners = {item.get("name"): item for item in current.get("listeners") or []}
     for listener in result.get("listeners") or []:
         _stamp(listener, listeners.get(listener["name"], {}), now)
@@ -85,8 +89,8 @@ def _stamp(holder: dict[str, Any], old: dict[str, Any], now: str) -> None:
         condition["lastTransitionTime"] = stamp or now
 
 
-def _parent_key(parent: dict[str, Any]) -> str:
-    return json.dumps(parent.get("parentRef") or {}, sort_keys=True)
+def _ref_key(entry: dict[str, Any], ref: str) -> str:
+    return json.dumps(entry.get(ref) or {}, sort_keys=True)
 
 
 class StatusWriter:

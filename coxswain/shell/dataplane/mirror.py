@@ -23,6 +23,7 @@ one. Rules:
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeAlias
 
@@ -36,8 +37,9 @@ if TYPE_CHECKING:
     import random
     from collections.abc import Callable, Sequence
 
-    from coxswain.compile.snapshot import Endpoint, Mirror
+    from coxswain.compile.snapshot import Backend, Endpoint, Mirror
     from coxswain.http1 import Headers
+    from coxswain.shell.dataplane.upstream_tls import Origination
 
 __all__ = ["BUFFER", "Mirrors", "Tee"]
 
@@ -111,12 +113,15 @@ class Mirrors:
         endpoints_of: Callable[[str], Sequence[Endpoint]],
         head_for: Callable[[Mirror], bytes | None],
         *,
+        tls_of: Callable[[Backend], Origination | None],
         chunked: bool,
     ) -> Tee | None:
         """Fire the mirrors drawn for this request; the Tee to feed its body to, if any.
 
         ``endpoints_of`` gives a backend's endpoints in this request's round-robin order;
-        ``head_for`` the head to send to a mirror (None when it cannot be framed).
+        ``head_for`` the head to send to a mirror (None when it cannot be framed); ``tls_of``
+        the TLS to reach a backend with (:mod:`.upstream_tls`; ``ssl.SSLError`` when it cannot
+        be set up).
         """
         started = []
         for mirror in mirrors:
@@ -124,12 +129,16 @@ class Mirrors:
                 continue
             endpoints = endpoints_of(mirror.backend.endpoints_key)
             head = head_for(mirror)
+            try:
+                tls = tls_of(mirror.backend)
+            except ssl.SSLError:
+                head = None
             if not endpoints or head is None:
                 self.record("failed")
                 continue
             send, receive = trio.open_memory_channel[_Piece](BUFFER)
             scope = trio.CancelScope()
-            self.nursery.start_soon(self._send, scope, receive, endpoints, head, chunked)
+            self.nursery.start_soon(self._send, scope, receive, endpoints, head, chunked, tls)
             started.append((send, scope))
         return Tee(started) if started else None
 
@@ -140,12 +149,13 @@ class Mirrors:
         endpoints: Sequence[Endpoint],
         head: bytes,
         chunked: bool,
+        tls: Origination | None,
     ) -> None:
         result = "dropped"  # unless the exchange ends otherwise, uncut and within the timeout
         scope.deadline = trio.current_time() + self.timeout
         try:
             with pieces, scope:
-                result = await self._exchange(pieces, endpoints, head, chunked)
+                result = await self._exchange(pieces, endpoints, head, chunked, tls)
         finally:
             self.record(result)
 
@@ -155,9 +165,10 @@ class Mirrors:
         endpoints: Sequence[Endpoint],
         head: bytes,
         chunked: bool,
+        tls: Origination | None,
     ) -> str:
         try:
-            stream, _, _ = await connect(endpoints, None, within=self.connect_timeout)
+            stream, _, _ = await connect(endpoints, None, within=self.connect_timeout, tls=tls)
         except ConnectFailed:
             return "failed"
         async with stream:

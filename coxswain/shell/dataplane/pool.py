@@ -8,6 +8,9 @@ upstream's connections open after a complete keep-alive exchange avoids both. Ru
 - At most ``max_idle`` idle connections per endpoint (the oldest is closed beyond that); an
   idle connection older than ``idle_timeout`` is closed rather than reused (upstreams close idle
   connections themselves, nginx after 75 s, so ours stays below typical values).
+- A TLS connection (:mod:`.upstream_tls`) is kept under its endpoint and the digest of its
+  settings, so that it is only ever reused for the same TLS settings, never for a plaintext
+  backend.
 - A connection the upstream has closed, or that has unexpected bytes waiting, is readable while
   idle: ``take`` checks with a zero-timeout poll and drops it, for connections idle at least
   ``CHECK_AFTER`` (upstreams close idle connections after seconds, not milliseconds; under load
@@ -26,13 +29,20 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from coxswain.shell.dataplane.connection import Connection
+from coxswain.shell.dataplane.upstream_tls import TLSConnection, TLSFailed
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from coxswain.compile.snapshot import Endpoint
+    from coxswain.shell.dataplane.upstream_tls import Origination
 
-__all__ = ["ConnectFailed", "UpstreamPool", "connect"]
+__all__ = ["ConnectFailed", "PoolKey", "Upstream", "UpstreamPool", "connect"]
+
+Upstream = Connection | TLSConnection
+"""An upstream connection: plain, or TLS originated to a BackendTLSPolicy's backend."""
+PoolKey = tuple[str, int] | tuple[str, int, str]
+"""An endpoint ``(address, port)``, with the digest of the TLS settings for a TLS connection."""
 
 # ingress-nginx's default (``upstream-keepalive-connections: 320``). Fewer than the requests a
 # worker has in flight to one endpoint means closing and reopening connections under steady
@@ -43,20 +53,20 @@ CHECK_AFTER: Final = 1.0  # an idle connection younger than this is taken withou
 
 
 class UpstreamPool:
-    """Idle connections by endpoint ``(address, port)``; used from one trio thread only."""
+    """Idle connections by :data:`PoolKey`; used from one trio thread only."""
 
     def __init__(
         self, *, max_idle: int = DEFAULT_MAX_IDLE, idle_timeout: float = DEFAULT_IDLE_TIMEOUT
     ) -> None:
         self.max_idle = max_idle
         self.idle_timeout = idle_timeout
-        self._idle: dict[tuple[str, int], deque[tuple[float, Connection]]] = {}
+        self._idle: dict[PoolKey, deque[tuple[float, Upstream]]] = {}
 
-    def idle_count(self, endpoint: tuple[str, int]) -> int:
+    def idle_count(self, endpoint: PoolKey) -> int:
         """How many idle connections the endpoint has (for tests and metrics)."""
         return len(self._idle.get(endpoint, ()))
 
-    def take(self, endpoint: tuple[str, int]) -> Connection | None:
+    def take(self, endpoint: PoolKey) -> Upstream | None:
         """The most recently used live idle connection to ``endpoint``, or None."""
         idle = self._idle.get(endpoint)
         now = time.monotonic()
@@ -75,7 +85,7 @@ class UpstreamPool:
                 stream.close()
         self._idle.clear()
 
-    def give(self, endpoint: tuple[str, int], stream: Connection) -> None:
+    def give(self, endpoint: PoolKey, stream: Upstream) -> None:
         """Keep ``stream`` for reuse after a complete exchange."""
         idle = self._idle.setdefault(endpoint, deque())
         idle.append((time.monotonic(), stream))
@@ -92,30 +102,51 @@ class ConnectFailed(Exception):
 
 
 async def connect(
-    endpoints: Sequence[Endpoint], pool: UpstreamPool | None, *, within: float
-) -> tuple[Connection, tuple[str, int], bool]:
+    endpoints: Sequence[Endpoint],
+    pool: UpstreamPool | None,
+    *,
+    within: float,
+    tls: Origination | None = None,
+) -> tuple[Upstream, PoolKey, bool]:
     """A connection to the first endpoint that takes one: an idle one from ``pool``, else a
-    new one within ``within`` seconds, trying the next endpoint on failure (nothing has been
-    sent yet, so this is always safe).
+    new one within ``within`` seconds (its TLS handshake under ``tls`` included), trying the
+    next endpoint on failure (nothing has been sent yet, so this is always safe).
 
-    Returns the stream, the endpoint, and whether the stream was reused.
+    Returns the stream, its pool key, and whether the stream was reused.
 
     Raises:
-        ConnectFailed: every endpoint refused or timed out.
+        ConnectFailed: every endpoint refused, timed out or failed the TLS handshake.
     """
     failures = []
     timeouts = 0
     for endpoint in endpoints:
-        key = (endpoint.address, endpoint.port)
+        key: PoolKey = (
+            (endpoint.address, endpoint.port)
+            if tls is None
+            else (endpoint.address, endpoint.port, tls.key)
+        )
         if pool is not None and (stream := pool.take(key)) is not None:
             return stream, key, True
         with trio.move_on_after(within):
             try:
-                opened = await trio.open_tcp_stream(endpoint.address, endpoint.port)
-                return Connection.take(opened), key, False
+                opened = Connection.take(
+                    await trio.open_tcp_stream(endpoint.address, endpoint.port)
+                )
             except OSError as err:
                 failures.append(f"{endpoint.address}:{endpoint.port}: {err.strerror or err}")
                 continue
+            if tls is None:
+                return opened, key, False
+            secured: TLSConnection | None = None
+            try:
+                secured = await tls.handshake(opened)
+            except TLSFailed as err:
+                failures.append(f"{endpoint.address}:{endpoint.port}: {err}")
+                continue
+            finally:
+                if secured is None:  # refused, or out of time: the connection is not used
+                    opened.close()
+            return secured, key, False
         timeouts += 1
         failures.append(f"{endpoint.address}:{endpoint.port}: no answer within {within:g} s")
     raise ConnectFailed(
@@ -124,7 +155,7 @@ async def connect(
     )
 
 
-def _quiet(stream: Connection) -> bool:
+def _quiet(stream: Upstream) -> bool:
     """Nothing to read on an idle connection: not closed by the peer, no stray bytes."""
     try:
         readable, _, _ = select.select([stream.socket.fileno()], [], [], 0)

@@ -14,7 +14,8 @@ them too, so no memo outlives the routing it was computed from (docs/architectur
 - **Header edits as bytes.** A Gateway API header modifier is converted to bytes and checked
   for the wire once per snapshot (:func:`~coxswain.route.forward.wire_edits`), not per request.
 - **TLS**: the route table's certificate stores as ``ssl`` contexts (:mod:`.tls`), the front
-  context per port noting the SNI name for routing.
+  context per port noting the SNI name for routing; the client contexts of the backends a
+  BackendTLSPolicy secures, one per distinct setting, made on first use (:mod:`.upstream_tls`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from coxswain.route import build_table, select
 from coxswain.route.forward import WireEdits, wire_edits
 from coxswain.route.plan import listener_specs
 from coxswain.shell.dataplane.tls import TLSContexts
+from coxswain.shell.dataplane.upstream_tls import Originations
 
 if TYPE_CHECKING:
     import ssl
@@ -106,6 +108,7 @@ class Served:
         "_header_ports",
         "_routes",
         "endpoints",
+        "originations",
         "snapshot",
         "specs",
         "table",
@@ -122,6 +125,7 @@ class Served:
             snapshot, ingress_http_port=ingress_http_port, ingress_https_port=ingress_https_port
         )
         self.tls = TLSContexts(self.table)
+        self.originations = Originations()
         self.specs = listener_specs(
             snapshot, ingress_http_port=ingress_http_port, ingress_https_port=ingress_https_port
         )

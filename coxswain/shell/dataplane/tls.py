@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from coxswain.compile.snapshot import Certificate
     from coxswain.route.table import RouteTable
 
-__all__ = ["TLSContexts"]
+__all__ = ["TLSContexts", "load_chain"]
 
 _ALPN = ["http/1.1"]
 
@@ -115,7 +115,7 @@ class TLSContexts:
         if context is not None:
             return context
         context = self._base(bundles)
-        _load_chain(context, certificate)
+        load_chain(context, certificate)
         self._by_material[key] = context
         return context
 
@@ -144,7 +144,7 @@ def _issued_by(peer_der: bytes, bundle_pem: str) -> bool:
     return False
 
 
-def _load_chain(context: ssl.SSLContext, certificate: Certificate) -> None:
+def load_chain(context: ssl.SSLContext, certificate: Certificate) -> None:
     """Load a PEM chain and key through files that live only while they are read."""
     with tempfile.TemporaryDirectory(prefix="coxswain-tls-") as folder:
         chain = os.path.join(folder, "chain.pem")

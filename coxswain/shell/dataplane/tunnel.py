@@ -21,7 +21,7 @@ from coxswain.shell.dataplane.wire import RECEIVE_SIZE
 
 if TYPE_CHECKING:
     from coxswain.http1 import ResponseHead
-    from coxswain.shell.dataplane.connection import Connection
+    from coxswain.shell.dataplane.pool import Upstream
     from coxswain.shell.dataplane.wire import EventReader, Watchdog
 
 __all__ = ["Idle", "tunnel"]
@@ -52,7 +52,7 @@ async def tunnel(
     client: EventReader,
     client_stream: trio.abc.SendStream,
     reader: EventReader,
-    upstream: Connection,
+    upstream: Upstream,
     response: ResponseHead,
     *,
     idle: Idle,

@@ -27,6 +27,11 @@ Rules (docs/architecture.md, "Data-plane rules"):
   Any other offer (``h2c`` among them) is forwarded without its upgrade
   (``route.forward.tunnelled_upgrade`` says why). A 101 nobody asked for, or to another
   protocol than websocket, is 502.
+- **Backend TLS** (BackendTLSPolicy, GEP-1897). A backend carrying ``tls`` is reached over TLS,
+  its certificate verified (:mod:`.upstream_tls`); a failed handshake is a failed connection
+  (the next endpoint is tried, else 502). A backend whose policy cannot be honoured is invalid:
+  answered 500 with the policy's problem, never sent plaintext. Plaintext backends pay one
+  attribute test.
 - **Mirrors** (``RequestMirror``) get a copy of the request, fire-and-forget (:mod:`.mirror`).
 - **Retries** (Gateway API ``HTTPRouteRetry``). Under a rule's ``retry``, a request without a
   body (nothing of it is lost by sending it again) is tried up to ``attempts`` more times
@@ -54,6 +59,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import ssl
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
@@ -91,10 +97,10 @@ if TYPE_CHECKING:
     from coxswain.http1 import HeadCodec, RequestHead
     from coxswain.route import Decision
     from coxswain.route.forward import Fields
-    from coxswain.shell.dataplane.connection import Connection
     from coxswain.shell.dataplane.mirror import Mirrors, Tee
-    from coxswain.shell.dataplane.pool import UpstreamPool
+    from coxswain.shell.dataplane.pool import Upstream, UpstreamPool
     from coxswain.shell.dataplane.served import Routed, Served
+    from coxswain.shell.dataplane.upstream_tls import Origination
 
 __all__ = [
     "Answer",
@@ -275,11 +281,18 @@ class Forwarder:
         decision = routed.decision
         backend = pick_backend(routed.backends, routed.weights, self.rng)
         if backend is None or not backend.valid:
-            raise Answer(500, "the chosen backend is invalid")
+            problem = None if backend is None or backend.tls is None else backend.tls.problem
+            raise Answer(500, problem or "the chosen backend is invalid")
         key = backend.endpoints_key
         endpoints = served.endpoints.get(key, ())
         if not endpoints:
             raise Answer(503, f"backend {key} has no ready endpoints")
+        origination = None
+        if backend.tls is not None:
+            try:
+                origination = served.originations.get(backend.tls)
+            except ssl.SSLError as err:
+                raise Answer(502, f"TLS to backend {key} cannot be set up: {err}") from err
         action = decision.action
         timeout = routed.timeout
         if routed.host is None:
@@ -336,6 +349,7 @@ class Forwarder:
                 timer=timer,
                 retry=retry,
                 per_try=per_try,
+                tls=origination,
             )
         finally:
             timer.disarm()  # when the exchange ended otherwise while a reader waited
@@ -374,7 +388,14 @@ class Forwarder:
             except ValueError:
                 return None
 
-        return self.mirrors.start(mirrors, endpoints_of, head_for, chunked=head.chunked)
+        def tls_of(backend: Backend) -> Origination | None:
+            if backend.tls is None:
+                return None
+            return served.originations.get(backend.tls)
+
+        return self.mirrors.start(
+            mirrors, endpoints_of, head_for, tls_of=tls_of, chunked=head.chunked
+        )
 
     async def _relay(
         self,
@@ -394,10 +415,12 @@ class Forwarder:
         timer: Timer,
         retry: Retry | None = None,
         per_try: float = math.inf,
+        tls: Origination | None = None,
     ) -> None:
         """Send the request and relay the answer, trying again under ``retry`` (a request
         without a body only): after a connection error, a ``per_try`` timeout before the
-        response head, or a response whose status the rule retries."""
+        response head, or a response whose status the rule retries. ``tls``: the backend is
+        reached over TLS (:mod:`.upstream_tls`)."""
         pool = self.pool
         if head.chunked:
             headers.append((b"transfer-encoding", b"chunked"))
@@ -421,14 +444,17 @@ class Forwarder:
         retried = 0
         while True:
             started = 0.0 if retry is None else trio.current_time()
-            upstream: Connection | None = None
+            upstream: Upstream | None = None
             reusable = False
             failure: Answer | None = None
             try:
                 with _attempt_scope(retry, per_try, started) as scope:
                     try:
                         upstream, endpoint, reused = await connect(
-                            endpoints, pool if idle_ok else None, within=self.timeouts.connect
+                            endpoints,
+                            pool if idle_ok else None,
+                            within=self.timeouts.connect,
+                            tls=tls,
                         )
                     except ConnectFailed as err:
                         failure = Answer(504 if err.timed_out else 502, str(err))
@@ -529,7 +555,7 @@ class Forwarder:
         return retried + 1
 
     def _response_reader(
-        self, upstream: Connection, timer: Timer
+        self, upstream: Upstream, timer: Timer
     ) -> tuple[EventReader, ResponseParser]:
         """A reader for the upstream's response and its parser: a spare pair, the parser
         waiting for a head with nothing buffered, or a new one."""

@@ -41,6 +41,8 @@ from coxswain.compile.snapshot import (
     RouteMatch,
     RouteRef,
     Snapshot,
+    SubjectAltName,
+    UpstreamTLS,
     ValueMatch,
     VirtualHost,
 )
@@ -200,6 +202,25 @@ def _backend(backend: Backend) -> pb.Backend:
         message.request_headers.CopyFrom(_edits(backend.request_headers))
     if backend.response_headers is not None:
         message.response_headers.CopyFrom(_edits(backend.response_headers))
+    if backend.tls is not None:
+        message.tls.CopyFrom(_upstream_tls(backend.tls))
+    return message
+
+
+def _upstream_tls(tls: UpstreamTLS) -> pb.UpstreamTLS:
+    message = pb.UpstreamTLS(
+        policy=tls.policy,
+        server_name=tls.server_name,
+        subject_alt_names=[
+            pb.SubjectAltName(type=n.type, value=n.value) for n in tls.subject_alt_names
+        ],
+    )
+    if tls.ca_pem is not None:
+        message.ca_bundle = tls.ca_pem
+    if tls.client_certificate is not None:
+        message.client_certificate.CopyFrom(_certificate(tls.client_certificate))
+    if tls.problem is not None:
+        message.problem = tls.problem
     return message
 
 
@@ -366,6 +387,21 @@ def _read_edits(message: pb.HeaderEdits) -> HeaderEdits:
     )
 
 
+def _read_upstream_tls(message: pb.UpstreamTLS) -> UpstreamTLS:
+    return UpstreamTLS(
+        policy=message.policy,
+        server_name=message.server_name,
+        ca_pem=message.ca_bundle if message.HasField("ca_bundle") else None,
+        subject_alt_names=pvector(
+            SubjectAltName(type=n.type, value=n.value) for n in message.subject_alt_names
+        ),
+        client_certificate=_read_certificate(message.client_certificate)
+        if message.HasField("client_certificate")
+        else None,
+        problem=message.problem if message.HasField("problem") else None,
+    )
+
+
 def _read_backend(message: pb.Backend) -> Backend:
     return Backend(
         namespace=message.namespace,
@@ -379,6 +415,7 @@ def _read_backend(message: pb.Backend) -> Backend:
         response_headers=_read_edits(message.response_headers)
         if message.HasField("response_headers")
         else None,
+        tls=_read_upstream_tls(message.tls) if message.HasField("tls") else None,
     )
 
 

@@ -488,6 +488,7 @@ class Backend(_message.Message):
     VALID_FIELD_NUMBER: _builtins.int
     REQUEST_HEADERS_FIELD_NUMBER: _builtins.int
     RESPONSE_HEADERS_FIELD_NUMBER: _builtins.int
+    TLS_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     service: _builtins.str
     port: _builtins.int
@@ -497,6 +498,10 @@ class Backend(_message.Message):
     def request_headers(self) -> Global___HeaderEdits: ...
     @_builtins.property
     def response_headers(self) -> Global___HeaderEdits: ...
+    @_builtins.property
+    def tls(self) -> Global___UpstreamTLS:
+        """The TLS the proxy originates to this backend (BackendTLSPolicy, GEP-1897); absent: plain."""
+
     def __init__(
         self,
         *,
@@ -507,21 +512,106 @@ class Backend(_message.Message):
         valid: _builtins.bool = ...,
         request_headers: Global___HeaderEdits | None = ...,
         response_headers: Global___HeaderEdits | None = ...,
+        tls: Global___UpstreamTLS | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers", "_response_headers", b"_response_headers", "request_headers", b"request_headers", "response_headers", b"response_headers"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers", "_response_headers", b"_response_headers", "_tls", b"_tls", "request_headers", b"request_headers", "response_headers", b"response_headers", "tls", b"tls"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers", "_response_headers", b"_response_headers", "namespace", b"namespace", "port", b"port", "request_headers", b"request_headers", "response_headers", b"response_headers", "service", b"service", "valid", b"valid", "weight", b"weight"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers", "_response_headers", b"_response_headers", "_tls", b"_tls", "namespace", b"namespace", "port", b"port", "request_headers", b"request_headers", "response_headers", b"response_headers", "service", b"service", "tls", b"tls", "valid", b"valid", "weight", b"weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__request_headers: _TypeAlias = _typing.Literal["request_headers"]  # noqa: Y015
     _WhichOneofArgType__request_headers: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers"]  # noqa: Y015
     _WhichOneofReturnType__response_headers: _TypeAlias = _typing.Literal["response_headers"]  # noqa: Y015
     _WhichOneofArgType__response_headers: _TypeAlias = _typing.Literal["_response_headers", b"_response_headers"]  # noqa: Y015
+    _WhichOneofReturnType__tls: _TypeAlias = _typing.Literal["tls"]  # noqa: Y015
+    _WhichOneofArgType__tls: _TypeAlias = _typing.Literal["_tls", b"_tls"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__request_headers) -> _WhichOneofReturnType__request_headers | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__response_headers) -> _WhichOneofReturnType__response_headers | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__tls) -> _WhichOneofReturnType__tls | None: ...
 
 Global___Backend: _TypeAlias = Backend  # noqa: Y015
+
+@_typing.final
+class UpstreamTLS(_message.Message):
+    """coxswain.compile.snapshot.UpstreamTLS: SNI and verification of a backend's certificate."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    POLICY_FIELD_NUMBER: _builtins.int
+    SERVER_NAME_FIELD_NUMBER: _builtins.int
+    CA_BUNDLE_FIELD_NUMBER: _builtins.int
+    SUBJECT_ALT_NAMES_FIELD_NUMBER: _builtins.int
+    CLIENT_CERTIFICATE_FIELD_NUMBER: _builtins.int
+    PROBLEM_FIELD_NUMBER: _builtins.int
+    policy: _builtins.str
+    """ns/name of the BackendTLSPolicy"""
+    server_name: _builtins.str
+    """SNI, and the name verified when no subject_alt_names are given"""
+    ca_bundle: _builtins.str
+    """PEM; absent: the system's trusted CAs"""
+    problem: _builtins.str
+    """why the policy cannot be honoured (the backend is invalid)"""
+    @_builtins.property
+    def subject_alt_names(self) -> _containers.RepeatedCompositeFieldContainer[Global___SubjectAltName]:
+        """one of them must be in the certificate"""
+
+    @_builtins.property
+    def client_certificate(self) -> Global___Certificate:
+        """the Gateway's backend client certificate"""
+
+    def __init__(
+        self,
+        *,
+        policy: _builtins.str = ...,
+        server_name: _builtins.str = ...,
+        ca_bundle: _builtins.str | None = ...,
+        subject_alt_names: _abc.Iterable[Global___SubjectAltName] | None = ...,
+        client_certificate: Global___Certificate | None = ...,
+        problem: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_ca_bundle", b"_ca_bundle", "_client_certificate", b"_client_certificate", "_problem", b"_problem", "ca_bundle", b"ca_bundle", "client_certificate", b"client_certificate", "problem", b"problem"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_ca_bundle", b"_ca_bundle", "_client_certificate", b"_client_certificate", "_problem", b"_problem", "ca_bundle", b"ca_bundle", "client_certificate", b"client_certificate", "policy", b"policy", "problem", b"problem", "server_name", b"server_name", "subject_alt_names", b"subject_alt_names"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__ca_bundle: _TypeAlias = _typing.Literal["ca_bundle"]  # noqa: Y015
+    _WhichOneofArgType__ca_bundle: _TypeAlias = _typing.Literal["_ca_bundle", b"_ca_bundle"]  # noqa: Y015
+    _WhichOneofReturnType__client_certificate: _TypeAlias = _typing.Literal["client_certificate"]  # noqa: Y015
+    _WhichOneofArgType__client_certificate: _TypeAlias = _typing.Literal["_client_certificate", b"_client_certificate"]  # noqa: Y015
+    _WhichOneofReturnType__problem: _TypeAlias = _typing.Literal["problem"]  # noqa: Y015
+    _WhichOneofArgType__problem: _TypeAlias = _typing.Literal["_problem", b"_problem"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__ca_bundle) -> _WhichOneofReturnType__ca_bundle | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__client_certificate) -> _WhichOneofReturnType__client_certificate | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__problem) -> _WhichOneofReturnType__problem | None: ...
+
+Global___UpstreamTLS: _TypeAlias = UpstreamTLS  # noqa: Y015
+
+@_typing.final
+class SubjectAltName(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TYPE_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    type: _builtins.str
+    """Hostname | URI"""
+    value: _builtins.str
+    def __init__(
+        self,
+        *,
+        type: _builtins.str = ...,
+        value: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["type", b"type", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SubjectAltName: _TypeAlias = SubjectAltName  # noqa: Y015
 
 @_typing.final
 class PathRule(_message.Message):
