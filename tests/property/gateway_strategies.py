@@ -3,8 +3,8 @@
 Namespaces {a, b}; names {x, y, z}; hostnames {foo.test, *.test, bar.foo.test}; paths
 {/, /a, /a/b, /ab}. References are drawn from the same names, so some resolve and some dangle;
 ListenerSets name the same Gateways and reuse the listener names, ports and hostnames of
-Gateways, so that their listeners collide. ``malformed`` replaces random fields with arbitrary
-JSON values.
+Gateways, so that their listeners collide; BackendTLSPolicies target the same Services.
+``malformed`` replaces random fields with arbitrary JSON values.
 """
 
 from __future__ import annotations
@@ -228,6 +228,28 @@ def httproutes(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @st.composite
+def backend_tls_policies(draw: st.DrawFn) -> dict[str, Any]:
+    """A BackendTLSPolicy on one of the Services the worlds draw (or a port of one), trusting
+    a ConfigMap, a Secret or the system's CAs, with a hostname and maybe SANs; creation times
+    collide so that precedence falls to namespace/name."""
+    target: dict[str, Any] = {"group": "", "kind": "Service", "name": draw(st.sampled_from(NAMES))}
+    if draw(st.booleans()):
+        target["sectionName"] = draw(st.sampled_from(("http", "")))
+    validation: dict[str, Any] = {"hostname": draw(st.sampled_from(HOSTS[:3]))}
+    trust = draw(st.sampled_from(("ConfigMap", "Secret", "System", "Other")))
+    if trust == "System":
+        validation["wellKnownCACertificates"] = "System"
+    else:
+        validation["caCertificateRefs"] = [
+            {"group": "", "kind": trust, "name": draw(st.sampled_from(NAMES))}
+        ]
+    if draw(st.booleans()):
+        validation["subjectAltNames"] = [{"type": "Hostname", "hostname": "foo.test"}]
+    spec = {"targetRefs": [target], "validation": validation}
+    return {**_named(draw, "BackendTLSPolicy", spec), "apiVersion": GW}
+
+
+@st.composite
 def supporting(draw: st.DrawFn) -> dict[str, Any]:
     """Services, EndpointSlices, Secrets, ConfigMaps, ReferenceGrants and Namespaces."""
     kind = draw(
@@ -315,7 +337,14 @@ def _corrupt(body: dict[str, Any], value: Any, depth: int) -> dict[str, Any]:
 @st.composite
 def malformed(draw: st.DrawFn) -> dict[str, Any]:
     body = draw(
-        st.one_of(gateways(), listener_sets(), httproutes(), gateway_classes(), supporting())
+        st.one_of(
+            gateways(),
+            listener_sets(),
+            httproutes(),
+            gateway_classes(),
+            supporting(),
+            backend_tls_policies(),
+        )
     )
     return _corrupt(body, draw(json_values), draw(st.integers(0, 3)))
 
@@ -334,6 +363,7 @@ worlds = st.lists(
         listener_sets(),
         httproutes(),
         httproutes(),
+        backend_tls_policies(),
         supporting(),
         supporting(),
     ),

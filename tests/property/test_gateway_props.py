@@ -69,6 +69,8 @@ def test_every_owned_object_gets_exactly_one_status(bodies):
             parent = ObjectKey(ref.kind, ref.namespace or key.namespace, ref.name)
             if ref.group == "gateway.networking.k8s.io" and parent in parents:
                 expected.add(("HTTPRoute", key.namespace, key.name))
+    # every policy: with no ancestor of ours, its status is how our stale entries go
+    expected |= {("BackendTLSPolicy", k.namespace, k.name) for k in state.backend_tls_policies}
     assert set(keys) == expected
 
 

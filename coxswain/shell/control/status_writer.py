@@ -9,7 +9,9 @@ status is laid over the object's current one:
 - an HTTPRoute's ``status.parents`` keeps the entries of other controllers: the list is shared
   by every controller a route is attached to, and each owns its own entries (GEP-1364,
   ``RouteParentStatus.controllerName``); so does a BackendTLSPolicy's ``status.ancestors``
-  (``PolicyAncestorStatus.controllerName``), keyed by ``ancestorRef``;
+  (``PolicyAncestorStatus.controllerName``), keyed by ``ancestorRef``; an empty list (a policy
+  no route of ours reaches: the way our stale entries go) is not added to an object without
+  one, so a policy of another implementation is never written to;
 - when the result equals the current status nothing is written, so a resync, a restart or an
   unrelated change makes no API write at all ("no write churn"); an object whose current
   status and desired status are both those of its last write or check is not even compared.
@@ -72,7 +74,11 @@ def merged_status(
         before = {_ref_key(p, ref): p for p in current.get(field) or []}
         for entry in result[field]:
             _stamp(entry, before.get(_ref_key(entry, ref), {}), now)
-        result[field] = [*foreign, *result[field]]
+        merged = [*foreign, *result[field]]
+        if merged or field in current:
+            result[field] = merged
+        else:  # nobody's entries on an object without the list: nothing to write there
+            del result[field]
     listeners = {item.get("name"): item for item in current.get("listeners") or []}
     for listener in result.get("listeners") or []:
         _stamp(listener, listeners.get(listener["name"], {}), now)
