@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import ssl
+import time
 from typing import TYPE_CHECKING, Any
 
 import trustme
@@ -126,6 +127,8 @@ def test_backends_are_reached_over_verified_tls(tmp_path: Path) -> None:
         "mtls-without": "mtls",
         "plain": "plain",
         "invalid": "plain",
+        "mirror": "good",
+        "mirror-unverified": "good",
     }
 
     def make(ports: dict[str, int]) -> dict[str, Any]:
@@ -161,6 +164,20 @@ def test_backends_are_reached_over_verified_tls(tmp_path: Path) -> None:
             _exact("/mtls", "mtls", _tls(ca_pem, client_certificate=client_certificate)),
             _exact("/mtls-without", "mtls-without", _tls(ca_pem)),
             _exact("/plain", "plain", None),
+            # mirrors are reached over TLS too: verified, and dropped when verification fails
+            {
+                **_exact("/mirrored", "plain", None),
+                "mirrors": [
+                    {"backend": {**backend("mirror"), "tls": _tls(ca_pem)}, "percent": 100},
+                    {
+                        "backend": {
+                            **backend("mirror-unverified"),
+                            "tls": _tls(ca_pem, "mismatch.example.com"),
+                        },
+                        "percent": 100,
+                    },
+                ],
+            },
             _exact(
                 "/invalid",
                 "invalid",
@@ -201,6 +218,14 @@ def test_backends_are_reached_over_verified_tls(tmp_path: Path) -> None:
         response, data = request(run.gateway_port, "GET", "/invalid")
         assert response.status == 500
         assert len(run.received["plain"]) == 1  # the invalid backend got nothing, in plaintext
+        before = len(run.received["good"])
+        assert status("/mirrored") == 200
+        deadline = time.monotonic() + 10
+        while len(run.received["good"]) == before and time.monotonic() < deadline:
+            time.sleep(0.02)
+        mirrored = run.received["good"][before:]
+        assert [r["target"] for r in mirrored] == ["/mirrored"]  # the verified mirror alone
+        assert len(run.received["plain"]) == 2
         # a TLS connection is reused for its own settings, never for another backend's
         first = echoed(request(run.gateway_port, "GET", "/good")[1])["connection"]
         assert echoed(request(run.gateway_port, "GET", "/good")[1])["connection"] == first
