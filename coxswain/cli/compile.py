@@ -171,6 +171,14 @@ def _add_compile_config(parser: argparse.ArgumentParser) -> None:
         "trustedProxies (default: none)",
     )
     parser.add_argument(
+        "--gateway-address-ranges",
+        type=networks,
+        default=(),
+        metavar="CIDR[,CIDR]",
+        help="networks a Gateway's static spec.addresses may come from (default: none, "
+        "static addresses are refused)",
+    )
+    parser.add_argument(
         "--disable-gateway-api",
         action="store_true",
         help="Ingress only: compile, report and provision nothing of the Gateway API",
@@ -208,6 +216,7 @@ def _compile(args: argparse.Namespace) -> int:
         status_addresses=tuple(args.status_addresses),
         shared_ports_per_namespace=args.shared_ports_per_namespace,
         proxy_trusted_proxies=tuple(map(str, args.proxy_trusted_proxies)),
+        gateway_address_ranges=tuple(map(str, args.gateway_address_ranges)),
     )
     state = build_state(bodies)
     if args.emit == "infra":

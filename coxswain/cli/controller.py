@@ -90,6 +90,10 @@ _FLAGS: Final = (
           "the --trusted-proxies of dedicated proxies whose CoxswainGatewayParameters set no "
           "trustedProxies: peers whose X-Real-IP, Forwarded and X-Forwarded-* are kept",
           networks, "CIDR[,CIDR]", shown="none"),
+    _Flag("--gateway-address-ranges", "",
+          "networks a Gateway's static spec.addresses may come from; each is given to the "
+          "Gateway's Service as an external IP (GatewayStaticAddresses)",
+          networks, "CIDR[,CIDR]", shown="none: static addresses are refused"),
     _Flag("--discovery-port", "18000", "the discovery server's port (gRPC, mutual TLS)",
           port(lowest=1), "PORT"),
     _Flag("--discovery-streams-per-identity", "1024",
@@ -251,6 +255,7 @@ def _controller_settings(args: argparse.Namespace) -> ControllerSettings:
         shared_ports_per_namespace=args.shared_ports_per_namespace,
         proxy_image=args.proxy_image,
         proxy_trusted_proxies=tuple(map(str, args.proxy_trusted_proxies)),
+        gateway_address_ranges=tuple(map(str, args.gateway_address_ranges)),
         discovery_address=args.discovery_address
         or f"coxswain-discovery.{namespace}.svc:{args.discovery_port}",
     )

@@ -59,6 +59,11 @@ class CompileConfig:
             checked by the flag; empty, they trust no peer.
         discovery_address: where dedicated proxies reach the discovery server.
         status_addresses: what our Ingresses report in ``status.loadBalancer``.
+        gateway_address_ranges: the networks a Gateway's static ``spec.addresses`` may come
+            from (``--gateway-address-ranges``), as canonical network texts; a static address
+            is given to the Gateway's Service as an external IP, which captures that address's
+            traffic cluster-wide, so none is given unless the installer names the ranges. With
+            none, GatewayStaticAddresses is not declared.
         shared_ports_per_namespace: how many of the shared pool's internal ports (30000-32767,
             one per shared Gateway and listener port) the Gateways of one namespace may hold
             (``--shared-ports-per-namespace``), so that one tenant cannot take them all. The
@@ -82,4 +87,5 @@ class CompileConfig:
     proxy_trusted_proxies: tuple[str, ...] = ()
     discovery_address: str = "coxswain-discovery.coxswain-system.svc:18000"
     status_addresses: tuple[str, ...] = ()
+    gateway_address_ranges: tuple[str, ...] = ()
     shared_ports_per_namespace: int = DEFAULT_SHARED_PORTS_PER_NAMESPACE

@@ -6,6 +6,8 @@ Names and labels are in docs/contracts.md ("Owned objects"). Per Gateway the sha
   type ``shared_vip_service_type``, carrying the Gateway's infrastructure labels and annotations
   (none when no listener has an internal port: the API refuses a Service without ports), and
   ``gateway.networking.k8s.io/gateway-name`` (GEP-1762) on every object made for a Gateway;
+  the Gateway's usable static addresses are the ``externalIPs`` of whichever of its VIP or
+  dedicated Service reaches it now (:mod:`coxswain.compile.gateway.addresses`);
 - an identity ServiceAccount in the Gateway's namespace (GEP-1867), named like the VIP with
   ``-shared-sa``, infrastructure labels (reserved ``app.kubernetes.io/*`` keys dropped) and
   annotations, owner-referenced to the Gateway, token automount off, no RBAC.
@@ -126,7 +128,15 @@ def provision(
                 objects.append(_identity(gateway))
         found.extend(d for layer in placed.layers for d in layer.diagnostics)
         if placed.dedicated:
-            objects.extend(_dedicated(gateway, placed, model.listeners[gateway.meta.key], config))
+            objects.extend(
+                _dedicated(
+                    gateway,
+                    placed,
+                    model.listeners[gateway.meta.key],
+                    config,
+                    _external_ips(gateway, model, dedicated=True),
+                )
+            )
     desired = {_key(o) for o in objects}
     deletions = _deletions(state, model, config, desired, shared_served, held)
     return DesiredObjects(
@@ -220,8 +230,23 @@ def _vip_service(gateway: Gateway, model: GatewayModel, config: CompileConfig) -
             "type": config.shared_vip_service_type,
             "selector": dict(config.shared_proxy_selector),
             "ports": [ports[p] for p in sorted(ports)],
+            **_external_ips(gateway, model, dedicated=False),
         },
     }
+
+
+def _external_ips(gateway: Gateway, model: GatewayModel, *, dedicated: bool) -> dict[str, Any]:
+    """``externalIPs``: the Gateway's usable static addresses, on the one Service that reaches
+    it now (its dedicated proxy's once ready, else its VIP Service), so that no two Services
+    claim an address (:mod:`coxswain.compile.gateway.addresses`)."""
+    key = gateway.meta.key
+    judged = model.addresses.get(key)
+    placed = model.placements.get(key)
+    if judged is None or not judged.static or placed is None:
+        return {}
+    if dedicated != (placed.dedicated and placed.ready):
+        return {}
+    return {"externalIPs": list(judged.static)}
 
 
 def _identity(gateway: Gateway) -> dict[str, Any]:
@@ -270,6 +295,7 @@ def _dedicated(
     placed: Placement,
     listeners: list[ListenerVerdict],
     config: CompileConfig,
+    external_ips: dict[str, Any],
 ) -> list[dict[str, Any]]:
     key = gateway.meta.key
     params = _merged(placed, config)
@@ -359,6 +385,7 @@ def _dedicated(
                     {"name": f"listener-{p}", "port": p, "targetPort": p, "protocol": "TCP"}
                     for p in ports
                 ],
+                **external_ips,
             },
         },
         {

@@ -142,7 +142,8 @@ def infra_table(desired: DesiredObjects) -> str:
 def _detail(kind: str, spec: dict[str, Any]) -> str:
     if kind == "Service":
         ports = ", ".join(f"{p['port']}->{p.get('targetPort', p['port'])}" for p in spec["ports"])
-        return f"{spec.get('type', 'ClusterIP')} {ports}"
+        external = "".join(f", external {ip}" for ip in spec.get("externalIPs", ()))
+        return f"{spec.get('type', 'ClusterIP')} {ports}{external}"
     if kind == "Deployment":
         images = [c["image"] for c in spec["template"]["spec"]["containers"]]
         replicas = f", {spec['replicas']} replicas" if "replicas" in spec else ""

@@ -61,7 +61,16 @@ TABLES: Final = ".tables.txt"
 EXPECTED_SUFFIXES: Final = (SNAPSHOT, DIAGNOSTICS, STATUS, INFRA, TABLES)
 HEADER_KIND: Final = "CompileCase"
 HEADER_KEYS: Final = frozenset(
-    {"kind", "description", "scope", "include", "pending", "schema-invalid", "schema-skip"}
+    {
+        "kind",
+        "description",
+        "scope",
+        "include",
+        "pending",
+        "schema-invalid",
+        "schema-skip",
+        "gateway-address-ranges",
+    }
 )
 GATEWAY_GROUP: Final = "gateway.networking.k8s.io"
 PARAMETERS_GROUP: Final = "gateway.coxswain-labs.dev"
@@ -85,6 +94,7 @@ class Case:
     schema_invalid: bool
     schema_skip: str | None
     bodies: tuple[SourcedBody, ...]
+    config: CompileConfig
 
     def expected(self, suffix: str) -> Path:
         return self.path.with_name(self.name + suffix)
@@ -144,6 +154,10 @@ def _load_case(path: Path, *, resolve: bool = True) -> Case:
     schema_skip = header.get("schema-skip")
     if schema_skip is not None and (not isinstance(schema_skip, str) or not schema_skip.strip()):
         problems.append("schema-skip must say why, in a sentence")
+    ranges = header.get("gateway-address-ranges", [])
+    if not isinstance(ranges, list) or not all(isinstance(r, str) for r in ranges):
+        problems.append("gateway-address-ranges must be a list of CIDRs")
+        ranges = []
     if problems:
         pytest.fail(f"{where}: bad header: {'; '.join(problems)}")
     bodies: list[SourcedBody] = []
@@ -162,6 +176,7 @@ def _load_case(path: Path, *, resolve: bool = True) -> Case:
         schema_invalid=schema_invalid is True,
         schema_skip=schema_skip,
         bodies=tuple(bodies),
+        config=CompileConfig(gateway_address_ranges=tuple(ranges)),
     )
 
 
@@ -169,12 +184,12 @@ def _render(case: Case) -> dict[str, str | None]:
     """The expected-file texts of a case: suffix → text, or None when the file must not exist."""
     state = build_state(case.bodies)
     scope = parse_scope(case.scope) or SharedPool()
-    result = compile(state, scope)
-    desired = provision(state, CompileConfig())
+    result = compile(state, scope, case.config)
+    desired = provision(state, case.config)
     found = dict.fromkeys((*result.diagnostics, *desired.diagnostics))  # both report parameters
     located = locate(found, case.bodies)
     diagnostics = [diagnostic_data(d) for d in located]
-    desired_statuses = status(state)
+    desired_statuses = status(state, case.config)
     statuses = status_list(desired_statuses)
     infra = infra_list(desired)
     tables = [("snapshot", routing_table(result.snapshot))]
@@ -407,7 +422,9 @@ def test_case_matches_the_crd_schema(path: Path) -> None:
     objects = _crd_objects([b.body for b in _parse(path)][1:])  # the header left out
     statuses = [
         (_where(item), item)
-        for item in status_list(status(build_state(b.body for b in case.bodies)))["items"]
+        for item in status_list(status(build_state(b.body for b in case.bodies), case.config))[
+            "items"
+        ]
         if str(item["apiVersion"]).rpartition("/")[0] in SCHEMA_GROUPS  # CRD kinds only
     ]
     if case.schema_skip is not None:
@@ -433,7 +450,7 @@ def test_every_problem_in_status_is_a_diagnostic(path: Path) -> None:
     """Whatever a status shows as a problem, some scope's compile reports on the same object
     with the same reason (``tests/parity.py``)."""
     case = _load_case(path)
-    assert unreported(build_state(case.bodies)) == []
+    assert unreported(build_state(case.bodies), case.config) == []
 
 
 @pytest.mark.parametrize("path", _case_paths(), ids=_name)
@@ -443,7 +460,7 @@ def test_discovery_grants_match_the_provisioned_identities(path: Path) -> None:
     (docs/dedicated-proxies.md)."""
     case = _load_case(path)
     state = build_state(b.body for b in case.bodies)
-    config = CompileConfig()
+    config = case.config
     expected: dict[tuple[str, str], Scope] = {
         (config.namespace, config.shared_proxy_service_account): SharedPool()
     }

@@ -813,6 +813,54 @@ def test_compile_gives_dedicated_proxies_the_trusted_proxies_the_controller_woul
     assert settings.compile.proxy_trusted_proxies == ("10.0.0.0/8",)
 
 
+def test_static_addresses_are_given_only_inside_the_ranges(tmp_path, capsys, monkeypatch):
+    """``--gateway-address-ranges`` (``compile`` and ``controller``) sets the networks a
+    Gateway's static address may come from: inside one, the VIP Service gets the external IP;
+    without one, the Gateway says the address is not usable."""
+    gateway = {
+        "apiVersion": GATEWAY_API,
+        "kind": "Gateway",
+        "metadata": {"name": "edge", "namespace": "apps"},
+        "spec": {
+            "gatewayClassName": "coxswain",
+            "addresses": [{"type": "IPAddress", "value": "192.0.2.9"}],
+            "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
+        },
+    }
+    gateway_class = {
+        "apiVersion": GATEWAY_API,
+        "kind": "GatewayClass",
+        "metadata": {"name": "coxswain"},
+        "spec": {"controllerName": "coxswain-labs.dev/gateway-controller"},
+    }
+    file = tmp_path / "edge.yaml"
+    file.write_text(yaml.safe_dump_all([gateway_class, gateway]))
+
+    def compiled_with(*flags: str) -> tuple[str, list[list[str]]]:
+        code, out, err = compiled(
+            capsys, "-f", str(file), "--emit", "status", "-o", "table", *flags
+        )
+        assert code == 0, err
+        programmed = next(r for r in rows(out) if r[1] == "apps/edge" and r[3].startswith("Prog"))
+        code, out, err = compiled(capsys, "-f", str(file), "--emit", "infra", "-o", "table", *flags)
+        assert code == 0, err
+        return programmed[4], [r for r in rows(out) if r[1] == "Service"]
+
+    reason, services = compiled_with()
+    assert reason == "AddressNotUsable"
+    assert "external" not in services[0][5]
+    reason, services = compiled_with("--gateway-address-ranges", "192.0.2.0/24")
+    assert reason == "AddressNotAssigned"  # until the Service carries it
+    assert services[0][5].endswith("external 192.0.2.9")
+
+    monkeypatch.setenv("COXSWAIN_GATEWAY_ADDRESS_RANGES", "192.0.2.0/24, 2001:db8::/32")
+    from coxswain.cli import _parser
+    from coxswain.cli.controller import _controller_settings
+
+    settings = _controller_settings(_parser().parse_args(["controller"]))
+    assert settings.compile.gateway_address_ranges == ("192.0.2.0/24", "2001:db8::/32")
+
+
 def test_compile_table_of_the_snapshot_is_its_routing(gateways, capsys):
     code, out, err = compiled(capsys, "-f", str(gateways), "-o", "table", "--scope", "apps/edge")
     assert code == 0, err
@@ -907,6 +955,10 @@ def test_compile_refuses_a_scope_for_what_covers_every_object(gateways, capsys, 
         (
             ["controller", "--proxy-trusted-proxies", "10.0.0.0/8,10.0.0.1/8"],
             "argument --proxy-trusted-proxies: '10.0.0.1/8' is not a network",
+        ),
+        (
+            ["compile", "-f", "x", "--gateway-address-ranges", "192.0.2.1/24"],
+            "argument --gateway-address-ranges: '192.0.2.1/24' is not a network",
         ),
         (
             ["compile", "-f", "x", "--proxy-trusted-proxies", "lb.example.com"],

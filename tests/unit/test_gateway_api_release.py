@@ -41,3 +41,11 @@ def test_the_experimental_channel_adds_its_features_to_the_standard_ones():
     assert standard == sorted(SUPPORTED_FEATURES)
     assert experimental == sorted((*SUPPORTED_FEATURES, *EXPERIMENTAL_FEATURES))
     assert not set(SUPPORTED_FEATURES) & set(EXPERIMENTAL_FEATURES)
+
+
+def test_static_addresses_are_declared_only_where_ranges_are_given():
+    """A Gateway's static address needs a range the installer set aside
+    (``--gateway-address-ranges``); without one, GatewayStaticAddresses is not declared."""
+    assert "GatewayStaticAddresses" not in supported_features(CompileConfig())
+    ranged = CompileConfig(gateway_address_ranges=("192.0.2.0/24",))
+    assert supported_features(ranged) == sorted((*SUPPORTED_FEATURES, "GatewayStaticAddresses"))

@@ -369,7 +369,11 @@ def test_every_controller_flag_comes_from_values() -> None:
     rendered = render(
         {
             "proxy": {"shared": {"vipServiceType": "ClusterIP", "portsPerNamespace": 128}},
-            "gatewayAPI": {"enabled": False, "controllerName": "example.com/gateway"},
+            "gatewayAPI": {
+                "enabled": False,
+                "controllerName": "example.com/gateway",
+                "addressRanges": ["192.0.2.0/24", "2001:db8::/32"],
+            },
             "ingress": {"controllerName": "example.com/ingress"},
             "controller": {
                 "statusAddresses": ["203.0.113.10", "lb.example.com"],
@@ -394,6 +398,7 @@ def test_every_controller_flag_comes_from_values() -> None:
         "--shared-proxy-service-account": ["edge-coxswain-proxy"],
         "--discovery-address": ["edge-coxswain-discovery.net.svc:19000"],
         "--proxy-image": ["coxswain:0.1.0"],
+        "--gateway-address-ranges": ["192.0.2.0/24,2001:db8::/32"],
         "--disable-gateway-api": [""],
         "--status-address": ["203.0.113.10", "lb.example.com"],
         "--discovery-port": ["19000"],

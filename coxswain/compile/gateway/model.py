@@ -17,6 +17,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from coxswain.compile.diagnostics import Diagnostic, Severity
+from coxswain.compile.gateway.addresses import (
+    Addresses,
+    address_owners,
+    judge_addresses,
+    unsupported_address,
+)
 from coxswain.compile.gateway.attach import ParentVerdict, attach_route
 from coxswain.compile.gateway.backend_tls import NO_POLICIES, BackendTLS, judge_backend_tls
 from coxswain.compile.gateway.gateway_refs import GatewayRefs, judge_gateway_refs
@@ -34,7 +40,7 @@ from coxswain.compile.gateway.listenersets import (
 from coxswain.compile.gateway.placement import Placement, class_parameters, place_gateway
 from coxswain.compile.gateway.ports import PORT_BAND, allocate_ports, outside_share
 from coxswain.compile.gateway.refgrants import index_grants
-from coxswain.compile.gateway.vip import service_addresses, vip_addresses, vip_memory
+from coxswain.compile.gateway.vip import service_addresses, vip_memory, vip_service_name
 from coxswain.compile.model.gateway_objects import GATEWAY_GROUP
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.scope import GatewayScope
@@ -75,8 +81,8 @@ class GatewayModel:
     ``placements`` says where each accepted Gateway is served; ``ports`` maps (``ns/name``,
     listener port) to the port its proxy binds (internal for the shared pool, the spec port for
     a dedicated proxy; a listener whose pair got none is ``Accepted=False/PortUnavailable``);
-    ``unassigned_addresses`` holds the Gateways whose ``spec.addresses`` cannot be honoured
-    (:func:`_assignable`); ``addresses`` their reachable addresses; ``gateway_refs`` each judged
+    ``addresses`` judges each placed Gateway's ``spec.addresses`` (:mod:`.addresses`);
+    ``gateway_refs`` each judged
     Gateway's own references and extra conditions (:mod:`.gateway_refs`); ``backend_tls`` the
     BackendTLSPolicies in force and their verdicts (:mod:`.backend_tls`); ``dangling`` the
     findings about references to a GatewayClass or a parent Gateway that is not in the input.
@@ -88,8 +94,7 @@ class GatewayModel:
     unserved: tuple[Gateway, ...]
     gateway_accepted: dict[ObjectKey, Condition]
     placements: dict[ObjectKey, Placement]
-    unassigned_addresses: frozenset[ObjectKey]
-    addresses: dict[ObjectKey, list[tuple[str, str]]]
+    addresses: dict[ObjectKey, Addresses]
     listeners: dict[ObjectKey, list[ListenerVerdict]]
     listener_sets: tuple[ListenerSetVerdict, ...]
     gateway_refs: dict[ObjectKey, GatewayRefs]
@@ -143,6 +148,10 @@ def analyse_gateways(
                 field="spec.gatewayClassName",
             )
             continue
+        unsupported = unsupported_address(gateway)
+        if unsupported is not None:
+            refused[key] = unsupported
+            continue
         placed = place_gateway(gateway, from_class.get(gateway.class_name), state)
         if isinstance(placed, Condition):
             refused[key] = placed
@@ -193,12 +202,7 @@ def analyse_gateways(
         unserved=unserved,
         gateway_accepted=refused,
         placements=placements,
-        unassigned_addresses=frozenset(
-            g.meta.key for g in gateways if not all(map(_assignable, g.addresses))
-        ),
-        addresses={
-            key: _addresses(state, config, key, placed) for key, placed in placements.items()
-        },
+        addresses=_judged_addresses(state, config, names, candidates, placements),
         listeners=listeners,
         listener_sets=tuple(listener_sets),
         gateway_refs={
@@ -379,24 +383,34 @@ def _parents_not_found(routes: list[HTTPRoute], state: ClusterState) -> list[Dia
     return found
 
 
-def _assignable(address: tuple[str, str]) -> bool:
-    """Whether a ``spec.addresses`` entry is honoured: one of type ``IPAddress`` without a value
-    asks for any IP address, which the Gateway's Service gets (Gateway API
-    ``GatewaySpecAddress.value``: "When a value is unspecified, an implementation SHOULD
-    automatically assign an address matching the requested type"). A static value is never
-    assigned: the Service's address is the cluster's to give."""
-    kind, value = address
-    return kind == "IPAddress" and not value
-
-
-def _addresses(
-    state: ClusterState, config: CompileConfig, key: ObjectKey, placed: Placement
-) -> list[tuple[str, str]]:
-    if placed.dedicated and placed.ready:
-        return service_addresses(
-            state.services.get(ObjectKey("Service", key.namespace, placed.name))
-        )
-    return vip_addresses(state, config.namespace, key.namespace, key.name)
+def _judged_addresses(
+    state: ClusterState,
+    config: CompileConfig,
+    classes: set[str],
+    candidates: list[Gateway],
+    placements: dict[ObjectKey, Placement],
+) -> dict[ObjectKey, Addresses]:
+    """Judge each placed Gateway's ``spec.addresses`` against the Service that reaches it now
+    (its dedicated proxy's once ready, else its VIP Service) and the other Gateways' claims."""
+    owners = address_owners(
+        g
+        for g in state.gateways.values()
+        if g.class_name in classes and unsupported_address(g) is None
+    )
+    judged: dict[ObjectKey, Addresses] = {}
+    for gateway in candidates:
+        key = gateway.meta.key
+        placed = placements.get(key)
+        if placed is None:
+            continue
+        if placed.dedicated and placed.ready:
+            name = ObjectKey("Service", key.namespace, placed.name)
+        else:
+            vip = vip_service_name(key.namespace, key.name)
+            name = ObjectKey("Service", config.namespace, vip)
+        service = state.services.get(name)
+        judged[key] = judge_addresses(gateway, config, service, service_addresses(service), owners)
+    return judged
 
 
 _EMPTY: Final = GatewayModel(
@@ -406,7 +420,6 @@ _EMPTY: Final = GatewayModel(
     unserved=(),
     gateway_accepted={},
     placements={},
-    unassigned_addresses=frozenset(),
     addresses={},
     listeners={},
     listener_sets=(),

@@ -4,7 +4,8 @@ status).
 Rules:
 1. GatewayClass: ``Accepted=True`` and ``supportedFeatures`` listing exactly what is implemented,
    by conformance name, sorted.
-2. Gateway: ``addresses`` (its VIP Service's load-balancer or cluster address), ``Accepted``
+2. Gateway: ``addresses`` (:mod:`.addresses`: its static addresses, or its Service's
+   load-balancer or cluster address), ``Accepted``
    (``ListenersNotValid`` when some listener is refused, False when all are), ``Programmed``
    (True when some listener is programmed), and per listener ``supportedKinds``,
    ``attachedRoutes`` and the conditions Accepted, Conflicted, ResolvedRefs, Programmed.
@@ -39,12 +40,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Final
 
-from coxswain.compile.diagnostics import Severity
 from coxswain.compile.gateway.cells import attached_counts
 from coxswain.compile.gateway.listenersets import listener_set_accepted
 from coxswain.compile.gateway.model import own_listeners
 from coxswain.compile.model.gateway_objects import GATEWAY_GROUP
-from coxswain.compile.status import Condition, ObjectStatus, condition_data, problem
+from coxswain.compile.status import Condition, ObjectStatus, condition_data
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
@@ -115,9 +115,16 @@ HTTPRoute, ``rules[].retry``): declared only when the cluster has that channel i
 
 
 def supported_features(config: CompileConfig) -> list[str]:
-    """The GatewayClass ``supportedFeatures`` for the installed channel, sorted."""
+    """The GatewayClass ``supportedFeatures`` for the installed channel and settings, sorted:
+    GatewayStaticAddresses only where static addresses may be given (:mod:`.addresses`)."""
     experimental = config.gateway_api_channel == "experimental"
-    return sorted((*SUPPORTED_FEATURES, *(EXPERIMENTAL_FEATURES if experimental else ())))
+    return sorted(
+        (
+            *SUPPORTED_FEATURES,
+            *(EXPERIMENTAL_FEATURES if experimental else ()),
+            *(("GatewayStaticAddresses",) if config.gateway_address_ranges else ()),
+        )
+    )
 
 
 def gateway_statuses(
@@ -215,8 +222,9 @@ def _gateway_status(
         "conditions": [condition_data(c, generation) for c in top],
         "listeners": _listeners_data(conditions, counts, generation),
     }
-    if addresses := model.addresses.get(key):
-        body["addresses"] = [{"type": kind, "value": value} for kind, value in addresses]
+    judged = model.addresses.get(key)
+    if judged is not None and judged.reported:
+        body["addresses"] = [{"type": kind, "value": value} for kind, value in judged.reported]
     listener_sets = [s for s in model.listener_sets if s.gateway == key]
     if gateway.allowed_listeners.namespaces_from != "None" or listener_sets:
         body["attachedListenerSets"] = sum(listener_set_accepted(s).status for s in listener_sets)
@@ -324,17 +332,9 @@ def _gateway_conditions(
         gateway_programmed = Condition(
             type="Programmed", status=False, reason="Invalid", message="no listener is programmed"
         )
-    elif key in model.unassigned_addresses:
+    elif (judged := model.addresses.get(key)) is not None and judged.programmed is not None:
         # GatewaySpec.addresses: a requested address that cannot be honoured MUST be reported.
-        gateway_programmed = problem(
-            "Programmed",
-            "AddressNotAssigned",
-            "spec.addresses cannot be assigned: shared Gateways are reached on their "
-            "VIP Service's address",
-            key=key,
-            field="spec.addresses",
-            severity=Severity.WARNING,
-        )
+        gateway_programmed = judged.programmed
     else:
         gateway_programmed = Condition(type="Programmed", status=True, reason="Programmed")
     return [accepted, gateway_programmed, *model.gateway_refs[key].conditions], listeners

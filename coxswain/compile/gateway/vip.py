@@ -4,7 +4,8 @@ Each shared Gateway is reached through a VIP Service in the controller namespace
 ``<ns>-<name>`` (cut to 40 characters, trailing ``-`` removed), ``-``, the first 8 hex digits
 of SHA-256 of ``ns/name``, ``-shared-gw`` (docs/contracts.md, "Owned objects"). The Services
 are the only memory of the internal port allocation: each Service port is a listener port, its
-``targetPort`` the internal port. A Gateway's ``status.addresses`` is its VIP's address.
+``targetPort`` the internal port. A Gateway's ``status.addresses`` comes from its VIP's
+address (:mod:`.addresses`).
 """
 
 from __future__ import annotations
@@ -12,13 +13,11 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Final
 
-from coxswain.compile.model.keys import ObjectKey
-
 if TYPE_CHECKING:
     from coxswain.compile.model.objects import Service
     from coxswain.compile.model.state import ClusterState
 
-__all__ = ["VIP_SUFFIX", "service_addresses", "vip_addresses", "vip_memory", "vip_service_name"]
+__all__ = ["VIP_SUFFIX", "service_addresses", "vip_memory", "vip_service_name"]
 
 VIP_SUFFIX: Final = "-shared-gw"
 _PREFIX_MAX: Final = 40
@@ -64,14 +63,6 @@ def vip_memory(
             else:
                 existing[(owner, port.port)] = port.target_port
     return existing, reserved
-
-
-def vip_addresses(
-    state: ClusterState, controller_namespace: str, namespace: str, name: str
-) -> list[tuple[str, str]]:
-    """``status.addresses`` of a shared Gateway: its VIP Service's address."""
-    key = ObjectKey("Service", controller_namespace, vip_service_name(namespace, name))
-    return service_addresses(state.services.get(key))
 
 
 def service_addresses(service: Service | None) -> list[tuple[str, str]]:

@@ -453,6 +453,11 @@ def _service(
         cluster_ip=fields.string(spec.get("clusterIP"), "spec.clusterIP") or None,
         ports=pvector(ports),
         load_balancer=pvector(addresses),
+        external_ips=pvector(
+            ip
+            for index, item in enumerate(fields.items(spec.get("externalIPs"), "spec.externalIPs"))
+            if (ip := fields.string(item, f"spec.externalIPs[{index}]"))
+        ),
         diagnostics=fields.diagnostics(),
     )
 

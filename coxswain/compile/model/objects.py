@@ -154,7 +154,8 @@ class ServicePort:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Service:
-    """A Service; ``external_name`` is set for ``type: ExternalName``."""
+    """A Service; ``external_name`` is set for ``type: ExternalName``; ``external_ips`` is
+    ``spec.externalIPs``, which a Gateway's static addresses are given as."""
 
     meta: Meta
     type: str = "ClusterIP"
@@ -162,6 +163,7 @@ class Service:
     cluster_ip: str | None = None
     ports: PVector[ServicePort] = pvector()
     load_balancer: PVector[str] = pvector()
+    external_ips: PVector[str] = pvector()
     diagnostics: PVector[Diagnostic] = pvector()
 
 
