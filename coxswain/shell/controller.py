@@ -373,8 +373,9 @@ class _Reconciler:
         snapshots = self.publisher.compile(state, model=model)
         generations = {g.meta.key.ref: g.meta.generation for g in state.gateways.values()}
         for scope, snapshot in snapshots.items():
-            if snapshot.version not in self._served:
-                self._served[snapshot.version] = _served_generations(generations, snapshot)
+            # Versions are content digests: a new generation that compiles to the same snapshot
+            # (a Gateway's addresses edited, say) is served by whichever proxy acked it already.
+            self._served[snapshot.version] = _served_generations(generations, snapshot)
             server.publish(scope, snapshot)
         fleet = server.fleet
         now = _now()
