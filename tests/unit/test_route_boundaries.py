@@ -217,6 +217,16 @@ def test_without_a_server_name_only_a_port_that_validates_clients_misdirects():
     assert _select(_table(CLIENT_CHECKED, client_certs=True), tls=True, sni=None).status == 421
 
 
+def test_without_a_server_name_the_catch_all_listener_is_the_one_chosen():
+    """No SNI is no name at all: on a port that validates clients it selects the catch-all
+    listener, never a named one (``xxxx`` is a valid listener hostname)."""
+    table = _table(
+        {"*": _listener("*", {"*": [_rule()]}), "xxxx": _listener("xxxx", {"*": [_rule()]})},
+        client_certs=True,
+    )
+    assert _select(table, host="b.example.com", tls=True, sni=None).status is None
+
+
 def test_a_host_no_listener_takes_is_404_whatever_the_sni_chose():
     decision = _select(_table(CLIENT_CHECKED), host="a.example.org", tls=True, sni="a.example.com")
     assert (decision.status, decision.reason) == (
