@@ -13,7 +13,9 @@
   wrong (strict: the scenario must fail);
 - ``steps``: the test's checks in order: a status check (:data:`.status_checks.STATUS_CHECKS`),
   ``requests`` (a target and its cases, :mod:`.cases`), ``weights`` (a weighted
-  distribution), or ``apply`` (a manifest applied, then everything recompiled and reloaded).
+  distribution), ``apply`` (a manifest applied), ``patch`` (one field of an object set, its
+  generation bumped) or ``delete`` (an object deleted); after those three everything is
+  recompiled and the proxy reloaded.
 """
 
 from __future__ import annotations

@@ -59,6 +59,9 @@ class Session:
             elif kind == "apply":
                 self.world.apply(args)
                 self.compiled = self.recompile()
+            elif kind in ("patch", "delete"):
+                getattr(self.world, kind)(**args)
+                self.compiled = self.recompile()
             else:
                 raise ValueError(f"{where}: unknown step")
 

@@ -141,6 +141,23 @@ class World:
         }
         return Compiled(snapshot_to_data(result.snapshot), statuses)
 
+    def delete(self, kind: str, name: str) -> None:
+        """Delete one object."""
+        self.objects = [b for b in self.objects if (b["kind"], _key(b)) != (kind, name)]
+
+    def patch(self, kind: str, name: str, field: list[str | int], value: object) -> None:
+        """Set one field of an object, its generation bumped as the API server bumps it on a
+        change of ``spec``."""
+        for body in self.objects:
+            if body["kind"] == kind and _key(body) == name:
+                parent = body
+                for step in field[:-1]:
+                    parent = parent[step]
+                parent[field[-1]] = value
+                body["metadata"]["generation"] = body["metadata"].get("generation", 1) + 1
+                return
+        raise LookupError(f"no {kind} {name}")
+
     def listener(self, gateway: str, name: str | None) -> tuple[str, int]:
         """The name and port of a Gateway's listener: the one named, else its first, as the
         suite picks the port of a Gateway's address (``WaitForGatewayAddress``)."""
