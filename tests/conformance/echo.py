@@ -10,6 +10,8 @@ its last two ``-`` parts) find the Deployment. Like ``echo-basic`` it also:
 - sets the response headers named by ``X-Echo-Set-Header`` (``name:value,name:value``);
 - answers ``/status/NNN`` with status NNN;
 - waits for the Go duration in a ``delay`` query parameter before answering (timeouts);
+- under ``/retry/``, fails the first ``succeedAfter`` requests of each ``uuid`` (after the Go
+  duration ``delayRetry``) with ``responseCode``, or without one by resetting the connection;
 - echoes WebSocket messages on ``/ws`` (RFC 6455), as its ``websocket.Handler`` does.
 
 Every request is also appended to ``received``, the local equivalent of the echo's log that
@@ -23,6 +25,8 @@ import contextlib
 import hashlib
 import json
 import re
+import socket
+import struct
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl, urlsplit
 
@@ -107,8 +111,9 @@ async def _read_request(stream: trio.abc.Stream, conn: h11.Connection) -> h11.Re
 
 
 async def _echo_connection(
-    stream: trio.abc.Stream, *, deployment: str, namespace: str, received: list[dict[str, Any]]
-) -> None:
+    stream: trio.abc.Stream, *, deployment: str, namespace: str, received: list[dict[str, Any]],
+    attempts: dict[str, int],
+) -> None:  # fmt: skip
     conn = h11.Connection(h11.SERVER)
     while (request := await _read_request(stream, conn)) is not None:
         target = request.target.decode("latin-1")
@@ -131,10 +136,20 @@ async def _echo_connection(
             await _websocket(stream, conn, headers["Sec-Websocket-Key"][0])
             return
         head = request.method == b"HEAD"
-        if status := re.fullmatch(r"/status/(\d{3})", target):
+        query = dict(parse_qsl(urlsplit(target).query))
+        if path.startswith("/retry/") and attempts.get(query["uuid"], 0) < int(
+            query["succeedAfter"]
+        ):
+            attempts[query["uuid"]] = attempts.get(query["uuid"], 0) + 1
+            await trio.sleep(go_duration(query.get("delayRetry", "0s")))
+            if "responseCode" not in query:
+                _reset(stream)
+                return
+            await _answer(stream, conn, int(query["responseCode"]), [], b"", head=head)
+        elif status := re.fullmatch(r"/status/(\d{3})", target):
             await _answer(stream, conn, int(status[1]), [], b"", head=head)
         else:
-            delay = dict(parse_qsl(urlsplit(target).query)).get("delay")
+            delay = query.get("delay")
             if delay:
                 await trio.sleep(go_duration(delay))
             answer = [
@@ -146,6 +161,13 @@ async def _echo_connection(
         if conn.our_state is h11.MUST_CLOSE:
             return
         conn.start_next_cycle()
+
+
+def _reset(stream: trio.abc.Stream) -> None:
+    """Close with a reset (SO_LINGER 0), as the echo's hijacked connection does."""
+    tcp = stream if isinstance(stream, trio.SocketStream) else None
+    if tcp is not None:
+        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
 async def _websocket(stream: trio.abc.Stream, conn: h11.Connection, key: str) -> None:
@@ -213,6 +235,7 @@ async def serve_conformance_echo(
     """The echo of Deployment ``key`` (``namespace/name``) on a port of its own, behind TLS
     with ``tls``; the shape of the harness's ``serve_echo``."""
     namespace, deployment = key.split("/")
+    attempts: dict[str, int] = {}
     tcp = await trio.open_tcp_listeners(0, host="127.0.0.1")
     task_status.started(tcp[0].socket.getsockname()[1])
     listeners: list[trio.abc.Listener[Any]] = (
@@ -223,7 +246,8 @@ async def serve_conformance_echo(
         with contextlib.suppress(trio.BrokenResourceError, h11.RemoteProtocolError):
             async with stream:
                 await _echo_connection(
-                    stream, deployment=deployment, namespace=namespace, received=received
-                )
+                    stream, deployment=deployment, namespace=namespace, received=received,
+                    attempts=attempts,
+                )  # fmt: skip
 
     await trio.serve_listeners(handle, listeners)

@@ -7,6 +7,8 @@ scenario gets wrong, as upstream's subtests do.
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -33,6 +35,7 @@ __all__ = ["Session"]
 WEIGHT_TOLERANCE: Final = 0.05
 WEIGHT_REQUESTS: Final = 200
 WEIGHT_SEED: Final = 1
+MIRROR_WAIT: Final = 5.0  # seconds for a mirrored copy to arrive; upstream's RequestTimeout is 10
 
 
 @dataclass
@@ -56,6 +59,10 @@ class Session:
                 self._requests(where, **args)
             elif kind == "weights":
                 self._weights(where, **args)
+            elif kind == "mirror_percentages":
+                self._mirror_percentages(where, **args)
+            elif kind == "backend_header_names_pod":
+                self._backend_header_names_pod(where, **args)
             elif kind == "apply":
                 self.world.apply(args)
                 self.compiled = self.recompile()
@@ -93,10 +100,20 @@ class Session:
         if problem:
             return problem
         for mirror in case.mirrored_to:
-            paths = [r["path"] for r in self.running.received[mirror][seen[mirror] :]]
-            if case.path not in paths:
-                return f"mirror {mirror} did not get {case.path}, got {paths}"
+            if not self._mirrored(mirror, seen[mirror], case.path):
+                return f"mirror {mirror} did not get {case.path} within {MIRROR_WAIT} s"
         return None
+
+    def _mirrored(self, mirror: str, since: int, path: str) -> bool:
+        """Whether ``mirror`` got ``path`` after its first ``since`` requests: a mirror is sent
+        beside the request, and may arrive after the answer (upstream polls the logs)."""
+        deadline = time.monotonic() + MIRROR_WAIT
+        while True:
+            if any(r["path"] == path for r in self.running.received[mirror][since:]):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
 
     def _weights(
         self, where: str, *, gateway: str, path: str, weights: dict[str, float],
@@ -119,3 +136,42 @@ class Session:
             got = seen[key] / WEIGHT_REQUESTS
             if (share > 0) != (got > 0) or abs(got - share) > WEIGHT_TOLERANCE:
                 self.failures.append(f"{where}: {key} got {got:.3f} of the traffic, not {share}")
+
+    def _mirror_percentages(
+        self, where: str, *, gateway: str, case: dict[str, Any], percents: dict[str, int]
+    ) -> None:
+        """``testMirroredRequestsDistribution``: each case answered as expected, and each
+        mirror's share of copies within 3 standard deviations of its percentage."""
+        self.running.proxy.rng.seed(WEIGHT_SEED)
+        target = self._target(gateway, None, None)
+        expected = read_case(case)
+        seen = {key: len(self.running.received[key]) for key in percents}
+        for _ in range(WEIGHT_REQUESTS):
+            if problem := compare_round_trip(expected, round_trip(target, expected)):
+                self.failures.append(f"{where}: {problem}")
+                return
+        time.sleep(0.2)  # the last copies may still be on their way
+        for key, percent in percents.items():
+            got = sum(r["path"] == expected.path for r in self.running.received[key][seen[key] :])
+            share = percent / 100
+            margin = 3 * math.sqrt(WEIGHT_REQUESTS * share * (1 - share))
+            if abs(got - WEIGHT_REQUESTS * share) > margin:
+                self.failures.append(
+                    f"{where}: {key} got {got} of {WEIGHT_REQUESTS}, not {percent}%"
+                )
+
+    def _backend_header_names_pod(
+        self, where: str, *, gateway: str, header: str, requests: int, path: str = "/"
+    ) -> None:
+        """``HTTPRouteRequestHeaderModifierBackendWeights``: the header each backendRef's
+        filter sets names the pod that received the request, on every request."""
+        target = self._target(gateway, None, None)
+        case = read_case({"path": path})
+        for _ in range(requests):
+            received = round_trip(target, case).request
+            values = received.get("headers", {}).get(header, [])
+            if len(values) != 1 or not received.get("pod", "").startswith(values[0]):
+                self.failures.append(
+                    f"{where}: {header} {values} on a request to {received.get('pod')}"
+                )
+                return
