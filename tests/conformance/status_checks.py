@@ -118,9 +118,8 @@ def gateway_and_routes_accepted(
     """``GatewayAndHTTPRoutesMustBeAccepted`` (``RoutesAndParentMustBeAccepted``): the Gateway
     has an address; each route has the parent ``Accepted=True/Accepted`` (one per listener
     named); every listener is ResolvedRefs, Accepted and Programmed."""
-    item = _object(compiled, kind, gateway)
-    if kind == "Gateway" and not any(a.get("type") for a in item["status"].get("addresses", [])):
-        return f"Gateway {gateway} has no address"
+    if kind == "Gateway" and (problem := gateway_address(compiled, gateway=gateway)):
+        return problem
     accepted = {"gateway": gateway, "kind": kind, "conditions": [["Accepted", "True", "Accepted"]]}
     for route in routes:
         required = route.split("/")[0] != gateway.split("/")[0]
@@ -209,6 +208,12 @@ def gateway_condition(
     return None if _found(conditions, condition) else f"{kind} {gateway} lacks {condition}"
 
 
+def gateway_address(compiled: Compiled, *, gateway: str) -> str | None:
+    """``WaitForGatewayAddress``: an address with a type in ``status.addresses``."""
+    addresses = _object(compiled, "Gateway", gateway)["status"].get("addresses", [])
+    return None if any(a.get("type") for a in addresses) else f"Gateway {gateway} has no address"
+
+
 def gateway_zero_routes(compiled: Compiled, *, gateway: str) -> str | None:
     """``GatewayMustHaveZeroRoutes``: no listener in status, or one with no route."""
     listeners = _object(compiled, "Gateway", gateway)["status"].get("listeners", [])
@@ -243,6 +248,7 @@ def gateway_class_condition(
 
 
 STATUS_CHECKS: Final[dict[str, Callable[..., str | None]]] = {
+    "gateway_address": gateway_address,
     "gateway_and_routes_accepted": gateway_and_routes_accepted,
     "gateway_class_condition": gateway_class_condition,
     "gateway_condition": gateway_condition,

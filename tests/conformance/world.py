@@ -146,14 +146,17 @@ class World:
         self.objects = [b for b in self.objects if (b["kind"], _key(b)) != (kind, name)]
 
     def patch(self, kind: str, name: str, field: list[str | int], value: object) -> None:
-        """Set one field of an object, its generation bumped as the API server bumps it on a
-        change of ``spec``."""
+        """Set one field of an object (a last ``-`` appends to a list, as in JSON Patch), its
+        generation bumped as the API server bumps it on a change of ``spec``."""
         for body in self.objects:
             if body["kind"] == kind and _key(body) == name:
                 parent = body
                 for step in field[:-1]:
                     parent = parent[step]
-                parent[field[-1]] = value
+                if field[-1] == "-":
+                    parent.append(value)
+                else:
+                    parent[field[-1]] = value
                 body["metadata"]["generation"] = body["metadata"].get("generation", 1) + 1
                 return
         raise LookupError(f"no {kind} {name}")
