@@ -36,7 +36,10 @@ import trio
 if TYPE_CHECKING:
     import ssl
 
-__all__ = ["canonical_header", "go_duration", "pod_name", "serve_conformance_echo"]
+__all__ = [
+    "canonical_header", "encode_frame", "go_duration", "pod_name", "serve_conformance_echo",
+    "take_frame",
+]  # fmt: skip
 
 HTTP_PORT: Final = "3000"  # echo-basic's HTTP_PORT default, reported as ``httpPort``
 _WEBSOCKET_GUID: Final = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455 §1.3
@@ -181,7 +184,7 @@ async def _websocket(stream: trio.abc.Stream, conn: h11.Connection, key: str) ->
     await stream.send_all(conn.send(switch))
     buffer = bytearray(conn.trailing_data[0])
     while True:
-        frame = _frame(buffer)
+        frame = take_frame(buffer)
         if frame is None:
             data = await stream.receive_some(65536)
             if not data:
@@ -191,10 +194,10 @@ async def _websocket(stream: trio.abc.Stream, conn: h11.Connection, key: str) ->
         opcode, payload = frame
         if opcode == 0x8:  # close
             return
-        await stream.send_all(_unmasked(opcode, payload))
+        await stream.send_all(encode_frame(opcode, payload))
 
 
-def _frame(buffer: bytearray) -> tuple[int, bytes] | None:
+def take_frame(buffer: bytearray) -> tuple[int, bytes] | None:
     """Take one whole frame (opcode, unmasked payload) off ``buffer``; None if incomplete."""
     if len(buffer) < 2:
         return None
@@ -214,15 +217,18 @@ def _frame(buffer: bytearray) -> tuple[int, bytes] | None:
     return opcode, payload
 
 
-def _unmasked(opcode: int, payload: bytes) -> bytes:
-    size = len(payload)
+def encode_frame(opcode: int, payload: bytes, mask: bytes | None = None) -> bytes:
+    """One final frame (RFC 6455 §5.2); a client masks its frames with ``mask``."""
+    size, bit = len(payload), 0x80 if mask else 0
     if size < 126:
-        head = bytes([0x80 | opcode, size])
+        head = bytes([0x80 | opcode, bit | size])
     elif size < 1 << 16:
-        head = bytes([0x80 | opcode, 126]) + size.to_bytes(2)
+        head = bytes([0x80 | opcode, bit | 126]) + size.to_bytes(2)
     else:
-        head = bytes([0x80 | opcode, 127]) + size.to_bytes(8)
-    return head + payload
+        head = bytes([0x80 | opcode, bit | 127]) + size.to_bytes(8)
+    if mask is None:
+        return head + payload
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
 
 
 async def serve_conformance_echo(

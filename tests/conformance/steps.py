@@ -7,7 +7,10 @@ scenario gets wrong, as upstream's subtests do.
 
 from __future__ import annotations
 
+import base64
 import math
+import os
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -15,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Final
 from tests.conformance.cases import read_case
 from tests.conformance.certificates import suite_tls
 from tests.conformance.compare import compare_round_trip, is_failure
-from tests.conformance.echo import pod_name
-from tests.conformance.exchange import Target, round_trip
+from tests.conformance.echo import encode_frame, pod_name, take_frame
+from tests.conformance.exchange import Target, calculate_host, round_trip
 from tests.conformance.status_checks import STATUS_CHECKS
 from tests.conformance.world import GATEWAY_ADDRESS
 
@@ -59,6 +62,8 @@ class Session:
                 self._requests(where, **args)
             elif kind == "weights":
                 self._weights(where, **args)
+            elif kind == "websocket":
+                self._websocket(where, **args)
             elif kind == "mirror_percentages":
                 self._mirror_percentages(where, **args)
             elif kind == "backend_header_names_pod":
@@ -175,3 +180,36 @@ class Session:
                     f"{where}: {header} {values} on a request to {received.get('pod')}"
                 )
                 return
+
+    def _websocket(self, where: str, *, gateway: str, path: str, messages: list[str]) -> None:
+        """``HTTPRouteBackendProtocolWebSocket``: a WebSocket opened through the Gateway
+        (RFC 6455 §4.1) gets each message, text then binary, echoed back whole."""
+        target = self._target(gateway, None, None)
+        key = base64.b64encode(os.urandom(16)).decode()
+        with socket.create_connection(("127.0.0.1", target.port), timeout=10) as sock:
+            sock.sendall(
+                f"GET {path} HTTP/1.1\r\nHost: {calculate_host(target.gateway_address, 'http')}\r\n"
+                f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                f"Sec-WebSocket-Version: 13\r\nOrigin: ws://gateway/{where}\r\n\r\n".encode()
+            )
+            buffer = bytearray()
+            while b"\r\n\r\n" not in buffer:
+                buffer += _received(sock)
+            head, _, rest = bytes(buffer).partition(b"\r\n\r\n")
+            if not head.startswith(b"HTTP/1.1 101"):
+                self.failures.append(f"{where}: no switch: {head!r}")
+                return
+            buffer = bytearray(rest)
+            for opcode, message in [(0x1, messages[0].encode()), (0x2, bytes(range(1, 8)))]:
+                sock.sendall(encode_frame(opcode, message, os.urandom(4)))
+                while (frame := take_frame(buffer)) is None:
+                    buffer += _received(sock)
+                if frame != (opcode, message):
+                    self.failures.append(f"{where}: sent {message!r}, got {frame!r}")
+
+
+def _received(sock: socket.socket) -> bytes:
+    data = sock.recv(65536)
+    if not data:
+        raise ConnectionError("the WebSocket connection closed early")
+    return data
