@@ -352,11 +352,13 @@ def run_proxy(
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     pass_server: bool = False,
     tls_backends: dict[str, ssl.SSLContext] | None = None,
+    echo: Callable[..., Awaitable[None]] = serve_echo,
 ) -> None:
     """Start echo backends and a proxy serving ``make_snapshot(ports)``, run ``client`` in a
     thread, then stop everything. ``ports`` maps each backend name to its port, and
     ``"gateway"`` to a free port for a Gateway listener; ``tls_backends`` serves the backends
-    it names behind TLS, with their server contexts."""
+    it names behind TLS, with their server contexts. ``echo(name, received, *, tls,
+    task_status)`` serves each backend (:func:`serve_echo`, or another echo of that shape)."""
     file = tmp_path / "snapshot.json"
     http_port, https_port, admin_port = free_port(), free_port(), free_port()
     gateway_port = free_port()
@@ -367,7 +369,7 @@ def run_proxy(
             secured = tls_backends or {}
             ports = {
                 name: await nursery.start(
-                    partial(serve_echo, name, received[name], tls=secured.get(name))
+                    partial(echo, name, received[name], tls=secured.get(name))
                 )
                 for name in backends
             }

@@ -9,7 +9,11 @@ import trustme
 
 def tls_secret(name: str, namespace: str, host: str) -> dict[str, Any]:
     """A ``kubernetes.io/tls`` Secret with a certificate for ``host`` from a fresh CA."""
-    cert = trustme.CA().issue_cert(host)
+    return secret_of(trustme.CA().issue_cert(host), name, namespace)
+
+
+def secret_of(cert: trustme.LeafCert, name: str, namespace: str) -> dict[str, Any]:
+    """A ``kubernetes.io/tls`` Secret holding ``cert``, its chain and its key."""
     return {
         "apiVersion": "v1",
         "kind": "Secret",

@@ -1,0 +1,131 @@
+"""Sending one conformance request to the proxy and capturing what came back.
+
+As upstream's round tripper does (``conformance/utils/roundtripper/roundtripper.go``, v1.6.1):
+one connection per request, redirects not followed, the Host header the test's or else the
+Gateway's address (its port left out when it is the scheme's, ``CalculateHost``), the response
+body read as the echo's JSON only when ``Content-Type`` is ``application/json`` (otherwise the
+captured request has only the method sent), a redirect's ``Location`` resolved against the
+request URL and split into scheme, host, port and path. Over HTTPS the client sends the SNI
+the test names and verifies the certificate chain and that name, by the rules of Go's
+``x509.VerifyHostname`` (a wildcard stands for exactly one leftmost label).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import ssl
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urljoin, urlsplit
+
+from tests.conformance.cases import Redirect
+
+if TYPE_CHECKING:
+    import trustme
+
+    from tests.conformance.cases import Case
+
+__all__ = ["Captured", "Target", "calculate_host", "round_trip"]
+
+TIMEOUT: Final = 10.0  # upstream's RequestTimeout
+_REDIRECTS: Final = frozenset({300, 301, 302, 303, 304, 305, 307, 308})
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a request goes: the proxy's port for a listener, and the Gateway's address with
+    the listener's spec port (``gwAddr``); with ``trust`` the connection is TLS."""
+
+    port: int
+    gateway_address: str
+    trust: trustme.CA | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Captured:
+    """Upstream ``CapturedRequest`` (``request``, the echo's JSON) and ``CapturedResponse``
+    (response headers by lower-case name)."""
+
+    status: int
+    headers: dict[str, list[str]]
+    request: dict[str, Any]
+    redirect: Redirect | None
+    url: str
+
+
+def calculate_host(address: str, scheme: str) -> str:
+    """``CalculateHost``: ``host:port`` without the port when it is the scheme's own."""
+    host, _, port = address.rpartition(":")
+    return host if (scheme, port) in {("http", "80"), ("https", "443")} else address
+
+
+def _verify_name(sock: ssl.SSLSocket, name: str) -> None:
+    names = [v for k, v in (sock.getpeercert() or {}).get("subjectAltName", ()) if k == "DNS"]
+    labels = name.lower().split(".")
+    for pattern in names:
+        wanted = pattern.lower().split(".")
+        if len(wanted) == len(labels) and all(
+            w == got or (i == 0 and w == "*")
+            for i, (w, got) in enumerate(zip(wanted, labels, strict=True))
+        ):
+            return
+    raise ssl.SSLCertVerificationError(f"certificate for {names} is not valid for {name!r}")
+
+
+def _connect(
+    target: Target, case: Case, client_certs: dict[str, trustme.LeafCert]
+) -> http.client.HTTPConnection:
+    conn = http.client.HTTPConnection("127.0.0.1", target.port, timeout=TIMEOUT)
+    if target.trust is None:
+        return conn
+    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+    context.check_hostname = False  # checked below, by Go's rules
+    target.trust.configure_trust(context)
+    if case.client_cert:
+        client_certs[case.client_cert].configure_cert(context)
+    raw = socket.create_connection(("127.0.0.1", target.port), timeout=TIMEOUT)
+    try:
+        sock = context.wrap_socket(raw, server_hostname=case.server_name or None)
+        _verify_name(sock, case.server_name)
+    except BaseException:
+        raw.close()
+        raise
+    conn.sock = sock
+    return conn
+
+
+def round_trip(
+    target: Target, case: Case, client_certs: dict[str, trustme.LeafCert] | None = None
+) -> Captured:
+    """Send ``case``'s request to ``target`` and capture the exchange."""
+    scheme = "http" if target.trust is None else "https"
+    url_host = calculate_host(target.gateway_address, scheme)
+    headers = {"Host": case.host or url_host, **case.headers}
+    headers["X-Echo-Set-Header"] = ",".join(
+        f"{k}:{v}" for k, v in case.backend_set_response_headers.items()
+    )
+    conn = _connect(target, case, client_certs or {})
+    try:
+        body = case.body.encode() if case.body else None
+        conn.request(case.method, case.path, body=body, headers=headers)
+        response = conn.getresponse()
+        data = response.read()
+    finally:
+        conn.close()
+    captured_headers: dict[str, list[str]] = {}
+    for name, value in response.getheaders():
+        captured_headers.setdefault(name.lower(), []).append(value)
+    request: dict[str, Any] = {"method": case.method}
+    if response.getheader("content-type") == "application/json":
+        request = json.loads(data)
+    url = f"{scheme}://{url_host}{case.path}"
+    redirect = None
+    if response.status in _REDIRECTS:
+        location = urlsplit(urljoin(url, response.getheader("location", "")))
+        port = "" if location.port is None else str(location.port)
+        redirect = Redirect(
+            scheme=location.scheme, host=location.hostname or "", port=port, path=location.path
+        )
+    return Captured(response.status, captured_headers, request, redirect, url)

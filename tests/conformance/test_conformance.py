@@ -1,0 +1,76 @@
+"""The Gateway API v1.6.1 conformance sweep of the GATEWAY-HTTP profile (docs/quality.md).
+
+One test per upstream test (``scenarios/<ShortName>.yaml``): its manifests compiled by the
+real compiler (:mod:`.world`), the status it expects checked on the compiler's status, its
+requests sent through the real proxy, in this process, to local echo backends. Scenarios of
+features Coxswain does not declare, or needing what it does not have, are skipped with the
+reason; those it gets wrong are strict xfails naming the bug.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from coxswain.compile.gateway.status import supported_features
+from tests.conformance.echo import serve_conformance_echo
+from tests.conformance.scenario import Scenario, read_scenarios
+from tests.conformance.steps import Session
+from tests.conformance.world import CONFIG, band_port, load_world
+from tests.integration.proxy_harness import Running, run_proxy, write_snapshot
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tests.conformance.world import Compiled
+
+
+def _params() -> list[object]:
+    declared = set(supported_features(CONFIG))
+    params = []
+    for scenario in read_scenarios():
+        marks = []
+        missing = sorted(set(scenario.features) - declared)
+        if scenario.skip:
+            marks.append(pytest.mark.skip(reason=scenario.skip))
+        elif missing:
+            marks.append(pytest.mark.skip(reason=f"supportedFeatures lacks {missing}"))
+        elif scenario.xfail:
+            marks.append(pytest.mark.xfail(reason=scenario.xfail, strict=True))
+        params.append(pytest.param(scenario, id=scenario.name, marks=marks))
+    return params
+
+
+@pytest.mark.parametrize("scenario", _params())
+def test_conformance(scenario: Scenario, tmp_path: Path) -> None:
+    """Run the scenario's steps; fail with every expectation it does not meet."""
+    world = load_world(list(scenario.manifests), scenario.fill)
+    vip_ports = {pair: band_port() for pair in world.listener_ports()}
+    file = tmp_path / "snapshot.json"
+    echo_ports: dict[str, int] = {}
+    compiled: list[Compiled] = []
+
+    def make_snapshot(ports: dict[str, int]) -> dict[str, object]:
+        echo_ports.update((key, ports[key]) for key in world.deployments)
+        compiled.append(world.compile(echo_ports, vip_ports))
+        return compiled[-1].snapshot
+
+    def client(running: Running) -> None:
+        def recompile() -> Compiled:
+            compiled.append(world.compile(echo_ports, vip_ports))
+            write_snapshot(file, compiled[-1].snapshot)
+            running.wait_applies(len(compiled))
+            return compiled[-1]
+
+        session = Session(world, compiled[0], running, recompile)
+        session.run(scenario.steps)
+        assert not session.failures, "\n".join([scenario.upstream, *session.failures])
+
+    run_proxy(
+        tmp_path,
+        make_snapshot,
+        client,
+        backends=tuple(world.deployments),
+        echo=serve_conformance_echo,
+    )

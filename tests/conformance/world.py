@@ -1,0 +1,277 @@
+"""A conformance scenario's cluster, as the offline compiler sees it.
+
+The upstream suite applies its base manifests and one test's manifests to a cluster whose
+GatewayClass names the implementation, then creates TLS Secrets and CA ConfigMaps in code
+(:mod:`.certificates`). Here the same manifests (``manifests/``, read as they are, the class
+placeholders filled in at load time) are compiled with the real compiler, with these local
+stand-ins for what a cluster would add:
+
+- the GatewayClass ``coxswain`` with Coxswain's controller name (the suite's
+  ``--gateway-class``), which every ``{GATEWAY_CLASS_NAME}`` names;
+- no Deployments: each is one echo server on 127.0.0.1 (:mod:`.echo`), and each Service that
+  selects its pods gets an EndpointSlice naming that server, the Service's ports (by name) all
+  on its port; an EndpointSlice of the manifests that a test fills with a Deployment's pods
+  (``fill``) gets that echo the same way;
+- a VIP Service per Gateway in the controller's namespace, as the controller provisions them
+  (docs/contracts.md, "Owned objects"): it is the compiler's memory of internal ports, so each
+  Gateway listener port gets a free one from the shared pool's band, and its load-balancer
+  address (127.0.0.1) becomes the Gateway's ``status.addresses``.
+
+Compiled with ``SharedPool`` scope: the snapshot's ``listener_health`` maps each listener to
+the internal port the proxy listens on, which is all the client needs.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from coxswain.compile import CompileConfig, SharedPool, build_state, compile, status
+from coxswain.compile.config import DEFAULT_GATEWAY_CONTROLLER
+from coxswain.compile.gateway.vip import vip_service_name
+from coxswain.compile.listing import status_list
+from coxswain.compile.model.manifests import parse_manifests
+from coxswain.compile.snapshot_json import snapshot_to_data
+from tests.conformance.certificates import suite_objects
+
+__all__ = ["GATEWAY_ADDRESS", "MANIFESTS", "Compiled", "World", "load_world"]
+
+MANIFESTS: Final = Path(__file__).parent / "manifests"
+GATEWAY_CLASS: Final = "coxswain"
+GATEWAY_ADDRESS: Final = "127.0.0.1"
+CONFIG: Final = CompileConfig(gateway_api_channel="experimental")
+# The upper part of the shared pool's band (30000-32767): the suite's fixed_ports tests take
+# the lowest ports of it, and the kernel's ephemeral ports start above it (32768).
+_BAND: Final = range(31000, 32768)
+_draw = random.Random()  # spreads concurrent test runs apart; no secret
+_GATEWAY_GROUP: Final = "gateway.networking.k8s.io"
+
+Body = dict[str, Any]
+
+
+def _key(body: Body) -> str:
+    meta = body.get("metadata", {})
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _read(relative: str) -> list[Body]:
+    """One manifest file, its placeholders filled as the suite's applier fills them."""
+    text = (MANIFESTS / relative).read_text()
+    text = text.replace("{GATEWAY_CLASS_NAME}", GATEWAY_CLASS)
+    text = text.replace("{GATEWAY_CONTROLLER_NAME}", DEFAULT_GATEWAY_CONTROLLER)
+    parsed = parse_manifests(text, relative)
+    if not isinstance(parsed, list):
+        raise TypeError(f"{relative}: {parsed}")
+    return [item.body for item in parsed if isinstance(item.body, dict)]
+
+
+def band_port() -> int:
+    """A port of the band nothing is bound to right now on 127.0.0.1."""
+    for _ in range(1000):
+        port = _draw.choice(_BAND)
+        with socket.socket() as probe:
+            try:
+                probe.bind((GATEWAY_ADDRESS, port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {_BAND}")
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """What the compiler made of a world: the snapshot document and every status (the object
+    with its ``metadata.generation`` and ``status``) by ``(kind, namespace/name)``."""
+
+    snapshot: Body
+    statuses: dict[tuple[str, str], Body]
+
+    def target_port(self, gateway: str, listener: str) -> int:
+        """The internal port of one Gateway listener (``listener_health``)."""
+        for health in self.snapshot["listener_health"]:
+            if health["gateway"] == gateway and health["listener"] == listener:
+                return int(health["target_port"])
+        raise LookupError(f"no listener {gateway} {listener} in the snapshot")
+
+
+@dataclass(slots=True)
+class World:
+    """The objects of one scenario, the Deployments taken out: ``deployments`` holds the pod
+    labels of each by ``namespace/name``; ``fill`` names the Deployment whose pods a test puts
+    in an EndpointSlice of its manifests, by the slice's ``namespace/name``."""
+
+    objects: list[Body]
+    deployments: dict[str, dict[str, str]]
+    fill: dict[str, str]
+
+    def apply(self, relative: str) -> None:
+        """Apply one more manifest file: its objects replace those of the same kind and name."""
+        added = _read(relative)
+        names = {(b["kind"], _key(b)) for b in added}
+        self.objects = [b for b in self.objects if (b["kind"], _key(b)) not in names] + added
+
+    def compile(
+        self, echo_ports: dict[str, int], vip_ports: dict[tuple[str, int], int]
+    ) -> Compiled:
+        """Compile with the echoes on ``echo_ports`` (by Deployment) and each Gateway listener
+        port on ``vip_ports[(gateway, port)]``."""
+        bodies = [
+            *(
+                b
+                for b in self.objects
+                if not (b["kind"] == "EndpointSlice" and _key(b) in self.fill)
+            ),
+            *suite_objects(),
+            {
+                "apiVersion": f"{_GATEWAY_GROUP}/v1",
+                "kind": "GatewayClass",
+                "metadata": {"name": GATEWAY_CLASS},
+                "spec": {"controllerName": DEFAULT_GATEWAY_CONTROLLER},
+            },
+            *self._endpoint_slices(echo_ports),
+            *_vip_services(vip_ports),
+        ]
+        state = build_state(bodies)
+        result = compile(state, SharedPool(), CONFIG)
+        statuses = {
+            (item["kind"], _key(item)): item for item in status_list(status(state, CONFIG))["items"]
+        }
+        return Compiled(snapshot_to_data(result.snapshot), statuses)
+
+    def delete(self, kind: str, name: str) -> None:
+        """Delete one object."""
+        self.objects = [b for b in self.objects if (b["kind"], _key(b)) != (kind, name)]
+
+    def patch(self, kind: str, name: str, field: list[str | int], value: object) -> None:
+        """Set one field of an object (a last ``-`` appends to a list, as in JSON Patch), its
+        generation bumped as the API server bumps it on a change of ``spec``."""
+        for body in self.objects:
+            if body["kind"] == kind and _key(body) == name:
+                parent = body
+                for step in field[:-1]:
+                    parent = parent[step]
+                if field[-1] == "-":
+                    parent.append(value)
+                else:
+                    parent[field[-1]] = value
+                body["metadata"]["generation"] = body["metadata"].get("generation", 1) + 1
+                return
+        raise LookupError(f"no {kind} {name}")
+
+    def listener(self, gateway: str, name: str | None) -> tuple[str, int]:
+        """The name and port of a Gateway's listener: the one named, else its first, as the
+        suite picks the port of a Gateway's address (``WaitForGatewayAddress``)."""
+        for body in self.objects:
+            if body["kind"] == "Gateway" and _key(body) == gateway:
+                listeners = body["spec"]["listeners"]
+                found = [x for x in listeners if x["name"] == name] or listeners[:1]
+                return found[0]["name"], int(found[0]["port"])
+        raise LookupError(f"no Gateway {gateway}")
+
+    def listener_ports(self) -> set[tuple[str, int]]:
+        """Every (Gateway, listener port) of the Gateways and ListenerSets, for VIP ports."""
+        pairs: set[tuple[str, int]] = set()
+        for body in self.objects:
+            spec = body.get("spec") or {}
+            if body["kind"] == "Gateway":
+                owner = _key(body)
+            elif body["kind"] == "ListenerSet":
+                parent = spec.get("parentRef") or {}
+                namespace = parent.get("namespace") or body["metadata"].get("namespace", "")
+                owner = f"{namespace}/{parent.get('name', '')}"
+            else:
+                continue
+            pairs.update((owner, int(listener["port"])) for listener in spec.get("listeners", []))
+        return pairs
+
+    def _endpoint_slices(self, echo_ports: dict[str, int]) -> list[Body]:
+        """A slice per Service that selects a Deployment's pods, and the slices to fill."""
+        slices = [
+            {
+                **body,
+                "endpoints": [_endpoint()],
+                "ports": [{**p, "port": echo_ports[self.fill[_key(body)]]} for p in body["ports"]],
+            }
+            for body in self.objects
+            if body["kind"] == "EndpointSlice" and _key(body) in self.fill
+        ]
+        for body in self.objects:
+            deployment = self._selected(body) if body["kind"] == "Service" else None
+            if deployment is None:
+                continue
+            namespace, name = _key(body).split("/")
+            slices.append(
+                {
+                    "apiVersion": "discovery.k8s.io/v1",
+                    "kind": "EndpointSlice",
+                    "metadata": {
+                        "namespace": namespace,
+                        "name": f"{name}-local",
+                        "labels": {"kubernetes.io/service-name": name},
+                    },
+                    "addressType": "IPv4",
+                    "endpoints": [_endpoint()],
+                    "ports": [
+                        {
+                            "name": p.get("name", ""),
+                            "port": echo_ports[deployment],
+                            "protocol": "TCP",
+                        }
+                        for p in body["spec"].get("ports", [])
+                    ],
+                }
+            )
+        return slices
+
+    def _selected(self, service: Body) -> str | None:
+        """The Deployment whose pods the Service selects, if any."""
+        selector = service["spec"].get("selector") or {}
+        namespace = service["metadata"]["namespace"]
+        for key, labels in self.deployments.items():
+            same = key.startswith(f"{namespace}/")
+            if same and selector and all(labels.get(k) == v for k, v in selector.items()):
+                return key
+        return None
+
+
+def _endpoint() -> Body:
+    return {"addresses": [GATEWAY_ADDRESS], "conditions": {"ready": True}}
+
+
+def _vip_services(vip_ports: dict[tuple[str, int], int]) -> list[Body]:
+    by_gateway: dict[str, list[tuple[int, int]]] = {}
+    for (gateway, port), target in vip_ports.items():
+        by_gateway.setdefault(gateway, []).append((port, target))
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "namespace": CONFIG.namespace,
+                "name": vip_service_name(*gateway.split("/")),
+            },
+            "spec": {
+                "type": "LoadBalancer",
+                "ports": [
+                    {"name": f"port-{port}", "port": port, "targetPort": target, "protocol": "TCP"}
+                    for port, target in sorted(ports)
+                ],
+            },
+            "status": {"loadBalancer": {"ingress": [{"ip": GATEWAY_ADDRESS}]}},
+        }
+        for gateway, ports in by_gateway.items()
+    ]
+
+
+def load_world(manifests: list[str], fill: dict[str, str] | None = None) -> World:
+    """The base manifests and a test's, without their Deployments."""
+    objects = [body for relative in ["base/manifests.yaml", *manifests] for body in _read(relative)]
+    deployments = {
+        _key(b): b["spec"]["template"]["metadata"].get("labels", {})
+        for b in objects
+        if b["kind"] == "Deployment"
+    }
+    return World([b for b in objects if b["kind"] != "Deployment"], deployments, dict(fill or {}))
