@@ -32,6 +32,18 @@ ELSEWHERE = {
         "_get",
     ): "a trio SocketStream to a worker's admin port: its receive yields",
     ("dataplane/workers.py", "_read_report"): "a trio process pipe: its receive yields",
+    ("dataplane/server.py", "_first_bytes"): (
+        "it loops only while the bytes are a strict prefix of the 24-byte HTTP/2 preface: each "
+        "pass brings one byte or more of it"
+    ),
+    ("dataplane/h2_stream.py", "respond"): (
+        "each piece of the body goes out through send_data, which sends (H2Session.flush) "
+        "at least once, or yields for an empty piece; the end ends the loop"
+    ),
+    ("dataplane/h2_connection.py", "_receive"): (
+        "it loops only after a stream's end cancelled its wait (a yield); its caller, _read, "
+        "yields after every batch of frames"
+    ),
 }
 
 

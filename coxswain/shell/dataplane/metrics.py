@@ -121,6 +121,13 @@ class Metrics:
             ["reason"],
             registry=self.registry,
         )
+        self.goaways = Counter(
+            "coxswain_http2_goaways",
+            "HTTP/2 connections the proxy closed on a client's fault: protocol_error (it broke "
+            "RFC 9113) or enhance_your_calm (resets, PINGs or SETTINGS past its budget).",
+            ["reason"],
+            registry=self.registry,
+        )
         self._version: str | None = None
 
     def request(self, *, listener: int, route: tuple[str, str, str] | None, status: int) -> None:
@@ -147,6 +154,9 @@ class Metrics:
 
     def retried(self, reason: str) -> None:
         self.retries.labels(reason).inc()
+
+    def http2_goaway(self, reason: str) -> None:
+        self.goaways.labels(reason).inc()
 
     def refused(self) -> None:
         self.applies.labels("refused").inc()

@@ -60,6 +60,8 @@ from coxswain.shell.dataplane.access_log import AccessLog
 from coxswain.shell.dataplane.capacity import Capacity
 from coxswain.shell.dataplane.connection import Connection
 from coxswain.shell.dataplane.connection_limits import DEFAULT_MAX_CONNECTIONS
+from coxswain.shell.dataplane.downstream import Exchange, Http1Downstream
+from coxswain.shell.dataplane.h2_connection import PREFACE, H2Session
 from coxswain.shell.dataplane.listen import ListenError, open_reuseport_listeners
 from coxswain.shell.dataplane.metrics import Metrics
 from coxswain.shell.dataplane.mirror import Mirrors
@@ -68,7 +70,6 @@ from coxswain.shell.dataplane.served import Routed, Served, handshake_sni
 from coxswain.shell.dataplane.upstream import (
     Answer,
     ClientProtocolError,
-    Exchange,
     Forwarder,
     Timeouts,
 )
@@ -156,6 +157,17 @@ class Proxy:
     _nursery: trio.Nursery | None = None
     _applied: trio.Event = field(default_factory=trio.Event)
     _settled_at: float = -math.inf
+
+    @property
+    def capacity(self) -> Capacity:
+        """The client connections' places (:mod:`.capacity`)."""
+        return self._capacity
+
+    @property
+    def forwarder(self) -> Forwarder:
+        """What every forwarded request shares; set once :meth:`serve` has started."""
+        assert self._forwarder is not None, "the proxy is not serving"
+        return self._forwarder
 
     @property
     def codec(self) -> HeadCodec:
@@ -403,8 +415,20 @@ class Proxy:
                 if not served.admits(spec.port, sni, tls.getpeercert(binary_form=True)):
                     return
                 conn = tls
+                received = b""
+                http2 = tls.selected_alpn_protocol() == "h2"
+            else:
+                first = await self._first_bytes(stream)
+                if not first:
+                    return  # closed, or silent for header_timeout
+                received = first
+                http2 = first.startswith(PREFACE[: len(first)])
             trusted = trusted_peer(client, self.config.trusted_proxies)
-            await self._requests(conn, spec, client, sni, trusted)
+            if http2:
+                session = H2Session(self, conn, spec, client=client, sni=sni, trusted=trusted)
+                await session.run(received)
+            else:
+                await self._requests(conn, spec, client, sni, trusted, received)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except Exception:  # one connection's bug must not end the others
@@ -416,6 +440,24 @@ class Proxy:
                 self._quiet.set()
             await trio.aclose_forcefully(conn)
 
+    async def _first_bytes(self, stream: trio.abc.ReceiveStream) -> bytes:
+        """A cleartext connection's first bytes, enough to tell the HTTP/2 connection preface
+        (prior knowledge, RFC 9113 §3.3) from an HTTP/1.1 request; empty when the client
+        closed or stayed silent for ``header_timeout`` (or gave way for room)."""
+        data = b""
+        with trio.move_on_after(self.config.header_timeout) as scope:
+            self._capacity.waiting(scope)
+            try:
+                data = bytes(await stream.receive_some(RECEIVE_SIZE))
+                while data and len(data) < len(PREFACE) and PREFACE.startswith(data):
+                    more = await stream.receive_some(RECEIVE_SIZE)
+                    if not more:
+                        break
+                    data += more
+            finally:
+                self._capacity.working(scope)
+        return b"" if scope.cancelled_caught else data
+
     async def _requests(
         self,
         conn: trio.abc.Stream,
@@ -423,6 +465,7 @@ class Proxy:
         client: str | None,
         sni: str | None,
         trusted: bool,
+        received: bytes,
     ) -> None:
         assert self._forwarder is not None
         # One timer for the connection rather than a cancel scope per request or per wait
@@ -439,6 +482,8 @@ class Proxy:
             read_timeout=self.config.timeouts.client_body,
             timer=timer,
         )
+        if received:
+            reader.parser.receive_data(received)
         inflight: list[_InFlight] = []  # the forwarded request a timeout may cut, if any
         with timer.scope:
             try:
@@ -463,6 +508,7 @@ class Proxy:
     ) -> None:
         """Requests and their answers, until the connection must end."""
         header_timeout = self.config.header_timeout
+        downstream = Http1Downstream(conn)
         timer = reader.timer
         assert timer is not None
         room = self._capacity
@@ -487,7 +533,9 @@ class Proxy:
                 return
             if type(event) is not RequestHead:
                 return  # ConnectionClosed
-            if not await self._request(reader, conn, event, spec, client, sni, trusted, inflight):
+            if not await self._request(
+                reader, downstream, event, spec, client, sni, trusted, inflight
+            ):
                 return
 
     async def _linger(self, conn: trio.abc.Stream) -> None:
@@ -539,12 +587,12 @@ class Proxy:
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await conn.send_all(answer)
             exchange.status = status
-        self._record(request.head, request.routed, spec, client, reason, exchange, request.started)
+        self.record(request.head, request.routed, spec, client, reason, exchange, request.started)
 
     async def _request(
         self,
         reader: EventReader,
-        conn: trio.abc.Stream,
+        downstream: Http1Downstream,
         head: RequestHead,
         spec: ListenerSpec,
         client: str | None,
@@ -570,7 +618,7 @@ class Proxy:
             try:
                 await self._forwarder.forward(
                     client=reader,
-                    client_stream=conn,
+                    downstream=downstream,
                     head=head,
                     routed=routed,
                     served=served,
@@ -586,7 +634,9 @@ class Proxy:
                 # the body may be half read: the connection cannot carry another request
                 keep_alive = False
             except ClientProtocolError as err:
-                await conn.send_all(own_answer(err.error.status, err.error.reason, close=True))
+                await downstream.stream.send_all(
+                    own_answer(err.error.status, err.error.reason, close=True)
+                )
                 exchange.status = err.error.status
                 keep_alive = False
             finally:
@@ -595,7 +645,7 @@ class Proxy:
         if answer is not None:
             if decision.status is not None and keep_alive:
                 keep_alive = not head.expect_continue and await _drain(reader)
-            await conn.send_all(
+            await downstream.stream.send_all(
                 own_answer(
                     answer.status,
                     answer.reason,
@@ -607,10 +657,10 @@ class Proxy:
             )
             exchange.status = answer.status
         reason = None if answer is None else answer.reason
-        self._record(head, routed, spec, client, reason, exchange, started)
+        self.record(head, routed, spec, client, reason, exchange, started)
         return keep_alive
 
-    def _record(
+    def record(
         self,
         head: RequestHead,
         routed: Routed,

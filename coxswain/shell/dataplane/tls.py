@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TLSContexts", "load_chain"]
 
-_ALPN = ["http/1.1"]
+_ALPN = ["h2", "http/1.1"]  # HTTP/2 first (.h2_connection)
 
 
 class TLSContexts:

@@ -75,7 +75,6 @@ from coxswain.http1 import (
     frame_chunk,
     frame_last_chunk,
     frame_request_head,
-    frame_response_head,
 )
 from coxswain.route.cors import with_cors
 from coxswain.route.forward import (
@@ -85,9 +84,10 @@ from coxswain.route.forward import (
     tunnelled_upgrade,
 )
 from coxswain.route.relay import relayed_fields
+from coxswain.shell.dataplane.downstream import Exchange, Http1Downstream
 from coxswain.shell.dataplane.pool import ConnectFailed, connect
 from coxswain.shell.dataplane.tunnel import Idle, tunnel
-from coxswain.shell.dataplane.wire import RECEIVE_SIZE, EventReader, Timer, Watchdog, http_date
+from coxswain.shell.dataplane.wire import EventReader, Timer, Watchdog, http_date
 
 if TYPE_CHECKING:
     import random
@@ -97,6 +97,7 @@ if TYPE_CHECKING:
     from coxswain.http1 import HeadCodec, RequestHead
     from coxswain.route import Decision
     from coxswain.route.forward import Fields
+    from coxswain.shell.dataplane.downstream import BodySource, Downstream
     from coxswain.shell.dataplane.mirror import Mirrors, Tee
     from coxswain.shell.dataplane.pool import Upstream, UpstreamPool
     from coxswain.shell.dataplane.served import Routed, Served
@@ -104,14 +105,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Answer",
-    "Exchange",
     "Forwarder",
     "RoundRobin",
     "Timeouts",
     "pick_backend",
 ]
 
-_CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
 _IDEMPOTENT: Final = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
 _SPARE_READERS: Final = 256
 _BACKOFF_CAP: Final = 10  # the longest wait between retries, in backoffs
@@ -168,16 +167,6 @@ class RoundRobin:
         start = self.next_index.get(key, 0) % len(endpoints)
         self.next_index[key] = start + 1
         return [*endpoints[start:], *endpoints[:start]]
-
-
-@dataclass(slots=True)
-class Exchange:
-    """What one forwarded exchange did: for the access log and the connection loop."""
-
-    status: int = 0
-    upstream: str = ""
-    keep_alive: bool = True
-    response_started: bool = False
 
 
 def pick_backend(
@@ -260,8 +249,8 @@ class Forwarder:
     async def forward(
         self,
         *,
-        client: EventReader,
-        client_stream: trio.abc.SendStream,
+        client: BodySource,
+        downstream: Downstream,
         head: RequestHead,
         routed: Routed,
         served: Served,
@@ -335,7 +324,7 @@ class Forwarder:
         try:
             await self._relay(
                 client=client,
-                client_stream=client_stream,
+                downstream=downstream,
                 head=head,
                 upgrade=upgrade,
                 headers=headers,  # the mirrors' heads were framed from ``base`` already
@@ -400,8 +389,8 @@ class Forwarder:
     async def _relay(
         self,
         *,
-        client: EventReader,
-        client_stream: trio.abc.SendStream,
+        client: BodySource,
+        downstream: Downstream,
         head: RequestHead,
         upgrade: bytes | None,
         headers: Fields,
@@ -466,13 +455,13 @@ class Forwarder:
                             await upstream.send_all(request_head)
                             if not body_read:  # a retry: the (empty) body was read already
                                 if head.expect_continue:
-                                    await client_stream.send_all(_CONTINUE)
+                                    await downstream.send_continue()
                                 if has_body or tee is not None:
                                     await _send_body(
                                         client, upstream, chunked=head.chunked, tee=tee
                                     )
                                 else:  # no body: the parser has the request's end already
-                                    client.parser.next_event()
+                                    client.skip_end()
                                 body_read = True
                             reader, parser = self._response_reader(upstream, timer)
                             parser.expect_response(head.method)
@@ -518,19 +507,16 @@ class Forwarder:
                     exchange.response_started = True
                     exchange.keep_alive = False
                     idle = Idle(self.watchdog, self.timeouts.tunnel_idle)
-                    await tunnel(client, client_stream, reader, upstream, response, idle=idle)
+                    # only an HTTP/1.1 client offers an upgrade (tunnelled_upgrade)
+                    assert isinstance(client, EventReader)
+                    assert isinstance(downstream, Http1Downstream)
+                    stream = downstream.stream
+                    await tunnel(client, stream, reader, upstream, response, idle=idle)
                     return
-                reusable = await _send_response(
-                    reader,
-                    client_stream,
-                    head,
-                    response,
-                    served,
-                    backend,
-                    decision,
-                    exchange,
-                    pass_server=self.pass_server,
+                headers = _response_fields(
+                    response, served, backend, decision, pass_server=self.pass_server
                 )
+                reusable = await downstream.respond(reader, head, response, headers, exchange)
                 # reused only clean: bytes after the response (a body on a HEAD answer, say)
                 # would be read as the start of the next exchange's response
                 reusable = reusable and parser.next_event() is NEED_DATA and not parser.buffered
@@ -570,7 +556,7 @@ class Forwarder:
 
 
 async def _send_body(
-    client: EventReader, upstream: trio.abc.SendStream, *, chunked: bool, tee: Tee | None
+    client: BodySource, upstream: trio.abc.SendStream, *, chunked: bool, tee: Tee | None
 ) -> None:
     while True:
         event = await client.next()
@@ -608,20 +594,20 @@ async def _final_head(reader: EventReader, *, upgrading: bool) -> ResponseHead:
         raise Answer(502, f"the upstream sent {event!r} instead of a response")
 
 
-async def _send_response(
-    reader: EventReader,
-    client_stream: trio.abc.SendStream,
-    head: RequestHead,
+def _response_fields(
     response: ResponseHead,
     served: Served,
     backend: Backend,
     decision: Decision,
-    exchange: Exchange,
     *,
     pass_server: bool,
-) -> bool:
-    """Relay the response (:mod:`coxswain.route.relay`); whether the upstream connection ended
-    the exchange cleanly."""
+) -> Fields:
+    """The response's fields as the client gets them (:mod:`coxswain.route.relay`), with the
+    CORS fields and the rule's and backend's edits.
+
+    Raises:
+        Answer: a header edit of the snapshot cannot be sent (500).
+    """
     headers = relayed_fields(
         response.headers, response.connection, http_date(), pass_server=pass_server
     )
@@ -629,7 +615,7 @@ async def _send_response(
         headers = with_cors(headers, decision.response_fields)
     action = decision.action
     try:
-        headers = _edit(
+        return _edit(
             served,
             headers,
             action.response_headers if action else None,
@@ -637,53 +623,3 @@ async def _send_response(
         )
     except ValueError as err:  # a header edit of the snapshot cannot be sent
         raise Answer(500, f"the response cannot be relayed as configured: {err}") from err
-    client_http11 = head.http_version == b"1.1"
-    rechunk = False
-    if response.has_body and response.content_length is None:
-        if client_http11:
-            headers.append((b"transfer-encoding", b"chunked"))
-            rechunk = True
-        else:
-            exchange.keep_alive = False
-    if not head.keep_alive or not exchange.keep_alive:
-        exchange.keep_alive = False
-        headers.append((b"connection", b"close"))
-    # every field came from the parser or passed Served.edits
-    response_head = frame_response_head(
-        status=response.status, reason=response.reason, headers=headers, validate=False
-    )
-    exchange.status = response.status
-    exchange.response_started = True
-    # what the parser already holds goes out with the head: one send for a small response
-    pending = response_head
-    parser = reader.parser
-    try:
-        if not response.has_body:
-            await client_stream.send_all(pending)
-            return response.keep_alive
-        while True:
-            event = parser.next_event()
-            if event is NEED_DATA:
-                if pending:
-                    await client_stream.send_all(pending)
-                    pending = b""
-                event = await reader.next()
-            if type(event) is Data:
-                piece = frame_chunk(event.data) if rechunk else event.data
-                pending = pending + piece if pending else piece
-                if len(pending) >= RECEIVE_SIZE:
-                    await client_stream.send_all(pending)
-                    pending = b""
-            elif type(event) is EndOfMessage:
-                if rechunk:
-                    pending += frame_last_chunk(event.trailers)
-                await client_stream.send_all(pending)
-                return response.keep_alive
-            else:  # a broken body: the client can only learn it from the connection closing
-                if pending:
-                    await client_stream.send_all(pending)
-                exchange.keep_alive = False
-                return False
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        exchange.keep_alive = False  # either side broke off; the client must not wait
-        return False

@@ -13,13 +13,12 @@ from __future__ import annotations
 import math
 import time
 from email.utils import formatdate
-from http import HTTPStatus
 from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
 
 from coxswain.http1 import NEED_DATA, Event, frame_response_head
-from coxswain.route.relay import SERVER
+from coxswain.route.answers import own_fields
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -180,6 +179,10 @@ class EventReader:
             # exactly bytes: the compiled codec checks the declared type (setup.py)
             parser.receive_data(bytes(data))
 
+    def skip_end(self) -> None:
+        """Take the ``EndOfMessage`` of a message without a body, which the parser holds."""
+        self.parser.next_event()
+
 
 class _Dated:
     """The ``Date`` of the current second, formatted once per second (nginx caches its
@@ -225,19 +228,7 @@ def own_answer(
         fields: more header fields (a CORS preflight's, ``route.cors``).
         head_only: the request was HEAD: the same header section, no body (RFC 9110 §9.3.2).
     """
-    try:
-        phrase = HTTPStatus(status).phrase
-    except ValueError:
-        phrase = "Error"
-    headers = [(b"server", SERVER), (b"date", http_date())]
-    body = b""
-    if status != 204:
-        body = f"{status} {phrase}: {text}\n".encode("utf-8", "replace")
-        headers.append((b"content-type", b"text/plain; charset=utf-8"))
-        headers.append((b"content-length", str(len(body)).encode()))
-    if location is not None:
-        headers.append((b"location", location.encode("latin-1", "replace")))
-    headers.extend(fields)
+    headers, body = own_fields(status, text, date=http_date(), location=location, fields=fields)
     if close:
         headers.append((b"connection", b"close"))
     head = frame_response_head(status=status, headers=tuple(headers))

@@ -1,0 +1,499 @@
+"""A client's HTTP/2 connection (RFC 9113): the ``h2`` protocol machine under the proxy's loop.
+
+How a connection gets here: a TLS client that chose ``h2`` by ALPN, or a cleartext one whose
+first bytes are the connection preface (HTTP/2 with prior knowledge, RFC 9113 §3.3). The
+``Upgrade: h2c`` dance of RFC 7540 is not offered (RFC 9113 §3.1 deprecates it).
+
+Design:
+
+- **One reader, many streams.** The connection's task reads bytes, hands them to ``h2``, and
+  dispatches its events; each request runs in a task of its own (:meth:`H2Session._stream`),
+  routed and forwarded exactly as an HTTP/1.1 request is (:mod:`coxswain.http2.request`,
+  :mod:`.upstream`, :mod:`.h2_stream`). Frames go out through :meth:`H2Session.flush`, one
+  sender at a time, in the order ``h2`` made them.
+- **Settings** (:data:`SETTINGS`): at most :data:`MAX_CONCURRENT_STREAMS` streams at once, a
+  header list of at most the HTTP/1.1 head limit, 64 KiB stream windows and a 1 MiB connection
+  window: the body bytes one connection can make the proxy hold. ``h2`` bounds a header block to
+  64 CONTINUATION frames and decodes HPACK within the header list size.
+- **Validation once.** ``h2``'s own header validation is off; :func:`~coxswain.http2.request.
+  request_head` checks every field. A malformed request resets its stream
+  (``PROTOCOL_ERROR``); a ``CONNECT`` is answered 501. Neither touches the other streams.
+- **Abuse.** A stream reset by the client, a PING and a SETTINGS frame each spend a unit of the
+  connection's :class:`~coxswain.http2.budget.Budget`; one overspent is closed with GOAWAY
+  ``ENHANCE_YOUR_CALM``. A protocol error closes the connection with the GOAWAY ``h2`` chose.
+  Both are counted (``coxswain_http2_goaways_total{reason}``).
+- **Timeouts** as on HTTP/1.1: a connection without open streams is closed after
+  ``header_timeout`` (and gives way at ``max_connections``, :mod:`.capacity`); each stream has
+  its own :class:`~.wire.Timer` for its body, its backend and its client's window, and the
+  route's timeout as its deadline.
+- **Draining** sends GOAWAY naming the last stream taken; the streams in flight finish, then
+  the connection closes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from typing import TYPE_CHECKING, Final, Protocol
+
+import trio
+from h2.config import H2Configuration
+from h2.connection import H2Connection
+from h2.errors import ErrorCodes
+from h2.events import (
+    ConnectionTerminated,
+    DataReceived,
+    PingReceived,
+    RemoteSettingsChanged,
+    RequestReceived,
+    StreamEnded,
+    StreamReset,
+    TrailersReceived,
+    WindowUpdated,
+)
+from h2.exceptions import H2Error, ProtocolError
+from h2.settings import SettingCodes
+
+from coxswain.http1 import DEFAULT_LIMITS
+from coxswain.http2.budget import Budget
+from coxswain.http2.request import CONNECT_REFUSED, request_head, trailer_fields
+from coxswain.http2.response import stream_fields
+from coxswain.route.answers import own_fields
+from coxswain.shell.dataplane.downstream import Exchange
+from coxswain.shell.dataplane.h2_stream import H2Body, H2Downstream
+from coxswain.shell.dataplane.upstream import Answer, ClientProtocolError
+from coxswain.shell.dataplane.wire import RECEIVE_SIZE, Timer, http_date
+
+if TYPE_CHECKING:
+    from h2.events import Event as H2Event
+
+    from coxswain.http1 import Headers, RequestHead
+    from coxswain.route.plan import ListenerSpec
+    from coxswain.shell.dataplane.capacity import Capacity
+    from coxswain.shell.dataplane.metrics import Metrics
+    from coxswain.shell.dataplane.served import Routed, Served
+    from coxswain.shell.dataplane.upstream import Forwarder, Timeouts
+
+__all__ = ["PREFACE", "H2Session", "Proxy"]
+
+PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+"""The client connection preface (RFC 9113 §3.4)."""
+
+MAX_CONCURRENT_STREAMS: Final = 128
+STREAM_WINDOW: Final = 64 * 1024
+CONNECTION_WINDOW: Final = 1024 * 1024
+SETTINGS: Final[dict[SettingCodes | int, int]] = {
+    SettingCodes.MAX_CONCURRENT_STREAMS: MAX_CONCURRENT_STREAMS,
+    SettingCodes.MAX_HEADER_LIST_SIZE: DEFAULT_LIMITS.max_head_bytes,
+    SettingCodes.INITIAL_WINDOW_SIZE: STREAM_WINDOW,
+}
+_DEFAULT_WINDOW: Final = 65535
+
+log = logging.getLogger("coxswain.proxy")
+
+
+class _Settings(Protocol):
+    @property
+    def header_timeout(self) -> float: ...
+
+    @property
+    def timeouts(self) -> Timeouts: ...
+
+
+class Proxy(Protocol):
+    """What a connection uses of the proxy (:class:`.server.Proxy`)."""
+
+    served: Served | None
+    draining: bool
+    metrics: Metrics
+
+    @property
+    def config(self) -> _Settings: ...
+
+    @property
+    def capacity(self) -> Capacity: ...
+
+    @property
+    def forwarder(self) -> Forwarder: ...
+
+    def record(
+        self,
+        head: RequestHead,
+        routed: Routed,
+        spec: ListenerSpec,
+        client: str | None,
+        reason: str | None,
+        exchange: Exchange,
+        started: float,
+    ) -> None:
+        """The access-log line and the request counter of one answered request."""
+
+
+class _Stream:
+    __slots__ = ("body", "downstream", "reset_by_client", "timer")
+
+    def __init__(self, body: H2Body, downstream: H2Downstream, timer: Timer) -> None:
+        self.body = body
+        self.downstream = downstream
+        self.timer = timer
+        self.reset_by_client = False
+
+
+class H2Session:
+    """One client's HTTP/2 connection."""
+
+    def __init__(
+        self,
+        proxy: Proxy,
+        stream: trio.abc.Stream,
+        spec: ListenerSpec,
+        *,
+        client: str | None,
+        sni: str | None,
+        trusted: bool,
+    ) -> None:
+        self.proxy = proxy
+        self.stream = stream
+        self.spec = spec
+        self.client = client
+        self.sni = sni
+        self.trusted = trusted
+        self.conn = H2Connection(
+            H2Configuration(
+                client_side=False,
+                header_encoding=None,
+                validate_inbound_headers=False,  # coxswain.http2.request checks every field
+                normalize_inbound_headers=False,
+                validate_outbound_headers=False,
+                normalize_outbound_headers=False,
+            )
+        )
+        self._streams: dict[int, _Stream] = {}
+        self._windows: dict[int, trio.Event] = {}
+        self._sending = trio.Lock()
+        self._budget = Budget(trio.current_time())
+        self._receiving: trio.CancelScope | None = None
+        self._woken = False
+
+    # --- what the streams use -----------------------------------------------------------------
+
+    async def flush(self) -> None:
+        """Send what ``h2`` has made, in order."""
+        async with self._sending:
+            data = self.conn.data_to_send()
+            if data:
+                await self.stream.send_all(data)
+
+    def acknowledge(self, stream_id: int, flow: int) -> None:
+        """Body bytes were taken: open the client's windows again by as much."""
+        if flow:
+            with contextlib.suppress(H2Error):  # the stream is gone: the connection's only
+                self.conn.acknowledge_received_data(flow, stream_id)
+                return
+            self.conn.increment_flow_control_window(flow)
+
+    def reset(self, stream_id: int, code: ErrorCodes = ErrorCodes.INTERNAL_ERROR) -> None:
+        with contextlib.suppress(H2Error):
+            self.conn.reset_stream(stream_id, code)
+
+    async def window(self, stream_id: int) -> None:
+        """Wait for the client to open the stream's or the connection's window."""
+        event = self._windows.get(stream_id)
+        if event is None:
+            event = self._windows[stream_id] = trio.Event()
+        await event.wait()
+
+    # --- the connection -----------------------------------------------------------------------
+
+    async def run(self, received: bytes) -> None:
+        """Serve the connection until it ends; ``received`` are bytes read before the
+        protocol was known (the preface, at least in part)."""
+        conn = self.conn
+        conn.local_settings.update(SETTINGS)
+        conn.initiate_connection()
+        conn.increment_flow_control_window(CONNECTION_WINDOW - _DEFAULT_WINDOW)
+        try:
+            await self.flush()
+            async with trio.open_nursery() as nursery:
+                await self._read(nursery, received)
+                nursery.cancel_scope.cancel()  # the client is gone, or was sent GOAWAY idle
+        finally:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await self.flush()
+
+    async def _read(self, nursery: trio.Nursery, received: bytes) -> None:
+        proxy = self.proxy
+        data = received
+        while True:
+            if not data:
+                if proxy.draining and not self._streams:
+                    await self._goodbye(ErrorCodes.NO_ERROR)
+                    return
+                received_now = await self._receive()
+                if received_now is None:
+                    await self._goodbye(ErrorCodes.NO_ERROR)  # idle, drained, or made room
+                    return
+                if not received_now:
+                    return  # the client closed
+                data = received_now
+            try:
+                events = self.conn.receive_data(data)
+            except ProtocolError as err:
+                proxy.metrics.http2_goaway("protocol_error")
+                log.info("HTTP/2 connection from %s: %s", self.client, err)
+                await self.flush()  # the GOAWAY h2 made
+                return
+            data = b""
+            for event in events:
+                if not self._dispatch(nursery, event):
+                    proxy.metrics.http2_goaway("enhance_your_calm")
+                    await self._goodbye(ErrorCodes.ENHANCE_YOUR_CALM)
+                    return
+            await self.flush()
+            await trio.lowlevel.checkpoint()  # frames that ask for no answer must not hog
+
+    async def _receive(self) -> bytes | None:
+        """The next bytes (empty: the client closed); None when the connection stayed without
+        a stream for ``header_timeout``, or was closed for a drain or for room. A stream that
+        ends wakes the wait, so that an idle connection is always bounded."""
+        while True:
+            scope = trio.CancelScope()
+            idle = not self._streams
+            room = self.proxy.capacity
+            if idle:
+                scope.deadline = trio.current_time() + self.proxy.config.header_timeout
+                room.waiting(scope)
+            self._receiving = scope
+            data = b""
+            try:
+                with scope:
+                    data = bytes(await self.stream.receive_some(RECEIVE_SIZE))
+            finally:
+                self._receiving = None
+                if idle:
+                    room.working(scope)
+            if not scope.cancelled_caught:
+                return data
+            if not self._woken:
+                return None
+            self._woken = False
+
+    async def _goodbye(self, code: ErrorCodes) -> None:
+        with contextlib.suppress(H2Error, trio.BrokenResourceError, trio.ClosedResourceError):
+            self.conn.close_connection(code)
+            await self.flush()
+
+    def _dispatch(self, nursery: trio.Nursery, event: H2Event) -> bool:
+        """Act on one event; False when the client has overspent its budget."""
+        if type(event) is RequestReceived:
+            self._request(nursery, event)
+        elif type(event) is DataReceived:
+            state = self._streams.get(event.stream_id)
+            if state is not None:
+                state.body.feed(event.data or b"", event.flow_controlled_length or 0)
+            else:
+                self.acknowledge(event.stream_id or 0, event.flow_controlled_length or 0)
+        elif type(event) is StreamEnded:
+            state = self._streams.get(event.stream_id or 0)
+            if state is not None:
+                state.body.end()
+        elif type(event) is TrailersReceived:
+            self._trailers(event)
+        elif type(event) is WindowUpdated:
+            self._open_window(event.stream_id or 0)
+        elif type(event) is StreamReset:
+            state = self._streams.get(event.stream_id or 0)
+            if state is not None:
+                state.reset_by_client = True
+                state.timer.scope.cancel()
+            return self._budget.spend(trio.current_time())
+        elif type(event) is RemoteSettingsChanged:
+            self._open_window(0)
+            return self._budget.spend(trio.current_time())
+        elif type(event) is PingReceived:
+            return self._budget.spend(trio.current_time())
+        elif type(event) is ConnectionTerminated:
+            log.debug("HTTP/2 connection from %s: GOAWAY %s", self.client, event.error_code)
+        return True
+
+    def _open_window(self, stream_id: int) -> None:
+        if stream_id:
+            event = self._windows.pop(stream_id, None)
+            if event is not None:
+                event.set()
+            return
+        for event in self._windows.values():
+            event.set()
+        self._windows.clear()
+
+    def _trailers(self, event: TrailersReceived) -> None:
+        state = self._streams.get(event.stream_id or 0)
+        if state is None:
+            return
+        trailers = trailer_fields(event.headers or ())
+        if isinstance(trailers, str):
+            self.reset(event.stream_id or 0, ErrorCodes.PROTOCOL_ERROR)
+            state.reset_by_client = True  # nothing more is sent on it
+            state.timer.scope.cancel()
+            return
+        state.body.end(trailers)
+
+    def _request(self, nursery: trio.Nursery, event: RequestReceived) -> None:
+        stream_id = event.stream_id or 0
+        ended = event.stream_ended is not None
+        head = request_head(event.headers or (), ended=ended)
+        if isinstance(head, str):
+            if head == CONNECT_REFUSED:
+                nursery.start_soon(self._own, stream_id, 501, head, False)
+            else:
+                log.info("HTTP/2 stream %d from %s malformed: %s", stream_id, self.client, head)
+                self.reset(stream_id, ErrorCodes.PROTOCOL_ERROR)
+            return
+        proxy = self.proxy
+        timeouts = proxy.config.timeouts
+        timer = Timer(proxy.forwarder.watchdog)
+        state = _Stream(
+            H2Body(self, stream_id, timer, ended=ended, read_timeout=timeouts.client_body),
+            H2Downstream(self, stream_id, timer, send_timeout=timeouts.client_send),
+            timer,
+        )
+        self._streams[stream_id] = state
+        nursery.start_soon(self._stream, stream_id, head, state)
+
+    async def _own(
+        self,
+        stream_id: int,
+        status: int,
+        reason: str,
+        head_only: bool,
+        location: str | None = None,
+        fields: Headers = (),
+    ) -> None:
+        """Answer on the stream with the proxy's own response."""
+        fields_, body = own_fields(
+            status, reason, date=http_date(), location=location, fields=fields
+        )
+        headers = stream_fields(status, fields_)
+        conn = self.conn
+        with contextlib.suppress(H2Error):
+            if head_only or not body:
+                conn.send_headers(stream_id, headers, end_stream=True)
+            else:
+                conn.send_headers(stream_id, headers)
+                conn.send_data(stream_id, body, end_stream=True)  # within the first window
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await self.flush()
+
+    async def _stream(self, stream_id: int, head: RequestHead, state: _Stream) -> None:
+        proxy = self.proxy
+        started = time.perf_counter()
+        served = proxy.served
+        assert served is not None
+        spec = self.spec
+        routed = served.route(spec.port, head, tls=spec.tls, sni=self.sni)
+        decision = routed.decision
+        exchange = Exchange()
+        answer: Answer | None = None
+        timer = state.timer
+        try:
+            with timer.scope:
+                if decision.status is not None:
+                    answer = Answer(decision.status, decision.reason)
+                else:
+                    answer = await self._forward(head, routed, state, exchange)
+                    proxy.metrics.forwarded(time.perf_counter() - started)
+                if answer is not None:
+                    redirect = decision.status is not None
+                    await self._own(
+                        stream_id,
+                        answer.status,
+                        answer.reason,
+                        head.method == b"HEAD",
+                        location=decision.redirect if redirect else None,
+                        fields=decision.response_fields if redirect else (),
+                    )
+                    exchange.status = answer.status
+            reason = None if answer is None else answer.reason
+            if timer.scope.cancelled_caught and not state.reset_by_client:
+                reason = await self._cut(stream_id, head, routed, state, exchange)
+            elif state.reset_by_client:
+                reason = "the client reset the stream"
+            proxy.record(head, routed, spec, self.client, reason, exchange, started)
+        finally:
+            timer.disarm()
+            self._finish(stream_id, state)
+
+    async def _forward(
+        self, head: RequestHead, routed: Routed, state: _Stream, exchange: Exchange
+    ) -> Answer | None:
+        proxy = self.proxy
+        served = proxy.served
+        assert served is not None
+        try:
+            await proxy.forwarder.forward(
+                client=state.body,
+                downstream=state.downstream,
+                head=head,
+                routed=routed,
+                served=served,
+                proto=b"https" if self.spec.tls else b"http",
+                client_address=None if self.client is None else self.client.encode("latin-1"),
+                trusted=self.trusted,
+                exchange=exchange,
+            )
+        except Answer as err:
+            exchange.upstream = err.upstream or exchange.upstream
+            if exchange.response_started:
+                self.reset(state.body.stream_id)
+                return None
+            return err
+        except ClientProtocolError as err:
+            return Answer(err.error.status, err.error.reason)
+        except H2Error:  # the stream closed under the response
+            state.reset_by_client = True
+        return None
+
+    async def _cut(
+        self,
+        stream_id: int,
+        head: RequestHead,
+        routed: Routed,
+        state: _Stream,
+        exchange: Exchange,
+    ) -> str:
+        """A timeout ended the stream: answer 408 or 504 if no response byte went out, else
+        reset it (as the HTTP/1.1 connection does, :mod:`.server`)."""
+        timeouts = self.proxy.config.timeouts
+        stalled = state.timer.stalled
+        if stalled is state.body:
+            status, reason = 408, f"the request body stalled for {timeouts.client_body:g} s"
+        elif stalled is state.downstream:
+            status, reason = 0, f"the client's window stayed shut for {timeouts.client_send:g} s"
+        elif stalled is not None:
+            status, reason = 504, f"the upstream sent nothing for {timeouts.read:g} s"
+        else:
+            status, reason = 504, f"the upstream did not answer within {routed.timeout:g} s"
+        if exchange.response_started or not status:
+            self.reset(stream_id)
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await self.flush()
+        else:
+            await self._own(stream_id, status, reason, head.method == b"HEAD")
+            exchange.status = status
+        return reason
+
+    def _finish(self, stream_id: int, state: _Stream) -> None:
+        """The stream's task ended: forget it, give back the window of DATA nobody read, and
+        stop a client still sending a body nobody will read (RFC 9113 §8.1: RST_STREAM with
+        NO_ERROR after a complete response)."""
+        del self._streams[stream_id]
+        self._windows.pop(stream_id, None)
+        unread = state.body.unread()
+        if unread:
+            self.acknowledge(stream_id, unread)
+        if not state.body.ended and not state.reset_by_client:
+            self.reset(stream_id, ErrorCodes.NO_ERROR)
+        if not self._streams and self._receiving is not None:
+            self._woken = True  # the wait for bytes is idle now: bound it (_receive)
+            self._receiving.cancel()

@@ -1,0 +1,206 @@
+"""One HTTP/2 stream's two halves for the forwarder (:mod:`.downstream`).
+
+- :class:`H2Body` hands the request body to the forwarder as codec events. The connection's
+  loop feeds it the DATA it receives; the bytes are given back to the client's flow-control
+  windows (stream and connection, RFC 9113 §5.2) only when the forwarder takes them, so a
+  backend that reads slowly slows the client down and the proxy holds at most one window of
+  body per stream — never a whole body.
+- :class:`H2Downstream` writes the response as HEADERS, DATA within the client's windows, and
+  trailers or an empty DATA ending the stream. A stream whose window stays shut for
+  ``timeouts.client_send`` is cut as an HTTP/1.1 client that stops reading is.
+
+Both wait on the stream's :class:`~.wire.Timer`, whose scope bounds the whole exchange and
+which the connection cancels when the client resets the stream.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Protocol
+
+import trio
+
+from coxswain.http1 import NEED_DATA, Data, EndOfMessage
+from coxswain.http2.response import stream_fields
+
+if TYPE_CHECKING:
+    from h2.connection import H2Connection
+
+    from coxswain.http1 import Event, Headers, RequestHead, ResponseHead
+    from coxswain.route.forward import Fields
+    from coxswain.shell.dataplane.downstream import Exchange
+    from coxswain.shell.dataplane.wire import EventReader, Timer
+
+__all__ = ["H2Body", "H2Downstream", "Session"]
+
+
+class Session(Protocol):
+    """What a stream's halves use of their connection (:class:`.h2_connection.H2Session`)."""
+
+    conn: H2Connection
+
+    async def flush(self) -> None:
+        """Send what ``h2`` has made, in order."""
+
+    def acknowledge(self, stream_id: int, flow: int) -> None:
+        """Body bytes were taken: open the client's windows again by as much."""
+
+    def reset(self, stream_id: int) -> None:
+        """Reset the stream (``INTERNAL_ERROR``)."""
+
+    async def window(self, stream_id: int) -> None:
+        """Wait for the client to open the stream's or the connection's window."""
+
+
+class H2Body:
+    """The request body of one stream, as ``Data`` then ``EndOfMessage`` events."""
+
+    __slots__ = (
+        "_arrived",
+        "_chunks",
+        "_ended",
+        "_session",
+        "_trailers",
+        "read_timeout",
+        "stream_id",
+        "timer",
+    )
+
+    def __init__(
+        self, session: Session, stream_id: int, timer: Timer, *, ended: bool, read_timeout: float
+    ) -> None:
+        self._session = session
+        self.stream_id = stream_id
+        self.timer: Timer | None = timer
+        self.read_timeout = read_timeout
+        self._chunks: deque[tuple[bytes, int]] = deque()
+        self._ended = ended
+        self._trailers: Headers = ()
+        self._arrived: trio.Event | None = None
+
+    def feed(self, data: bytes, flow: int) -> None:
+        """DATA received: ``data`` and the window it took (padding included)."""
+        self._chunks.append((data, flow))
+        self._wake()
+
+    def end(self, trailers: Headers = ()) -> None:
+        """The client ended the stream, with ``trailers`` if it sent some."""
+        self._ended = True
+        self._trailers = trailers
+        self._wake()
+
+    def unread(self) -> int:
+        """The window taken by DATA not read: the connection gives it back when the stream
+        ends before the forwarder read it all."""
+        return sum(flow for _, flow in self._chunks)
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
+    async def next(self, read_timeout: float | None = None) -> Event:
+        timeout = self.read_timeout if read_timeout is None else read_timeout
+        while not self._chunks and not self._ended:
+            arrived = self._arrived = trio.Event()
+            timer = self.timer
+            assert timer is not None
+            timer.arm(self, timeout)
+            await arrived.wait()
+            timer.disarm()
+        if self._chunks:
+            data, flow = self._chunks.popleft()
+            self._session.acknowledge(self.stream_id, flow)
+            await self._session.flush()  # a WINDOW_UPDATE, once half a window is taken
+            return Data(data)
+        return EndOfMessage(self._trailers)
+
+    def skip_end(self) -> None:
+        """A request without a body: its HEADERS ended the stream; nothing to take."""
+
+    def _wake(self) -> None:
+        if self._arrived is not None:
+            self._arrived.set()
+            self._arrived = None
+
+
+class H2Downstream:
+    """Where one stream's response goes."""
+
+    __slots__ = ("_session", "send_timeout", "stream_id", "timer")
+
+    def __init__(
+        self, session: Session, stream_id: int, timer: Timer, *, send_timeout: float
+    ) -> None:
+        self._session = session
+        self.stream_id = stream_id
+        self.timer = timer
+        self.send_timeout = send_timeout
+
+    async def send_continue(self) -> None:
+        self._session.conn.send_headers(self.stream_id, [(b":status", b"100")])
+        await self._session.flush()
+
+    async def respond(
+        self,
+        reader: EventReader,
+        head: RequestHead,
+        response: ResponseHead,
+        headers: Fields,
+        exchange: Exchange,
+    ) -> bool:
+        session = self._session
+        conn = session.conn
+        fields = stream_fields(response.status, headers)
+        exchange.status = response.status
+        exchange.response_started = True
+        try:
+            if not response.has_body:
+                conn.send_headers(self.stream_id, fields, end_stream=True)
+                await session.flush()
+                return response.keep_alive
+            conn.send_headers(self.stream_id, fields)
+            parser = reader.parser
+            while True:
+                event = parser.next_event()
+                if event is NEED_DATA:
+                    await session.flush()
+                    event = await reader.next()
+                if type(event) is Data:
+                    await self.send_data(event.data)
+                elif type(event) is EndOfMessage:
+                    if event.trailers:
+                        trailers = [(n.lower(), v) for n, v in event.trailers]
+                        conn.send_headers(self.stream_id, trailers, end_stream=True)
+                    else:
+                        conn.end_stream(self.stream_id)
+                    await session.flush()
+                    return response.keep_alive
+                else:  # a broken body: the client learns it from the stream's reset
+                    session.reset(self.stream_id)
+                    await session.flush()
+                    return False
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return False
+
+    async def send_data(self, data: bytes) -> None:
+        """Send ``data`` as DATA frames within the client's windows, waiting for them to open
+        (each wait bounded by ``send_timeout``)."""
+        session = self._session
+        conn = session.conn
+        view = memoryview(data)
+        if not view:
+            await trio.lowlevel.checkpoint()  # the relay loop yields here too
+        while view:
+            window = min(
+                conn.local_flow_control_window(self.stream_id), conn.max_outbound_frame_size
+            )
+            if window <= 0:
+                await session.flush()
+                if conn.local_flow_control_window(self.stream_id) <= 0:  # not opened meanwhile
+                    self.timer.arm(self, self.send_timeout)
+                    await session.window(self.stream_id)
+                    self.timer.disarm()
+                continue
+            conn.send_data(self.stream_id, bytes(view[:window]))
+            view = view[window:]
+            await session.flush()  # a send per piece: the relay loop yields through it

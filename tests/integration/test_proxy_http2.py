@@ -1,0 +1,219 @@
+"""HTTP/2 towards clients over real sockets (RFC 9113): prior knowledge on a cleartext port,
+ALPN on TLS, many streams on one connection, bodies both ways with flow control, the proxy's
+own answers, malformed requests and floods that end only their stream or connection."""
+
+from __future__ import annotations
+
+import json
+import ssl
+from typing import TYPE_CHECKING, Any
+
+import h2.errors
+import trustme
+
+from .h2_client import H2Client
+from .proxy_harness import (
+    TIMEOUT,
+    Running,
+    backend,
+    gateway_rule,
+    ingress_path,
+    request,
+    run_proxy,
+    snapshot,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def hosts(ports: dict[str, int]) -> dict[str, Any]:
+    return snapshot(
+        hosts={
+            "a.example.com": [ingress_path("one")],
+            "b.example.com": [ingress_path("two")],
+        },
+        endpoints={"one": [ports["one"]], "two": [ports["two"]]},
+    )
+
+
+def echo(body: bytes) -> dict[str, Any]:
+    seen: dict[str, Any] = json.loads(body)
+    seen["header_map"] = {n.lower(): v for n, v in seen["headers"]}
+    return seen
+
+
+def test_prior_knowledge_routes_and_forwards_as_http1_does(tmp_path: Path) -> None:
+    def client(run: Running) -> None:
+        h2c = H2Client(run.http_port)
+        response = h2c.get(
+            "/x?q=1", headers=[("x-test", "yes"), ("cookie", "a=1"), ("cookie", "b=2")]
+        )
+        assert response.status == 200
+        assert response.headers["server"] == "coxswain"
+        assert "date" in response.headers
+        assert "connection" not in response.headers
+        seen = echo(response.body)
+        assert seen["backend"] == "one"
+        assert (seen["method"], seen["target"]) == ("GET", "/x?q=1")
+        fields = seen["header_map"]
+        assert fields["host"] == "a.example.com"
+        assert fields["x-test"] == "yes"
+        assert fields["x-forwarded-proto"] == "http"
+        assert fields["cookie"] == "a=1; b=2"  # RFC 9113 §8.2.3
+        other = h2c.get("/", authority="b.example.com")
+        assert echo(other.body)["backend"] == "two"
+        missing = h2c.get("/", authority="nowhere.example.com")
+        assert missing.status == 404
+        assert missing.headers["content-type"].startswith("text/plain")
+        assert b"404 Not Found" in missing.body
+        h2c.close()
+        # HTTP/1.1 on the same port, as before
+        response1, _ = request(run.http_port, "GET", "/")
+        assert response1.status == 200
+
+    run_proxy(tmp_path, hosts, client)
+
+
+def test_many_streams_share_one_connection(tmp_path: Path) -> None:
+    def client(run: Running) -> None:
+        h2c = H2Client(run.http_port)
+        streams = [h2c.send("GET", f"/n{i}") for i in range(20)]
+        responses = h2c.wait(*streams)
+        assert [r.status for r in responses] == [200] * 20
+        assert sorted(echo(r.body)["target"] for r in responses) == sorted(
+            f"/n{i}" for i in range(20)
+        )
+        h2c.close()
+
+    run_proxy(tmp_path, hosts, client)
+
+
+def test_request_bodies_sized_and_unsized_reach_the_backend(tmp_path: Path) -> None:
+    def client(run: Running) -> None:
+        h2c = H2Client(run.http_port)
+        sized = h2c.send(
+            "POST", "/sized", body=b"x" * 100_000, headers=[("content-length", "100000")]
+        )
+        unsized = h2c.send("POST", "/unsized", body=b"y" * 70_000)
+        first, second = h2c.wait(sized, unsized)
+        assert echo(first.body)["body"] == "x" * 100_000
+        seen = echo(second.body)
+        assert seen["body"] == "y" * 70_000
+        assert seen["header_map"]["transfer-encoding"] == "chunked"
+        h2c.close()
+
+    run_proxy(tmp_path, hosts, client)
+
+
+def test_a_large_response_waits_for_the_clients_window(tmp_path: Path) -> None:
+    """The client opens its window only as it reads: the whole body still arrives."""
+
+    def client(run: Running) -> None:
+        h2c = H2Client(run.http_port, window=1024)
+        big = "z" * 300_000
+        stream = h2c.send("POST", "/big", body=big.encode())
+        (response,) = h2c.wait(stream)
+        assert response.status == 200
+        assert echo(response.body)["body"] == big
+        h2c.close()
+
+    run_proxy(tmp_path, hosts, client)
+
+
+def test_alpn_h2_on_a_tls_listener(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    leaf = ca.issue_cert("a.example.com")
+
+    def make(ports: dict[str, int]) -> dict[str, Any]:
+        return snapshot(
+            hosts={"a.example.com": [ingress_path("one")]},
+            endpoints={"one": [ports["one"]]},
+            tls={
+                "a.example.com": {
+                    "cert_chain": "".join(b.bytes().decode() for b in leaf.cert_chain_pems),
+                    "private_key": leaf.private_key_pem.bytes().decode(),
+                    "secret": "app/tls",
+                }
+            },
+        )
+
+    def client(run: Running) -> None:
+        context = ssl.create_default_context()
+        ca.configure_trust(context)
+        h2c = H2Client(run.https_port, tls=context, server_name="a.example.com")
+        assert h2c.alpn == "h2"
+        response = h2c.get("/secure")
+        assert response.status == 200
+        assert echo(response.body)["header_map"]["x-forwarded-proto"] == "https"
+        h2c.close()
+
+    run_proxy(tmp_path, make, client)
+
+
+def test_a_malformed_request_resets_its_stream_only(tmp_path: Path) -> None:
+    def client(run: Running) -> None:
+        h2c = H2Client(run.http_port, checked=False)
+        bad = h2c.send("GET", "/", headers=[("connection", "keep-alive")])
+        good = h2c.send("GET", "/fine")
+        bad_response, good_response = h2c.wait(bad, good)
+        assert bad_response.reset == h2.errors.ErrorCodes.PROTOCOL_ERROR
+        assert good_response.status == 200
+        connect = h2c.send("CONNECT", "/")
+        assert h2c.wait(connect)[0].status == 501
+        h2c.close()
+
+    run_proxy(tmp_path, hosts, client)
+
+
+def test_a_rapid_reset_flood_ends_that_connection_only(tmp_path: Path) -> None:
+    def client(run: Running) -> None:
+        flood = H2Client(run.http_port)
+        for _ in range(400):
+            stream = flood.conn.get_next_available_stream_id()
+            flood.conn.send_headers(
+                stream,
+                [
+                    (b":method", b"GET"),
+                    (b":scheme", b"http"),
+                    (b":authority", b"a.example.com"),
+                    (b":path", b"/"),
+                ],
+            )
+            flood.conn.reset_stream(stream)
+        flood.flush()
+        flood.sock.settimeout(TIMEOUT)
+        try:
+            while flood.goaway is None:
+                data = flood.sock.recv(65536)
+                if not data:
+                    break
+                flood.receive(data)
+        except (TimeoutError, ConnectionError):
+            pass
+        assert flood.goaway is not None
+        assert flood.goaway.error_code == h2.errors.ErrorCodes.ENHANCE_YOUR_CALM
+        flood.close()
+        calm = H2Client(run.http_port)
+        assert calm.get("/").status == 200
+        calm.close()
+
+    run_proxy(tmp_path, hosts, client)
+
+
+def test_gateway_rules_route_http2_requests(tmp_path: Path) -> None:
+    def make(ports: dict[str, int]) -> dict[str, Any]:
+        return snapshot(
+            endpoints={"one": [ports["one"]], "two": [ports["two"]]},
+            gateway_port=ports["gateway"],
+            gateway_rules=[gateway_rule([backend("two")])],
+        )
+
+    def client(run: Running) -> None:
+        h2c = H2Client(run.gateway_port)
+        response = h2c.get("/any", authority="anything.example")
+        assert response.status == 200
+        assert echo(response.body)["backend"] == "two"
+        h2c.close()
+
+    run_proxy(tmp_path, make, client)
