@@ -6,6 +6,8 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING
 
+import trio
+
 from coxswain.compile import CompileConfig
 from coxswain.compile.scope import SharedPool
 from coxswain.shell.controller import ControllerSettings
@@ -13,13 +15,23 @@ from coxswain.shell.discovery.tls import ClientCredentials
 from coxswain.shell.proxy import discovery_feed, serve_feed
 
 if TYPE_CHECKING:
-    import trio
+    from collections.abc import Callable
 
     from coxswain.shell.dataplane.server import ProxyConfig
     from tests.apiserver import ApiServer
 
 
 NAMESPACE = "coxswain-system"
+PROXY = "127.0.0.5"  # the Gateway's internal port 30000 is fixed: an address of its own
+TIMEOUT = 30
+
+
+async def eventually(check: Callable[[], bool], what: str) -> None:
+    """Poll ``check`` (the emulator's store, read directly) until it holds."""
+    with trio.fail_after(TIMEOUT):
+        while not check():  # noqa: ASYNC110 - the store has no event to wait on
+            await trio.sleep(0.05)
+    assert check(), what
 
 
 def credentials(api: ApiServer) -> ClientCredentials:

@@ -25,7 +25,15 @@ from coxswain.shell.dataplane.server import ProxyConfig
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer
 from tests.apiserver.crds import GATEWAY_API_CHART
 
-from .controller_harness import NAMESPACE, credentials, settings, start_shared_proxy
+from .controller_harness import (
+    NAMESPACE,
+    PROXY,
+    TIMEOUT,
+    credentials,
+    eventually,
+    settings,
+    start_shared_proxy,
+)
 from .manifests import backend, default_ingress, gateway, gateway_class, http_route, ingress_class
 from .proxy_harness import free_port, serve_echo
 
@@ -33,9 +41,6 @@ pytestmark = pytest.mark.fixed_ports  # the shared pool's internal port 30000 (t
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
-
-PROXY = "127.0.0.5"  # the Gateway's internal port 30000 is fixed: an address of its own
-TIMEOUT = 30
 
 
 def objects(backend_port: int) -> list[dict[str, Any]]:
@@ -51,14 +56,6 @@ def condition(body: dict[str, Any] | None, kind: str) -> str | None:
         if item["type"] == kind:
             return str(item["status"])
     return None
-
-
-async def eventually(check: Callable[[], bool], what: str) -> None:
-    """Poll ``check`` (the emulator's store, read directly) until it holds."""
-    with trio.fail_after(TIMEOUT):
-        while not check():  # noqa: ASYNC110 - the store has no event to wait on
-            await trio.sleep(0.05)
-    assert check(), what
 
 
 async def served(port: int, host: str) -> None:

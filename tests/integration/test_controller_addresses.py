@@ -17,10 +17,15 @@ from coxswain.shell.control.kube import Kube
 from coxswain.shell.controller import run_controller
 from coxswain.shell.dataplane.server import ProxyConfig
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer
-from tests.integration.controller_harness import NAMESPACE, settings, start_shared_proxy
+from tests.integration.controller_harness import (
+    NAMESPACE,
+    PROXY,
+    eventually,
+    settings,
+    start_shared_proxy,
+)
 from tests.integration.manifests import gateway, gateway_class
 from tests.integration.proxy_harness import free_port
-from tests.integration.test_controller import PROXY, eventually
 
 pytestmark = pytest.mark.fixed_ports  # the shared pool's internal port 30000 (tests/conftest.py)
 
