@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from coxswain.compile.config import DEFAULT_GATEWAY_CONTROLLER
+from coxswain.compile.provision import GATEWAY_NAME_LABEL
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -146,8 +147,12 @@ def listener_conditions(
     listeners: list[str] | None = None, kind: str = "Gateway",
 ) -> str | None:  # fmt: skip
     """``GatewayListenersMustHaveConditions``: every listener (or each one named, all of which
-    must be in status) has every condition."""
-    statuses = _object(compiled, kind, gateway)["status"].get("listeners", [])
+    must be in status) has every condition; ``ListenerSetListenersMustHaveConditions`` also
+    wants the ListenerSet's conditions of its generation."""
+    item = _object(compiled, kind, gateway)
+    if kind == "ListenerSet" and (problem := _stale(item, item["status"].get("conditions", []))):
+        return problem
+    statuses = item["status"].get("listeners", [])
     seen = set()
     for listener in statuses:
         if listeners and listener["name"] not in listeners:
@@ -208,6 +213,45 @@ def gateway_condition(
     return None if _found(conditions, condition) else f"{kind} {gateway} lacks {condition}"
 
 
+def attached_listener_sets(compiled: Compiled, *, gateway: str, count: int) -> str | None:
+    """``GatewayMustHaveAttachedListeners``: ``status.attachedListenerSets`` (0 when unset)."""
+    item = _object(compiled, "Gateway", gateway)
+    if problem := _stale(item, item["status"].get("conditions", [])):
+        return problem
+    got = item["status"].get("attachedListenerSets", 0)
+    return None if got == count else f"Gateway {gateway}: {got} attached ListenerSets, not {count}"
+
+
+def infrastructure_metadata(
+    compiled: Compiled, *, gateway: str, labels: dict[str, str], annotations: dict[str, str]
+) -> str | None:
+    """``GatewayInfrastructure``: some ServiceAccount, Pod or Service of the Gateway's namespace
+    carries the label ``gateway.networking.k8s.io/gateway-name: <name>``; the first of each kind
+    carries the Gateway's infrastructure labels and annotations (read here from what the
+    controller provisions)."""
+    namespace, name = gateway.split("/")
+    found = 0
+    for kind in ("ServiceAccount", "Pod", "Service"):
+        made = [
+            o
+            for o in compiled.provisioned
+            if o["kind"] == kind
+            and o["metadata"].get("namespace") == namespace
+            and o["metadata"].get("labels", {}).get(GATEWAY_NAME_LABEL) == name
+        ]
+        if not made:
+            continue
+        found += 1
+        meta = made[0]["metadata"]
+        for wanted, got in (
+            (labels, meta.get("labels", {})),
+            (annotations, meta.get("annotations", {})),
+        ):
+            if not wanted.items() <= got.items():
+                return f"{kind} {meta['name']} metadata {got} lacks {wanted}"
+    return None if found else f"nothing generated for Gateway {gateway} in {namespace}"
+
+
 def gateway_address(compiled: Compiled, *, gateway: str) -> str | None:
     """``WaitForGatewayAddress``: an address with a type in ``status.addresses``."""
     addresses = _object(compiled, "Gateway", gateway)["status"].get("addresses", [])
@@ -248,12 +292,14 @@ def gateway_class_condition(
 
 
 STATUS_CHECKS: Final[dict[str, Callable[..., str | None]]] = {
+    "attached_listener_sets": attached_listener_sets,
     "gateway_address": gateway_address,
     "gateway_and_routes_accepted": gateway_and_routes_accepted,
     "gateway_class_condition": gateway_class_condition,
     "gateway_condition": gateway_condition,
     "gateway_listeners": gateway_listeners,
     "gateway_zero_routes": gateway_zero_routes,
+    "infrastructure_metadata": infrastructure_metadata,
     "listener_condition": listener_condition,
     "listener_conditions": listener_conditions,
     "route_condition": route_condition,

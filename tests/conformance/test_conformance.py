@@ -46,19 +46,26 @@ def _params() -> list[object]:
 def test_conformance(scenario: Scenario, tmp_path: Path) -> None:
     """Run the scenario's steps; fail with every expectation it does not meet."""
     world = load_world(list(scenario.manifests), scenario.fill)
-    vip_ports = {pair: band_port() for pair in world.listener_ports()}
     file = tmp_path / "snapshot.json"
     echo_ports: dict[str, int] = {}
+    vip_ports: dict[tuple[str, int], int] = {}
     compiled: list[Compiled] = []
+
+    def compile_world() -> Compiled:
+        """Compile, each listener port of a Gateway given an internal port the first time it
+        appears, as the controller adds it to the Gateway's VIP Service."""
+        for pair in world.listener_ports() - vip_ports.keys():
+            vip_ports[pair] = band_port()
+        compiled.append(world.compile(echo_ports, vip_ports))
+        return compiled[-1]
 
     def make_snapshot(ports: dict[str, int]) -> dict[str, object]:
         echo_ports.update((key, ports[key]) for key in world.deployments)
-        compiled.append(world.compile(echo_ports, vip_ports))
-        return compiled[-1].snapshot
+        return compile_world().snapshot
 
     def client(running: Running) -> None:
         def recompile() -> Compiled:
-            compiled.append(world.compile(echo_ports, vip_ports))
+            compile_world()
             write_snapshot(file, compiled[-1].snapshot)
             running.wait_applies(len(compiled))
             return compiled[-1]

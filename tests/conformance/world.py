@@ -23,6 +23,7 @@ the internal port the proxy listens on, which is all the client needs.
 
 from __future__ import annotations
 
+import json
 import random
 import socket
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from coxswain.compile.config import DEFAULT_GATEWAY_CONTROLLER
 from coxswain.compile.gateway.vip import vip_service_name
 from coxswain.compile.listing import status_list
 from coxswain.compile.model.manifests import parse_manifests
+from coxswain.compile.provision import provision
 from coxswain.compile.snapshot_json import snapshot_to_data
 from tests.conformance.certificates import suite_objects
 
@@ -83,11 +85,13 @@ def band_port() -> int:
 
 @dataclass(frozen=True, slots=True)
 class Compiled:
-    """What the compiler made of a world: the snapshot document and every status (the object
-    with its ``metadata.generation`` and ``status``) by ``(kind, namespace/name)``."""
+    """What the compiler made of a world: the snapshot document, every status (the object
+    with its ``metadata.generation`` and ``status``) by ``(kind, namespace/name)``, and the
+    objects the controller would own (``provision``)."""
 
     snapshot: Body
     statuses: dict[tuple[str, str], Body]
+    provisioned: tuple[Body, ...]
 
     def target_port(self, gateway: str, listener: str) -> int:
         """The internal port of one Gateway listener (``listener_health``)."""
@@ -139,7 +143,8 @@ class World:
         statuses = {
             (item["kind"], _key(item)): item for item in status_list(status(state, CONFIG))["items"]
         }
-        return Compiled(snapshot_to_data(result.snapshot), statuses)
+        provisioned = tuple(json.loads(o.body) for o in provision(state, CONFIG).objects)
+        return Compiled(snapshot_to_data(result.snapshot), statuses, provisioned)
 
     def delete(self, kind: str, name: str) -> None:
         """Delete one object."""
