@@ -14,8 +14,8 @@
 - ``steps``: the test's checks in order: a status check (:data:`.status_checks.STATUS_CHECKS`),
   ``requests`` (a target and its cases, :mod:`.cases`), ``weights`` (a weighted
   distribution), ``apply`` (a manifest applied), ``patch`` (one field of an object set, its
-  generation bumped) or ``delete`` (an object deleted); after those three everything is
-  recompiled and the proxy reloaded.
+  generation bumped), ``copy`` (an object created from another) or ``delete`` (an object
+  deleted); after those four everything is recompiled and the proxy reloaded.
 """
 
 from __future__ import annotations

@@ -59,6 +59,18 @@ def _stale(item: Body, conditions: list[Body]) -> str | None:
     return f"conditions {stale} do not have observedGeneration {generation}" if stale else None
 
 
+def _naming(entries: list[Body], ref: str, gateway: str, condition: Condition) -> bool:
+    """Whether an entry whose ``ref`` (``parentRef``, ``ancestorRef``) names the Gateway by
+    name, and by namespace unless it leaves that out, has the condition."""
+    namespace, name = gateway.split("/")
+    return any(
+        e[ref]["name"] == name
+        and e[ref].get("namespace", namespace) == namespace
+        and _found(e["conditions"], condition)
+        for e in entries
+    )
+
+
 def _parents(compiled: Compiled, route: str, kind: str = "HTTPRoute") -> tuple[Body, list[Body]]:
     item = _object(compiled, kind, route)
     return item, item["status"].get("parents", [])
@@ -69,16 +81,10 @@ def route_condition(
 ) -> str | None:
     """``HTTPRouteMustHaveCondition``: a parent naming the Gateway has the condition."""
     item, parents = _parents(compiled, route)
-    namespace, name = gateway.split("/")
     for parent in parents:
         if problem := _stale(item, parent["conditions"]):
             return problem
-    if any(
-        p["parentRef"]["name"] == name
-        and p["parentRef"].get("namespace", namespace) == namespace
-        and _found(p["conditions"], condition)
-        for p in parents
-    ):
+    if _naming(parents, "parentRef", gateway, condition):
         return None
     return f"HTTPRoute {route} has no parent {gateway} with {condition}: {parents}"
 
@@ -252,6 +258,30 @@ def infrastructure_metadata(
     return None if found else f"nothing generated for Gateway {gateway} in {namespace}"
 
 
+def policy_condition(
+    compiled: Compiled, *, policy: str, gateway: str, condition: Condition
+) -> str | None:
+    """``BackendTLSPolicyMustHaveCondition``: every ancestor's conditions of the policy's
+    generation, and an ancestor naming the Gateway with the condition."""
+    item = _object(compiled, "BackendTLSPolicy", policy)
+    ancestors = item["status"].get("ancestors", [])
+    if problem := policy_latest(compiled, policy=policy):
+        return problem
+    if _naming(ancestors, "ancestorRef", gateway, condition):
+        return None
+    return f"BackendTLSPolicy {policy} has no ancestor {gateway} with {condition}: {ancestors}"
+
+
+def policy_latest(compiled: Compiled, *, policy: str) -> str | None:
+    """``BackendTLSPolicyMustHaveLatestConditions``: every ancestor's conditions carry the
+    policy's generation."""
+    item = _object(compiled, "BackendTLSPolicy", policy)
+    for ancestor in item["status"].get("ancestors", []):
+        if problem := _stale(item, ancestor["conditions"]):
+            return problem
+    return None
+
+
 def gateway_address(compiled: Compiled, *, gateway: str) -> str | None:
     """``WaitForGatewayAddress``: an address with a type in ``status.addresses``."""
     addresses = _object(compiled, "Gateway", gateway)["status"].get("addresses", [])
@@ -302,6 +332,8 @@ STATUS_CHECKS: Final[dict[str, Callable[..., str | None]]] = {
     "infrastructure_metadata": infrastructure_metadata,
     "listener_condition": listener_condition,
     "listener_conditions": listener_conditions,
+    "policy_condition": policy_condition,
+    "policy_latest": policy_latest,
     "route_condition": route_condition,
     "route_no_accepted_parents": route_no_accepted_parents,
     "route_parents": route_parents,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from coxswain.compile.gateway.status import supported_features
+from tests.conformance.certificates import server_context
 from tests.conformance.echo import serve_conformance_echo
 from tests.conformance.scenario import Scenario, read_scenarios
 from tests.conformance.steps import Session
@@ -79,5 +80,6 @@ def test_conformance(scenario: Scenario, tmp_path: Path) -> None:
         make_snapshot,
         client,
         backends=tuple(world.deployments),
+        tls_backends={key: server_context(*serving) for key, serving in world.tls.items()},
         echo=serve_conformance_echo,
     )

@@ -12,6 +12,9 @@ stand-ins for what a cluster would add:
   selects its pods gets an EndpointSlice naming that server, the Service's ports (by name) all
   on its port; an EndpointSlice of the manifests that a test fills with a Deployment's pods
   (``fill``) gets that echo the same way;
+- a Deployment with ``TLS_SERVER_CERT`` (``echo-basic`` serving HTTPS) is an echo behind TLS
+  only, with the certificate of the Secret its pods mount, and, with ``TLS_CLIENT_CACERTS``,
+  asking clients for a certificate of the CA ConfigMap they mount (``tls``);
 - a VIP Service per Gateway in the controller's namespace, as the controller provisions them
   (docs/contracts.md, "Owned objects"): it is the compiler's memory of internal ports, so each
   Gateway listener port gets a free one from the shared pool's band, and its load-balancer
@@ -23,6 +26,7 @@ the internal port the proxy listens on, which is all the client needs.
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import socket
@@ -105,11 +109,14 @@ class Compiled:
 class World:
     """The objects of one scenario, the Deployments taken out: ``deployments`` holds the pod
     labels of each by ``namespace/name``; ``fill`` names the Deployment whose pods a test puts
-    in an EndpointSlice of its manifests, by the slice's ``namespace/name``."""
+    in an EndpointSlice of its manifests, by the slice's ``namespace/name``; ``tls`` the
+    Deployments that serve TLS, with the Secret they serve and the CA ConfigMap they check
+    clients with (None: they ask for no client certificate)."""
 
     objects: list[Body]
     deployments: dict[str, dict[str, str]]
     fill: dict[str, str]
+    tls: dict[str, tuple[str, str | None]]
 
     def apply(self, relative: str) -> None:
         """Apply one more manifest file: its objects replace those of the same kind and name."""
@@ -145,6 +152,17 @@ class World:
         }
         provisioned = tuple(json.loads(o.body) for o in provision(state, CONFIG).objects)
         return Compiled(snapshot_to_data(result.snapshot), statuses, provisioned)
+
+    def copy(self, kind: str, name: str, to: str) -> None:
+        """Create (or replace) ``to`` as a copy of an object of the world or of the suite's
+        setup, as a test creates one from another's data."""
+        source = next(
+            b for b in [*self.objects, *suite_objects()] if (b["kind"], _key(b)) == (kind, name)
+        )
+        namespace, new_name = to.split("/")
+        body = copy.deepcopy(source)
+        body["metadata"] = {"namespace": namespace, "name": new_name}
+        self.objects = [b for b in self.objects if (b["kind"], _key(b)) != (kind, to)] + [body]
 
     def delete(self, kind: str, name: str) -> None:
         """Delete one object."""
@@ -271,12 +289,28 @@ def _vip_services(vip_ports: dict[tuple[str, int], int]) -> list[Body]:
     ]
 
 
+def _serving(deployment: Body) -> tuple[str, str | None] | None:
+    """The Secret an ``echo-basic`` Deployment serves TLS with and the CA ConfigMap it checks
+    clients with, from the volumes its pods mount; None when it serves no TLS."""
+    spec = deployment["spec"]["template"]["spec"]
+    env = {e["name"] for c in spec["containers"] for e in c.get("env", [])}
+    if "TLS_SERVER_CERT" not in env:
+        return None
+    namespace = deployment["metadata"]["namespace"]
+    volumes = spec.get("volumes", [])
+    secret = next(v["secret"]["secretName"] for v in volumes if "secret" in v)
+    ca = next((v["configMap"]["name"] for v in volumes if "configMap" in v), None)
+    client_ca = f"{namespace}/{ca}" if ca and "TLS_CLIENT_CACERTS" in env else None
+    return f"{namespace}/{secret}", client_ca
+
+
 def load_world(manifests: list[str], fill: dict[str, str] | None = None) -> World:
     """The base manifests and a test's, without their Deployments."""
     objects = [body for relative in ["base/manifests.yaml", *manifests] for body in _read(relative)]
-    deployments = {
-        _key(b): b["spec"]["template"]["metadata"].get("labels", {})
-        for b in objects
-        if b["kind"] == "Deployment"
-    }
-    return World([b for b in objects if b["kind"] != "Deployment"], deployments, dict(fill or {}))
+    deployments = [b for b in objects if b["kind"] == "Deployment"]
+    return World(
+        [b for b in objects if b["kind"] != "Deployment"],
+        {_key(b): b["spec"]["template"]["metadata"].get("labels", {}) for b in deployments},
+        dict(fill or {}),
+        {_key(b): serving for b in deployments if (serving := _serving(b)) is not None},
+    )
