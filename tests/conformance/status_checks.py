@@ -228,6 +228,18 @@ def attached_listener_sets(compiled: Compiled, *, gateway: str, count: int) -> s
     return None if got == count else f"Gateway {gateway}: {got} attached ListenerSets, not {count}"
 
 
+def gateway_addresses(
+    compiled: Compiled, *, gateway: str, addresses: list[list[str]]
+) -> str | None:
+    """``GatewayStaticAddresses``' last checks: ``status.addresses`` is exactly these
+    ``[type, value]``."""
+    got = [
+        [a.get("type"), a["value"]]
+        for a in _object(compiled, "Gateway", gateway)["status"].get("addresses", [])
+    ]
+    return None if got == addresses else f"Gateway {gateway}: addresses {got}, not {addresses}"
+
+
 def infrastructure_metadata(
     compiled: Compiled, *, gateway: str, labels: dict[str, str], annotations: dict[str, str]
 ) -> str | None:
@@ -324,6 +336,7 @@ def gateway_class_condition(
 STATUS_CHECKS: Final[dict[str, Callable[..., str | None]]] = {
     "attached_listener_sets": attached_listener_sets,
     "gateway_address": gateway_address,
+    "gateway_addresses": gateway_addresses,
     "gateway_and_routes_accepted": gateway_and_routes_accepted,
     "gateway_class_condition": gateway_class_condition,
     "gateway_condition": gateway_condition,

@@ -18,7 +18,7 @@ from tests.conformance.certificates import server_context
 from tests.conformance.echo import serve_conformance_echo
 from tests.conformance.scenario import Scenario, read_scenarios
 from tests.conformance.steps import Session
-from tests.conformance.world import CONFIG, band_port, load_world
+from tests.conformance.world import band_port, load_world, scenario_config
 from tests.integration.proxy_harness import Running, run_proxy, write_snapshot
 
 if TYPE_CHECKING:
@@ -28,11 +28,11 @@ if TYPE_CHECKING:
 
 
 def _params() -> list[object]:
-    declared = set(supported_features(CONFIG))
     params = []
     for scenario in read_scenarios():
         marks = []
-        missing = sorted(set(scenario.features) - declared)
+        declared = supported_features(scenario_config(scenario.config))
+        missing = sorted(set(scenario.features) - set(declared))
         if scenario.skip:
             marks.append(pytest.mark.skip(reason=scenario.skip))
         elif missing:
@@ -46,7 +46,7 @@ def _params() -> list[object]:
 @pytest.mark.parametrize("scenario", _params())
 def test_conformance(scenario: Scenario, tmp_path: Path) -> None:
     """Run the scenario's steps; fail with every expectation it does not meet."""
-    world = load_world(list(scenario.manifests), scenario.fill)
+    world = load_world(list(scenario.manifests), scenario.fill, scenario_config(scenario.config))
     file = tmp_path / "snapshot.json"
     echo_ports: dict[str, int] = {}
     vip_ports: dict[tuple[str, int], int] = {}
