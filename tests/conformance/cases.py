@@ -26,6 +26,8 @@ class ExpectedRequest:
     headers: dict[str, str] | None = None
     absent_headers: tuple[str, ...] = ()
     http_port: str = ""
+    sni: str = ""  # the SNI the backend's TLS received (upstream ``Request.SNI``)
+    client_cert: str = ""  # namespace/name of the Secret whose certificate the backend received
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,6 +53,8 @@ class Case:
     body: str = ""
     server_name: str = ""  # the SNI and the name the certificate must have (HTTPS)
     client_cert: str = ""  # namespace/name of the Secret whose certificate the client presents
+    sni: str = ""  # upstream ``Request.SNI``: not sent, expected at the backend (TLS to it)
+    backend_client_cert: str = ""  # upstream ``Request.ClientCert``: expected at the backend
     listener: str | None = None  # the listener whose port the request goes to (its address)
     expected_request: ExpectedRequest | None = None
     status: tuple[int, ...] = (200,)
@@ -64,6 +68,7 @@ class Case:
     backend_set_response_headers: dict[str, str] = field(default_factory=dict)
     mirrored_to: tuple[str, ...] = ()  # namespace/name of each mirror's Deployment
     expect_failure: bool = False  # MakeRequestAndExpectFailure: anything but 200 or a timeout
+    expect_error: bool = False  # MakeTLSRequestAndExpectFailureResponse: no response at all
 
 
 def _known(kind: type, data: dict[str, Any]) -> None:

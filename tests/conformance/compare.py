@@ -8,7 +8,9 @@
    GET by default), namespace; the expected headers (values of one name joined with ``,``);
    the response the expected headers, one of the valid values for others (whitespace removed
    with ``ignore_whitespace``), none of the absent ones; the request none of its absent
-   headers; and the pod's name must start with the expected backend's.
+   headers; the pod's name must start with the expected backend's; and, when the case
+   expects them, the backend's TLS must have received the SNI and the client certificate
+   (the ``tls`` of the echo's answer).
 4. On a redirect with an expectation: host (any when unset), port (when unset: 80 or none for
    http, 443 or none for https), scheme and path (the request's when unset) must match.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from tests.conformance.cases import ExpectedRequest
+from tests.conformance.certificates import suite_tls
 
 if TYPE_CHECKING:
     from tests.conformance.cases import Case
@@ -60,8 +63,9 @@ def _compare_response_headers(case: Case, got: dict[str, list[str]]) -> str | No
 
 def _compare_received(case: Case, captured: Captured) -> str | None:
     expected = case.expected_request or ExpectedRequest(
-        host=case.host, method=case.method, path=case.path, headers=case.headers or None
-    )
+        host=case.host, method=case.method, path=case.path, headers=case.headers or None,
+        sni=case.sni, client_cert=case.backend_client_cert,
+    )  # fmt: skip
     received = captured.request
     if expected.host and expected.host != received.get("host", ""):
         return f"expected host to be {expected.host}, got {received.get('host', '')}"
@@ -86,6 +90,13 @@ def _compare_received(case: Case, captured: Captured) -> str | None:
             return f"expected {name} header to not be set, got {headers[name.lower()]}"
     if not str(received.get("pod", "")).startswith(case.backend):
         return f"expected pod name to start with {case.backend}, got {received.get('pod', '')}"
+    tls = received.get("tls") or {}
+    if expected.sni and expected.sni != tls.get("serverName"):
+        return f"expected SNI {expected.sni!r}, got {tls.get('serverName')!r}"
+    if expected.client_cert and suite_tls()[1].certificate_pem(expected.client_cert) not in (
+        tls.get("peerCertificates") or []
+    ):
+        return "expected client certificate was not captured"
     return None
 
 

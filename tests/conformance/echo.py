@@ -12,7 +12,11 @@ its last two ``-`` parts) find the Deployment. Like ``echo-basic`` it also:
 - waits for the Go duration in a ``delay`` query parameter before answering (timeouts);
 - under ``/retry/``, fails the first ``succeedAfter`` requests of each ``uuid`` (after the Go
   duration ``delayRetry``) with ``responseCode``, or without one by resetting the connection;
-- echoes WebSocket messages on ``/ws`` (RFC 6455), as its ``websocket.Handler`` does.
+- echoes WebSocket messages on ``/ws`` (RFC 6455), as its ``websocket.Handler`` does;
+- behind TLS, reports ``tls``: the SNI it received (``serverName``) and the client's
+  certificate (``peerCertificates``, PEM); Go reports the whole chain the client sent, Python's
+  ``ssl`` (before 3.13) its first certificate only, which is the whole chain of every client
+  certificate of the suite (:mod:`.certificates`).
 
 Every request is also appended to ``received``, the local equivalent of the echo's log that
 the mirror tests read (``Echoing back request made to <path>``).
@@ -22,19 +26,18 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import contextvars
 import hashlib
 import json
 import re
 import socket
+import ssl
 import struct
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 from urllib.parse import parse_qsl, urlsplit
 
 import h11
 import trio
-
-if TYPE_CHECKING:
-    import ssl
 
 __all__ = [
     "canonical_header", "encode_frame", "go_duration", "pod_name", "serve_conformance_echo",
@@ -45,6 +48,9 @@ HTTP_PORT: Final = "3000"  # echo-basic's HTTP_PORT default, reported as ``httpP
 _WEBSOCKET_GUID: Final = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455 §1.3
 _DURATION: Final = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNITS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+# The SNI of a TLS connection's handshake: set by the SNI callback, which runs inside the task
+# that handshakes, the task serving that connection.
+_handshake_sni: contextvars.ContextVar[str] = contextvars.ContextVar("echo_sni", default="")
 
 
 def pod_name(deployment: str, namespace: str) -> str:
@@ -133,6 +139,12 @@ async def _echo_connection(
             "service": "",
             "pod": pod_name(deployment, namespace),
         }
+        if isinstance(stream, trio.SSLStream):
+            peer = stream.getpeercert(binary_form=True)
+            seen["tls"] = {
+                "serverName": _handshake_sni.get(),
+                "peerCertificates": [ssl.DER_cert_to_PEM_cert(peer)] if peer else [],
+            }
         received.append(seen)
         path = urlsplit(target).path
         if path == "/ws" and "Sec-Websocket-Key" in headers:
@@ -231,6 +243,10 @@ def encode_frame(opcode: int, payload: bytes, mask: bytes | None = None) -> byte
     return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
 
 
+def _note_sni(_connection: ssl.SSLObject, name: str | None, _context: ssl.SSLContext) -> None:
+    _handshake_sni.set(name or "")
+
+
 async def serve_conformance_echo(
     key: str,
     received: list[dict[str, Any]],
@@ -242,6 +258,8 @@ async def serve_conformance_echo(
     with ``tls``; the shape of the harness's ``serve_echo``."""
     namespace, deployment = key.split("/")
     attempts: dict[str, int] = {}
+    if tls is not None:
+        tls.sni_callback = _note_sni
     tcp = await trio.open_tcp_listeners(0, host="127.0.0.1")
     task_status.started(tcp[0].socket.getsockname()[1])
     listeners: list[trio.abc.Listener[Any]] = (

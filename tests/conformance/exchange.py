@@ -7,7 +7,10 @@ body read as the echo's JSON only when ``Content-Type`` is ``application/json`` 
 captured request has only the method sent), a redirect's ``Location`` resolved against the
 request URL and split into scheme, host, port and path. Over HTTPS the client sends the SNI
 the test names and verifies the certificate chain and that name, by the rules of Go's
-``x509.VerifyHostname`` (a wildcard stands for exactly one leftmost label).
+``x509.VerifyHostname`` (a wildcard stands for exactly one leftmost label), and notes whether
+the server asked for a client certificate (the suite's ``GetClientCertificateHook``): Python's
+``ssl`` has no such hook, so the handshake's messages are read through CPython's
+``SSLContext._msg_callback`` (its TLS message trace, undocumented but present since 3.8).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import json
 import socket
 import ssl
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 from urllib.parse import urljoin, urlsplit
 
 from tests.conformance.cases import Redirect
@@ -27,9 +30,11 @@ if TYPE_CHECKING:
 
     from tests.conformance.cases import Case
 
-__all__ = ["Captured", "Target", "calculate_host", "round_trip"]
+__all__ = ["Captured", "Handshake", "Target", "calculate_host", "round_trip"]
 
 TIMEOUT: Final = 10.0  # upstream's RequestTimeout
+_HANDSHAKE: Final = 22  # the handshake content type (RFC 8446 §5.1)
+_CERTIFICATE_REQUEST: Final = 13  # the certificate_request handshake message (RFC 8446 §4)
 _REDIRECTS: Final = frozenset({300, 301, 302, 303, 304, 305, 307, 308})
 
 
@@ -55,6 +60,19 @@ class Captured:
     url: str
 
 
+@dataclass(slots=True)
+class Handshake:
+    """What a TLS client saw of its handshake: whether the server asked for a certificate."""
+
+    certificate_requested: bool = False
+
+    def note(self, *message: Any) -> None:
+        """``_msg_callback(connection, direction, version, content_type, msg_type, data)``."""
+        _, direction, _, content_type, msg_type, _ = message
+        if (direction, content_type, msg_type) == ("read", _HANDSHAKE, _CERTIFICATE_REQUEST):
+            self.certificate_requested = True
+
+
 def calculate_host(address: str, scheme: str) -> str:
     """``CalculateHost``: ``host:port`` without the port when it is the scheme's own."""
     host, _, port = address.rpartition(":")
@@ -75,7 +93,7 @@ def _verify_name(sock: ssl.SSLSocket, name: str) -> None:
 
 
 def _connect(
-    target: Target, case: Case, client_certs: dict[str, trustme.LeafCert]
+    target: Target, case: Case, leaves: dict[str, trustme.LeafCert], handshake: Handshake
 ) -> http.client.HTTPConnection:
     conn = http.client.HTTPConnection("127.0.0.1", target.port, timeout=TIMEOUT)
     if target.trust is None:
@@ -83,8 +101,9 @@ def _connect(
     context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
     context.check_hostname = False  # checked below, by Go's rules
     target.trust.configure_trust(context)
+    cast("Any", context)._msg_callback = handshake.note
     if case.client_cert:
-        client_certs[case.client_cert].configure_cert(context)
+        leaves[case.client_cert].configure_cert(context)
     raw = socket.create_connection(("127.0.0.1", target.port), timeout=TIMEOUT)
     try:
         sock = context.wrap_socket(raw, server_hostname=case.server_name or None)
@@ -97,16 +116,21 @@ def _connect(
 
 
 def round_trip(
-    target: Target, case: Case, client_certs: dict[str, trustme.LeafCert] | None = None
+    target: Target,
+    case: Case,
+    leaves: dict[str, trustme.LeafCert] | None = None,
+    handshake: Handshake | None = None,
 ) -> Captured:
-    """Send ``case``'s request to ``target`` and capture the exchange."""
+    """Send ``case``'s request to ``target`` and capture the exchange; ``leaves`` holds the
+    certificate the client presents (``case.client_cert``), ``handshake`` gets what the TLS
+    handshake showed."""
     scheme = "http" if target.trust is None else "https"
     url_host = calculate_host(target.gateway_address, scheme)
     headers = {"Host": case.host or url_host, **case.headers}
     headers["X-Echo-Set-Header"] = ",".join(
         f"{k}:{v}" for k, v in case.backend_set_response_headers.items()
     )
-    conn = _connect(target, case, client_certs or {})
+    conn = _connect(target, case, leaves or {}, handshake or Handshake())
     try:
         body = case.body.encode() if case.body else None
         conn.request(case.method, case.path, body=body, headers=headers)

@@ -9,13 +9,15 @@
 - ``manifests``: the test's ``Manifests`` (under ``manifests/``), applied after the base;
 - ``fill`` (optional): EndpointSlices of those manifests the test fills with a Deployment's
   pods, by ``namespace/name``;
+- ``config`` (optional): ``CompileConfig`` fields this scenario sets, for what the upstream
+  suite leaves to the implementer's setup (the ranges its static addresses come from);
 - ``skip`` or ``xfail`` (optional): why the scenario cannot run here, or what Coxswain gets
   wrong (strict: the scenario must fail);
 - ``steps``: the test's checks in order: a status check (:data:`.status_checks.STATUS_CHECKS`),
   ``requests`` (a target and its cases, :mod:`.cases`), ``weights`` (a weighted
   distribution), ``apply`` (a manifest applied), ``patch`` (one field of an object set, its
-  generation bumped) or ``delete`` (an object deleted); after those three everything is
-  recompiled and the proxy reloaded.
+  generation bumped), ``copy`` (an object created from another) or ``delete`` (an object
+  deleted); after those four everything is recompiled and the proxy reloaded.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import yaml
 __all__ = ["SCENARIOS", "Scenario", "read_scenarios"]
 
 SCENARIOS: Final = Path(__file__).parent / "scenarios"
-_FIELDS: Final = {"upstream", "features", "manifests", "fill", "skip", "xfail", "steps"}
+_FIELDS: Final = {"upstream", "features", "manifests", "fill", "config", "skip", "xfail", "steps"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,7 @@ class Scenario:
     features: tuple[str, ...]
     manifests: tuple[str, ...]
     fill: dict[str, str]
+    config: dict[str, Any]
     skip: str
     xfail: str
     steps: tuple[dict[str, Any], ...]
@@ -60,6 +63,7 @@ def read_scenarios() -> list[Scenario]:
                 features=tuple(data["features"]),
                 manifests=tuple(data.get("manifests", ())),
                 fill=dict(data.get("fill", {})),
+                config=dict(data.get("config", {})),
                 skip=data.get("skip", ""),
                 xfail=data.get("xfail", ""),
                 steps=tuple(data.get("steps", ())),

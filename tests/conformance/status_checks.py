@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from coxswain.compile.config import DEFAULT_GATEWAY_CONTROLLER
+from coxswain.compile.provision import GATEWAY_NAME_LABEL
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -58,6 +59,18 @@ def _stale(item: Body, conditions: list[Body]) -> str | None:
     return f"conditions {stale} do not have observedGeneration {generation}" if stale else None
 
 
+def _naming(entries: list[Body], ref: str, gateway: str, condition: Condition) -> bool:
+    """Whether an entry whose ``ref`` (``parentRef``, ``ancestorRef``) names the Gateway by
+    name, and by namespace unless it leaves that out, has the condition."""
+    namespace, name = gateway.split("/")
+    return any(
+        e[ref]["name"] == name
+        and e[ref].get("namespace", namespace) == namespace
+        and _found(e["conditions"], condition)
+        for e in entries
+    )
+
+
 def _parents(compiled: Compiled, route: str, kind: str = "HTTPRoute") -> tuple[Body, list[Body]]:
     item = _object(compiled, kind, route)
     return item, item["status"].get("parents", [])
@@ -68,16 +81,10 @@ def route_condition(
 ) -> str | None:
     """``HTTPRouteMustHaveCondition``: a parent naming the Gateway has the condition."""
     item, parents = _parents(compiled, route)
-    namespace, name = gateway.split("/")
     for parent in parents:
         if problem := _stale(item, parent["conditions"]):
             return problem
-    if any(
-        p["parentRef"]["name"] == name
-        and p["parentRef"].get("namespace", namespace) == namespace
-        and _found(p["conditions"], condition)
-        for p in parents
-    ):
+    if _naming(parents, "parentRef", gateway, condition):
         return None
     return f"HTTPRoute {route} has no parent {gateway} with {condition}: {parents}"
 
@@ -146,8 +153,12 @@ def listener_conditions(
     listeners: list[str] | None = None, kind: str = "Gateway",
 ) -> str | None:  # fmt: skip
     """``GatewayListenersMustHaveConditions``: every listener (or each one named, all of which
-    must be in status) has every condition."""
-    statuses = _object(compiled, kind, gateway)["status"].get("listeners", [])
+    must be in status) has every condition; ``ListenerSetListenersMustHaveConditions`` also
+    wants the ListenerSet's conditions of its generation."""
+    item = _object(compiled, kind, gateway)
+    if kind == "ListenerSet" and (problem := _stale(item, item["status"].get("conditions", []))):
+        return problem
+    statuses = item["status"].get("listeners", [])
     seen = set()
     for listener in statuses:
         if listeners and listener["name"] not in listeners:
@@ -208,6 +219,81 @@ def gateway_condition(
     return None if _found(conditions, condition) else f"{kind} {gateway} lacks {condition}"
 
 
+def attached_listener_sets(compiled: Compiled, *, gateway: str, count: int) -> str | None:
+    """``GatewayMustHaveAttachedListeners``: ``status.attachedListenerSets`` (0 when unset)."""
+    item = _object(compiled, "Gateway", gateway)
+    if problem := _stale(item, item["status"].get("conditions", [])):
+        return problem
+    got = item["status"].get("attachedListenerSets", 0)
+    return None if got == count else f"Gateway {gateway}: {got} attached ListenerSets, not {count}"
+
+
+def gateway_addresses(
+    compiled: Compiled, *, gateway: str, addresses: list[list[str]]
+) -> str | None:
+    """``GatewayStaticAddresses``' last checks: ``status.addresses`` is exactly these
+    ``[type, value]``."""
+    got = [
+        [a.get("type"), a["value"]]
+        for a in _object(compiled, "Gateway", gateway)["status"].get("addresses", [])
+    ]
+    return None if got == addresses else f"Gateway {gateway}: addresses {got}, not {addresses}"
+
+
+def infrastructure_metadata(
+    compiled: Compiled, *, gateway: str, labels: dict[str, str], annotations: dict[str, str]
+) -> str | None:
+    """``GatewayInfrastructure``: some ServiceAccount, Pod or Service of the Gateway's namespace
+    carries the label ``gateway.networking.k8s.io/gateway-name: <name>``; the first of each kind
+    carries the Gateway's infrastructure labels and annotations (read here from what the
+    controller provisions)."""
+    namespace, name = gateway.split("/")
+    found = 0
+    for kind in ("ServiceAccount", "Pod", "Service"):
+        made = [
+            o
+            for o in compiled.provisioned
+            if o["kind"] == kind
+            and o["metadata"].get("namespace") == namespace
+            and o["metadata"].get("labels", {}).get(GATEWAY_NAME_LABEL) == name
+        ]
+        if not made:
+            continue
+        found += 1
+        meta = made[0]["metadata"]
+        for wanted, got in (
+            (labels, meta.get("labels", {})),
+            (annotations, meta.get("annotations", {})),
+        ):
+            if not wanted.items() <= got.items():
+                return f"{kind} {meta['name']} metadata {got} lacks {wanted}"
+    return None if found else f"nothing generated for Gateway {gateway} in {namespace}"
+
+
+def policy_condition(
+    compiled: Compiled, *, policy: str, gateway: str, condition: Condition
+) -> str | None:
+    """``BackendTLSPolicyMustHaveCondition``: every ancestor's conditions of the policy's
+    generation, and an ancestor naming the Gateway with the condition."""
+    item = _object(compiled, "BackendTLSPolicy", policy)
+    ancestors = item["status"].get("ancestors", [])
+    if problem := policy_latest(compiled, policy=policy):
+        return problem
+    if _naming(ancestors, "ancestorRef", gateway, condition):
+        return None
+    return f"BackendTLSPolicy {policy} has no ancestor {gateway} with {condition}: {ancestors}"
+
+
+def policy_latest(compiled: Compiled, *, policy: str) -> str | None:
+    """``BackendTLSPolicyMustHaveLatestConditions``: every ancestor's conditions carry the
+    policy's generation."""
+    item = _object(compiled, "BackendTLSPolicy", policy)
+    for ancestor in item["status"].get("ancestors", []):
+        if problem := _stale(item, ancestor["conditions"]):
+            return problem
+    return None
+
+
 def gateway_address(compiled: Compiled, *, gateway: str) -> str | None:
     """``WaitForGatewayAddress``: an address with a type in ``status.addresses``."""
     addresses = _object(compiled, "Gateway", gateway)["status"].get("addresses", [])
@@ -248,14 +334,19 @@ def gateway_class_condition(
 
 
 STATUS_CHECKS: Final[dict[str, Callable[..., str | None]]] = {
+    "attached_listener_sets": attached_listener_sets,
     "gateway_address": gateway_address,
+    "gateway_addresses": gateway_addresses,
     "gateway_and_routes_accepted": gateway_and_routes_accepted,
     "gateway_class_condition": gateway_class_condition,
     "gateway_condition": gateway_condition,
     "gateway_listeners": gateway_listeners,
     "gateway_zero_routes": gateway_zero_routes,
+    "infrastructure_metadata": infrastructure_metadata,
     "listener_condition": listener_condition,
     "listener_conditions": listener_conditions,
+    "policy_condition": policy_condition,
+    "policy_latest": policy_latest,
     "route_condition": route_condition,
     "route_no_accepted_parents": route_no_accepted_parents,
     "route_parents": route_parents,

@@ -19,7 +19,7 @@ from tests.conformance.cases import read_case
 from tests.conformance.certificates import suite_tls
 from tests.conformance.compare import compare_round_trip, is_failure
 from tests.conformance.echo import encode_frame, pod_name, take_frame
-from tests.conformance.exchange import Target, calculate_host, round_trip
+from tests.conformance.exchange import Handshake, Target, calculate_host, round_trip
 from tests.conformance.status_checks import STATUS_CHECKS
 from tests.conformance.world import GATEWAY_ADDRESS
 
@@ -71,7 +71,7 @@ class Session:
             elif kind == "apply":
                 self.world.apply(args)
                 self.compiled = self.recompile()
-            elif kind in ("patch", "delete"):
+            elif kind in ("patch", "copy", "delete"):
                 getattr(self.world, kind)(**args)
                 self.compiled = self.recompile()
             else:
@@ -95,10 +95,17 @@ class Session:
 
     def _exchange(self, target: Target, case: Case) -> str | None:
         seen = {key: len(log) for key, log in self.running.received.items()}
+        handshake = Handshake()
         try:
-            captured = round_trip(target, case, suite_tls()[1].client_certs)
+            captured = round_trip(target, case, suite_tls()[1].leaves, handshake)
         except OSError as err:
-            return f"request failed: {err!r}"
+            if case.client_cert and not handshake.certificate_requested:
+                return f"request failed ({err!r}) and the server asked for no client certificate"
+            return None if case.expect_error else f"request failed: {err!r}"
+        if case.client_cert and not handshake.certificate_requested:
+            return "client certificate was not presented during the handshake"
+        if case.expect_error:
+            return f"expected the request to fail, got a response {captured.status}"
         problem = (
             is_failure(captured) if case.expect_failure else compare_round_trip(case, captured)
         )

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from coxswain.compile.gateway.status import supported_features
+from tests.conformance.certificates import server_context
 from tests.conformance.echo import serve_conformance_echo
 from tests.conformance.scenario import Scenario, read_scenarios
 from tests.conformance.steps import Session
-from tests.conformance.world import CONFIG, band_port, load_world
+from tests.conformance.world import band_port, load_world, scenario_config
 from tests.integration.proxy_harness import Running, run_proxy, write_snapshot
 
 if TYPE_CHECKING:
@@ -27,11 +28,11 @@ if TYPE_CHECKING:
 
 
 def _params() -> list[object]:
-    declared = set(supported_features(CONFIG))
     params = []
     for scenario in read_scenarios():
         marks = []
-        missing = sorted(set(scenario.features) - declared)
+        declared = supported_features(scenario_config(scenario.config))
+        missing = sorted(set(scenario.features) - set(declared))
         if scenario.skip:
             marks.append(pytest.mark.skip(reason=scenario.skip))
         elif missing:
@@ -45,20 +46,27 @@ def _params() -> list[object]:
 @pytest.mark.parametrize("scenario", _params())
 def test_conformance(scenario: Scenario, tmp_path: Path) -> None:
     """Run the scenario's steps; fail with every expectation it does not meet."""
-    world = load_world(list(scenario.manifests), scenario.fill)
-    vip_ports = {pair: band_port() for pair in world.listener_ports()}
+    world = load_world(list(scenario.manifests), scenario.fill, scenario_config(scenario.config))
     file = tmp_path / "snapshot.json"
     echo_ports: dict[str, int] = {}
+    vip_ports: dict[tuple[str, int], int] = {}
     compiled: list[Compiled] = []
+
+    def compile_world() -> Compiled:
+        """Compile, each listener port of a Gateway given an internal port the first time it
+        appears, as the controller adds it to the Gateway's VIP Service."""
+        for pair in world.listener_ports() - vip_ports.keys():
+            vip_ports[pair] = band_port()
+        compiled.append(world.compile(echo_ports, vip_ports))
+        return compiled[-1]
 
     def make_snapshot(ports: dict[str, int]) -> dict[str, object]:
         echo_ports.update((key, ports[key]) for key in world.deployments)
-        compiled.append(world.compile(echo_ports, vip_ports))
-        return compiled[-1].snapshot
+        return compile_world().snapshot
 
     def client(running: Running) -> None:
         def recompile() -> Compiled:
-            compiled.append(world.compile(echo_ports, vip_ports))
+            compile_world()
             write_snapshot(file, compiled[-1].snapshot)
             running.wait_applies(len(compiled))
             return compiled[-1]
@@ -72,5 +80,6 @@ def test_conformance(scenario: Scenario, tmp_path: Path) -> None:
         make_snapshot,
         client,
         backends=tuple(world.deployments),
+        tls_backends={key: server_context(*serving) for key, serving in world.tls.items()},
         echo=serve_conformance_echo,
     )

@@ -12,20 +12,33 @@ stand-ins for what a cluster would add:
   selects its pods gets an EndpointSlice naming that server, the Service's ports (by name) all
   on its port; an EndpointSlice of the manifests that a test fills with a Deployment's pods
   (``fill``) gets that echo the same way;
+- a Deployment with ``TLS_SERVER_CERT`` (``echo-basic`` serving HTTPS) is an echo behind TLS
+  only, with the certificate of the Secret its pods mount, and, with ``TLS_CLIENT_CACERTS``,
+  asking clients for a certificate of the CA ConfigMap they mount (``tls``);
 - a VIP Service per Gateway in the controller's namespace, as the controller provisions them
   (docs/contracts.md, "Owned objects"): it is the compiler's memory of internal ports, so each
   Gateway listener port gets a free one from the shared pool's band, and its load-balancer
-  address (127.0.0.1) becomes the Gateway's ``status.addresses``.
+  address (127.0.0.1) becomes the Gateway's ``status.addresses``; the ``externalIPs`` that
+  ``provision`` gives it (a Gateway's static addresses) are applied back to it before the
+  compile, as the controller applies them before the Gateway's status is read;
+- the addresses the suite substitutes for a Gateway's ``PLACEHOLDER_USABLE_ADDRS`` and
+  ``PLACEHOLDER_UNUSABLE_ADDRS`` (its ``--usable-network-addresses`` and
+  ``--unusable-network-addresses``): ``USABLE_ADDRESS`` and ``UNUSABLE_ADDRESS``, usable when a
+  scenario's ``config`` sets ``gateway_address_ranges`` to a range holding the first only.
 
-Compiled with ``SharedPool`` scope: the snapshot's ``listener_health`` maps each listener to
-the internal port the proxy listens on, which is all the client needs.
+Compiled with ``SharedPool`` scope and the scenario's configuration (:func:`scenario_config`):
+the snapshot's ``listener_health`` maps each listener to the internal port the proxy listens
+on, which is all the client needs.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import json
 import random
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -34,15 +47,22 @@ from coxswain.compile.config import DEFAULT_GATEWAY_CONTROLLER
 from coxswain.compile.gateway.vip import vip_service_name
 from coxswain.compile.listing import status_list
 from coxswain.compile.model.manifests import parse_manifests
+from coxswain.compile.provision import provision
 from coxswain.compile.snapshot_json import snapshot_to_data
 from tests.conformance.certificates import suite_objects
 
-__all__ = ["GATEWAY_ADDRESS", "MANIFESTS", "Compiled", "World", "load_world"]
+__all__ = [
+    "GATEWAY_ADDRESS", "MANIFESTS", "UNUSABLE_ADDRESS", "USABLE_ADDRESS", "Compiled", "World",
+    "load_world", "scenario_config",
+]  # fmt: skip
 
 MANIFESTS: Final = Path(__file__).parent / "manifests"
 GATEWAY_CLASS: Final = "coxswain"
 GATEWAY_ADDRESS: Final = "127.0.0.1"
 CONFIG: Final = CompileConfig(gateway_api_channel="experimental")
+USABLE_ADDRESS: Final = "192.0.2.10"  # TEST-NET-1 (RFC 5737)
+UNUSABLE_ADDRESS: Final = "198.51.100.10"  # TEST-NET-2 (RFC 5737)
+_FAKE_ADDRESS_TYPE: Final = "test/fake-invalid-type"
 # The upper part of the shared pool's band (30000-32767): the suite's fixed_ports tests take
 # the lowest ports of it, and the kernel's ephemeral ports start above it (32768).
 _BAND: Final = range(31000, 32768)
@@ -65,7 +85,33 @@ def _read(relative: str) -> list[Body]:
     parsed = parse_manifests(text, relative)
     if not isinstance(parsed, list):
         raise TypeError(f"{relative}: {parsed}")
-    return [item.body for item in parsed if isinstance(item.body, dict)]
+    bodies = [item.body for item in parsed if isinstance(item.body, dict)]
+    for body in bodies:
+        if body["kind"] == "Gateway" and body["spec"].get("addresses"):
+            body["spec"]["addresses"] = _overlay_addresses(body["spec"]["addresses"])
+    return bodies
+
+
+def _overlay_addresses(addresses: list[Body]) -> list[Body]:
+    """The suite's address overlay (``prepareGateway``): the ``test/fake-invalid-type``
+    entries kept, then the unusable address if asked for, then the usable one."""
+    values = {a.get("value") for a in addresses}
+    overlay = [a for a in addresses if a.get("type") == _FAKE_ADDRESS_TYPE]
+    for placeholder, value in (
+        ("PLACEHOLDER_UNUSABLE_ADDRS", UNUSABLE_ADDRESS),
+        ("PLACEHOLDER_USABLE_ADDRS", USABLE_ADDRESS),
+    ):
+        if placeholder in values:
+            overlay.append({"type": "IPAddress", "value": value})
+    return overlay
+
+
+def scenario_config(overrides: dict[str, Any]) -> CompileConfig:
+    """The compile configuration of a scenario: ``CONFIG`` with its ``config`` fields set (a
+    list becomes the tuple ``CompileConfig`` holds)."""
+    return dataclasses.replace(
+        CONFIG, **{k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()}
+    )
 
 
 def band_port() -> int:
@@ -83,11 +129,13 @@ def band_port() -> int:
 
 @dataclass(frozen=True, slots=True)
 class Compiled:
-    """What the compiler made of a world: the snapshot document and every status (the object
-    with its ``metadata.generation`` and ``status``) by ``(kind, namespace/name)``."""
+    """What the compiler made of a world: the snapshot document, every status (the object
+    with its ``metadata.generation`` and ``status``) by ``(kind, namespace/name)``, and the
+    objects the controller would own (``provision``)."""
 
     snapshot: Body
     statuses: dict[tuple[str, str], Body]
+    provisioned: tuple[Body, ...]
 
     def target_port(self, gateway: str, listener: str) -> int:
         """The internal port of one Gateway listener (``listener_health``)."""
@@ -101,11 +149,17 @@ class Compiled:
 class World:
     """The objects of one scenario, the Deployments taken out: ``deployments`` holds the pod
     labels of each by ``namespace/name``; ``fill`` names the Deployment whose pods a test puts
-    in an EndpointSlice of its manifests, by the slice's ``namespace/name``."""
+    in an EndpointSlice of its manifests, by the slice's ``namespace/name``; ``tls`` the
+    Deployments that serve TLS, with the Secret they serve and the CA ConfigMap they check
+    clients with (None: they ask for no client certificate); ``external_ips`` the static
+    addresses the controller gave each Gateway's VIP Service."""
 
     objects: list[Body]
     deployments: dict[str, dict[str, str]]
     fill: dict[str, str]
+    tls: dict[str, tuple[str, str | None]]
+    config: CompileConfig = CONFIG
+    external_ips: dict[str, list[str]] = field(default_factory=dict)
 
     def apply(self, relative: str) -> None:
         """Apply one more manifest file: its objects replace those of the same kind and name."""
@@ -117,8 +171,31 @@ class World:
         self, echo_ports: dict[str, int], vip_ports: dict[tuple[str, int], int]
     ) -> Compiled:
         """Compile with the echoes on ``echo_ports`` (by Deployment) and each Gateway listener
-        port on ``vip_ports[(gateway, port)]``."""
-        bodies = [
+        port on ``vip_ports[(gateway, port)]``, once the VIP Services carry the static
+        addresses ``provision`` gives them."""
+        while True:
+            state = build_state(self._bodies(echo_ports, vip_ports))
+            provisioned = tuple(json.loads(o.body) for o in provision(state, self.config).objects)
+            applied = {
+                gateway: ips
+                for gateway, _ in vip_ports
+                if (ips := _external_ips(provisioned, gateway, self.config.namespace))
+            }
+            if applied == self.external_ips:
+                break
+            self.external_ips = applied
+        result = compile(state, SharedPool(), self.config)
+        statuses = {
+            (item["kind"], _key(item)): item
+            for item in status_list(status(state, self.config))["items"]
+        }
+        return Compiled(snapshot_to_data(result.snapshot), statuses, provisioned)
+
+    def _bodies(
+        self, echo_ports: dict[str, int], vip_ports: dict[tuple[str, int], int]
+    ) -> list[Body]:
+        """The objects to compile: the world's, the suite's, and the stand-ins."""
+        return [
             *(
                 b
                 for b in self.objects
@@ -132,14 +209,19 @@ class World:
                 "spec": {"controllerName": DEFAULT_GATEWAY_CONTROLLER},
             },
             *self._endpoint_slices(echo_ports),
-            *_vip_services(vip_ports),
+            *_vip_services(vip_ports, self.external_ips, self.config.namespace),
         ]
-        state = build_state(bodies)
-        result = compile(state, SharedPool(), CONFIG)
-        statuses = {
-            (item["kind"], _key(item)): item for item in status_list(status(state, CONFIG))["items"]
-        }
-        return Compiled(snapshot_to_data(result.snapshot), statuses)
+
+    def copy(self, kind: str, name: str, to: str) -> None:
+        """Create (or replace) ``to`` as a copy of an object of the world or of the suite's
+        setup, as a test creates one from another's data."""
+        source = next(
+            b for b in [*self.objects, *suite_objects()] if (b["kind"], _key(b)) == (kind, name)
+        )
+        namespace, new_name = to.split("/")
+        body = copy.deepcopy(source)
+        body["metadata"] = {"namespace": namespace, "name": new_name}
+        self.objects = [b for b in self.objects if (b["kind"], _key(b)) != (kind, to)] + [body]
 
     def delete(self, kind: str, name: str) -> None:
         """Delete one object."""
@@ -241,7 +323,9 @@ def _endpoint() -> Body:
     return {"addresses": [GATEWAY_ADDRESS], "conditions": {"ready": True}}
 
 
-def _vip_services(vip_ports: dict[tuple[str, int], int]) -> list[Body]:
+def _vip_services(
+    vip_ports: dict[tuple[str, int], int], external_ips: dict[str, list[str]], namespace: str
+) -> list[Body]:
     by_gateway: dict[str, list[tuple[int, int]]] = {}
     for (gateway, port), target in vip_ports.items():
         by_gateway.setdefault(gateway, []).append((port, target))
@@ -249,16 +333,14 @@ def _vip_services(vip_ports: dict[tuple[str, int], int]) -> list[Body]:
         {
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": {
-                "namespace": CONFIG.namespace,
-                "name": vip_service_name(*gateway.split("/")),
-            },
+            "metadata": {"namespace": namespace, "name": vip_service_name(*gateway.split("/"))},
             "spec": {
                 "type": "LoadBalancer",
                 "ports": [
                     {"name": f"port-{port}", "port": port, "targetPort": target, "protocol": "TCP"}
                     for port, target in sorted(ports)
                 ],
+                "externalIPs": external_ips.get(gateway, []),
             },
             "status": {"loadBalancer": {"ingress": [{"ip": GATEWAY_ADDRESS}]}},
         }
@@ -266,12 +348,40 @@ def _vip_services(vip_ports: dict[tuple[str, int], int]) -> list[Body]:
     ]
 
 
-def load_world(manifests: list[str], fill: dict[str, str] | None = None) -> World:
+def _external_ips(provisioned: tuple[Body, ...], gateway: str, namespace: str) -> list[str]:
+    """The ``externalIPs`` ``provision`` gives the VIP Service of ``gateway``."""
+    name = vip_service_name(*gateway.split("/"))
+    for body in provisioned:
+        if body["kind"] == "Service" and _key(body) == f"{namespace}/{name}":
+            return list(body["spec"].get("externalIPs", []))
+    return []
+
+
+def _serving(deployment: Body) -> tuple[str, str | None] | None:
+    """The Secret an ``echo-basic`` Deployment serves TLS with and the CA ConfigMap it checks
+    clients with, from the volumes its pods mount; None when it serves no TLS."""
+    spec = deployment["spec"]["template"]["spec"]
+    env = {e["name"] for c in spec["containers"] for e in c.get("env", [])}
+    if "TLS_SERVER_CERT" not in env:
+        return None
+    namespace = deployment["metadata"]["namespace"]
+    volumes = spec.get("volumes", [])
+    secret = next(v["secret"]["secretName"] for v in volumes if "secret" in v)
+    ca = next((v["configMap"]["name"] for v in volumes if "configMap" in v), None)
+    client_ca = f"{namespace}/{ca}" if ca and "TLS_CLIENT_CACERTS" in env else None
+    return f"{namespace}/{secret}", client_ca
+
+
+def load_world(
+    manifests: list[str], fill: dict[str, str] | None = None, config: CompileConfig = CONFIG
+) -> World:
     """The base manifests and a test's, without their Deployments."""
     objects = [body for relative in ["base/manifests.yaml", *manifests] for body in _read(relative)]
-    deployments = {
-        _key(b): b["spec"]["template"]["metadata"].get("labels", {})
-        for b in objects
-        if b["kind"] == "Deployment"
-    }
-    return World([b for b in objects if b["kind"] != "Deployment"], deployments, dict(fill or {}))
+    deployments = [b for b in objects if b["kind"] == "Deployment"]
+    return World(
+        [b for b in objects if b["kind"] != "Deployment"],
+        {_key(b): b["spec"]["template"]["metadata"].get("labels", {}) for b in deployments},
+        dict(fill or {}),
+        {_key(b): serving for b in deployments if (serving := _serving(b)) is not None},
+        config,
+    )

@@ -28,6 +28,7 @@ from tests.apiserver.crds import GATEWAY_API_CHART
 from .controller_harness import (
     NAMESPACE,
     PROXY,
+    TIMEOUT,
     credentials,
     eventually,
     settings,
@@ -40,8 +41,6 @@ pytestmark = pytest.mark.fixed_ports  # the shared pool's internal port 30000 (t
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
-
-TIMEOUT = 30
 
 
 def objects(backend_port: int) -> list[dict[str, Any]]:

@@ -9,12 +9,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import trustme
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
-from coxswain.shell.discovery.ca import create_ca
+from tests.unit.boundary_objects import issue_with_uris
 
 from .proxy_harness import Running, backend, echoed, gateway_rule, request, run_proxy, snapshot
 
@@ -35,38 +31,9 @@ def _server_context(leaf: trustme.LeafCert, client_ca: trustme.CA | None = None)
 
 
 def _uri_server_context() -> tuple[ssl.SSLContext, str]:
-    """A backend whose certificate names only a URI (trustme issues no URI names), and the PEM
-    of the CA that signed it."""
-    now = datetime.datetime.now(datetime.UTC)
-    authority = create_ca(trust_domain="uri-test", now=now)
-    ca_cert = x509.load_pem_x509_certificate(authority.cert_pem)
-    ca_key = serialization.load_pem_private_key(authority.key_pem, password=None)
-    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
-    leaf_key = ec.generate_private_key(ec.SECP256R1())
-    leaf = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "workload")]))
-        .issuer_name(ca_cert.subject)
-        .public_key(leaf_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.UniformResourceIdentifier(SPIFFE)]), critical=True
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    pem = serialization.Encoding.PEM
-    key_pem = leaf_key.private_bytes(
-        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    with (
-        trustme.Blob(leaf.public_bytes(pem)).tempfile() as chain,
-        trustme.Blob(key_pem).tempfile() as key,
-    ):
-        context.load_cert_chain(chain, key)
-    return context, authority.cert_pem.decode()
+    """A backend whose certificate names only a URI, and the PEM of the CA that signed it."""
+    ca = trustme.CA()
+    return _server_context(issue_with_uris(ca, SPIFFE)), ca.cert_pem.bytes().decode()
 
 
 def _tls(ca_pem: str | None, server_name: str = HOST, **extra: Any) -> dict[str, Any]:
