@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.gateway.attach import hostnames_overlap
+from coxswain.compile.snapshot import CATCH_ALL
 from coxswain.compile.status import problem
 
 if TYPE_CHECKING:
@@ -101,6 +102,10 @@ def _why(kind: str, attachment: Attachment) -> str:
     other = "a GRPCRoute" if kind == "HTTPRoute" else "an HTTPRoute"
     return (
         f"{other} that takes precedence (older, or first by namespace/name) serves a "
-        f"hostname overlapping {', '.join(attachment.hostnames)} there, and HTTPRoutes and "
-        "GRPCRoutes do not share hostnames on a listener (GEP-1016)"
+        f"hostname overlapping {', '.join(map(_shown, attachment.hostnames))} there, and "
+        "HTTPRoutes and GRPCRoutes do not share hostnames on a listener (GEP-1016)"
     )
+
+
+def _shown(hostname: str) -> str:
+    return "* (every host)" if hostname == CATCH_ALL else hostname
