@@ -1,11 +1,11 @@
 """``coxswain route``: its flags and its run, offline: explain the decision a proxy serving a
-snapshot would take for one request."""
+snapshot would take for one request, or for one gRPC call (``--grpc``)."""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from coxswain.cli.listeners import add_ingress_ports
@@ -14,9 +14,11 @@ from coxswain.cli.types import HelpFormatter, port
 from coxswain.compile.snapshot_json import SnapshotFormatError, snapshot_from_data
 from coxswain.route import RequestHead, build_table, select
 from coxswain.route.explain import explain
+from coxswain.route.grpc_status import GrpcCode
 
 if TYPE_CHECKING:
     import argparse
+    from urllib.parse import SplitResult
 
 __all__ = ["add_parser"]
 
@@ -27,11 +29,24 @@ it; --sni defaults to that host for https:// URLs. PORT is matched against the l
 target ports (listener_health[].target_port) and the Ingress ports (--ingress-http-port,
 --ingress-https-port).
 
+With --grpc SERVICE/METHOD the request is a gRPC call (GRPCRoute, GEP-1016): POST
+/SERVICE/METHOD with content-type application/grpc to the URL's host, which is then the URL
+alone; where the proxy would answer the call itself, the gRPC status it sends is shown.
+
 examples:
   coxswain compile -f examples/ > snapshot.json
   coxswain route --snapshot snapshot.json --port 80 GET http://demo.example.com/api/users
   coxswain route --snapshot snapshot.json --port 443 -o json GET https://demo.example.com/
+  coxswain route --snapshot snapshot.json --port 80 --grpc helloworld.Greeter/SayHello \\
+      http://grpc.example.com
 """
+_USAGE = (
+    "%(prog)s --snapshot FILE --port PORT [--sni NAME] [-H 'K: V']... [-o {text,json}]\n"
+    "       [--ingress-http-port PORT] [--ingress-https-port PORT]\n"
+    "       (METHOD URL | --grpc SERVICE/METHOD URL)"
+)
+_GRPC_HEADERS: Final = (("Content-Type", "application/grpc"), ("TE", "trailers"))
+"""What every gRPC call carries (gRPC over HTTP/2, "Requests")."""
 
 
 def add_parser(commands: Any) -> None:
@@ -41,6 +56,7 @@ def add_parser(commands: Any) -> None:
         help="explain which rule and backend a request would take",
         description="Explain the routing decision for one request against a snapshot.",
         epilog=_EPILOG,
+        usage=_USAGE,
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--snapshot", required=True, metavar="FILE", help="snapshot JSON")
@@ -64,9 +80,18 @@ def add_parser(commands: Any) -> None:
         choices=["text", "json"],
         help="text for people, or the decision as JSON",
     )
+    parser.add_argument(
+        "--grpc",
+        metavar="SERVICE/METHOD",
+        help="explain a gRPC call of this method (then give the URL alone)",
+    )
     add_ingress_ports(parser)
-    parser.add_argument("method", metavar="METHOD", help="the request method")
-    parser.add_argument("url", metavar="URL", help="an http:// or https:// URL")
+    parser.add_argument(
+        "request",
+        nargs="+",
+        metavar="METHOD URL",
+        help="the request method and an http:// or https:// URL; with --grpc, the URL alone",
+    )
     parser.set_defaults(handler=_route)
 
 
@@ -78,25 +103,19 @@ def _route(args: argparse.Namespace) -> int:
         kind = "is not a snapshot" if isinstance(err, SnapshotFormatError) else "cannot be read"
         print(f"coxswain route: {args.snapshot} {kind}: {err}", file=sys.stderr)
         return EXIT_UNREADABLE
-    url = urlsplit(args.url)
-    if url.scheme not in ("http", "https") or not url.hostname:
-        print(f"coxswain route: {args.url!r} is not an http:// or https:// URL", file=sys.stderr)
+    wanted = _wanted(args)
+    if isinstance(wanted, str):
+        print(f"coxswain route: {wanted}", file=sys.stderr)
         return EXIT_UNREADABLE
-    headers: list[tuple[str, str]] = []
-    for line in args.headers:
-        name, colon, value = line.partition(":")
-        if not colon or not name.strip():
-            print(f"coxswain route: -H {line!r} is not 'Name: value'", file=sys.stderr)
-            return EXIT_UNREADABLE
-        headers.append((name.strip(), value.strip()))
+    method, url, target, headers = wanted
     host = next((v for n, v in headers if n.lower() == "host"), url.netloc.rpartition("@")[2])
     if not any(n.lower() == "host" for n, _ in headers):
         headers.insert(0, ("Host", host))
     tls = url.scheme == "https"
     head = RequestHead(
         port=args.port,
-        method=args.method.upper(),
-        target=(url.path or "/") + (f"?{url.query}" if url.query else ""),
+        method=method,
+        target=target,
         host=host,
         tls=tls,
         sni=args.sni or (url.hostname if tls else None),
@@ -116,9 +135,42 @@ def _route(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _wanted(
+    args: argparse.Namespace,
+) -> tuple[str, SplitResult, str, list[tuple[str, str]]] | str:
+    """The request the flags describe: method, URL, target and header fields; or why there is
+    none."""
+    request: list[str] = args.request
+    if len(request) != (1 if args.grpc else 2):
+        return "give METHOD URL, or --grpc SERVICE/METHOD and the URL alone"
+    url = urlsplit(request[-1])
+    if url.scheme not in ("http", "https") or not url.hostname:
+        return f"{request[-1]!r} is not an http:// or https:// URL"
+    headers: list[tuple[str, str]] = []
+    for line in args.headers:
+        name, colon, value = line.partition(":")
+        if not colon or not name.strip():
+            return f"-H {line!r} is not 'Name: value'"
+        headers.append((name.strip(), value.strip()))
+    if not args.grpc:
+        target = (url.path or "/") + (f"?{url.query}" if url.query else "")
+        return request[0].upper(), url, target, headers
+    service, slash, name = args.grpc.partition("/")
+    if not (service and slash and name) or "/" in name:
+        return f"--grpc {args.grpc!r} is not SERVICE/METHOD"
+    if url.path not in ("", "/") or url.query:
+        return f"{request[-1]!r}: with --grpc the URL names no path or query"
+    given = {n.lower() for n, _ in headers}
+    headers.extend((n, v) for n, v in _GRPC_HEADERS if n.lower() not in given)
+    return "POST", url, f"/{service}/{name}", headers
+
+
 def _route_text(data: dict[str, Any]) -> str:
+    status = "forwarded" if data["status"] is None else str(data["status"])
+    if (code := data["grpc_status"]) is not None:
+        status = f"grpc-status {code} {GrpcCode(code).name} (for the proxy's {status})"
     lines = [
-        f"status:   {data['status'] if data['status'] is not None else 'forwarded'}",
+        f"status:   {status}",
         f"reason:   {data['reason']}",
     ]
     if (route := data["route"]) is not None:
@@ -129,6 +181,8 @@ def _route_text(data: dict[str, Any]) -> str:
     for backend in data["backends"]:
         endpoints = ", ".join(backend["endpoints"]) or "none ready"
         state = "" if backend["valid"] else " (invalid)"
+        if backend["protocol"] != "http1":
+            state += f" {backend['protocol']}"
         if several:
             state += f" weight {backend['weight']}"
         lines.append(

@@ -9,18 +9,23 @@ Rules:
    port's name (``""`` for the unnamed port), ready endpoints only (discovery.k8s.io/v1).
 3. An ExternalName Service has one endpoint: its DNS name, on the Service port.
 4. Endpoints are deduplicated and sorted, so slice boundaries never show in the snapshot.
+5. A Service port whose ``appProtocol`` is ``kubernetes.io/h2c`` (KEP-3726, "Standard
+   Application Protocols": HTTP/2 over cleartext with prior knowledge) is spoken to in HTTP/2
+   (``BackendProtocol.H2C``), whoever routes to it (Gateway API
+   ``HTTPRouteBackendProtocolH2C``); any other value, or none, is HTTP/1.1. ``kubernetes.io/ws``
+   needs nothing here: a WebSocket upgrade is HTTP/1.1 (RFC 6455).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from pyrsistent import pmap, pvector
 
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.model.objects import ServicePort
-from coxswain.compile.snapshot import Backend, Endpoint
+from coxswain.compile.snapshot import Backend, BackendProtocol, Endpoint
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -31,6 +36,8 @@ if TYPE_CHECKING:
     from coxswain.compile.model.state import ClusterState
 
 __all__ = ["ServiceIndex", "endpoints_table", "index_services", "resolve_backend"]
+
+_H2C_APP_PROTOCOL: Final = "kubernetes.io/h2c"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +88,12 @@ def resolve_backend(
             namespace=namespace, service=service, port=port_number or 0, weight=weight, valid=False
         )
         return invalid, problem
-    return Backend(namespace=namespace, service=service, port=found.port, weight=weight), None
+    protocol = (
+        BackendProtocol.H2C if found.app_protocol == _H2C_APP_PROTOCOL else BackendProtocol.HTTP1
+    )
+    return Backend(
+        namespace=namespace, service=service, port=found.port, weight=weight, protocol=protocol
+    ), None
 
 
 def _service_port(service: Service, number: int | None, name: str | None) -> ServicePort | None:

@@ -69,6 +69,12 @@ class CompileConfig:
             (``--shared-ports-per-namespace``), so that one tenant cannot take them all. The
             default, 64, is the listeners one Gateway may have (or 32 Gateways on ports 80 and
             443) and lets 43 namespaces use their whole share at once.
+        serves_http2: whether the proxies serve HTTP/2 (with prior knowledge on HTTP
+            listeners, by ALPN on HTTPS ones), which gRPC needs (GEP-1016, "Transport"). Only
+            then does the GatewayClass declare the GRPCRoute features
+            (``gateway.status.HTTP2_FEATURES``): ``supportedFeatures`` says what the data plane
+            serves, and GRPCRoutes are compiled, attached and reported either way. False until
+            the proxy speaks HTTP/2; the controller keeps it False.
     """
 
     namespace: str = "coxswain-system"
@@ -89,3 +95,4 @@ class CompileConfig:
     status_addresses: tuple[str, ...] = ()
     gateway_address_ranges: tuple[str, ...] = ()
     shared_ports_per_namespace: int = DEFAULT_SHARED_PORTS_PER_NAMESPACE
+    serves_http2: bool = False

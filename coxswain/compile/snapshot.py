@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CATCH_ALL",
     "Backend",
+    "BackendProtocol",
     "Certificate",
     "Endpoint",
     "IngressTable",
@@ -56,6 +57,20 @@ class PathMatch(enum.StrEnum):
     PREFIX = "Prefix"
 
 
+class BackendProtocol(enum.StrEnum):
+    """What the proxy speaks to a backend.
+
+    ``HTTP1`` is HTTP/1.1, every backend's protocol unless something says otherwise. ``H2C`` is
+    HTTP/2 with prior knowledge (RFC 9113 §3.3), for GRPCRoute backends (gRPC needs HTTP/2,
+    GEP-1016) and for Service ports whose ``appProtocol`` is ``kubernetes.io/h2c`` (KEP-3726;
+    Gateway API ``HTTPRouteBackendProtocolH2C``); on a backend with ``tls`` it is HTTP/2 over
+    TLS, negotiated with ALPN ``h2`` (RFC 9113 §3.2).
+    """
+
+    HTTP1 = "http1"
+    H2C = "h2c"
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class RouteRef:
     """The object and rule a routing entry came from, e.g. ``spec.rules[0].http.paths[1]``."""
@@ -73,8 +88,9 @@ class Backend:
     ``port`` is the Service port number (0 when it could not be resolved); ``valid`` is False
     when the Service or its port does not exist, or a BackendTLSPolicy targeting it cannot be
     honoured, and the proxy then answers instead of forwarding. ``endpoints_key`` names the
-    entry of the endpoints table. HTTPRoute backends may carry their own header edits
-    (``backendRefs[].filters``) and the TLS the proxy originates to them (``tls``).
+    entry of the endpoints table. Route backends may carry their own header edits
+    (``backendRefs[].filters``) and the TLS the proxy originates to them (``tls``); ``protocol``
+    is what the proxy speaks to them (:class:`BackendProtocol`).
     """
 
     namespace: str
@@ -85,6 +101,7 @@ class Backend:
     request_headers: HeaderEdits | None = None
     response_headers: HeaderEdits | None = None
     tls: UpstreamTLS | None = None
+    protocol: BackendProtocol = BackendProtocol.HTTP1
 
     @property
     def endpoints_key(self) -> str:
@@ -189,8 +206,10 @@ class ValueMatch:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RouteMatch:
-    """One HTTPRoute match: path (``Exact``/``PathPrefix``/``RegularExpression``), headers,
-    query parameters and method, all ANDed."""
+    """One HTTPRoute or GRPCRoute match: path (``Exact``/``PathPrefix``/``RegularExpression``),
+    headers, query parameters and method, all ANDed. A GRPCRoute's service and method are a
+    path match on ``/service/method`` (GEP-1016, "Matcher Types";
+    ``compile.gateway.grpc_matches``)."""
 
     path_type: str
     path: str
@@ -272,10 +291,12 @@ class Mirror:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RouteAction:
-    """What a matched HTTPRoute rule does.
+    """What a matched HTTPRoute or GRPCRoute rule does.
 
     ``backends`` keep invalid ones with their weight (their share is answered 500, as the
     Gateway API requires); ``problem`` makes the whole rule answer 500 (an unsupported filter).
+    ``grpc`` marks a GRPCRoute's rule: the proxy answers what it answers itself on it as a gRPC
+    status, HTTP 200 with ``grpc-status`` (``route.grpc_status``), not as an HTTP error.
     """
 
     route: RouteRef
@@ -290,6 +311,7 @@ class RouteAction:
     cors: Cors | None = None
     retry: Retry | None = None
     problem: str | None = None
+    grpc: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,6 +14,7 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
+from coxswain.compile.snapshot import BackendProtocol
 from coxswain.compile.snapshot_read import SnapshotFormatError, snapshot_from_data
 
 if TYPE_CHECKING:
@@ -169,6 +170,8 @@ def _backend_data(backend: Backend) -> dict[str, Any]:
         data["response_headers"] = _edits_data(backend.response_headers)
     if backend.tls is not None:
         data["tls"] = _upstream_tls_data(backend.tls)
+    if backend.protocol is not BackendProtocol.HTTP1:
+        data["protocol"] = str(backend.protocol)
     return data
 
 
@@ -230,7 +233,7 @@ def _gateway_rule_data(rule: GatewayRule) -> dict[str, Any]:
     match, action = rule.match, rule.action
     redirect = action.redirect
     rewrite = action.rewrite
-    return {
+    data: dict[str, Any] = {
         "match": {
             "path_type": match.path_type,
             "path": match.path,
@@ -264,6 +267,9 @@ def _gateway_rule_data(rule: GatewayRule) -> dict[str, Any]:
         else {"codes": list(retry.codes), "attempts": retry.attempts, "backoff": retry.backoff},
         "problem": action.problem,
     }
+    if action.grpc:
+        data["grpc"] = True
+    return data
 
 
 def _cors_data(cors: Cors | None) -> dict[str, Any] | None:

@@ -8,13 +8,14 @@ last good snapshot and says why the new one was refused.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from pyrsistent import pmap, pvector
 
 from coxswain.compile.scope import Scope, parse_scope
 from coxswain.compile.snapshot import (
     Backend,
+    BackendProtocol,
     Certificate,
     ClientValidation,
     Cors,
@@ -44,6 +45,7 @@ from coxswain.compile.snapshot import (
 __all__ = ["SnapshotFormatError", "snapshot_from_data"]
 
 _T = TypeVar("_T")
+_PROTOCOLS: Final = frozenset(p.value for p in BackendProtocol)
 
 
 class SnapshotFormatError(ValueError):
@@ -179,7 +181,16 @@ def _backend(data: Mapping[str, Any], where: str) -> Backend:
         request_headers=_edits(data.get("request_headers"), f"{where}.request_headers"),
         response_headers=_edits(data.get("response_headers"), f"{where}.response_headers"),
         tls=None if data.get("tls") is None else _upstream_tls(data["tls"], f"{where}.tls"),
+        protocol=_protocol(data.get("protocol", "http1"), f"{where}.protocol"),
     )
+
+
+def _protocol(value: object, where: str) -> BackendProtocol:
+    """A backend's ``protocol``; absent (a snapshot from before the field) is ``http1``."""
+    text = _typed(value, str, where)
+    if text not in _PROTOCOLS:
+        raise SnapshotFormatError(f"{where}: expected http1 or h2c, found {text!r}")
+    return BackendProtocol(text)
 
 
 def _upstream_tls(value: object, where: str) -> UpstreamTLS:
@@ -331,6 +342,7 @@ def _gateway_rule(data: Mapping[str, Any], where: str) -> GatewayRule:
             cors=_cors(data.get("cors"), f"{where}.cors"),
             retry=_retry(data.get("retry"), f"{where}.retry"),
             problem=_optional(data.get("problem"), str, f"{where}.problem"),
+            grpc=_typed(data.get("grpc", False), bool, f"{where}.grpc"),
         ),
     )
 

@@ -3,7 +3,8 @@
 Each table shows what the data form (``-o json|yaml``, :mod:`.listing`) holds, one line per
 thing a reader looks for, with the longest column (messages, backends) last and unaligned:
 
-- ``snapshot``: one line per routing rule: port, host, match, route, backends or redirect;
+- ``snapshot``: one line per routing rule: port, host, match, route, backends (with the protocol
+  spoken to them unless HTTP/1.1) or redirect;
 - ``diagnostics``: one line per finding: where in the input, severity, object, field, message;
 - ``status``: one line per condition of every owned object (Gateway listeners and HTTPRoute
   parents on their own lines), an Ingress's load-balancer addresses on one line;
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
+
+from coxswain.compile.snapshot import BackendProtocol
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -182,6 +185,7 @@ def _backends(backends: tuple[Backend, ...]) -> str:
     return ", ".join(
         f"{b.namespace}/{b.service}:{b.port}"
         + (f"*{b.weight}" if len(backends) > 1 else "")
+        + ("" if b.protocol is BackendProtocol.HTTP1 else f" {b.protocol}")
         + ("" if b.valid else " (invalid)")
         for b in backends
     )

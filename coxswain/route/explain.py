@@ -9,6 +9,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from coxswain.route.forward import apply_edits, forwarded_headers, wire_edits
+from coxswain.route.grpc_status import grpc_status, is_grpc_call
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -44,9 +45,11 @@ def explain(
             forwarded.setdefault(name.decode("latin-1"), []).append(value.decode("latin-1"))
     route = decision.route
     response = action.response_headers if action is not None else None
+    code = grpc_status(decision, call=is_grpc_call(headers))
     return {
         "matched": decision.matched,
         "status": decision.status,
+        "grpc_status": None if code is None else int(code),
         "route": None
         if route is None
         else {
@@ -64,6 +67,7 @@ def explain(
                 "valid": b.valid,
                 "endpoints": [f"{e.address}:{e.port}" for e in endpoints.get(b.endpoints_key, ())],
                 "tls": _tls(b.tls),
+                "protocol": str(b.protocol),
             }
             for b in decision.backends
         ],

@@ -6,8 +6,11 @@ Order of decisions on a Gateway port (Gateway API v1: Listener hostname preceden
    wildcards with more labels first (a Gateway API wildcard matches one or more labels), then
    the listener without hostname. None → 404.
 2. Route hosts inside the listener, most specific first (exact, wildcards, ``*``); within each,
-   rules in the compiled precedence order: Exact path, RegularExpression, the longest
-   PathPrefix, then method/header/query counts, age, name, rule order. A host whose rules do not
+   rules in the compiled precedence order: for HTTPRoute, Exact path, RegularExpression, the
+   longest PathPrefix, then method/header/query counts, age, name, rule order, which the path
+   buckets below give by themselves; for GRPCRoute (a host holding a rule marked ``grpc``), the
+   longest service, method, header count, age, name, rule order (GEP-1016), which they do not:
+   the path's candidates are then tried in the host's list order. A host whose rules do not
    match falls through to the next less specific one (precedence is "given to" the more specific
    hostname, among matching rules). Nothing matches → 404.
 Indexing keeps lookups proportional to the request (labels and path elements), not the table.
@@ -36,15 +39,25 @@ __all__ = ["GatewayPortIndex", "HostRules", "ListenerIndex", "index_gateway_port
 @dataclass(slots=True)
 class HostRules:
     """One route host's rules by path kind, each bucket in precedence order, and the compiled
-    header and query patterns of its rules (``patterns``, by pattern text)."""
+    header and query patterns of its rules (``patterns``, by pattern text). ``ranks`` holds
+    each rule's place in the host's list (by ``id``) when that order is not the buckets' (a
+    gRPC host), else None."""
 
     exact: dict[str, list[GatewayRule]] = field(default_factory=dict)
     regex: list[tuple[FullMatch, GatewayRule]] = field(default_factory=list)
     prefix: dict[str, list[GatewayRule]] = field(default_factory=dict)
     patterns: dict[str, FullMatch] = field(default_factory=dict)
+    ranks: dict[int, int] | None = None
 
     def candidates(self, path: str) -> Iterator[GatewayRule]:
         """Rules whose path matches, in precedence order."""
+        if self.ranks is None:
+            return self._by_path(path)
+        ranks = self.ranks
+        return iter(sorted(self._by_path(path), key=lambda rule: ranks[id(rule)]))
+
+    def _by_path(self, path: str) -> Iterator[GatewayRule]:
+        """Rules whose path matches: Exact, RegularExpression, then prefixes longest first."""
         yield from self.exact.get(path, ())
         for pattern, rule in self.regex:
             if pattern.matches(path):
@@ -131,6 +144,10 @@ def _index_listener(table: ListenerTable) -> ListenerIndex:
     any_host: HostRules | None = None
     for host, rules in table.hosts.items():
         index = HostRules()
+        if any(rule.action.grpc for rule in rules):
+            index.ranks = {}
+            for rank, rule in enumerate(rules):
+                index.ranks.setdefault(id(rule), rank)
         for rule in rules:
             match = rule.match
             if match.path_type == "Exact":

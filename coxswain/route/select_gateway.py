@@ -1,6 +1,7 @@
 """``select_gateway``: the decision for a request on a Gateway listener port.
 
-Answers the proxy gives itself (Gateway API v1 HTTPRoute):
+Answers the proxy gives itself (Gateway API v1 HTTPRoute and GRPCRoute; on a GRPCRoute's rule
+the proxy sends them as gRPC statuses, ``route.grpc_status``):
 - 404 when no listener or rule matches;
 - 421 when, on a TLS port, the Host header selects another listener than the TLS server name
   did (Gateway API ``Listener.hostname``: "the Gateway SHOULD return a 421"; RFC 9110
@@ -88,7 +89,7 @@ def select_gateway(
     return Decision(
         matched=False,
         status=404,
-        reason=f"no HTTPRoute rule attached to {listener_label(table)} "
+        reason=f"no route rule attached to {listener_label(table)} "
         f"matches {head.method} {host}{path}",
         host=host_header,
         path=path + query,
@@ -109,7 +110,7 @@ def _decide(
     ref = action.route
     where = (
         f"{listener_label(table)}, host {route_host!r}, "
-        f"HTTPRoute {ref.namespace}/{ref.name} {ref.rule}"
+        f"{ref.kind} {ref.namespace}/{ref.name} {ref.rule}"
     )
     host_header = head.host or host
 

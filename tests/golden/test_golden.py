@@ -76,7 +76,9 @@ GATEWAY_GROUP: Final = "gateway.networking.k8s.io"
 PARAMETERS_GROUP: Final = "gateway.coxswain-labs.dev"
 SCHEMA_GROUPS: Final = frozenset({GATEWAY_GROUP, PARAMETERS_GROUP})
 # Areas whose cases are named after the object they are about rather than after the area.
-AREA_PREFIXES: Final = {"gateway": ("gateway-", "httproute-", "listenerset-", "backendtlspolicy-")}
+AREA_PREFIXES: Final = {
+    "gateway": ("gateway-", "httproute-", "grpcroute-", "listenerset-", "backendtlspolicy-")
+}
 _LOADER: Final = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the CRDs are 1 MB of YAML
 REGENERATE: Final = "run `make goldens` (pytest tests/golden --update-goldens), review git diff"
 

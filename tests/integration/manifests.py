@@ -76,6 +76,16 @@ def http_route(name: str, parent: str, service: str, **spec: Any) -> dict[str, A
     }
 
 
+def grpc_route(name: str, parent: str, *rules: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    """A GRPCRoute ``app/name`` attached to Gateway ``parent`` with ``rules``."""
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "GRPCRoute",
+        "metadata": {"name": name, "namespace": "app"},
+        "spec": {"parentRefs": [{"name": parent}], **spec, "rules": list(rules)},
+    }
+
+
 def listener_set(name: str, parent: str, port: int) -> dict[str, Any]:
     """A ListenerSet ``app/name`` of Gateway ``parent`` with one HTTP listener on ``port``."""
     return {

@@ -34,7 +34,15 @@ from .controller_harness import (
     settings,
     start_shared_proxy,
 )
-from .manifests import backend, default_ingress, gateway, gateway_class, http_route, ingress_class
+from .manifests import (
+    backend,
+    default_ingress,
+    gateway,
+    gateway_class,
+    grpc_route,
+    http_route,
+    ingress_class,
+)
 from .proxy_harness import free_port, serve_echo
 
 pytestmark = pytest.mark.fixed_ports  # the shared pool's internal port 30000 (tests/conftest.py)
@@ -131,6 +139,21 @@ def test_ingress_only_then_gateway_api_installed_then_programmed_with_a_proxy() 
             route = api.get("HTTPRoute", "shop", "app")
             assert route is not None
             assert route["status"]["parents"][0]["conditions"][0]["status"] == "True"
+            # GRPCRoutes are watched, compiled and reported: this one is younger than the
+            # HTTPRoute that serves every host of the listener, or as old (timestamps have
+            # seconds) and after it by name (GEP-1016, "Cross Serving")
+            rpc = grpc_route("telemetry", "web", {"backendRefs": [{"name": "echo", "port": 80}]})
+            api.put_object(rpc)
+
+            def grpc_accepted() -> tuple[object, object]:
+                body = api.get("GRPCRoute", "telemetry", "app") or {}
+                parents = (body.get("status") or {}).get("parents") or [{"conditions": [{}]}]
+                accepted = parents[0]["conditions"][0]
+                return accepted.get("status"), accepted.get("reason")
+
+            await eventually(
+                lambda: grpc_accepted() == ("False", "HostnameConflict"), "the GRPCRoute's status"
+            )
             vips = [
                 s
                 for s in api.objects("Service", NAMESPACE)

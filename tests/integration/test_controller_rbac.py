@@ -30,6 +30,7 @@ from .manifests import (
     default_ingress,
     gateway,
     gateway_class,
+    grpc_route,
     http_route,
     ingress_class,
     listener_set,
@@ -105,7 +106,13 @@ def objects(gateway_api: bool) -> list[dict[str, Any]]:
             gateway_class(),
             own_parameters({"autoscaling": {"minReplicas": 1, "maxReplicas": 3}}),
             edge(dedicated=True),
-            http_route("r", "edge", "web"),
+            http_route("r", "edge", "web", hostnames=["www.example.com"]),
+            grpc_route(  # its status is written (Accepted)
+                "rpc",
+                "edge",
+                {"backendRefs": [{"name": "web", "port": 80}]},
+                hostnames=["rpc.example.com"],
+            ),
             listener_set("extra", "edge", 8080),  # its status is written (NotAllowed)
             backend_tls_policy("to-web", "web"),  # its status is written (an ancestor: edge)
         ]

@@ -3,7 +3,8 @@
 Namespaces {a, b}; names {x, y, z}; hostnames {foo.test, *.test, bar.foo.test}; paths
 {/, /a, /a/b, /ab}. References are drawn from the same names, so some resolve and some dangle;
 ListenerSets name the same Gateways and reuse the listener names, ports and hostnames of
-Gateways, so that their listeners collide; BackendTLSPolicies target the same Services.
+Gateways, so that their listeners collide; GRPCRoutes attach as HTTPRoutes do, so that the two
+kinds meet on listeners; BackendTLSPolicies target the same Services.
 ``malformed`` replaces random fields with arbitrary JSON values.
 """
 
@@ -21,6 +22,8 @@ NAMES = ("x", "y", "z")
 HOSTS = ("foo.test", "*.test", "bar.foo.test", "FOO.test", "1.2.3.4")
 PATHS = ("/", "/a", "/a/b", "/ab", "a")
 TIMES = ("2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z", None)
+GRPC_SERVICES = ("a.S", "b.S", "a.S/x", "a\\..*", "[ab]\\.S", "(a")
+GRPC_METHODS = ("M", "N", "2M", "M.*", "[MN]+")
 
 _CA = trustme.CA()
 _CERT = _CA.issue_cert("foo.test", "*.test")
@@ -228,6 +231,42 @@ def httproutes(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @st.composite
+def grpc_rules(draw: st.DrawFn) -> dict[str, Any]:
+    """A GRPCRoute rule: method matches of every GEP-1016 shape (and some the CRD refuses),
+    header matches, a filter of either kind's, backendRefs drawn as HTTPRoute's."""
+    rule = draw(rules())
+    rule.pop("matches", None)
+    if rule.get("filters") and draw(st.booleans()):
+        del rule["filters"]  # HTTPRoute-only filters make the rule invalid: not always
+    matches = []
+    for _ in range(draw(st.integers(0, 2))):
+        match: dict[str, Any] = {}
+        kind = draw(st.sampled_from(("none", "Exact", "RegularExpression")))
+        if kind != "none":
+            method: dict[str, Any] = {"type": kind}
+            if draw(st.booleans()):
+                method["service"] = draw(st.sampled_from(GRPC_SERVICES))
+            if draw(st.booleans()):
+                method["method"] = draw(st.sampled_from(GRPC_METHODS))
+            match["method"] = method
+        if draw(st.booleans()):
+            match["headers"] = [{"name": "X-A", "value": draw(st.sampled_from(("1", "2")))}]
+        matches.append(match)
+    rule["matches"] = matches  # an empty list matches every call, as no list does
+    return rule
+
+
+@st.composite
+def grpcroutes(draw: st.DrawFn) -> dict[str, Any]:
+    """A GRPCRoute with the parents and hostnames an HTTPRoute would draw, so that the two kinds
+    meet on listeners (GEP-1016, "Cross Serving")."""
+    route = draw(httproutes())
+    route["kind"] = "GRPCRoute"
+    route["spec"]["rules"] = draw(st.lists(grpc_rules(), min_size=0, max_size=3))
+    return route
+
+
+@st.composite
 def backend_tls_policies(draw: st.DrawFn) -> dict[str, Any]:
     """A BackendTLSPolicy on one of the Services the worlds draw (or a port of one), trusting
     a ConfigMap, a Secret or the system's CAs, with a hostname and maybe SANs; creation times
@@ -305,7 +344,9 @@ def supporting(draw: st.DrawFn) -> dict[str, Any]:
                 "from": [
                     {
                         "group": "gateway.networking.k8s.io",
-                        "kind": draw(st.sampled_from(("Gateway", "ListenerSet", "HTTPRoute"))),
+                        "kind": draw(
+                            st.sampled_from(("Gateway", "ListenerSet", "HTTPRoute", "GRPCRoute"))
+                        ),
                         "namespace": draw(st.sampled_from(NAMESPACES)),
                     }
                 ],
@@ -341,6 +382,7 @@ def malformed(draw: st.DrawFn) -> dict[str, Any]:
             gateways(),
             listener_sets(),
             httproutes(),
+            grpcroutes(),
             gateway_classes(),
             supporting(),
             backend_tls_policies(),
@@ -363,6 +405,8 @@ worlds = st.lists(
         listener_sets(),
         httproutes(),
         httproutes(),
+        grpcroutes(),
+        grpcroutes(),
         backend_tls_policies(),
         supporting(),
         supporting(),
@@ -372,7 +416,13 @@ worlds = st.lists(
 ).map(lambda bodies: [OUR_CLASS, *bodies])
 messy_worlds = st.lists(
     st.one_of(
-        gateway_classes(), gateways(), listener_sets(), httproutes(), supporting(), malformed()
+        gateway_classes(),
+        gateways(),
+        listener_sets(),
+        httproutes(),
+        grpcroutes(),
+        supporting(),
+        malformed(),
     ),
     min_size=1,
     max_size=12,

@@ -1,5 +1,6 @@
 """Hypothesis strategies for worlds of shared and dedicated Gateways (the scope properties):
-overlapping hostnames, cross-namespace routes, shared TLS Secrets and Ingresses."""
+overlapping hostnames, cross-namespace routes of both kinds (HTTPRoute, GRPCRoute), shared TLS
+Secrets and Ingresses."""
 
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def routes(draw: st.DrawFn, index: int) -> dict[str, Any]:
         spec["hostnames"] = [host]
     return {
         "apiVersion": GW,
-        "kind": "HTTPRoute",
+        "kind": draw(st.sampled_from(("HTTPRoute", "GRPCRoute"))),
         "metadata": {"name": f"r{index}", "namespace": draw(st.sampled_from(NAMESPACES))},
         "spec": spec,
     }
@@ -118,7 +119,7 @@ SUPPORT = [
         "spec": {
             "from": [
                 {"group": "gateway.networking.k8s.io", "kind": k, "namespace": "b"}
-                for k in ("Gateway", "HTTPRoute")
+                for k in ("Gateway", "HTTPRoute", "GRPCRoute")
             ],
             "to": [{"group": "", "kind": "Secret"}, {"group": "", "kind": "Service"}],
         },

@@ -64,11 +64,11 @@ def test_every_owned_object_gets_exactly_one_status(bodies):
     }
     expected |= {("ListenerSet", k.namespace, k.name) for k in owned_sets}
     parents = owned_gateways | owned_sets
-    for key, route in state.httproutes.items():
+    for key, route in [*state.httproutes.items(), *state.grpcroutes.items()]:
         for ref in route.parent_refs:
             parent = ObjectKey(ref.kind, ref.namespace or key.namespace, ref.name)
             if ref.group == "gateway.networking.k8s.io" and parent in parents:
-                expected.add(("HTTPRoute", key.namespace, key.name))
+                expected.add((key.kind, key.namespace, key.name))
     # every policy: with no ancestor of ours, its status is how our stale entries go
     expected |= {("BackendTLSPolicy", k.namespace, k.name) for k in state.backend_tls_policies}
     assert set(keys) == expected

@@ -64,7 +64,7 @@ def test_shared_pool_holds_nothing_of_a_ready_dedicated_gateway(bodies):
         assert not {t.gateway for t in tables.values()} & ready
         for table in tables.values():
             for rules in table.hosts.values():
-                assert all(r.action.route.kind == "HTTPRoute" for r in rules)
+                assert all(r.action.route.kind in ("HTTPRoute", "GRPCRoute") for r in rules)
     gateway_ports = set(snapshot.gateways)
     for port in snapshot.tls:
         assert port == snapshot.ingress.https_port or port in gateway_ports
@@ -101,7 +101,7 @@ def test_objects_that_do_not_attach_leave_a_gateway_scope_byte_identical(bodies,
         noise.append(
             {
                 "apiVersion": GW,
-                "kind": "HTTPRoute",
+                "kind": data.draw(st.sampled_from(("HTTPRoute", "GRPCRoute"))),
                 "metadata": {"name": f"noise{i}", "namespace": ns},
                 "spec": {
                     "parentRefs": [{"name": gw, "namespace": ns}],

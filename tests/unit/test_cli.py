@@ -26,6 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 ROUTE_KEYS = {
     "matched",
     "status",
+    "grpc_status",
     "route",
     "backends",
     "mirrors",
@@ -406,6 +407,7 @@ def assert_contract_types(data: dict[str, Any]) -> None:
     assert set(data) == ROUTE_KEYS
     assert isinstance(data["matched"], bool)
     assert data["status"] is None or type(data["status"]) is int
+    assert data["grpc_status"] is None or type(data["grpc_status"]) is int
     assert data["route"] is None or set(data["route"]) == {"kind", "namespace", "name", "rule"}
     assert isinstance(data["backends"], list)
     for backend in data["backends"]:
@@ -417,7 +419,9 @@ def assert_contract_types(data: dict[str, Any]) -> None:
             "valid",
             "endpoints",
             "tls",
+            "protocol",
         }
+        assert backend["protocol"] in ("http1", "h2c")
         assert type(backend["port"]) is int
         assert type(backend["weight"]) is int
         assert isinstance(backend["valid"], bool)
@@ -462,6 +466,7 @@ def test_route_json_has_the_contract_fields_when_forwarded(workspace):
             "valid": True,
             "endpoints": ["10.0.0.2:9000"],
             "tls": None,
+            "protocol": "http1",
         }
     ]
     assert data["redirect"] is None
@@ -565,6 +570,85 @@ def test_route_exits_2_when_the_url_is_not_http(workspace):
     result = run("route", "--snapshot", str(workspace.snapshot), "--port", "80", "GET", "ftp://a/")
     assert result.returncode == 2
     assert result.stdout == ""
+
+
+GRPC_CASE = (
+    REPO / "tests" / "golden" / "cases" / "gateway" / "grpcroute-exact-method-matching.in.yaml"
+)
+GRPC_METHOD = "gateway_api_conformance.echo_basic.grpcecho.GrpcEcho/EchoTwo"
+
+
+@pytest.fixture(scope="module")
+def grpc_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The snapshot of the golden case of conformance GRPCExactMethodMatching."""
+    root = tmp_path_factory.mktemp("grpc")
+    bases = REPO / "tests" / "golden" / "cases" / "_base"
+    case = GRPC_CASE.read_text().split("\n---\n", 1)[1]
+    (root / "route.yaml").write_text(case)
+    files = [
+        *(bases / f for f in ("gateway-class.yaml", "gateway-http.yaml", "services-grpc.yaml"))
+    ]
+    compiled = run(
+        "compile", *(a for f in files for a in ("-f", str(f))), "-f", "route.yaml", cwd=root
+    )
+    assert compiled.returncode == 0, compiled.stderr
+    snapshot = root / "snapshot.json"
+    snapshot.write_text(compiled.stdout)
+    return snapshot
+
+
+def grpc_route(snapshot: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run("route", "--snapshot", str(snapshot), "--port", "30000", *args)
+
+
+def test_route_grpc_explains_the_call_the_rule_and_its_h2c_backend(grpc_snapshot):
+    result = grpc_route(grpc_snapshot, "-o", "json", "--grpc", GRPC_METHOD, "http://a.example")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert_contract_types(data)
+    assert (data["matched"], data["status"], data["grpc_status"]) == (True, None, None)
+    assert data["route"] == {
+        "kind": "GRPCRoute",
+        "namespace": "app",
+        "name": "exact-matching",
+        "rule": "spec.rules[1]",
+    }
+    assert [(b["service"], b["protocol"]) for b in data["backends"]] == [
+        ("grpc-infra-backend-v2", "h2c")
+    ]
+    assert data["path"] == f"/{GRPC_METHOD}"
+    assert data["request_headers"]["content-type"] == ["application/grpc"]
+
+
+def test_route_grpc_shows_the_grpc_status_of_a_method_no_rule_matches(grpc_snapshot):
+    method = "gateway_api_conformance.echo_basic.grpcecho.GrpcEcho/EchoThree"
+    text = grpc_route(grpc_snapshot, "--grpc", method, "http://a.example")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("status:   grpc-status 12 UNIMPLEMENTED (for the proxy's 404)\n")
+    data = json.loads(grpc_route(grpc_snapshot, "-o", "json", "--grpc", method, "http://a").stdout)
+    assert (data["matched"], data["status"], data["grpc_status"]) == (False, 404, 12)
+
+
+def test_route_text_names_the_backend_protocol(grpc_snapshot):
+    result = grpc_route(grpc_snapshot, "--grpc", GRPC_METHOD, "http://a.example")
+    assert "backend:  app/grpc-infra-backend-v2:8080 h2c -> 10.0.2.2:3000\n" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (("--grpc", "NoSlash", "http://a"), "is not SERVICE/METHOD"),
+        (("--grpc", "a.B/C/D", "http://a"), "is not SERVICE/METHOD"),
+        (("--grpc", "a.B/C", "http://a/path"), "names no path or query"),
+        (("--grpc", "a.B/C", "POST", "http://a"), "give METHOD URL"),
+        (("GET",), "give METHOD URL"),
+    ],
+)
+def test_route_exits_2_when_the_call_is_not_what_grpc_takes(grpc_snapshot, args, why):
+    result = grpc_route(grpc_snapshot, *args)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert why in result.stderr
 
 
 # --- help and version ---------------------------------------------------------------------------

@@ -106,3 +106,25 @@ def test_a_delta_that_does_not_fit_its_base_is_refused() -> None:
 def test_a_snapshot_without_scope_kind_is_refused() -> None:
     with pytest.raises(ValueError, match="scope"):
         decode_snapshot(pb.Snapshot(version="sha256:x"))
+
+
+def test_a_backend_protocol_the_client_does_not_know_is_refused():
+    bodies = _bodies(CASES / "gateway" / "grpcroute-exact-method-matching.in.yaml")[1]
+    message = encode_snapshot(compile(build_state(bodies), SharedPool()).snapshot)
+    [listener] = message.gateways[30000].by_hostname.values()
+    rule = listener.hosts["*"].rules[0]
+    assert (rule.action.grpc, rule.action.backends[0].protocol) == (True, pb.BACKEND_PROTOCOL_H2C)
+    rule.action.backends[0].protocol = 7  # a value of a later server
+    with pytest.raises(ValueError, match="backend protocol 7 is not HTTP1 or H2C"):
+        decode_snapshot(message)
+
+
+def test_a_snapshot_without_grpc_keeps_its_wire_form():
+    """Neither field is on the wire for an HTTP rule and backend: a client from before them
+    gets the bytes it always got."""
+    bodies = _bodies(CASES / "gateway" / "httproute-match-headers.in.yaml")[1]
+    message = encode_snapshot(compile(build_state(bodies), SharedPool()).snapshot)
+    [listener] = message.gateways[30000].by_hostname.values()
+    rule = listener.hosts["*"].rules[0]
+    assert "grpc" not in {field.name for field, _ in rule.action.ListFields()}
+    assert "protocol" not in {field.name for field, _ in rule.action.backends[0].ListFields()}

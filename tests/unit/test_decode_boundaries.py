@@ -41,6 +41,7 @@ UNREAD: Final[dict[tuple[str, tuple[str, ...]], str]] = {
     ("Gateway", ("status",)): "status is ours to write",
     ("GatewayClass", ("status",)): "status is ours to write",
     ("HTTPRoute", ("status",)): "status is ours to write",
+    ("GRPCRoute", ("status",)): "status is ours to write",
     ("ListenerSet", ("status",)): "status is ours to write",
     ("BackendTLSPolicy", ("status",)): "status is ours to write",
     ("Ingress", ("status",)): "status is ours to write",
@@ -50,14 +51,13 @@ UNREAD: Final[dict[tuple[str, tuple[str, ...]], str]] = {
     ("EndpointSlice", ("endpoints", "*", "conditions", "serving")): "ready alone decides",
     ("EndpointSlice", ("endpoints", "*", "conditions", "terminating")): "ready alone decides",
     ("HTTPRoute", ("spec", "rules", "*", "filters", "*", "extensionRef")): "never skipped: 500",
+    ("GRPCRoute", ("spec", "rules", "*", "filters", "*", "extensionRef")): "never skipped: 500",
     ("Ingress", ("spec", "rules", "*", "http", "paths", "*", "backend", "resource", "apiGroup")): (
         "resource backends are refused whatever their group"
     ),
     ("Secret", ("data", "password")): "only tls.crt, tls.key and ca.crt are read",
     ("Service", ("spec", "ports", "*", "targetPort")): "EndpointSlices give the target ports",
-    ("Service", ("spec", "ports", "*", "appProtocol")): "every backend is spoken to in "
-    "HTTP/1.1, which kubernetes.io/ws asks for too",
-    ("EndpointSlice", ("ports", "*", "appProtocol")): "as the Service's",
+    ("EndpointSlice", ("ports", "*", "appProtocol")): "the Service port's is read",
     ("Service", ("spec", "selector")): "EndpointSlices give the endpoints",
     ("ServiceAccount", ("automountServiceAccountToken",)): "only its existence matters",
 }

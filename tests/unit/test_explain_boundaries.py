@@ -162,6 +162,7 @@ def test_a_forwarded_gateway_rule_shows_every_field():
     assert got == {
         "matched": True,
         "status": None,
+        "grpc_status": None,
         "route": {"kind": "HTTPRoute", "namespace": "app", "name": "r", "rule": "spec.rules[0]"},
         "backends": [
             {
@@ -172,6 +173,7 @@ def test_a_forwarded_gateway_rule_shows_every_field():
                 "valid": True,
                 "endpoints": ["10.0.0.1:8080"],
                 "tls": None,
+                "protocol": "http1",
             },
             {
                 "namespace": "app",
@@ -181,6 +183,7 @@ def test_a_forwarded_gateway_rule_shows_every_field():
                 "valid": True,
                 "endpoints": ["10.0.0.3:8080"],
                 "tls": None,
+                "protocol": "http1",
             },
         ],
         "mirrors": [
@@ -228,6 +231,7 @@ def test_a_redirect_shows_its_location_and_no_forwarded_headers():
     assert got == {
         "matched": True,
         "status": 308,
+        "grpc_status": None,
         "route": {
             "kind": "Ingress",
             "namespace": "app",
@@ -253,6 +257,7 @@ def test_a_miss_has_no_route_no_backends_and_no_headers():
     assert got == {
         "matched": False,
         "status": 404,
+        "grpc_status": None,
         "route": None,
         "backends": [],
         "mirrors": [],

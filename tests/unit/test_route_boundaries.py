@@ -184,7 +184,7 @@ def test_no_listener_and_no_rule_are_404s_that_say_which():
     unmatched = _select(table, "/y?q")
     assert (unmatched.matched, unmatched.status, unmatched.path) == (False, 404, "/y?q")
     assert unmatched.reason == (
-        "no HTTPRoute rule attached to listener app/gw/a.example.com matches GET a.example.com/y"
+        "no route rule attached to listener app/gw/a.example.com matches GET a.example.com/y"
     )
 
 
@@ -613,6 +613,6 @@ def test_a_listenerset_listener_is_named_by_its_listenerset_and_gateway():
         "listener l1 of ListenerSet app/set (Gateway app/gw), host '*', HTTPRoute app/r"
     )
     assert _select(table, "/y").reason == (
-        "no HTTPRoute rule attached to listener l1 of ListenerSet app/set (Gateway app/gw) "
+        "no route rule attached to listener l1 of ListenerSet app/set (Gateway app/gw) "
         "matches GET a.example.com/y"
     )

@@ -72,7 +72,7 @@ _FIELDS: Final = frozenset(
         *("rewrite", "mirrors", "timeouts", "problem", "path_type", "headers", "query"),
         *("method", "type", "value", "set", "add", "remove", "status", "scheme", "percent"),
         *("request", "backend_request", "ca_bundle", "mode", "target_port", "attached_routes"),
-        *("ready", "reason", "cert_chain", "private_key", "secret", "address"),
+        *("ready", "reason", "cert_chain", "private_key", "secret", "address", "grpc"),
     }
 )
 
@@ -275,6 +275,39 @@ def test_a_gateway_rule_and_a_listener_may_leave_out_backends_hosts_and_mirror_p
     assert read.action.mirrors[0].percent == 0.0
     bare = {**_minimal(), "gateways": {"30000": {"*": listener}}}
     assert snapshot_from_data(bare).gateways[30000]["*"].hosts == {}
+
+
+def _grpc_case() -> tuple[dict[str, Any], Path_]:
+    """A golden snapshot with a gRPC rule, and the path of its first backend."""
+    data = copy.deepcopy(DOCUMENTS["gateway/grpcroute-exact-method-matching"])
+    path = next(p for p, v in _leaves(data) if p[-2:] == ("backends", 0))
+    return data, path
+
+
+def test_a_snapshot_from_before_grpc_reads_as_http1_without_grpc_rules():
+    data, path = _grpc_case()
+    node: Any = data
+    for key in path:
+        node = node[key]
+    del node["protocol"]
+    rule: Any = data
+    for key in path[:-2]:
+        rule = rule[key]
+    del rule["grpc"]
+    # path: gateways, port, listener host, "hosts", route host, rule index, "backends", 0
+    read = snapshot_from_data(data).gateways[int(path[1])][path[2]].hosts[path[4]][path[5]]
+    assert (read.action.grpc, str(read.action.backends[0].protocol)) == (False, "http1")
+
+
+def test_a_backend_protocol_other_than_http1_or_h2c_is_refused():
+    data, path = _grpc_case()
+    node: Any = data
+    for key in path:
+        node = node[key]
+    node["protocol"] = "h3"
+    with pytest.raises(SnapshotFormatError) as raised:
+        snapshot_from_data(data)
+    assert str(raised.value) == f"{_where(path)}.protocol: expected http1 or h2c, found 'h3'"
 
 
 def test_a_document_that_is_not_an_object_is_refused_as_a_whole():

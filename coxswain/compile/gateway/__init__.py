@@ -1,1 +1,2 @@
-"""The Gateway API passes: classes, listeners, references, route attachment, HTTPRoute rules."""
+"""The Gateway API passes: classes, listeners, references, route attachment, HTTPRoute and
+GRPCRoute rules."""

@@ -1,6 +1,7 @@
 """Attaching routes to listeners: parentRefs, allowedRoutes and hostname intersection.
 
-Rules (Gateway API v1: ParentReference, AllowedRoutes, HTTPRoute ``hostnames``):
+Rules (Gateway API v1: ParentReference, AllowedRoutes, HTTPRoute and GRPCRoute ``hostnames``),
+the same for every route kind:
 1. A parentRef names a Gateway or a ListenerSet (group ``gateway.networking.k8s.io``, kind
    ``Gateway`` or ``ListenerSet``), in the route's namespace unless it says otherwise; refs to
    parents that are not ours are ignored (another controller answers them). The route attaches
@@ -10,7 +11,8 @@ Rules (Gateway API v1: ParentReference, AllowedRoutes, HTTPRoute ``hostnames``):
    its Gateway does not take (``detached``).
 2. A listener admits the route when its ``allowedRoutes.namespaces`` (``Same``: the namespace
    of the listener's owner, Gateway or ListenerSet; ``All``; or a label ``Selector`` over the
-   route's Namespace) and ``kinds`` allow it (``NotAllowedByListeners`` otherwise).
+   route's Namespace) and ``kinds`` (its ``supportedKinds``) allow it
+   (``NotAllowedByListeners`` otherwise).
 3. All hostname intersection lives here: a listener without hostname takes every route
    hostname; a route without hostnames takes the listener's; otherwise each route hostname is
    kept when the listener's matches it, or replaced by the listener's when it is the narrower
@@ -25,9 +27,9 @@ from typing import TYPE_CHECKING
 
 from pyrsistent import pmap
 
-from coxswain.compile.gateway.listeners import HTTPROUTE_KIND
 from coxswain.compile.model.gateway_objects import GATEWAY_GROUP
 from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.snapshot import CATCH_ALL
 from coxswain.compile.status import Condition, problem
 
 if TYPE_CHECKING:
@@ -35,11 +37,20 @@ if TYPE_CHECKING:
 
     from pyrsistent.typing import PMap
 
+    from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.gateway.listeners import ListenerVerdict
-    from coxswain.compile.model.gateway_objects import HTTPRoute, LabelSelector, ParentRef
+    from coxswain.compile.gateway.route_rules import CompiledRoute
+    from coxswain.compile.model.gateway_objects import CommonRoute, LabelSelector, ParentRef
     from coxswain.compile.model.objects import Namespace
 
-__all__ = ["Attachment", "ParentVerdict", "attach_route", "intersect_hostnames"]
+__all__ = [
+    "Attachment",
+    "ParentVerdict",
+    "RouteVerdict",
+    "attach_route",
+    "hostnames_overlap",
+    "intersect_hostnames",
+]
 
 _NAME_LABEL = "kubernetes.io/metadata.name"
 _PARENT_KINDS = frozenset({"Gateway", "ListenerSet"})
@@ -63,8 +74,19 @@ class ParentVerdict:
     attachments: tuple[Attachment, ...]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RouteVerdict:
+    """A compiled route and the outcome of each parentRef naming one of our Gateways or
+    ListenerSets; ``notes`` are findings about listeners it does not serve although its
+    parentRef is accepted (``cross_serving``)."""
+
+    compiled: CompiledRoute
+    parents: tuple[ParentVerdict, ...]
+    notes: tuple[Diagnostic, ...] = ()
+
+
 def attach_route(
-    route: HTTPRoute,
+    route: CommonRoute,
     parents: Mapping[ObjectKey, list[ListenerVerdict]],
     namespaces: Mapping[ObjectKey, Namespace],
     detached: Mapping[ObjectKey, str],
@@ -93,7 +115,7 @@ def attach_route(
 
 
 def _attach(
-    route: HTTPRoute,
+    route: CommonRoute,
     ref: ParentRef,
     parent: ObjectKey,
     listeners: list[ListenerVerdict],
@@ -124,7 +146,8 @@ def _attach(
             ref,
             parent,
             "NotAllowedByListeners",
-            f"no listener of {parent} allows HTTPRoutes from namespace {route.meta.key.namespace}",
+            f"no listener of {parent} allows {route.meta.key.kind}s from namespace "
+            f"{route.meta.key.namespace}",
         )
     attachments = [
         Attachment(listener=v, hostnames=hosts)
@@ -149,7 +172,7 @@ def _attach(
 
 
 def _refused(
-    route: HTTPRoute, ref: ParentRef, parent: ObjectKey, reason: str, message: str
+    route: CommonRoute, ref: ParentRef, parent: ObjectKey, reason: str, message: str
 ) -> ParentVerdict:
     return ParentVerdict(
         ref=ref,
@@ -160,9 +183,9 @@ def _refused(
 
 
 def _allows(
-    verdict: ListenerVerdict, route: HTTPRoute, namespaces: Mapping[ObjectKey, Namespace]
+    verdict: ListenerVerdict, route: CommonRoute, namespaces: Mapping[ObjectKey, Namespace]
 ) -> bool:
-    if HTTPROUTE_KIND not in verdict.supported_kinds:
+    if (GATEWAY_GROUP, route.meta.key.kind) not in verdict.supported_kinds:
         return False
     allowed = verdict.listener.allowed_routes
     route_ns = route.meta.key.namespace
@@ -223,3 +246,13 @@ def intersect_hostnames(listener: str | None, route: tuple[str, ...]) -> tuple[s
         elif host.startswith("*.") and _wildcard_covers(host, listener):
             found.append(listener)  # the listener's name is the narrower one
     return tuple(dict.fromkeys(found))
+
+
+def hostnames_overlap(first: str, second: str) -> bool:
+    """Whether some host matches both route hostnames as a listener serves them (``*``: every
+    host; ``*.example.com``: one or more labels before ``example.com``)."""
+    if CATCH_ALL in (first, second) or first == second:
+        return True
+    return (first.startswith("*.") and _wildcard_covers(first, second)) or (
+        second.startswith("*.") and _wildcard_covers(second, first)
+    )

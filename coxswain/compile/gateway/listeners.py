@@ -14,8 +14,10 @@ Rules (Gateway API v1, ``Listener`` and ``ListenerStatus``):
 3. HTTPS terminates TLS with ``certificateRefs`` to ``kubernetes.io/tls`` Secrets (core group);
    another namespace needs a ReferenceGrant (``RefNotPermitted``); a missing, wrong-kind or
    malformed reference is ``InvalidCertificateRef``. Passthrough on HTTPS is refused.
-4. ``allowedRoutes.kinds``: HTTPRoute is the only kind served on HTTP and HTTPS; others are
-   dropped from ``supportedKinds`` with ``ResolvedRefs=False/InvalidRouteKinds``.
+4. ``allowedRoutes.kinds``: HTTPRoute and GRPCRoute are served on HTTP and HTTPS, and both
+   are a listener's kinds when it names none (GEP-1016, "Transport": GRPCRoute is used with the
+   existing ``HTTP`` and ``HTTPS`` protocols); others are dropped from ``supportedKinds`` with
+   ``ResolvedRefs=False/InvalidRouteKinds``.
 5. Frontend client-certificate validation (``spec.tls.frontend``, per port over default) on
    HTTPS listeners: CA references to ConfigMaps or Secrets holding ``ca.crt``. A bad reference is
    ``ResolvedRefs=False`` (``InvalidCACertificateRef``/``InvalidCACertificateKind``/
@@ -48,14 +50,15 @@ if TYPE_CHECKING:
     from coxswain.compile.model.state import ClusterState
 
 __all__ = [
-    "HTTPROUTE_KIND",
     "ListenerVerdict",
     "holds_claim",
     "judge_listeners",
     "resolve_certificate",
 ]
 
-HTTPROUTE_KIND: Final = (GATEWAY_GROUP, "HTTPRoute")
+_ROUTE_KINDS: Final = ((GATEWAY_GROUP, "HTTPRoute"), (GATEWAY_GROUP, "GRPCRoute"))
+"""The route kinds served on HTTP and HTTPS listeners, in the order ``supportedKinds`` lists
+them."""
 SUPPORTED_PROTOCOLS: Final = frozenset({"HTTP", "HTTPS"})
 
 
@@ -170,17 +173,17 @@ def _judge(
         return verdict
     kinds = listener.allowed_routes.kinds
     if kinds is None:
-        verdict.supported_kinds = (HTTPROUTE_KIND,)
+        verdict.supported_kinds = _ROUTE_KINDS
     else:
-        verdict.supported_kinds = tuple(dict.fromkeys(k for k in kinds if k == HTTPROUTE_KIND))
-        invalid = [f"{g}/{k}" if g else k for g, k in kinds if (g, k) != HTTPROUTE_KIND]
+        verdict.supported_kinds = tuple(dict.fromkeys(k for k in kinds if k in _ROUTE_KINDS))
+        invalid = [f"{g}/{k}" if g else k for g, k in kinds if (g, k) not in _ROUTE_KINDS]
         if invalid:
             verdict.resolved_refs = _problem(
                 verdict,
                 "ResolvedRefs",
                 "InvalidRouteKinds",
                 f"route kinds {', '.join(invalid)} are not supported on "
-                f"{listener.protocol} listeners; HTTPRoute is",
+                f"{listener.protocol} listeners; HTTPRoute and GRPCRoute are",
                 f"{listener.field}.allowedRoutes.kinds",
             )
     if listener.protocol == "HTTPS":

@@ -23,10 +23,12 @@ from coxswain.compile.gateway.addresses import (
     judge_addresses,
     unsupported_address,
 )
-from coxswain.compile.gateway.attach import ParentVerdict, attach_route
+from coxswain.compile.gateway.attach import ParentVerdict, RouteVerdict, attach_route
 from coxswain.compile.gateway.backend_tls import NO_POLICIES, BackendTLS, judge_backend_tls
+from coxswain.compile.gateway.cross_serving import settle_cross_serving
 from coxswain.compile.gateway.gateway_refs import GatewayRefs, judge_gateway_refs
-from coxswain.compile.gateway.httproute import CompiledRoute, compile_route
+from coxswain.compile.gateway.grpcroute import compile_grpc_route
+from coxswain.compile.gateway.httproute import compile_route
 from coxswain.compile.gateway.listeners import (
     SUPPORTED_PROTOCOLS,
     ListenerVerdict,
@@ -41,7 +43,7 @@ from coxswain.compile.gateway.placement import Placement, class_parameters, plac
 from coxswain.compile.gateway.ports import PORT_BAND, allocate_ports, outside_share
 from coxswain.compile.gateway.refgrants import index_grants
 from coxswain.compile.gateway.vip import service_addresses, vip_memory, vip_service_name
-from coxswain.compile.model.gateway_objects import GATEWAY_GROUP
+from coxswain.compile.model.gateway_objects import GATEWAY_GROUP, GRPCRoute
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.scope import GatewayScope
 from coxswain.compile.status import Condition, problem
@@ -50,20 +52,12 @@ if TYPE_CHECKING:
     from coxswain.compile.backends import ServiceIndex
     from coxswain.compile.config import CompileConfig
     from coxswain.compile.gateway.refgrants import Grants
-    from coxswain.compile.model.gateway_objects import Gateway, GatewayClass, HTTPRoute
+    from coxswain.compile.model.gateway_objects import Gateway, GatewayClass, Route
     from coxswain.compile.model.infra_objects import CoxswainGatewayParameters
     from coxswain.compile.model.state import ClusterState
     from coxswain.compile.scope import Scope
 
-__all__ = ["GatewayModel", "RouteVerdict", "analyse_gateways", "own_listeners"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RouteVerdict:
-    """A compiled route and the outcome of each parentRef naming one of our Gateways."""
-
-    compiled: CompiledRoute
-    parents: tuple[ParentVerdict, ...]
+__all__ = ["GatewayModel", "analyse_gateways", "own_listeners"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -307,7 +301,7 @@ def own_listeners(
 
 def _candidate_routes(
     state: ClusterState, scope: Scope | None, listener_sets: list[ListenerSetVerdict]
-) -> list[HTTPRoute]:
+) -> list[Route]:
     if isinstance(scope, GatewayScope):
         # One Gateway's scope reads only the routes that name it or its ListenerSets (the
         # state's index, by namespace and name: attach_route checks the kind).
@@ -318,13 +312,17 @@ def _candidate_routes(
                 for s in listener_sets
             ),
         ]
-        keys = {k for parent in parents for k in state.routes_by_parent.get(parent, ())}
-        return [state.httproutes[k] for k in sorted(keys)]
-    return [route for _, route in sorted(state.httproutes.items())]
+        keys = sorted({k for parent in parents for k in state.routes_by_parent.get(parent, ())})
+    else:
+        keys = sorted([*state.grpcroutes, *state.httproutes])
+    found: list[Route] = []
+    for key in keys:
+        found.append(state.httproutes[key] if key.kind == "HTTPRoute" else state.grpcroutes[key])
+    return found
 
 
 def _attach_routes(
-    candidates: list[HTTPRoute],
+    candidates: list[Route],
     state: ClusterState,
     services: ServiceIndex,
     grants: Grants,
@@ -343,7 +341,11 @@ def _attach_routes(
         parents = attach_route(route, parents_of, state.namespaces, detached)
         if not parents:
             continue
-        compiled = compile_route(route, services, grants)
+        compiled = (
+            compile_grpc_route(route, services, grants)
+            if isinstance(route, GRPCRoute)
+            else compile_route(route, services, grants)
+        )
         if compiled.accepted is not None:
             parents = [
                 ParentVerdict(
@@ -352,7 +354,7 @@ def _attach_routes(
                 for p in parents
             ]
         routes.append(RouteVerdict(compiled=compiled, parents=tuple(parents)))
-    return tuple(routes)
+    return settle_cross_serving(routes)
 
 
 def _class_not_found(gateway: Gateway) -> Diagnostic:
@@ -365,7 +367,7 @@ def _class_not_found(gateway: Gateway) -> Diagnostic:
     )
 
 
-def _parents_not_found(routes: list[HTTPRoute], state: ClusterState) -> list[Diagnostic]:
+def _parents_not_found(routes: list[Route], state: ClusterState) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     for route in routes:
         for ref in route.parent_refs:

@@ -1,9 +1,10 @@
-"""Desired statuses of our GatewayClasses, Gateways, ListenerSets and HTTPRoutes (Gateway API v1
-status).
+"""Desired statuses of our GatewayClasses, Gateways, ListenerSets, HTTPRoutes and GRPCRoutes
+(Gateway API v1 status).
 
 Rules:
 1. GatewayClass: ``Accepted=True`` and ``supportedFeatures`` listing exactly what is implemented,
-   by conformance name, sorted.
+   by conformance name, sorted; GRPCRoute's features only while the proxies serve HTTP/2
+   (``CompileConfig.serves_http2``).
 2. Gateway: ``addresses`` (:mod:`.addresses`: its static addresses, or its Service's
    load-balancer or cluster address), ``Accepted``
    (``ListenersNotValid`` when some listener is refused, False when all are), ``Programmed``
@@ -20,8 +21,8 @@ Rules:
    optional, and a Gateway that takes no ListenerSet has nothing to count).
 3. ListenerSet (:mod:`.listenersets`): ``Accepted`` and ``Programmed``, and per listener what a
    Gateway's listener has; a ListenerSet its Gateway does not admit lists no listener.
-4. HTTPRoute: one ``parents`` entry per parentRef naming one of our Gateways or ListenerSets,
-   with
+4. HTTPRoute and GRPCRoute: one ``parents`` entry per parentRef naming one of our Gateways or
+   ListenerSets, with
    ``parentRef`` written out with group and kind, ``controllerName``, and the conditions
    Accepted, ResolvedRefs, and PartiallyInvalid when some rules are not served.
 5. BackendTLSPolicy (:mod:`.backend_tls`): one ``ancestors`` entry per Gateway of ours its
@@ -51,15 +52,16 @@ if TYPE_CHECKING:
 
     from coxswain.compile.config import CompileConfig
     from coxswain.compile.diagnostics import Diagnostic
-    from coxswain.compile.gateway.attach import ParentVerdict
+    from coxswain.compile.gateway.attach import ParentVerdict, RouteVerdict
     from coxswain.compile.gateway.backend_tls import PolicyVerdict
     from coxswain.compile.gateway.listeners import ListenerVerdict
     from coxswain.compile.gateway.listenersets import ListenerSetVerdict
-    from coxswain.compile.gateway.model import GatewayModel, RouteVerdict
+    from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.model.gateway_objects import Gateway, GatewayClass
 
 __all__ = [
     "EXPERIMENTAL_FEATURES",
+    "HTTP2_FEATURES",
     "SUPPORTED_FEATURES",
     "gateway_diagnostics",
     "gateway_statuses",
@@ -112,17 +114,23 @@ EXPERIMENTAL_FEATURES: Final = (
 )
 """Features whose fields only the experimental channel's CRDs have (``parentRefs[].port`` on
 HTTPRoute, ``rules[].retry``): declared only when the cluster has that channel installed."""
+HTTP2_FEATURES: Final = ("GRPCRoute", "GRPCRouteNamedRouteRule")
+"""GRPCRoute (the core of the ``GATEWAY-GRPC`` conformance profile) and its named rules: compiled
+and reported always, declared only when the proxies serve HTTP/2, which gRPC needs (GEP-1016,
+"Transport"; ``CompileConfig.serves_http2``)."""
 
 
 def supported_features(config: CompileConfig) -> list[str]:
-    """The GatewayClass ``supportedFeatures`` for the installed channel and settings, sorted:
-    GatewayStaticAddresses only where static addresses may be given (:mod:`.addresses`)."""
+    """The GatewayClass ``supportedFeatures`` for the installed channel, settings and data
+    plane, sorted: GatewayStaticAddresses only where static addresses may be given
+    (:mod:`.addresses`)."""
     experimental = config.gateway_api_channel == "experimental"
     return sorted(
         (
             *SUPPORTED_FEATURES,
             *(EXPERIMENTAL_FEATURES if experimental else ()),
             *(("GatewayStaticAddresses",) if config.gateway_address_ranges else ()),
+            *(HTTP2_FEATURES if config.serves_http2 else ()),
         )
     )
 
@@ -187,6 +195,7 @@ def gateway_diagnostics(model: GatewayModel) -> list[Diagnostic]:
     return [
         *(d for c in conditions for d in c.diagnostics),
         *(d for p in policies for d in (*p.policy.diagnostics, *p.warnings)),
+        *(d for r in model.routes for d in r.notes),
         *model.dangling,
     ]
 
@@ -392,7 +401,7 @@ def _route_status(route: RouteVerdict, config: CompileConfig) -> ObjectStatus:
             }
         )
     return _status(
-        "HTTPRoute", meta.key.namespace, meta.key.name, meta.generation, {"parents": parents}
+        meta.key.kind, meta.key.namespace, meta.key.name, meta.generation, {"parents": parents}
     )
 
 

@@ -35,6 +35,7 @@ from coxswain.compile.model.decode_gateway import (
     decode_listener_set,
     decode_reference_grant,
 )
+from coxswain.compile.model.decode_grpcroute import decode_grpcroute
 from coxswain.compile.model.decode_httproute import decode_httproute
 from coxswain.compile.model.fields import FieldReader
 from coxswain.compile.model.gateway_objects import (
@@ -43,6 +44,7 @@ from coxswain.compile.model.gateway_objects import (
     ConfigMap,
     Gateway,
     GatewayClass,
+    GRPCRoute,
     HTTPRoute,
     ListenerSet,
     ReferenceGrant,
@@ -95,6 +97,7 @@ StateObject = (
     | GatewayClass
     | Gateway
     | HTTPRoute
+    | GRPCRoute
     | ListenerSet
     | ReferenceGrant
     | BackendTLSPolicy
@@ -369,20 +372,7 @@ def _ingress_tls(fields: FieldReader, raw: object, field: str) -> IngressTLS | N
     entry = fields.mapping(raw, field)
     if entry is None:
         return None
-    hosts: list[str] = []
-    for index, item in enumerate(fields.items(entry.get("hosts"), f"{field}.hosts")):
-        host = fields.string(item, f"{field}.hosts[{index}]")
-        if host is None:
-            continue
-        host = ascii_lower(host)
-        if is_hostname(host) or is_wildcard(host):
-            hosts.append(host)
-        else:
-            fields.problem(
-                f"{field}.hosts[{index}]",
-                "InvalidHostname",
-                f"{host!r} is not a DNS name or a '*.' wildcard; ignored",
-            )
+    hosts = fields.hostnames(fields.items(entry.get("hosts"), f"{field}.hosts"), f"{field}.hosts")
     secret = fields.string(entry.get("secretName"), f"{field}.secretName") or None
     return IngressTLS(field=field, hosts=pvector(hosts), secret_name=secret)
 
@@ -434,6 +424,8 @@ def _service(
                 port=number,
                 target_port=target_port,
                 protocol=fields.string(entry.get("protocol"), f"{field}.protocol") or "TCP",
+                app_protocol=fields.string(entry.get("appProtocol"), f"{field}.appProtocol")
+                or None,
             )
         )
     status = fields.mapping(raw.get("status"), "status") or {}
@@ -590,6 +582,7 @@ _DECODERS: Final[dict[tuple[str, str], tuple[frozenset[str], bool, _Decoder]]] =
     (GATEWAY_GROUP, "GatewayClass"): (_GATEWAY_VERSIONS, False, decode_gateway_class),
     (GATEWAY_GROUP, "Gateway"): (_GATEWAY_VERSIONS, True, decode_gateway),
     (GATEWAY_GROUP, "HTTPRoute"): (_GATEWAY_VERSIONS, True, decode_httproute),
+    (GATEWAY_GROUP, "GRPCRoute"): (frozenset({"v1"}), True, decode_grpcroute),
     (GATEWAY_GROUP, "ReferenceGrant"): (_GATEWAY_VERSIONS, True, decode_reference_grant),
     (GATEWAY_GROUP, "ListenerSet"): (frozenset({"v1"}), True, decode_listener_set),
     (GATEWAY_GROUP, "BackendTLSPolicy"): (frozenset({"v1"}), True, decode_backend_tls_policy),

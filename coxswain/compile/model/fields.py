@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pyrsistent import pmap, pvector
 
 from coxswain.compile.diagnostics import Diagnostic, Severity
+from coxswain.compile.hostnames import ascii_lower, is_hostname, is_wildcard
 from coxswain.compile.model.limits import preview
 
 if TYPE_CHECKING:
@@ -105,6 +106,26 @@ class FieldReader:
             return value
         self._wrong_type(field, "true or false", value)
         return None
+
+    def hostnames(self, items: list[Any], field: str) -> list[str]:
+        """The hostnames of a list read with ``items``, lower-cased (DNS names are
+        case-insensitive, RFC 4343): DNS names or ``*.`` wildcards (Gateway API ``Hostname``,
+        Ingress ``host``); any other entry is reported and dropped."""
+        found: list[str] = []
+        for index, item in enumerate(items):
+            host = self.string(item, f"{field}[{index}]")
+            if host is None:
+                continue
+            host = ascii_lower(host)
+            if is_hostname(host) or is_wildcard(host):
+                found.append(host)
+            else:
+                self.problem(
+                    f"{field}[{index}]",
+                    "InvalidHostname",
+                    f"{host!r} is not a DNS name or a '*.' wildcard; ignored",
+                )
+        return found
 
     def string_map(self, value: object, field: str) -> PMap[str, str]:
         """A map of strings to strings (labels, annotations); other entries are reported."""

@@ -12,7 +12,7 @@ because a resolution failure is a status condition on the object.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from pyrsistent import pmap, pvector
 
@@ -35,8 +35,13 @@ __all__ = [
     "AllowedRoutes",
     "BackendRef",
     "BackendTLSPolicy",
+    "CommonRoute",
     "ConfigMap",
     "FrontendValidation",
+    "GRPCMethodMatch",
+    "GRPCRoute",
+    "GRPCRouteMatch",
+    "GRPCRouteRule",
     "Gateway",
     "GatewayClass",
     "HTTPFilter",
@@ -50,6 +55,7 @@ __all__ = [
     "ParentRef",
     "PolicyTarget",
     "ReferenceGrant",
+    "Route",
     "SelectorRequirement",
     "ValueMatch",
 ]
@@ -256,8 +262,9 @@ class HTTPRouteRule:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class HTTPRoute:
-    """An HTTPRoute; ``hostnames`` lower-cased.
+class CommonRoute:
+    """What every route kind holds and attaches by: ``CommonRouteSpec.parentRefs`` and
+    ``hostnames`` (lower-cased), the same fields in HTTPRoute and GRPCRoute.
 
     ``has_hostnames`` says whether ``spec.hostnames`` held anything, even names dropped as
     invalid: a route whose every hostname is invalid matches no host, not every host.
@@ -267,8 +274,58 @@ class HTTPRoute:
     parent_refs: PVector[ParentRef] = pvector()
     hostnames: PVector[str] = pvector()
     has_hostnames: bool = False
-    rules: PVector[HTTPRouteRule] = pvector()
     diagnostics: PVector[Diagnostic] = pvector()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HTTPRoute(CommonRoute):
+    """An HTTPRoute."""
+
+    rules: PVector[HTTPRouteRule] = pvector()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GRPCMethodMatch:
+    """``GRPCMethodMatch``: ``type`` ``Exact`` or ``RegularExpression``; ``service`` and
+    ``method`` None when omitted or empty ("If left empty or omitted, will match any", GEP-1016).
+    """
+
+    type: str = "Exact"
+    service: str | None = None
+    method: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GRPCRouteMatch:
+    """``GRPCRouteMatch``: a service/method match (None: every service and method) and header
+    matches (names lower-cased, as HTTPRoute's), ANDed."""
+
+    field: str
+    method: GRPCMethodMatch | None = None
+    headers: PVector[ValueMatch] = pvector()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GRPCRouteRule:
+    """``GRPCRouteRule``. Its filters are a subset of HTTPRoute's (RequestHeaderModifier,
+    ResponseHeaderModifier, RequestMirror, ExtensionRef) and decode to the same type."""
+
+    field: str
+    name: str | None = None
+    matches: PVector[GRPCRouteMatch] = pvector()
+    filters: PVector[HTTPFilter] = pvector()
+    backend_refs: PVector[BackendRef] = pvector()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GRPCRoute(CommonRoute):
+    """A GRPCRoute (gateway.networking.k8s.io/v1, GEP-1016)."""
+
+    rules: PVector[GRPCRouteRule] = pvector()
+
+
+Route: TypeAlias = HTTPRoute | GRPCRoute
+"""A route kind Coxswain serves: both attach to HTTP and HTTPS listeners alike."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -144,12 +144,15 @@ class IngressClass:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServicePort:
-    """``ServicePort``; ``name`` is ``""`` for the single unnamed port a Service may have."""
+    """``ServicePort``; ``name`` is ``""`` for the single unnamed port a Service may have;
+    ``app_protocol`` is its ``appProtocol`` (KEP-3726: ``kubernetes.io/h2c`` says the port
+    speaks HTTP/2 over cleartext), None when unset."""
 
     name: str
     port: int
     target_port: int | str | None = None
     protocol: str = "TCP"
+    app_protocol: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

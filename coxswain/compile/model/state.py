@@ -24,6 +24,7 @@ from coxswain.compile.model.gateway_objects import (
     ConfigMap,
     Gateway,
     GatewayClass,
+    GRPCRoute,
     HTTPRoute,
     ListenerSet,
     ReferenceGrant,
@@ -64,8 +65,8 @@ class ClusterState:
     Three indexes are kept with the objects, so that one scope's compile reads only what
     concerns it: ``slices_by_service`` ((namespace, Service name) → EndpointSlice keys),
     ``routes_by_parent`` ((namespace, name) of a parentRef, a Gateway's or a ListenerSet's →
-    HTTPRoute keys) and ``listener_sets_by_parent`` ((namespace, name) of a ListenerSet's
-    parentRef → ListenerSet keys).
+    HTTPRoute and GRPCRoute keys) and ``listener_sets_by_parent`` ((namespace, name) of a
+    ListenerSet's parentRef → ListenerSet keys).
     """
 
     ingresses: PMap[ObjectKey, Ingress] = field(default_factory=pmap)
@@ -78,6 +79,7 @@ class ClusterState:
     gateway_classes: PMap[ObjectKey, GatewayClass] = field(default_factory=pmap)
     gateways: PMap[ObjectKey, Gateway] = field(default_factory=pmap)
     httproutes: PMap[ObjectKey, HTTPRoute] = field(default_factory=pmap)
+    grpcroutes: PMap[ObjectKey, GRPCRoute] = field(default_factory=pmap)
     reference_grants: PMap[ObjectKey, ReferenceGrant] = field(default_factory=pmap)
     listener_sets: PMap[ObjectKey, ListenerSet] = field(default_factory=pmap)
     backend_tls_policies: PMap[ObjectKey, BackendTLSPolicy] = field(default_factory=pmap)
@@ -135,6 +137,8 @@ def _stored(state: ClusterState, obj: StateObject) -> ClusterState:
             return replace(state, gateways=state.gateways.set(key, obj))
         case HTTPRoute():
             return replace(state, httproutes=state.httproutes.set(key, obj))
+        case GRPCRoute():
+            return replace(state, grpcroutes=state.grpcroutes.set(key, obj))
         case ReferenceGrant():
             return replace(state, reference_grants=state.reference_grants.set(key, obj))
         case ListenerSet():
@@ -173,6 +177,8 @@ def _removed(state: ClusterState, key: ObjectKey) -> ClusterState:
             return replace(state, gateways=state.gateways.discard(key))
         case "HTTPRoute":
             return replace(state, httproutes=state.httproutes.discard(key))
+        case "GRPCRoute":
+            return replace(state, grpcroutes=state.grpcroutes.discard(key))
         case "ReferenceGrant":
             return replace(state, reference_grants=state.reference_grants.discard(key))
         case "ListenerSet":
@@ -192,7 +198,7 @@ def _index_keys(obj: StateObject | None) -> tuple[str, list[tuple[str, str]]]:
     """Which index an object belongs to, and under which entries."""
     if isinstance(obj, EndpointSlice) and obj.service_name:
         return "slices_by_service", [(obj.meta.key.namespace, obj.service_name)]
-    if isinstance(obj, HTTPRoute):
+    if isinstance(obj, HTTPRoute | GRPCRoute):
         namespace = obj.meta.key.namespace
         return "routes_by_parent", sorted(
             {(r.namespace or namespace, r.name) for r in obj.parent_refs}
@@ -209,6 +215,8 @@ def _unindexed(state: ClusterState, key: ObjectKey) -> ClusterState:
         old = state.endpoint_slices.get(key)
     elif key.kind == "HTTPRoute":
         old = state.httproutes.get(key)
+    elif key.kind == "GRPCRoute":
+        old = state.grpcroutes.get(key)
     elif key.kind == "ListenerSet":
         old = state.listener_sets.get(key)
     else:
@@ -312,6 +320,7 @@ def build_state(bodies: Iterable[object]) -> ClusterState:
         gateway_classes=_table(objects, GatewayClass),
         gateways=_table(objects, Gateway),
         httproutes=_table(objects, HTTPRoute),
+        grpcroutes=_table(objects, GRPCRoute),
         reference_grants=_table(objects, ReferenceGrant),
         listener_sets=_table(objects, ListenerSet),
         backend_tls_policies=_table(objects, BackendTLSPolicy),
@@ -337,6 +346,7 @@ _Kind = TypeVar(
     GatewayClass,
     Gateway,
     HTTPRoute,
+    GRPCRoute,
     ListenerSet,
     ReferenceGrant,
     BackendTLSPolicy,

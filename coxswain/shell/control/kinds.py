@@ -21,6 +21,7 @@ __all__ = [
     "GATEWAY",
     "GATEWAY_CLASS",
     "GATEWAY_PARAMETERS",
+    "GRPC_ROUTE",
     "HORIZONTAL_POD_AUTOSCALER",
     "HTTP_ROUTE",
     "INGRESS",
@@ -48,6 +49,7 @@ INGRESS_CLASS: Final = Resource("networking.k8s.io", "v1", "ingressclasses", "In
 GATEWAY_CLASS: Final = Resource(_GATEWAY_API, "v1", "gatewayclasses", "GatewayClass", False)
 GATEWAY: Final = Resource(_GATEWAY_API, "v1", "gateways", "Gateway", True)
 HTTP_ROUTE: Final = Resource(_GATEWAY_API, "v1", "httproutes", "HTTPRoute", True)
+GRPC_ROUTE: Final = Resource(_GATEWAY_API, "v1", "grpcroutes", "GRPCRoute", True)
 LISTENER_SET: Final = Resource(_GATEWAY_API, "v1", "listenersets", "ListenerSet", True)
 BACKEND_TLS_POLICY: Final = Resource(
     _GATEWAY_API, "v1", "backendtlspolicies", "BackendTLSPolicy", True

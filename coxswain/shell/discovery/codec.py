@@ -21,6 +21,7 @@ from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile.scope import GatewayScope, Scope, SharedPool
 from coxswain.compile.snapshot import (
     Backend,
+    BackendProtocol,
     Certificate,
     ClientValidation,
     Cors,
@@ -63,6 +64,13 @@ __all__ = [
     "encode_snapshot",
 ]
 
+_PROTOCOL_TO_WIRE: Final[dict[BackendProtocol, pb.BackendProtocol.ValueType]] = {
+    BackendProtocol.HTTP1: pb.BACKEND_PROTOCOL_HTTP1,
+    BackendProtocol.H2C: pb.BACKEND_PROTOCOL_H2C,
+}
+_PROTOCOL_FROM_WIRE: Final[dict[pb.BackendProtocol.ValueType, BackendProtocol]] = {
+    wire: protocol for protocol, wire in _PROTOCOL_TO_WIRE.items()
+}
 _PATH_MATCHES: Final = frozenset(m.value for m in PathMatch)
 """The wire values of ``PathMatch``, checked per decoded rule (a profile found that rebuilding
 ``PathMatch.__members__.values()`` per rule cost 5-120 ms of a 10,000-route decode)."""
@@ -204,6 +212,8 @@ def _backend(backend: Backend) -> pb.Backend:
         message.response_headers.CopyFrom(_edits(backend.response_headers))
     if backend.tls is not None:
         message.tls.CopyFrom(_upstream_tls(backend.tls))
+    if backend.protocol is not BackendProtocol.HTTP1:
+        message.protocol = _PROTOCOL_TO_WIRE[backend.protocol]
     return message
 
 
@@ -288,6 +298,8 @@ def _gateway_rule(rule: GatewayRule) -> pb.GatewayRule:
         target.backend_timeout = action.backend_timeout
     if action.problem is not None:
         target.problem = action.problem
+    if action.grpc:
+        target.grpc = True
     if (retry := action.retry) is not None:
         target.retry.CopyFrom(
             pb.Retry(codes=retry.codes, attempts=retry.attempts, backoff=retry.backoff)
@@ -416,7 +428,15 @@ def _read_backend(message: pb.Backend) -> Backend:
         if message.HasField("response_headers")
         else None,
         tls=_read_upstream_tls(message.tls) if message.HasField("tls") else None,
+        protocol=_read_protocol(message.protocol),
     )
+
+
+def _read_protocol(value: pb.BackendProtocol.ValueType) -> BackendProtocol:
+    found = _PROTOCOL_FROM_WIRE.get(value)
+    if found is None:
+        raise ValueError(f"backend protocol {value} is not HTTP1 or H2C")
+    return found
 
 
 def _read_path_rule(message: pb.PathRule) -> PathRule:
@@ -491,6 +511,7 @@ def _read_gateway_rule(message: pb.GatewayRule) -> GatewayRule:
             if action.HasField("retry")
             else None,
             problem=action.problem if action.HasField("problem") else None,
+            grpc=action.grpc,
         ),
     )
 

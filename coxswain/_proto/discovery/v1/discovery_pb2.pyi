@@ -33,6 +33,30 @@ else:
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class _BackendProtocol:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _BackendProtocolEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_BackendProtocol.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    BACKEND_PROTOCOL_HTTP1: _BackendProtocol.ValueType  # 0
+    """HTTP/1.1"""
+    BACKEND_PROTOCOL_H2C: _BackendProtocol.ValueType  # 1
+    """HTTP/2 with prior knowledge (RFC 9113 §3.3); with tls, HTTP/2 over TLS (ALPN h2). For
+    GRPCRoute backends, and Service ports whose appProtocol is kubernetes.io/h2c.
+    """
+
+class BackendProtocol(_BackendProtocol, metaclass=_BackendProtocolEnumTypeWrapper):
+    """coxswain.compile.snapshot.BackendProtocol."""
+
+BACKEND_PROTOCOL_HTTP1: BackendProtocol.ValueType  # 0
+"""HTTP/1.1"""
+BACKEND_PROTOCOL_H2C: BackendProtocol.ValueType  # 1
+"""HTTP/2 with prior knowledge (RFC 9113 §3.3); with tls, HTTP/2 over TLS (ALPN h2). For
+GRPCRoute backends, and Service ports whose appProtocol is kubernetes.io/h2c.
+"""
+Global___BackendProtocol: _TypeAlias = BackendProtocol  # noqa: Y015
+
 @_typing.final
 class ClientMessage(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
@@ -489,11 +513,17 @@ class Backend(_message.Message):
     REQUEST_HEADERS_FIELD_NUMBER: _builtins.int
     RESPONSE_HEADERS_FIELD_NUMBER: _builtins.int
     TLS_FIELD_NUMBER: _builtins.int
+    PROTOCOL_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     service: _builtins.str
     port: _builtins.int
     weight: _builtins.int
     valid: _builtins.bool
+    protocol: Global___BackendProtocol.ValueType
+    """What the proxy speaks to this backend. Absent (every server before the field) is
+    BACKEND_PROTOCOL_HTTP1, and a client that does not know the field speaks HTTP/1.1 as it
+    always did.
+    """
     @_builtins.property
     def request_headers(self) -> Global___HeaderEdits: ...
     @_builtins.property
@@ -513,10 +543,11 @@ class Backend(_message.Message):
         request_headers: Global___HeaderEdits | None = ...,
         response_headers: Global___HeaderEdits | None = ...,
         tls: Global___UpstreamTLS | None = ...,
+        protocol: Global___BackendProtocol.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers", "_response_headers", b"_response_headers", "_tls", b"_tls", "request_headers", b"request_headers", "response_headers", b"response_headers", "tls", b"tls"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers", "_response_headers", b"_response_headers", "_tls", b"_tls", "namespace", b"namespace", "port", b"port", "request_headers", b"request_headers", "response_headers", b"response_headers", "service", b"service", "tls", b"tls", "valid", b"valid", "weight", b"weight"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers", "_response_headers", b"_response_headers", "_tls", b"_tls", "namespace", b"namespace", "port", b"port", "protocol", b"protocol", "request_headers", b"request_headers", "response_headers", b"response_headers", "service", b"service", "tls", b"tls", "valid", b"valid", "weight", b"weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__request_headers: _TypeAlias = _typing.Literal["request_headers"]  # noqa: Y015
     _WhichOneofArgType__request_headers: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers"]  # noqa: Y015
@@ -918,9 +949,14 @@ class RouteAction(_message.Message):
     PROBLEM_FIELD_NUMBER: _builtins.int
     CORS_FIELD_NUMBER: _builtins.int
     RETRY_FIELD_NUMBER: _builtins.int
+    GRPC_FIELD_NUMBER: _builtins.int
     request_timeout: _builtins.float
     backend_timeout: _builtins.float
     problem: _builtins.str
+    grpc: _builtins.bool
+    """A GRPCRoute's rule (GEP-1016): what the proxy answers itself on it is a gRPC status
+    (HTTP 200 with grpc-status), not an HTTP error. Absent: false, an HTTPRoute's rule.
+    """
     @_builtins.property
     def route(self) -> Global___RouteRef: ...
     @_builtins.property
@@ -954,10 +990,11 @@ class RouteAction(_message.Message):
         problem: _builtins.str | None = ...,
         cors: Global___Cors | None = ...,
         retry: Global___Retry | None = ...,
+        grpc: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_backend_timeout", b"_backend_timeout", "_cors", b"_cors", "_problem", b"_problem", "_redirect", b"_redirect", "_request_headers", b"_request_headers", "_request_timeout", b"_request_timeout", "_response_headers", b"_response_headers", "_retry", b"_retry", "_rewrite", b"_rewrite", "backend_timeout", b"backend_timeout", "cors", b"cors", "problem", b"problem", "redirect", b"redirect", "request_headers", b"request_headers", "request_timeout", b"request_timeout", "response_headers", b"response_headers", "retry", b"retry", "rewrite", b"rewrite", "route", b"route"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_backend_timeout", b"_backend_timeout", "_cors", b"_cors", "_problem", b"_problem", "_redirect", b"_redirect", "_request_headers", b"_request_headers", "_request_timeout", b"_request_timeout", "_response_headers", b"_response_headers", "_retry", b"_retry", "_rewrite", b"_rewrite", "backend_timeout", b"backend_timeout", "backends", b"backends", "cors", b"cors", "mirrors", b"mirrors", "problem", b"problem", "redirect", b"redirect", "request_headers", b"request_headers", "request_timeout", b"request_timeout", "response_headers", b"response_headers", "retry", b"retry", "rewrite", b"rewrite", "route", b"route"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_backend_timeout", b"_backend_timeout", "_cors", b"_cors", "_problem", b"_problem", "_redirect", b"_redirect", "_request_headers", b"_request_headers", "_request_timeout", b"_request_timeout", "_response_headers", b"_response_headers", "_retry", b"_retry", "_rewrite", b"_rewrite", "backend_timeout", b"backend_timeout", "backends", b"backends", "cors", b"cors", "grpc", b"grpc", "mirrors", b"mirrors", "problem", b"problem", "redirect", b"redirect", "request_headers", b"request_headers", "request_timeout", b"request_timeout", "response_headers", b"response_headers", "retry", b"retry", "rewrite", b"rewrite", "route", b"route"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__backend_timeout: _TypeAlias = _typing.Literal["backend_timeout"]  # noqa: Y015
     _WhichOneofArgType__backend_timeout: _TypeAlias = _typing.Literal["_backend_timeout", b"_backend_timeout"]  # noqa: Y015
