@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from urllib.parse import urljoin, urlsplit
 
 from tests.conformance.cases import Redirect
+from tests.integration.h2_client import H2Client
 
 if TYPE_CHECKING:
     import trustme
@@ -100,6 +101,8 @@ def _connect(
         return conn
     context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
     context.check_hostname = False  # checked below, by Go's rules
+    if case.protocol == "H2":
+        context.set_alpn_protocols(["h2"])
     target.trust.configure_trust(context)
     cast("Any", context)._msg_callback = handshake.note
     if case.client_cert:
@@ -131,25 +134,45 @@ def round_trip(
         f"{k}:{v}" for k, v in case.backend_set_response_headers.items()
     )
     conn = _connect(target, case, leaves or {}, handshake or Handshake())
+    body = case.body.encode() if case.body else None
     try:
-        body = case.body.encode() if case.body else None
-        conn.request(case.method, case.path, body=body, headers=headers)
-        response = conn.getresponse()
-        data = response.read()
+        if case.protocol == "H2":
+            status, fields, data = _h2_exchange(conn, case, headers, body)
+        else:
+            conn.request(case.method, case.path, body=body, headers=headers)
+            response = conn.getresponse()
+            status, fields, data = response.status, response.getheaders(), response.read()
     finally:
         conn.close()
     captured_headers: dict[str, list[str]] = {}
-    for name, value in response.getheaders():
+    for name, value in fields:
         captured_headers.setdefault(name.lower(), []).append(value)
     request: dict[str, Any] = {"method": case.method}
-    if response.getheader("content-type") == "application/json":
+    if captured_headers.get("content-type") == ["application/json"]:
         request = json.loads(data)
     url = f"{scheme}://{url_host}{case.path}"
     redirect = None
-    if response.status in _REDIRECTS:
-        location = urlsplit(urljoin(url, response.getheader("location", "")))
+    if status in _REDIRECTS:
+        location = urlsplit(urljoin(url, captured_headers.get("location", [""])[0]))
         port = "" if location.port is None else str(location.port)
         redirect = Redirect(
             scheme=location.scheme, host=location.hostname or "", port=port, path=location.path
         )
-    return Captured(response.status, captured_headers, request, redirect, url)
+    return Captured(status, captured_headers, request, redirect, url)
+
+
+def _h2_exchange(
+    conn: http.client.HTTPConnection, case: Case, headers: dict[str, str], body: bytes | None
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    """The request over HTTP/2 on the TLS connection ``_connect`` made (ALPN ``h2``): the Host
+    is ``:authority``, the other fields lower-cased (RFC 9113 §8.3.1, §8.2)."""
+    sock = conn.sock
+    assert isinstance(sock, ssl.SSLSocket)
+    assert sock.selected_alpn_protocol() == "h2"
+    client = H2Client(0, sock=sock)
+    fields = [(n.lower(), v) for n, v in headers.items() if n.lower() != "host" and v]
+    stream = client.send(
+        case.method, case.path, authority=headers["Host"], headers=fields, body=body
+    )
+    (response,) = client.wait(stream)
+    return response.status, list(response.headers.items()), response.body

@@ -44,11 +44,15 @@ class H2Client:
         server_name: str | None = None,
         window: int | None = None,
         checked: bool = True,
+        sock: ssl.SSLSocket | None = None,
     ) -> None:
-        raw = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+        """Connect to ``port``, or speak on ``sock``, a TLS connection that chose ``h2``."""
+        raw = sock or socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
         self.sock: socket.socket = raw
         self.alpn: str | None = None
-        if tls is not None:
+        if sock is not None:
+            self.alpn = sock.selected_alpn_protocol()
+        elif tls is not None:
             tls.set_alpn_protocols(["h2", "http/1.1"])
             self.sock = tls.wrap_socket(raw, server_hostname=server_name)
             self.alpn = self.sock.selected_alpn_protocol()  # type: ignore[attr-defined]

@@ -79,6 +79,7 @@ SUPPORTED_FEATURES: Final = (
     "GatewayFrontendClientCertificateValidation",
     "GatewayFrontendClientCertificateValidationInsecureFallback",
     "GatewayHTTPListenerIsolation",
+    "GatewayHTTPSListenerDetectMisdirectedRequests",
     "GatewayInfrastructurePropagation",
     "GatewayPort8080",
     "HTTPRoute",
