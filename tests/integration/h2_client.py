@@ -168,6 +168,21 @@ class H2Client:
         elif isinstance(event, h2.events.ConnectionTerminated):
             self.goaway = event
 
+    def until_goaway(self, *, read_window: bool = True) -> h2.events.ConnectionTerminated | None:
+        """Read until the server's GOAWAY (or the connection's end), then close; the GOAWAY."""
+        self.sock.settimeout(TIMEOUT)
+        try:
+            while self.goaway is None:
+                data = self.sock.recv(65536)
+                if not data:
+                    break
+                self.receive(data, read_window=read_window)
+        except (TimeoutError, ConnectionError):
+            pass
+        finally:
+            self.close()
+        return self.goaway
+
     def get(self, path: str, **options: object) -> H2Response:
         stream = self.send("GET", path, **options)  # type: ignore[arg-type]
         return self.wait(stream)[0]

@@ -25,7 +25,9 @@ Design:
 - **Timeouts** as on HTTP/1.1: a connection without open streams is closed after
   ``header_timeout`` (and gives way at ``max_connections``, :mod:`.capacity`); each stream has
   its own :class:`~.wire.Timer` for its body, its backend and its client's window, and the
-  route's timeout as its deadline.
+  route's timeout as its deadline. A client whose window stays shut for ``client_send`` is
+  disconnected (GOAWAY ``ENHANCE_YOUR_CALM``, counted as ``stalled_window``), as an HTTP/1.1
+  client that stops reading is.
 - **Draining** sends GOAWAY naming the last stream taken; the streams in flight finish, then
   the connection closes.
 """
@@ -175,6 +177,8 @@ class H2Session:
         self._budget = Budget(trio.current_time())
         self._receiving: trio.CancelScope | None = None
         self._woken = False
+        self._connection_scope = trio.CancelScope()
+        self._stalled = False
 
     # --- what the streams use -----------------------------------------------------------------
 
@@ -216,8 +220,11 @@ class H2Session:
         try:
             await self.flush()
             async with trio.open_nursery() as nursery:
+                self._connection_scope = nursery.cancel_scope
                 await self._read(nursery, received)
                 nursery.cancel_scope.cancel()  # the client is gone, or was sent GOAWAY idle
+            if self._stalled:
+                await self._goodbye(ErrorCodes.ENHANCE_YOUR_CALM)
         finally:
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await self.flush()
@@ -469,12 +476,17 @@ class H2Session:
         if stalled is state.body:
             status, reason = 408, f"the request body stalled for {timeouts.client_body:g} s"
         elif stalled is state.downstream:
-            status, reason = 0, f"the client's window stayed shut for {timeouts.client_send:g} s"
+            # a client that stops reading is disconnected, as on HTTP/1.1: the connection,
+            # not only the stream, since its other streams could stall the same way
+            self.proxy.metrics.http2_goaway("stalled_window")
+            self._stalled = True
+            self._connection_scope.cancel()
+            return f"the client's window stayed shut for {timeouts.client_send:g} s"
         elif stalled is not None:
             status, reason = 504, f"the upstream sent nothing for {timeouts.read:g} s"
         else:
             status, reason = 504, f"the upstream did not answer within {routed.timeout:g} s"
-        if exchange.response_started or not status:
+        if exchange.response_started:
             self.reset(stream_id)
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await self.flush()

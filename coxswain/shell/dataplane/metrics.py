@@ -124,7 +124,8 @@ class Metrics:
         self.goaways = Counter(
             "coxswain_http2_goaways",
             "HTTP/2 connections the proxy closed on a client's fault: protocol_error (it broke "
-            "RFC 9113) or enhance_your_calm (resets, PINGs or SETTINGS past its budget).",
+            "RFC 9113), enhance_your_calm (resets, PINGs or SETTINGS past its budget) or "
+            "stalled_window (its flow-control window stayed shut for the send timeout).",
             ["reason"],
             registry=self.registry,
         )
