@@ -59,6 +59,7 @@ bench: $(STAMP)
 	$(PY) bench/proxy.py parts
 	$(PY) bench/proxy.py instructions
 	$(PY) bench/proxy.py cpu --build both
+	$(PY) bench/proxy.py h2
 	$(PY) bench/discovery.py
 	$(PY) bench/controller.py
 

@@ -1,4 +1,4 @@
-"""Benchmark: the Coxswain proxy, in five modes that share one setup and one command line.
+"""Benchmark: the Coxswain proxy, in six modes that share one setup and one command line.
 
 Run from the repository root::
 
@@ -8,8 +8,9 @@ Run from the repository root::
     .venv/bin/python bench/proxy.py cpu --build both .    # CPU per request, versions at once
     .venv/bin/python bench/proxy.py instructions HEAD~1 HEAD   # callgrind, deterministic
     .venv/bin/python bench/proxy.py parts                 # single pieces, µs per call
+    .venv/bin/python bench/proxy.py h2                    # HTTP/2 against nginx, h2load
 
-Why five: on this shared 2-core machine one build's CPU per request swings by ±25% between runs
+Why these: on this shared 2-core machine one build's CPU per request swings by ±25% between runs
 minutes apart, more than most changes move it (docs/benchmarks.md, "The machine, and how to
 measure on it"). So a change to the request path is judged by ``instructions`` first
 (deterministic to about 1%, but blind to the kernel's share and to how yields batch work under
@@ -45,6 +46,9 @@ The modes (results go in docs/benchmarks.md; each prints the command, machine an
 - ``parts``: microseconds per call of single pieces of the request path, each against what it
   replaced, ``timeit`` best of ``REPEAT`` in this process: a floor, not what a loaded process
   sees.
+- ``h2``: HTTP/2 with prior knowledge, Coxswain against nginx (``listen … http2``), one worker
+  each, the 100-byte body, ``h2load -t1 -c8`` with 1 then 10 streams per connection, alternated
+  over ``--rounds``; req/s and CPU per request, medians.
 
 What runs, all on 127.0.0.1: a backend nginx (one worker, a 100-byte body at /small and a 1 MB
 body at /large, no access log); ``python -m coxswain proxy --shared`` serving a snapshot
@@ -182,6 +186,54 @@ def run_full(args: argparse.Namespace, argv: Sequence[str]) -> None:
         print(f"Coxswain's HTTP/1.1 codec: {args.build}")
         cells, rounds = measure_full(root, fleet, run, folders[0])
         report_full(cells, rounds, run, args.quick)
+
+
+H2_STREAMS = (1, 10)
+
+
+def run_h2(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    """HTTP/2 with prior knowledge, Coxswain against nginx, one worker each, the 100-byte body:
+    ``h2load`` with one stream per connection at a time, then ten; the two proxies alternated
+    every round (the order swapped), medians."""
+    setup.ensure_tools("nginx", "h2load")
+    rounds = _pick(args.rounds, 4, 1, args.quick)
+    seconds = _pick(args.seconds, 5, 1, args.quick)
+    cells: dict[tuple[str, int], list[setup.H2Cell]] = {}
+    with _bench(argv, setup.versions(["."], args.build)) as (root, fleet, folders):
+        print(f"Coxswain's HTTP/1.1 codec (towards the backend): {args.build}")
+        backend = setup.start_backend(fleet, root)
+        snapshot = setup.compile_snapshot(root, SMALL_ROUTES, backend)
+        proxies = [
+            setup.start_coxswain(fleet, snapshot, SMALL_ROUTES, 1, folders[0]),
+            setup.start_front(fleet, root, backend, 1, http2=True),
+        ]
+        for proxy in proxies:
+            setup.run_h2load(proxy, workload.SMALL_PATH, args.clients, 10, 1)  # warm
+        for streams in H2_STREAMS:
+            for number in range(rounds):
+                for proxy in proxies if number % 2 == 0 else proxies[::-1]:
+                    cell = setup.run_h2load(
+                        proxy, workload.SMALL_PATH, args.clients, streams, seconds
+                    )
+                    cells.setdefault((proxy.name, streams), []).append(cell)
+                    print(
+                        f"  {proxy.name:>8} {args.clients} connections x {streams} streams, "
+                        f"round {number + 1}: {cell.h2load.requests_per_s:,.0f} req/s, "
+                        f"{cell.cpu_us_per_request:.0f} us CPU/request",
+                        flush=True,
+                    )
+    print()
+    print(f"{'streams':>8} {'coxswain req/s':>15} {'nginx req/s':>12} {'ratio':>6}  CPU us/req")
+    for streams in H2_STREAMS:
+        ours = [c.h2load.requests_per_s for c in cells[("coxswain", streams)]]
+        theirs = [c.h2load.requests_per_s for c in cells[("nginx", streams)]]
+        cpu = [c.cpu_us_per_request for c in cells[("coxswain", streams)]]
+        cpu_nginx = [c.cpu_us_per_request for c in cells[("nginx", streams)]]
+        ratio = statistics.median(ours) / statistics.median(theirs)
+        print(
+            f"{streams:>8} {statistics.median(ours):>15,.0f} {statistics.median(theirs):>12,.0f}"
+            f" {ratio:>6.0%}  {statistics.median(cpu):.0f} vs {statistics.median(cpu_nginx):.0f}"
+        )
 
 
 def warm(proxy: Proxy, connections: int, seconds: int) -> None:
@@ -711,6 +763,12 @@ def command_line() -> argparse.ArgumentParser:
     )
     instructions.add_argument("--requests", type=int, help="counted (default 2,000; --quick 16)")
     instructions.set_defaults(run=run_instructions)
+    h2 = modes.add_parser("h2", parents=[quick], help="HTTP/2 against nginx, h2load")
+    h2.add_argument("--build", choices=("compiled", "interpreted"), default="compiled")
+    h2.add_argument("--rounds", type=int, help="per setting (default 4; --quick 1)")
+    h2.add_argument("--seconds", type=int, help="per run (default 5; --quick 1)")
+    h2.add_argument("--clients", type=int, default=8, help="connections (default 8)")
+    h2.set_defaults(run=run_h2)
     parts = modes.add_parser("parts", parents=[quick], help="single pieces, µs per call")
     parts.set_defaults(run=run_parts)
     return parser

@@ -35,6 +35,7 @@ READY_TIMEOUT_S = 120.0  # a 10,000-route snapshot takes a few seconds to load
 _PACKAGES = {
     "nginx": "nginx-light",
     "wrk": "wrk",
+    "h2load": "nghttp2-client",
     "valgrind": "valgrind",
     "callgrind_control": "valgrind",
 }
@@ -184,11 +185,14 @@ def start_backend(fleet: processes.Fleet, root: Path) -> int:
     return port
 
 
-def start_front(fleet: processes.Fleet, root: Path, backend_port: int, workers: int) -> Proxy:
-    """nginx as the proxy to beat, with ``workers`` workers, in front of the backend."""
-    prefix = root / f"front-{workers}"
+def start_front(
+    fleet: processes.Fleet, root: Path, backend_port: int, workers: int, *, http2: bool = False
+) -> Proxy:
+    """nginx as the proxy to beat, with ``workers`` workers, in front of the backend; with
+    ``http2`` its listener speaks HTTP/2 with prior knowledge."""
+    prefix = root / f"front-{workers}{'-h2' if http2 else ''}"
     port = processes.free_port()
-    config = workload.front_config(str(prefix), port, backend_port, workers)
+    config = workload.front_config(str(prefix), port, backend_port, workers, http2=http2)
     return _start_nginx(fleet, prefix, config, port)
 
 
@@ -340,6 +344,33 @@ def run_wrk(proxy: Proxy, path: str, connections: int, seconds: int) -> Cell:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr}")
     result = workload.parse_wrk(done.stdout)
     return Cell(result, cpu * 1e6 / max(result.requests, 1))
+
+
+@dataclass(frozen=True)
+class H2Cell:
+    """One h2load run and the CPU the proxy spent on it."""
+
+    h2load: workload.H2loadResult
+    cpu_us_per_request: float
+
+
+def run_h2load(proxy: Proxy, path: str, clients: int, streams: int, seconds: int) -> H2Cell:
+    """``h2load -t1 -cC -mM -D T`` (HTTP/2 with prior knowledge) against ``proxy``, its CPU
+    read around the run; a run with a failed request stops the benchmark."""
+    url = f"http://127.0.0.1:{proxy.port}{path}"
+    command = ["h2load", "-t1", f"-c{clients}", f"-m{streams}", f"-D{seconds}"]
+    command += ["-H", f":authority: {proxy.host}", url]
+    cpu = tree_cpu_s(proxy.process.pid)
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=seconds + 60, check=False
+    )
+    cpu = tree_cpu_s(proxy.process.pid) - cpu
+    if done.returncode:
+        raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr}")
+    result = workload.parse_h2load(done.stdout)
+    if result.failed or not result.requests:
+        raise SystemExit(f"{' '.join(command)}: {result.failed} failed:\n{done.stdout}")
+    return H2Cell(result, cpu * 1e6 / result.requests)
 
 
 _LENGTH = re.compile(rb"(?i)\r\ncontent-length: *(\d+)")

@@ -155,7 +155,9 @@ def backend_config(prefix: str, port: int) -> str:
     )
 
 
-def front_config(prefix: str, port: int, backend_port: int, workers: int) -> str:
+def front_config(
+    prefix: str, port: int, backend_port: int, workers: int, *, http2: bool = False
+) -> str:
     """The nginx reverse proxy Coxswain is compared with, in front of the same backend.
 
     Set up as a tuned ingress proxy would be: a keep-alive upstream pool (``keepalive 64``,
@@ -163,7 +165,8 @@ def front_config(prefix: str, port: int, backend_port: int, workers: int) -> str
     file, as Coxswain writes one per request to its stderr. Response buffering stays on (nginx's
     default) with buffers that hold a whole 1 MB body in memory and no temporary file: nginx
     at its fastest. With buffering off (ingress-nginx's default) nginx relays the body through
-    one 4 KB buffer and managed a third of the 1 MB req/s in an ad-hoc run.
+    one 4 KB buffer and managed a third of the 1 MB req/s in an ad-hoc run. With ``http2`` the
+    listener speaks HTTP/2 with prior knowledge (cleartext), as Coxswain's does.
     """
     return _nginx_main(prefix, workers) + (
         "http {\n"
@@ -177,7 +180,7 @@ def front_config(prefix: str, port: int, backend_port: int, workers: int) -> str
         "        keepalive_requests 1000000;\n"
         "    }\n"
         "    server {\n"
-        f"        listen 127.0.0.1:{port} reuseport backlog=4096;\n"
+        f"        listen 127.0.0.1:{port}{' http2' if http2 else ''} reuseport backlog=4096;\n"
         "        location / {\n"
         "            proxy_pass http://backend;\n"
         "            proxy_http_version 1.1;\n"
@@ -239,3 +242,32 @@ def parse_wrk(output: str) -> WrkResult:
         errors=sum(int(n) for n in errors.groups()) if errors else 0,
         non_2xx=int(non_2xx[1]) if non_2xx else 0,
     )
+
+
+# --- h2load -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class H2loadResult:
+    """What one h2load run reported: requests done, throughput, and failures (errored,
+    timed out, or not 2xx)."""
+
+    requests: int
+    requests_per_s: float
+    failed: int
+
+
+def parse_h2load(output: str) -> H2loadResult:
+    """Read h2load's report; one without the figures raises ValueError."""
+    finished = re.search(r"finished in [\d.]+\w*, ([\d.]+) req/s", output)
+    counts = re.search(
+        r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, "
+        r"(\d+) errored, (\d+) timeout",
+        output,
+    )
+    status = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", output)
+    if finished is None or counts is None or status is None:
+        raise ValueError(f"h2load report without its figures:\n{output}")
+    done, _, failed, errored, timeout = map(int, counts.groups())
+    bad = sum(int(n) for n in status.groups()[1:])
+    return H2loadResult(done, float(finished[1]), failed + errored + timeout + bad)

@@ -34,6 +34,11 @@ MODES = {
         r"^\s+\.\s+[\d,]+$",
     ),
     "parts": (("parts",), (), r"^\s+per-wait timeout\s+watchdog / cancel scope\s+[\d.]+\s+[\d.]+$"),
+    "h2": (
+        ("h2", "--build", "interpreted"),
+        ("nginx", "h2load"),
+        r"^\s+10\s+[\d,]+\s+[\d,]+\s+\d+%",
+    ),
 }
 
 
