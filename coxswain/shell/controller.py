@@ -61,6 +61,7 @@ from coxswain.shell.discovery.server import (
     open_discovery_server,
 )
 from coxswain.shell.discovery.tls import ServerCertificate, ServerCredentials
+from coxswain.shell.loop_lag import lag_histogram, probe_loop_lag
 from coxswain.shell.publisher import Publisher
 
 if TYPE_CHECKING:
@@ -138,6 +139,7 @@ class _Health:
             ["channel", "version"],
             registry=self.registry,
         )
+        self.loop_lag = lag_histogram("controller", self.registry)
         self.serving = False
 
     def release(self, before: GatewayApiRelease, now: GatewayApiRelease) -> None:
@@ -179,6 +181,7 @@ async def run_controller(
     """
     health = _Health()
     async with trio.open_nursery() as nursery:
+        nursery.start_soon(probe_loop_lag, health.loop_lag)
         if (health_port := settings.health_port) is not None:
             await nursery.start(
                 lambda task_status: serve_admin(

@@ -55,6 +55,7 @@ from coxswain.shell.dataplane.snapshot_file import (
 )
 from coxswain.shell.discovery.client import stream_snapshots
 from coxswain.shell.discovery.tls import CredentialFiles
+from coxswain.shell.loop_lag import probe_loop_lag
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -250,6 +251,7 @@ async def serve_feed(
     """
     proxy = Proxy(config)
     async with trio.open_nursery() as nursery:
+        nursery.start_soon(probe_loop_lag, proxy.metrics.loop_lag)
         await nursery.start(proxy.serve)
         await nursery.start(feed, proxy)
         if admin_port is not None:

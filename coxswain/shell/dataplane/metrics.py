@@ -35,6 +35,8 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
+from coxswain.shell.loop_lag import lag_histogram
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -129,6 +131,7 @@ class Metrics:
             ["reason"],
             registry=self.registry,
         )
+        self.loop_lag = lag_histogram("proxy", self.registry)
         self._version: str | None = None
 
     def request(self, *, listener: int, route: tuple[str, str, str] | None, status: int) -> None:
