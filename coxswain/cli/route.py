@@ -12,6 +12,7 @@ from coxswain.cli.listeners import add_ingress_ports
 from coxswain.cli.run import EXIT_OK, EXIT_UNREADABLE
 from coxswain.cli.types import HelpFormatter, port
 from coxswain.compile.snapshot_json import SnapshotFormatError, snapshot_from_data
+from coxswain.http2.request import CONNECT_REFUSED, request_head
 from coxswain.route import RequestHead, build_table, select
 from coxswain.route.explain import explain
 from coxswain.route.grpc_status import GrpcCode
@@ -29,9 +30,12 @@ it; --sni defaults to that host for https:// URLs. PORT is matched against the l
 target ports (listener_health[].target_port) and the Ingress ports (--ingress-http-port,
 --ingress-https-port).
 
-With --grpc SERVICE/METHOD the request is a gRPC call (GRPCRoute, GEP-1016): POST
-/SERVICE/METHOD with content-type application/grpc to the URL's host, which is then the URL
-alone; where the proxy would answer the call itself, the gRPC status it sends is shown.
+With --http2 the request comes over HTTP/2: its fields are checked as the proxy checks a
+stream's (names in lower case, no connection-specific field; a malformed request is reset),
+the Host is :authority and several cookies are joined. With --grpc SERVICE/METHOD the request
+is a gRPC call (GRPCRoute, GEP-1016) over HTTP/2: POST /SERVICE/METHOD with content-type
+application/grpc to the URL's host, which is then the URL alone; where the proxy would answer
+the call itself, the gRPC status it sends is shown.
 
 examples:
   coxswain compile -f examples/ > snapshot.json
@@ -42,7 +46,7 @@ examples:
 """
 _USAGE = (
     "%(prog)s --snapshot FILE --port PORT [--sni NAME] [-H 'K: V']... [-o {text,json}]\n"
-    "       [--ingress-http-port PORT] [--ingress-https-port PORT]\n"
+    "       [--http2] [--ingress-http-port PORT] [--ingress-https-port PORT]\n"
     "       (METHOD URL | --grpc SERVICE/METHOD URL)"
 )
 _GRPC_HEADERS: Final = (("Content-Type", "application/grpc"), ("TE", "trailers"))
@@ -83,7 +87,13 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--grpc",
         metavar="SERVICE/METHOD",
-        help="explain a gRPC call of this method (then give the URL alone)",
+        help="explain a gRPC call of this method (then give the URL alone); over HTTP/2",
+    )
+    parser.add_argument(
+        "--http2",
+        action="store_true",
+        help="the request comes over HTTP/2: its fields are checked as the proxy checks a "
+        "stream's (a malformed one is reset)",
     )
     add_ingress_ports(parser)
     parser.add_argument(
@@ -111,6 +121,12 @@ def _route(args: argparse.Namespace) -> int:
     host = next((v for n, v in headers if n.lower() == "host"), url.netloc.rpartition("@")[2])
     if not any(n.lower() == "host" for n, _ in headers):
         headers.insert(0, ("Host", host))
+    protocol = "HTTP/2" if args.http2 or args.grpc else "HTTP/1.1"
+    if protocol == "HTTP/2":
+        checked = _as_stream(method, url.scheme, host, target, headers)
+        if isinstance(checked, str):
+            return _reset(checked, args.output)
+        headers = checked
     tls = url.scheme == "https"
     head = RequestHead(
         port=args.port,
@@ -127,7 +143,7 @@ def _route(args: argparse.Namespace) -> int:
         ingress_https_port=args.ingress_https_port,
     )
     decision = select(table, head)
-    data = explain(table, head, headers, decision)
+    data = {"protocol": protocol, **explain(table, head, headers, decision)}
     if args.output == "json":
         sys.stdout.write(json.dumps(data, sort_keys=True, indent=2) + "\n")
     else:
@@ -165,11 +181,47 @@ def _wanted(
     return "POST", url, f"/{service}/{name}", headers
 
 
+def _as_stream(
+    method: str, scheme: str, host: str, target: str, headers: list[tuple[str, str]]
+) -> list[tuple[str, str]] | str:
+    """The fields as an HTTP/2 stream's header list gives them to routing (Host first, cookies
+    joined), checked as the proxy checks them; or why the proxy resets the stream."""
+    fields = [
+        (b":method", method.encode("latin-1")),
+        (b":scheme", scheme.encode("latin-1")),
+        (b":authority", host.encode("latin-1", "replace")),
+        (b":path", target.encode("latin-1", "replace")),
+        *(
+            (n.lower().encode("latin-1", "replace"), v.encode("latin-1", "replace"))
+            for n, v in headers
+            if n.lower() != "host"
+        ),
+    ]
+    head = request_head(fields, ended=False)
+    if isinstance(head, str):
+        return head
+    return [(n.decode("latin-1"), v.decode("latin-1")) for n, v in head.headers]
+
+
+def _reset(reason: str, output: str) -> int:
+    """A request the proxy does not route: a malformed stream it resets, or a CONNECT it answers
+    501."""
+    status = 501 if reason == CONNECT_REFUSED else None
+    if output == "json":
+        data = {"protocol": "HTTP/2", "status": status, "reset": status is None, "reason": reason}
+        sys.stdout.write(json.dumps(data, sort_keys=True, indent=2) + "\n")
+    else:
+        what = f"{status}" if status else "stream reset (PROTOCOL_ERROR)"
+        sys.stdout.write(f"protocol: HTTP/2\nstatus:   {what}\nreason:   {reason}\n")
+    return EXIT_OK
+
+
 def _route_text(data: dict[str, Any]) -> str:
     status = "forwarded" if data["status"] is None else str(data["status"])
     if (code := data["grpc_status"]) is not None:
         status = f"grpc-status {code} {GrpcCode(code).name} (for the proxy's {status})"
     lines = [
+        f"protocol: {data['protocol']}",
         f"status:   {status}",
         f"reason:   {data['reason']}",
     ]

@@ -24,6 +24,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 
 ROUTE_KEYS = {
+    "protocol",
     "matched",
     "status",
     "grpc_status",
@@ -405,6 +406,7 @@ def route(workspace: Workspace, *args: str) -> dict[str, Any]:
 
 def assert_contract_types(data: dict[str, Any]) -> None:
     assert set(data) == ROUTE_KEYS
+    assert data["protocol"] in ("HTTP/1.1", "HTTP/2")
     assert isinstance(data["matched"], bool)
     assert data["status"] is None or type(data["status"]) is int
     assert data["grpc_status"] is None or type(data["grpc_status"]) is int
@@ -543,7 +545,7 @@ def test_route_prints_text_by_default(workspace):
         "route", "--snapshot", str(workspace.snapshot), "--port", "80", "GET", "http://x.example/"
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("status:   404\n")
+    assert result.stdout.startswith("protocol: HTTP/1.1\nstatus:   404\n")
 
 
 @pytest.mark.parametrize(
@@ -624,7 +626,9 @@ def test_route_grpc_shows_the_grpc_status_of_a_method_no_rule_matches(grpc_snaps
     method = "gateway_api_conformance.echo_basic.grpcecho.GrpcEcho/EchoThree"
     text = grpc_route(grpc_snapshot, "--grpc", method, "http://a.example")
     assert text.returncode == 0, text.stderr
-    assert text.stdout.startswith("status:   grpc-status 12 UNIMPLEMENTED (for the proxy's 404)\n")
+    assert text.stdout.startswith(
+        "protocol: HTTP/2\nstatus:   grpc-status 12 UNIMPLEMENTED (for the proxy's 404)\n"
+    )
     data = json.loads(grpc_route(grpc_snapshot, "-o", "json", "--grpc", method, "http://a").stdout)
     assert (data["matched"], data["status"], data["grpc_status"]) == (False, 404, 12)
 
@@ -632,6 +636,29 @@ def test_route_grpc_shows_the_grpc_status_of_a_method_no_rule_matches(grpc_snaps
 def test_route_text_names_the_backend_protocol(grpc_snapshot):
     result = grpc_route(grpc_snapshot, "--grpc", GRPC_METHOD, "http://a.example")
     assert "backend:  app/grpc-infra-backend-v2:8080 h2c -> 10.0.2.2:3000\n" in result.stdout
+
+
+def test_route_http2_checks_the_fields_as_the_proxy_checks_a_stream(grpc_snapshot):
+    """Over HTTP/2 (a gRPC call's, or --http2) the request's fields are a stream's: cookies
+    joined for the backend, a connection-specific field resets the stream, CONNECT is 501."""
+    args = ("-o", "json", "--grpc", GRPC_METHOD, "-H", "Cookie: a=1", "-H", "Cookie: b=2")
+    data = json.loads(grpc_route(grpc_snapshot, *args, "http://a.example").stdout)
+    assert_contract_types(data)
+    assert data["protocol"] == "HTTP/2"
+    assert data["request_headers"]["cookie"] == ["a=1; b=2"]
+    reset = grpc_route(grpc_snapshot, "--http2", "-H", "Connection: close", "GET", "http://a/")
+    assert reset.returncode == 0, reset.stderr
+    assert reset.stdout == (
+        "protocol: HTTP/2\nstatus:   stream reset (PROTOCOL_ERROR)\n"
+        "reason:   connection-specific field 'connection'\n"
+    )
+    connect = grpc_route(grpc_snapshot, "-o", "json", "--http2", "CONNECT", "http://a/")
+    assert json.loads(connect.stdout) == {
+        "protocol": "HTTP/2",
+        "status": 501,
+        "reset": False,
+        "reason": "CONNECT (and WebSocket over HTTP/2, RFC 8441) is not served",
+    }
 
 
 @pytest.mark.parametrize(
@@ -1148,7 +1175,7 @@ def help_blocks(command: str) -> dict[str, str]:
     text = commands.choices[command].format_help()
     options = text[text.index("options:") :].split("\n\n")[0]
     blocks = re.split(r"\n(?=  -)", options)[1:]
-    return {re.findall(r"--[a-z-]+", block)[0]: block for block in blocks}
+    return {re.findall(r"--[a-z0-9-]+", block)[0]: block for block in blocks}
 
 
 @pytest.mark.parametrize("command", ["compile", "route", "proxy", "serve", "controller"])
