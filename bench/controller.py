@@ -67,13 +67,15 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import math
+import re
 import signal
 import statistics
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -241,12 +243,15 @@ class Metrics:
     reconciles: float = 0.0
     seconds: float = 0.0
     status_writes: float = 0.0
+    # coxswain_controller_event_loop_lag_seconds: upper bound → wake-ups at most that late
+    lag: dict[float, float] = field(default_factory=dict)
 
     def __sub__(self, other: Metrics) -> Metrics:
         return Metrics(
             self.reconciles - other.reconciles,
             self.seconds - other.seconds,
             self.status_writes - other.status_writes,
+            {bound: n - other.lag.get(bound, 0.0) for bound, n in self.lag.items()},
         )
 
 
@@ -262,11 +267,29 @@ def metrics(port: int) -> Metrics | None:
         if line and not line.startswith("#"):
             name, _, value = line.rpartition(" ")
             values[name] = float(value)
+    lag = {
+        float(match[1]): count
+        for name, count in values.items()
+        if (match := _LAG_BUCKET.fullmatch(name)) is not None
+    }
     return Metrics(
         values.get("coxswain_controller_reconciles_total", 0.0),
         values.get("coxswain_controller_reconcile_seconds_sum", 0.0),
         values.get("coxswain_controller_status_writes_total", 0.0),
+        lag,
     )
+
+
+_LAG_BUCKET = re.compile(r'coxswain_controller_event_loop_lag_seconds_bucket\{le="([^"]+)"\}')
+
+
+def lag_bound(lag: dict[float, float], share: float) -> float:
+    """The smallest histogram bound under which ``share`` of the loop's wake-ups fell (the
+    p99 for 0.99, inf when the worst was past the last bucket); 0 without samples."""
+    total = lag.get(math.inf, 0.0)
+    if not total:
+        return 0.0
+    return min(bound for bound, count in lag.items() if count >= share * total)
 
 
 def scrape(port: int, fleet: processes.Fleet) -> Metrics:
@@ -522,9 +545,11 @@ def _burst(
 def _rounds(figures: dict[str, float]) -> str:
     rounds = int(figures["reconciles"])
     mean = figures["seconds"] / rounds * 1e3 if rounds else 0.0
+    lag: dict[float, float] = figures["lag"]
     return (
         f"{rounds} reconcile rounds ({figures['seconds']:.2f} s in all, {mean:,.0f} ms mean), "
-        f"{int(figures['status_writes'])} status writes"
+        f"{int(figures['status_writes'])} status writes; event-loop lag p99 ≤ "
+        f"{lag_bound(lag, 0.99) * 1e3:,.0f} ms, worst ≤ {lag_bound(lag, 1.0) * 1e3:,.0f} ms"
     )
 
 
