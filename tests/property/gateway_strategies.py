@@ -85,6 +85,17 @@ def listeners(draw: st.DrawFn, index: int) -> dict[str, Any]:
     return listener
 
 
+ADDRESS_RANGES = ("192.0.2.0/24",)
+"""The ``--gateway-address-ranges`` the properties compile with."""
+ADDRESSES = (
+    {"type": "IPAddress", "value": "192.0.2.1"},
+    {"type": "IPAddress", "value": "192.0.2.2"},
+    {"type": "IPAddress", "value": "198.51.100.1"},
+    {"type": "IPAddress"},
+    {"type": "Hostname", "value": "gw.example"},
+)
+
+
 @st.composite
 def gateways(draw: st.DrawFn) -> dict[str, Any]:
     count = draw(st.integers(1, 3))
@@ -98,6 +109,8 @@ def gateways(draw: st.DrawFn) -> dict[str, Any]:
         if origin == "Selector":
             namespaces["selector"] = {"matchLabels": {"team": draw(st.sampled_from(("t1", "t2")))}}
         spec["allowedListeners"] = {"namespaces": namespaces}
+    if draw(st.integers(0, 3)) == 0:  # static ones claimed by several Gateways, some unusable
+        spec["addresses"] = draw(st.lists(st.sampled_from(ADDRESSES), min_size=1, max_size=3))
     if draw(st.integers(0, 4)) == 0:
         spec["tls"] = {
             "frontend": {

@@ -9,20 +9,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coxswain.compile import SharedPool, build_state, compile, status
+from coxswain.compile import CompileConfig, SharedPool, build_state, compile, status
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.snapshot_json import dump_snapshot, snapshot_from_data, snapshot_to_data
 from tests.parity import unreported
 
-from .gateway_strategies import OURS, messy_worlds, worlds
+from .gateway_strategies import ADDRESS_RANGES, OURS, messy_worlds, worlds
 
 pytestmark = pytest.mark.property
+
+RANGED = CompileConfig(gateway_address_ranges=ADDRESS_RANGES)  # static addresses in play
 
 
 def _compiled(bodies: list[dict[str, Any]]) -> tuple[str, list[str], list[str]]:
     state = build_state(bodies)
-    result = compile(state, SharedPool())
-    statuses = [f"{s.kind} {s.namespace}/{s.name} {s.body}" for s in status(state)]
+    result = compile(state, SharedPool(), RANGED)
+    statuses = [f"{s.kind} {s.namespace}/{s.name} {s.body}" for s in status(state, RANGED)]
     return dump_snapshot(result.snapshot), statuses, [str(d) for d in result.diagnostics]
 
 
@@ -36,7 +38,7 @@ def test_compile_and_status_are_total_on_malformed_gateway_objects(bodies):
 
 @given(st.one_of(worlds, messy_worlds))
 def test_every_problem_in_status_is_a_diagnostic(bodies):
-    assert unreported(build_state(bodies)) == []
+    assert unreported(build_state(bodies), RANGED) == []
 
 
 @given(st.data(), worlds)
