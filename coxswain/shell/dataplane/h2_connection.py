@@ -91,7 +91,6 @@ SETTINGS: Final[dict[SettingCodes | int, int]] = {
     SettingCodes.MAX_HEADER_LIST_SIZE: DEFAULT_LIMITS.max_head_bytes,
     SettingCodes.INITIAL_WINDOW_SIZE: STREAM_WINDOW,
 }
-_DEFAULT_WINDOW: Final = 65535
 
 log = logging.getLogger("coxswain.proxy")
 
@@ -172,10 +171,7 @@ class H2Session(H2Peer):
     async def run(self, received: bytes) -> None:
         """Serve the connection until it ends; ``received`` are bytes read before the
         protocol was known (the preface, at least in part)."""
-        conn = self.conn
-        conn.local_settings.update(SETTINGS)
-        conn.initiate_connection()
-        conn.increment_flow_control_window(CONNECTION_WINDOW - _DEFAULT_WINDOW)
+        self.start(SETTINGS, CONNECTION_WINDOW)
         try:
             await self.flush()
             async with trio.open_nursery() as nursery:

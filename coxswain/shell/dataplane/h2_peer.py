@@ -17,7 +17,7 @@ who opens streams; alike in both:
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Final
 
 import trio
 from h2.config import H2Configuration
@@ -26,9 +26,14 @@ from h2.errors import ErrorCodes
 from h2.exceptions import H2Error
 
 if TYPE_CHECKING:
+    from h2.settings import SettingCodes
+
+if TYPE_CHECKING:
     from coxswain.shell.dataplane.pool import Upstream
 
 __all__ = ["H2Peer"]
+
+_DEFAULT_WINDOW: Final = 65535  # every window's size until SETTINGS say otherwise (§6.9.2)
 
 
 class H2Peer:
@@ -52,6 +57,16 @@ class H2Peer:
         )
         self._sending = trio.Lock()
         self._windows: dict[int, trio.Event] = {}
+
+    def start(self, settings: dict[SettingCodes | int, int], window: int) -> None:
+        """Make the connection preface with the proxy's ``settings`` and a connection window
+        of ``window`` bytes. ``h2`` writes the settings in force into the preface's SETTINGS
+        frame, not updated ones: the proxy's go in a SETTINGS frame of their own, applied by
+        ``h2`` once the peer acknowledges them (RFC 9113 §6.5.3)."""
+        conn = self.conn
+        conn.initiate_connection()
+        conn.update_settings(settings)
+        conn.increment_flow_control_window(window - _DEFAULT_WINDOW)
 
     async def flush(self) -> None:
         """Send what ``h2`` has made, in order."""

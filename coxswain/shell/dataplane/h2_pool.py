@@ -109,7 +109,14 @@ class H2Pool:
                     stream = connection.open(fields, end_stream=end_stream)
                 except StreamFailed:
                     continue  # it began closing meanwhile: another connection
-                await connection.flush()
+                try:
+                    await connection.flush()
+                except trio.ClosedResourceError:  # closed before: nothing of it went out
+                    connection.forget(stream)
+                    continue
+                except trio.BrokenResourceError as err:
+                    connection.forget(stream)
+                    raise StreamFailed(f"the backend connection broke: {err}") from err
                 return stream
             else:
                 raise StreamFailed("the backend refused the stream on every connection")
@@ -142,26 +149,65 @@ class H2Pool:
                 raise opening.failure
         opening = self._opening[key] = _Opening()
         try:
-            try:
-                transport, _, _ = await connect([endpoint], None, within=within, tls=tls, h2=True)
-            except ConnectFailed as err:  # one endpoint: its own message is enough
-                detail = str(err).partition("(")[2].rpartition(")")[0]
-                opening.failure = ConnectFailed(detail, timed_out=err.timed_out)
-                raise opening.failure from err
-            transport.bound_sends(self._watchdog, self._send_timeout)
-            connection = H2Upstream(
-                transport,
-                f"{endpoint.address}:{endpoint.port}",
-                read_timeout=self._read_timeout,
-                idle_timeout=self._idle_timeout,
-                closed=lambda gone: self._forget(key, gone),
-            )
+            connection = await self._settled(endpoint, key, within=within, tls=tls)
             self._connections.setdefault(key, []).append(connection)
-            self._nursery.start_soon(connection.run)
             return connection
+        except ConnectFailed as err:
+            opening.failure = err
+            raise
         finally:  # cancelled meanwhile, the waiters find no connection and open their own
             del self._opening[key]
             opening.done.set()
+
+    async def _settled(
+        self, endpoint: Endpoint, key: PoolKey, *, within: float, tls: Origination | None
+    ) -> H2Upstream:
+        """A new connection whose backend has sent its first SETTINGS (RFC 9113 §3.4), so
+        that its streams never exceed the backend's concurrent-stream limit; all within
+        ``within`` seconds.
+
+        Raises:
+            ConnectFailed: connecting failed, or the backend said nothing in time.
+        """
+        name = f"{endpoint.address}:{endpoint.port}"
+        connection: H2Upstream | None = None
+        with trio.move_on_after(within) as scope:
+            connection = await self._open(endpoint, key, within=within, tls=tls)
+            await connection.settled.wait()
+        if connection is None or scope.cancelled_caught:
+            if connection is not None:
+                connection.transport.close()  # its reader ends, and the connection with it
+            raise ConnectFailed(f"{name}: no answer within {within:g} s", timed_out=True)
+        if connection.closing:
+            raise ConnectFailed(
+                f"{name}: the connection ended before its SETTINGS", timed_out=False
+            )
+        return connection
+
+    async def _open(
+        self, endpoint: Endpoint, key: PoolKey, *, within: float, tls: Origination | None
+    ) -> H2Upstream:
+        """A new connection, its reader started; its streams wait for the backend's first
+        SETTINGS (RFC 9113 §3.4), so that they never exceed its concurrent-stream limit.
+
+        Raises:
+            ConnectFailed: connecting failed (one message, the endpoint's).
+        """
+        try:
+            transport, _, _ = await connect([endpoint], None, within=within, tls=tls, h2=True)
+        except ConnectFailed as err:  # one endpoint: its own message is enough
+            detail = str(err).partition("(")[2].rpartition(")")[0]
+            raise ConnectFailed(detail, timed_out=err.timed_out) from err
+        transport.bound_sends(self._watchdog, self._send_timeout)
+        connection = H2Upstream(
+            transport,
+            f"{endpoint.address}:{endpoint.port}",
+            read_timeout=self._read_timeout,
+            idle_timeout=self._idle_timeout,
+            closed=lambda gone: self._forget(key, gone),
+        )
+        self._nursery.start_soon(connection.run)
+        return connection
 
     def flush_soon(self, connection: H2Upstream) -> None:
         """Send what ``connection`` has made (a stream's reset, windows given back) from the

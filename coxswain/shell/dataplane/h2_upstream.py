@@ -77,7 +77,6 @@ SETTINGS: Final[dict[SettingCodes | int, int]] = {
     SettingCodes.INITIAL_WINDOW_SIZE: STREAM_WINDOW,
     SettingCodes.MAX_HEADER_LIST_SIZE: DEFAULT_LIMITS.max_head_bytes,
 }
-_DEFAULT_WINDOW: Final = 65535
 
 
 class StreamFailed(Exception):
@@ -166,11 +165,10 @@ class H2Upstream(H2Peer):
         self.idle_timeout = idle_timeout
         self.streams: dict[int, UpstreamStream] = {}
         self.closing = False  # no new stream: GOAWAY either way, or the connection broke
+        self.settled = trio.Event()  # the backend's first SETTINGS arrived (or it ended first)
         self._closed = closed
         self._receiving: trio.CancelScope | None = None
-        self.conn.local_settings.update(SETTINGS)
-        self.conn.initiate_connection()
-        self.conn.increment_flow_control_window(STREAM_LIMIT * STREAM_WINDOW - _DEFAULT_WINDOW)
+        self.start(SETTINGS, STREAM_LIMIT * STREAM_WINDOW)
 
     @property
     def limit(self) -> int:
@@ -256,6 +254,7 @@ class H2Upstream(H2Peer):
             reason = f"the backend connection broke: {err}"
         finally:
             self.closing = True
+            self.settled.set()
             self._closed(self)
             for stream in list(self.streams.values()):
                 stream.failed(reason)
@@ -311,6 +310,7 @@ class H2Upstream(H2Peer):
                 stream.failed(f"the backend reset the stream ({code!s})", refused=refused)
         elif type(event) is RemoteSettingsChanged:
             self.open_window(0)  # the initial window may have grown
+            self.settled.set()
         elif type(event) is ConnectionTerminated:
             self._goaway(event)
 

@@ -1,0 +1,116 @@
+"""The proxy's HTTP/2 connections to a backend (RFC 9113), on real sockets: streams share a
+connection up to the backend's SETTINGS_MAX_CONCURRENT_STREAMS, a GOAWAY sends new streams to a
+new connection, an idle connection is closed, and a backend that resets a stream fails that
+stream only."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import trio
+
+from coxswain.compile.snapshot import Endpoint
+from coxswain.http1 import Data, EndOfMessage
+from coxswain.shell.dataplane.h2_pool import H2Pool
+from coxswain.shell.dataplane.wire import Timer, Watchdog
+
+from .h2_backend import H2Backend
+from .proxy_harness import TIMEOUT
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+REQUEST = [
+    (b":method", b"GET"),
+    (b":scheme", b"http"),
+    (b":authority", b"backend.test"),
+    (b":path", b"/"),
+]
+
+
+def with_pool(
+    backend: H2Backend,
+    check: Callable[[H2Pool, list[Endpoint], Watchdog], Awaitable[None]],
+    *,
+    idle_timeout: float = 30.0,
+) -> None:
+    async def main() -> None:
+        with trio.fail_after(TIMEOUT):
+            async with trio.open_nursery() as nursery:
+                port = await nursery.start(backend.serve)
+                watchdog = Watchdog(0.05)
+                nursery.start_soon(watchdog.run)
+                pool = H2Pool(
+                    nursery, watchdog, send_timeout=5, read_timeout=5, idle_timeout=idle_timeout
+                )
+                await check(pool, [Endpoint(address="127.0.0.1", port=port)], watchdog)
+                nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+async def fetch(pool: H2Pool, endpoints: list[Endpoint], watchdog: Watchdog) -> bytes:
+    """One GET through the pool: the response body."""
+    stream = await pool.open_stream(endpoints, REQUEST, end_stream=True, within=5, tls=None)
+    timer = Timer(watchdog)
+    try:
+        _, ended = await stream.head(timer)
+        body = b""
+        while not ended:
+            event = await stream.body.next()
+            if isinstance(event, Data):
+                body += event.data
+            else:
+                assert isinstance(event, EndOfMessage), event
+                ended = True
+        return body
+    finally:
+        stream.connection.forget(stream)
+
+
+def test_streams_past_the_backends_limit_open_another_connection() -> None:
+    backend = H2Backend(max_streams=2, delay=0.2)
+
+    async def check(pool: H2Pool, endpoints: list[Endpoint], watchdog: Watchdog) -> None:
+        await fetch(pool, endpoints, watchdog)  # the backend's SETTINGS are known from now on
+        bodies: list[bytes] = []
+
+        async def one() -> None:
+            bodies.append(await fetch(pool, endpoints, watchdog))
+
+        async with trio.open_nursery() as requests:
+            for _ in range(5):
+                requests.start_soon(one)
+        assert len(bodies) == 5
+        assert backend.peak_streams <= 2
+        assert backend.connections == 3  # 2 + 2 + 1 streams
+
+    with_pool(backend, check)
+
+
+def test_after_a_goaway_new_streams_go_to_a_new_connection() -> None:
+    backend = H2Backend(goaway_after=1)
+
+    async def check(pool: H2Pool, endpoints: list[Endpoint], watchdog: Watchdog) -> None:
+        bodies = [await fetch(pool, endpoints, watchdog) for _ in range(3)]
+        assert bodies == [
+            b"connection 1 stream 1",
+            b"connection 2 stream 1",
+            b"connection 3 stream 1",
+        ]
+
+    with_pool(backend, check)
+
+
+def test_an_idle_connection_is_closed_with_goaway() -> None:
+    backend = H2Backend()
+
+    async def check(pool: H2Pool, endpoints: list[Endpoint], watchdog: Watchdog) -> None:
+        assert await fetch(pool, endpoints, watchdog) == b"connection 1 stream 1"
+        assert await fetch(pool, endpoints, watchdog) == b"connection 1 stream 3"  # reused
+        await backend.closed_one.wait()
+        assert backend.goaways_received == 1
+        assert pool.connection_count(("127.0.0.1", endpoints[0].port)) == 0
+        assert await fetch(pool, endpoints, watchdog) == b"connection 2 stream 1"
+
+    with_pool(backend, check, idle_timeout=0.3)
