@@ -5,7 +5,8 @@ and a record of its connections and of how each ended.
 Each request is answered after ``delay`` seconds with ``200`` and the body
 ``connection <n> stream <id>``; after ``goaway_after`` answers on a connection, the backend
 sends GOAWAY naming the last stream it answered, and closes that connection once its streams
-are done (RFC 9113 §6.8).
+are done (RFC 9113 §6.8). Its first ``refuse_first`` streams are reset with
+``REFUSED_STREAM`` instead (RFC 9113 §8.7).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 
 import h2.config
 import h2.connection
+import h2.errors
 import h2.events
 import h2.exceptions
 import h2.settings
@@ -30,6 +32,7 @@ class H2Backend:
     max_streams: int = 100
     goaway_after: int | None = None
     delay: float = 0.0
+    refuse_first: int = 0  # streams reset with REFUSED_STREAM before any is answered
     connections: int = 0
     peak_streams: int = 0
     goaways_received: int = 0
@@ -91,7 +94,10 @@ class H2Backend:
                 except h2.exceptions.ProtocolError:  # frames after its own GOAWAY: done
                     break
                 for event in events:
-                    if isinstance(event, h2.events.RequestReceived) and not going_away:
+                    if isinstance(event, h2.events.RequestReceived) and self.refuse_first:
+                        self.refuse_first -= 1
+                        conn.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+                    elif isinstance(event, h2.events.RequestReceived) and not going_away:
                         open_streams.add(event.stream_id)
                         self.peak_streams = max(self.peak_streams, len(open_streams))
                         nursery.start_soon(answer, event.stream_id)

@@ -1,11 +1,10 @@
 """The proxy's HTTP/2 connections to a backend (RFC 9113), on real sockets: streams share a
 connection up to the backend's SETTINGS_MAX_CONCURRENT_STREAMS, a GOAWAY sends new streams to a
-new connection, an idle connection is closed, and a backend that resets a stream fails that
-stream only."""
+new connection, an idle connection is closed, and a refused stream is sent again."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -15,10 +14,14 @@ from coxswain.shell.dataplane.h2_pool import H2Pool
 from coxswain.shell.dataplane.wire import Timer, Watchdog
 
 from .h2_backend import H2Backend
-from .proxy_harness import TIMEOUT
+from .proxy_harness import TIMEOUT, gateway_rule, request, run_proxy, snapshot
+from .proxy_harness import backend as harness_backend
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
+    from pathlib import Path
+
+    from .proxy_harness import Running
 
 REQUEST = [
     (b":method", b"GET"),
@@ -114,3 +117,29 @@ def test_an_idle_connection_is_closed_with_goaway() -> None:
         assert await fetch(pool, endpoints, watchdog) == b"connection 2 stream 1"
 
     with_pool(backend, check, idle_timeout=0.3)
+
+
+def test_a_refused_stream_is_sent_again_for_an_http1_client(tmp_path: Path) -> None:
+    """Through the proxy, from an HTTP/1.1 client to an h2c backend of an HTTPRoute
+    (HTTPRouteBackendProtocolH2C): the backend refuses the first stream unprocessed, and the
+    request, which has no body, goes again."""
+    backend = H2Backend(refuse_first=1)
+
+    async def serve(*_: object, tls: object, task_status: trio.TaskStatus[int]) -> None:
+        await backend.serve(task_status=task_status)
+
+    def make(ports: dict[str, int]) -> dict[str, Any]:
+        return snapshot(
+            endpoints={"one": [ports["one"]]},
+            gateway_port=ports["gateway"],
+            gateway_rules=[gateway_rule([harness_backend("one", protocol="h2c")])],
+        )
+
+    def client(run: Running) -> None:
+        response, body = request(run.gateway_port, "GET", "/", host="h2c.example")
+        assert response.status == 200
+        assert body == b"connection 1 stream 3"
+        assert response.getheader("content-length") is None
+        assert response.getheader("transfer-encoding") == "chunked"
+
+    run_proxy(tmp_path, make, client, backends=("one",), echo=serve)

@@ -20,10 +20,11 @@ over from its HTTP/1.1 one:
   an HTTP/2 client, and closes an HTTP/1.1 client's connection.
 - **Retries, timeouts and errors** as for HTTP/1.1 (:mod:`.upstream`, :mod:`.tries`): a
   request without a body is tried again under the rule's ``retry``; one with a body
-  streams through once. A stream the backend refused unprocessed (GOAWAY past it,
-  ``REFUSED_STREAM``) is sent again on another connection, up to a few times, body or not,
-  as long as nothing of the body was read. A client that goes away resets the stream
-  (``CANCEL``) towards the backend.
+  streams through once. A request without a body whose stream the backend refused
+  unprocessed (GOAWAY past it, ``REFUSED_STREAM``, RFC 9113 §8.7) is sent again on another
+  connection, up to :data:`_REFUSALS` times; one with a body is answered 502, its body
+  being partly read already. A client that goes away resets the stream (``CANCEL``)
+  towards the backend.
 - **Not carried:** WebSocket upgrades (HTTP/2 would need RFC 8441's extended CONNECT): such a
   request is forwarded as plain; mirrors speak HTTP/1.1 only (:mod:`.mirror`).
 """
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
 __all__ = ["Forwarder", "H2Relay"]
 
 _BROKEN: Final = (trio.BrokenResourceError, trio.ClosedResourceError, H2Error, StreamFailed)
+_REFUSALS: Final = 3  # a request without a body sent again after its stream was refused
 
 
 class Forwarder(Protocol):
@@ -138,6 +140,7 @@ class H2Relay:
             if retry is None
             else Tries(retry, per_try, back_off=forwarder.back_off, timer=timer)
         )
+        refusals = 0
         while True:
             stream: UpstreamStream | None = None
             failure: Answer | None = None
@@ -177,6 +180,11 @@ class H2Relay:
                             response = await _final_head(stream, head, timer)
                         except Answer as err:
                             failure = err
+                        except StreamFailed as err:  # refused unprocessed: safe elsewhere
+                            if refusals < _REFUSALS:
+                                refusals += 1
+                                continue
+                            failure = Answer(502, err.reason, exchange.upstream)
                 if await another_try(tries, failure, response, scope, exchange.upstream):
                     continue
                 assert response is not None
@@ -214,6 +222,8 @@ class H2Relay:
                 await downstream.respond(stream.body, head, response, relayed, exchange)
             except (Answer, H2Error) as err:  # raised as they came once the nursery is closed,
                 failure = err  # not wrapped in an exception group with the sender's end
+            except StreamFailed as err:  # refused, but the body is partly read: not again
+                failure = Answer(502, err.reason, stream.connection.name)
             nursery.cancel_scope.cancel()  # the response is complete: the body is not needed
         if sender.error is not None:
             raise sender.error
@@ -233,12 +243,15 @@ async def _final_head(stream: UpstreamStream, head: RequestHead, timer: Timer) -
     """The response head, checked.
 
     Raises:
+        StreamFailed: the backend refused the stream without processing it.
         Answer: the stream broke first (502), or the head is malformed (502, the stream
             reset).
     """
     try:
         fields, ended = await stream.head(timer)
     except StreamFailed as err:
+        if err.refused:
+            raise
         raise Answer(502, err.reason, stream.connection.name) from err
     response = response_head(fields, ended=ended, head_request=head.method == b"HEAD")
     if isinstance(response, str):
