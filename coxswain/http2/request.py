@@ -1,7 +1,7 @@
 """An HTTP/2 request's header list as the proxy's :class:`~coxswain.http1.RequestHead`.
 
 One routing path for both protocols: a request that arrived on an HTTP/2 stream is routed,
-filtered and forwarded (to an HTTP/1.1 backend) exactly as one that arrived on an HTTP/1.1
+filtered and forwarded (to either kind of backend) exactly as one that arrived on an HTTP/1.1
 connection. This module is the one place its header list is checked — the ``h2`` library's own
 validation is off (:mod:`coxswain.shell.dataplane.h2_connection`), so each field is looked at
 once, by the rules the HTTP/1.1 parser applies, which are what the backend will be sent:

@@ -28,6 +28,10 @@ Design:
   route's timeout as its deadline.
 - **Draining** sends GOAWAY naming the last stream taken; the streams in flight finish, then
   the connection closes.
+- **gRPC.** On a GRPCRoute's rule, or for a gRPC call no rule matched, the proxy's own answers
+  are gRPC statuses in Trailers-Only form (:mod:`coxswain.route.grpc_status`), and a timeout
+  after the response began ends it with ``grpc-status`` trailers rather than a reset: a gRPC
+  response ends with its status (gRPC over HTTP/2, PROTOCOL-HTTP2, "Responses").
 """
 
 from __future__ import annotations
