@@ -58,6 +58,7 @@ class Case:
     listener: str | None = None  # the listener whose port the request goes to (its address)
     expected_request: ExpectedRequest | None = None
     status: tuple[int, ...] = (200,)
+    protocol: str = ""  # upstream ``Request.Protocol``: H2C_PRIOR_KNOWLEDGE, or HTTP/1.1
     response_headers: dict[str, str] = field(default_factory=dict)
     valid_header_values: dict[str, tuple[str, ...]] = field(default_factory=dict)
     absent_response_headers: tuple[str, ...] = ()

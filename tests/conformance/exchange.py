@@ -11,6 +11,9 @@ the test names and verifies the certificate chain and that name, by the rules of
 the server asked for a client certificate (the suite's ``GetClientCertificateHook``): Python's
 ``ssl`` has no such hook, so the handshake's messages are read through CPython's
 ``SSLContext._msg_callback`` (its TLS message trace, undocumented but present since 3.8).
+A case whose ``protocol`` is ``H2C_PRIOR_KNOWLEDGE`` is sent over HTTP/2 with prior knowledge
+(RFC 9113 §3.3) on a cleartext connection, ``Host`` becoming ``:authority``, as upstream's
+``H2CPriorKnowledgeProtocol`` transport does.
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
 from urllib.parse import urljoin, urlsplit
 
+import h2.config
+import h2.connection
+import h2.events
+
 from tests.conformance.cases import Redirect
 
 if TYPE_CHECKING:
@@ -30,7 +37,11 @@ if TYPE_CHECKING:
 
     from tests.conformance.cases import Case
 
-__all__ = ["Captured", "Handshake", "Target", "calculate_host", "round_trip"]
+__all__ = ["H2C_PRIOR_KNOWLEDGE", "Captured", "Handshake", "Target", "calculate_host", "round_trip"]
+
+H2C_PRIOR_KNOWLEDGE: Final = (
+    "H2C_PRIOR_KNOWLEDGE"  # upstream roundtripper.H2CPriorKnowledgeProtocol
+)
 
 TIMEOUT: Final = 10.0  # upstream's RequestTimeout
 _HANDSHAKE: Final = 22  # the handshake content type (RFC 8446 §5.1)
@@ -130,26 +141,72 @@ def round_trip(
     headers["X-Echo-Set-Header"] = ",".join(
         f"{k}:{v}" for k, v in case.backend_set_response_headers.items()
     )
-    conn = _connect(target, case, leaves or {}, handshake or Handshake())
-    try:
-        body = case.body.encode() if case.body else None
-        conn.request(case.method, case.path, body=body, headers=headers)
-        response = conn.getresponse()
-        data = response.read()
-    finally:
-        conn.close()
+    body = case.body.encode() if case.body else None
+    if case.protocol == H2C_PRIOR_KNOWLEDGE:
+        status, fields, data = _h2c_exchange(target.port, case, headers, body)
+    else:
+        conn = _connect(target, case, leaves or {}, handshake or Handshake())
+        try:
+            conn.request(case.method, case.path, body=body, headers=headers)
+            response = conn.getresponse()
+            data = response.read()
+        finally:
+            conn.close()
+        status, fields = response.status, response.getheaders()
     captured_headers: dict[str, list[str]] = {}
-    for name, value in response.getheaders():
+    for name, value in fields:
         captured_headers.setdefault(name.lower(), []).append(value)
     request: dict[str, Any] = {"method": case.method}
-    if response.getheader("content-type") == "application/json":
+    if captured_headers.get("content-type") == ["application/json"]:
         request = json.loads(data)
     url = f"{scheme}://{url_host}{case.path}"
     redirect = None
-    if response.status in _REDIRECTS:
-        location = urlsplit(urljoin(url, response.getheader("location", "")))
+    if status in _REDIRECTS:
+        location = urlsplit(urljoin(url, captured_headers.get("location", [""])[0]))
         port = "" if location.port is None else str(location.port)
         redirect = Redirect(
             scheme=location.scheme, host=location.hostname or "", port=port, path=location.path
         )
-    return Captured(response.status, captured_headers, request, redirect, url)
+    return Captured(status, captured_headers, request, redirect, url)
+
+
+def _h2c_exchange(
+    port: int, case: Case, headers: dict[str, str], body: bytes | None
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    """One request over HTTP/2 with prior knowledge: the status, the fields and the body."""
+    conn = h2.connection.H2Connection(
+        h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
+    )
+    conn.initiate_connection()
+    fields = [
+        (":method", case.method),
+        (":scheme", "http"),
+        (":authority", headers["Host"]),
+        (":path", case.path),
+        *((name.lower(), value) for name, value in headers.items() if name != "Host"),
+    ]
+    conn.send_headers(1, fields, end_stream=body is None)
+    if body is not None:
+        conn.send_data(1, body, end_stream=True)
+    status, received, data = 0, [], b""
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+        sock.sendall(conn.data_to_send())
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("the proxy closed the HTTP/2 connection")
+            for event in conn.receive_data(chunk):
+                if isinstance(event, h2.events.ResponseReceived):
+                    for name, value in cast("list[tuple[str, str]]", event.headers):
+                        if name == ":status":
+                            status = int(value)
+                        else:
+                            received.append((name, value))
+                elif isinstance(event, h2.events.DataReceived):
+                    data += event.data or b""
+                    conn.acknowledge_received_data(event.flow_controlled_length or 0, 1)
+                elif isinstance(event, h2.events.StreamReset):
+                    raise ConnectionError(f"the proxy reset the stream ({event.error_code})")
+                elif isinstance(event, h2.events.StreamEnded):
+                    return status, received, data
+            sock.sendall(conn.data_to_send())

@@ -233,6 +233,7 @@ class H2Upstream(H2Peer):
         close the transport."""
         reason = "the backend closed the connection"
         try:
+            await self.flush()  # the preface: a backend may wait for it before its SETTINGS
             while True:
                 data = await self._receive()
                 if not data:
