@@ -1,15 +1,18 @@
 """One HTTP/2 stream's two halves for the forwarder (:mod:`.downstream`).
 
-- :class:`H2Body` hands the request body to the forwarder as codec events. The connection's
-  loop feeds it the DATA it receives; the bytes are given back to the client's flow-control
-  windows (stream and connection, RFC 9113 §5.2) only when the forwarder takes them, so a
-  backend that reads slowly slows the client down and the proxy holds at most one window of
-  body per stream — never a whole body.
+- :class:`H2Body` hands a body received on a stream to the forwarder as codec events: a
+  client's request body, or a backend's response body (:mod:`.h2_upstream`), whose events the
+  relay takes as it takes an HTTP/1.1 parser's (:class:`~.downstream.ResponseSource`). The
+  connection's loop feeds it the DATA it receives; the bytes are given back to the sender's
+  flow-control windows (stream and connection, RFC 9113 §5.2) only when the forwarder takes
+  them, so a peer that reads slowly slows the other down and the proxy holds at most one
+  window of body per stream — never a whole body.
 - :class:`H2Downstream` writes the response as HEADERS, DATA within the client's windows, and
   trailers or an empty DATA ending the stream. A stream whose window stays shut for
   ``timeouts.client_send`` is cut as an HTTP/1.1 client that stops reading is.
+  :func:`send_data`, the DATA within a peer's windows, serves requests to backends too.
 
-Both wait on the stream's :class:`~.wire.Timer`, whose scope bounds the whole exchange and
+Both wait on the exchange's :class:`~.wire.Timer`, whose scope bounds the whole exchange and
 which the connection cancels when the client resets the stream.
 """
 
