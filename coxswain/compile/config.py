@@ -70,11 +70,12 @@ class CompileConfig:
             default, 64, is the listeners one Gateway may have (or 32 Gateways on ports 80 and
             443) and lets 43 namespaces use their whole share at once.
         serves_http2: whether the proxies serve HTTP/2 (with prior knowledge on HTTP
-            listeners, by ALPN on HTTPS ones), which gRPC needs (GEP-1016, "Transport"). Only
-            then does the GatewayClass declare the GRPCRoute features
-            (``gateway.status.HTTP2_FEATURES``): ``supportedFeatures`` says what the data plane
-            serves, and GRPCRoutes are compiled, attached and reported either way. False until
-            the proxy speaks HTTP/2; the controller keeps it False.
+            listeners, by ALPN on HTTPS ones, and towards ``h2c`` backends), which gRPC needs
+            (GEP-1016, "Transport"). Only then does the GatewayClass declare the GRPCRoute
+            features and HTTPRouteBackendProtocolH2C (``gateway.status.HTTP2_FEATURES``):
+            ``supportedFeatures`` says what the data plane serves, and GRPCRoutes are
+            compiled, attached and reported either way. True, as Coxswain's proxy does; False
+            only for a fleet of older proxies that speak HTTP/1.1 alone.
     """
 
     namespace: str = "coxswain-system"
@@ -95,4 +96,4 @@ class CompileConfig:
     status_addresses: tuple[str, ...] = ()
     gateway_address_ranges: tuple[str, ...] = ()
     shared_ports_per_namespace: int = DEFAULT_SHARED_PORTS_PER_NAMESPACE
-    serves_http2: bool = False
+    serves_http2: bool = True

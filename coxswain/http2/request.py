@@ -1,7 +1,7 @@
 """An HTTP/2 request's header list as the proxy's :class:`~coxswain.http1.RequestHead`.
 
 One routing path for both protocols: a request that arrived on an HTTP/2 stream is routed,
-filtered and forwarded (to an HTTP/1.1 backend) exactly as one that arrived on an HTTP/1.1
+filtered and forwarded (to either kind of backend) exactly as one that arrived on an HTTP/1.1
 connection. This module is the one place its header list is checked — the ``h2`` library's own
 validation is off (:mod:`coxswain.shell.dataplane.h2_connection`), so each field is looked at
 once, by the rules the HTTP/1.1 parser applies, which are what the backend will be sent:
@@ -35,6 +35,7 @@ import re
 from typing import TYPE_CHECKING, Final
 
 from coxswain.http1 import RequestHead
+from coxswain.http2.fields import field_problem, quoted
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -46,16 +47,9 @@ __all__ = ["CONNECT_REFUSED", "request_head", "trailer_fields"]
 CONNECT_REFUSED: Final = "CONNECT (and WebSocket over HTTP/2, RFC 8441) is not served"
 """The reason :func:`request_head` gives for a ``CONNECT``, which the caller answers 501."""
 
-_NAME: Final = re.compile(rb"[!#$%&'*+\-.^_`|~0-9a-z]+")
-_VALUE: Final = re.compile(
-    rb"(?:[\x21-\x7e\x80-\xff](?:[\t\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?)?"
-)
 _METHOD: Final = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _PATH: Final = re.compile(rb"/[\x21-\x7e]*")
 _LENGTH: Final = re.compile(rb"[0-9]{1,18}")
-_CONNECTION_SPECIFIC: Final = frozenset(
-    {b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"}
-)
 _PSEUDO: Final = frozenset({b":method", b":scheme", b":path", b":authority"})
 
 
@@ -76,15 +70,15 @@ def request_head(headers: Sequence[tuple[bytes, bytes]], *, ended: bool) -> Requ
     for name, value in headers:
         if name[:1] == b":":
             if regular:
-                return f"pseudo-header field {_text(name)} after a regular field"
+                return f"pseudo-header field {quoted(name)} after a regular field"
             if name not in _PSEUDO:
-                return f"unknown pseudo-header field {_text(name)}"
+                return f"unknown pseudo-header field {quoted(name)}"
             if name in pseudo:
-                return f"pseudo-header field {_text(name)} twice"
+                return f"pseudo-header field {quoted(name)} twice"
             pseudo[name] = value
             continue
         regular = True
-        problem = _field_problem(name, value)
+        problem = field_problem(name, value)
         if problem is not None:
             return problem
         if name == b"host":
@@ -136,23 +130,7 @@ def trailer_fields(headers: Sequence[tuple[bytes, bytes]]) -> Headers | str:
     """A trailer section's fields, checked as a head's regular fields are (no pseudo-header
     field, RFC 9113 §8.1), or why it is malformed. Pure."""
     for name, value in headers:
-        problem = _field_problem(name, value)
+        problem = field_problem(name, value)
         if problem is not None:
             return problem
     return tuple(headers)
-
-
-def _field_problem(name: bytes, value: bytes) -> str | None:
-    if _NAME.fullmatch(name) is None:
-        return f"invalid field name {_text(name)}"
-    if _VALUE.fullmatch(value) is None:
-        return f"invalid value of field {_text(name)}"
-    if name in _CONNECTION_SPECIFIC:
-        return f"connection-specific field {_text(name)}"
-    if name == b"te" and value != b"trailers":
-        return "te other than trailers"
-    return None
-
-
-def _text(name: bytes) -> str:
-    return repr(name[:64].decode("latin-1"))

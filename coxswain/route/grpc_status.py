@@ -16,7 +16,12 @@ HTTP/2 ("Responses") answers every call HTTP 200, and an answer without a messag
 
 Its other answers (400, 413, 421, 431, 501) stay HTTP: the request could not be read as a call,
 or HTTP itself handles them (a 421 makes a client open another connection, RFC 9110 §15.5.20).
-An HTTPRoute's rule is answered in HTTP whatever the request: its route chose HTTP. Pure.
+An HTTPRoute's rule is answered in HTTP whatever the request: its route chose HTTP.
+
+The answer itself (:func:`grpc_message` for its text) is "Trailers-Only": one HEADERS frame
+ending the stream, with ``:status 200``, ``content-type: application/grpc``, ``grpc-status``
+and ``grpc-message`` (gRPC over HTTP/2, "Responses"), made by
+:func:`coxswain.http2.response.grpc_answer_fields`. Pure.
 """
 
 from __future__ import annotations
@@ -29,7 +34,15 @@ if TYPE_CHECKING:
 
     from coxswain.route.decision import Decision
 
-__all__ = ["GrpcCode", "grpc_status", "is_grpc_call"]
+__all__ = [
+    "GrpcCode",
+    "answers_in_grpc",
+    "grpc_code",
+    "grpc_message",
+    "grpc_status",
+    "is_grpc_call",
+    "is_grpc_media_type",
+]
 
 
 class GrpcCode(enum.IntEnum):
@@ -57,24 +70,50 @@ def is_grpc_call(headers: Iterable[tuple[str, str]]) -> bool:
     followed by ``+`` or ``;`` (gRPC over HTTP/2, "Requests": ``application/grpc+proto``)."""
     for name, value in headers:
         if name.lower() == "content-type":
-            media = value.strip().lower()
-            rest = media.removeprefix(_GRPC_CONTENT_TYPE)
-            return rest != media and (not rest or rest[0] in "+;")
+            return is_grpc_media_type(value)
     return False
+
+
+def is_grpc_media_type(value: str) -> bool:
+    """Whether a ``content-type`` value is gRPC's (:func:`is_grpc_call`)."""
+    media = value.strip().lower()
+    rest = media.removeprefix(_GRPC_CONTENT_TYPE)
+    return rest != media and (not rest or rest[0] in "+;")
+
+
+def answers_in_grpc(decision: Decision, *, call: bool) -> bool:
+    """Whether what the proxy answers itself on this decision is a gRPC status: on a
+    GRPCRoute's rule, or for a gRPC call (``call``) that no rule matched."""
+    action = decision.action
+    if action is None:
+        return call and not decision.matched
+    return action.grpc
+
+
+def grpc_code(status: int, *, filter_problem: bool = False) -> GrpcCode | None:
+    """The ``grpc-status`` for the proxy's HTTP answer ``status`` (the module's table), None
+    where it stays HTTP; ``filter_problem``: a 500 for a filter the proxy cannot apply."""
+    if status == 500 and filter_problem:
+        return GrpcCode.INTERNAL
+    return _BY_HTTP_STATUS.get(status)
+
+
+def grpc_message(text: str) -> bytes:
+    """``text`` as a ``grpc-message`` value: UTF-8, each byte outside printable ASCII and
+    ``%`` itself percent-encoded (gRPC over HTTP/2, "Responses": Percent-Encoded)."""
+    return "".join(
+        chr(byte) if 0x20 <= byte <= 0x7E and byte != 0x25 else f"%{byte:02X}"
+        for byte in text.encode("utf-8")
+    ).encode("ascii")
 
 
 def grpc_status(decision: Decision, *, call: bool) -> GrpcCode | None:
     """The ``grpc-status`` the proxy answers with instead of ``decision.status``, or None when
     it forwards the request or answers in HTTP (the module's table). ``call``: the request is a
     gRPC call (``is_grpc_call``), which decides where no rule matched."""
-    if decision.status is None:
+    if decision.status is None or not answers_in_grpc(decision, call=call):
         return None
     action = decision.action
-    if action is None:
-        if decision.matched or not call:
-            return None
-    elif not action.grpc:
-        return None
-    if decision.status == 500 and action is not None and action.problem is not None:
-        return GrpcCode.INTERNAL
-    return _BY_HTTP_STATUS.get(decision.status)
+    return grpc_code(
+        decision.status, filter_problem=action is not None and action.problem is not None
+    )

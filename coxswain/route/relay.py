@@ -15,6 +15,11 @@ Rules:
 
 A route's response header edits apply after these rules: a ``ResponseHeaderModifier`` that
 sets or removes ``Server`` has the last word.
+
+4. Trailers (RFC 9110 §6.5) reach an HTTP/2 client as they came; an HTTP/1.1 client gets them
+   in the last chunk only when its request said ``TE: trailers`` (:func:`accepts_trailers`,
+   RFC 9110 §10.1.4), as a recipient that did not ask may not expect them; else they are
+   dropped, which a trailer section allows (RFC 9110 §6.5.1).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from coxswain.route.forward import HOP_BY_HOP
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
 
-__all__ = ["SERVER", "relayed_fields"]
+__all__ = ["SERVER", "accepts_trailers", "relayed_fields"]
 
 SERVER: Final = b"coxswain"
 _REPLACED: Final = HOP_BY_HOP | {b"server", b"date"}
@@ -57,3 +62,14 @@ def relayed_fields(
     if not any(n == b"server" for n, _ in kept):
         own.insert(0, (b"server", SERVER))
     return own + kept
+
+
+def accepts_trailers(headers: Sequence[tuple[bytes, bytes]]) -> bool:
+    """Whether a request's ``TE`` fields list ``trailers`` (rule 4; any case, with or without
+    whitespace). Pure."""
+    for name, value in headers:
+        if name.lower() == b"te":
+            for member in value.split(b","):
+                if member.strip().lower() == b"trailers":
+                    return True
+    return False

@@ -52,7 +52,8 @@ class Case:
     headers: dict[str, str] = field(default_factory=dict)
     body: str = ""
     server_name: str = ""  # the SNI and the name the certificate must have (HTTPS)
-    protocol: str = ""  # upstream ``Request.Protocol``: "H2" is HTTP/2 over TLS (ALPN h2)
+    # upstream ``Request.Protocol``: "H2" (over TLS, ALPN h2), H2C_PRIOR_KNOWLEDGE, or HTTP/1.1
+    protocol: str = ""
     client_cert: str = ""  # namespace/name of the Secret whose certificate the client presents
     sni: str = ""  # upstream ``Request.SNI``: not sent, expected at the backend (TLS to it)
     backend_client_cert: str = ""  # upstream ``Request.ClientCert``: expected at the backend

@@ -20,6 +20,11 @@ its last two ``-`` parts) find the Deployment. Like ``echo-basic`` it also:
 
 Every request is also appended to ``received``, the local equivalent of the echo's log that
 the mirror tests read (``Echoing back request made to <path>``).
+
+A cleartext connection that opens with the HTTP/2 preface is served over HTTP/2 (prior
+knowledge, RFC 9113 §3.3), as echo-basic's h2c port is: each request answered with the same
+JSON, ``proto`` ``HTTP/2.0``. Every port of a Service reaches one echo here, so its
+``kubernetes.io/h2c`` port and its HTTP/1.1 ports are the same socket.
 """
 
 from __future__ import annotations
@@ -33,9 +38,12 @@ import re
 import socket
 import ssl
 import struct
-from typing import Any, Final
+from typing import Any, Final, cast
 from urllib.parse import parse_qsl, urlsplit
 
+import h2.config
+import h2.connection
+import h2.events
 import h11
 import trio
 
@@ -46,6 +54,7 @@ __all__ = [
 
 HTTP_PORT: Final = "3000"  # echo-basic's HTTP_PORT default, reported as ``httpPort``
 _WEBSOCKET_GUID: Final = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455 §1.3
+_PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"  # RFC 9113 §3.4
 _DURATION: Final = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNITS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 # The SNI of a TLS connection's handshake: set by the SNI callback, which runs inside the task
@@ -119,26 +128,96 @@ async def _read_request(stream: trio.abc.Stream, conn: h11.Connection) -> h11.Re
             return None
 
 
+def _seen(
+    target: str, host: str, method: str, proto: str, headers: dict[str, list[str]], *,
+    deployment: str, namespace: str,
+) -> dict[str, Any]:  # fmt: skip
+    """The echo's JSON for one request."""
+    return {
+        "path": target,
+        "host": host,
+        "method": method,
+        "proto": proto,
+        "headers": headers,
+        "httpPort": HTTP_PORT,
+        "namespace": namespace,
+        "ingress": "",
+        "service": "",
+        "pod": pod_name(deployment, namespace),
+    }
+
+
+async def _first_bytes(stream: trio.abc.Stream) -> bytes:
+    """What the client sent first: enough to tell the HTTP/2 preface from HTTP/1.1."""
+    data = b""
+    while len(data) < len(_PREFACE) and _PREFACE.startswith(data):
+        more = await stream.receive_some(65536)
+        if not more:
+            break
+        data += more
+    return data
+
+
+async def _echo_h2(
+    stream: trio.abc.Stream, first: bytes, *, deployment: str, namespace: str,
+    received: list[dict[str, Any]],
+) -> None:  # fmt: skip
+    """The echo over HTTP/2 with prior knowledge: each request answered 200 with its JSON."""
+    conn = h2.connection.H2Connection(
+        h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
+    )
+    conn.initiate_connection()
+    heads: dict[int, list[tuple[str, str]]] = {}
+    data = first
+    while data:
+        for event in conn.receive_data(data):
+            if isinstance(event, h2.events.RequestReceived) and event.stream_id:
+                heads[event.stream_id] = cast("list[tuple[str, str]]", event.headers)
+            elif isinstance(event, h2.events.DataReceived) and event.stream_id:
+                conn.acknowledge_received_data(event.flow_controlled_length or 0, event.stream_id)
+            elif isinstance(event, h2.events.StreamEnded) and event.stream_id in heads:
+                fields = heads.pop(event.stream_id)
+                pseudo = {n: v for n, v in fields if n.startswith(":")}
+                headers: dict[str, list[str]] = {}
+                for name, value in fields:
+                    if not name.startswith(":"):
+                        headers.setdefault(canonical_header(name), []).append(value)
+                seen = _seen(
+                    pseudo.get(":path", ""), pseudo.get(":authority", ""),
+                    pseudo.get(":method", ""), "HTTP/2.0", headers,
+                    deployment=deployment, namespace=namespace,
+                )  # fmt: skip
+                received.append(seen)
+                body = json.dumps(seen).encode()
+                conn.send_headers(
+                    event.stream_id,
+                    [(":status", "200"), ("content-type", "application/json"),
+                     ("content-length", str(len(body)))],
+                )  # fmt: skip
+                conn.send_data(event.stream_id, body, end_stream=True)
+        await stream.send_all(conn.data_to_send())
+        data = await stream.receive_some(65536)
+
+
 async def _echo_connection(
     stream: trio.abc.Stream, *, deployment: str, namespace: str, received: list[dict[str, Any]],
     attempts: dict[str, int],
 ) -> None:  # fmt: skip
     conn = h11.Connection(h11.SERVER)
+    first = b"" if isinstance(stream, trio.SSLStream) else await _first_bytes(stream)
+    if first.startswith(_PREFACE):
+        await _echo_h2(stream, first, deployment=deployment, namespace=namespace, received=received)
+        return
+    if first:  # (empty is the end of input to h11)
+        conn.receive_data(first)
     while (request := await _read_request(stream, conn)) is not None:
         target = request.target.decode("latin-1")
         headers = _echo_headers(request)
-        seen = {
-            "path": target,
-            "host": dict(request.headers).get(b"host", b"").decode(),
-            "method": request.method.decode(),
-            "proto": f"HTTP/{request.http_version.decode()}",
-            "headers": headers,
-            "httpPort": HTTP_PORT,
-            "namespace": namespace,
-            "ingress": "",
-            "service": "",
-            "pod": pod_name(deployment, namespace),
-        }
+        seen = _seen(
+            target, dict(request.headers).get(b"host", b"").decode(), request.method.decode(),
+            f"HTTP/{request.http_version.decode()}", headers,
+            deployment=deployment, namespace=namespace,
+        )  # fmt: skip
         if isinstance(stream, trio.SSLStream):
             peer = stream.getpeercert(binary_form=True)
             seen["tls"] = {

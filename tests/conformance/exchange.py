@@ -11,6 +11,9 @@ the test names and verifies the certificate chain and that name, by the rules of
 the server asked for a client certificate (the suite's ``GetClientCertificateHook``): Python's
 ``ssl`` has no such hook, so the handshake's messages are read through CPython's
 ``SSLContext._msg_callback`` (its TLS message trace, undocumented but present since 3.8).
+A case whose ``protocol`` is ``H2C_PRIOR_KNOWLEDGE`` is sent over HTTP/2 with prior knowledge
+(RFC 9113 §3.3) on a cleartext connection, ``Host`` becoming ``:authority``, as upstream's
+``H2CPriorKnowledgeProtocol`` transport does.
 """
 
 from __future__ import annotations
@@ -31,7 +34,11 @@ if TYPE_CHECKING:
 
     from tests.conformance.cases import Case
 
-__all__ = ["Captured", "Handshake", "Target", "calculate_host", "round_trip"]
+__all__ = ["H2C_PRIOR_KNOWLEDGE", "Captured", "Handshake", "Target", "calculate_host", "round_trip"]
+
+H2C_PRIOR_KNOWLEDGE: Final = (
+    "H2C_PRIOR_KNOWLEDGE"  # upstream roundtripper.H2CPriorKnowledgeProtocol
+)
 
 TIMEOUT: Final = 10.0  # upstream's RequestTimeout
 _HANDSHAKE: Final = 22  # the handshake content type (RFC 8446 §5.1)
@@ -133,17 +140,20 @@ def round_trip(
     headers["X-Echo-Set-Header"] = ",".join(
         f"{k}:{v}" for k, v in case.backend_set_response_headers.items()
     )
-    conn = _connect(target, case, leaves or {}, handshake or Handshake())
     body = case.body.encode() if case.body else None
-    try:
-        if case.protocol == "H2":
-            status, fields, data = _h2_exchange(conn, case, headers, body)
-        else:
-            conn.request(case.method, case.path, body=body, headers=headers)
-            response = conn.getresponse()
-            status, fields, data = response.status, response.getheaders(), response.read()
-    finally:
-        conn.close()
+    if case.protocol == H2C_PRIOR_KNOWLEDGE:
+        status, fields, data = _h2_exchange(H2Client(target.port), case, headers, body)
+    else:
+        conn = _connect(target, case, leaves or {}, handshake or Handshake())
+        try:
+            if case.protocol == "H2":
+                status, fields, data = _h2_exchange(_over_tls(conn), case, headers, body)
+            else:
+                conn.request(case.method, case.path, body=body, headers=headers)
+                response = conn.getresponse()
+                status, fields, data = response.status, response.getheaders(), response.read()
+        finally:
+            conn.close()
     captured_headers: dict[str, list[str]] = {}
     for name, value in fields:
         captured_headers.setdefault(name.lower(), []).append(value)
@@ -161,18 +171,27 @@ def round_trip(
     return Captured(status, captured_headers, request, redirect, url)
 
 
-def _h2_exchange(
-    conn: http.client.HTTPConnection, case: Case, headers: dict[str, str], body: bytes | None
-) -> tuple[int, list[tuple[str, str]], bytes]:
-    """The request over HTTP/2 on the TLS connection ``_connect`` made (ALPN ``h2``): the Host
-    is ``:authority``, the other fields lower-cased (RFC 9113 §8.3.1, §8.2)."""
+def _over_tls(conn: http.client.HTTPConnection) -> H2Client:
+    """An HTTP/2 client on the TLS connection ``_connect`` made, which chose ``h2`` by ALPN."""
     sock = conn.sock
     assert isinstance(sock, ssl.SSLSocket)
     assert sock.selected_alpn_protocol() == "h2"
-    client = H2Client(0, sock=sock)
+    return H2Client(0, sock=sock)
+
+
+def _h2_exchange(
+    client: H2Client, case: Case, headers: dict[str, str], body: bytes | None
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    """The request over HTTP/2: the Host is ``:authority``, the other fields lower-cased
+    (RFC 9113 §8.3.1, §8.2); the status, the fields and the body."""
     fields = [(n.lower(), v) for n, v in headers.items() if n.lower() != "host" and v]
-    stream = client.send(
-        case.method, case.path, authority=headers["Host"], headers=fields, body=body
-    )
-    (response,) = client.wait(stream)
+    try:
+        stream = client.send(
+            case.method, case.path, authority=headers["Host"], headers=fields, body=body
+        )
+        (response,) = client.wait(stream)
+    finally:
+        client.close()
+    if response.reset is not None:
+        raise ConnectionError(f"the proxy reset the stream ({response.reset})")
     return response.status, list(response.headers.items()), response.body

@@ -71,7 +71,8 @@ async def _echo_connection(
 ) -> None:
     """h11 server: answers each request with JSON of what it received.
 
-    ``/chunked`` answers with a chunked body; ``/stall`` never answers; ``/stall-body`` sends
+    ``/chunked`` answers with a chunked body, ``/trailers`` too with a trailer
+    ``x-checksum: 42``; ``/stall`` never answers; ``/stall-body`` sends
     a head and 10 of the 100 bytes it announced, then nothing; ``/bad`` answers garbage;
     ``/once`` closes the connection after a response that announced keep-alive; ``/extra``
     sends 5 bytes more than its response, in the same write, and keeps the connection;
@@ -141,12 +142,13 @@ async def _echo_connection(
                     conn.start_next_cycle()
                     continue
             payload = json.dumps(seen).encode()
-            if target == "/chunked":
+            if target in ("/chunked", "/trailers"):
                 headers = [("content-type", "application/json"), ("transfer-encoding", "chunked")]
                 await stream.send_all(conn.send(h11.Response(status_code=200, headers=headers)))
                 for i in range(0, len(payload), 7):
                     await stream.send_all(conn.send(h11.Data(data=payload[i : i + 7])))
-                await stream.send_all(conn.send(h11.EndOfMessage()))
+                trailers = [("x-checksum", "42")] if target == "/trailers" else []
+                await stream.send_all(conn.send(h11.EndOfMessage(headers=trailers)))
             else:
                 headers = [
                     ("content-type", "application/json"),

@@ -5,6 +5,7 @@ own answers, malformed requests and floods that end only their stream or connect
 from __future__ import annotations
 
 import json
+import socket
 import ssl
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +14,7 @@ import trustme
 
 from .h2_client import H2Client
 from .proxy_harness import (
+    TIMEOUT,
     Running,
     backend,
     gateway_rule,
@@ -181,3 +183,37 @@ def test_gateway_rules_route_http2_requests(tmp_path: Path) -> None:
         h2c.close()
 
     run_proxy(tmp_path, make, client)
+
+
+def test_an_http1_backends_trailers_reach_http2_clients_and_http1_clients_that_asked(
+    tmp_path: Path,
+) -> None:
+    """RFC 9110 §6.5: trailers pass through to an HTTP/2 client; an HTTP/1.1 client gets them
+    in the last chunk only when it sent ``TE: trailers`` (§10.1.4)."""
+
+    def client(run: Running) -> None:
+        h2c = H2Client(run.http_port)
+        response = h2c.get("/trailers")
+        assert echo(response.body)["target"] == "/trailers"
+        assert response.trailers == {"x-checksum": "42"}
+        h2c.close()
+        for te, expected in (("trailers", b"x-checksum: 42\r\n"), (None, None)):
+            raw = raw_get(run.http_port, "/trailers", te=te)
+            last = raw.rpartition(b"\r\n0\r\n")[2]
+            if expected is None:
+                assert last == b"\r\n"
+            else:
+                assert last.lower() == expected + b"\r\n"
+
+    run_proxy(tmp_path, hosts, client)
+
+
+def raw_get(port: int, path: str, *, te: str | None) -> bytes:
+    """An HTTP/1.1 GET that closes, and every byte of the answer."""
+    fields = f"te: {te}\r\nconnection: te, close\r\n" if te else "connection: close\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nhost: a.example.com\r\n{fields}\r\n".encode())
+        answer = b""
+        while data := sock.recv(65536):
+            answer += data
+    return answer

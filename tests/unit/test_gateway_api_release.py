@@ -8,6 +8,7 @@ import pytest
 from coxswain.compile import CompileConfig
 from coxswain.compile.gateway.status import (
     EXPERIMENTAL_FEATURES,
+    HTTP2_FEATURES,
     SUPPORTED_FEATURES,
     supported_features,
 )
@@ -38,8 +39,8 @@ def test_the_release_is_read_from_the_crd_annotations(metadata, release):
 def test_the_experimental_channel_adds_its_features_to_the_standard_ones():
     standard = supported_features(CompileConfig())
     experimental = supported_features(CompileConfig(gateway_api_channel="experimental"))
-    assert standard == sorted(SUPPORTED_FEATURES)
-    assert experimental == sorted((*SUPPORTED_FEATURES, *EXPERIMENTAL_FEATURES))
+    assert standard == sorted((*SUPPORTED_FEATURES, *HTTP2_FEATURES))
+    assert experimental == sorted((*SUPPORTED_FEATURES, *HTTP2_FEATURES, *EXPERIMENTAL_FEATURES))
     assert not set(SUPPORTED_FEATURES) & set(EXPERIMENTAL_FEATURES)
 
 
@@ -48,4 +49,6 @@ def test_static_addresses_are_declared_only_where_ranges_are_given():
     (``--gateway-address-ranges``); without one, GatewayStaticAddresses is not declared."""
     assert "GatewayStaticAddresses" not in supported_features(CompileConfig())
     ranged = CompileConfig(gateway_address_ranges=("192.0.2.0/24",))
-    assert supported_features(ranged) == sorted((*SUPPORTED_FEATURES, "GatewayStaticAddresses"))
+    assert supported_features(ranged) == sorted(
+        (*SUPPORTED_FEATURES, *HTTP2_FEATURES, "GatewayStaticAddresses")
+    )

@@ -34,11 +34,10 @@ from coxswain.shell.dataplane.connection import Connection
 from coxswain.shell.dataplane.served import Routed
 from coxswain.shell.dataplane.server import _drain
 from coxswain.shell.dataplane.snapshot_file import SnapshotLoadError, load_snapshot
+from coxswain.shell.dataplane.tries import Answer, after_retries
 from coxswain.shell.dataplane.upstream import (
-    Answer,
     Forwarder,
     RoundRobin,
-    _after_retries,
     _final_head,
     pick_backend,
 )
@@ -122,7 +121,7 @@ def test_a_retry_waits_the_backoff_doubled_each_time_up_to_ten_times_it() -> Non
         )
         for retried in range(6):
             before = trio.current_time()
-            assert await forwarder._back_off(retry, retried, "status") == retried + 1
+            assert await forwarder.back_off(retry, retried, "status") == retried + 1
             waits.append(round(trio.current_time() - before, 9))
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
@@ -137,7 +136,7 @@ def test_a_retry_waits_the_backoff_doubled_each_time_up_to_ten_times_it() -> Non
 def test_the_last_failure_is_answered_and_a_broken_connection_after_retries_is_503(
     status: int, retried: int, answered: int
 ) -> None:
-    answer = _after_retries(Answer(status, "the upstream broke", "10.0.0.1:80"), retried)
+    answer = after_retries(Answer(status, "the upstream broke", "10.0.0.1:80"), retried)
     assert (answer.status, answer.upstream) == (answered, "10.0.0.1:80")
     suffix = f" (after {retried} retries)" if retried else ""
     assert answer.reason == "the upstream broke" + suffix

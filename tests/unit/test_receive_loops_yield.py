@@ -40,6 +40,14 @@ ELSEWHERE = {
         "each piece of the body goes out through send_data, which sends (H2Session.flush) "
         "at least once, or yields for an empty piece; the end ends the loop"
     ),
+    ("dataplane/h2_upstream.py", "_receive"): (
+        "it loops only after its idle deadline passed as a stream opened (a cancellation, "
+        "which yields); its caller, run, yields after every batch of frames"
+    ),
+    ("dataplane/relay_h2.py", "_send"): (
+        "each piece of the body goes out through send_data, which sends (H2Upstream.flush) at "
+        "least once, or yields for an empty piece; the end ends the loop"
+    ),
     ("dataplane/h2_connection.py", "_receive"): (
         "it loops only after a stream's end cancelled its wait (a yield); its caller, _read, "
         "yields after every batch of frames"

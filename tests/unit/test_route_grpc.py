@@ -293,9 +293,11 @@ def test_route_hostnames_overlap_when_some_host_matches_both(first, second, over
 
 
 def test_grpcroute_features_are_declared_only_when_the_proxies_serve_http2():
-    assert "GRPCRoute" not in supported_features(CompileConfig())
-    declared = supported_features(CompileConfig(serves_http2=True))
-    assert {"GRPCRoute", "GRPCRouteNamedRouteRule"} <= set(declared)
+    undeclared = supported_features(CompileConfig(serves_http2=False))
+    assert "GRPCRoute" not in undeclared
+    assert "HTTPRouteBackendProtocolH2C" not in undeclared
+    declared = supported_features(CompileConfig())
+    assert {"GRPCRoute", "GRPCRouteNamedRouteRule", "HTTPRouteBackendProtocolH2C"} <= set(declared)
     assert declared == sorted(declared)
 
 
@@ -304,4 +306,4 @@ def test_grpcroutes_get_their_status_whatever_the_gatewayclass_declares():
     state = build_state([*bodies, *manifests.backend("one", 3000)])
     kinds = {s.kind for s in status(state)}
     assert "GRPCRoute" in kinds
-    assert kinds == {s.kind for s in status(state, CompileConfig(serves_http2=True))}
+    assert kinds == {s.kind for s in status(state, CompileConfig(serves_http2=False))}

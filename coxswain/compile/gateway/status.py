@@ -3,8 +3,8 @@
 
 Rules:
 1. GatewayClass: ``Accepted=True`` and ``supportedFeatures`` listing exactly what is implemented,
-   by conformance name, sorted; GRPCRoute's features only while the proxies serve HTTP/2
-   (``CompileConfig.serves_http2``).
+   by conformance name, sorted; GRPCRoute's features and HTTPRouteBackendProtocolH2C only
+   while the proxies serve HTTP/2 (``CompileConfig.serves_http2``, on by default).
 2. Gateway: ``addresses`` (:mod:`.addresses`: its static addresses, or its Service's
    load-balancer or cluster address), ``Accepted``
    (``ListenersNotValid`` when some listener is refused, False when all are), ``Programmed``
@@ -118,10 +118,11 @@ EXPERIMENTAL_FEATURES: Final = (
 )
 """Features whose fields only the experimental channel's CRDs have (``parentRefs[].port`` on
 HTTPRoute, ``rules[].retry``): declared only when the cluster has that channel installed."""
-HTTP2_FEATURES: Final = ("GRPCRoute", "GRPCRouteNamedRouteRule")
-"""GRPCRoute (the core of the ``GATEWAY-GRPC`` conformance profile) and its named rules: compiled
-and reported always, declared only when the proxies serve HTTP/2, which gRPC needs (GEP-1016,
-"Transport"; ``CompileConfig.serves_http2``)."""
+HTTP2_FEATURES: Final = ("GRPCRoute", "GRPCRouteNamedRouteRule", "HTTPRouteBackendProtocolH2C")
+"""GRPCRoute (the core of the ``GATEWAY-GRPC`` conformance profile), its named rules, and HTTP/2
+with prior knowledge to ``kubernetes.io/h2c`` Service ports (KEP-3726): compiled and reported
+always, declared only when the proxies speak HTTP/2 to clients and backends, which gRPC needs
+(GEP-1016, "Transport"; ``CompileConfig.serves_http2``, on by default)."""
 
 
 def supported_features(config: CompileConfig) -> list[str]:

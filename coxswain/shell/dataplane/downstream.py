@@ -1,14 +1,20 @@
 """The client's side of a forwarded exchange, whatever protocol the client speaks.
 
-The forwarder (:mod:`.upstream`) speaks HTTP/1.1 to the backend and hands the client's side two
-things: a :class:`BodySource`, from which it reads the request body as codec events, and a
-:class:`Downstream`, to which it gives the response. Both HTTP versions route and forward the
-same way; only the framing towards the client differs:
+The forwarder (:mod:`.upstream`) hands the client's side two things: a :class:`BodySource`,
+from which it reads the request body as codec events, and a :class:`Downstream`, to which it
+gives the response, whose body it reads from a :class:`ResponseSource`: an
+:class:`~.wire.EventReader` over an HTTP/1.1 backend, or the body of an HTTP/2 backend's stream
+(:class:`~.h2_stream.H2Body`, DATA then trailers, never through the HTTP/1.1 parser). Both
+HTTP versions route and forward the same way towards either kind of backend; only the framing
+towards the client differs:
 
 - :class:`Http1Downstream`: the client's HTTP/1.1 connection (RFC 9112). A sized response keeps
   its ``Content-Length``; chunked stays chunked; a close-delimited body is chunked for an
   HTTP/1.1 client, or close-delimited for an HTTP/1.0 one (RFC 9112 §6.3 rule 8). The head and
-  what the parser already holds of the body go out in one send.
+  what the parser already holds of the body go out in one send. Trailers go in the last chunk
+  when the request said ``TE: trailers``, else they are dropped (:mod:`coxswain.route.relay`,
+  rule 4). An HTTP/2 response without a body and without a length (its HEADERS ended the
+  stream) gets ``Content-Length: 0``, which an HTTP/1.1 client needs to see where it ends.
 - one HTTP/2 stream (:mod:`.h2_stream`).
 """
 
@@ -27,14 +33,15 @@ from coxswain.http1 import (
     frame_last_chunk,
     frame_response_head,
 )
+from coxswain.route.relay import accepts_trailers
 from coxswain.shell.dataplane.wire import RECEIVE_SIZE
 
 if TYPE_CHECKING:
-    from coxswain.http1 import Event, RequestHead, ResponseHead
+    from coxswain.http1 import Event, NeedData, RequestHead, ResponseHead
     from coxswain.route.forward import Fields
-    from coxswain.shell.dataplane.wire import EventReader, Timer
+    from coxswain.shell.dataplane.wire import Timer
 
-__all__ = ["BodySource", "Downstream", "Exchange", "Http1Downstream"]
+__all__ = ["BodySource", "Downstream", "Exchange", "Http1Downstream", "ResponseSource"]
 
 _CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
 
@@ -62,6 +69,21 @@ class BodySource(Protocol):
         """Take the ``EndOfMessage`` of a request without a body, which is there already."""
 
 
+class PendingEvents(Protocol):
+    def next_event(self) -> Event | NeedData:
+        """The next event if it is there already, else ``NEED_DATA``."""
+
+
+class ResponseSource(Protocol):
+    """Where a response body comes from: events taken without waiting from ``parser`` while
+    it has them, then from :meth:`next`, which waits (bounded by the exchange's timer)."""
+
+    @property
+    def parser(self) -> PendingEvents: ...
+
+    async def next(self, read_timeout: float | None = None) -> Event: ...
+
+
 class Downstream(Protocol):
     """Where the response goes."""
 
@@ -70,7 +92,7 @@ class Downstream(Protocol):
 
     async def respond(
         self,
-        reader: EventReader,
+        reader: ResponseSource,
         head: RequestHead,
         response: ResponseHead,
         headers: Fields,
@@ -95,7 +117,7 @@ class Http1Downstream:
 
     async def respond(
         self,
-        reader: EventReader,
+        reader: ResponseSource,
         head: RequestHead,
         response: ResponseHead,
         headers: Fields,
@@ -124,6 +146,8 @@ class Http1Downstream:
         parser = reader.parser
         try:
             if not response.has_body:
+                if response.http_version == b"2" and _unframed(head, response):
+                    pending = _with_empty_length(response_head)
                 await client_stream.send_all(pending)
                 return response.keep_alive
             while True:
@@ -141,7 +165,10 @@ class Http1Downstream:
                         pending = b""
                 elif type(event) is EndOfMessage:
                     if rechunk:
-                        pending += frame_last_chunk(event.trailers)
+                        trailers = event.trailers
+                        if trailers and not accepts_trailers(head.headers):
+                            trailers = ()
+                        pending += frame_last_chunk(trailers)
                     await client_stream.send_all(pending)
                     return response.keep_alive
                 else:  # a broken body: the client can only learn it from the connection closing
@@ -152,3 +179,22 @@ class Http1Downstream:
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             exchange.keep_alive = False  # either side broke off; the client must not wait
             return False
+
+
+_NO_CONTENT: Final = frozenset({204, 304})
+_EMPTY_LENGTH: Final = b"content-length: 0\r\n\r\n"
+
+
+def _unframed(head: RequestHead, response: ResponseHead) -> bool:
+    """An HTTP/2 response that ended with its HEADERS may have content an HTTP/1.1 client
+    must be told is empty: not to HEAD, not a 204 or 304, and without a length."""
+    return (
+        response.content_length is None
+        and head.method != b"HEAD"
+        and response.status not in _NO_CONTENT
+    )
+
+
+def _with_empty_length(response_head: bytes) -> bytes:
+    """``response_head`` with ``Content-Length: 0`` before its final empty line."""
+    return response_head[:-2] + _EMPTY_LENGTH

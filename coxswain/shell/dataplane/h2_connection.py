@@ -30,18 +30,21 @@ Design:
   client that stops reading is.
 - **Draining** sends GOAWAY naming the last stream taken; the streams in flight finish, then
   the connection closes.
+- **gRPC.** On a GRPCRoute's rule, or for a gRPC call no rule matched, the proxy's own answers
+  are gRPC statuses in Trailers-Only form (:mod:`coxswain.route.grpc_status`), and a timeout
+  after the response began ends it with ``grpc-status`` trailers rather than a reset: a gRPC
+  response ends with its status (gRPC over HTTP/2, PROTOCOL-HTTP2, "Responses").
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
-from h2.config import H2Configuration
-from h2.connection import H2Connection
 from h2.errors import ErrorCodes
 from h2.events import (
     ConnectionTerminated,
@@ -60,17 +63,21 @@ from h2.settings import SettingCodes
 from coxswain.http1 import DEFAULT_LIMITS
 from coxswain.http2.budget import Budget
 from coxswain.http2.request import CONNECT_REFUSED, request_head, trailer_fields
-from coxswain.http2.response import stream_fields
+from coxswain.http2.response import grpc_answer_fields, grpc_trailers, stream_fields
 from coxswain.route.answers import own_fields
+from coxswain.route.grpc_status import answers_in_grpc, grpc_code, is_grpc_media_type
+from coxswain.route.relay import SERVER
 from coxswain.shell.dataplane.downstream import Exchange
+from coxswain.shell.dataplane.h2_peer import H2Peer
 from coxswain.shell.dataplane.h2_stream import H2Body, H2Downstream
-from coxswain.shell.dataplane.upstream import Answer, ClientProtocolError
+from coxswain.shell.dataplane.tries import Answer, ClientProtocolError
 from coxswain.shell.dataplane.wire import RECEIVE_SIZE, Timer, http_date
 
 if TYPE_CHECKING:
     from h2.events import Event as H2Event
 
     from coxswain.http1 import Headers, RequestHead
+    from coxswain.route.grpc_status import GrpcCode
     from coxswain.route.plan import ListenerSpec
     from coxswain.shell.dataplane.capacity import Capacity
     from coxswain.shell.dataplane.metrics import Metrics
@@ -90,7 +97,6 @@ SETTINGS: Final[dict[SettingCodes | int, int]] = {
     SettingCodes.MAX_HEADER_LIST_SIZE: DEFAULT_LIMITS.max_head_bytes,
     SettingCodes.INITIAL_WINDOW_SIZE: STREAM_WINDOW,
 }
-_DEFAULT_WINDOW: Final = 65535
 
 log = logging.getLogger("coxswain.proxy")
 
@@ -142,7 +148,7 @@ class _Stream:
         self.reset_by_client = False
 
 
-class H2Session:
+class H2Session(H2Peer):
     """One client's HTTP/2 connection."""
 
     def __init__(
@@ -155,68 +161,25 @@ class H2Session:
         sni: str | None,
         trusted: bool,
     ) -> None:
+        super().__init__(stream, client_side=False)
         self.proxy = proxy
-        self.stream = stream
         self.spec = spec
         self.client = client
         self.sni = sni
         self.trusted = trusted
-        self.conn = H2Connection(
-            H2Configuration(
-                client_side=False,
-                header_encoding=None,
-                validate_inbound_headers=False,  # coxswain.http2.request checks every field
-                normalize_inbound_headers=False,
-                validate_outbound_headers=False,
-                normalize_outbound_headers=False,
-            )
-        )
         self._streams: dict[int, _Stream] = {}
-        self._windows: dict[int, trio.Event] = {}
-        self._sending = trio.Lock()
         self._budget = Budget(trio.current_time())
         self._receiving: trio.CancelScope | None = None
         self._woken = False
         self._connection_scope = trio.CancelScope()
         self._stalled = False
 
-    # --- what the streams use -----------------------------------------------------------------
-
-    async def flush(self) -> None:
-        """Send what ``h2`` has made, in order."""
-        async with self._sending:
-            data = self.conn.data_to_send()
-            if data:
-                await self.stream.send_all(data)
-
-    def acknowledge(self, stream_id: int, flow: int) -> None:
-        """Body bytes were taken: open the client's windows again by as much."""
-        if flow:
-            with contextlib.suppress(H2Error):  # the stream is gone: the connection's only
-                self.conn.acknowledge_received_data(flow, stream_id)
-                return
-            self.conn.increment_flow_control_window(flow)
-
-    def reset(self, stream_id: int, code: ErrorCodes = ErrorCodes.INTERNAL_ERROR) -> None:
-        with contextlib.suppress(H2Error):
-            self.conn.reset_stream(stream_id, code)
-
-    async def window(self, stream_id: int) -> None:
-        """Wait for the client to open the stream's or the connection's window."""
-        event = self._windows.get(stream_id)
-        if event is None:
-            event = self._windows[stream_id] = trio.Event()
-        await event.wait()
-
     # --- the connection -----------------------------------------------------------------------
 
     async def run(self, received: bytes) -> None:
         """Serve the connection until it ends; ``received`` are bytes read before the
         protocol was known (the preface, at least in part)."""
-        conn = self.conn
-        conn.local_settings.update(SETTINGS)
-        conn.initiate_connection()
-        conn.increment_flow_control_window(CONNECTION_WINDOW - _DEFAULT_WINDOW)
+        self.start(SETTINGS, CONNECTION_WINDOW)
         try:
             await self.flush()
             async with trio.open_nursery() as nursery:
@@ -308,7 +271,7 @@ class H2Session:
         elif type(event) is TrailersReceived:
             self._trailers(event)
         elif type(event) is WindowUpdated:
-            self._open_window(event.stream_id or 0)
+            self.open_window(event.stream_id or 0)
         elif type(event) is StreamReset:
             state = self._streams.get(event.stream_id or 0)
             if state is not None:
@@ -316,23 +279,13 @@ class H2Session:
                 state.timer.scope.cancel()
             return self._budget.spend(trio.current_time())
         elif type(event) is RemoteSettingsChanged:
-            self._open_window(0)
+            self.open_window(0)
             return self._budget.spend(trio.current_time())
         elif type(event) is PingReceived:
             return self._budget.spend(trio.current_time())
         elif type(event) is ConnectionTerminated:
             log.debug("HTTP/2 connection from %s: GOAWAY %s", self.client, event.error_code)
         return True
-
-    def _open_window(self, stream_id: int) -> None:
-        if stream_id:
-            event = self._windows.pop(stream_id, None)
-            if event is not None:
-                event.set()
-            return
-        for event in self._windows.values():
-            event.set()
-        self._windows.clear()
 
     def _trailers(self, event: TrailersReceived) -> None:
         state = self._streams.get(event.stream_id or 0)
@@ -376,13 +329,22 @@ class H2Session:
         head_only: bool,
         location: str | None = None,
         fields: Headers = (),
+        grpc: GrpcCode | None = None,
     ) -> None:
-        """Answer on the stream with the proxy's own response."""
+        """Answer on the stream with the proxy's own response; with ``grpc``, as that gRPC
+        status in a Trailers-Only answer (:mod:`coxswain.route.grpc_status`)."""
+        conn = self.conn
+        if grpc is not None:
+            headers = grpc_answer_fields(grpc, reason, server=SERVER, date=http_date())
+            with contextlib.suppress(H2Error):
+                conn.send_headers(stream_id, headers, end_stream=True)
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await self.flush()
+            return
         fields_, body = own_fields(
             status, reason, date=http_date(), location=location, fields=fields
         )
         headers = stream_fields(status, fields_)
-        conn = self.conn
         with contextlib.suppress(H2Error):
             if head_only or not body:
                 conn.send_headers(stream_id, headers, end_stream=True)
@@ -403,6 +365,7 @@ class H2Session:
         exchange = Exchange()
         answer: Answer | None = None
         timer = state.timer
+        grpc = answers_in_grpc(decision, call=_is_grpc_call(head))
         try:
             with timer.scope:
                 if decision.status is not None:
@@ -412,6 +375,11 @@ class H2Session:
                     proxy.metrics.forwarded(time.perf_counter() - started)
                 if answer is not None:
                     redirect = decision.status is not None
+                    action = decision.action
+                    code = grpc_code(
+                        answer.status,
+                        filter_problem=redirect and action is not None and bool(action.problem),
+                    )
                     await self._own(
                         stream_id,
                         answer.status,
@@ -419,11 +387,12 @@ class H2Session:
                         head.method == b"HEAD",
                         location=decision.redirect if redirect else None,
                         fields=decision.response_fields if redirect else (),
+                        grpc=code if grpc else None,
                     )
                     exchange.status = answer.status
             reason = None if answer is None else answer.reason
             if timer.scope.cancelled_caught and not state.reset_by_client:
-                reason = await self._cut(stream_id, head, routed, state, exchange)
+                reason = await self._cut(stream_id, head, routed, state, exchange, grpc=grpc)
             elif state.reset_by_client:
                 reason = "the client reset the stream"
             proxy.record(head, routed, spec, self.client, reason, exchange, started)
@@ -468,9 +437,13 @@ class H2Session:
         routed: Routed,
         state: _Stream,
         exchange: Exchange,
+        *,
+        grpc: bool,
     ) -> str:
         """A timeout ended the stream: answer 408 or 504 if no response byte went out, else
-        reset it (as the HTTP/1.1 connection does, :mod:`.server`)."""
+        reset it (as the HTTP/1.1 connection does, :mod:`.server`). A gRPC call is answered
+        4 DEADLINE_EXCEEDED instead, in trailers when its response had begun: a gRPC response
+        ends with its status either way (gRPC over HTTP/2, "Responses")."""
         timeouts = self.proxy.config.timeouts
         stalled = state.timer.stalled
         if stalled is state.body:
@@ -484,14 +457,23 @@ class H2Session:
             return f"the client's window stayed shut for {timeouts.client_send:g} s"
         elif stalled is not None:
             status, reason = 504, f"the upstream sent nothing for {timeouts.read:g} s"
-        else:
+        elif routed.timeout < math.inf:
             status, reason = 504, f"the upstream did not answer within {routed.timeout:g} s"
-        if exchange.response_started:
+        else:  # the only other deadline (coxswain.route.grpc_timeout)
+            status, reason = 504, "the call's grpc-timeout passed"
+        code = grpc_code(status) if grpc and status else None
+        if exchange.response_started and code is not None:
+            trailers = grpc_trailers(code, reason)
+            with contextlib.suppress(H2Error):
+                self.conn.send_headers(stream_id, trailers, end_stream=True)
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await self.flush()
+        elif exchange.response_started:
             self.reset(stream_id)
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await self.flush()
         else:
-            await self._own(stream_id, status, reason, head.method == b"HEAD")
+            await self._own(stream_id, status, reason, head.method == b"HEAD", grpc=code)
             exchange.status = status
         return reason
 
@@ -509,3 +491,11 @@ class H2Session:
         if not self._streams and self._receiving is not None:
             self._woken = True  # the wait for bytes is idle now: bound it (_receive)
             self._receiving.cancel()
+
+
+def _is_grpc_call(head: RequestHead) -> bool:
+    """Whether the request is a gRPC call (``content-type: application/grpc…``)."""
+    for name, value in head.headers:
+        if name == b"content-type":
+            return is_grpc_media_type(value.decode("latin-1"))
+    return False

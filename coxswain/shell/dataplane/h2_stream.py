@@ -1,15 +1,18 @@
 """One HTTP/2 stream's two halves for the forwarder (:mod:`.downstream`).
 
-- :class:`H2Body` hands the request body to the forwarder as codec events. The connection's
-  loop feeds it the DATA it receives; the bytes are given back to the client's flow-control
-  windows (stream and connection, RFC 9113 §5.2) only when the forwarder takes them, so a
-  backend that reads slowly slows the client down and the proxy holds at most one window of
-  body per stream — never a whole body.
+- :class:`H2Body` hands a body received on a stream to the forwarder as codec events: a
+  client's request body, or a backend's response body (:mod:`.h2_upstream`), whose events the
+  relay takes as it takes an HTTP/1.1 parser's (:class:`~.downstream.ResponseSource`). The
+  connection's loop feeds it the DATA it receives; the bytes are given back to the sender's
+  flow-control windows (stream and connection, RFC 9113 §5.2) only when the forwarder takes
+  them, so a peer that reads slowly slows the other down and the proxy holds at most one
+  window of body per stream — never a whole body.
 - :class:`H2Downstream` writes the response as HEADERS, DATA within the client's windows, and
   trailers or an empty DATA ending the stream. A stream whose window stays shut for
   ``timeouts.client_send`` is cut as an HTTP/1.1 client that stops reading is.
+  :func:`send_data`, the DATA within a peer's windows, serves requests to backends too.
 
-Both wait on the stream's :class:`~.wire.Timer`, whose scope bounds the whole exchange and
+Both wait on the exchange's :class:`~.wire.Timer`, whose scope bounds the whole exchange and
 which the connection cancels when the client resets the stream.
 """
 
@@ -20,18 +23,19 @@ from typing import TYPE_CHECKING, Protocol
 
 import trio
 
-from coxswain.http1 import NEED_DATA, Data, EndOfMessage
+from coxswain.http1 import NEED_DATA, Data, EndOfMessage, ProtocolError
+from coxswain.http2.backend import trailer_list
 from coxswain.http2.response import stream_fields
 
 if TYPE_CHECKING:
     from h2.connection import H2Connection
 
-    from coxswain.http1 import Event, Headers, RequestHead, ResponseHead
+    from coxswain.http1 import Event, Headers, NeedData, RequestHead, ResponseHead
     from coxswain.route.forward import Fields
-    from coxswain.shell.dataplane.downstream import Exchange
-    from coxswain.shell.dataplane.wire import EventReader, Timer
+    from coxswain.shell.dataplane.downstream import Exchange, ResponseSource
+    from coxswain.shell.dataplane.wire import Timer
 
-__all__ = ["H2Body", "H2Downstream", "Session"]
+__all__ = ["H2Body", "H2Downstream", "Session", "send_data"]
 
 
 class Session(Protocol):
@@ -59,6 +63,7 @@ class H2Body:
         "_arrived",
         "_chunks",
         "_ended",
+        "_failed",
         "_session",
         "_trailers",
         "read_timeout",
@@ -67,7 +72,13 @@ class H2Body:
     )
 
     def __init__(
-        self, session: Session, stream_id: int, timer: Timer, *, ended: bool, read_timeout: float
+        self,
+        session: Session,
+        stream_id: int,
+        timer: Timer | None,
+        *,
+        ended: bool,
+        read_timeout: float,
     ) -> None:
         self._session = session
         self.stream_id = stream_id
@@ -76,6 +87,7 @@ class H2Body:
         self._chunks: deque[tuple[bytes, int]] = deque()
         self._ended = ended
         self._trailers: Headers = ()
+        self._failed: ProtocolError | None = None
         self._arrived: trio.Event | None = None
 
     def feed(self, data: bytes, flow: int) -> None:
@@ -84,10 +96,20 @@ class H2Body:
         self._wake()
 
     def end(self, trailers: Headers = ()) -> None:
-        """The client ended the stream, with ``trailers`` if it sent some."""
+        """The peer ended the stream, with ``trailers`` if it sent some (``h2`` tells the
+        trailers, then the end: the second call keeps them)."""
+        if self._ended:
+            return
         self._ended = True
         self._trailers = trailers
         self._wake()
+
+    def fail(self, reason: str) -> None:
+        """The stream broke (reset, or its connection lost) before it ended: what was received
+        is still read, then a ``ProtocolError`` with ``reason``."""
+        if not self._ended and self._failed is None:
+            self._failed = ProtocolError(502, reason)
+            self._wake()
 
     def unread(self) -> int:
         """The window taken by DATA not read: the connection gives it back when the stream
@@ -98,21 +120,42 @@ class H2Body:
     def ended(self) -> bool:
         return self._ended
 
-    async def next(self, read_timeout: float | None = None) -> Event:
-        timeout = self.read_timeout if read_timeout is None else read_timeout
-        while not self._chunks and not self._ended:
-            arrived = self._arrived = trio.Event()
-            timer = self.timer
-            assert timer is not None
-            timer.arm(self, timeout)
-            await arrived.wait()
-            timer.disarm()
+    @property
+    def parser(self) -> H2Body:
+        """What the relay takes events from without waiting (:meth:`next_event`): the body
+        itself, as an :class:`~.wire.EventReader`'s parser is for HTTP/1.1."""
+        return self
+
+    def next_event(self) -> Event | NeedData:
+        """The next event if one is there, else ``NEED_DATA``. Taking ``Data`` gives its
+        window back (sent with the next flush)."""
         if self._chunks:
             data, flow = self._chunks.popleft()
             self._session.acknowledge(self.stream_id, flow)
-            await self._session.flush()  # a WINDOW_UPDATE, once half a window is taken
             return Data(data)
-        return EndOfMessage(self._trailers)
+        if self._ended:
+            return EndOfMessage(self._trailers)
+        if self._failed is not None:
+            return self._failed
+        return NEED_DATA
+
+    async def next(self, read_timeout: float | None = None) -> Event:
+        event = self.next_event()
+        if event is NEED_DATA:
+            timeout = self.read_timeout if read_timeout is None else read_timeout
+            await self._session.flush()  # the windows given back by what was taken
+            event = self.next_event()  # what arrived while the flush waited
+            while event is NEED_DATA:
+                arrived = self._arrived = trio.Event()
+                timer = self.timer
+                assert timer is not None
+                timer.arm(self, timeout)
+                await arrived.wait()
+                timer.disarm()
+                event = self.next_event()
+        if type(event) is Data:
+            await self._session.flush()  # a WINDOW_UPDATE, once half a window is taken
+        return event
 
     def skip_end(self) -> None:
         """A request without a body: its HEADERS ended the stream; nothing to take."""
@@ -142,7 +185,7 @@ class H2Downstream:
 
     async def respond(
         self,
-        reader: EventReader,
+        reader: ResponseSource,
         head: RequestHead,
         response: ResponseHead,
         headers: Fields,
@@ -169,7 +212,7 @@ class H2Downstream:
                     await self.send_data(event.data)
                 elif type(event) is EndOfMessage:
                     if event.trailers:
-                        trailers = [(n.lower(), v) for n, v in event.trailers]
+                        trailers = trailer_list(event.trailers)
                         conn.send_headers(self.stream_id, trailers, end_stream=True)
                     else:
                         conn.end_stream(self.stream_id)
@@ -183,24 +226,29 @@ class H2Downstream:
             return False
 
     async def send_data(self, data: bytes) -> None:
-        """Send ``data`` as DATA frames within the client's windows, waiting for them to open
-        (each wait bounded by ``send_timeout``)."""
-        session = self._session
-        conn = session.conn
-        view = memoryview(data)
-        if not view:
-            await trio.lowlevel.checkpoint()  # the relay loop yields here too
-        while view:
-            window = min(
-                conn.local_flow_control_window(self.stream_id), conn.max_outbound_frame_size
-            )
-            if window <= 0:
-                await session.flush()
-                if conn.local_flow_control_window(self.stream_id) <= 0:  # not opened meanwhile
-                    self.timer.arm(self, self.send_timeout)
-                    await session.window(self.stream_id)
-                    self.timer.disarm()
-                continue
-            conn.send_data(self.stream_id, bytes(view[:window]))
-            view = view[window:]
-            await session.flush()  # a send per piece: the relay loop yields through it
+        """Send ``data`` within the client's windows (:func:`send_data`)."""
+        await send_data(self._session, self.stream_id, data, self.timer, self.send_timeout, self)
+
+
+async def send_data(
+    session: Session, stream_id: int, data: bytes, timer: Timer, wait_limit: float, waiter: object
+) -> None:
+    """Send ``data`` on the stream as DATA frames within the peer's windows (stream and
+    connection, RFC 9113 §5.2), waiting for them to open; each wait is bounded by ``wait_limit``
+    through ``timer``, ``waiter`` named as the one who stalled."""
+    conn = session.conn
+    view = memoryview(data)
+    if not view:
+        await trio.lowlevel.checkpoint()  # the relay loop yields here too
+    while view:
+        window = min(conn.local_flow_control_window(stream_id), conn.max_outbound_frame_size)
+        if window <= 0:
+            await session.flush()
+            if conn.local_flow_control_window(stream_id) <= 0:  # not opened meanwhile
+                timer.arm(waiter, wait_limit)
+                await session.window(stream_id)
+                timer.disarm()
+            continue
+        conn.send_data(stream_id, bytes(view[:window]))
+        view = view[window:]
+        await session.flush()  # a send per piece: the relay loop yields through it

@@ -107,10 +107,12 @@ async def connect(
     *,
     within: float,
     tls: Origination | None = None,
+    h2: bool = False,
 ) -> tuple[Upstream, PoolKey, bool]:
     """A connection to the first endpoint that takes one: an idle one from ``pool``, else a
-    new one within ``within`` seconds (its TLS handshake under ``tls`` included), trying the
-    next endpoint on failure (nothing has been sent yet, so this is always safe).
+    new one within ``within`` seconds (its TLS handshake under ``tls`` included, ALPN ``h2``
+    with ``h2``), trying the next endpoint on failure (nothing has been sent yet, so this is
+    always safe).
 
     Returns the stream, its pool key, and whether the stream was reused.
 
@@ -139,7 +141,7 @@ async def connect(
                 return opened, key, False
             secured: TLSConnection | None = None
             try:
-                secured = await tls.handshake(opened)
+                secured = await tls.handshake(opened, h2=h2)
             except TLSFailed as err:
                 failures.append(f"{endpoint.address}:{endpoint.port}: {err}")
                 continue

@@ -62,17 +62,15 @@ from coxswain.shell.dataplane.connection import Connection
 from coxswain.shell.dataplane.connection_limits import DEFAULT_MAX_CONNECTIONS
 from coxswain.shell.dataplane.downstream import Exchange, Http1Downstream
 from coxswain.shell.dataplane.h2_connection import PREFACE, H2Session
+from coxswain.shell.dataplane.h2_pool import H2Pool
 from coxswain.shell.dataplane.listen import ListenError, open_reuseport_listeners
 from coxswain.shell.dataplane.metrics import Metrics
 from coxswain.shell.dataplane.mirror import Mirrors
 from coxswain.shell.dataplane.pool import UpstreamPool
+from coxswain.shell.dataplane.relay_h2 import H2Relay
 from coxswain.shell.dataplane.served import Routed, Served, handshake_sni
-from coxswain.shell.dataplane.upstream import (
-    Answer,
-    ClientProtocolError,
-    Forwarder,
-    Timeouts,
-)
+from coxswain.shell.dataplane.tries import Answer, ClientProtocolError
+from coxswain.shell.dataplane.upstream import Forwarder, Timeouts
 from coxswain.shell.dataplane.wire import RECEIVE_SIZE, EventReader, Timer, Watchdog, own_answer
 
 if TYPE_CHECKING:
@@ -227,6 +225,16 @@ class Proxy:
                     pool=self.pool,
                     pass_server=self.config.pass_server,
                     count_retry=self.metrics.retried,
+                    h2=H2Relay(
+                        H2Pool(
+                            nursery,
+                            watchdog,
+                            send_timeout=timeouts.send,
+                            read_timeout=timeouts.read,
+                        ),
+                        connect_timeout=timeouts.connect,
+                        send_timeout=timeouts.send,
+                    ),
                     mirrors=Mirrors(
                         nursery,
                         self.rng,

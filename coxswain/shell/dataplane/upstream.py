@@ -57,7 +57,6 @@ Rules (docs/architecture.md, "Data-plane rules"):
 
 from __future__ import annotations
 
-import contextlib
 import math
 import ssl
 from dataclasses import dataclass, field
@@ -65,6 +64,7 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
+from coxswain.compile.snapshot import BackendProtocol
 from coxswain.http1 import (
     NEED_DATA,
     Data,
@@ -83,9 +83,17 @@ from coxswain.route.forward import (
     switched_to_websocket,
     tunnelled_upgrade,
 )
+from coxswain.route.grpc_timeout import grpc_timeout
 from coxswain.route.relay import relayed_fields
 from coxswain.shell.dataplane.downstream import Exchange, Http1Downstream
 from coxswain.shell.dataplane.pool import ConnectFailed, connect
+from coxswain.shell.dataplane.tries import (
+    NO_SCOPE,
+    Answer,
+    ClientProtocolError,
+    Tries,
+    another_try,
+)
 from coxswain.shell.dataplane.tunnel import Idle, tunnel
 from coxswain.shell.dataplane.wire import EventReader, Timer, Watchdog, http_date
 
@@ -100,6 +108,7 @@ if TYPE_CHECKING:
     from coxswain.shell.dataplane.downstream import BodySource, Downstream
     from coxswain.shell.dataplane.mirror import Mirrors, Tee
     from coxswain.shell.dataplane.pool import Upstream, UpstreamPool
+    from coxswain.shell.dataplane.relay_h2 import H2Relay
     from coxswain.shell.dataplane.served import Routed, Served
     from coxswain.shell.dataplane.upstream_tls import Origination
 
@@ -113,45 +122,8 @@ __all__ = [
 
 _IDEMPOTENT: Final = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
 _SPARE_READERS: Final = 256
+_H2C: Final = BackendProtocol.H2C
 _BACKOFF_CAP: Final = 10  # the longest wait between retries, in backoffs
-_NO_SCOPE: Final = contextlib.nullcontext()
-
-
-def _attempt_scope(
-    retry: Retry | None, per_try: float, started: float
-) -> contextlib.AbstractContextManager[trio.CancelScope | None]:
-    """What bounds one try: the backend timeout, when the rule retries (then a try that runs
-    out is tried again); else nothing here, the route's timeout bounding the whole exchange."""
-    if retry is None or per_try == math.inf:
-        return _NO_SCOPE
-    return trio.CancelScope(deadline=started + per_try)
-
-
-def _after_retries(failure: Answer, retried: int) -> Answer:
-    """The answer when the last try failed too: a connection that broke on every try is 503,
-    as no endpoint is available to serve the request (Envoy answers the same)."""
-    if not retried:
-        return failure
-    status = 503 if failure.status == 502 else failure.status
-    return Answer(status, f"{failure.reason} (after {retried} retries)", failure.upstream)
-
-
-class Answer(Exception):
-    """Before any response byte reached the client: the proxy answers ``status`` itself."""
-
-    def __init__(self, status: int, reason: str, upstream: str = "") -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-        self.upstream = upstream
-
-
-class ClientProtocolError(Exception):
-    """The client broke HTTP/1.1 inside the request body; answer ``status`` and close."""
-
-    def __init__(self, error: ProtocolError) -> None:
-        super().__init__(error.reason)
-        self.error = error
 
 
 @dataclass(slots=True)
@@ -239,6 +211,7 @@ class Forwarder:
     timeouts: Timeouts = Timeouts()
     round_robin: RoundRobin = field(default_factory=RoundRobin)
     pool: UpstreamPool | None = None
+    h2: H2Relay | None = None  # HTTP/2 backends (:mod:`.relay_h2`)
     mirrors: Mirrors | None = None
     pass_server: bool = False  # keep the upstream's Server (coxswain.route.relay, rule 3)
     count_retry: Callable[[str], None] | None = None  # by reason: status, connection
@@ -303,6 +276,9 @@ class Forwarder:
         except ValueError as err:
             raise Answer(500, f"the request cannot be forwarded as configured: {err}") from err
         upgrade = tunnelled_upgrade(head.upgrade)
+        h2 = backend.protocol is _H2C
+        if h2:
+            upgrade = None  # over HTTP/2 it would need RFC 8441's CONNECT: forwarded as plain
         retry = action.retry if action is not None else None
         per_try = math.inf
         if retry is not None:
@@ -311,6 +287,8 @@ class Forwarder:
             elif action is not None:  # the request timeout bounds every try together
                 timeout = action.request_timeout or math.inf
                 per_try = action.backend_timeout or math.inf
+        if h2:  # a gRPC call's deadline bounds it as a route's timeout does, the smaller wins
+            timeout = min(timeout, grpc_timeout(head.headers))
         tee = None
         if action is not None and action.mirrors and self.mirrors is not None and not upgrade:
             tee = self._mirror(action.mirrors, served, head, routed.target, base)
@@ -322,6 +300,28 @@ class Forwarder:
         if timeout < math.inf:
             timer.scope.deadline = trio.current_time() + timeout
         try:
+            if h2:
+                assert self.h2 is not None, "a proxy serving HTTP/2 backends has their relay"
+                await self.h2.relay(
+                    self,
+                    backend=backend,
+                    client=client,
+                    decision=decision,
+                    downstream=downstream,
+                    endpoints=self.round_robin.order(key, endpoints),
+                    exchange=exchange,
+                    head=head,
+                    headers=headers,
+                    host=routed.host,
+                    per_try=per_try,
+                    retry=retry,
+                    served=served,
+                    target=routed.target,
+                    tee=tee,
+                    timer=timer,
+                    tls=origination,
+                )
+                return
             await self._relay(
                 client=client,
                 downstream=downstream,
@@ -430,14 +430,16 @@ class Forwarder:
         may_retry = not has_body and head.method in _IDEMPOTENT
         body_read = False
         idle_ok = True
-        retried = 0
+        tries = (
+            None if retry is None else Tries(retry, per_try, back_off=self.back_off, timer=timer)
+        )
         while True:
-            started = 0.0 if retry is None else trio.current_time()
             upstream: Upstream | None = None
             reusable = False
             failure: Answer | None = None
+            response: ResponseHead | None = None
             try:
-                with _attempt_scope(retry, per_try, started) as scope:
+                with NO_SCOPE if tries is None else tries.begin() as scope:
                     try:
                         upstream, endpoint, reused = await connect(
                             endpoints,
@@ -480,24 +482,12 @@ class Forwarder:
                                     f"the upstream connection broke: {err}",
                                     exchange.upstream,
                                 )
-                if scope is not None and scope.cancelled_caught:
-                    failure = Answer(
-                        504,
-                        f"the upstream did not answer within {per_try:g} s",
-                        exchange.upstream,
-                    )
-                if failure is not None:
-                    if retry is not None and retried < retry.attempts and failure.status != 500:
-                        retried = await self._back_off(retry, retried, "connection")
-                        continue
-                    raise _after_retries(failure, retried)
+                if (failure is not None or tries is not None) and await another_try(
+                    tries, failure, response, scope, exchange.upstream
+                ):  # most exchanges are relayed without that call
+                    continue
+                assert response is not None
                 assert upstream is not None
-                if retry is not None and retried < retry.attempts:
-                    if response.status in retry.codes:
-                        retried = await self._back_off(retry, retried, "status")
-                        continue
-                    if per_try < math.inf:  # the backend timeout bounds the rest of this try
-                        timer.scope.deadline = min(timer.scope.deadline, started + per_try)
                 if response.status == 101:
                     if not switched_to_websocket(response.headers):
                         raise Answer(
@@ -531,7 +521,7 @@ class Forwarder:
                         await trio.aclose_forcefully(upstream)
             return
 
-    async def _back_off(self, retry: Retry, retried: int, reason: str) -> int:
+    async def back_off(self, retry: Retry, retried: int, reason: str) -> int:
         """Wait before retry number ``retried + 1`` and count it; that number. The wait starts
         at the rule's backoff and doubles, up to ten times it (HTTPRouteRetry: never less than
         the backoff)."""
@@ -539,6 +529,16 @@ class Forwarder:
             self.count_retry(reason)
         await trio.sleep(min(retry.backoff * 2**retried, retry.backoff * _BACKOFF_CAP))
         return retried + 1
+
+    def response_fields(
+        self, response: ResponseHead, served: Served, backend: Backend, decision: Decision
+    ) -> Fields:
+        """The response's fields as the client gets them (:func:`_response_fields`).
+
+        Raises:
+            Answer: a header edit of the snapshot cannot be sent (500).
+        """
+        return _response_fields(response, served, backend, decision, pass_server=self.pass_server)
 
     def _response_reader(
         self, upstream: Upstream, timer: Timer

@@ -5,7 +5,10 @@ Rules:
 - **One context per distinct settings per snapshot.** :class:`Originations` is built with each
   applied snapshot (:mod:`.served`) and makes the ``ssl`` client context of a backend's
   :class:`~coxswain.compile.snapshot.UpstreamTLS` the first time a request needs it, shared by
-  every backend with equal settings. TLS 1.2 or later; ALPN offers ``http/1.1``.
+  every backend with equal settings. TLS 1.2 or later; ALPN offers ``http/1.1``, or ``h2``
+  alone to a backend spoken to in HTTP/2 (``protocol: h2c`` with ``tls``, RFC 9113 §3.2), whose
+  handshake fails unless the backend selects ``h2``: the proxy never falls back to HTTP/1.1
+  towards a backend declared HTTP/2.
 - **Full verification.** The chain must lead to the policy's CA bundle (or the system's CAs
   for ``wellKnownCACertificates: System``) and be valid now. The policy's hostname is the SNI;
   without ``subjectAltNames`` it is also the name the certificate must carry (``ssl``'s own
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["Origination", "Originations", "TLSConnection", "TLSFailed"]
 
 _ALPN: Final = ["http/1.1"]
+_ALPN_H2: Final = ["h2"]
 
 
 class TLSFailed(Exception):
@@ -100,24 +104,14 @@ class Origination:
     """The client context of one :class:`~coxswain.compile.snapshot.UpstreamTLS` and the
     handshake with it."""
 
-    __slots__ = ("context", "key", "names", "server_name", "uris")
+    __slots__ = ("_h2_context", "_tls", "context", "key", "names", "server_name", "uris")
 
     def __init__(self, tls: UpstreamTLS) -> None:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        context.set_alpn_protocols(_ALPN)
-        if tls.ca_pem is None:
-            context.load_default_certs(ssl.Purpose.SERVER_AUTH)
-        else:
-            context.load_verify_locations(cadata=tls.ca_pem)
+        self._tls = tls
+        self._h2_context: ssl.SSLContext | None = None
+        self.context = self._context(tls, _ALPN)
         self.names = tuple(n.value for n in tls.subject_alt_names if n.type == "Hostname")
         self.uris = tuple(n.value for n in tls.subject_alt_names if n.type == "URI")
-        # with subjectAltNames the hostname is for SNI only; the names are checked after
-        context.check_hostname = not tls.subject_alt_names
-        context.verify_mode = ssl.CERT_REQUIRED
-        if tls.client_certificate is not None:
-            load_chain(context, tls.client_certificate)
-        self.context = context
         self.server_name = tls.server_name
         client = tls.client_certificate
         self.key = hashlib.sha256(
@@ -131,16 +125,37 @@ class Origination:
             ).encode()
         ).hexdigest()
 
-    async def handshake(self, transport: Connection) -> TLSConnection:
+    @staticmethod
+    def _context(tls: UpstreamTLS, alpn: list[str]) -> ssl.SSLContext:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.set_alpn_protocols(alpn)
+        if tls.ca_pem is None:
+            context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+        else:
+            context.load_verify_locations(cadata=tls.ca_pem)
+        # with subjectAltNames the hostname is for SNI only; the names are checked after
+        context.check_hostname = not tls.subject_alt_names
+        context.verify_mode = ssl.CERT_REQUIRED
+        if tls.client_certificate is not None:
+            load_chain(context, tls.client_certificate)
+        return context
+
+    async def handshake(self, transport: Connection, *, h2: bool = False) -> TLSConnection:
         """TLS over ``transport``, the backend's certificate verified (the caller bounds the
-        time and closes ``transport`` on failure).
+        time and closes ``transport`` on failure); with ``h2``, offering only ALPN ``h2``.
 
         Raises:
-            TLSFailed: the handshake failed or the certificate was refused; the message says
-                why.
+            TLSFailed: the handshake failed, the certificate was refused, or (``h2``) the
+                backend did not select ``h2``; the message says why.
         """
+        context = self.context
+        if h2:
+            if self._h2_context is None:
+                self._h2_context = self._context(self._tls, _ALPN_H2)
+            context = self._h2_context
         stream = trio.SSLStream(
-            transport, self.context, server_hostname=self.server_name, https_compatible=True
+            transport, context, server_hostname=self.server_name, https_compatible=True
         )
         try:
             await stream.do_handshake()
@@ -150,6 +165,9 @@ class Origination:
             raise TLSFailed(f"TLS handshake with {self.server_name} failed: {reason}") from err
         if self.names or self.uris:
             self._check_names(stream.getpeercert(binary_form=True))
+        if h2 and stream.selected_alpn_protocol() != "h2":
+            chosen = stream.selected_alpn_protocol() or "no protocol"
+            raise TLSFailed(f"{self.server_name} did not select h2 by ALPN ({chosen})")
         return TLSConnection(stream, transport)
 
     def _check_names(self, der: bytes | None) -> None:

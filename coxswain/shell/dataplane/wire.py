@@ -127,6 +127,13 @@ class Timer:
         self.stalled = self._waiting
         self.scope.cancel()
 
+    def ran_out(self, waiter: object) -> None:
+        """A wait of a task working inside this timer's scope, on a timer of its own, ran
+        out: end the scope as if ``waiter`` had waited here (an HTTP/2 backend's request
+        body is sent beside its response, :mod:`.relay_h2`)."""
+        self.stalled = waiter
+        self.scope.cancel()
+
 
 class EventReader:
     """Reads codec events from a stream, receiving bytes only when the parser needs them.

@@ -1,0 +1,107 @@
+"""A small HTTP/2 backend (prior knowledge) on the ``h2`` library, for what a gRPC server does
+not let a test choose: its ``SETTINGS_MAX_CONCURRENT_STREAMS``, a GOAWAY after some streams,
+and a record of its connections and of how each ended.
+
+Each request is answered after ``delay`` seconds with ``200`` and the body
+``connection <n> stream <id>``; after ``goaway_after`` answers on a connection, the backend
+sends GOAWAY naming the last stream it answered, and closes that connection once its streams
+are done (RFC 9113 §6.8). Its first ``refuse_first`` streams are reset with
+``REFUSED_STREAM`` instead (RFC 9113 §8.7).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+import h2.exceptions
+import h2.settings
+import trio
+
+__all__ = ["H2Backend"]
+
+
+@dataclass
+class H2Backend:
+    """Serve with :meth:`serve` (``nursery.start``: the port); read what happened after."""
+
+    max_streams: int = 100
+    goaway_after: int | None = None
+    delay: float = 0.0
+    refuse_first: int = 0  # streams reset with REFUSED_STREAM before any is answered
+    connections: int = 0
+    peak_streams: int = 0
+    goaways_received: int = 0
+    closed: list[int] = field(default_factory=list)  # connection numbers the proxy closed
+    closed_one: trio.Event = field(default_factory=trio.Event)
+
+    async def serve(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        task_status.started(listeners[0].socket.getsockname()[1])
+        await trio.serve_listeners(self._connection, listeners)
+
+    async def _connection(self, stream: trio.SocketStream) -> None:
+        self.connections += 1
+        number = self.connections
+        conn = h2.connection.H2Connection(
+            h2.config.H2Configuration(client_side=False, header_encoding=None)
+        )
+        conn.initiate_connection()
+        conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: self.max_streams})
+        sending = trio.Lock()
+        answered = 0
+        open_streams: set[int] = set()
+        going_away = False
+
+        async def flush() -> None:
+            async with sending:
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await stream.send_all(conn.data_to_send())
+
+        async def answer(stream_id: int) -> None:
+            nonlocal answered, going_away
+            await trio.sleep(self.delay)
+            body = f"connection {number} stream {stream_id}".encode()
+            with contextlib.suppress(h2.exceptions.H2Error):
+                conn.send_headers(stream_id, [(b":status", b"200")])
+                conn.send_data(stream_id, body, end_stream=True)
+            open_streams.discard(stream_id)
+            answered += 1
+            if self.goaway_after is not None and answered >= self.goaway_after and not going_away:
+                going_away = True
+                conn.close_connection(last_stream_id=stream_id)
+            await flush()
+            if going_away and not open_streams:
+                await stream.aclose()
+
+        await flush()
+        async with trio.open_nursery() as nursery:
+            while True:
+                try:
+                    data = await stream.receive_some(65536)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    break
+                if not data:
+                    self.closed.append(number)
+                    self.closed_one.set()
+                    break
+                try:
+                    events = conn.receive_data(data)
+                except h2.exceptions.ProtocolError:  # frames after its own GOAWAY: done
+                    break
+                for event in events:
+                    if isinstance(event, h2.events.RequestReceived) and self.refuse_first:
+                        self.refuse_first -= 1
+                        conn.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+                    elif isinstance(event, h2.events.RequestReceived) and not going_away:
+                        open_streams.add(event.stream_id)
+                        self.peak_streams = max(self.peak_streams, len(open_streams))
+                        nursery.start_soon(answer, event.stream_id)
+                    elif isinstance(event, h2.events.ConnectionTerminated):
+                        self.goaways_received += 1
+                await flush()
+            nursery.cancel_scope.cancel()
