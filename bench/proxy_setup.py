@@ -335,6 +335,14 @@ def run_wrk(proxy: Proxy, path: str, connections: int, seconds: int) -> Cell:
     url = f"http://127.0.0.1:{proxy.port}{path}"
     command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "--timeout", "10s"]
     command += ["-H", f"Host: {proxy.host}", url]
+    stdout, cpu = _measured(proxy, command, seconds)
+    result = workload.parse_wrk(stdout)
+    return Cell(result, cpu * 1e6 / max(result.requests, 1))
+
+
+def _measured(proxy: Proxy, command: list[str], seconds: int) -> tuple[str, float]:
+    """Run a load generator for about ``seconds``; its report and the CPU seconds ``proxy``'s
+    processes spent meanwhile. A failed run stops the benchmark."""
     cpu = tree_cpu_s(proxy.process.pid)
     done = subprocess.run(
         command, capture_output=True, text=True, timeout=seconds + 60, check=False
@@ -342,8 +350,7 @@ def run_wrk(proxy: Proxy, path: str, connections: int, seconds: int) -> Cell:
     cpu = tree_cpu_s(proxy.process.pid) - cpu
     if done.returncode:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr}")
-    result = workload.parse_wrk(done.stdout)
-    return Cell(result, cpu * 1e6 / max(result.requests, 1))
+    return done.stdout, cpu
 
 
 @dataclass(frozen=True)
@@ -360,16 +367,10 @@ def run_h2load(proxy: Proxy, path: str, clients: int, streams: int, seconds: int
     url = f"http://127.0.0.1:{proxy.port}{path}"
     command = ["h2load", "-t1", f"-c{clients}", f"-m{streams}", f"-D{seconds}"]
     command += ["-H", f":authority: {proxy.host}", url]
-    cpu = tree_cpu_s(proxy.process.pid)
-    done = subprocess.run(
-        command, capture_output=True, text=True, timeout=seconds + 60, check=False
-    )
-    cpu = tree_cpu_s(proxy.process.pid) - cpu
-    if done.returncode:
-        raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr}")
-    result = workload.parse_h2load(done.stdout)
+    stdout, cpu = _measured(proxy, command, seconds)
+    result = workload.parse_h2load(stdout)
     if result.failed or not result.requests:
-        raise SystemExit(f"{' '.join(command)}: {result.failed} failed:\n{done.stdout}")
+        raise SystemExit(f"{' '.join(command)}: {result.failed} failed:\n{stdout}")
     return H2Cell(result, cpu * 1e6 / result.requests)
 
 
