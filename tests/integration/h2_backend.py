@@ -6,7 +6,8 @@ Each request is answered after ``delay`` seconds with ``200`` and the body
 ``connection <n> stream <id>``; after ``goaway_after`` answers on a connection, the backend
 sends GOAWAY naming the last stream it answered, and closes that connection once its streams
 are done (RFC 9113 §6.8). Its first ``refuse_first`` streams are reset with
-``REFUSED_STREAM`` instead (RFC 9113 §8.7).
+``REFUSED_STREAM`` instead (RFC 9113 §8.7). Each request it read whole is recorded in
+``requests``: its header fields and body.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class H2Backend:
     goaways_received: int = 0
     closed: list[int] = field(default_factory=list)  # connection numbers the proxy closed
     closed_one: trio.Event = field(default_factory=trio.Event)
+    requests: list[tuple[dict[bytes, bytes], bytes]] = field(default_factory=list)
 
     async def serve(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
@@ -56,6 +58,7 @@ class H2Backend:
         answered = 0
         open_streams: set[int] = set()
         going_away = False
+        reading: dict[int, tuple[dict[bytes, bytes], bytearray]] = {}
 
         async def flush() -> None:
             async with sending:
@@ -94,6 +97,17 @@ class H2Backend:
                 except h2.exceptions.ProtocolError:  # frames after its own GOAWAY: done
                     break
                 for event in events:
+                    if isinstance(event, h2.events.RequestReceived):
+                        reading[event.stream_id] = (dict(event.headers or ()), bytearray())
+                    elif isinstance(event, h2.events.DataReceived) and event.stream_id in reading:
+                        reading[event.stream_id][1].extend(event.data or b"")
+                        with contextlib.suppress(h2.exceptions.H2Error):
+                            conn.acknowledge_received_data(
+                                event.flow_controlled_length or 0, event.stream_id
+                            )
+                    elif isinstance(event, h2.events.StreamEnded) and event.stream_id in reading:
+                        fields, body = reading.pop(event.stream_id)
+                        self.requests.append((fields, bytes(body)))
                     if isinstance(event, h2.events.RequestReceived) and self.refuse_first:
                         self.refuse_first -= 1
                         conn.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)

@@ -217,6 +217,9 @@ class Proxy:
                     timeouts.tunnel_idle,
                 )
                 nursery.start_soon(watchdog.run)
+                h2_pool = H2Pool(
+                    nursery, watchdog, send_timeout=timeouts.send, read_timeout=timeouts.read
+                )
                 self._forwarder = Forwarder(
                     codec=self.codec,
                     watchdog=watchdog,
@@ -226,12 +229,7 @@ class Proxy:
                     pass_server=self.config.pass_server,
                     count_retry=self.metrics.retried,
                     h2=H2Relay(
-                        H2Pool(
-                            nursery,
-                            watchdog,
-                            send_timeout=timeouts.send,
-                            read_timeout=timeouts.read,
-                        ),
+                        h2_pool,
                         connect_timeout=timeouts.connect,
                         send_timeout=timeouts.send,
                     ),
@@ -241,6 +239,9 @@ class Proxy:
                         connect_timeout=timeouts.connect,
                         timeout=timeouts.mirror,
                         record=self.metrics.mirrored,
+                        h2=h2_pool,
+                        watchdog=watchdog,
+                        send_timeout=timeouts.send,
                     ),
                 )
                 task_status.started()

@@ -76,6 +76,7 @@ from coxswain.http1 import (
     frame_last_chunk,
     frame_request_head,
 )
+from coxswain.http2.backend import request_fields
 from coxswain.route.cors import with_cors
 from coxswain.route.forward import (
     apply_edits,
@@ -291,7 +292,7 @@ class Forwarder:
             timeout = min(timeout, grpc_timeout(head.headers))
         tee = None
         if action is not None and action.mirrors and self.mirrors is not None and not upgrade:
-            tee = self._mirror(action.mirrors, served, head, routed.target, base)
+            tee = self._mirror(action.mirrors, served, head, routed.host, routed.target, base)
         # The client connection's timer bounds the exchange: each wait for either peer, and
         # the route's timeout as its scope's deadline. When it fires, the cancellation ends
         # the connection and its owner answers 408/504 outside the scope (Proxy._requests).
@@ -352,6 +353,7 @@ class Forwarder:
         mirrors: Sequence[Mirror],
         served: Served,
         head: RequestHead,
+        host: bytes,
         target: bytes,
         base: Fields,
     ) -> Tee | None:
@@ -362,9 +364,18 @@ class Forwarder:
             endpoints = endpoints_by_key.get(key, ())
             return self.round_robin.order(key, endpoints) if endpoints else []
 
-        def head_for(mirror: Mirror) -> bytes | None:
+        def head_for(mirror: Mirror) -> bytes | list[tuple[bytes, bytes]] | None:
             try:
                 headers = list(_edit(served, base, mirror.backend.request_headers))
+                if mirror.backend.protocol is _H2C:
+                    scheme = b"http" if mirror.backend.tls is None else b"https"
+                    return request_fields(
+                        method=head.method,
+                        scheme=scheme,
+                        authority=host,
+                        path=target,
+                        headers=headers,
+                    )
                 if head.chunked:
                     headers.append((b"transfer-encoding", b"chunked"))
                 headers.append((b"connection", b"close"))
@@ -383,7 +394,12 @@ class Forwarder:
             return served.originations.get(backend.tls)
 
         return self.mirrors.start(
-            mirrors, endpoints_of, head_for, tls_of=tls_of, chunked=head.chunked
+            mirrors,
+            endpoints_of,
+            head_for,
+            tls_of=tls_of,
+            chunked=head.chunked,
+            body=head.chunked or bool(head.content_length),
         )
 
     async def _relay(
