@@ -6,8 +6,9 @@ Each request is answered after ``delay`` seconds with ``200`` and the body
 ``connection <n> stream <id>``; after ``goaway_after`` answers on a connection, the backend
 sends GOAWAY naming the last stream it answered, and closes that connection once its streams
 are done (RFC 9113 §6.8). Its first ``refuse_first`` streams are reset with
-``REFUSED_STREAM`` instead (RFC 9113 §8.7). Each request it read whole is recorded in
-``requests``: its header fields and body.
+``REFUSED_STREAM`` instead (RFC 9113 §8.7), and its first ``unavailable_first`` answers are
+``503`` (a status a route's retry may retry). Each request's header fields are recorded in
+``heads`` as they arrive, and each request it read whole in ``requests``, with its body.
 """
 
 from __future__ import annotations
@@ -34,11 +35,13 @@ class H2Backend:
     goaway_after: int | None = None
     delay: float = 0.0
     refuse_first: int = 0  # streams reset with REFUSED_STREAM before any is answered
+    unavailable_first: int = 0  # answers 503 before the others are 200
     connections: int = 0
     peak_streams: int = 0
     goaways_received: int = 0
     closed: list[int] = field(default_factory=list)  # connection numbers the proxy closed
     closed_one: trio.Event = field(default_factory=trio.Event)
+    heads: list[dict[bytes, bytes]] = field(default_factory=list)
     requests: list[tuple[dict[bytes, bytes], bytes]] = field(default_factory=list)
 
     async def serve(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
@@ -69,8 +72,10 @@ class H2Backend:
             nonlocal answered, going_away
             await trio.sleep(self.delay)
             body = f"connection {number} stream {stream_id}".encode()
+            status = b"503" if self.unavailable_first else b"200"
+            self.unavailable_first = max(self.unavailable_first - 1, 0)
             with contextlib.suppress(h2.exceptions.H2Error):
-                conn.send_headers(stream_id, [(b":status", b"200")])
+                conn.send_headers(stream_id, [(b":status", status)])
                 conn.send_data(stream_id, body, end_stream=True)
             open_streams.discard(stream_id)
             answered += 1
@@ -98,7 +103,8 @@ class H2Backend:
                     break
                 for event in events:
                     if isinstance(event, h2.events.RequestReceived):
-                        reading[event.stream_id] = (dict(event.headers or ()), bytearray())
+                        self.heads.append(dict(event.headers or ()))
+                        reading[event.stream_id] = (self.heads[-1], bytearray())
                     elif isinstance(event, h2.events.DataReceived) and event.stream_id in reading:
                         reading[event.stream_id][1].extend(event.data or b"")
                         with contextlib.suppress(h2.exceptions.H2Error):

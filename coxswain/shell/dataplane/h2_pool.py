@@ -14,6 +14,9 @@ Rules:
   whose connect timeout, TLS origination (:mod:`.upstream_tls`, ALPN ``h2``) and failure
   messages these connections share. A failed attempt is the failure of every request that
   waited for it.
+- **Deadline.** A request's ``grpc-timeout`` is what remains of the caller's deadline (its
+  cancel scopes': the route's or the call's own timeout, a try's) when its HEADERS are made,
+  after the wait for a connection (:func:`coxswain.route.grpc_timeout.forwarded_fields`).
 - **Ownership.** Each connection's reader (:meth:`.h2_upstream.H2Upstream.run`) runs in the
   proxy's long-lived nursery, so that a connection outlives the request that opened it;
   a connection that ends (idle, GOAWAY, broken) leaves the pool at once. Connections are
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
+from coxswain.route.grpc_timeout import forwarded_fields
 from coxswain.shell.dataplane.h2_upstream import H2Upstream, StreamFailed
 from coxswain.shell.dataplane.pool import DEFAULT_IDLE_TIMEOUT, ConnectFailed, connect
 
@@ -105,8 +109,11 @@ class H2Pool:
                     failures.append(str(err))
                     timeouts += err.timed_out
                     break
+                remaining = trio.current_effective_deadline() - trio.current_time()
                 try:
-                    stream = connection.open(fields, end_stream=end_stream)
+                    stream = connection.open(
+                        forwarded_fields(fields, remaining), end_stream=end_stream
+                    )
                 except StreamFailed:
                     continue  # it began closing meanwhile: another connection
                 try:
