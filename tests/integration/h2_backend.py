@@ -5,7 +5,10 @@ and a record of its connections and of how each ended.
 Each request is answered after ``delay`` seconds with ``200`` and the body
 ``connection <n> stream <id>``; after ``goaway_after`` answers on a connection, the backend
 sends GOAWAY naming the last stream it answered, and closes that connection once its streams
-are done (RFC 9113 §6.8). Its first ``refuse_first`` streams are reset with
+are done (RFC 9113 §6.8). With ``goaway_at``, the request that makes that many on a connection
+gets a GOAWAY naming the stream before it as the last, while the earlier ones are still being
+answered: they finish, that one is never answered (``h2``'s state machine is kept open for it,
+as it closes on its own GOAWAY). Its first ``refuse_first`` streams are reset with
 ``REFUSED_STREAM`` instead (RFC 9113 §8.7), and its first ``unavailable_first`` answers are
 ``503`` (a status a route's retry may retry). Each request's header fields are recorded in
 ``heads`` as they arrive, and each request it read whole in ``requests``, with its body.
@@ -33,6 +36,7 @@ class H2Backend:
 
     max_streams: int = 100
     goaway_after: int | None = None
+    goaway_at: int | None = None
     delay: float = 0.0
     refuse_first: int = 0  # streams reset with REFUSED_STREAM before any is answered
     unavailable_first: int = 0  # answers 503 before the others are 200
@@ -62,6 +66,8 @@ class H2Backend:
         open_streams: set[int] = set()
         going_away = False
         reading: dict[int, tuple[dict[bytes, bytes], bytearray]] = {}
+        received = 0
+        last_id = 0
 
         async def flush() -> None:
             async with sending:
@@ -114,6 +120,13 @@ class H2Backend:
                     elif isinstance(event, h2.events.StreamEnded) and event.stream_id in reading:
                         fields, body = reading.pop(event.stream_id)
                         self.requests.append((fields, bytes(body)))
+                    if isinstance(event, h2.events.RequestReceived):
+                        received += 1
+                        if received == self.goaway_at and not going_away:
+                            going_away = True
+                            conn.close_connection(last_stream_id=last_id)
+                            conn.state_machine.state = h2.connection.ConnectionState.SERVER_OPEN
+                        last_id = event.stream_id
                     if isinstance(event, h2.events.RequestReceived) and self.refuse_first:
                         self.refuse_first -= 1
                         conn.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ssl
 import struct
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -227,12 +228,22 @@ def test_the_backend_gets_what_remains_of_the_deadline(tmp_path: Path) -> None:
 def test_a_cancelled_call_is_cancelled_at_the_backend(tmp_path: Path) -> None:
     with GrpcBackend() as service:
 
-        def check(channel: grpc.Channel, _: Running) -> None:
-            future = channel.unary_unary("/test.Echo/Hold").future(b"x", timeout=TIMEOUT)
+        def check(channel: grpc.Channel, run: Running) -> None:
+            hold = channel.unary_unary("/test.Echo/Hold")
+            futures = [hold.future(b"x", timeout=TIMEOUT) for _ in range(10)]
             with pytest.raises(grpc.FutureTimeoutError):
-                future.result(timeout=0.3)
-            future.cancel()
+                futures[0].result(timeout=0.3)
+            for future in futures:
+                future.cancel()
             assert service.cancelled.wait(TIMEOUT)
+            relay = run.proxy.forwarder.h2
+            assert relay is not None
+            deadline = time.monotonic() + TIMEOUT  # the resets reach the proxy in their time
+            while relay.pool.stream_count():
+                assert time.monotonic() < deadline, "backend streams left open"
+                time.sleep(0.01)
+            (connection,) = relay.pool.connections()
+            assert connection.conn.open_outbound_streams == 0
 
         through(grpc_snapshot(service.port), check, tmp_path)
 

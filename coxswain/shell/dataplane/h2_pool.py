@@ -82,6 +82,14 @@ class H2Pool:
         """How many connections the endpoint has (for tests and metrics)."""
         return len(self._connections.get(key, ()))
 
+    def connections(self) -> list[H2Upstream]:
+        """The connections that take new streams, every endpoint's."""
+        return [c for connections in self._connections.values() for c in connections]
+
+    def stream_count(self) -> int:
+        """Streams open on the pool's connections that take new streams."""
+        return sum(len(connection.streams) for connection in self.connections())
+
     async def open_stream(
         self,
         endpoints: Sequence[Endpoint],
@@ -124,6 +132,10 @@ class H2Pool:
                 except trio.BrokenResourceError as err:
                     connection.forget(stream)
                     raise StreamFailed(f"the backend connection broke: {err}") from err
+                except BaseException:  # cancelled: the stream never reached its caller
+                    if connection.forget(stream):
+                        self.flush_soon(connection)
+                    raise
                 return stream
             else:
                 raise StreamFailed("the backend refused the stream on every connection")

@@ -21,7 +21,9 @@ Design:
   checked field by field (:mod:`coxswain.http2.backend`), as a client's request is.
 - **Ends.** A GOAWAY from the backend (RFC 9113 §6.8) closes the connection to new streams:
   those it did not process (above its last stream id) are refused, and may be sent again on
-  another connection, since the backend never saw them; the others finish. A stream reset by
+  another connection, since the backend never saw them; the others finish (``h2`` closes its
+  state machine on a GOAWAY and would refuse their frames: :class:`_Connection` keeps it
+  open). A stream reset by
   the backend fails alone (``REFUSED_STREAM`` counts as refused, RFC 9113 §8.7). A broken
   connection, or one that broke HTTP/2, fails every stream it carries. A connection without
   a stream for ``idle_timeout`` is closed with GOAWAY ``NO_ERROR``. Sends are bounded by the
@@ -36,6 +38,7 @@ import math
 from typing import TYPE_CHECKING, Final
 
 import trio
+from h2.connection import ConnectionState, H2Connection
 from h2.errors import ErrorCodes
 from h2.events import (
     ConnectionTerminated,
@@ -60,6 +63,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from h2.events import Event as H2Event
+    from hyperframe.frame import Frame, GoAwayFrame
 
     from coxswain.shell.dataplane.pool import Upstream
     from coxswain.shell.dataplane.wire import Timer
@@ -77,6 +81,23 @@ SETTINGS: Final[dict[SettingCodes | int, int]] = {
     SettingCodes.INITIAL_WINDOW_SIZE: STREAM_WINDOW,
     SettingCodes.MAX_HEADER_LIST_SIZE: DEFAULT_LIMITS.max_head_bytes,
 }
+
+
+class _Connection(H2Connection):
+    """``h2``'s protocol machine, for a connection whose backend may send GOAWAY while
+    streams are in flight. ``h2`` closes the connection's state machine on a GOAWAY and
+    drops the frames it had made and not yet sent; RFC 9113 §6.8 has the streams up to the
+    GOAWAY's last stream id complete. So the machine stays open, its frames kept (a request
+    body's DATA, a window given back); :attr:`H2Upstream.closing` keeps new streams off."""
+
+    def _receive_goaway_frame(self, frame: GoAwayFrame) -> tuple[list[Frame], list[H2Event]]:
+        state = self.state_machine.state
+        pending = self.data_to_send()
+        frames, events = super()._receive_goaway_frame(frame)
+        if state is ConnectionState.CLIENT_OPEN:
+            self.state_machine.state = state
+        self._data_to_send[:0] = pending
+        return frames, events
 
 
 class StreamFailed(Exception):
@@ -159,6 +180,7 @@ class H2Upstream(H2Peer):
         closed: Callable[[H2Upstream], None],
     ) -> None:
         super().__init__(transport, client_side=True)
+        self.conn = _Connection(self.conn.config)
         self.transport = transport
         self.name = name  # address:port, for the access log
         self.read_timeout = read_timeout
