@@ -7,9 +7,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-import grpc
-
-from .grpc_backend import GrpcBackend, channel_options
+from .grpc_backend import GrpcBackend, proxy_channel
 from .h2_backend import H2Backend
 from .proxy_harness import (
     TIMEOUT,
@@ -119,18 +117,13 @@ def test_a_grpc_call_is_mirrored_to_an_h2c_backend(tmp_path: Path) -> None:
             )
 
         def client(run: Running) -> None:
-            channel = grpc.insecure_channel(
-                f"127.0.0.1:{run.gateway_port}", options=channel_options("grpc.example.com")
-            )
-            try:
+            with proxy_channel(run.gateway_port) as channel:
                 unary = channel.unary_unary("/test.Echo/Unary")
                 assert unary(b"hello", timeout=TIMEOUT) == b"hello"
                 joined = channel.stream_unary("/test.Echo/Client")(
                     iter([b"a", b"b"]), timeout=TIMEOUT
                 )
                 assert joined == b"a|b"
-            finally:
-                channel.close()
             eventually(lambda: mirror_count(run, "sent") == 2)
             paths = sorted(fields[b":path"] for fields, _ in mirror.requests)
             assert paths == [b"/test.Echo/Client", b"/test.Echo/Unary"]

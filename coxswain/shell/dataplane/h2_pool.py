@@ -35,7 +35,7 @@ from coxswain.shell.dataplane.h2_upstream import H2Upstream, StreamFailed
 from coxswain.shell.dataplane.pool import DEFAULT_IDLE_TIMEOUT, ConnectFailed, connect
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from coxswain.compile.snapshot import Endpoint
     from coxswain.shell.dataplane.h2_upstream import UpstreamStream
@@ -69,8 +69,11 @@ class H2Pool:
         send_timeout: float,
         read_timeout: float,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        record: Callable[[str], None] = lambda _: None,
     ) -> None:
         self._nursery = nursery
+        self._record = record  # a connection's GOAWAY and refused streams (H2Upstream)
+        self._live: set[H2Upstream] = set()  # open, closing ones too
         self._watchdog = watchdog
         self._send_timeout = send_timeout
         self._read_timeout = read_timeout
@@ -86,9 +89,13 @@ class H2Pool:
         """The connections that take new streams, every endpoint's."""
         return [c for connections in self._connections.values() for c in connections]
 
+    def open_count(self) -> int:
+        """Connections open now, those closing after a GOAWAY too (for metrics)."""
+        return len(self._live)
+
     def stream_count(self) -> int:
-        """Streams open on the pool's connections that take new streams."""
-        return sum(len(connection.streams) for connection in self.connections())
+        """Streams open now on every open connection."""
+        return sum(len(connection.streams) for connection in self._live)
 
     async def open_stream(
         self,
@@ -224,9 +231,17 @@ class H2Pool:
             read_timeout=self._read_timeout,
             idle_timeout=self._idle_timeout,
             closed=lambda gone: self._forget(key, gone),
+            record=self._record,
         )
-        self._nursery.start_soon(connection.run)
+        self._live.add(connection)
+        self._nursery.start_soon(self._run, connection)
         return connection
+
+    async def _run(self, connection: H2Upstream) -> None:
+        try:
+            await connection.run()
+        finally:
+            self._live.discard(connection)
 
     def flush_soon(self, connection: H2Upstream) -> None:
         """Send what ``connection`` has made (a stream's reset, windows given back) from the

@@ -55,6 +55,7 @@ from h2.settings import SettingCodes
 
 from coxswain.http1 import DEFAULT_LIMITS
 from coxswain.http2.request import trailer_fields
+from coxswain.route.grpc_status import status_label
 from coxswain.shell.dataplane.h2_peer import H2Peer
 from coxswain.shell.dataplane.h2_stream import H2Body
 from coxswain.shell.dataplane.wire import RECEIVE_SIZE
@@ -113,13 +114,23 @@ class StreamFailed(Exception):
 class UpstreamStream:
     """One request's stream: its response head, then its body (:attr:`body`)."""
 
-    __slots__ = ("_arrived", "_failure", "_head", "body", "connection", "sent_end", "stream_id")
+    __slots__ = (
+        "_arrived",
+        "_failure",
+        "_head",
+        "body",
+        "connection",
+        "grpc_status",
+        "sent_end",
+        "stream_id",
+    )
 
     def __init__(self, connection: H2Upstream, stream_id: int, read_timeout: float) -> None:
         self.connection = connection
         self.stream_id = stream_id
         self.body = H2Body(connection, stream_id, None, ended=False, read_timeout=read_timeout)
         self.sent_end = False  # the request's END_STREAM went out
+        self.grpc_status = ""  # from the trailers, or a Trailers-Only head (status_label)
         self._head: tuple[Sequence[tuple[bytes, bytes]], bool] | None = None
         self._failure: StreamFailed | None = None
         self._arrived: trio.Event | None = None
@@ -149,6 +160,7 @@ class UpstreamStream:
     def received_head(self, headers: Sequence[tuple[bytes, bytes]], ended: bool) -> None:
         self._head = (headers, ended)
         if ended:
+            self.grpc_status = status_label(headers)  # a gRPC "Trailers-Only" answer's
             self.body.end()
         self._wake()
 
@@ -178,6 +190,7 @@ class H2Upstream(H2Peer):
         read_timeout: float,
         idle_timeout: float,
         closed: Callable[[H2Upstream], None],
+        record: Callable[[str], None] = lambda _: None,
     ) -> None:
         super().__init__(transport, client_side=True)
         self.conn = _Connection(self.conn.config)
@@ -189,6 +202,7 @@ class H2Upstream(H2Peer):
         self.closing = False  # no new stream: GOAWAY either way, or the connection broke
         self.settled = trio.Event()  # the backend's first SETTINGS arrived (or it ended first)
         self._closed = closed
+        self._record = record  # "goaway" received, a stream "refused"
         self._receiving: trio.CancelScope | None = None
         self.start(SETTINGS, STREAM_LIMIT * STREAM_WINDOW)
 
@@ -330,6 +344,8 @@ class H2Upstream(H2Peer):
             if stream is not None:
                 code = event.error_code
                 refused = code == ErrorCodes.REFUSED_STREAM
+                if refused:
+                    self._record("refused")
                 stream.failed(f"the backend reset the stream ({code!s})", refused=refused)
         elif type(event) is RemoteSettingsChanged:
             self.open_window(0)  # the initial window may have grown
@@ -347,15 +363,18 @@ class H2Upstream(H2Peer):
             self.reset(stream_id, ErrorCodes.PROTOCOL_ERROR)
             stream.failed(f"malformed trailers from the backend: {trailers}")
             return
+        stream.grpc_status = status_label(trailers)
         stream.body.end(trailers)
 
     def _goaway(self, event: ConnectionTerminated) -> None:
         """New streams go elsewhere; those the backend did not process are refused."""
         self.closing = True
         self._closed(self)
+        self._record("goaway")
         last = event.last_stream_id or 0
         for stream_id, stream in list(self.streams.items()):
             if stream_id > last:
+                self._record("refused")
                 stream.failed("the backend sent GOAWAY before this stream", refused=True)
             elif event.error_code != ErrorCodes.NO_ERROR:
                 stream.failed(f"the backend sent GOAWAY ({event.error_code!s})")

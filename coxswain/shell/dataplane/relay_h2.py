@@ -196,6 +196,7 @@ class H2Relay:
                 return
             finally:
                 if stream is not None:
+                    exchange.grpc_status = stream.grpc_status
                     self._done(stream)
 
     async def _with_body(
