@@ -37,8 +37,10 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 
 import trio
 
-from coxswain.http1 import Data, EndOfMessage, frame_chunk, frame_last_chunk
-from coxswain.http2.backend import trailer_list
+from coxswain.compile.snapshot import BackendProtocol
+from coxswain.http1 import Data, EndOfMessage, frame_chunk, frame_last_chunk, frame_request_head
+from coxswain.http2.backend import request_fields, trailer_list
+from coxswain.route.forward import apply_edits
 from coxswain.shell.dataplane.h2_stream import send_data
 from coxswain.shell.dataplane.h2_upstream import StreamFailed
 from coxswain.shell.dataplane.pool import ConnectFailed, connect
@@ -49,9 +51,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from coxswain.compile.snapshot import Backend, Endpoint, Mirror
-    from coxswain.http1 import Headers
+    from coxswain.http1 import Headers, RequestHead
+    from coxswain.route.forward import Fields
     from coxswain.shell.dataplane.h2_pool import H2Pool
     from coxswain.shell.dataplane.h2_upstream import UpstreamStream
+    from coxswain.shell.dataplane.served import Served
     from coxswain.shell.dataplane.upstream_tls import Origination
     from coxswain.shell.dataplane.wire import Watchdog
 
@@ -129,6 +133,65 @@ class Mirrors:
     watchdog: Watchdog | None = None
     send_timeout: float = 60.0
     running: int = 0  # mirrored exchanges under way (at most LIMIT)
+
+    def fire(
+        self,
+        mirrors: Sequence[Mirror],
+        served: Served,
+        head: RequestHead,
+        *,
+        host: bytes,
+        target: bytes,
+        base: Fields,
+        order: Callable[[str, Sequence[Endpoint]], Sequence[Endpoint]],
+    ) -> Tee | None:
+        """Fire the mirrors of a request forwarded with the fields ``base`` (the rule's edits
+        made, the backend's not) to ``host`` and ``target``; ``order`` gives a backend's
+        endpoints in the request's round-robin turn (:class:`.upstream.RoundRobin`)."""
+        endpoints_by_key = served.endpoints
+
+        def endpoints_of(key: str) -> Sequence[Endpoint]:
+            endpoints = endpoints_by_key.get(key, ())
+            return order(key, endpoints) if endpoints else []
+
+        def head_for(mirror: Mirror) -> bytes | list[tuple[bytes, bytes]] | None:
+            edits = mirror.backend.request_headers
+            try:
+                headers = list(base if edits is None else apply_edits(base, served.edits(edits)))
+                if mirror.backend.protocol is BackendProtocol.H2C:
+                    scheme = b"http" if mirror.backend.tls is None else b"https"
+                    return request_fields(
+                        method=head.method,
+                        scheme=scheme,
+                        authority=host,
+                        path=target,
+                        headers=headers,
+                    )
+                if head.chunked:
+                    headers.append((b"transfer-encoding", b"chunked"))
+                headers.append((b"connection", b"close"))
+                return frame_request_head(
+                    method=head.method,
+                    target=target,
+                    headers=headers,
+                    validate=False,
+                )
+            except ValueError:
+                return None
+
+        def tls_of(backend: Backend) -> Origination | None:
+            if backend.tls is None:
+                return None
+            return served.originations.get(backend.tls)
+
+        return self.start(
+            mirrors,
+            endpoints_of,
+            head_for,
+            tls_of=tls_of,
+            chunked=head.chunked,
+            body=head.chunked or bool(head.content_length),
+        )
 
     def start(
         self,

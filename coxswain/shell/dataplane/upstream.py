@@ -76,7 +76,6 @@ from coxswain.http1 import (
     frame_last_chunk,
     frame_request_head,
 )
-from coxswain.http2.backend import request_fields
 from coxswain.route.cors import with_cors
 from coxswain.route.forward import (
     apply_edits,
@@ -102,7 +101,7 @@ if TYPE_CHECKING:
     import random
     from collections.abc import Callable, Sequence
 
-    from coxswain.compile.snapshot import Backend, Endpoint, HeaderEdits, Mirror, Retry
+    from coxswain.compile.snapshot import Backend, Endpoint, HeaderEdits, Retry
     from coxswain.http1 import HeadCodec, RequestHead
     from coxswain.route import Decision
     from coxswain.route.forward import Fields
@@ -292,7 +291,15 @@ class Forwarder:
             timeout = min(timeout, grpc_timeout(head.headers))
         tee = None
         if action is not None and action.mirrors and self.mirrors is not None and not upgrade:
-            tee = self._mirror(action.mirrors, served, head, routed.host, routed.target, base)
+            tee = self.mirrors.fire(
+                action.mirrors,
+                served,
+                head,
+                host=routed.host,
+                target=routed.target,
+                base=base,
+                order=self.round_robin.order,
+            )
         # The client connection's timer bounds the exchange: each wait for either peer, and
         # the route's timeout as its scope's deadline. When it fires, the cancellation ends
         # the connection and its owner answers 408/504 outside the scope (Proxy._requests).
@@ -347,60 +354,6 @@ class Forwarder:
                 timer.scope.deadline = math.inf
             if tee is not None:
                 tee.abort()  # a no-op once the body was sent whole
-
-    def _mirror(
-        self,
-        mirrors: Sequence[Mirror],
-        served: Served,
-        head: RequestHead,
-        host: bytes,
-        target: bytes,
-        base: Fields,
-    ) -> Tee | None:
-        assert self.mirrors is not None
-        endpoints_by_key = served.endpoints
-
-        def endpoints_of(key: str) -> Sequence[Endpoint]:
-            endpoints = endpoints_by_key.get(key, ())
-            return self.round_robin.order(key, endpoints) if endpoints else []
-
-        def head_for(mirror: Mirror) -> bytes | list[tuple[bytes, bytes]] | None:
-            try:
-                headers = list(_edit(served, base, mirror.backend.request_headers))
-                if mirror.backend.protocol is _H2C:
-                    scheme = b"http" if mirror.backend.tls is None else b"https"
-                    return request_fields(
-                        method=head.method,
-                        scheme=scheme,
-                        authority=host,
-                        path=target,
-                        headers=headers,
-                    )
-                if head.chunked:
-                    headers.append((b"transfer-encoding", b"chunked"))
-                headers.append((b"connection", b"close"))
-                return frame_request_head(
-                    method=head.method,
-                    target=target,
-                    headers=headers,
-                    validate=False,
-                )
-            except ValueError:
-                return None
-
-        def tls_of(backend: Backend) -> Origination | None:
-            if backend.tls is None:
-                return None
-            return served.originations.get(backend.tls)
-
-        return self.mirrors.start(
-            mirrors,
-            endpoints_of,
-            head_for,
-            tls_of=tls_of,
-            chunked=head.chunked,
-            body=head.chunked or bool(head.content_length),
-        )
 
     async def _relay(
         self,
