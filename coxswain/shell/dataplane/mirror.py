@@ -361,4 +361,5 @@ async def _mirror_stream(
             break
         if type(event) is not Data:
             return "failed"  # the backend reset the stream, or the connection broke
+        await trio.lowlevel.checkpoint()  # the answer is dropped, nothing sent: yield here
     return "sent"
