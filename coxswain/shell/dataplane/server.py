@@ -69,6 +69,7 @@ from coxswain.shell.dataplane.mirror import Mirrors
 from coxswain.shell.dataplane.pool import UpstreamPool
 from coxswain.shell.dataplane.relay_h2 import H2Relay
 from coxswain.shell.dataplane.served import Routed, Served, handshake_sni
+from coxswain.shell.dataplane.tls import peer_certificate
 from coxswain.shell.dataplane.tries import Answer, ClientProtocolError
 from coxswain.shell.dataplane.upstream import Forwarder, Timeouts
 from coxswain.shell.dataplane.wire import RECEIVE_SIZE, EventReader, Timer, Watchdog, own_answer
@@ -420,7 +421,7 @@ class Proxy:
                 if not handshook:
                     return
                 sni = handshake_sni.get()
-                if not served.admits(spec.port, sni, tls.getpeercert(binary_form=True)):
+                if not served.admits(spec.port, sni, *peer_certificate(tls)):
                     return
                 conn = tls
                 received = b""
