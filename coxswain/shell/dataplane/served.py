@@ -196,9 +196,11 @@ class Served:
             return self.snapshot.ingress.https_port
         return port
 
-    def admits(self, port: int, server_name: str | None, peer_der: bytes | None) -> bool:
+    def admits(
+        self, port: int, server_name: str | None, peer_der: bytes | None, verified: bool
+    ) -> bool:
         """Whether the listener ``server_name`` selects on ``port`` admits this client."""
-        return self.tls.admits(self.tls_port(port), server_name, peer_der)
+        return self.tls.admits(self.tls_port(port), server_name, peer_der, verified)
 
     def front(self, port: int) -> ssl.SSLContext:
         """The port's front context, its SNI callback also noting the name for routing."""
