@@ -9,6 +9,7 @@ Run from the repository root::
     .venv/bin/python bench/proxy.py instructions HEAD~1 HEAD   # callgrind, deterministic
     .venv/bin/python bench/proxy.py parts                 # single pieces, µs per call
     .venv/bin/python bench/proxy.py h2                    # HTTP/2 against nginx, h2load
+    .venv/bin/python bench/proxy.py grpc                  # gRPC against nginx grpc_pass
 
 Why these: on this shared 2-core machine one build's CPU per request swings by ±25% between runs
 minutes apart, more than most changes move it (docs/benchmarks.md, "The machine, and how to
@@ -49,6 +50,8 @@ The modes (results go in docs/benchmarks.md; each prints the command, machine an
 - ``h2``: HTTP/2 with prior knowledge, Coxswain against nginx (``listen … http2``), one worker
   each, the 100-byte body, ``h2load -t1 -c8`` with 1 then 10 streams per connection, alternated
   over ``--rounds``; req/s and CPU per request, medians.
+- ``grpc``: gRPC unary calls against nginx's ``grpc_pass``, and the memory of an idle HTTP/2
+  connection (``proxy_grpc.py``).
 
 What runs, all on 127.0.0.1: a backend nginx (one worker, a 100-byte body at /small and a 1 MB
 body at /large, no access log); ``python -m coxswain proxy --shared`` serving a snapshot
@@ -89,6 +92,7 @@ from typing import TYPE_CHECKING, Any
 
 import harness
 import processes
+import proxy_grpc
 import proxy_setup as setup
 import proxy_workload as workload
 import trio
@@ -234,6 +238,17 @@ def run_h2(args: argparse.Namespace, argv: Sequence[str]) -> None:
             f"{streams:>8} {statistics.median(ours):>15,.0f} {statistics.median(theirs):>12,.0f}"
             f" {ratio:>6.0%}  {statistics.median(cpu):.0f} vs {statistics.median(cpu_nginx):.0f}"
         )
+
+
+def run_grpc(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    """gRPC unary calls against nginx's ``grpc_pass``, and idle HTTP/2 memory (``proxy_grpc``)."""
+    setup.ensure_tools("nginx", "h2load")
+    args.rounds = _pick(args.rounds, 4, 1, args.quick)
+    args.seconds = _pick(args.seconds, 5, 1, args.quick)
+    args.idle = _pick(args.idle, 1000, 50, args.quick)
+    with _bench(argv, setup.versions(["."], args.build)) as (root, fleet, folders):
+        print(f"Coxswain's HTTP/1.1 codec: {args.build}")
+        proxy_grpc.measure(root, fleet, folders[0], args)
 
 
 def warm(proxy: Proxy, connections: int, seconds: int) -> None:
@@ -769,6 +784,14 @@ def command_line() -> argparse.ArgumentParser:
     h2.add_argument("--seconds", type=int, help="per run (default 5; --quick 1)")
     h2.add_argument("--clients", type=int, default=8, help="connections (default 8)")
     h2.set_defaults(run=run_h2)
+    grpc = modes.add_parser("grpc", parents=[quick], help="gRPC against nginx grpc_pass")
+    grpc.add_argument("--build", choices=("compiled", "interpreted"), default="compiled")
+    grpc.add_argument("--rounds", type=int, help="(default 4; --quick 1)")
+    grpc.add_argument("--seconds", type=int, help="per run (default 5; --quick 1)")
+    grpc.add_argument("--clients", type=int, default=8, help="connections (default 8)")
+    grpc.add_argument("--streams", type=int, default=10, help="per connection (default 10)")
+    grpc.add_argument("--idle", type=int, help="idle connections (default 1,000; --quick 50)")
+    grpc.set_defaults(run=run_grpc)
     parts = modes.add_parser("parts", parents=[quick], help="single pieces, µs per call")
     parts.set_defaults(run=run_parts)
     return parser

@@ -149,7 +149,7 @@ class Proxy:
     host: str
 
 
-def _start_nginx(fleet: processes.Fleet, prefix: Path, config: str, port: int) -> Proxy:
+def start_nginx(fleet: processes.Fleet, prefix: Path, config: str, port: int) -> Proxy:
     prefix.mkdir(parents=True, exist_ok=True)
     (prefix / "nginx.conf").write_text(config)
     # Errors before the configuration's own error_log is open go to the log the fleet shows.
@@ -181,7 +181,7 @@ def start_backend(fleet: processes.Fleet, root: Path) -> int:
     (prefix / "small.bin").write_bytes(b"s" * workload.SMALL_BYTES)
     (prefix / "large.bin").write_bytes(b"L" * workload.LARGE_BYTES)
     port = processes.free_port()
-    _start_nginx(fleet, prefix, workload.backend_config(str(prefix), port), port)
+    start_nginx(fleet, prefix, workload.backend_config(str(prefix), port), port)
     return port
 
 
@@ -193,19 +193,20 @@ def start_front(
     prefix = root / f"front-{workers}{'-h2' if http2 else ''}"
     port = processes.free_port()
     config = workload.front_config(str(prefix), port, backend_port, workers, http2=http2)
-    return _start_nginx(fleet, prefix, config, port)
+    return start_nginx(fleet, prefix, config, port)
 
 
-def compile_snapshot(root: Path, routes: int, backend_port: int) -> Path:
+def compile_snapshot(root: Path, routes: int, backend_port: int, *, h2c: bool = False) -> Path:
     """Write the manifests for ``routes`` routes and compile them with the command line, as an
-    operator would (``coxswain compile -f DIR > snapshot.json``)."""
-    folder = root / f"manifests-{routes}"
+    operator would (``coxswain compile -f DIR > snapshot.json``); ``h2c``: the backend speaks
+    HTTP/2 with prior knowledge."""
+    folder = root / f"manifests-{routes}{'-h2c' if h2c else ''}"
     folder.mkdir()
-    items = workload.manifests(routes, backend_port)
+    items = workload.manifests(routes, backend_port, h2c=h2c)
     (folder / "objects.json").write_text(
         json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
     )
-    snapshot = root / f"snapshot-{routes}.json"
+    snapshot = root / f"snapshot-{routes}{'-h2c' if h2c else ''}.json"
     with snapshot.open("wb") as out:
         done = subprocess.run(
             [sys.executable, "-m", "coxswain", "compile", "-f", str(folder)],
@@ -301,8 +302,26 @@ def tree_cpu_s(root: int) -> float:
     children's time only reaches the parent's counters once they have been waited for, so
     every process of the tree is read.
     """
+    times = {pid: int(fields[11]) + int(fields[12]) for pid, fields in _tree(root)}  # u+s time
+    return sum(times.values()) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_rss_bytes(root: int) -> int:
+    """The resident memory of ``root`` and its descendants, alive, from /proc."""
+    pages = 0
+    for pid, _ in _tree(root):
+        try:
+            pages += int((Path("/proc") / str(pid) / "statm").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # ended meanwhile
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def _tree(root: int) -> list[tuple[int, list[str]]]:
+    """``root`` and its descendants, alive, each with the fields of its /proc ``stat`` after
+    ``pid (comm)`` (state first: the parent is ``[1]``, utime and stime ``[11]``, ``[12]``)."""
     parents: dict[int, int] = {}
-    times: dict[int, int] = {}
+    stats: dict[int, list[str]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -312,14 +331,14 @@ def tree_cpu_s(root: int) -> float:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
         parents[int(entry.name)] = int(fields[1])
-        times[int(entry.name)] = int(fields[11]) + int(fields[12])  # utime, stime
+        stats[int(entry.name)] = fields
     tree, frontier = {root}, [root]
     while frontier:
         parent = frontier.pop()
         children = [pid for pid, ppid in parents.items() if ppid == parent]
         tree.update(children)
         frontier.extend(children)
-    return sum(times.get(pid, 0) for pid in tree) / os.sysconf("SC_CLK_TCK")
+    return [(pid, stats[pid]) for pid in tree if pid in stats]
 
 
 @dataclass(frozen=True)
@@ -361,15 +380,25 @@ class H2Cell:
     cpu_us_per_request: float
 
 
-def run_h2load(proxy: Proxy, path: str, clients: int, streams: int, seconds: int) -> H2Cell:
+def run_h2load(
+    proxy: Proxy,
+    path: str,
+    clients: int,
+    streams: int,
+    seconds: int,
+    extra: Sequence[str] = (),
+    *,
+    failures_ok: bool = False,
+) -> H2Cell:
     """``h2load -t1 -cC -mM -D T`` (HTTP/2 with prior knowledge) against ``proxy``, its CPU
-    read around the run; a run with a failed request stops the benchmark."""
+    read around the run, ``extra`` arguments added (a body, fields); a run with a failed
+    request stops the benchmark, unless ``failures_ok`` (then the caller shows them)."""
     url = f"http://127.0.0.1:{proxy.port}{path}"
-    command = ["h2load", "-t1", f"-c{clients}", f"-m{streams}", f"-D{seconds}"]
+    command = ["h2load", "-t1", f"-c{clients}", f"-m{streams}", f"-D{seconds}", *extra]
     command += ["-H", f":authority: {proxy.host}", url]
     stdout, cpu = _measured(proxy, command, seconds)
     result = workload.parse_h2load(stdout)
-    if result.failed or not result.requests:
+    if (result.failed and not failures_ok) or not result.requests:
         raise SystemExit(f"{' '.join(command)}: {result.failed} failed:\n{stdout}")
     return H2Cell(result, cpu * 1e6 / result.requests)
 

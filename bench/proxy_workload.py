@@ -47,14 +47,15 @@ def target_host(hosts: int) -> str:
     return host_name(hosts // 2)
 
 
-def manifests(routes: int, backend_port: int) -> list[dict[str, Any]]:
+def manifests(routes: int, backend_port: int, *, h2c: bool = False) -> list[dict[str, Any]]:
     """API objects for ``routes`` Ingress paths, ``PATHS_PER_HOST`` per host and one Ingress per
     host, every path with its own Service and EndpointSlice whose one ready endpoint is the
     backend nginx (127.0.0.1:``backend_port``).
 
     Every route leads to the same backend: the table's size is what varies, not the work behind
     it. One Service per path is what a real table of that size holds, and it makes the snapshot
-    carry ``routes`` endpoint lists, as it would in a cluster.
+    carry ``routes`` endpoint lists, as it would in a cluster. With ``h2c`` the Services' port
+    says ``appProtocol: kubernetes.io/h2c``: the proxy speaks HTTP/2 to the backend.
     """
     if routes % PATHS_PER_HOST:
         raise ValueError(f"{routes} routes is not a multiple of {PATHS_PER_HOST} per host")
@@ -68,7 +69,10 @@ def manifests(routes: int, backend_port: int) -> list[dict[str, Any]]:
         http_paths = []
         for slot, (path_type, path) in enumerate(paths):
             service = f"svc-{host}-{slot}"
-            bodies.extend(_service(service, backend_port, seed=host * PATHS_PER_HOST + slot))
+            made = _service(service, backend_port, seed=host * PATHS_PER_HOST + slot)
+            if h2c:
+                made[0]["spec"]["ports"][0]["appProtocol"] = "kubernetes.io/h2c"
+            bodies.extend(made)
             http_paths.append(
                 {
                     "path": path,
@@ -190,6 +194,53 @@ def front_config(
         "            proxy_buffers 64 16k;\n"
         "            proxy_max_temp_file_size 0;\n"
         "        }\n"
+        "    }\n"
+        "}\n"
+    )
+
+
+def grpc_backend_config(prefix: str, port: int) -> str:
+    """A backend that answers every call as a gRPC server would, over HTTP/2 with prior
+    knowledge: 200, ``content-type: application/grpc``, a small body and the trailer
+    ``grpc-status: 0``. The body is not a framed gRPC message (nginx's configuration cannot
+    hold the zero bytes of its prefix); neither proxy reads it."""
+    return _nginx_main(prefix, 1) + (
+        "http {\n"
+        "    access_log off;\n"
+        "    keepalive_requests 1000000;\n"
+        "    keepalive_timeout 300s;\n"
+        "    http2_max_concurrent_streams 1000;\n"
+        f"{_temp_paths(prefix)}"
+        "    server {\n"
+        f"        listen 127.0.0.1:{port} http2 reuseport backlog=4096;\n"
+        "        location / {\n"
+        "            default_type application/grpc;\n"
+        "            add_trailer grpc-status 0;\n"
+        '            return 200 "a gRPC answer";\n'
+        "        }\n"
+        "    }\n"
+        "}\n"
+    )
+
+
+def grpc_front_config(prefix: str, port: int, backend_port: int) -> str:
+    """nginx's gRPC proxy Coxswain is compared with: one worker, HTTP/2 with prior knowledge
+    towards clients, ``grpc_pass`` over a keep-alive upstream pool, an access log line per
+    call (as Coxswain writes one)."""
+    return _nginx_main(prefix, 1) + (
+        "http {\n"
+        f"    access_log {prefix}/access.log;\n"
+        "    keepalive_requests 1000000;\n"
+        "    keepalive_timeout 300s;\n"
+        f"{_temp_paths(prefix)}"
+        "    upstream grpc_backend {\n"
+        f"        server 127.0.0.1:{backend_port};\n"
+        "        keepalive 64;\n"
+        "        keepalive_requests 1000000;\n"
+        "    }\n"
+        "    server {\n"
+        f"        listen 127.0.0.1:{port} http2 reuseport backlog=4096;\n"
+        "        location / { grpc_pass grpc://grpc_backend; }\n"
         "    }\n"
         "}\n"
     )

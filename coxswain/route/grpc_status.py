@@ -42,6 +42,8 @@ __all__ = [
     "grpc_status",
     "is_grpc_call",
     "is_grpc_media_type",
+    "own_label",
+    "status_label",
 ]
 
 
@@ -63,6 +65,7 @@ _BY_HTTP_STATUS: Final = {
     408: GrpcCode.DEADLINE_EXCEEDED,
 }
 _GRPC_CONTENT_TYPE: Final = "application/grpc"
+_LABELS: Final = {str(code).encode(): str(code) for code in range(17)}  # statuscodes.md: 0-16
 
 
 def is_grpc_call(headers: Iterable[tuple[str, str]]) -> bool:
@@ -117,3 +120,30 @@ def grpc_status(decision: Decision, *, call: bool) -> GrpcCode | None:
     return grpc_code(
         decision.status, filter_problem=action is not None and action.problem is not None
     )
+
+
+def status_label(fields: Iterable[tuple[bytes, bytes]]) -> str:
+    """The ``grpc-status`` among a response's header or trailer ``fields`` as a metric label
+    of bounded values: the code, ``0`` … ``16`` (gRPC's ``statuscodes.md``), ``other`` for any
+    other value, empty without one."""
+    for name, value in fields:
+        if name == b"grpc-status":
+            return _LABELS.get(value, "other")
+    return ""
+
+
+def own_label(decision: Decision, status: int, headers: Iterable[tuple[bytes, bytes]]) -> str:
+    """The :func:`status_label` of the proxy's own answer ``status`` to an HTTP/2 request with
+    these header fields: the gRPC status it answered with (the module's table), empty where it
+    answered in HTTP."""
+    call = False
+    for name, value in headers:
+        if name == b"content-type":
+            call = is_grpc_media_type(value.decode("latin-1"))
+            break
+    if not answers_in_grpc(decision, call=call):
+        return ""
+    action = decision.action
+    problem = decision.status is not None and action is not None and action.problem is not None
+    code = grpc_code(status, filter_problem=problem)
+    return "" if code is None else str(int(code))

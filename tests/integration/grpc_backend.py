@@ -16,6 +16,7 @@ Each call but ``Hold`` answers the ``x-forwarded-for`` it received in its initia
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from concurrent import futures
@@ -26,7 +27,7 @@ import grpc
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["MESSAGE_LIMIT", "GrpcBackend", "channel_options"]
+__all__ = ["MESSAGE_LIMIT", "GrpcBackend", "channel_options", "proxy_channel"]
 
 MESSAGE_LIMIT: Final = 8 * 1024 * 1024
 SERVICE: Final = "test.Echo"
@@ -41,6 +42,16 @@ def channel_options(authority: str) -> list[tuple[str, object]]:
         ("grpc.max_receive_message_length", MESSAGE_LIMIT),
         ("grpc.max_send_message_length", MESSAGE_LIMIT),
     ]
+
+
+@contextlib.contextmanager
+def proxy_channel(port: int, authority: str = "grpc.example.com") -> Iterator[grpc.Channel]:
+    """A plaintext channel to the proxy's listener on ``port``, closed after."""
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=channel_options(authority))
+    try:
+        yield channel
+    finally:
+        channel.close()
 
 
 class GrpcBackend:

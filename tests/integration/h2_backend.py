@@ -5,8 +5,13 @@ and a record of its connections and of how each ended.
 Each request is answered after ``delay`` seconds with ``200`` and the body
 ``connection <n> stream <id>``; after ``goaway_after`` answers on a connection, the backend
 sends GOAWAY naming the last stream it answered, and closes that connection once its streams
-are done (RFC 9113 §6.8). Its first ``refuse_first`` streams are reset with
-``REFUSED_STREAM`` instead (RFC 9113 §8.7).
+are done (RFC 9113 §6.8). With ``goaway_at``, the request that makes that many on a connection
+gets a GOAWAY naming the stream before it as the last, while the earlier ones are still being
+answered: they finish, that one is never answered (``h2``'s state machine is kept open for it,
+as it closes on its own GOAWAY). Its first ``refuse_first`` streams are reset with
+``REFUSED_STREAM`` instead (RFC 9113 §8.7), and its first ``unavailable_first`` answers are
+``503`` (a status a route's retry may retry). Each request's header fields are recorded in
+``heads`` as they arrive, and each request it read whole in ``requests``, with its body.
 """
 
 from __future__ import annotations
@@ -31,13 +36,17 @@ class H2Backend:
 
     max_streams: int = 100
     goaway_after: int | None = None
+    goaway_at: int | None = None
     delay: float = 0.0
     refuse_first: int = 0  # streams reset with REFUSED_STREAM before any is answered
+    unavailable_first: int = 0  # answers 503 before the others are 200
     connections: int = 0
     peak_streams: int = 0
     goaways_received: int = 0
     closed: list[int] = field(default_factory=list)  # connection numbers the proxy closed
     closed_one: trio.Event = field(default_factory=trio.Event)
+    heads: list[dict[bytes, bytes]] = field(default_factory=list)
+    requests: list[tuple[dict[bytes, bytes], bytes]] = field(default_factory=list)
 
     async def serve(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
@@ -56,6 +65,9 @@ class H2Backend:
         answered = 0
         open_streams: set[int] = set()
         going_away = False
+        reading: dict[int, tuple[dict[bytes, bytes], bytearray]] = {}
+        received = 0
+        last_id = 0
 
         async def flush() -> None:
             async with sending:
@@ -66,8 +78,10 @@ class H2Backend:
             nonlocal answered, going_away
             await trio.sleep(self.delay)
             body = f"connection {number} stream {stream_id}".encode()
+            status = b"503" if self.unavailable_first else b"200"
+            self.unavailable_first = max(self.unavailable_first - 1, 0)
             with contextlib.suppress(h2.exceptions.H2Error):
-                conn.send_headers(stream_id, [(b":status", b"200")])
+                conn.send_headers(stream_id, [(b":status", status)])
                 conn.send_data(stream_id, body, end_stream=True)
             open_streams.discard(stream_id)
             answered += 1
@@ -94,6 +108,25 @@ class H2Backend:
                 except h2.exceptions.ProtocolError:  # frames after its own GOAWAY: done
                     break
                 for event in events:
+                    if isinstance(event, h2.events.RequestReceived):
+                        self.heads.append(dict(event.headers or ()))
+                        reading[event.stream_id] = (self.heads[-1], bytearray())
+                    elif isinstance(event, h2.events.DataReceived) and event.stream_id in reading:
+                        reading[event.stream_id][1].extend(event.data or b"")
+                        with contextlib.suppress(h2.exceptions.H2Error):
+                            conn.acknowledge_received_data(
+                                event.flow_controlled_length or 0, event.stream_id
+                            )
+                    elif isinstance(event, h2.events.StreamEnded) and event.stream_id in reading:
+                        fields, body = reading.pop(event.stream_id)
+                        self.requests.append((fields, bytes(body)))
+                    if isinstance(event, h2.events.RequestReceived):
+                        received += 1
+                        if received == self.goaway_at and not going_away:
+                            going_away = True
+                            conn.close_connection(last_stream_id=last_id)
+                            conn.state_machine.state = h2.connection.ConnectionState.SERVER_OPEN
+                        last_id = event.stream_id
                     if isinstance(event, h2.events.RequestReceived) and self.refuse_first:
                         self.refuse_first -= 1
                         conn.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)

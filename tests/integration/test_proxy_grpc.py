@@ -7,6 +7,7 @@ from __future__ import annotations
 import ssl
 import struct
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -14,13 +15,18 @@ import h11
 import pytest
 import trustme
 
+from coxswain.route.grpc_timeout import grpc_timeout
+
 from .grpc_backend import GrpcBackend, channel_options
+from .h2_backend import H2Backend
 from .h2_client import H2Client
-from .proxy_harness import TIMEOUT, backend, gateway_rule, run_proxy, snapshot
+from .proxy_harness import TIMEOUT, backend, gateway_rule, request, run_proxy, snapshot
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from pathlib import Path
+
+    import trio
 
     from .proxy_harness import Running
 
@@ -166,15 +172,78 @@ def test_grpc_timeout_bounds_the_call_as_deadline_exceeded(tmp_path: Path) -> No
         run_proxy(tmp_path, grpc_snapshot(service.port), client, backends=())
 
 
+def test_the_backend_gets_what_remains_of_the_deadline(tmp_path: Path) -> None:
+    """gRPC over HTTP/2 (PROTOCOL-HTTP2.md, "Timeout"): the ``grpc-timeout`` passed on is the
+    smaller of the client's and the route's, less what the proxy spent (a retry's backoff);
+    a gRPC call without one gets the route's."""
+    h2c = H2Backend(unavailable_first=1)
+
+    async def serve(*_: object, tls: object, task_status: trio.TaskStatus[int]) -> None:
+        await h2c.serve(task_status=task_status)
+
+    def make(ports: dict[str, int]) -> Snapshot:
+        rules = []
+        for path, retry, request_timeout in (
+            ("/retried", {"codes": [503], "attempts": 1, "backoff": 0.3}, None),
+            ("/bounded", None, 2.0),
+        ):
+            rule = gateway_rule(
+                [backend("one", protocol="h2c")],
+                retry=retry,
+                timeouts={"request": request_timeout, "backend_request": None},
+            )
+            rule["match"]["path"] = path
+            rules.append(rule)
+        return snapshot(
+            endpoints={"one": [ports["one"]]}, gateway_port=ports["gateway"], gateway_rules=rules
+        )
+
+    def client(run: Running) -> None:
+        response, _ = request(run.gateway_port, "GET", "/retried", headers={"grpc-timeout": "5S"})
+        assert response.status == 200  # after one 503
+        first, second = (grpc_timeout(list(fields.items())) for fields in h2c.heads)
+        assert first <= 5.0
+        assert second <= first - 0.3  # the backoff was spent in the proxy
+        for headers, bound in (
+            ({"grpc-timeout": "10S"}, 2.0),
+            ({}, 2.0),
+            ({"grpc-timeout": "1S"}, 1.0),
+        ):
+            response, _ = request(
+                run.gateway_port,
+                "POST",
+                "/bounded",
+                headers={"content-type": "application/grpc", **headers},
+                body=frame(b"x"),
+            )
+            assert response.status == 200
+            assert 0 < grpc_timeout(list(h2c.heads[-1].items())) <= bound
+        response, _ = request(run.gateway_port, "GET", "/bounded")  # not a gRPC call
+        assert response.status == 200
+        assert b"grpc-timeout" not in h2c.heads[-1]
+
+    run_proxy(tmp_path, make, client, backends=("one",), echo=serve)
+
+
 def test_a_cancelled_call_is_cancelled_at_the_backend(tmp_path: Path) -> None:
     with GrpcBackend() as service:
 
-        def check(channel: grpc.Channel, _: Running) -> None:
-            future = channel.unary_unary("/test.Echo/Hold").future(b"x", timeout=TIMEOUT)
+        def check(channel: grpc.Channel, run: Running) -> None:
+            hold = channel.unary_unary("/test.Echo/Hold")
+            futures = [hold.future(b"x", timeout=TIMEOUT) for _ in range(10)]
             with pytest.raises(grpc.FutureTimeoutError):
-                future.result(timeout=0.3)
-            future.cancel()
+                futures[0].result(timeout=0.3)
+            for future in futures:
+                future.cancel()
             assert service.cancelled.wait(TIMEOUT)
+            relay = run.proxy.forwarder.h2
+            assert relay is not None
+            deadline = time.monotonic() + TIMEOUT  # the resets reach the proxy in their time
+            while relay.pool.stream_count():
+                assert time.monotonic() < deadline, "backend streams left open"
+                time.sleep(0.01)
+            (connection,) = relay.pool.connections()
+            assert connection.conn.open_outbound_streams == 0
 
         through(grpc_snapshot(service.port), check, tmp_path)
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import pytest
 import trio
 
 from coxswain.compile.snapshot import Endpoint
 from coxswain.http1 import Data, EndOfMessage
 from coxswain.shell.dataplane.h2_pool import H2Pool
+from coxswain.shell.dataplane.h2_upstream import StreamFailed
 from coxswain.shell.dataplane.wire import Timer, Watchdog
 
 from .h2_backend import H2Backend
@@ -143,3 +145,58 @@ def test_a_refused_stream_is_sent_again_for_an_http1_client(tmp_path: Path) -> N
         assert response.getheader("transfer-encoding") == "chunked"
 
     run_proxy(tmp_path, make, client, backends=("one",), echo=serve)
+
+
+def test_a_goaway_refuses_only_the_streams_past_its_last_and_the_others_finish() -> None:
+    """RFC 9113 §6.8: streams up to the GOAWAY's last stream id are processed and complete;
+    those above were not, and are refused (safe to send again elsewhere)."""
+    backend = H2Backend(goaway_at=3, delay=0.3)
+
+    async def check(pool: H2Pool, endpoints: list[Endpoint], watchdog: Watchdog) -> None:
+        streams = [
+            await pool.open_stream(endpoints, REQUEST, end_stream=True, within=5, tls=None)
+            for _ in range(3)
+        ]
+        assert len({stream.connection for stream in streams}) == 1
+        timer = Timer(watchdog)
+        for stream, expected in zip(streams[:2], (1, 3), strict=True):
+            _, ended = await stream.head(timer)
+            assert not ended
+            event = await stream.body.next()
+            assert isinstance(event, Data)
+            assert event.data == f"connection 1 stream {expected}".encode()
+            assert isinstance(await stream.body.next(), EndOfMessage)
+        with pytest.raises(StreamFailed) as refused:
+            await streams[2].head(timer)
+        assert refused.value.refused
+        for stream in streams:
+            stream.connection.forget(stream)
+        assert pool.stream_count() == 0
+        assert await fetch(pool, endpoints, watchdog) == b"connection 2 stream 1"
+
+    with_pool(backend, check)
+
+
+def test_streams_cancelled_anywhere_leave_their_connection() -> None:
+    """A request cancelled while its stream opens (the HEADERS not flushed yet) or while it
+    waits for the answer leaves no stream behind, in the pool or in ``h2``."""
+    backend = H2Backend(delay=5)
+
+    async def check(pool: H2Pool, endpoints: list[Endpoint], watchdog: Watchdog) -> None:
+        with trio.move_on_after(0.2):
+            await fetch(pool, endpoints, watchdog)  # the connection is open from now on
+        for _ in range(3):
+            with trio.CancelScope() as scope:
+                scope.cancel()  # the first checkpoint inside open_stream raises
+                await pool.open_stream(endpoints, REQUEST, end_stream=True, within=5, tls=None)
+        async with trio.open_nursery() as waiting:
+            for _ in range(10):
+                waiting.start_soon(fetch, pool, endpoints, watchdog)
+            await trio.sleep(0.2)
+            assert pool.stream_count() == 10
+            waiting.cancel_scope.cancel()
+        assert pool.stream_count() == 0
+        (connection,) = pool.connections()
+        assert connection.conn.open_outbound_streams == 0
+
+    with_pool(backend, check)

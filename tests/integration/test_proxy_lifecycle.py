@@ -20,6 +20,8 @@ import trustme
 from coxswain.compile.scope import SharedPool
 from coxswain.shell.dataplane.snapshot_file import watch_snapshot_file
 
+from .h2_backend import H2Backend
+from .h2_client import H2Client
 from .proxy_harness import (
     Running,
     backend,
@@ -33,6 +35,7 @@ from .proxy_harness import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from coxswain.compile.snapshot import Snapshot
@@ -339,6 +342,22 @@ def test_client_certificates_are_checked_on_a_gateway_https_listener(tmp_path: P
     run_proxy(tmp_path, make, client)
 
 
+def under_swaps(
+    run: Running, versions: list[Snapshot], load: Callable[[threading.Event], None]
+) -> None:
+    """Run ``load`` in a thread, until the event it gets is set, while the proxy applies
+    ``versions`` in turn a thousand times."""
+    stop = threading.Event()
+    loader = threading.Thread(target=load, args=(stop,))
+    loader.start()
+    try:
+        for i in range(1000):
+            trio.from_thread.run(run.proxy.apply, versions[i % 2])
+    finally:
+        stop.set()
+        loader.join(TIMEOUT)
+
+
 def test_no_request_fails_while_a_thousand_snapshots_are_swapped(tmp_path: Path) -> None:
     def make(ports: dict[str, int], service: str = "one") -> dict[str, Any]:
         return snapshot(
@@ -352,9 +371,8 @@ def test_no_request_fails_while_a_thousand_snapshots_are_swapped(tmp_path: Path)
         versions = [snapshot_from_data(make(run.backends, s)) for s in ("one", "two")]
         statuses: list[int] = []
         seen: set[str] = set()
-        stop = threading.Event()
 
-        def load() -> None:
+        def load(stop: threading.Event) -> None:
             conn = http.client.HTTPConnection("127.0.0.1", run.http_port, timeout=TIMEOUT)
             while not stop.is_set():
                 conn.request("GET", "/", headers={"Host": "a.example.com"})
@@ -363,16 +381,52 @@ def test_no_request_fails_while_a_thousand_snapshots_are_swapped(tmp_path: Path)
                 seen.add(json.loads(response.read())["backend"])
             conn.close()
 
-        loader = threading.Thread(target=load)
-        loader.start()
-        try:
-            for i in range(1000):
-                trio.from_thread.run(run.proxy.apply, versions[i % 2])
-        finally:
-            stop.set()
-            loader.join(TIMEOUT)
+        under_swaps(run, versions, load)
         assert len(statuses) > 20, len(statuses)
         assert set(statuses) == {200}
         assert seen == {"one", "two"}
 
     run_proxy(tmp_path, make, client)
+
+
+def test_no_http2_call_fails_while_a_thousand_snapshots_are_swapped(tmp_path: Path) -> None:
+    """The same over HTTP/2 end to end: a client multiplexing ten streams at a time, h2c
+    backends on the proxy's shared connections, each snapshot sending the calls to the other."""
+    backends = {"one": H2Backend(), "two": H2Backend()}
+
+    async def serve(name: str, *_: object, tls: object, task_status: trio.TaskStatus[int]) -> None:
+        await backends[name].serve(task_status=task_status)
+
+    def make(ports: dict[str, int], service: str = "one") -> dict[str, Any]:
+        return snapshot(
+            endpoints={"one": [ports["one"]], "two": [ports["two"]]},
+            gateway_port=ports["gateway"],
+            gateway_rules=[gateway_rule([backend(service, protocol="h2c")])],
+        )
+
+    def client(run: Running) -> None:
+        from coxswain.compile.snapshot_read import snapshot_from_data
+
+        ports = {**run.backends, "gateway": run.gateway_port}
+        versions = [snapshot_from_data(make(ports, s)) for s in ("one", "two")]
+        statuses: list[int] = []
+
+        def load(stop: threading.Event) -> None:
+            h2c = H2Client(run.gateway_port)
+            while not stop.is_set():
+                streams = [h2c.send("GET", "/", authority="h2.example") for _ in range(10)]
+                statuses.extend(response.status for response in h2c.wait(*streams))
+            h2c.close()
+
+        under_swaps(run, versions, load)
+        assert len(statuses) > 20, len(statuses)
+        assert set(statuses) == {200}
+        assert all(b.heads for b in backends.values())  # both served, as the snapshots said
+        relay = run.proxy.forwarder.h2
+        assert relay is not None
+        deadline = time.monotonic() + TIMEOUT  # the last exchanges end after their answers
+        while relay.pool.stream_count():
+            assert time.monotonic() < deadline, "backend streams left open"
+            time.sleep(0.01)
+
+    run_proxy(tmp_path, make, client, echo=serve)

@@ -35,6 +35,8 @@ def test_counters_histograms_and_gauges_add_up_and_created_series_go() -> None:
         "route_namespace": "app",
         "route_name": 'odd "name"\\x',
         "status_class": "2xx",
+        "protocol": "http/1.1",
+        "grpc_status": "",
     }
     assert samples[("coxswain_requests_total", frozenset(labels.items()))] == 2
     assert samples[("coxswain_upstream_duration_seconds_count", frozenset())] == 2

@@ -24,7 +24,7 @@ from coxswain.compile.model.objects import Meta
 from coxswain.compile.regex import FullMatch, compile_pattern
 from coxswain.compile.snapshot import BackendProtocol
 from coxswain.route import RequestHead, build_table, select
-from coxswain.route.grpc_status import grpc_status, is_grpc_call
+from coxswain.route.grpc_status import grpc_status, is_grpc_call, status_label
 from tests.integration import manifests
 
 if TYPE_CHECKING:
@@ -307,3 +307,10 @@ def test_grpcroutes_get_their_status_whatever_the_gatewayclass_declares():
     kinds = {s.kind for s in status(state)}
     assert "GRPCRoute" in kinds
     assert kinds == {s.kind for s in status(state, CompileConfig(serves_http2=False))}
+
+
+def test_a_grpc_status_label_takes_bounded_values() -> None:
+    assert status_label([(b"grpc-message", b"x"), (b"grpc-status", b"14")]) == "14"
+    assert status_label([(b"grpc-status", b"17")]) == "other"
+    assert status_label([(b"grpc-status", b"0" * 1000)]) == "other"
+    assert status_label([(b"content-type", b"application/grpc")]) == ""

@@ -56,22 +56,29 @@ class AccessLog:
         client: str | None,
         reason: str | None,
         status: int,
+        protocol: str,
+        grpc_status: str,
         upstream: str | None,
         duration_ms: float,
     ) -> None:
         """Log one proxied request: the object :meth:`write` makes of these fields (``reason``
-        only when given), put together directly: about half the time the dictionary and the
-        generic encoder take (``bench/proxy.py parts``)."""
+        and ``grpc_status`` only when given), put together directly: about half the time the
+        dictionary and the generic encoder take (``bench/proxy.py parts``). ``protocol`` is
+        the client's, ``http/1.1`` or ``h2``; ``grpc_status`` a gRPC call's outcome (the code
+        the client got, :func:`coxswain.route.grpc_status.status_label`)."""
         if self.stream is None:
             return
         latin1 = "latin-1"
         said = "" if reason is None else f'"reason":{_quote(reason)},'
+        grpc = f'"grpc_status":{_quote(grpc_status)},' if grpc_status else ""
         self._add(
             f'{{"method":{_quote(method.decode(latin1))},'
             f'"host":{"null" if host is None else _quote(host.decode(latin1))},'
             f'"path":{_quote(path.decode(latin1))},"route":{_text(route)},'
             f'"client":{_text(client)},{said}'
-            f'"status":{status:d},"upstream":{_text(upstream)},"duration_ms":{duration_ms!r}}}'
+            f'"status":{status:d},"protocol":{_quote(protocol)},'
+            f"{grpc}"
+            f'"upstream":{_text(upstream)},"duration_ms":{duration_ms!r}}}'
         )
 
     def _add(self, line: str) -> None:

@@ -54,6 +54,7 @@ class Exchange:
     upstream: str = ""
     keep_alive: bool = True
     response_started: bool = False
+    grpc_status: str = ""  # a relayed gRPC response's (route.grpc_status.status_label)
 
 
 class BodySource(Protocol):

@@ -14,6 +14,9 @@ Rules:
   whose connect timeout, TLS origination (:mod:`.upstream_tls`, ALPN ``h2``) and failure
   messages these connections share. A failed attempt is the failure of every request that
   waited for it.
+- **Deadline.** A request's ``grpc-timeout`` is what remains of the caller's deadline (its
+  cancel scopes': the route's or the call's own timeout, a try's) when its HEADERS are made,
+  after the wait for a connection (:func:`coxswain.route.grpc_timeout.forwarded_fields`).
 - **Ownership.** Each connection's reader (:meth:`.h2_upstream.H2Upstream.run`) runs in the
   proxy's long-lived nursery, so that a connection outlives the request that opened it;
   a connection that ends (idle, GOAWAY, broken) leaves the pool at once. Connections are
@@ -27,11 +30,12 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
+from coxswain.route.grpc_timeout import forwarded_fields
 from coxswain.shell.dataplane.h2_upstream import H2Upstream, StreamFailed
 from coxswain.shell.dataplane.pool import DEFAULT_IDLE_TIMEOUT, ConnectFailed, connect
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from coxswain.compile.snapshot import Endpoint
     from coxswain.shell.dataplane.h2_upstream import UpstreamStream
@@ -65,8 +69,11 @@ class H2Pool:
         send_timeout: float,
         read_timeout: float,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        record: Callable[[str], None] = lambda _: None,
     ) -> None:
         self._nursery = nursery
+        self._record = record  # a connection's GOAWAY and refused streams (H2Upstream)
+        self._live: set[H2Upstream] = set()  # open, closing ones too
         self._watchdog = watchdog
         self._send_timeout = send_timeout
         self._read_timeout = read_timeout
@@ -77,6 +84,18 @@ class H2Pool:
     def connection_count(self, key: PoolKey) -> int:
         """How many connections the endpoint has (for tests and metrics)."""
         return len(self._connections.get(key, ()))
+
+    def connections(self) -> list[H2Upstream]:
+        """The connections that take new streams, every endpoint's."""
+        return [c for connections in self._connections.values() for c in connections]
+
+    def open_count(self) -> int:
+        """Connections open now, those closing after a GOAWAY too (for metrics)."""
+        return len(self._live)
+
+    def stream_count(self) -> int:
+        """Streams open now on every open connection."""
+        return sum(len(connection.streams) for connection in self._live)
 
     async def open_stream(
         self,
@@ -105,8 +124,11 @@ class H2Pool:
                     failures.append(str(err))
                     timeouts += err.timed_out
                     break
+                remaining = trio.current_effective_deadline() - trio.current_time()
                 try:
-                    stream = connection.open(fields, end_stream=end_stream)
+                    stream = connection.open(
+                        forwarded_fields(fields, remaining), end_stream=end_stream
+                    )
                 except StreamFailed:
                     continue  # it began closing meanwhile: another connection
                 try:
@@ -117,6 +139,10 @@ class H2Pool:
                 except trio.BrokenResourceError as err:
                     connection.forget(stream)
                     raise StreamFailed(f"the backend connection broke: {err}") from err
+                except BaseException:  # cancelled: the stream never reached its caller
+                    if connection.forget(stream):
+                        self.flush_soon(connection)
+                    raise
                 return stream
             else:
                 raise StreamFailed("the backend refused the stream on every connection")
@@ -205,9 +231,17 @@ class H2Pool:
             read_timeout=self._read_timeout,
             idle_timeout=self._idle_timeout,
             closed=lambda gone: self._forget(key, gone),
+            record=self._record,
         )
-        self._nursery.start_soon(connection.run)
+        self._live.add(connection)
+        self._nursery.start_soon(self._run, connection)
         return connection
+
+    async def _run(self, connection: H2Upstream) -> None:
+        try:
+            await connection.run()
+        finally:
+            self._live.discard(connection)
 
     def flush_soon(self, connection: H2Upstream) -> None:
         """Send what ``connection`` has made (a stream's reset, windows given back) from the

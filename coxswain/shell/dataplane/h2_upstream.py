@@ -21,7 +21,9 @@ Design:
   checked field by field (:mod:`coxswain.http2.backend`), as a client's request is.
 - **Ends.** A GOAWAY from the backend (RFC 9113 §6.8) closes the connection to new streams:
   those it did not process (above its last stream id) are refused, and may be sent again on
-  another connection, since the backend never saw them; the others finish. A stream reset by
+  another connection, since the backend never saw them; the others finish (``h2`` closes its
+  state machine on a GOAWAY and would refuse their frames: :class:`_Connection` keeps it
+  open). A stream reset by
   the backend fails alone (``REFUSED_STREAM`` counts as refused, RFC 9113 §8.7). A broken
   connection, or one that broke HTTP/2, fails every stream it carries. A connection without
   a stream for ``idle_timeout`` is closed with GOAWAY ``NO_ERROR``. Sends are bounded by the
@@ -36,6 +38,7 @@ import math
 from typing import TYPE_CHECKING, Final
 
 import trio
+from h2.connection import ConnectionState, H2Connection
 from h2.errors import ErrorCodes
 from h2.events import (
     ConnectionTerminated,
@@ -52,6 +55,7 @@ from h2.settings import SettingCodes
 
 from coxswain.http1 import DEFAULT_LIMITS
 from coxswain.http2.request import trailer_fields
+from coxswain.route.grpc_status import status_label
 from coxswain.shell.dataplane.h2_peer import H2Peer
 from coxswain.shell.dataplane.h2_stream import H2Body
 from coxswain.shell.dataplane.wire import RECEIVE_SIZE
@@ -60,6 +64,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from h2.events import Event as H2Event
+    from hyperframe.frame import Frame, GoAwayFrame
 
     from coxswain.shell.dataplane.pool import Upstream
     from coxswain.shell.dataplane.wire import Timer
@@ -79,6 +84,23 @@ SETTINGS: Final[dict[SettingCodes | int, int]] = {
 }
 
 
+class _Connection(H2Connection):
+    """``h2``'s protocol machine, for a connection whose backend may send GOAWAY while
+    streams are in flight. ``h2`` closes the connection's state machine on a GOAWAY and
+    drops the frames it had made and not yet sent; RFC 9113 §6.8 has the streams up to the
+    GOAWAY's last stream id complete. So the machine stays open, its frames kept (a request
+    body's DATA, a window given back); :attr:`H2Upstream.closing` keeps new streams off."""
+
+    def _receive_goaway_frame(self, frame: GoAwayFrame) -> tuple[list[Frame], list[H2Event]]:
+        state = self.state_machine.state
+        pending = self.data_to_send()
+        frames, events = super()._receive_goaway_frame(frame)
+        if state is ConnectionState.CLIENT_OPEN:
+            self.state_machine.state = state
+        self._data_to_send[:0] = pending
+        return frames, events
+
+
 class StreamFailed(Exception):
     """A stream ended before its response head; ``refused`` when the backend never processed
     it (GOAWAY past it, ``REFUSED_STREAM``), so that it may be sent again elsewhere."""
@@ -92,13 +114,23 @@ class StreamFailed(Exception):
 class UpstreamStream:
     """One request's stream: its response head, then its body (:attr:`body`)."""
 
-    __slots__ = ("_arrived", "_failure", "_head", "body", "connection", "sent_end", "stream_id")
+    __slots__ = (
+        "_arrived",
+        "_failure",
+        "_head",
+        "body",
+        "connection",
+        "grpc_status",
+        "sent_end",
+        "stream_id",
+    )
 
     def __init__(self, connection: H2Upstream, stream_id: int, read_timeout: float) -> None:
         self.connection = connection
         self.stream_id = stream_id
         self.body = H2Body(connection, stream_id, None, ended=False, read_timeout=read_timeout)
         self.sent_end = False  # the request's END_STREAM went out
+        self.grpc_status = ""  # from the trailers, or a Trailers-Only head (status_label)
         self._head: tuple[Sequence[tuple[bytes, bytes]], bool] | None = None
         self._failure: StreamFailed | None = None
         self._arrived: trio.Event | None = None
@@ -128,6 +160,7 @@ class UpstreamStream:
     def received_head(self, headers: Sequence[tuple[bytes, bytes]], ended: bool) -> None:
         self._head = (headers, ended)
         if ended:
+            self.grpc_status = status_label(headers)  # a gRPC "Trailers-Only" answer's
             self.body.end()
         self._wake()
 
@@ -157,8 +190,10 @@ class H2Upstream(H2Peer):
         read_timeout: float,
         idle_timeout: float,
         closed: Callable[[H2Upstream], None],
+        record: Callable[[str], None] = lambda _: None,
     ) -> None:
         super().__init__(transport, client_side=True)
+        self.conn = _Connection(self.conn.config)
         self.transport = transport
         self.name = name  # address:port, for the access log
         self.read_timeout = read_timeout
@@ -167,6 +202,7 @@ class H2Upstream(H2Peer):
         self.closing = False  # no new stream: GOAWAY either way, or the connection broke
         self.settled = trio.Event()  # the backend's first SETTINGS arrived (or it ended first)
         self._closed = closed
+        self._record = record  # "goaway" received, a stream "refused"
         self._receiving: trio.CancelScope | None = None
         self.start(SETTINGS, STREAM_LIMIT * STREAM_WINDOW)
 
@@ -308,6 +344,8 @@ class H2Upstream(H2Peer):
             if stream is not None:
                 code = event.error_code
                 refused = code == ErrorCodes.REFUSED_STREAM
+                if refused:
+                    self._record("refused")
                 stream.failed(f"the backend reset the stream ({code!s})", refused=refused)
         elif type(event) is RemoteSettingsChanged:
             self.open_window(0)  # the initial window may have grown
@@ -325,15 +363,18 @@ class H2Upstream(H2Peer):
             self.reset(stream_id, ErrorCodes.PROTOCOL_ERROR)
             stream.failed(f"malformed trailers from the backend: {trailers}")
             return
+        stream.grpc_status = status_label(trailers)
         stream.body.end(trailers)
 
     def _goaway(self, event: ConnectionTerminated) -> None:
         """New streams go elsewhere; those the backend did not process are refused."""
         self.closing = True
         self._closed(self)
+        self._record("goaway")
         last = event.last_stream_id or 0
         for stream_id, stream in list(self.streams.items()):
             if stream_id > last:
+                self._record("refused")
                 stream.failed("the backend sent GOAWAY before this stream", refused=True)
             elif event.error_code != ErrorCodes.NO_ERROR:
                 stream.failed(f"the backend sent GOAWAY ({event.error_code!s})")

@@ -26,7 +26,9 @@ over from its HTTP/1.1 one:
   being partly read already. A client that goes away resets the stream (``CANCEL``)
   towards the backend.
 - **Not carried:** WebSocket upgrades (HTTP/2 would need RFC 8441's extended CONNECT): such a
-  request is forwarded as plain; mirrors speak HTTP/1.1 only (:mod:`.mirror`).
+  request is forwarded as plain.
+- **Mirrors** speak their own backend's protocol (:mod:`.mirror`), HTTP/2 ones on this
+  relay's connections.
 """
 
 from __future__ import annotations
@@ -194,6 +196,7 @@ class H2Relay:
                 return
             finally:
                 if stream is not None:
+                    exchange.grpc_status = stream.grpc_status
                     self._done(stream)
 
     async def _with_body(

@@ -44,6 +44,7 @@ from coxswain.http1 import (
     codec_named,
 )
 from coxswain.route.forward import trusted_peer
+from coxswain.route.grpc_status import own_label
 from coxswain.route.plan import ListenerSpec, diff_listeners
 from coxswain.shell.dataplane import capacity
 from coxswain.shell.dataplane.access_log import AccessLog
@@ -194,6 +195,14 @@ class Proxy:
                     timeouts.tunnel_idle,
                 )
                 nursery.start_soon(watchdog.run)
+                h2_pool = H2Pool(
+                    nursery,
+                    watchdog,
+                    send_timeout=timeouts.send,
+                    read_timeout=timeouts.read,
+                    record=self.metrics.upstream_http2,
+                )
+                self.metrics.watch_upstream_http2(h2_pool.open_count, h2_pool.stream_count)
                 self._forwarder = Forwarder(
                     codec=self.codec,
                     watchdog=watchdog,
@@ -203,12 +212,7 @@ class Proxy:
                     pass_server=self.config.pass_server,
                     count_retry=self.metrics.retried,
                     h2=H2Relay(
-                        H2Pool(
-                            nursery,
-                            watchdog,
-                            send_timeout=timeouts.send,
-                            read_timeout=timeouts.read,
-                        ),
+                        h2_pool,
                         connect_timeout=timeouts.connect,
                         send_timeout=timeouts.send,
                     ),
@@ -218,6 +222,9 @@ class Proxy:
                         connect_timeout=timeouts.connect,
                         timeout=timeouts.mirror,
                         record=self.metrics.mirrored,
+                        h2=h2_pool,
+                        watchdog=watchdog,
+                        send_timeout=timeouts.send,
                     ),
                 )
                 task_status.started()
@@ -453,7 +460,13 @@ class Proxy:
         exchange: Exchange,
         started: float,
     ) -> None:
-        """The access-log line and the request counter of one answered request."""
+        """The access-log line and the request counter of one answered request, with the
+        client's protocol and a gRPC call's status: the backend's, or the proxy's own answer's
+        to an HTTP/2 client (:func:`coxswain.route.grpc_status.own_label`)."""
+        protocol = "h2" if head.http_version == b"2" else "http/1.1"
+        grpc = exchange.grpc_status
+        if not grpc and protocol == "h2" and not exchange.response_started and exchange.status:
+            grpc = own_label(routed.decision, exchange.status, head.headers)
         if self.access.stream is not None:
             self.access.request(
                 method=head.method,
@@ -463,7 +476,16 @@ class Proxy:
                 client=client,
                 reason=reason,
                 status=exchange.status,
+                protocol=protocol,
+                grpc_status=grpc,
                 upstream=exchange.upstream or None,
                 duration_ms=round((time.perf_counter() - started) * 1000, 3),
             )
-        self.metrics.request(listener=spec.port, route=routed.metric, status=exchange.status)
+        self.metrics.request(
+            listener=spec.port,
+            route=routed.metric,
+            status=exchange.status,
+            protocol=protocol,
+            grpc_status=grpc,
+        )
+

@@ -101,7 +101,7 @@ if TYPE_CHECKING:
     import random
     from collections.abc import Callable, Sequence
 
-    from coxswain.compile.snapshot import Backend, Endpoint, HeaderEdits, Mirror, Retry
+    from coxswain.compile.snapshot import Backend, Endpoint, HeaderEdits, Retry
     from coxswain.http1 import HeadCodec, RequestHead
     from coxswain.route import Decision
     from coxswain.route.forward import Fields
@@ -291,7 +291,15 @@ class Forwarder:
             timeout = min(timeout, grpc_timeout(head.headers))
         tee = None
         if action is not None and action.mirrors and self.mirrors is not None and not upgrade:
-            tee = self._mirror(action.mirrors, served, head, routed.target, base)
+            tee = self.mirrors.fire(
+                action.mirrors,
+                served,
+                head,
+                host=routed.host,
+                target=routed.target,
+                base=base,
+                order=self.round_robin.order,
+            )
         # The client connection's timer bounds the exchange: each wait for either peer, and
         # the route's timeout as its scope's deadline. When it fires, the cancellation ends
         # the connection and its owner answers 408/504 outside the scope (Proxy._requests).
@@ -346,45 +354,6 @@ class Forwarder:
                 timer.scope.deadline = math.inf
             if tee is not None:
                 tee.abort()  # a no-op once the body was sent whole
-
-    def _mirror(
-        self,
-        mirrors: Sequence[Mirror],
-        served: Served,
-        head: RequestHead,
-        target: bytes,
-        base: Fields,
-    ) -> Tee | None:
-        assert self.mirrors is not None
-        endpoints_by_key = served.endpoints
-
-        def endpoints_of(key: str) -> Sequence[Endpoint]:
-            endpoints = endpoints_by_key.get(key, ())
-            return self.round_robin.order(key, endpoints) if endpoints else []
-
-        def head_for(mirror: Mirror) -> bytes | None:
-            try:
-                headers = list(_edit(served, base, mirror.backend.request_headers))
-                if head.chunked:
-                    headers.append((b"transfer-encoding", b"chunked"))
-                headers.append((b"connection", b"close"))
-                return frame_request_head(
-                    method=head.method,
-                    target=target,
-                    headers=headers,
-                    validate=False,
-                )
-            except ValueError:
-                return None
-
-        def tls_of(backend: Backend) -> Origination | None:
-            if backend.tls is None:
-                return None
-            return served.originations.get(backend.tls)
-
-        return self.mirrors.start(
-            mirrors, endpoints_of, head_for, tls_of=tls_of, chunked=head.chunked
-        )
 
     async def _relay(
         self,
