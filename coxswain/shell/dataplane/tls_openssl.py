@@ -35,6 +35,7 @@ from OpenSSL import SSL, crypto
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from datetime import datetime
 
     from coxswain.compile.snapshot import Certificate
 
@@ -50,7 +51,6 @@ _CIPHERS = ":".join(
     for c in ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).get_ciphers()
     if c["protocol"] != "TLSv1.3"
 ).encode()
-_TIME = "%b %d %H:%M:%S %Y GMT"  # the ``ssl`` module's certificate date format
 
 
 class OpenSSLContext(ssl.SSLContext):
@@ -120,6 +120,11 @@ def _choose(offered: list[bytes], protocols: list[bytes]) -> Any:  # bytes or th
         if protocol in protocols:
             return protocol
     return SSL.NO_OVERLAPPING_PROTOCOLS
+
+
+def _date(moment: datetime) -> str:
+    """A certificate date as the ``ssl`` module writes it: ``Jan  5 09:34:43 2018 GMT``."""
+    return f"{moment:%b} {moment.day:2d} {moment:%H:%M:%S %Y} GMT"
 
 
 def _server_name(connection: SSL.Connection) -> None:
@@ -225,8 +230,8 @@ class OpenSSLObject(ssl.SSLObject):
             return {}
         return {
             "serialNumber": f"{peer.serial_number:X}",
-            "notBefore": peer.not_valid_before_utc.strftime(_TIME),
-            "notAfter": peer.not_valid_after_utc.strftime(_TIME),
+            "notBefore": _date(peer.not_valid_before_utc),
+            "notAfter": _date(peer.not_valid_after_utc),
         }
 
     def selected_alpn_protocol(self) -> str | None:
