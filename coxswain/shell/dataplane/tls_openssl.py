@@ -26,6 +26,7 @@ verdict into a connection whose certificate was never checked.
 from __future__ import annotations
 
 import ssl
+import weakref
 from functools import partial
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
@@ -107,10 +108,19 @@ class OpenSSLContext(ssl.SSLContext):
         return OpenSSLObject(self, incoming, outgoing)
 
 
+def _owner(connection: SSL.Connection) -> OpenSSLObject:
+    """The object a callback's connection belongs to. It holds its connection and the
+    connection only a weak reference back, so that neither waits for the cycle collector; the
+    callbacks run inside the owner's own calls, while it is alive."""
+    owner: OpenSSLObject | None = connection.get_app_data()()
+    assert owner is not None
+    return owner
+
+
 def _verify(connection: SSL.Connection, _: crypto.X509, __: int, ___: int, ok: int) -> bool:
     """Accept every certificate of the chain, noting whether OpenSSL found one untrusted."""
     if not ok:
-        connection.get_app_data().verified = False
+        _owner(connection).verified = False
     return True
 
 
@@ -128,7 +138,7 @@ def _date(moment: datetime) -> str:
 
 
 def _server_name(connection: SSL.Connection) -> None:
-    connection.get_app_data().chose_server_name()
+    _owner(connection).chose_server_name()
 
 
 class OpenSSLObject(ssl.SSLObject):
@@ -143,7 +153,7 @@ class OpenSSLObject(ssl.SSLObject):
         self._incoming = incoming
         self._outgoing = outgoing
         self._connection = SSL.Connection(context.native, None)
-        self._connection.set_app_data(self)
+        self._connection.set_app_data(weakref.ref(self))
         self._connection.set_accept_state()
         self.verified = True  # until the verify callback finds a link it could not check
         self._refused: int | None = None
