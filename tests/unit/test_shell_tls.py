@@ -5,7 +5,9 @@ Real TLS handshakes run in memory (two ssl.MemoryBIO pairs), with certificates f
 
 from __future__ import annotations
 
+import gc
 import ssl
+import weakref
 from typing import Any
 
 import pytest
@@ -243,3 +245,16 @@ def test_contexts_of_a_port_with_validation_ask_for_a_certificate_from_its_bundl
         assert context.minimum_version is ssl.TLSVersion.TLSv1_2
         assert context.verify_mode is ssl.CERT_OPTIONAL
         assert context.get_ca_certs(binary_form=True) == bundle
+
+
+def test_a_fallback_connection_is_freed_without_the_cycle_collector():
+    contexts, port = _tables("AllowInsecureFallback")
+    _handshake(contexts.front(port), "foo.example.com", STRANGER)
+    server = _HANDSHAKES.pop()
+    native = weakref.ref(server._connection)
+    gc.disable()
+    try:
+        del server
+        assert native() is None
+    finally:
+        gc.enable()

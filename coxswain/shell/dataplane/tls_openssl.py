@@ -26,6 +26,7 @@ verdict into a connection whose certificate was never checked.
 from __future__ import annotations
 
 import ssl
+import weakref
 from functools import partial
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
@@ -35,6 +36,7 @@ from OpenSSL import SSL, crypto
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from datetime import datetime
 
     from coxswain.compile.snapshot import Certificate
 
@@ -50,7 +52,6 @@ _CIPHERS = ":".join(
     for c in ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).get_ciphers()
     if c["protocol"] != "TLSv1.3"
 ).encode()
-_TIME = "%b %d %H:%M:%S %Y GMT"  # the ``ssl`` module's certificate date format
 
 
 class OpenSSLContext(ssl.SSLContext):
@@ -107,10 +108,19 @@ class OpenSSLContext(ssl.SSLContext):
         return OpenSSLObject(self, incoming, outgoing)
 
 
+def _owner(connection: SSL.Connection) -> OpenSSLObject:
+    """The object a callback's connection belongs to. It holds its connection and the
+    connection only a weak reference back, so that neither waits for the cycle collector; the
+    callbacks run inside the owner's own calls, while it is alive."""
+    owner: OpenSSLObject | None = connection.get_app_data()()
+    assert owner is not None
+    return owner
+
+
 def _verify(connection: SSL.Connection, _: crypto.X509, __: int, ___: int, ok: int) -> bool:
     """Accept every certificate of the chain, noting whether OpenSSL found one untrusted."""
     if not ok:
-        connection.get_app_data().verified = False
+        _owner(connection).verified = False
     return True
 
 
@@ -122,8 +132,13 @@ def _choose(offered: list[bytes], protocols: list[bytes]) -> Any:  # bytes or th
     return SSL.NO_OVERLAPPING_PROTOCOLS
 
 
+def _date(moment: datetime) -> str:
+    """A certificate date as the ``ssl`` module writes it: ``Jan  5 09:34:43 2018 GMT``."""
+    return f"{moment:%b} {moment.day:2d} {moment:%H:%M:%S %Y} GMT"
+
+
 def _server_name(connection: SSL.Connection) -> None:
-    connection.get_app_data().chose_server_name()
+    _owner(connection).chose_server_name()
 
 
 class OpenSSLObject(ssl.SSLObject):
@@ -138,7 +153,7 @@ class OpenSSLObject(ssl.SSLObject):
         self._incoming = incoming
         self._outgoing = outgoing
         self._connection = SSL.Connection(context.native, None)
-        self._connection.set_app_data(self)
+        self._connection.set_app_data(weakref.ref(self))
         self._connection.set_accept_state()
         self.verified = True  # until the verify callback finds a link it could not check
         self._refused: int | None = None
@@ -225,8 +240,8 @@ class OpenSSLObject(ssl.SSLObject):
             return {}
         return {
             "serialNumber": f"{peer.serial_number:X}",
-            "notBefore": peer.not_valid_before_utc.strftime(_TIME),
-            "notAfter": peer.not_valid_after_utc.strftime(_TIME),
+            "notBefore": _date(peer.not_valid_before_utc),
+            "notAfter": _date(peer.not_valid_after_utc),
         }
 
     def selected_alpn_protocol(self) -> str | None:

@@ -181,7 +181,7 @@ class Timeouts:
     ``tunnel_idle``: a WebSocket tunnel with no byte either way for this long is closed.
     ``mirror``: a whole mirrored exchange (:mod:`.mirror`); one still running is dropped.
     ``linger``: reading what a client still sends after an answer that closes its connection
-    (:meth:`.Proxy._linger`, RFC 9112 §9.6; nginx ``lingering_time``).
+    (``_linger`` in :mod:`.http1_connection`, RFC 9112 §9.6; nginx ``lingering_time``).
     All but ``connect``, ``mirror`` and ``linger`` are kept to within a tenth by
     :class:`~.wire.Watchdog`.
     """
@@ -302,7 +302,7 @@ class Forwarder:
             )
         # The client connection's timer bounds the exchange: each wait for either peer, and
         # the route's timeout as its scope's deadline. When it fires, the cancellation ends
-        # the connection and its owner answers 408/504 outside the scope (Proxy._requests).
+        # the connection and its owner answers 408/504 outside the scope (.http1_connection).
         timer = client.timer
         assert timer is not None, "the client's reader carries its connection's timer"
         if timeout < math.inf:
