@@ -488,4 +488,3 @@ class Proxy:
             protocol=protocol,
             grpc_status=grpc,
         )
-
