@@ -616,6 +616,8 @@ _LOG: dict[str, Any] = {
     "client": "127.0.0.1",
     "reason": None,
     "status": 200,
+    "protocol": "http/1.1",
+    "grpc_status": "",
     "upstream": "127.0.0.1:8080",
     "duration_ms": 1.234,
 }
@@ -654,6 +656,7 @@ def _log_line_dict(log: AccessLog) -> None:
             "route": _LOG["route"],
             "client": _LOG["client"],
             "status": _LOG["status"],
+            "protocol": _LOG["protocol"],
             "upstream": _LOG["upstream"],
             "duration_ms": _LOG["duration_ms"],
         }
