@@ -28,20 +28,39 @@ from coxswain.http2.backend import trailer_list
 from coxswain.http2.response import stream_fields
 
 if TYPE_CHECKING:
-    from h2.connection import H2Connection
-
     from coxswain.http1 import Event, Headers, NeedData, RequestHead, ResponseHead
     from coxswain.route.forward import Fields
     from coxswain.shell.dataplane.downstream import Exchange, ResponseSource
     from coxswain.shell.dataplane.wire import Timer
 
-__all__ = ["H2Body", "H2Downstream", "Session", "send_data"]
+__all__ = ["H2Body", "H2Downstream", "Sender", "Session", "send_data"]
+
+
+class Sender(Protocol):
+    """What a stream's halves send through: the proxy's own server connection towards a client
+    (:class:`coxswain.http2.server.ServerConnection`), or the ``h2`` library's connection
+    towards a backend (:mod:`.h2_upstream`), which has the same methods."""
+
+    @property
+    def max_outbound_frame_size(self) -> int: ...
+
+    def local_flow_control_window(self, stream_id: int) -> int: ...
+
+    def send_headers(
+        self, stream_id: int, headers: list[tuple[bytes, bytes]], end_stream: bool = False
+    ) -> None: ...
+
+    def send_data(self, stream_id: int, data: bytes, end_stream: bool = False) -> None: ...
+
+    def end_stream(self, stream_id: int) -> None: ...
 
 
 class Session(Protocol):
-    """What a stream's halves use of their connection (:class:`.h2_connection.H2Session`)."""
+    """What a stream's halves use of their connection (:class:`.h2_connection.H2Session`,
+    :class:`.h2_upstream.H2Upstream`)."""
 
-    conn: H2Connection
+    @property
+    def conn(self) -> Sender: ...
 
     async def flush(self) -> None:
         """Send what ``h2`` has made, in order."""
