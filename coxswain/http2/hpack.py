@@ -26,7 +26,15 @@ from typing import Final
 from coxswain.http2.frames import COMPRESSION_ERROR, ENHANCE_YOUR_CALM
 from coxswain.http2.hpack_tables import HUFFMAN, STATIC
 
-__all__ = ["DecodeError", "Decoder", "encode", "huffman_decode"]
+__all__ = [
+    "MEMO_BYTES",
+    "MEMO_FIELDS",
+    "DecodeError",
+    "Decoder",
+    "Encoder",
+    "encode",
+    "huffman_decode",
+]
 
 _STATIC_SIZE: Final = len(STATIC)
 _PAIRS: Final = {pair: index + 1 for index, pair in reversed(list(enumerate(STATIC)))}
@@ -138,7 +146,11 @@ class Decoder:
         while at < end:
             first = block[at]
             if first & 0x80:  # indexed field (§6.1)
-                index, at = _integer(block, at, 7)
+                if first != 0xFF:
+                    index = first & 0x7F
+                    at += 1
+                else:
+                    index, at = _integer(block, at, 7)
                 field = self._field(index)
                 if field is None:
                     return DecodeError(COMPRESSION_ERROR, "invalid index")
@@ -271,6 +283,36 @@ def encode(fields: list[tuple[bytes, bytes]]) -> bytes:
             _literal(out, name)
         _literal(out, value)
     return bytes(out)
+
+
+class Encoder:
+    """:func:`encode` with a memory of the fields a connection sends again and again (its
+    ``server``, ``content-type``, this second's ``date``…): at most :data:`MEMO_FIELDS` of at
+    most :data:`MEMO_BYTES` each, forgotten all at once when full. The output is
+    :func:`encode`'s."""
+
+    __slots__ = ("_memo",)
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple[bytes, bytes], bytes] = {}
+
+    def encode(self, fields: list[tuple[bytes, bytes]]) -> bytes:
+        memo = self._memo
+        parts = []
+        for field in fields:
+            piece = memo.get(field)
+            if piece is None:
+                piece = encode([field])
+                if len(piece) <= MEMO_BYTES:
+                    if len(memo) >= MEMO_FIELDS:
+                        memo.clear()
+                    memo[field] = piece
+            parts.append(piece)
+        return b"".join(parts)
+
+
+MEMO_FIELDS: Final = 64
+MEMO_BYTES: Final = 256
 
 
 def _literal(out: bytearray, text: bytes) -> None:

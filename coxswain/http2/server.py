@@ -23,6 +23,8 @@ What it does, and deliberately not:
   :meth:`local_flow_control_window`.
 - SETTINGS and PING are acknowledged, PRIORITY ignored (§5.3.2 deprecates the scheme); server
   push is never used.
+- Header blocks are written without HPACK's dynamic table (:func:`~.hpack.encode`), the fields
+  a connection repeats remembered encoded (:class:`~.hpack.Encoder`).
 - **Sending on a stream that has ended** (reset by the client meanwhile) does nothing: the stream's
   task learns of the reset from its event.
 """
@@ -85,7 +87,7 @@ from coxswain.http2.frames import (
     unpadded,
     window_update,
 )
-from coxswain.http2.hpack import DecodeError, Decoder, encode
+from coxswain.http2.hpack import DecodeError, Decoder, Encoder
 
 __all__ = ["ServerConnection"]
 
@@ -130,6 +132,7 @@ class ServerConnection:
         """The highest stream the client opened: the last one a GOAWAY names as processed."""
         self.terminated = False
         self._decoder = Decoder(max_list_size=max_header_list_size)
+        self._encoder = Encoder()
         self._streams: dict[int, _Stream] = {}
         self._buffer = b""
         self._preface = False
@@ -183,7 +186,7 @@ class ServerConnection:
         self._out.append(
             header_frames(
                 stream_id,
-                encode(headers),
+                self._encoder.encode(headers),
                 end_stream=end_stream,
                 max_size=self.max_outbound_frame_size,
             )

@@ -7,7 +7,15 @@ import hpack as reference
 import pytest
 
 from coxswain.http2.frames import COMPRESSION_ERROR, ENHANCE_YOUR_CALM
-from coxswain.http2.hpack import DecodeError, Decoder, encode, huffman_decode
+from coxswain.http2.hpack import (
+    MEMO_BYTES,
+    MEMO_FIELDS,
+    DecodeError,
+    Decoder,
+    Encoder,
+    encode,
+    huffman_decode,
+)
 from coxswain.http2.hpack_tables import HUFFMAN, STATIC
 
 
@@ -131,3 +139,13 @@ def test_our_encoder_is_read_by_the_reference_decoder() -> None:
     assert data[0] == 0x88
     assert reference.Decoder().decode(data, raw=True) == fields
     assert decoder().decode(data) == fields
+
+
+def test_the_remembering_encoder_writes_what_encode_writes_within_its_bound() -> None:
+    encoder = Encoder()
+    fields = [(b":status", b"200"), (b"server", b"coxswain"), (b"x-big", b"v" * (MEMO_BYTES + 1))]
+    assert encoder.encode(fields) == encoder.encode(fields) == encode(fields)
+    for number in range(3 * MEMO_FIELDS):  # more fields than it keeps: cleared, refilled
+        field = [(b"date", str(number).encode())]
+        assert encoder.encode(field) == encode(field)
+    assert encoder.encode(fields) == encode(fields)
