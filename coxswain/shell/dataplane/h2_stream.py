@@ -222,14 +222,26 @@ class H2Downstream:
                 return response.keep_alive
             conn.send_headers(self.stream_id, fields)
             parser = reader.parser
+            event = parser.next_event()
             while True:
-                event = parser.next_event()
                 if event is NEED_DATA:
                     await session.flush()
                     event = await reader.next()
                 if type(event) is Data:
-                    await self.send_data(event.data)
-                elif type(event) is EndOfMessage:
+                    data = event.data
+                    event = parser.next_event()
+                    if (
+                        type(event) is EndOfMessage
+                        and not event.trailers
+                        and len(data) <= conn.local_flow_control_window(self.stream_id)
+                        and len(data) <= conn.max_outbound_frame_size
+                    ):  # the whole body is here: it ends the stream, in one send with the head
+                        conn.send_data(self.stream_id, data, end_stream=True)
+                        await session.flush()
+                        return response.keep_alive
+                    await self.send_data(data)
+                    continue
+                if type(event) is EndOfMessage:
                     if event.trailers:
                         trailers = trailer_list(event.trailers)
                         conn.send_headers(self.stream_id, trailers, end_stream=True)
