@@ -297,3 +297,17 @@ class _FrameReader:
             if not data:
                 return None
             self.buffer += data
+
+
+def test_a_connection_idle_after_its_streams_is_closed_after_the_header_timeout(
+    tmp_path: Path,
+) -> None:
+    def client(run: Running) -> None:
+        h2c = H2Client(run.http_port)
+        assert h2c.get("/").status == 200
+        goaway = h2c.until_goaway()  # idle from the stream's end: bounded by header_timeout
+        assert goaway is not None
+        assert goaway.error_code == h2.errors.ErrorCodes.NO_ERROR
+        assert goaway.last_stream_id == 1
+
+    run_proxy(tmp_path, hosts, client, header_timeout=0.5)

@@ -193,7 +193,7 @@ class H2Session(H2Sender):
         self._streams: dict[int, _Stream] = {}
         self._budget = Budget(trio.current_time())
         self._receiving: trio.CancelScope | None = None
-        self._woken = False
+        self._idle_wait = False
         self._connection_scope = trio.CancelScope()
         self._stalled = False
 
@@ -256,30 +256,30 @@ class H2Session(H2Sender):
 
     async def _receive(self) -> bytes | None:
         """The next bytes (empty: the client closed); None when the connection stayed without
-        a stream for ``header_timeout``, or was closed for a drain or for room. A stream that
-        ends wakes the wait, so that an idle connection is always bounded, and a draining one
-        closes once its last stream has finished."""
-        while True:
-            scope = trio.CancelScope()
-            idle = not self._streams
-            room = self.proxy.capacity
-            if idle:
-                scope.deadline = trio.current_time() + self.proxy.config.header_timeout
-                room.waiting(scope)
-            self._receiving = scope
-            data = b""
-            try:
-                with scope:
-                    data = bytes(await self.stream.receive_some(RECEIVE_SIZE))
-            finally:
-                self._receiving = None
-                if idle:
-                    room.working(scope)
-            if not scope.cancelled_caught:
-                return data
-            if not self._woken or self.proxy.draining:
-                return None
-            self._woken = False
+        a stream for ``header_timeout``, or was closed for a drain or for room. The wait is
+        bounded so from the start, or from when its last stream ends (:meth:`_idle`), so that
+        an idle connection is always bounded; a draining one closes then."""
+        scope = trio.CancelScope()
+        self._idle_wait = False
+        if not self._streams:
+            self._idle(scope)
+        self._receiving = scope
+        data = b""
+        try:
+            with scope:
+                data = bytes(await self.stream.receive_some(RECEIVE_SIZE))
+        finally:
+            self._receiving = None
+            if self._idle_wait:
+                self.proxy.capacity.working(scope)
+        return None if scope.cancelled_caught else data
+
+    def _idle(self, scope: trio.CancelScope) -> None:
+        """The wait for bytes in ``scope`` is idle (no stream open): bounded by
+        ``header_timeout`` from now, and one the proxy may close to make room."""
+        scope.deadline = trio.current_time() + self.proxy.config.header_timeout
+        self.proxy.capacity.waiting(scope)
+        self._idle_wait = True
 
     async def _goodbye(self, code: int) -> None:
         if self._goaway_sent and code == NO_ERROR:
@@ -548,8 +548,10 @@ class H2Session(H2Sender):
         if not state.body.ended and not state.reset_by_client:
             self.reset(stream_id, NO_ERROR)
         if not self._streams and self._receiving is not None:
-            self._woken = True  # the wait for bytes is idle now: bound it (_receive)
-            self._receiving.cancel()
+            if self.proxy.draining:
+                self._receiving.cancel()  # the reader says goodbye
+            else:
+                self._idle(self._receiving)
 
 
 def _is_grpc_call(head: RequestHead) -> bool:
