@@ -479,6 +479,7 @@ class ServerConnection:
         if len(payload) % 6:
             self._fail(FRAME_SIZE_ERROR, "SETTINGS not a multiple of six bytes", events)
             return
+        initial = self._peer_initial
         for key, value in settings_fields(payload):
             if key == SETTINGS_ENABLE_PUSH and value > 1:
                 self._fail(PROTOCOL_ERROR, "SETTINGS_ENABLE_PUSH other than 0 or 1", events)
@@ -487,18 +488,20 @@ class ServerConnection:
                 if value > MAX_WINDOW:
                     self._fail(FLOW_CONTROL_ERROR, "initial window too large", events)
                     return
-                delta = value - self._peer_initial
-                self._peer_initial = value
-                for stream in self._streams.values():  # §6.9.2
-                    stream.send_window += delta
-                    if stream.send_window > MAX_WINDOW:
-                        self._fail(FLOW_CONTROL_ERROR, "a stream's window too large", events)
-                        return
+                initial = value
             elif key == SETTINGS_MAX_FRAME_SIZE:
                 if value < _DEFAULT_FRAME or value > _MAX_FRAME:
                     self._fail(PROTOCOL_ERROR, "SETTINGS_MAX_FRAME_SIZE out of range", events)
                     return
                 self.max_outbound_frame_size = value
+        if initial != self._peer_initial:  # once per frame, however many times it is repeated
+            delta = initial - self._peer_initial
+            self._peer_initial = initial
+            for stream in self._streams.values():  # §6.9.2
+                stream.send_window += delta
+                if stream.send_window > MAX_WINDOW:
+                    self._fail(FLOW_CONTROL_ERROR, "a stream's window too large", events)
+                    return
         self._out.append(frame(SETTINGS, ACK, 0))
         events.append(SettingsReceived())
 

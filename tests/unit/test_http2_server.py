@@ -323,3 +323,16 @@ def test_events_carry_their_stream() -> None:
     assert isinstance(ended, StreamEnded)
     assert ended.stream_id == 1
     assert not isinstance(ended, PingReceived)
+
+
+def test_an_initial_window_repeated_in_one_settings_frame_counts_once() -> None:
+    repeated = [(frames.SETTINGS_INITIAL_WINDOW_SIZE, size) for size in range(1, 2001)]
+    proxy, events = raw(ONE, frames.settings(repeated))
+    assert kinds(events) == ["SettingsReceived", "RequestReceived", "SettingsReceived"]
+    assert proxy.local_flow_control_window(1) == 2000
+    grown = proxy.receive_data(
+        frames.window_update(1, frames.MAX_WINDOW - 2000)
+        + frames.settings([(frames.SETTINGS_INITIAL_WINDOW_SIZE, 2001)])
+    )
+    assert isinstance(grown[-1], ConnectionTerminated)
+    assert grown[-1].error_code == frames.FLOW_CONTROL_ERROR
