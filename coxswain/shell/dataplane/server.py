@@ -124,6 +124,7 @@ class Proxy:
     metrics: Metrics = field(default_factory=Metrics)
     access: AccessLog = field(default_factory=lambda: AccessLog(None))
     draining: bool = False
+    drain_started: trio.Event = field(default_factory=trio.Event)  # set with draining
     admin_port: int | None = None  # the admin port bound for this proxy, if any
     _open: int = 0
     _quiet: trio.Event = field(default_factory=trio.Event)
@@ -236,6 +237,7 @@ class Proxy:
         """Stop accepting, close idle connections, and wait up to ``grace`` seconds for the
         requests in flight to finish; whether every connection ended in time."""
         self.draining = True
+        self.drain_started.set()
         for entry in self.listeners.values():
             entry.scope.cancel()
         for scope in self._capacity.idle:
