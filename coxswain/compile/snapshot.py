@@ -19,6 +19,7 @@ Cells:
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -32,10 +33,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CATCH_ALL",
+    "INGRESS_ACTION_FIELDS",
     "Backend",
     "BackendProtocol",
     "Certificate",
     "Endpoint",
+    "IngressActions",
     "IngressTable",
     "PathMatch",
     "PathRule",
@@ -51,10 +54,17 @@ CATCH_ALL = "*"
 
 
 class PathMatch(enum.StrEnum):
-    """How an Ingress path matches (``ImplementationSpecific`` compiles to ``Prefix``)."""
+    """How an Ingress path matches (``ImplementationSpecific`` compiles to ``Prefix``).
+
+    ``Regex``: every path of an Ingress with ingress-nginx's ``use-regex`` or
+    ``rewrite-target`` annotation; the path is a regular expression matched from the start of
+    the request path, case-insensitively (ingress-nginx's ``location ~* "^path"``), on the
+    linear-time engine (``compile.regex``).
+    """
 
     EXACT = "Exact"
     PREFIX = "Prefix"
+    REGEX = "Regex"
 
 
 class BackendProtocol(enum.StrEnum):
@@ -141,14 +151,49 @@ class UpstreamTLS:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class IngressActions:
+    """What an Ingress path does besides forwarding, from ingress-nginx's annotations
+    (docs/migrating-from-ingress-nginx.md; the proxy's side: ``route.ingress_actions``).
+
+    Attributes:
+        app_root: a request for ``/`` is redirected there (302), ``app-root``.
+        redirect: the ``Location`` of a redirect answered instead of forwarding
+            (``permanent-redirect`` / ``temporal-redirect``); it may name ``$request_uri``,
+            ``$uri``, ``$args``, ``$is_args``, ``$host``, ``$http_host`` and ``$scheme``.
+        redirect_status: that redirect's status.
+        host_redirect: every request is redirected (308) to this host, same scheme, path and
+            query (``from-to-www-redirect``; nginx drops one trailing slash of the path).
+        rewrite_target: the path forwarded instead of the request's, with ``$1``…``$9`` the
+            path regex's capture groups (``rewrite-target``; a ``?`` in it starts the new
+            query, the request's own query follows after ``&``).
+        x_forwarded_prefix: the ``X-Forwarded-Prefix`` request header sent with a rewrite.
+        upstream_vhost: the Host header sent to the backend (``upstream-vhost``).
+    """
+
+    app_root: str | None = None
+    redirect: str | None = None
+    redirect_status: int = 0
+    host_redirect: str | None = None
+    rewrite_target: str | None = None
+    x_forwarded_prefix: str | None = None
+    upstream_vhost: str | None = None
+
+
+INGRESS_ACTION_FIELDS = tuple(f.name for f in dataclasses.fields(IngressActions))
+"""Every field of :class:`IngressActions`, in order: the wire forms write those that are set."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PathRule:
-    """One Ingress path on one host; ``tls_redirect`` sends plain-HTTP requests to HTTPS."""
+    """One Ingress path on one host; ``tls_redirect`` sends plain-HTTP requests to HTTPS;
+    ``actions`` is None on a path that has none (the proxy's fast path)."""
 
     path: str
     match: PathMatch
     backend: Backend
     route: RouteRef
     tls_redirect: bool = False
+    actions: IngressActions | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

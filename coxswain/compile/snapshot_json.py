@@ -14,7 +14,7 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
-from coxswain.compile.snapshot import BackendProtocol
+from coxswain.compile.snapshot import INGRESS_ACTION_FIELDS, BackendProtocol
 from coxswain.compile.snapshot_read import SnapshotFormatError, snapshot_from_data
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         Cors,
         GatewayRule,
         HeaderEdits,
+        IngressActions,
         ListenerHealth,
         ListenerTable,
         PathEdit,
@@ -147,12 +148,24 @@ def _vhost_data(vhost: VirtualHost) -> dict[str, Any]:
 
 
 def _rule_data(rule: PathRule) -> dict[str, Any]:
-    return {
+    data = {
         "path": rule.path,
         "match": str(rule.match),
         "backend": _backend_data(rule.backend),
         "route": _route_data(rule.route),
         "tls_redirect": rule.tls_redirect,
+    }
+    if rule.actions is not None:
+        data["actions"] = _ingress_actions_data(rule.actions)
+    return data
+
+
+def _ingress_actions_data(actions: IngressActions) -> dict[str, Any]:
+    """The fields that are set, by their names in :class:`IngressActions`."""
+    return {
+        name: value
+        for name in INGRESS_ACTION_FIELDS
+        if (value := getattr(actions, name)) not in (None, 0)
     }
 
 

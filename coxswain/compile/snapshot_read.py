@@ -14,6 +14,7 @@ from pyrsistent import pmap, pvector
 
 from coxswain.compile.scope import Scope, parse_scope
 from coxswain.compile.snapshot import (
+    INGRESS_ACTION_FIELDS,
     Backend,
     BackendProtocol,
     Certificate,
@@ -22,6 +23,7 @@ from coxswain.compile.snapshot import (
     Endpoint,
     GatewayRule,
     HeaderEdits,
+    IngressActions,
     IngressTable,
     ListenerHealth,
     ListenerTable,
@@ -155,7 +157,9 @@ def _vhost(host: str, data: Mapping[str, Any]) -> VirtualHost:
 def _rule(data: Mapping[str, Any], where: str) -> PathRule:
     match = _typed(data.get("match"), str, f"{where}.match")
     if match not in PathMatch.__members__.values():
-        raise SnapshotFormatError(f"{where}.match: expected Exact or Prefix, found {match!r}")
+        raise SnapshotFormatError(
+            f"{where}.match: expected Exact, Prefix or Regex, found {match!r}"
+        )
     route = _object(data.get("route"), f"{where}.route")
     return PathRule(
         path=_typed(data.get("path"), str, f"{where}.path"),
@@ -168,6 +172,29 @@ def _rule(data: Mapping[str, Any], where: str) -> PathRule:
             rule=_typed(route.get("rule"), str, f"{where}.route.rule"),
         ),
         tls_redirect=_typed(data.get("tls_redirect", False), bool, f"{where}.tls_redirect"),
+        actions=_ingress_actions(data.get("actions"), f"{where}.actions"),
+    )
+
+
+def _ingress_actions(value: object, where: str) -> IngressActions | None:
+    if value is None:
+        return None
+    data = _object(value, where)
+    unknown = set(data) - set(INGRESS_ACTION_FIELDS)
+    if unknown:
+        raise SnapshotFormatError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+
+    def text(name: str) -> str | None:
+        return _optional(data.get(name), str, f"{where}.{name}")
+
+    return IngressActions(
+        app_root=text("app_root"),
+        redirect=text("redirect"),
+        redirect_status=_typed(data.get("redirect_status", 0), int, f"{where}.redirect_status"),
+        host_redirect=text("host_redirect"),
+        rewrite_target=text("rewrite_target"),
+        x_forwarded_prefix=text("x_forwarded_prefix"),
+        upstream_vhost=text("upstream_vhost"),
     )
 
 

@@ -24,13 +24,29 @@ if TYPE_CHECKING:
 
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.provision import DesiredObjects
-    from coxswain.compile.snapshot import Backend, RouteRef, Snapshot
+    from coxswain.compile.snapshot import Backend, IngressActions, RouteRef, Snapshot
     from coxswain.compile.status import ObjectStatus
 
 __all__ = ["diagnostics_table", "infra_table", "routing_table", "status_table"]
 
 _GATEWAY_ANNOTATION = "coxswain-labs.dev/gateway"
 _ROLE_LABEL = "coxswain-labs.dev/role"
+
+
+def _ingress_action_notes(actions: IngressActions) -> list[str]:
+    """What a path's ingress-nginx actions do, briefly, in ``route.ingress_actions``' order."""
+    notes = []
+    if actions.host_redirect is not None:
+        notes.append(f"308 to host {actions.host_redirect}")
+    if actions.app_root is not None:
+        notes.append(f"/ 302 to {actions.app_root}")
+    if actions.redirect is not None:
+        notes.append(f"{actions.redirect_status} to {actions.redirect}")
+    if actions.rewrite_target is not None:
+        notes.append(f"rewrite {actions.rewrite_target}")
+    if actions.upstream_vhost is not None:
+        notes.append(f"Host {actions.upstream_vhost}")
+    return notes
 
 
 def routing_table(snapshot: Snapshot) -> str:
@@ -41,7 +57,10 @@ def routing_table(snapshot: Snapshot) -> str:
     for host, vhost in sorted(ingress.hosts.items()):
         for rule in (*vhost.paths, *((vhost.default,) if vhost.default else ())):
             match = "default" if rule is vhost.default else f"{rule.match} {rule.path}"
-            redirect = " (https redirect)" if rule.tls_redirect else ""
+            notes = ["https redirect"] if rule.tls_redirect else []
+            if rule.actions is not None:
+                notes.extend(_ingress_action_notes(rule.actions))
+            redirect = f" ({'; '.join(notes)})" if notes else ""
             rows.append(
                 (ports, host, match, _route(rule.route), _backends((rule.backend,)) + redirect)
             )

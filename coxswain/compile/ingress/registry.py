@@ -77,24 +77,37 @@ _R = AnnotationClass.REFUSED
 _STREAMS = "Coxswain streams request and response bodies, it has no buffers to size"
 _RAW = "raw nginx configuration is never applied (the class of CVE-2025-1974)"
 _NO_TLS_KNOBS = "Coxswain's TLS settings are its own (TLS 1.2 and 1.3, safe ciphers)"
+_REGEX = (
+    "RE2 syntax (no backreferences or lookaround, refused with a diagnostic), and regex "
+    "matching applies to this Ingress's paths only, where ingress-nginx applies it to every "
+    "path of the host"
+)
+_VARIABLES = (
+    "of nginx variables only $request_uri, $uri, $args, $is_args, $host, $http_host and "
+    "$scheme are expanded; others are refused with a diagnostic"
+)
 
 ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     # Paths and rewrites
-    "app-root": AnnotationInfo(_N),
-    "rewrite-target": AnnotationInfo(_N),
-    "use-regex": AnnotationInfo(_N),
-    "x-forwarded-prefix": AnnotationInfo(_N),
-    "upstream-vhost": AnnotationInfo(_N),
-    "server-alias": AnnotationInfo(_N),
+    "app-root": AnnotationInfo(_H),
+    "rewrite-target": AnnotationInfo(_D, _REGEX),
+    "use-regex": AnnotationInfo(_D, _REGEX),
+    "x-forwarded-prefix": AnnotationInfo(_H, "sent with a rewrite-target, as ingress-nginx does"),
+    "upstream-vhost": AnnotationInfo(_D, "a literal host[:port]; nginx variables are refused"),
+    "server-alias": AnnotationInfo(
+        _D, "each alias serves the virtual host of the Ingress's first rule host"
+    ),
     "preserve-trailing-slash": AnnotationInfo(_N),
     # Redirects
     "ssl-redirect": AnnotationInfo(_H),
-    "force-ssl-redirect": AnnotationInfo(_N),
-    "from-to-www-redirect": AnnotationInfo(_N),
-    "permanent-redirect": AnnotationInfo(_N),
-    "permanent-redirect-code": AnnotationInfo(_N),
-    "temporal-redirect": AnnotationInfo(_N),
-    "temporal-redirect-code": AnnotationInfo(_N),
+    "force-ssl-redirect": AnnotationInfo(_H),
+    "from-to-www-redirect": AnnotationInfo(
+        _D, "the Location names a port only when the request's Host did"
+    ),
+    "permanent-redirect": AnnotationInfo(_D, _VARIABLES),
+    "permanent-redirect-code": AnnotationInfo(_H),
+    "temporal-redirect": AnnotationInfo(_D, _VARIABLES),
+    "temporal-redirect-code": AnnotationInfo(_H),
     "use-port-in-redirects": AnnotationInfo(_N),
     "relative-redirects": AnnotationInfo(_N),
     # Backends

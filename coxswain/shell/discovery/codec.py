@@ -20,6 +20,7 @@ from pyrsistent import pmap, pvector
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile.scope import GatewayScope, Scope, SharedPool
 from coxswain.compile.snapshot import (
+    INGRESS_ACTION_FIELDS,
     Backend,
     BackendProtocol,
     Certificate,
@@ -28,6 +29,7 @@ from coxswain.compile.snapshot import (
     Endpoint,
     GatewayRule,
     HeaderEdits,
+    IngressActions,
     IngressTable,
     ListenerHealth,
     ListenerTable,
@@ -235,13 +237,19 @@ def _upstream_tls(tls: UpstreamTLS) -> pb.UpstreamTLS:
 
 
 def _path_rule(rule: PathRule) -> pb.PathRule:
-    return pb.PathRule(
+    message = pb.PathRule(
         path=rule.path,
         match=str(rule.match),
         backend=_backend(rule.backend),
         route=_route(rule.route),
         tls_redirect=rule.tls_redirect,
     )
+    if rule.actions is not None:
+        fields = {n: getattr(rule.actions, n) for n in INGRESS_ACTION_FIELDS}
+        message.actions.CopyFrom(
+            pb.IngressActions(**{n: v for n, v in fields.items() if v is not None})
+        )
+    return message
 
 
 def _value_matches(values: Iterable[ValueMatch]) -> list[pb.ValueMatch]:
@@ -441,13 +449,27 @@ def _read_protocol(value: pb.BackendProtocol.ValueType) -> BackendProtocol:
 
 def _read_path_rule(message: pb.PathRule) -> PathRule:
     if message.match not in _PATH_MATCHES:
-        raise ValueError(f"path rule match {message.match!r} is not Exact or Prefix")
+        raise ValueError(f"path rule match {message.match!r} is not Exact, Prefix or Regex")
+    actions = _read_ingress_actions(message.actions) if message.HasField("actions") else None
     return PathRule(
         path=message.path,
         match=PathMatch(message.match),
         backend=_read_backend(message.backend),
         route=_read_route(message.route),
         tls_redirect=message.tls_redirect,
+        actions=actions,
+    )
+
+
+def _read_ingress_actions(wire: pb.IngressActions) -> IngressActions:
+    return IngressActions(
+        app_root=wire.app_root if wire.HasField("app_root") else None,
+        redirect=wire.redirect if wire.HasField("redirect") else None,
+        redirect_status=wire.redirect_status,
+        host_redirect=wire.host_redirect if wire.HasField("host_redirect") else None,
+        rewrite_target=wire.rewrite_target if wire.HasField("rewrite_target") else None,
+        x_forwarded_prefix=wire.x_forwarded_prefix if wire.HasField("x_forwarded_prefix") else None,
+        upstream_vhost=wire.upstream_vhost if wire.HasField("upstream_vhost") else None,
     )
 
 

@@ -653,14 +653,17 @@ class PathRule(_message.Message):
     BACKEND_FIELD_NUMBER: _builtins.int
     ROUTE_FIELD_NUMBER: _builtins.int
     TLS_REDIRECT_FIELD_NUMBER: _builtins.int
+    ACTIONS_FIELD_NUMBER: _builtins.int
     path: _builtins.str
     match: _builtins.str
-    """Exact | Prefix"""
+    """Exact | Prefix | Regex"""
     tls_redirect: _builtins.bool
     @_builtins.property
     def backend(self) -> Global___Backend: ...
     @_builtins.property
     def route(self) -> Global___RouteRef: ...
+    @_builtins.property
+    def actions(self) -> Global___IngressActions: ...
     def __init__(
         self,
         *,
@@ -669,14 +672,79 @@ class PathRule(_message.Message):
         backend: Global___Backend | None = ...,
         route: Global___RouteRef | None = ...,
         tls_redirect: _builtins.bool = ...,
+        actions: Global___IngressActions | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["backend", b"backend", "route", b"route"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_actions", b"_actions", "actions", b"actions", "backend", b"backend", "route", b"route"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["backend", b"backend", "match", b"match", "path", b"path", "route", b"route", "tls_redirect", b"tls_redirect"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_actions", b"_actions", "actions", b"actions", "backend", b"backend", "match", b"match", "path", b"path", "route", b"route", "tls_redirect", b"tls_redirect"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__actions: _TypeAlias = _typing.Literal["actions"]  # noqa: Y015
+    _WhichOneofArgType__actions: _TypeAlias = _typing.Literal["_actions", b"_actions"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__actions) -> _WhichOneofReturnType__actions | None: ...
 
 Global___PathRule: _TypeAlias = PathRule  # noqa: Y015
+
+@_typing.final
+class IngressActions(_message.Message):
+    """An Ingress path's ingress-nginx annotations (coxswain.compile.snapshot.IngressActions)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    APP_ROOT_FIELD_NUMBER: _builtins.int
+    REDIRECT_FIELD_NUMBER: _builtins.int
+    REDIRECT_STATUS_FIELD_NUMBER: _builtins.int
+    HOST_REDIRECT_FIELD_NUMBER: _builtins.int
+    REWRITE_TARGET_FIELD_NUMBER: _builtins.int
+    X_FORWARDED_PREFIX_FIELD_NUMBER: _builtins.int
+    UPSTREAM_VHOST_FIELD_NUMBER: _builtins.int
+    app_root: _builtins.str
+    redirect: _builtins.str
+    redirect_status: _builtins.int
+    host_redirect: _builtins.str
+    rewrite_target: _builtins.str
+    x_forwarded_prefix: _builtins.str
+    upstream_vhost: _builtins.str
+    def __init__(
+        self,
+        *,
+        app_root: _builtins.str | None = ...,
+        redirect: _builtins.str | None = ...,
+        redirect_status: _builtins.int = ...,
+        host_redirect: _builtins.str | None = ...,
+        rewrite_target: _builtins.str | None = ...,
+        x_forwarded_prefix: _builtins.str | None = ...,
+        upstream_vhost: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "app_root", b"app_root", "host_redirect", b"host_redirect", "redirect", b"redirect", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "app_root", b"app_root", "host_redirect", b"host_redirect", "redirect", b"redirect", "redirect_status", b"redirect_status", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__app_root: _TypeAlias = _typing.Literal["app_root"]  # noqa: Y015
+    _WhichOneofArgType__app_root: _TypeAlias = _typing.Literal["_app_root", b"_app_root"]  # noqa: Y015
+    _WhichOneofReturnType__host_redirect: _TypeAlias = _typing.Literal["host_redirect"]  # noqa: Y015
+    _WhichOneofArgType__host_redirect: _TypeAlias = _typing.Literal["_host_redirect", b"_host_redirect"]  # noqa: Y015
+    _WhichOneofReturnType__redirect: _TypeAlias = _typing.Literal["redirect"]  # noqa: Y015
+    _WhichOneofArgType__redirect: _TypeAlias = _typing.Literal["_redirect", b"_redirect"]  # noqa: Y015
+    _WhichOneofReturnType__rewrite_target: _TypeAlias = _typing.Literal["rewrite_target"]  # noqa: Y015
+    _WhichOneofArgType__rewrite_target: _TypeAlias = _typing.Literal["_rewrite_target", b"_rewrite_target"]  # noqa: Y015
+    _WhichOneofReturnType__upstream_vhost: _TypeAlias = _typing.Literal["upstream_vhost"]  # noqa: Y015
+    _WhichOneofArgType__upstream_vhost: _TypeAlias = _typing.Literal["_upstream_vhost", b"_upstream_vhost"]  # noqa: Y015
+    _WhichOneofReturnType__x_forwarded_prefix: _TypeAlias = _typing.Literal["x_forwarded_prefix"]  # noqa: Y015
+    _WhichOneofArgType__x_forwarded_prefix: _TypeAlias = _typing.Literal["_x_forwarded_prefix", b"_x_forwarded_prefix"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__app_root) -> _WhichOneofReturnType__app_root | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__host_redirect) -> _WhichOneofReturnType__host_redirect | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__redirect) -> _WhichOneofReturnType__redirect | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__rewrite_target) -> _WhichOneofReturnType__rewrite_target | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__upstream_vhost) -> _WhichOneofReturnType__upstream_vhost | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__x_forwarded_prefix) -> _WhichOneofReturnType__x_forwarded_prefix | None: ...
+
+Global___IngressActions: _TypeAlias = IngressActions  # noqa: Y015
 
 @_typing.final
 class VirtualHost(_message.Message):
