@@ -1,0 +1,151 @@
+"""ingress-nginx annotations through the running proxy over real sockets on 127.0.0.1: each
+Ingress is compiled as the controller compiles it, and the echo backend says what it got
+(docs/migrating-from-ingress-nginx.md)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from coxswain.compile import SharedPool, build_state, compile
+from coxswain.compile.snapshot_json import snapshot_to_data
+
+from .manifests import backend as manifest_backend
+from .manifests import ingress_class
+from .proxy_harness import Running, echoed, request, run_proxy
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+NGINX = "nginx.ingress.kubernetes.io/"
+
+
+def shop(annotations: dict[str, str], *paths: tuple[str, str, str]) -> dict[str, Any]:
+    """Ingress ``app/shop`` on shop.example.com: (path, pathType, service) each."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {"name": "shop", "namespace": "app", "annotations": annotations},
+        "spec": {
+            "ingressClassName": "coxswain",
+            "rules": [
+                {
+                    "host": "shop.example.com",
+                    "http": {
+                        "paths": [
+                            {
+                                "path": p,
+                                "pathType": kind,
+                                "backend": {"service": {"name": s, "port": {"number": 80}}},
+                            }
+                            for p, kind, s in paths
+                        ]
+                    },
+                }
+            ],
+        },
+    }
+
+
+def compiled(*ingresses: dict[str, Any]) -> Callable[[dict[str, int]], dict[str, Any]]:
+    def make(ports: dict[str, int]) -> dict[str, Any]:
+        bodies = [ingress_class(), *ingresses]
+        for name in ("one", "two"):
+            bodies += manifest_backend(name, ports[name])
+        return snapshot_to_data(compile(build_state(bodies), SharedPool()).snapshot)
+
+    return make
+
+
+def get(run: Running, target: str, host: str = "shop.example.com") -> tuple[int, Any, bytes]:
+    response, data = request(run.http_port, "GET", target, host=host)
+    return response.status, response, data
+
+
+def test_rewrite_target_sends_the_capture_groups_and_x_forwarded_prefix(tmp_path: Path) -> None:
+    ingress = shop(
+        {
+            NGINX + "rewrite-target": "/$2",
+            NGINX + "x-forwarded-prefix": "/api",
+            NGINX + "upstream-vhost": "internal.example",
+        },
+        ("/api(/|$)(.*)", "ImplementationSpecific", "one"),
+        ("/", "Prefix", "two"),
+    )
+
+    def client(run: Running) -> None:
+        status, _, data = get(run, "/API/users/7?x=1")  # case-insensitive, as "location ~*"
+        assert status == 200
+        got = echoed(data)
+        assert (got["backend"], got["target"]) == ("one", "/users/7?x=1")
+        assert got["header_map"]["x-forwarded-prefix"] == ["/api"]
+        assert got["header_map"]["host"] == ["internal.example"]
+        _, _, data = get(run, "/apiary")  # "(/|$)" wants a slash or the end after "/api"
+        assert echoed(data)["backend"] == "two"
+
+    run_proxy(tmp_path, compiled(ingress), client)
+
+
+def test_use_regex_without_rewrite_forwards_the_path_as_received(tmp_path: Path) -> None:
+    ingress = shop(
+        {NGINX + "use-regex": "true"},
+        ("/items/[0-9]+", "ImplementationSpecific", "one"),
+        ("/", "ImplementationSpecific", "two"),
+    )
+
+    def client(run: Running) -> None:
+        _, _, data = get(run, "/ITEMS/42/detail")
+        assert (echoed(data)["backend"], echoed(data)["target"]) == ("one", "/ITEMS/42/detail")
+        _, _, data = get(run, "/items/x")
+        assert echoed(data)["backend"] == "two"
+
+    run_proxy(tmp_path, compiled(ingress), client)
+
+
+def test_redirect_annotations_answer_without_the_backend(tmp_path: Path) -> None:
+    moved = shop(
+        {
+            NGINX + "permanent-redirect": "https://new.example.com$request_uri",
+            NGINX + "permanent-redirect-code": "308",
+        },
+        ("/old", "Prefix", "one"),
+    )
+    other = shop(
+        {
+            NGINX + "app-root": "/app1",
+            NGINX + "from-to-www-redirect": "true",
+            NGINX + "force-ssl-redirect": "true",
+        },
+        ("/", "Prefix", "two"),
+    )
+    other["metadata"]["name"] = "root"
+
+    def client(run: Running) -> None:
+        status, response, _ = get(run, "/old/page?a=1")
+        assert (status, response.getheader("location")) == (
+            308,
+            "https://new.example.com/old/page?a=1",
+        )
+        status, response, _ = get(run, "/")
+        assert (status, response.getheader("location")) == (302, "http://shop.example.com/app1")
+        status, response, _ = get(run, "/p", host="www.shop.example.com")
+        assert (status, response.getheader("location")) == (308, "http://shop.example.com/p")
+        status, response, _ = get(run, "/p")
+        assert status == 308
+        assert response.getheader("location").startswith("https://shop.example.com")
+
+    run_proxy(tmp_path, compiled(moved, other), client)
+
+
+def test_a_refused_snippet_does_not_stop_the_ingress_serving(tmp_path: Path) -> None:
+    ingress = shop(
+        {NGINX + "configuration-snippet": "return 500;", NGINX + "server-alias": "alias.example"},
+        ("/", "Prefix", "one"),
+    )
+
+    def client(run: Running) -> None:
+        for host in ("shop.example.com", "alias.example"):
+            status, _, data = get(run, "/x", host=host)
+            assert (status, echoed(data)["backend"]) == (200, "one")
+
+    run_proxy(tmp_path, compiled(ingress), client)
