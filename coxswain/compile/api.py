@@ -70,7 +70,9 @@ def compile(  # noqa: A001 - the name the architecture gives the core's one entr
     )
     certificates, tls_found, secrets_read = ingress_certificates(ingresses, state)
     services = index_services(state)
-    hosts, rules_found, services_read = ingress_hosts(ingresses, services, certificates)
+    hosts, rules_found, services_read = ingress_hosts(
+        ingresses, services, certificates, state.secrets
+    )
     model = analyse_gateways(state, config, services, scope)
     cells = build_cells(model)
     backends = [

@@ -168,6 +168,16 @@ class IngressActions:
             query, the request's own query follows after ``&``).
         x_forwarded_prefix: the ``X-Forwarded-Prefix`` request header sent with a rewrite.
         upstream_vhost: the Host header sent to the backend (``upstream-vhost``).
+        denied: why every request is answered 503: a security annotation that cannot be
+            honoured (a bad value, a missing Secret, or one not implemented yet), as
+            ingress-nginx denies such a location rather than serve it unprotected.
+        allow_sources: client networks admitted, others 403 (``whitelist-source-range``).
+        deny_sources: client networks refused with 403 (``denylist-source-range``).
+        auth_realm: with it, requests need one of ``auth_users`` in a Basic ``Authorization``
+            (RFC 7617), else 401 with this realm (``auth-type: basic``).
+        auth_users: (user, htpasswd hash) pairs from the ``auth-secret``.
+        max_body: the largest request body admitted, bytes, else 413 (``proxy-body-size``;
+            0: no limit).
     """
 
     app_root: str | None = None
@@ -177,6 +187,20 @@ class IngressActions:
     rewrite_target: str | None = None
     x_forwarded_prefix: str | None = None
     upstream_vhost: str | None = None
+    denied: str | None = None
+    allow_sources: PVector[str] = pvector()
+    deny_sources: PVector[str] = pvector()
+    auth_realm: str | None = None
+    auth_users: PVector[tuple[str, str]] = pvector()
+    max_body: int = 0
+
+    @property
+    def checks_each_request(self) -> bool:
+        """Whether the proxy must look at each request's client, credentials or body size
+        (``route.ingress_access``), which a cached decision cannot."""
+        return bool(
+            self.allow_sources or self.deny_sources or self.auth_realm is not None or self.max_body
+        )
 
 
 INGRESS_ACTION_FIELDS = tuple(f.name for f in dataclasses.fields(IngressActions))

@@ -161,12 +161,16 @@ def _rule_data(rule: PathRule) -> dict[str, Any]:
 
 
 def _ingress_actions_data(actions: IngressActions) -> dict[str, Any]:
-    """The fields that are set, by their names in :class:`IngressActions`."""
-    return {
-        name: value
-        for name in INGRESS_ACTION_FIELDS
-        if (value := getattr(actions, name)) not in (None, 0)
-    }
+    """The fields that are set, by their names in :class:`IngressActions`; lists as lists."""
+    data: dict[str, Any] = {}
+    for name in INGRESS_ACTION_FIELDS:
+        value = getattr(actions, name)
+        if isinstance(value, str | int):
+            if value != 0:
+                data[name] = value
+        elif value:  # a vector: of strings, or of (user, hash) pairs
+            data[name] = [list(v) if isinstance(v, tuple) else v for v in value]
+    return data
 
 
 def _backend_data(backend: Backend) -> dict[str, Any]:

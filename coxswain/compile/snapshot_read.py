@@ -8,9 +8,12 @@ last good snapshot and says why the new one was refused.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pyrsistent import pmap, pvector
+
+if TYPE_CHECKING:
+    from pyrsistent.typing import PVector
 
 from coxswain.compile.scope import Scope, parse_scope
 from coxswain.compile.snapshot import (
@@ -195,7 +198,27 @@ def _ingress_actions(value: object, where: str) -> IngressActions | None:
         rewrite_target=text("rewrite_target"),
         x_forwarded_prefix=text("x_forwarded_prefix"),
         upstream_vhost=text("upstream_vhost"),
+        denied=text("denied"),
+        allow_sources=_strings(data.get("allow_sources", []), f"{where}.allow_sources"),
+        deny_sources=_strings(data.get("deny_sources", []), f"{where}.deny_sources"),
+        auth_realm=text("auth_realm"),
+        auth_users=pvector(
+            _pair(item, f"{where}.auth_users[{i}]")
+            for i, item in enumerate(_list(data.get("auth_users", []), f"{where}.auth_users"))
+        ),
+        max_body=_typed(data.get("max_body", 0), int, f"{where}.max_body"),
     )
+
+
+def _strings(value: object, where: str) -> PVector[str]:
+    return pvector(_typed(v, str, f"{where}[{i}]") for i, v in enumerate(_list(value, where)))
+
+
+def _pair(value: object, where: str) -> tuple[str, str]:
+    items = _list(value, where)
+    if len(items) != 2:
+        raise SnapshotFormatError(f"{where}: expected [user, hash]")
+    return _typed(items[0], str, f"{where}[0]"), _typed(items[1], str, f"{where}[1]")
 
 
 def _backend(data: Mapping[str, Any], where: str) -> Backend:

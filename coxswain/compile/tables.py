@@ -36,6 +36,14 @@ _ROLE_LABEL = "coxswain-labs.dev/role"
 def _ingress_action_notes(actions: IngressActions) -> list[str]:
     """What a path's ingress-nginx actions do, briefly, in ``route.ingress_actions``' order."""
     notes = []
+    if actions.denied is not None:
+        notes.append("503: an access annotation cannot be honoured")
+    if actions.deny_sources or actions.allow_sources:
+        notes.append("source ranges")
+    if actions.auth_realm is not None:
+        notes.append(f"basic auth, {len(actions.auth_users)} user(s)")
+    if actions.max_body:
+        notes.append(f"body <= {actions.max_body} bytes")
     if actions.host_redirect is not None:
         notes.append(f"308 to host {actions.host_redirect}")
     if actions.app_root is not None:

@@ -13,7 +13,10 @@ Order of decisions for the Ingress ports:
    (the first whose pattern matches from the start, case-insensitively), then the longest
    element-wise Prefix, then the host's default backend; none → 404.
 2a. A path with ingress-nginx actions may answer a redirect itself, and changes what is
-   forwarded (``route.ingress_actions``, whose steps 1 to 3 come before step 3 here).
+   forwarded (``route.ingress_actions``, whose steps 1 to 3 come before step 3 here); one
+   whose security annotations cannot be honoured answers 503 (``denied``). Its per-request
+   checks (``route.ingress_access``) travel in ``Decision.checks``: the proxy runs them on
+   each request, since decisions are cached by method, target and host.
 3. A plain-HTTP request on a rule with ``tls_redirect`` → 308 to ``https://`` on the same host
    and path. The port is the one the client would use for HTTPS: a request that named no port
    or HTTP's default (``Host: a.example.com`` or ``:80``) came through the advertised ports,
@@ -122,6 +125,16 @@ def _select(table: RouteTable, head: RequestHead) -> Decision:
     how = "default backend" if rule is vhost.default else f"{rule.match} path {rule.path!r}"
     where = f"host {vhost.host!r}, {how} of Ingress {rule.route.namespace}/{rule.route.name}"
     actions = rule.actions
+    if actions is not None and actions.denied is not None:
+        return Decision(
+            matched=True,
+            status=503,
+            reason=f"{where}: {actions.denied}",
+            host=host_header,
+            path=forwarded_path,
+            route=rule.route,
+            backends=(rule.backend,),
+        )
     if actions is not None:
         said = answer(
             actions,
@@ -158,7 +171,10 @@ def _select(table: RouteTable, head: RequestHead) -> Decision:
         return _forward(table, rule, where, host_header, forwarded_path)
     sent = forwarding(rule, groups, host_header=host_header, path=path, query=query)
     decision = _forward(table, rule, where, sent.host, sent.target)
-    return dataclasses.replace(decision, action=sent.action) if sent.action else decision
+    if sent.action is None and not actions.checks_each_request:
+        return decision
+    checks = actions if actions.checks_each_request else None
+    return dataclasses.replace(decision, action=sent.action, checks=checks)
 
 
 def _https_port(table: RouteTable, host_header: str | None) -> str:

@@ -4,6 +4,7 @@ Ingress is compiled as the controller compiles it, and the echo backend says wha
 
 from __future__ import annotations
 
+import base64
 from typing import TYPE_CHECKING, Any
 
 from coxswain.compile import SharedPool, build_state, compile
@@ -147,5 +148,73 @@ def test_a_refused_snippet_does_not_stop_the_ingress_serving(tmp_path: Path) -> 
         for host in ("shop.example.com", "alias.example"):
             status, _, data = get(run, "/x", host=host)
             assert (status, echoed(data)["backend"]) == (200, "one")
+
+    run_proxy(tmp_path, compiled(ingress), client)
+
+
+APR1 = "$apr1$s4lt5alt$zK4L8gxLn4tRwoWC/Svhx."  # openssl passwd -apr1 -salt s4lt5alt secret
+
+
+def users_secret() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "users", "namespace": "app"},
+        "type": "Opaque",
+        "stringData": {"auth": f"ann:{APR1}\n"},
+    }
+
+
+def test_basic_auth_source_ranges_and_body_size_are_checked_per_request(tmp_path: Path) -> None:
+    guarded = shop(
+        {
+            NGINX + "auth-type": "basic",
+            NGINX + "auth-secret": "users",
+            NGINX + "auth-realm": "Staff",
+            NGINX + "whitelist-source-range": "127.0.0.0/8",
+            NGINX + "proxy-body-size": "1k",
+        },
+        ("/", "Prefix", "one"),
+    )
+    closed = shop({NGINX + "denylist-source-range": "127.0.0.1/32"}, ("/", "Prefix", "two"))
+    closed["metadata"]["name"] = "closed"
+    closed["spec"]["rules"][0]["host"] = "closed.example.com"
+    ann = "Basic " + base64.b64encode(b"ann:secret").decode()
+
+    def client(run: Running) -> None:
+        response, _ = request(run.http_port, "GET", "/", host="shop.example.com")
+        assert response.status == 401
+        assert response.getheader("www-authenticate") == 'Basic realm="Staff"'
+        for _ in range(2):  # the second time from the cached decision
+            response, data = request(
+                run.http_port, "GET", "/", host="shop.example.com", headers={"Authorization": ann}
+            )
+            assert (response.status, echoed(data)["backend"]) == (200, "one")
+            response, _ = request(run.http_port, "GET", "/", host="shop.example.com")
+            assert response.status == 401
+        response, _ = request(
+            run.http_port,
+            "POST",
+            "/",
+            host="shop.example.com",
+            headers={"Authorization": ann},
+            body=b"x" * 1025,
+        )
+        assert response.status == 413
+        response, _ = request(run.http_port, "GET", "/", host="closed.example.com")
+        assert response.status == 403
+
+    def make(ports: dict[str, int]) -> dict[str, Any]:
+        return compiled(guarded, closed, users_secret())(ports)
+
+    run_proxy(tmp_path, make, client)
+
+
+def test_an_auth_annotation_coxswain_cannot_honour_answers_503(tmp_path: Path) -> None:
+    ingress = shop({NGINX + "auth-url": "http://auth.example/check"}, ("/", "Prefix", "one"))
+
+    def client(run: Running) -> None:
+        status, _, _ = get(run, "/")
+        assert status == 503
 
     run_proxy(tmp_path, compiled(ingress), client)

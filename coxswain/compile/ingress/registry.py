@@ -82,6 +82,8 @@ _REGEX = (
     "matching applies to this Ingress's paths only, where ingress-nginx applies it to every "
     "path of the host"
 )
+_PEER = "the client is the connection's peer address; X-Forwarded-For is not consulted"
+_FAIL_CLOSED = "the Ingress's paths answer 503 rather than serve unprotected"
 _VARIABLES = (
     "of nginx variables only $request_uri, $uri, $args, $is_args, $host, $http_host and "
     "$scheme are expanded; others are refused with a diagnostic"
@@ -133,7 +135,11 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     "fastcgi-index": AnnotationInfo(_N),
     "fastcgi-params-configmap": AnnotationInfo(_N),
     # Limits and timeouts
-    "proxy-body-size": AnnotationInfo(_N),
+    "proxy-body-size": AnnotationInfo(
+        _D,
+        "a declared Content-Length over the limit gets 413; a chunked body is not counted yet, "
+        "and an Ingress without the annotation has no limit of its own (ingress-nginx: 1m)",
+    ),
     "proxy-connect-timeout": AnnotationInfo(_N),
     "proxy-send-timeout": AnnotationInfo(_N),
     "proxy-read-timeout": AnnotationInfo(_N),
@@ -166,14 +172,18 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     "mirror-host": AnnotationInfo(_N),
     "mirror-request-body": AnnotationInfo(_N),
     # Access and identity
-    "whitelist-source-range": AnnotationInfo(_N),
-    "allowlist-source-range": AnnotationInfo(_N),
-    "denylist-source-range": AnnotationInfo(_N),
-    "auth-type": AnnotationInfo(_N),
-    "auth-secret": AnnotationInfo(_N),
-    "auth-secret-type": AnnotationInfo(_N),
-    "auth-realm": AnnotationInfo(_N),
-    "auth-url": AnnotationInfo(_N),
+    "whitelist-source-range": AnnotationInfo(_D, _PEER),
+    "allowlist-source-range": AnnotationInfo(_D, _PEER),
+    "denylist-source-range": AnnotationInfo(_D, _PEER),
+    "auth-type": AnnotationInfo(_D, "basic; digest is not implemented and answers 503"),
+    "auth-secret": AnnotationInfo(
+        _D,
+        "a Secret in the Ingress's own namespace; htpasswd hashes bcrypt, $apr1$, $1$ and "
+        "{SHA} (DES crypt and SHA-crypt users cannot log in)",
+    ),
+    "auth-secret-type": AnnotationInfo(_D, "auth-file; auth-map is not implemented, answers 503"),
+    "auth-realm": AnnotationInfo(_H),
+    "auth-url": AnnotationInfo(_N, _FAIL_CLOSED),
     "auth-signin": AnnotationInfo(_N),
     "auth-signin-redirect-param": AnnotationInfo(_N),
     "auth-method": AnnotationInfo(_N),
@@ -188,7 +198,7 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     "auth-keepalive-requests": AnnotationInfo(_I, "Coxswain pools its own connections"),
     "auth-keepalive-timeout": AnnotationInfo(_I, "Coxswain pools its own connections"),
     "enable-global-auth": AnnotationInfo(_N),
-    "auth-tls-secret": AnnotationInfo(_N),
+    "auth-tls-secret": AnnotationInfo(_N, _FAIL_CLOSED),
     "auth-tls-verify-client": AnnotationInfo(_N),
     "auth-tls-verify-depth": AnnotationInfo(_N),
     "auth-tls-error-page": AnnotationInfo(_N),
@@ -273,7 +283,7 @@ class ClassifiedAnnotation:
         if klass is AnnotationClass.REFUSED:
             return f"refused{note}; the rest of the Ingress is served"
         if klass is AnnotationClass.NOT_YET:
-            return "not implemented by Coxswain yet; it has no effect"
+            return f"not implemented by Coxswain yet{note or '; it has no effect'}"
         if klass is AnnotationClass.IGNORED:
             return f"accepted and ignored{note}"
         if klass is AnnotationClass.UNKNOWN:
@@ -302,7 +312,8 @@ def classify(ingress: Ingress) -> tuple[list[ClassifiedAnnotation], list[Diagnos
                 Diagnostic(
                     key=ingress.meta.key,
                     field=f"metadata.annotations[{key!r}]",
-                    severity=Severity.WARNING,
+                    # failing closed stops the Ingress serving: an error, not a warning
+                    severity=Severity.ERROR if info.note == _FAIL_CLOSED else Severity.WARNING,
                     reason=reason,
                     message=item.explanation,
                 )

@@ -40,6 +40,7 @@ from pyrsistent import pmap, pvector
 
 from coxswain.compile.backends import resolve_backend
 from coxswain.compile.diagnostics import Diagnostic, Severity
+from coxswain.compile.ingress.access import Access, read_access
 from coxswain.compile.ingress.aliases import HostExtras, add_host_extras
 from coxswain.compile.ingress.annotations import IngressOptions, parse_options
 from coxswain.compile.ingress.certificates import has_certificate
@@ -61,7 +62,7 @@ if TYPE_CHECKING:
     from pyrsistent.typing import PMap
 
     from coxswain.compile.backends import ServiceIndex
-    from coxswain.compile.model.objects import Ingress, IngressBackend, IngressPath
+    from coxswain.compile.model.objects import Ingress, IngressBackend, IngressPath, Secret
     from coxswain.compile.snapshot import Certificate
 
 __all__ = ["IngressHosts", "ingress_hosts"]
@@ -75,6 +76,7 @@ def ingress_hosts(
     ingresses: Sequence[Ingress],
     services: ServiceIndex,
     certificates: PMap[str, Certificate],
+    secrets: PMap[ObjectKey, Secret],
 ) -> IngressHosts:
     """Build the virtual hosts of our Ingresses. Pure.
 
@@ -82,6 +84,7 @@ def ingress_hosts(
         ingresses: our Ingresses, oldest first (precedence order).
         services: Services and their slices.
         certificates: the Ingress HTTPS port's certificates, to decide TLS redirects.
+        secrets: every Secret, for basic authentication (``compile.ingress.access``).
 
     Returns:
         Virtual hosts by host key, the findings, and the keys of the Services read.
@@ -94,6 +97,7 @@ def ingress_hosts(
     for ingress in ingresses:
         options, problems = parse_options(ingress)
         found.extend(problems)
+        options = _with_access(options, read_access(ingress, secrets, found, read))
         own_hosts: list[str] = []
         served: dict[str, PathRule] = {}  # host → the Ingress's first path served there
         for rule in ingress.rules:
@@ -232,6 +236,19 @@ def _regex_actions(
         )
     )
     return dataclasses.replace(actions, rewrite_target=None, x_forwarded_prefix=None)
+
+
+def _with_access(options: IngressOptions, access: Access) -> IngressOptions:
+    actions = dataclasses.replace(
+        options.actions or IngressActions(),
+        denied=access.denied,
+        allow_sources=access.allow_sources,
+        deny_sources=access.deny_sources,
+        auth_realm=access.auth_realm,
+        auth_users=access.auth_users,
+        max_body=access.max_body,
+    )
+    return dataclasses.replace(options, actions=None if actions == IngressActions() else actions)
 
 
 def _without_rewrite(options: IngressOptions) -> IngressActions | None:

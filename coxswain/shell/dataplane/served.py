@@ -21,6 +21,8 @@ them too, so no memo outlives the routing it was computed from (docs/architectur
 from __future__ import annotations
 
 import contextvars
+import dataclasses
+import hashlib
 import math
 from typing import TYPE_CHECKING, Final
 
@@ -28,6 +30,8 @@ from coxswain.http1.serialize import check_fields
 from coxswain.route import RequestHead as RouteHead
 from coxswain.route import build_table, select
 from coxswain.route.forward import WireEdits, wire_edits
+from coxswain.route.htpasswd import verify
+from coxswain.route.ingress_access import AccessCheck
 from coxswain.route.plan import listener_specs
 from coxswain.shell.dataplane.tls import TLSContexts
 from coxswain.shell.dataplane.upstream_tls import Originations
@@ -103,10 +107,12 @@ class Served:
     """A snapshot and what is derived from it; see the module docstring."""
 
     __slots__ = (
+        "_access",
         "_edits",
         "_fronts",
         "_header_ports",
         "_routes",
+        "_verified",
         "endpoints",
         "originations",
         "snapshot",
@@ -142,9 +148,50 @@ class Served:
         )
         self._routes: dict[tuple[int, bytes, bytes, bytes | None, str | None], Routed] = {}
         self._edits: dict[int, WireEdits | ValueError] = {}
+        self._access: dict[int, AccessCheck] = {}
+        self._verified: dict[bytes, bool] = {}
 
-    def route(self, port: int, head: RequestHead, *, tls: bool, sni: str | None) -> Routed:
-        """The decision for a request arriving on ``port``."""
+    def route(
+        self, port: int, head: RequestHead, *, tls: bool, sni: str | None, client: str | None = None
+    ) -> Routed:
+        """The decision for a request arriving on ``port`` from ``client`` (the peer's
+        address), with the per-request checks of an Ingress path's annotations run."""
+        routed = self._route(port, head, tls=tls, sni=sni)
+        checks = routed.decision.checks
+        if checks is None:
+            return routed
+        check = self._access.get(id(checks))  # the snapshot keeps every action alive: ids hold
+        if check is None:
+            check = self._access[id(checks)] = AccessCheck(checks)
+        authorization = next(
+            (v.decode("latin-1") for n, v in head.headers if n.lower() == b"authorization"), None
+        )
+        refused = check.refusal(client, authorization, head.content_length, self._verify)
+        if refused is None:
+            return routed
+        decision = routed.decision
+        return Routed(
+            dataclasses.replace(
+                decision,
+                status=refused.status,
+                reason=f"{decision.reason}; refused: {refused.reason}",
+                response_fields=refused.fields,
+                checks=None,
+            )
+        )
+
+    def _verify(self, password: bytes, hashed: str) -> bool:
+        """``htpasswd.verify``, remembered: a bcrypt check costs tens of milliseconds of the
+        event loop, so each (hash, password) pair is checked once per snapshot."""
+        key = hashlib.sha256(hashed.encode("latin-1", "replace") + b"\0" + password).digest()
+        known = self._verified.get(key)
+        if known is None:
+            if len(self._verified) >= ROUTE_MEMO_SIZE:
+                self._verified.clear()
+            known = self._verified[key] = verify(password, hashed)
+        return known
+
+    def _route(self, port: int, head: RequestHead, *, tls: bool, sni: str | None) -> Routed:
         key = (port, head.method, head.target, head.host, sni)
         routed = self._routes.get(key)
         if routed is not None:

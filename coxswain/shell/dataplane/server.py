@@ -613,7 +613,7 @@ class Proxy:
         started = time.perf_counter()
         served = self.served
         assert served is not None
-        routed = served.route(spec.port, head, tls=spec.tls, sni=sni)
+        routed = served.route(spec.port, head, tls=spec.tls, sni=sni, client=client)
         decision = routed.decision
         keep_alive = head.keep_alive
         exchange = Exchange()

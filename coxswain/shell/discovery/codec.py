@@ -246,6 +246,7 @@ def _path_rule(rule: PathRule) -> pb.PathRule:
     )
     if rule.actions is not None:
         fields = {n: getattr(rule.actions, n) for n in INGRESS_ACTION_FIELDS}
+        fields["auth_users"] = [pb.Credential(user=u, hash=h) for u, h in rule.actions.auth_users]
         message.actions.CopyFrom(
             pb.IngressActions(**{n: v for n, v in fields.items() if v is not None})
         )
@@ -470,6 +471,12 @@ def _read_ingress_actions(wire: pb.IngressActions) -> IngressActions:
         rewrite_target=wire.rewrite_target if wire.HasField("rewrite_target") else None,
         x_forwarded_prefix=wire.x_forwarded_prefix if wire.HasField("x_forwarded_prefix") else None,
         upstream_vhost=wire.upstream_vhost if wire.HasField("upstream_vhost") else None,
+        denied=wire.denied if wire.HasField("denied") else None,
+        allow_sources=pvector(wire.allow_sources),
+        deny_sources=pvector(wire.deny_sources),
+        auth_realm=wire.auth_realm if wire.HasField("auth_realm") else None,
+        auth_users=pvector((c.user, c.hash) for c in wire.auth_users),
+        max_body=wire.max_body,
     )
 
 

@@ -697,6 +697,12 @@ class IngressActions(_message.Message):
     REWRITE_TARGET_FIELD_NUMBER: _builtins.int
     X_FORWARDED_PREFIX_FIELD_NUMBER: _builtins.int
     UPSTREAM_VHOST_FIELD_NUMBER: _builtins.int
+    DENIED_FIELD_NUMBER: _builtins.int
+    ALLOW_SOURCES_FIELD_NUMBER: _builtins.int
+    DENY_SOURCES_FIELD_NUMBER: _builtins.int
+    AUTH_REALM_FIELD_NUMBER: _builtins.int
+    AUTH_USERS_FIELD_NUMBER: _builtins.int
+    MAX_BODY_FIELD_NUMBER: _builtins.int
     app_root: _builtins.str
     redirect: _builtins.str
     redirect_status: _builtins.int
@@ -704,6 +710,15 @@ class IngressActions(_message.Message):
     rewrite_target: _builtins.str
     x_forwarded_prefix: _builtins.str
     upstream_vhost: _builtins.str
+    denied: _builtins.str
+    auth_realm: _builtins.str
+    max_body: _builtins.int
+    @_builtins.property
+    def allow_sources(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def deny_sources(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def auth_users(self) -> _containers.RepeatedCompositeFieldContainer[Global___Credential]: ...
     def __init__(
         self,
         *,
@@ -714,13 +729,23 @@ class IngressActions(_message.Message):
         rewrite_target: _builtins.str | None = ...,
         x_forwarded_prefix: _builtins.str | None = ...,
         upstream_vhost: _builtins.str | None = ...,
+        denied: _builtins.str | None = ...,
+        allow_sources: _abc.Iterable[_builtins.str] | None = ...,
+        deny_sources: _abc.Iterable[_builtins.str] | None = ...,
+        auth_realm: _builtins.str | None = ...,
+        auth_users: _abc.Iterable[Global___Credential] | None = ...,
+        max_body: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "app_root", b"app_root", "host_redirect", b"host_redirect", "redirect", b"redirect", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_denied", b"_denied", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "app_root", b"app_root", "auth_realm", b"auth_realm", "denied", b"denied", "host_redirect", b"host_redirect", "redirect", b"redirect", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "app_root", b"app_root", "host_redirect", b"host_redirect", "redirect", b"redirect", "redirect_status", b"redirect_status", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_denied", b"_denied", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "allow_sources", b"allow_sources", "app_root", b"app_root", "auth_realm", b"auth_realm", "auth_users", b"auth_users", "denied", b"denied", "deny_sources", b"deny_sources", "host_redirect", b"host_redirect", "max_body", b"max_body", "redirect", b"redirect", "redirect_status", b"redirect_status", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__app_root: _TypeAlias = _typing.Literal["app_root"]  # noqa: Y015
     _WhichOneofArgType__app_root: _TypeAlias = _typing.Literal["_app_root", b"_app_root"]  # noqa: Y015
+    _WhichOneofReturnType__auth_realm: _TypeAlias = _typing.Literal["auth_realm"]  # noqa: Y015
+    _WhichOneofArgType__auth_realm: _TypeAlias = _typing.Literal["_auth_realm", b"_auth_realm"]  # noqa: Y015
+    _WhichOneofReturnType__denied: _TypeAlias = _typing.Literal["denied"]  # noqa: Y015
+    _WhichOneofArgType__denied: _TypeAlias = _typing.Literal["_denied", b"_denied"]  # noqa: Y015
     _WhichOneofReturnType__host_redirect: _TypeAlias = _typing.Literal["host_redirect"]  # noqa: Y015
     _WhichOneofArgType__host_redirect: _TypeAlias = _typing.Literal["_host_redirect", b"_host_redirect"]  # noqa: Y015
     _WhichOneofReturnType__redirect: _TypeAlias = _typing.Literal["redirect"]  # noqa: Y015
@@ -734,6 +759,10 @@ class IngressActions(_message.Message):
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__app_root) -> _WhichOneofReturnType__app_root | None: ...
     @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__auth_realm) -> _WhichOneofReturnType__auth_realm | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__denied) -> _WhichOneofReturnType__denied | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__host_redirect) -> _WhichOneofReturnType__host_redirect | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__redirect) -> _WhichOneofReturnType__redirect | None: ...
@@ -745,6 +774,30 @@ class IngressActions(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__x_forwarded_prefix) -> _WhichOneofReturnType__x_forwarded_prefix | None: ...
 
 Global___IngressActions: _TypeAlias = IngressActions  # noqa: Y015
+
+@_typing.final
+class Credential(_message.Message):
+    """A basic-authentication user and its htpasswd hash."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USER_FIELD_NUMBER: _builtins.int
+    HASH_FIELD_NUMBER: _builtins.int
+    user: _builtins.str
+    hash: _builtins.str
+    def __init__(
+        self,
+        *,
+        user: _builtins.str = ...,
+        hash: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hash", b"hash", "user", b"user"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Credential: _TypeAlias = Credential  # noqa: Y015
 
 @_typing.final
 class VirtualHost(_message.Message):
