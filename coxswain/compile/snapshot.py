@@ -178,6 +178,16 @@ class IngressActions:
         auth_users: (user, htpasswd hash) pairs from the ``auth-secret``.
         max_body: the largest request body admitted, bytes, else 413 (``proxy-body-size``;
             0: no limit).
+        connect_timeout: seconds to connect to an endpoint (``proxy-connect-timeout``); 0
+            keeps the proxy's own. So do the next two.
+        send_timeout: seconds between two writes to the backend (``proxy-send-timeout``).
+        read_timeout: seconds between two reads of the backend (``proxy-read-timeout``).
+        next_upstream_tries: with it, a failed try is repeated on the next endpoint up to this
+            many tries in all (``proxy-next-upstream-tries``); 0: the proxy's own behaviour.
+        next_upstream_codes: the response statuses that count as failed
+            (``proxy-next-upstream: http_502 …``); errors and timeouts always do.
+        next_upstream_timeout: seconds all tries together may take
+            (``proxy-next-upstream-timeout``; 0: no bound).
     """
 
     app_root: str | None = None
@@ -193,6 +203,12 @@ class IngressActions:
     auth_realm: str | None = None
     auth_users: PVector[tuple[str, str]] = pvector()
     max_body: int = 0
+    connect_timeout: float = 0
+    send_timeout: float = 0
+    read_timeout: float = 0
+    next_upstream_tries: int = 0
+    next_upstream_codes: PVector[int] = pvector()
+    next_upstream_timeout: float = 0
 
     @property
     def checks_each_request(self) -> bool:

@@ -165,7 +165,7 @@ def _ingress_actions_data(actions: IngressActions) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for name in INGRESS_ACTION_FIELDS:
         value = getattr(actions, name)
-        if isinstance(value, str | int):
+        if isinstance(value, str | int | float):
             if value != 0:
                 data[name] = value
         elif value:  # a vector: of strings, or of (user, hash) pairs

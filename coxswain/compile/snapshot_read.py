@@ -207,6 +207,22 @@ def _ingress_actions(value: object, where: str) -> IngressActions | None:
             for i, item in enumerate(_list(data.get("auth_users", []), f"{where}.auth_users"))
         ),
         max_body=_typed(data.get("max_body", 0), int, f"{where}.max_body"),
+        connect_timeout=_seconds(data.get("connect_timeout"), f"{where}.connect_timeout") or 0,
+        send_timeout=_seconds(data.get("send_timeout"), f"{where}.send_timeout") or 0,
+        read_timeout=_seconds(data.get("read_timeout"), f"{where}.read_timeout") or 0,
+        next_upstream_tries=_typed(
+            data.get("next_upstream_tries", 0), int, f"{where}.next_upstream_tries"
+        ),
+        next_upstream_codes=pvector(
+            _typed(v, int, f"{where}.next_upstream_codes[{i}]")
+            for i, v in enumerate(
+                _list(data.get("next_upstream_codes", []), f"{where}.next_upstream_codes")
+            )
+        ),
+        next_upstream_timeout=_seconds(
+            data.get("next_upstream_timeout"), f"{where}.next_upstream_timeout"
+        )
+        or 0,
     )
 
 

@@ -13,7 +13,10 @@ path. The order is nginx's, as ingress-nginx configures it:
    ``$1``…``$9`` the capture groups of the path's pattern (empty for a group that took no
    part); a ``?`` in the target starts the new query and the request's query follows it after
    ``&`` (none when the target ends with ``?``). ``x-forwarded-prefix`` is sent with a
-   rewrite; ``upstream-vhost`` replaces the Host sent to the backend.
+   rewrite; ``upstream-vhost`` replaces the Host sent to the backend. ``proxy-next-upstream``
+   and its ``-tries`` and ``-timeout`` become the proxy's retry policy (``snapshot.Retry``:
+   errors and timeouts, and the ``http_*`` statuses named, are tried again on the next
+   endpoint, at once, within the ``-timeout`` for all tries).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import TYPE_CHECKING, Final
 
 from pyrsistent import pvector
 
-from coxswain.compile.snapshot import HeaderEdits, RouteAction
+from coxswain.compile.snapshot import HeaderEdits, Retry, RouteAction
 
 if TYPE_CHECKING:
     from coxswain.compile.snapshot import IngressActions, PathRule
@@ -91,12 +94,27 @@ def forwarding(
     actions = rule.actions
     assert actions is not None, "only paths with actions come here"
     target = path + query
-    action = None
+    edits = None
     if actions.rewrite_target is not None and groups is not None:
         target = rewrite_path(actions.rewrite_target, groups, query)
         if actions.x_forwarded_prefix is not None:
             edits = HeaderEdits(set=pvector([("x-forwarded-prefix", actions.x_forwarded_prefix)]))
-            action = RouteAction(route=rule.route, request_headers=edits)
+    retry = None
+    if actions.next_upstream_tries:
+        retry = Retry(
+            codes=actions.next_upstream_codes,
+            attempts=actions.next_upstream_tries - 1,
+            backoff=0.0,  # nginx passes a request to the next server at once
+        )
+    action = None
+    if edits is not None or retry is not None:
+        action = RouteAction(
+            route=rule.route,
+            backends=pvector([rule.backend]),
+            request_headers=edits,
+            retry=retry,
+            request_timeout=actions.next_upstream_timeout or None,
+        )
     return Forwarding(actions.upstream_vhost or host_header, target, action)
 
 

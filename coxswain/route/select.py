@@ -171,10 +171,15 @@ def _select(table: RouteTable, head: RequestHead) -> Decision:
         return _forward(table, rule, where, host_header, forwarded_path)
     sent = forwarding(rule, groups, host_header=host_header, path=path, query=query)
     decision = _forward(table, rule, where, sent.host, sent.target)
-    if sent.action is None and not actions.checks_each_request:
+    timeouts = (actions.connect_timeout, actions.read_timeout)
+    if sent.action is None and not actions.checks_each_request and not any(timeouts):
         return decision
-    checks = actions if actions.checks_each_request else None
-    return dataclasses.replace(decision, action=sent.action, checks=checks)
+    return dataclasses.replace(
+        decision,
+        action=sent.action,
+        checks=actions if actions.checks_each_request else None,
+        timeouts=timeouts if any(timeouts) else None,
+    )
 
 
 def _https_port(table: RouteTable, host_header: str | None) -> str:

@@ -218,3 +218,37 @@ def test_an_auth_annotation_coxswain_cannot_honour_answers_503(tmp_path: Path) -
         assert status == 503
 
     run_proxy(tmp_path, compiled(ingress), client)
+
+
+def test_proxy_read_timeout_ends_a_stalled_backend_with_504(tmp_path: Path) -> None:
+    ingress = shop({NGINX + "proxy-read-timeout": "0.5"}, ("/", "Prefix", "one"))
+
+    def client(run: Running) -> None:
+        status, _, _ = get(run, "/stall")  # the proxy's own read timeout is 60 s
+        assert status == 504
+
+    run_proxy(tmp_path, compiled(ingress), client)
+
+
+def test_proxy_next_upstream_tries_again_on_a_listed_status(tmp_path: Path) -> None:
+    ingress = shop(
+        {
+            NGINX + "proxy-next-upstream": "error timeout http_503",
+            NGINX + "proxy-next-upstream-tries": "3",
+        },
+        ("/", "Prefix", "one"),
+    )
+    plain = shop({}, ("/", "Prefix", "two"))
+    plain["metadata"]["name"] = "plain"
+    plain["spec"]["rules"][0]["host"] = "plain.example.com"
+
+    def client(run: Running) -> None:
+        status, _, data = get(run, "/a/flaky?fail=2&code=503")
+        assert (status, echoed(data)["backend"]) == (200, "one")
+        assert len(run.received["one"]) == 3
+        status, _, _ = get(run, "/b/flaky?fail=1&code=503", host="plain.example.com")
+        assert status == 503  # no annotation: no retry
+        status, _, _ = get(run, "/c/flaky?fail=3&code=503")
+        assert status == 503  # three tries in all
+
+    run_proxy(tmp_path, compiled(ingress, plain), client)

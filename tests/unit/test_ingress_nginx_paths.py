@@ -158,3 +158,42 @@ def test_a_pattern_re2_refuses_is_not_served_and_a_missing_group_drops_the_rewri
         path("/(b)", "a", "ImplementationSpecific"),
     )
     assert [r for r, _ in found] == ["InvalidRegex", "InvalidAnnotation"]
+
+
+def test_timeouts_and_next_upstream_become_the_decisions_policy() -> None:
+    table = annotated(
+        {
+            NGINX + "proxy-connect-timeout": "3",
+            NGINX + "proxy-read-timeout": "120",
+            NGINX + "proxy-next-upstream": "error http_502 http_504 non_idempotent",
+            NGINX + "proxy-next-upstream-timeout": "9",
+        },
+        path("/", "a"),
+    )
+    decision = decide(table, "shop.example.com", "/x")
+    assert decision.timeouts == (3.0, 120.0)
+    assert decision.action is not None
+    retry = decision.action.retry
+    assert retry is not None
+    assert (list(retry.codes), retry.attempts, retry.backoff) == ([502, 504], 2, 0.0)
+    assert decision.action.request_timeout == 9.0
+    plain = decide(table, "shop.example.com", "/static/x")
+    assert (plain.timeouts, plain.action) == (None, None)
+
+
+def test_off_means_one_try_and_bad_values_are_dropped() -> None:
+    table = annotated({NGINX + "proxy-next-upstream": "off"}, path("/", "a"))
+    retry = decide(table, "shop.example.com", "/").action.retry  # type: ignore[union-attr]
+    assert retry is not None
+    assert retry.attempts == 0
+    assert [
+        r
+        for r, _ in diagnostics(
+            {
+                NGINX + "proxy-read-timeout": "-1",
+                NGINX + "proxy-next-upstream": "error http_999",
+                NGINX + "proxy-next-upstream-tries": "many",
+            },
+            path("/", "a"),
+        )
+    ] == ["InvalidAnnotation"] * 3

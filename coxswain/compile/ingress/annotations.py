@@ -10,9 +10,12 @@ A value that does not parse is reported (``InvalidAnnotation``) and that annotat
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
+
+from pyrsistent import pvector
 
 from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.hostnames import ascii_lower, is_hostname
@@ -34,6 +37,9 @@ REDIRECT_VARIABLES: Final = frozenset(
 )
 """The nginx variables a redirect URL may name (``route.ingress_actions`` expands them)."""
 
+MAX_SECONDS: Final = 7 * 86400
+MAX_TRIES: Final = 10
+_NEXT_UPSTREAM_STATUSES: Final = frozenset({"500", "502", "503", "504", "403", "404", "429"})
 _VARIABLE: Final = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _UNSAFE: Final = re.compile(r"[\x00-\x20\x7f]")
 _HEADER_UNSAFE: Final = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
@@ -82,6 +88,9 @@ def parse_options(ingress: Ingress) -> tuple[IngressOptions, list[Diagnostic]]:
             read.text("x-forwarded-prefix", _header_value) if rewrite_target else None
         ),
         upstream_vhost=read.text("upstream-vhost", _authority),
+        connect_timeout=read.seconds("proxy-connect-timeout"),
+        read_timeout=read.seconds("proxy-read-timeout"),
+        **read.next_upstream(),
     )
     options = IngressOptions(
         ssl_redirect=read.boolean("ssl-redirect", default=True),
@@ -148,6 +157,53 @@ class _Reader:
             key, f"{value[:20]!r} is not a status from 300 to {highest}; {default} applies"
         )
         return default
+
+    def seconds(self, name: str) -> float:
+        """ingress-nginx's unitless seconds, above 0 and at most a week; 0 when unset."""
+        read = annotation_value(self.ingress, name)
+        if read is None:
+            return 0
+        value, key = read
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if 0 < number <= MAX_SECONDS:
+            return number
+        self.invalid(key, f"{value[:20]!r} is not a number of seconds from 0 to {MAX_SECONDS}")
+        return 0
+
+    def next_upstream(self) -> dict[str, Any]:
+        """``proxy-next-upstream`` (default ``error timeout``), ``-tries`` (default 3, ``0``
+        unlimited, which Coxswain bounds at ``MAX_TRIES``) and ``-timeout``, as
+        ``IngressActions`` fields; none when no annotation is set."""
+        policy = annotation_value(self.ingress, "proxy-next-upstream")
+        tries = annotation_value(self.ingress, "proxy-next-upstream-tries")
+        timeout = self.seconds("proxy-next-upstream-timeout")
+        if policy is None and tries is None and not timeout:
+            return {}
+        count = 3
+        if tries is not None:
+            if tries[0].strip().isdigit() and int(tries[0]) <= MAX_TRIES:
+                count = int(tries[0]) or MAX_TRIES
+            else:
+                self.invalid(
+                    tries[1], f"{tries[0][:20]!r} is not a count to {MAX_TRIES}; 3 applies"
+                )
+        codes: list[int] = []
+        for token in (policy[0] if policy is not None else "error timeout").split():
+            if token == "off":
+                count = 1
+            elif token.startswith("http_") and token[5:] in _NEXT_UPSTREAM_STATUSES:
+                codes.append(int(token[5:]))
+            elif token not in ("error", "timeout", "invalid_header", "non_idempotent"):
+                assert policy is not None
+                self.invalid(policy[1], f"{token[:20]!r} is not a proxy-next-upstream case")
+        return {
+            "next_upstream_tries": count,
+            "next_upstream_codes": pvector(sorted(set(codes))),
+            "next_upstream_timeout": timeout,
+        }
 
     def aliases(self) -> tuple[str, ...]:
         read = annotation_value(self.ingress, "server-alias")

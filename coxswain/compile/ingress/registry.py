@@ -82,6 +82,7 @@ _REGEX = (
     "matching applies to this Ingress's paths only, where ingress-nginx applies it to every "
     "path of the host"
 )
+_H1_ONLY = "applies to HTTP/1.1 backends; HTTP/2 backends keep the proxy's own"
 _PEER = "the client is the connection's peer address; X-Forwarded-For is not consulted"
 _FAIL_CLOSED = "the Ingress's paths answer 503 rather than serve unprotected"
 _VARIABLES = (
@@ -140,12 +141,16 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
         "a declared Content-Length over the limit gets 413; a chunked body is not counted yet, "
         "and an Ingress without the annotation has no limit of its own (ingress-nginx: 1m)",
     ),
-    "proxy-connect-timeout": AnnotationInfo(_N),
+    "proxy-connect-timeout": AnnotationInfo(_D, _H1_ONLY),
     "proxy-send-timeout": AnnotationInfo(_N),
-    "proxy-read-timeout": AnnotationInfo(_N),
-    "proxy-next-upstream": AnnotationInfo(_N),
-    "proxy-next-upstream-tries": AnnotationInfo(_N),
-    "proxy-next-upstream-timeout": AnnotationInfo(_N),
+    "proxy-read-timeout": AnnotationInfo(_D, _H1_ONLY),
+    "proxy-next-upstream": AnnotationInfo(
+        _D,
+        "errors and timeouts are always tried again, even when not listed; a request with a "
+        "body never is (non_idempotent is accepted, without effect)",
+    ),
+    "proxy-next-upstream-tries": AnnotationInfo(_D, "0 (unlimited) is bounded at 10 tries"),
+    "proxy-next-upstream-timeout": AnnotationInfo(_H),
     "proxy-request-buffering": AnnotationInfo(_I, _STREAMS),
     "proxy-buffering": AnnotationInfo(_I, _STREAMS),
     "proxy-buffer-size": AnnotationInfo(_I, _STREAMS),

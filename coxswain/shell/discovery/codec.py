@@ -477,6 +477,12 @@ def _read_ingress_actions(wire: pb.IngressActions) -> IngressActions:
         auth_realm=wire.auth_realm if wire.HasField("auth_realm") else None,
         auth_users=pvector((c.user, c.hash) for c in wire.auth_users),
         max_body=wire.max_body,
+        connect_timeout=wire.connect_timeout,
+        send_timeout=wire.send_timeout,
+        read_timeout=wire.read_timeout,
+        next_upstream_tries=wire.next_upstream_tries,
+        next_upstream_codes=pvector(wire.next_upstream_codes),
+        next_upstream_timeout=wire.next_upstream_timeout,
     )
 
 

@@ -703,6 +703,12 @@ class IngressActions(_message.Message):
     AUTH_REALM_FIELD_NUMBER: _builtins.int
     AUTH_USERS_FIELD_NUMBER: _builtins.int
     MAX_BODY_FIELD_NUMBER: _builtins.int
+    CONNECT_TIMEOUT_FIELD_NUMBER: _builtins.int
+    SEND_TIMEOUT_FIELD_NUMBER: _builtins.int
+    READ_TIMEOUT_FIELD_NUMBER: _builtins.int
+    NEXT_UPSTREAM_TRIES_FIELD_NUMBER: _builtins.int
+    NEXT_UPSTREAM_CODES_FIELD_NUMBER: _builtins.int
+    NEXT_UPSTREAM_TIMEOUT_FIELD_NUMBER: _builtins.int
     app_root: _builtins.str
     redirect: _builtins.str
     redirect_status: _builtins.int
@@ -713,12 +719,19 @@ class IngressActions(_message.Message):
     denied: _builtins.str
     auth_realm: _builtins.str
     max_body: _builtins.int
+    connect_timeout: _builtins.float
+    send_timeout: _builtins.float
+    read_timeout: _builtins.float
+    next_upstream_tries: _builtins.int
+    next_upstream_timeout: _builtins.float
     @_builtins.property
     def allow_sources(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
     def deny_sources(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
     def auth_users(self) -> _containers.RepeatedCompositeFieldContainer[Global___Credential]: ...
+    @_builtins.property
+    def next_upstream_codes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
     def __init__(
         self,
         *,
@@ -735,10 +748,16 @@ class IngressActions(_message.Message):
         auth_realm: _builtins.str | None = ...,
         auth_users: _abc.Iterable[Global___Credential] | None = ...,
         max_body: _builtins.int = ...,
+        connect_timeout: _builtins.float = ...,
+        send_timeout: _builtins.float = ...,
+        read_timeout: _builtins.float = ...,
+        next_upstream_tries: _builtins.int = ...,
+        next_upstream_codes: _abc.Iterable[_builtins.int] | None = ...,
+        next_upstream_timeout: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_denied", b"_denied", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "app_root", b"app_root", "auth_realm", b"auth_realm", "denied", b"denied", "host_redirect", b"host_redirect", "redirect", b"redirect", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_denied", b"_denied", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "allow_sources", b"allow_sources", "app_root", b"app_root", "auth_realm", b"auth_realm", "auth_users", b"auth_users", "denied", b"denied", "deny_sources", b"deny_sources", "host_redirect", b"host_redirect", "max_body", b"max_body", "redirect", b"redirect", "redirect_status", b"redirect_status", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_denied", b"_denied", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "allow_sources", b"allow_sources", "app_root", b"app_root", "auth_realm", b"auth_realm", "auth_users", b"auth_users", "connect_timeout", b"connect_timeout", "denied", b"denied", "deny_sources", b"deny_sources", "host_redirect", b"host_redirect", "max_body", b"max_body", "next_upstream_codes", b"next_upstream_codes", "next_upstream_timeout", b"next_upstream_timeout", "next_upstream_tries", b"next_upstream_tries", "read_timeout", b"read_timeout", "redirect", b"redirect", "redirect_status", b"redirect_status", "rewrite_target", b"rewrite_target", "send_timeout", b"send_timeout", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__app_root: _TypeAlias = _typing.Literal["app_root"]  # noqa: Y015
     _WhichOneofArgType__app_root: _TypeAlias = _typing.Literal["_app_root", b"_app_root"]  # noqa: Y015
