@@ -14,6 +14,7 @@ from coxswain.cli.types import (
     VIP_SERVICE_TYPES,
     HelpFormatter,
     add_port_share_flag,
+    class_names,
     networks,
     scope,
     selector,
@@ -141,6 +142,19 @@ def _add_compile_config(parser: argparse.ArgumentParser) -> None:
         help="the IngressClass spec.controller served",
     )
     parser.add_argument(
+        "--ingress-class",
+        type=class_names,
+        default=(),
+        metavar="NAME[,NAME]",
+        help="class names whose Ingresses are served whatever their IngressClass's controller "
+        "(e.g. nginx, to see the takeover of ingress-nginx's Ingresses)",
+    )
+    parser.add_argument(
+        "--ingress-without-class",
+        action="store_true",
+        help="serve Ingresses that name no class even when no default IngressClass is ours",
+    )
+    parser.add_argument(
         "--controller-name",
         default=DEFAULT_GATEWAY_CONTROLLER,
         metavar="NAME",
@@ -219,6 +233,8 @@ def _compile(args: argparse.Namespace) -> int:
         return EXIT_UNREADABLE
     config = CompileConfig(
         ingress_controller=args.ingress_controller_name,
+        ingress_class_names=args.ingress_class,
+        ingress_without_class=args.ingress_without_class,
         gateway_controller=args.controller_name,
         namespace=args.namespace,
         shared_proxy_selector=pmap(args.shared_proxy_selector),

@@ -168,3 +168,24 @@ def test_the_migration_guide_table_is_the_registry() -> None:
     rows = re.findall(r"^\| `([a-z0-9-]+)` \| ([a-z-]+) \|", text, flags=re.MULTILINE)
     assert dict(rows) == {name: str(info.klass) for name, info in ANNOTATIONS.items()}
     assert len(rows) == len(ANNOTATIONS)
+
+
+def test_taking_over_serves_the_named_class_and_unclassed_ingresses(dump: Path) -> None:
+    plain = run("compile", "-f", str(dump), "-o", "json")
+    assert json.loads(plain.stdout)["ingress"]["hosts"] == {}  # class nginx: someone else's
+    taken = run(
+        "compile", "-f", str(dump), "-o", "json", "--ingress-class", "nginx", "--emit", "snapshot"
+    )
+    assert taken.returncode == 0, taken.stderr
+    hosts = json.loads(taken.stdout)["ingress"]["hosts"]
+    assert {hosts["*"]["default_backend"]["route"]["name"]} <= {"shop", "plain"}
+
+
+def test_ingress_without_class_takes_unclassed_ingresses(tmp_path: Path) -> None:
+    body = ingress_body("bare", {})
+    del body["spec"]["ingressClassName"]  # type: ignore[attr-defined]
+    dump = tmp_path / "bare.yaml"
+    dump.write_text(yaml.safe_dump(body))
+    assert json.loads(run("compile", "-f", str(dump)).stdout)["ingress"]["hosts"] == {}
+    taken = json.loads(run("compile", "-f", str(dump), "--ingress-without-class").stdout)
+    assert taken["ingress"]["hosts"]["*"]["default_backend"]["route"]["name"] == "bare"
