@@ -36,6 +36,7 @@ __all__ = [
     "INGRESS_ACTION_FIELDS",
     "Backend",
     "BackendProtocol",
+    "Canary",
     "Certificate",
     "Endpoint",
     "IngressActions",
@@ -151,6 +152,23 @@ class UpstreamTLS:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Canary:
+    """A canary Ingress's backend for a path of another Ingress (ingress-nginx's ``canary``
+    annotations; the proxy's side: ``route.canary``). ``header`` with ``header_value`` or
+    ``header_pattern`` (RE2, searched in the value), ``cookie``, then ``weight`` out of
+    ``weight_total`` decide, in that order; ``route`` is the canary Ingress's path."""
+
+    backend: Backend
+    route: RouteRef
+    header: str | None = None
+    header_value: str | None = None
+    header_pattern: str | None = None
+    cookie: str | None = None
+    weight: int = 0
+    weight_total: int = 100
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class IngressActions:
     """What an Ingress path does besides forwarding, from ingress-nginx's annotations
     (docs/migrating-from-ingress-nginx.md; the proxy's side: ``route.ingress_actions``).
@@ -188,6 +206,7 @@ class IngressActions:
             (``proxy-next-upstream: http_502 …``); errors and timeouts always do.
         next_upstream_timeout: seconds all tries together may take
             (``proxy-next-upstream-timeout``; 0: no bound).
+        canary: another Ingress's canary backend for this path.
     """
 
     app_root: str | None = None
@@ -209,13 +228,18 @@ class IngressActions:
     next_upstream_tries: int = 0
     next_upstream_codes: PVector[int] = pvector()
     next_upstream_timeout: float = 0
+    canary: Canary | None = None
 
     @property
     def checks_each_request(self) -> bool:
         """Whether the proxy must look at each request's client, credentials or body size
         (``route.ingress_access``), which a cached decision cannot."""
         return bool(
-            self.allow_sources or self.deny_sources or self.auth_realm is not None or self.max_body
+            self.allow_sources
+            or self.deny_sources
+            or self.auth_realm is not None
+            or self.max_body
+            or self.canary is not None
         )
 
 

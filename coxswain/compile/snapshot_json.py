@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.snapshot import (
         Backend,
+        Canary,
         Certificate,
         Cors,
         GatewayRule,
@@ -165,11 +166,27 @@ def _ingress_actions_data(actions: IngressActions) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for name in INGRESS_ACTION_FIELDS:
         value = getattr(actions, name)
-        if isinstance(value, str | int | float):
+        if name == "canary":
+            if value is not None:
+                data[name] = _canary_data(value)
+        elif isinstance(value, str | int | float):
             if value != 0:
                 data[name] = value
         elif value:  # a vector: of strings, or of (user, hash) pairs
             data[name] = [list(v) if isinstance(v, tuple) else v for v in value]
+    return data
+
+
+def _canary_data(canary: Canary) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "backend": _backend_data(canary.backend),
+        "route": _route_data(canary.route),
+        "weight": canary.weight,
+        "weight_total": canary.weight_total,
+    }
+    for name in ("header", "header_value", "header_pattern", "cookie"):
+        if (value := getattr(canary, name)) is not None:
+            data[name] = value
     return data
 
 

@@ -20,6 +20,7 @@ from coxswain.compile.snapshot import (
     INGRESS_ACTION_FIELDS,
     Backend,
     BackendProtocol,
+    Canary,
     Certificate,
     ClientValidation,
     Cors,
@@ -163,19 +164,39 @@ def _rule(data: Mapping[str, Any], where: str) -> PathRule:
         raise SnapshotFormatError(
             f"{where}.match: expected Exact, Prefix or Regex, found {match!r}"
         )
-    route = _object(data.get("route"), f"{where}.route")
     return PathRule(
         path=_typed(data.get("path"), str, f"{where}.path"),
         match=PathMatch(match),
         backend=_backend(_object(data.get("backend"), f"{where}.backend"), f"{where}.backend"),
-        route=RouteRef(
-            kind=_typed(route.get("kind"), str, f"{where}.route.kind"),
-            namespace=_typed(route.get("namespace"), str, f"{where}.route.namespace"),
-            name=_typed(route.get("name"), str, f"{where}.route.name"),
-            rule=_typed(route.get("rule"), str, f"{where}.route.rule"),
-        ),
+        route=_path_route(data.get("route"), f"{where}.route"),
         tls_redirect=_typed(data.get("tls_redirect", False), bool, f"{where}.tls_redirect"),
         actions=_ingress_actions(data.get("actions"), f"{where}.actions"),
+    )
+
+
+def _path_route(value: object, where: str) -> RouteRef:
+    route = _object(value, where)
+    return RouteRef(
+        kind=_typed(route.get("kind"), str, f"{where}.kind"),
+        namespace=_typed(route.get("namespace"), str, f"{where}.namespace"),
+        name=_typed(route.get("name"), str, f"{where}.name"),
+        rule=_typed(route.get("rule"), str, f"{where}.rule"),
+    )
+
+
+def _canary(value: object, where: str) -> Canary | None:
+    if value is None:
+        return None
+    data = _object(value, where)
+    return Canary(
+        backend=_backend(_object(data.get("backend"), f"{where}.backend"), f"{where}.backend"),
+        route=_path_route(data.get("route"), f"{where}.route"),
+        header=_optional(data.get("header"), str, f"{where}.header"),
+        header_value=_optional(data.get("header_value"), str, f"{where}.header_value"),
+        header_pattern=_optional(data.get("header_pattern"), str, f"{where}.header_pattern"),
+        cookie=_optional(data.get("cookie"), str, f"{where}.cookie"),
+        weight=_typed(data.get("weight", 0), int, f"{where}.weight"),
+        weight_total=_typed(data.get("weight_total", 100), int, f"{where}.weight_total"),
     )
 
 
@@ -223,6 +244,7 @@ def _ingress_actions(value: object, where: str) -> IngressActions | None:
             data.get("next_upstream_timeout"), f"{where}.next_upstream_timeout"
         )
         or 0,
+        canary=_canary(data.get("canary"), f"{where}.canary"),
     )
 
 

@@ -44,6 +44,11 @@ def _ingress_action_notes(actions: IngressActions) -> list[str]:
         notes.append(f"basic auth, {len(actions.auth_users)} user(s)")
     if actions.max_body:
         notes.append(f"body <= {actions.max_body} bytes")
+    if (canary := actions.canary) is not None:
+        b = canary.backend
+        notes.append(
+            f"canary {b.namespace}/{b.service}:{b.port} {canary.weight}/{canary.weight_total}"
+        )
     if actions.host_redirect is not None:
         notes.append(f"308 to host {actions.host_redirect}")
     if actions.app_root is not None:

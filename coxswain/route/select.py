@@ -40,7 +40,7 @@ from coxswain.route.target import origin_form
 
 if TYPE_CHECKING:
     from coxswain.compile.regex import PrefixMatch
-    from coxswain.compile.snapshot import PathRule
+    from coxswain.compile.snapshot import Backend, Canary, PathRule
     from coxswain.route.request import RequestHead
     from coxswain.route.table import RouteTable
 
@@ -174,11 +174,24 @@ def _select(table: RouteTable, head: RequestHead) -> Decision:
     timeouts = (actions.connect_timeout, actions.read_timeout)
     if sent.action is None and not actions.checks_each_request and not any(timeouts):
         return decision
+    canary = actions.canary
     return dataclasses.replace(
         decision,
         action=sent.action,
         checks=actions if actions.checks_each_request else None,
         timeouts=timeouts if any(timeouts) else None,
+        backends=decision.backends
+        if canary is None or decision.status is not None
+        else _weighted(rule.backend, canary),
+    )
+
+
+def _weighted(main: Backend, canary: Canary) -> tuple[Backend, ...]:
+    """The main and canary backends weighed for the proxy's draw (``route.canary``, rule 3)."""
+    weight = min(canary.weight, canary.weight_total)
+    return (
+        dataclasses.replace(main, weight=canary.weight_total - weight),
+        dataclasses.replace(canary.backend, weight=weight),
     )
 
 

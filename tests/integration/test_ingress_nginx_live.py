@@ -252,3 +252,37 @@ def test_proxy_next_upstream_tries_again_on_a_listed_status(tmp_path: Path) -> N
         assert status == 503  # three tries in all
 
     run_proxy(tmp_path, compiled(ingress, plain), client)
+
+
+def test_canary_by_header_cookie_and_weight(tmp_path: Path) -> None:
+    main = shop({}, ("/", "Prefix", "one"))
+    canary = shop(
+        {
+            NGINX + "canary": "true",
+            NGINX + "canary-by-header": "X-Canary",
+            NGINX + "canary-by-cookie": "try_canary",
+            NGINX + "canary-weight": "30",
+        },
+        ("/", "Prefix", "two"),
+    )
+    canary["metadata"]["name"] = "shop-canary"
+
+    def served_by(headers: dict[str, str]) -> str:
+        response, data = request(run_ports[0], "GET", "/", host="shop.example.com", headers=headers)
+        assert response.status == 200
+        return str(echoed(data)["backend"])
+
+    run_ports: list[int] = []
+
+    def client(run: Running) -> None:
+        run_ports.append(run.http_port)
+        for _ in range(5):
+            assert served_by({"X-Canary": "always"}) == "two"
+            assert served_by({"X-Canary": "never", "Cookie": "try_canary=always"}) == "one"
+            assert served_by({"Cookie": "a=b; try_canary=always"}) == "two"
+            assert served_by({"Cookie": "try_canary=never"}) == "one"
+        # the weight: 30 of 100; 300 draws give 90 on average, sd 7.9; 40 to 140 is ±6 sd
+        drawn = [served_by({}) for _ in range(300)]
+        assert 40 <= drawn.count("two") <= 140
+
+    run_proxy(tmp_path, compiled(main, canary), client)

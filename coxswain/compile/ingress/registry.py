@@ -166,13 +166,15 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
         _I, "Coxswain manages the backend connection's Connection header itself"
     ),
     # Traffic splitting
-    "canary": AnnotationInfo(_N),
-    "canary-by-header": AnnotationInfo(_N),
-    "canary-by-header-value": AnnotationInfo(_N),
-    "canary-by-header-pattern": AnnotationInfo(_N),
-    "canary-by-cookie": AnnotationInfo(_N),
-    "canary-weight": AnnotationInfo(_N),
-    "canary-weight-total": AnnotationInfo(_N),
+    "canary": AnnotationInfo(
+        _D, "one canary per path; its Ingress's other annotations are not applied"
+    ),
+    "canary-by-header": AnnotationInfo(_H),
+    "canary-by-header-value": AnnotationInfo(_H),
+    "canary-by-header-pattern": AnnotationInfo(_D, "RE2 syntax, where ingress-nginx has PCRE"),
+    "canary-by-cookie": AnnotationInfo(_H),
+    "canary-weight": AnnotationInfo(_H),
+    "canary-weight-total": AnnotationInfo(_H),
     "mirror-target": AnnotationInfo(_N),
     "mirror-host": AnnotationInfo(_N),
     "mirror-request-body": AnnotationInfo(_N),

@@ -24,7 +24,9 @@ Rules:
    ones and before prefixes, longest first (ingress-nginx orders its regex locations by
    descending length and nginx takes the first that matches). A ``rewrite-target`` naming a
    capture group its path does not have is dropped for that path.
-9. Annotation actions (``snapshot.IngressActions``) go on every path of their Ingress and on
+9. Canary Ingresses serve nothing of their own: their paths become canary backends of the
+   same paths of main Ingresses (``compile.ingress.canary``).
+10. Annotation actions (``snapshot.IngressActions``) go on every path of their Ingress and on
    its default backend (without the rewrite, which needs a path's pattern);
    ``server-alias`` and ``from-to-www-redirect`` add hosts (``compile.ingress.aliases``).
 """
@@ -43,6 +45,7 @@ from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.ingress.access import Access, read_access
 from coxswain.compile.ingress.aliases import HostExtras, add_host_extras
 from coxswain.compile.ingress.annotations import IngressOptions, parse_options
+from coxswain.compile.ingress.canary import CanaryPaths, attach_canaries, is_canary
 from coxswain.compile.ingress.certificates import has_certificate
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.regex import compile_prefix_pattern
@@ -94,9 +97,20 @@ def ingress_hosts(
     found: list[Diagnostic] = []
     read: set[ObjectKey] = set()
     extras: list[HostExtras] = []
+    canaries: list[CanaryPaths] = []
     for ingress in ingresses:
         options, problems = parse_options(ingress)
         found.extend(problems)
+        if is_canary(
+            ingress
+        ):  # served as other Ingresses' canary backends (compile.ingress.canary)
+            keyed = [
+                (r.host or CATCH_ALL, _path_match(options, p), p)
+                for r in ingress.rules
+                for p in r.paths
+            ]
+            canaries.append(CanaryPaths(ingress=ingress, paths=keyed))
+            continue
         options = _with_access(options, read_access(ingress, secrets, found, read))
         own_hosts: list[str] = []
         served: dict[str, PathRule] = {}  # host → the Ingress's first path served there
@@ -165,6 +179,12 @@ def ingress_hosts(
                 tls_redirect=_tls_redirect(options, certificates, host),
                 actions=_without_rewrite(options),
             )
+    attach_canaries(
+        paths,
+        canaries,
+        lambda ingress, path: _backend(ingress, path.backend, services, found, read),
+        found,
+    )
     hosts = {
         host: VirtualHost(
             host=host,

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Final
 from coxswain.http1.serialize import check_fields
 from coxswain.route import RequestHead as RouteHead
 from coxswain.route import build_table, select
+from coxswain.route.canary import CanaryCheck
 from coxswain.route.forward import WireEdits, wire_edits
 from coxswain.route.htpasswd import verify
 from coxswain.route.ingress_access import AccessCheck
@@ -108,6 +109,7 @@ class Served:
 
     __slots__ = (
         "_access",
+        "_canaries",
         "_edits",
         "_fronts",
         "_header_ports",
@@ -149,6 +151,7 @@ class Served:
         self._routes: dict[tuple[int, bytes, bytes, bytes | None, str | None], Routed] = {}
         self._edits: dict[int, WireEdits | ValueError] = {}
         self._access: dict[int, AccessCheck] = {}
+        self._canaries: dict[int, CanaryCheck] = {}
         self._verified: dict[bytes, bool] = {}
 
     def route(
@@ -167,9 +170,18 @@ class Served:
             (v.decode("latin-1") for n, v in head.headers if n.lower() == b"authorization"), None
         )
         refused = check.refusal(client, authorization, head.content_length, self._verify)
-        if refused is None:
-            return routed
         decision = routed.decision
+        if refused is None:
+            if checks.canary is None or len(decision.backends) != 2:  # not forwarded
+                return routed
+            chosen = self._canaries.get(id(checks.canary))
+            if chosen is None:
+                chosen = self._canaries[id(checks.canary)] = CanaryCheck(checks.canary)
+            to_canary = chosen.choice(head.headers)
+            if to_canary is None:
+                return routed  # the weighted draw between the two decides
+            backend = dataclasses.replace(decision.backends[1 if to_canary else 0], weight=1)
+            return Routed(dataclasses.replace(decision, backends=(backend,), checks=None))
         return Routed(
             dataclasses.replace(
                 decision,

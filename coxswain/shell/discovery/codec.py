@@ -23,6 +23,7 @@ from coxswain.compile.snapshot import (
     INGRESS_ACTION_FIELDS,
     Backend,
     BackendProtocol,
+    Canary,
     Certificate,
     ClientValidation,
     Cors,
@@ -247,6 +248,7 @@ def _path_rule(rule: PathRule) -> pb.PathRule:
     if rule.actions is not None:
         fields = {n: getattr(rule.actions, n) for n in INGRESS_ACTION_FIELDS}
         fields["auth_users"] = [pb.Credential(user=u, hash=h) for u, h in rule.actions.auth_users]
+        fields["canary"] = None if rule.actions.canary is None else _canary(rule.actions.canary)
         message.actions.CopyFrom(
             pb.IngressActions(**{n: v for n, v in fields.items() if v is not None})
         )
@@ -462,6 +464,32 @@ def _read_path_rule(message: pb.PathRule) -> PathRule:
     )
 
 
+def _canary(canary: Canary) -> pb.Canary:
+    return pb.Canary(
+        backend=_backend(canary.backend),
+        route=_route(canary.route),
+        header=canary.header,
+        header_value=canary.header_value,
+        header_pattern=canary.header_pattern,
+        cookie=canary.cookie,
+        weight=canary.weight,
+        weight_total=canary.weight_total,
+    )
+
+
+def _read_canary(wire: pb.Canary) -> Canary:
+    return Canary(
+        backend=_read_backend(wire.backend),
+        route=_read_route(wire.route),
+        header=wire.header if wire.HasField("header") else None,
+        header_value=wire.header_value if wire.HasField("header_value") else None,
+        header_pattern=wire.header_pattern if wire.HasField("header_pattern") else None,
+        cookie=wire.cookie if wire.HasField("cookie") else None,
+        weight=wire.weight,
+        weight_total=wire.weight_total,
+    )
+
+
 def _read_ingress_actions(wire: pb.IngressActions) -> IngressActions:
     return IngressActions(
         app_root=wire.app_root if wire.HasField("app_root") else None,
@@ -483,6 +511,7 @@ def _read_ingress_actions(wire: pb.IngressActions) -> IngressActions:
         next_upstream_tries=wire.next_upstream_tries,
         next_upstream_codes=pvector(wire.next_upstream_codes),
         next_upstream_timeout=wire.next_upstream_timeout,
+        canary=_read_canary(wire.canary) if wire.HasField("canary") else None,
     )
 
 
