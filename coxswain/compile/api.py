@@ -70,14 +70,18 @@ def compile(  # noqa: A001 - the name the architecture gives the core's one entr
     )
     certificates, tls_found, secrets_read = ingress_certificates(ingresses, state)
     services = index_services(state)
-    hosts, rules_found, services_read = ingress_hosts(ingresses, services, certificates)
+    hosts, rules_found, services_read = ingress_hosts(
+        ingresses, services, certificates, state.secrets
+    )
     model = analyse_gateways(state, config, services, scope)
     cells = build_cells(model)
-    backends = [
-        rule.backend
+    rules = [
+        rule
         for vhost in hosts.values()
         for rule in (*vhost.paths, *((vhost.default,) if vhost.default else ()))
     ]
+    backends = [rule.backend for rule in rules]
+    backends.extend(r.actions.canary.backend for r in rules if r.actions and r.actions.canary)
     backends.extend(cells.backends)
     tls = dict(cells.tls)
     if certificates:

@@ -14,7 +14,7 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
-from coxswain.compile.snapshot import BackendProtocol
+from coxswain.compile.snapshot import INGRESS_ACTION_FIELDS, BackendProtocol
 from coxswain.compile.snapshot_read import SnapshotFormatError, snapshot_from_data
 
 if TYPE_CHECKING:
@@ -22,10 +22,12 @@ if TYPE_CHECKING:
 
     from coxswain.compile.snapshot import (
         Backend,
+        Canary,
         Certificate,
         Cors,
         GatewayRule,
         HeaderEdits,
+        IngressActions,
         ListenerHealth,
         ListenerTable,
         PathEdit,
@@ -147,13 +149,45 @@ def _vhost_data(vhost: VirtualHost) -> dict[str, Any]:
 
 
 def _rule_data(rule: PathRule) -> dict[str, Any]:
-    return {
+    data = {
         "path": rule.path,
         "match": str(rule.match),
         "backend": _backend_data(rule.backend),
         "route": _route_data(rule.route),
         "tls_redirect": rule.tls_redirect,
     }
+    if rule.actions is not None:
+        data["actions"] = _ingress_actions_data(rule.actions)
+    return data
+
+
+def _ingress_actions_data(actions: IngressActions) -> dict[str, Any]:
+    """The fields that are set, by their names in :class:`IngressActions`; lists as lists."""
+    data: dict[str, Any] = {}
+    for name in INGRESS_ACTION_FIELDS:
+        value = getattr(actions, name)
+        if name == "canary":
+            if value is not None:
+                data[name] = _canary_data(value)
+        elif isinstance(value, str | int | float):
+            if value != 0:
+                data[name] = value
+        elif value:  # a vector: of strings, or of (user, hash) pairs
+            data[name] = [list(v) if isinstance(v, tuple) else v for v in value]
+    return data
+
+
+def _canary_data(canary: Canary) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "backend": _backend_data(canary.backend),
+        "route": _route_data(canary.route),
+        "weight": canary.weight,
+        "weight_total": canary.weight_total,
+    }
+    for name in ("header", "header_value", "header_pattern", "cookie"):
+        if (value := getattr(canary, name)) is not None:
+            data[name] = value
+    return data
 
 
 def _backend_data(backend: Backend) -> dict[str, Any]:

@@ -529,11 +529,12 @@ def _secret(
         keypair=keypair,
         problem=problem,
         ca_bundle=ca_bundle,
+        htpasswd=data["auth"].decode("utf-8", "replace") if "auth" in data else None,
         diagnostics=fields.diagnostics(),
     )
 
 
-_SECRET_KEYS_READ: Final = ("tls.crt", "tls.key", "ca.crt")
+_SECRET_KEYS_READ: Final = ("tls.crt", "tls.key", "ca.crt", "auth")
 
 
 def _secret_data(fields: FieldReader, raw: Mapping[str, Any]) -> dict[str, bytes]:

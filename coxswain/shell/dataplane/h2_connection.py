@@ -422,7 +422,7 @@ class H2Session(H2Sender):
         served = proxy.served
         assert served is not None
         spec = self.spec
-        routed = served.route(spec.port, head, tls=spec.tls, sni=self.sni)
+        routed = served.route(spec.port, head, tls=spec.tls, sni=self.sni, client=self.client)
         decision = routed.decision
         exchange = Exchange()
         answer: Answer | None = None

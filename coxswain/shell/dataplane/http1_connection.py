@@ -230,7 +230,7 @@ async def _request(
     started = time.perf_counter()
     served = proxy.served
     assert served is not None
-    routed = served.route(spec.port, head, tls=spec.tls, sni=sni)
+    routed = served.route(spec.port, head, tls=spec.tls, sni=sni, client=client)
     decision = routed.decision
     keep_alive = head.keep_alive
     exchange = Exchange()

@@ -402,6 +402,10 @@ class Forwarder:
         tries = (
             None if retry is None else Tries(retry, per_try, back_off=self.back_off, timer=timer)
         )
+        connect_within, read_timeout = self.timeouts.connect, self.timeouts.read
+        if decision.timeouts is not None:  # an Ingress path's (route.decision)
+            connect_within = decision.timeouts[0] or connect_within
+            read_timeout = decision.timeouts[1] or read_timeout
         while True:
             upstream: Upstream | None = None
             reusable = False
@@ -413,7 +417,7 @@ class Forwarder:
                         upstream, endpoint, reused = await connect(
                             endpoints,
                             pool if idle_ok else None,
-                            within=self.timeouts.connect,
+                            within=connect_within,
                             tls=tls,
                         )
                     except ConnectFailed as err:
@@ -435,6 +439,7 @@ class Forwarder:
                                     client.skip_end()
                                 body_read = True
                             reader, parser = self._response_reader(upstream, timer)
+                            reader.read_timeout = read_timeout
                             parser.expect_response(head.method)
                             response = await _final_head(reader, upgrading=upgrade is not None)
                         except (trio.BrokenResourceError, trio.ClosedResourceError, Answer) as err:
