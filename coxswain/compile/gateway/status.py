@@ -105,6 +105,7 @@ SUPPORTED_FEATURES: Final = (
     "HTTPRouteSchemeRedirect",
     "ListenerSet",
     "ReferenceGrant",
+    "TLSRoute",
 )
 """What the project passes, by conformance name. Not declared, though built:
 GatewayFrontendClientCertificateValidationInsecureFallback, whose scenario fails where a client
