@@ -7,8 +7,8 @@ status is laid over the object's current one:
   (``metav1.Condition``: the time "the condition transitioned from one status to another");
   otherwise it gets ``now``;
 - a route's (every kind's: HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute)
-  ``status.parents`` keeps the entries of other controllers: the list is shared by every controller a route is attached to, and each owns its
-  own entries (GEP-1364, ``RouteParentStatus.controllerName``); so does a BackendTLSPolicy's
+  ``status.parents`` keeps the entries of other controllers: the list is shared by every
+  controller a route is attached to, and each owns its own entries (GEP-1364, ``RouteParentStatus.controllerName``); so does a BackendTLSPolicy's
   ``status.ancestors`` (``PolicyAncestorStatus.controllerName``), keyed by ``ancestorRef``; an
   empty list (a policy no route of ours reaches: the way our stale entries go) is not added to
   an object without one, so a policy of another implementation is never written to;
