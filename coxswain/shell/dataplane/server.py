@@ -36,7 +36,7 @@ import math
 import random
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final
 
 import trio
@@ -69,6 +69,7 @@ from coxswain.shell.dataplane.mirror import Mirrors
 from coxswain.shell.dataplane.pool import UpstreamPool
 from coxswain.shell.dataplane.relay_h2 import H2Relay
 from coxswain.shell.dataplane.served import Routed, Served, handshake_sni
+from coxswain.shell.dataplane.streams import StreamServer, StreamSettings
 from coxswain.shell.dataplane.tries import Answer, ClientProtocolError
 from coxswain.shell.dataplane.upstream import Forwarder, Timeouts
 from coxswain.shell.dataplane.wire import RECEIVE_SIZE, EventReader, Timer, Watchdog, own_answer
@@ -108,6 +109,7 @@ class ProxyConfig:
     # peers whose X-Real-IP, Forwarded and X-Forwarded-* are kept (route.forward, rule 3)
     trusted_proxies: tuple[Network, ...] = ()
     pass_server: bool = False  # keep the upstream's Server header (coxswain.route.relay)
+    streams: StreamSettings = field(default_factory=StreamSettings)  # layer 4 (.streams)
 
 
 _HEAD_WAIT: Final = object()
@@ -155,6 +157,13 @@ class Proxy:
     _nursery: trio.Nursery | None = None
     _applied: trio.Event = field(default_factory=trio.Event)
     _settled_at: float = -math.inf
+    _streams: StreamServer | None = None
+
+    @property
+    def streams(self) -> StreamServer:
+        """The layer-4 listeners (:mod:`.streams`); set once :meth:`serve` has started."""
+        assert self._streams is not None, "the proxy is not serving"
+        return self._streams
 
     @property
     def capacity(self) -> Capacity:
@@ -178,7 +187,7 @@ class Proxy:
         served = self.served
         if served is None or self.draining:
             return False
-        return all(
+        return self.streams.ready() and all(
             (entry := self.listeners.get(port)) is not None and entry.bound for port in served.specs
         )
 
@@ -217,6 +226,12 @@ class Proxy:
                     timeouts.tunnel_idle,
                 )
                 nursery.start_soon(watchdog.run)
+                self._streams = StreamServer(
+                    replace(self.config.streams, bind=self.config.bind),
+                    self.metrics.registry,
+                    self.rng,
+                )
+                await nursery.start(self._streams.run)
                 self._forwarder = Forwarder(
                     codec=self.codec,
                     watchdog=watchdog,
@@ -292,6 +307,7 @@ class Proxy:
         assert self._nursery is not None, "apply() before serve() started"
         for spec in plan.open:
             await self._nursery.start(self._serve_port, spec, must_bind)
+        await self.streams.apply(snapshot)
         log.info(
             "applied snapshot %s: opened %s, closed %s, kept %s",
             snapshot.version,
