@@ -227,7 +227,11 @@ class Proxy:
                 )
                 nursery.start_soon(watchdog.run)
                 self._streams = StreamServer(
-                    replace(self.config.streams, bind=self.config.bind),
+                    replace(
+                        self.config.streams,
+                        bind=self.config.bind,
+                        reuse_port=self.config.reuse_port,
+                    ),
                     self.metrics.registry,
                     self.rng,
                 )

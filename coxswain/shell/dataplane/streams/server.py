@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from coxswain.route.client_hello import MAX_HELLO, HelloReader, NeedMore, NotHello
+from coxswain.shell.dataplane.listen import open_reuseport_listeners
 from coxswain.shell.dataplane.streams.metrics import StreamMetrics
 from coxswain.shell.dataplane.streams.served import StreamServed
 from coxswain.shell.dataplane.streams.splice import splice
@@ -56,6 +57,7 @@ class StreamSettings:
     """The bounds of layer-4 forwarding, in seconds and counts."""
 
     bind: str = "127.0.0.1"
+    reuse_port: bool = False  # one of several worker processes (SO_REUSEPORT)
     hello_timeout: float = 10.0  # for a complete ClientHello, and a Terminate handshake
     connect_timeout: float = 5.0  # per endpoint
     idle_timeout: float = 600.0  # nothing either way (nginx stream proxy_timeout: 10 min)
@@ -156,13 +158,14 @@ class StreamServer:
                         port,
                         self.settings.bind,
                         self.settings.udp,
+                        self.settings.reuse_port,
                         entry.mark_bound,
                         task_status,
                     )
                     return
                 while True:
                     try:
-                        listeners = await trio.open_tcp_listeners(port, host=self.settings.bind)
+                        listeners = await self._open(port)
                         break
                     except OSError as err:
                         log.error("cannot listen on port %d: %s; trying again in 1 s", port, err)
@@ -176,6 +179,12 @@ class StreamServer:
                 await trio.serve_listeners(handler, listeners, handler_nursery=self._nursery)
         finally:
             entry.closed.set()
+
+    async def _open(self, port: int) -> list[trio.SocketListener]:
+        bind = self.settings.bind
+        if self.settings.reuse_port:
+            return await open_reuseport_listeners(port, host=bind)
+        return await trio.open_tcp_listeners(port, host=bind)
 
     def _handler(self, port: int, protocol: str) -> Callable[[trio.SocketStream], Awaitable[None]]:
         async def handle(stream: trio.SocketStream) -> None:

@@ -70,6 +70,7 @@ async def serve_udp(
     port: int,
     bind: str,
     settings: UdpSettings,
+    reuse_port: bool,
     bound: Callable[[], None],
     task_status: trio.TaskStatus[None],
 ) -> None:
@@ -81,6 +82,8 @@ async def serve_udp(
     listener = trio.socket.socket(family, kind, proto)
     with listener:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:  # the kernel keeps each client address on one worker
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         await listener.bind(address)
         bound()
         task_status.started()
