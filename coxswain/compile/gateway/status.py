@@ -105,7 +105,10 @@ SUPPORTED_FEATURES: Final = (
     "HTTPRouteSchemeRedirect",
     "ListenerSet",
     "ReferenceGrant",
+    "TCPRoute",
     "TLSRoute",
+    "TLSRouteModeTerminate",
+    "UDPRoute",
 )
 """What the project passes, by conformance name. Not declared, though built:
 GatewayFrontendClientCertificateValidationInsecureFallback, whose scenario fails where a client
