@@ -52,7 +52,9 @@ class NotHello:
 
 
 class HelloReader:
-    """Feed it the bytes of a connection as they come; it answers once it knows."""
+    """Feed it the bytes of a connection as they come; it answers once it knows. Bytes after
+    the record that completes the ClientHello are not looked at (a client may send more before
+    the ServerHello: early data, or a passthrough benchmark's payload)."""
 
     __slots__ = ("_handshake", "_pending", "_seen")
 
@@ -80,7 +82,10 @@ class HelloReader:
                 break
             self._handshake += pending[5 : 5 + length]
             del pending[: 5 + length]
-        return self._message()
+            result = self._message()
+            if not isinstance(result, NeedMore):
+                return result  # what follows the ClientHello is the backend's to read
+        return NeedMore()
 
     def _message(self) -> NeedMore | Hello | NotHello:
         handshake = self._handshake

@@ -30,6 +30,10 @@ def test_a_whole_client_hello_gives_its_server_name_lower_cased() -> None:
     assert HelloReader().feed(HELLO) == Hello("abc.example.com")
 
 
+def test_bytes_after_the_client_hello_are_not_read() -> None:
+    assert HelloReader().feed(HELLO + bytes(4096)) == Hello("abc.example.com")
+
+
 def test_a_client_hello_without_server_name() -> None:
     assert HelloReader().feed(_client_hello(None)) == Hello(None)
 
