@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Final
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import processes  # noqa: E402  (bench/ is not a package)
+import processes
 
 REPO: Final = Path(__file__).resolve().parents[1]
 STREAM_MODULE: Final = "/usr/lib/nginx/modules/ngx_stream_module.so"
@@ -107,7 +107,8 @@ def _snapshot(ports: dict[str, int], backends: dict[str, int]) -> dict[str, obje
     gateways = {}
     health = []
     endpoints = {}
-    for protocol, kind, host in (("TLS", "TLSRoute", SNI), ("TCP", "TCPRoute", "*"), ("UDP", "UDPRoute", "*")):  # fmt: skip
+    listeners = (("TLS", "TLSRoute", SNI), ("TCP", "TCPRoute", "*"), ("UDP", "UDPRoute", "*"))
+    for protocol, kind, host in listeners:
         port, backend_port = ports[protocol], backends[protocol]
         service = protocol.lower()
         backend = Backend(namespace="bench", service=service, port=backend_port)
@@ -149,7 +150,9 @@ def _snapshot(ports: dict[str, int], backends: dict[str, int]) -> dict[str, obje
     return snapshot_to_data(seal(snapshot))
 
 
-def _start_coxswain(fleet: processes.Fleet, root: Path, ports: dict[str, int], backends: dict[str, int]) -> None:  # fmt: skip
+def _start_coxswain(
+    fleet: processes.Fleet, root: Path, ports: dict[str, int], backends: dict[str, int]
+) -> None:
     file = root / "snapshot.json"
     file.write_text(json.dumps(_snapshot(ports, backends)))
     admin = processes.free_port()
