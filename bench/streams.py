@@ -158,7 +158,7 @@ def _start_coxswain(
     admin = processes.free_port()
     command = [sys.executable, "-m", "coxswain", "proxy", "--gateway", "bench/edge"]
     command += ["--snapshot", str(file), "--bind", "127.0.0.1", "--admin-port", str(admin)]
-    command += ["--drain-timeout", "1"]
+    command += ["--drain-timeout", "1", "--workers", "1"]
     fleet.start("coxswain", command, REPO)
 
     def ready() -> bool:

@@ -24,6 +24,7 @@ snapshots. Rules (Gateway API v1 TLSRoute, TCPRoute, UDPRoute; docs/architecture
 from __future__ import annotations
 
 import logging
+import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -290,12 +291,20 @@ class StreamServer:
         return None
 
     async def _connect(self, endpoints: list[Endpoint]) -> trio.SocketStream | None:
+        """A connection to the first endpoint that accepts one. Endpoints are addresses
+        (EndpointSlices hold IPs), so a plain connect does: no name lookup, and none of
+        ``open_tcp_stream``'s happy-eyeballs tasks on every connection."""
         for endpoint in endpoints:
+            family = socket.AF_INET6 if ":" in endpoint.address else socket.AF_INET
+            sock = trio.socket.socket(family, socket.SOCK_STREAM)
             with trio.move_on_after(self.settings.connect_timeout):
                 try:
-                    return await trio.open_tcp_stream(endpoint.address, endpoint.port)
+                    await sock.connect((endpoint.address, endpoint.port))
                 except OSError as err:
                     log.info("endpoint %s:%d: %s", endpoint.address, endpoint.port, err)
+                else:
+                    return trio.SocketStream(sock)
+            sock.close()
         return None
 
     async def _forward(

@@ -12,6 +12,7 @@ Routing is decided when a session opens: a new snapshot leaves open sessions as 
 
 from __future__ import annotations
 
+import math
 import socket
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -101,13 +102,21 @@ async def serve_udp(
                     )
                 else:
                     sessions.move_to_end(client)
-                session.scope.deadline = trio.current_time() + settings.idle_timeout
+                _touch(session.scope, settings.idle_timeout)
                 session.upstream += len(data)
-                try:
+                try:  # a trio socket's send yields, as its recvfrom does: the loop is fair
                     await session.upstream_socket.send(data)
                 except OSError:
                     session.scope.cancel()
-                await trio.lowlevel.checkpoint()
+
+
+def _touch(scope: trio.CancelScope, idle_timeout: float) -> None:
+    """Push the session's idle deadline on; at most once a second of it (moving a deadline
+    costs more than the datagram's own work), so a session ends between ``idle_timeout`` and
+    one second more after its last datagram."""
+    deadline = trio.current_time() + idle_timeout
+    if deadline - scope.deadline >= min(1.0, idle_timeout / 2) or scope.deadline == math.inf:
+        scope.deadline = deadline
 
 
 async def _open(
@@ -166,7 +175,7 @@ async def _answers(
                 except OSError:  # an ICMP port unreachable, read as ECONNREFUSED
                     await trio.lowlevel.checkpoint()
                     continue
-                session.scope.deadline = trio.current_time() + settings.idle_timeout
+                _touch(session.scope, settings.idle_timeout)
                 session.downstream += len(data)
                 try:
                     await listener.sendto(data, session.address)
