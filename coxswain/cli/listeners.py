@@ -197,6 +197,7 @@ def proxy_config(args: argparse.Namespace, *, reuse_port: bool) -> ProxyConfig:
             linger=args.lingering_timeout,
         ),
         streams=StreamSettings(
+            max_connections=args.max_connections,
             hello_timeout=args.tls_handshake_timeout,
             connect_timeout=args.upstream_connect_timeout,
             idle_timeout=args.stream_idle_timeout,

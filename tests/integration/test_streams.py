@@ -232,3 +232,25 @@ async def _udp_sessions_forward_both_ways_and_expire_when_idle() -> None:
             exposition = proxy.metrics.exposition().decode()
             assert 'outcome="opened",route="UDPRoute app/dns"} 2.0' in exposition
         nursery.cancel_scope.cancel()
+
+
+def test_connections_past_the_bound_are_closed_at_once() -> None:
+    trio.run(_connections_past_the_bound_are_closed_at_once)
+
+
+async def _connections_past_the_bound_are_closed_at_once() -> None:
+    async with trio.open_nursery() as nursery:
+        backend = await tcp_backend(nursery, "db")
+        port = free_port()
+        settings = StreamSettings(max_connections=1, hello_timeout=60.0)
+        async with running_proxy(settings) as proxy:
+            await proxy.apply(stream_snapshot(port, "TLS", [Route("*", "db", (backend,))]))
+            async with await trio.open_tcp_stream("127.0.0.1", port) as silent:
+                await silent.send_all(b"\x16\x03\x01")  # a ClientHello that never completes
+                exposition = ""
+                with trio.fail_after(30):
+                    while 'outcome="over_capacity"' not in exposition:
+                        async with await trio.open_tcp_stream("127.0.0.1", port) as extra:
+                            assert await extra.receive_some(10) == b""
+                        exposition = proxy.metrics.exposition().decode()
+        nursery.cancel_scope.cancel()

@@ -4,7 +4,8 @@
   connections by local port, protocol, route (``kind namespace/name``, ``-`` when none) and
   outcome: ``forwarded``, ``no_route``, ``no_backend`` (no valid backend, or no ready
   endpoint), ``connect_failed``, ``bad_hello`` (not a ClientHello, or larger than 16 KiB),
-  ``hello_timeout``, ``handshake_failed`` (Terminate);
+  ``hello_timeout``, ``handshake_failed`` (Terminate), ``over_capacity`` (closed at once: the
+  proxy holds its most connections);
 - ``coxswain_stream_bytes_total{listener, route, direction}``: bytes forwarded,
   ``upstream`` (client to backend) or ``downstream``;
 - ``coxswain_udp_sessions_total{listener, route, outcome}``: UDP sessions ``opened``,

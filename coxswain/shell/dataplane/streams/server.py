@@ -19,6 +19,9 @@ snapshots. Rules (Gateway API v1 TLSRoute, TCPRoute, UDPRoute; docs/architecture
    established connections, but one whose route (or port) the new snapshot no longer serves
    is closed after ``drain`` seconds.
 5. Both directions are spliced (:mod:`.splice`): backpressure, half-close, idle timeout.
+6. At most ``max_connections`` TLS and TCP connections are open at once; a connection past
+   it is closed at once (``over_capacity``), so a flood of silent clients costs bounded
+   descriptors and leaves the HTTP listeners theirs.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ class StreamSettings:
     connect_timeout: float = 5.0  # per endpoint
     idle_timeout: float = 600.0  # nothing either way (nginx stream proxy_timeout: 10 min)
     drain: float = 30.0  # a connection whose route was removed, before it is closed
+    max_connections: int = 16_384  # TLS and TCP connections open at once, per process
     udp: UdpSettings = field(default_factory=UdpSettings)
 
 
@@ -98,6 +102,7 @@ class StreamServer:
         self.served: StreamServed | None = None
         self.sockets: dict[int, _Socket] = {}
         self._live: dict[int, _Live] = {}
+        self._connections = 0
         self._nursery: trio.Nursery | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -189,9 +194,15 @@ class StreamServer:
 
     def _handler(self, port: int, protocol: str) -> Callable[[trio.SocketStream], Awaitable[None]]:
         async def handle(stream: trio.SocketStream) -> None:
+            if self._connections >= self.settings.max_connections:
+                self.metrics.connection(port, protocol, "-", "over_capacity")
+                await trio.aclose_forcefully(stream)
+                return
+            self._connections += 1
             try:
                 await self._connection(stream, port, protocol)
             finally:
+                self._connections -= 1
                 await trio.aclose_forcefully(stream)
 
         return handle
