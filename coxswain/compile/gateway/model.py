@@ -29,6 +29,7 @@ from coxswain.compile.gateway.cross_serving import settle_cross_serving
 from coxswain.compile.gateway.gateway_refs import GatewayRefs, judge_gateway_refs
 from coxswain.compile.gateway.grpcroute import compile_grpc_route
 from coxswain.compile.gateway.httproute import compile_route
+from coxswain.compile.gateway.l4route import compile_stream_route
 from coxswain.compile.gateway.listeners import (
     SUPPORTED_PROTOCOLS,
     ListenerVerdict,
@@ -43,7 +44,7 @@ from coxswain.compile.gateway.placement import Placement, class_parameters, plac
 from coxswain.compile.gateway.ports import PORT_BAND, allocate_ports, outside_share
 from coxswain.compile.gateway.refgrants import index_grants
 from coxswain.compile.gateway.vip import service_addresses, vip_memory, vip_service_name
-from coxswain.compile.model.gateway_objects import GATEWAY_GROUP, GRPCRoute
+from coxswain.compile.model.gateway_objects import GATEWAY_GROUP, GRPCRoute, StreamRoute
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.scope import GatewayScope
 from coxswain.compile.status import Condition, problem
@@ -301,7 +302,7 @@ def own_listeners(
 
 def _candidate_routes(
     state: ClusterState, scope: Scope | None, listener_sets: list[ListenerSetVerdict]
-) -> list[Route]:
+) -> list[Route | StreamRoute]:
     if isinstance(scope, GatewayScope):
         # One Gateway's scope reads only the routes that name it or its ListenerSets (the
         # state's index, by namespace and name: attach_route checks the kind).
@@ -314,15 +315,20 @@ def _candidate_routes(
         ]
         keys = sorted({k for parent in parents for k in state.routes_by_parent.get(parent, ())})
     else:
-        keys = sorted([*state.grpcroutes, *state.httproutes])
-    found: list[Route] = []
+        keys = sorted([*state.grpcroutes, *state.httproutes, *state.streamroutes])
+    found: list[Route | StreamRoute] = []
     for key in keys:
-        found.append(state.httproutes[key] if key.kind == "HTTPRoute" else state.grpcroutes[key])
+        if key.kind == "HTTPRoute":
+            found.append(state.httproutes[key])
+        elif key.kind == "GRPCRoute":
+            found.append(state.grpcroutes[key])
+        else:
+            found.append(state.streamroutes[key])
     return found
 
 
 def _attach_routes(
-    candidates: list[Route],
+    candidates: list[Route | StreamRoute],
     state: ClusterState,
     services: ServiceIndex,
     grants: Grants,
@@ -341,11 +347,12 @@ def _attach_routes(
         parents = attach_route(route, parents_of, state.namespaces, detached)
         if not parents:
             continue
-        compiled = (
-            compile_grpc_route(route, services, grants)
-            if isinstance(route, GRPCRoute)
-            else compile_route(route, services, grants)
-        )
+        if isinstance(route, GRPCRoute):
+            compiled = compile_grpc_route(route, services, grants)
+        elif isinstance(route, StreamRoute):
+            compiled = compile_stream_route(route, services, grants)
+        else:
+            compiled = compile_route(route, services, grants)
         if compiled.accepted is not None:
             parents = [
                 ParentVerdict(
@@ -367,7 +374,7 @@ def _class_not_found(gateway: Gateway) -> Diagnostic:
     )
 
 
-def _parents_not_found(routes: list[Route], state: ClusterState) -> list[Diagnostic]:
+def _parents_not_found(routes: list[Route | StreamRoute], state: ClusterState) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     for route in routes:
         for ref in route.parent_refs:

@@ -106,6 +106,10 @@ SUPPORTED_FEATURES: Final = (
     "HTTPRouteSchemeRedirect",
     "ListenerSet",
     "ReferenceGrant",
+    "TCPRoute",
+    "TLSRoute",
+    "TLSRouteModeTerminate",
+    "UDPRoute",
 )
 """What the project passes, by conformance name (tests/conformance runs each scenario live)."""
 EXPERIMENTAL_FEATURES: Final = (

@@ -32,7 +32,7 @@ import math
 import random
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final
 
 import trio
@@ -60,6 +60,7 @@ from coxswain.shell.dataplane.mirror import Mirrors
 from coxswain.shell.dataplane.pool import UpstreamPool
 from coxswain.shell.dataplane.relay_h2 import H2Relay
 from coxswain.shell.dataplane.served import Routed, Served, handshake_sni
+from coxswain.shell.dataplane.streams import StreamServer, StreamSettings
 from coxswain.shell.dataplane.tls import peer_certificate
 from coxswain.shell.dataplane.upstream import Forwarder, Timeouts
 from coxswain.shell.dataplane.wire import RECEIVE_SIZE, Watchdog
@@ -100,6 +101,7 @@ class ProxyConfig:
     # peers whose X-Real-IP, Forwarded and X-Forwarded-* are kept (route.forward, rule 3)
     trusted_proxies: tuple[Network, ...] = ()
     pass_server: bool = False  # keep the upstream's Server header (coxswain.route.relay)
+    streams: StreamSettings = field(default_factory=StreamSettings)  # layer 4 (.streams)
 
 
 @dataclass(slots=True)
@@ -134,6 +136,13 @@ class Proxy:
     _nursery: trio.Nursery | None = None
     _applied: trio.Event = field(default_factory=trio.Event)
     _settled_at: float = -math.inf
+    _streams: StreamServer | None = None
+
+    @property
+    def streams(self) -> StreamServer:
+        """The layer-4 listeners (:mod:`.streams`); set once :meth:`serve` has started."""
+        assert self._streams is not None, "the proxy is not serving"
+        return self._streams
 
     @property
     def capacity(self) -> Capacity:
@@ -157,7 +166,7 @@ class Proxy:
         served = self.served
         if served is None or self.draining:
             return False
-        return all(
+        return self.streams.ready() and all(
             (entry := self.listeners.get(port)) is not None and entry.bound for port in served.specs
         )
 
@@ -204,6 +213,16 @@ class Proxy:
                     record=self.metrics.upstream_http2,
                 )
                 self.metrics.watch_upstream_http2(h2_pool.open_count, h2_pool.stream_count)
+                self._streams = StreamServer(
+                    replace(
+                        self.config.streams,
+                        bind=self.config.bind,
+                        reuse_port=self.config.reuse_port,
+                    ),
+                    self.metrics.registry,
+                    self.rng,
+                )
+                await nursery.start(self._streams.run)
                 self._forwarder = Forwarder(
                     codec=self.codec,
                     watchdog=watchdog,
@@ -278,6 +297,7 @@ class Proxy:
         assert self._nursery is not None, "apply() before serve() started"
         for spec in plan.open:
             await self._nursery.start(self._serve_port, spec, must_bind)
+        await self.streams.apply(snapshot)
         log.info(
             "applied snapshot %s: opened %s, closed %s, kept %s",
             snapshot.version,
