@@ -87,59 +87,45 @@ _SCOPED_KINDS: Final = frozenset({"Gateway", "EndpointSlice", "Ingress", "Ingres
 """Kinds whose changes a Gateway's scope checks against what it read; with the route kinds.
 A change to any other kind makes every scope compile again."""
 
+_Read = tuple[str, str, str]
+"""A ``ServiceIndex`` question: ``Service`` or ``EndpointSlice`` (a Service's slices), namespace,
+Service name."""
+
 
 @dataclass(frozen=True, slots=True)
 class _RecordedServices(ServiceIndex):
     """A ``ServiceIndex`` that records what it answered."""
 
-    calls: list[tuple[str, str, object]] = field(default_factory=list)
+    calls: set[_Read] = field(default_factory=set)
 
     def service(self, namespace: str, name: str) -> Service | None:
-        found = ServiceIndex.service(self, namespace, name)
-        self.calls.append((namespace, name, found))
-        return found
+        self.calls.add(("Service", namespace, name))
+        return ServiceIndex.service(self, namespace, name)
 
     def slices(self, namespace: str, name: str) -> list[EndpointSlice]:
-        found = ServiceIndex.slices(self, namespace, name)
-        self.calls.append((namespace, name, tuple(found)))
-        return found
+        self.calls.add(("EndpointSlice", namespace, name))
+        return ServiceIndex.slices(self, namespace, name)
 
 
 @dataclass(frozen=True, slots=True)
 class _RecordedGrants(Grants):
     """``Grants`` that record what they answered."""
 
-    calls: list[tuple[tuple[str, str, str], tuple[str, str, str, str], bool]] = field(
-        default_factory=list
-    )
+    asked: list[bool] = field(default_factory=list)
 
     def allows(self, *, source: tuple[str, str, str], target: tuple[str, str, str, str]) -> bool:
-        found = Grants.allows(self, source=source, target=target)
-        self.calls.append((source, target, found))
-        return found
+        self.asked.append(True)
+        return Grants.allows(self, source=source, target=target)
 
 
 @dataclass(frozen=True, slots=True)
 class _RouteEntry:
-    route: CommonRoute
-    services: tuple[tuple[str, str, object], ...]
-    grants: tuple[tuple[tuple[str, str, str], tuple[str, str, str, str], bool], ...]
-    compiled: CompiledRoute
+    """A compiled route, the Services its compile looked up (and whose slices), and whether it
+    asked a ReferenceGrant question."""
 
-    def holds(self, route: CommonRoute, services: ServiceIndex, grants: Grants) -> bool:
-        """Whether compiling ``route`` against these views would read the same answers."""
-        if route is not self.route:
-            return False
-        for namespace, name, found in self.services:
-            if isinstance(found, tuple):
-                now = services.slices(namespace, name)
-                if len(now) != len(found) or any(
-                    a is not b for a, b in zip(now, found, strict=True)
-                ):
-                    return False
-            elif services.service(namespace, name) is not found:
-                return False
-        return all(grants.allows(source=s, target=t) == a for s, t, a in self.grants)
+    route: CommonRoute
+    read: frozenset[_Read]
+    compiled: CompiledRoute
 
 
 @dataclass(slots=True, kw_only=True)
@@ -207,6 +193,9 @@ class CompileMemo:
         self._previous: ClusterState | None = None
         self._changed: frozenset[ObjectKey] | None = None  # None: everything
         self._routes: dict[ObjectKey, _RouteEntry] = {}
+        self._readers: dict[_Read, set[ObjectKey]] = {}  # what routes read → those routes
+        self._granted: set[ObjectKey] = set()  # routes that asked a ReferenceGrant question
+        self._texts_state: ClusterState | None = None
         self._texts = _Texts({})
         self._scopes: dict[Scope, _ScopeEntry] = {}
         self._outputs: _Outputs | None = None
@@ -274,17 +263,22 @@ class CompileMemo:
     # --- gateway.route_kinds.RouteCache -------------------------------------------------------
 
     def route(self, route: CommonRoute, services: ServiceIndex, grants: Grants) -> CompiledRoute:
-        """The compiled ``route``, reused when nothing it read changed."""
+        """The compiled ``route``, reused while it is the same object and nothing it read
+        changed (``_advance`` drops the entries a change concerns)."""
         key = route.meta.key
         entry = self._routes.get(key)
-        if entry is not None and entry.holds(route, services, grants):
+        if entry is not None and entry.route is route:
             return entry.compiled
         recorded_services = _RecordedServices(services.state)
         recorded_grants = _RecordedGrants(grants.by_namespace)
         compiled = compile_any_route(route, recorded_services, recorded_grants)
-        self._routes[key] = _RouteEntry(
-            route, tuple(recorded_services.calls), tuple(recorded_grants.calls), compiled
-        )
+        read = frozenset(recorded_services.calls)
+        self._drop_route(key)
+        self._routes[key] = _RouteEntry(route, read, compiled)
+        for service in read:
+            self._readers.setdefault(service, set()).add(key)
+        if recorded_grants.asked:
+            self._granted.add(key)
         return compiled
 
     # --- inside ----------------------------------------------------------------------------------
@@ -295,10 +289,38 @@ class CompileMemo:
             return
         self._previous, self._state = self._state, state
         self._changed = None if self._previous is None else _changes(self._previous, state)
-        self._texts = _Texts(self._texts.now)
-        for key in self._changed or ():
+        if self._changed is None:
+            for key in list(self._routes):
+                self._drop_route(key)
+            return
+        for key in self._changed:
             if key.kind in ROUTE_COMPILERS and _lookup(state, key) is None:
-                self._routes.pop(key, None)  # deleted
+                self._drop_route(key)  # deleted
+            elif key.kind == "ReferenceGrant":
+                for reader in list(self._granted):
+                    self._drop_route(reader)
+            elif key.kind == "Service":
+                self._drop_readers(("Service", key.namespace, key.name))
+            elif key.kind == "EndpointSlice" and self._previous is not None:
+                for namespace, name in _slice_services(key, self._previous, state):
+                    self._drop_readers(("EndpointSlice", namespace, name))
+
+    def _drop_readers(self, read: _Read) -> None:
+        for reader in list(self._readers.get(read, ())):
+            self._drop_route(reader)
+
+    def _drop_route(self, key: ObjectKey) -> None:
+        """Forget a compiled route, and its place in the relevance index."""
+        entry = self._routes.pop(key, None)
+        if entry is None:
+            return
+        self._granted.discard(key)
+        for service in entry.read:
+            readers = self._readers.get(service)
+            if readers is not None:
+                readers.discard(key)
+                if not readers:
+                    del self._readers[service]
 
     def _carried(self, was: ClusterState) -> bool:
         """Whether what was computed from ``was`` holds for the current state (the same, or
@@ -318,6 +340,9 @@ class CompileMemo:
         return outputs
 
     def _compiled(self, state: ClusterState, scope: Scope, config: CompileConfig) -> CompileResult:
+        if self._texts_state is not state:  # the first full compile of this state
+            self._texts_state = state
+            self._texts = _Texts(self._texts.now)
         parts = compile_parts(state, scope, config, self)
         services = index_services(state)
         slice_found = {key: tuple(slice_findings(services, (key,))) for key in parts.services_read}

@@ -56,7 +56,23 @@ def _svc_slices(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
+@st.composite
+def _svc_services(draw: st.DrawFn) -> dict[str, Any]:
+    """The Service every generated world's routes and Ingress use, its port moved or its
+    protocol changed (backends become invalid, or HTTP/2)."""
+    port: dict[str, Any] = {"port": draw(st.sampled_from((80, 8080)))}
+    if draw(st.booleans()):
+        port["appProtocol"] = "kubernetes.io/h2c"
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "svc", "namespace": "a"},
+        "spec": {"ports": [port]},
+    }
+
+
 _bodies = st.one_of(
+    _svc_services(),
     _svc_slices(),
     _svc_slices(),
     _svc_slices(),
@@ -132,7 +148,7 @@ def _same(memo: CompileMemo, state: ClusterState) -> None:
     assert memo.provision(state, CONFIG, served) == provision(state, CONFIG, served)
 
 
-@settings(max_examples=40)
+@settings(max_examples=50)
 @given(world=sc.worlds(), extra=gw.worlds, events=st.lists(_events, min_size=1, max_size=8))
 def test_incremental_compile_equals_compile_from_scratch(
     world: list[dict[str, Any]], extra: list[dict[str, Any]], events: list[tuple[str, Any]]
