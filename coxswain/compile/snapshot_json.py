@@ -18,7 +18,8 @@ from coxswain.compile.snapshot import INGRESS_ACTION_FIELDS, BackendProtocol
 from coxswain.compile.snapshot_read import SnapshotFormatError, snapshot_from_data
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from _hashlib import HASH
+    from collections.abc import Iterator, MutableMapping
 
     from coxswain.compile.snapshot import (
         Backend,
@@ -38,16 +39,21 @@ if TYPE_CHECKING:
         VirtualHost,
     )
 
+    # ``id`` of a rule → the rule (which keeps the ``id`` from being reused) and its JSON text.
+    RuleTexts = MutableMapping[int, tuple[GatewayRule, str]]
+
 __all__ = [
     "SnapshotFormatError",
     "dump_snapshot",
+    "head_digest",
     "seal",
+    "sealed_with",
     "snapshot_from_data",
     "snapshot_to_data",
 ]
 
 
-def seal(snapshot: Snapshot) -> Snapshot:
+def seal(snapshot: Snapshot, texts: RuleTexts | None = None) -> Snapshot:
     """The snapshot with ``version`` set to the hash of its content. Pure.
 
     The hash runs over the JSON form piece by piece (one compact, key-sorted JSON text per
@@ -55,22 +61,41 @@ def seal(snapshot: Snapshot) -> Snapshot:
     which compact JSON never contains), and a rule shared by several hosts or listeners is
     encoded once. No whole-document tree or string is built: at 100,000 rules that tree was
     most of the compile's time and memory.
+
+    ``texts`` keeps rules' JSON texts across calls (``compile.memo``): a rule object that was
+    encoded once is not encoded again; the version is the same with it or without it.
     """
+    return sealed_with(snapshot, head_digest(snapshot, texts))
+
+
+def head_digest(snapshot: Snapshot, texts: RuleTexts | None = None) -> HASH:
+    """The hash of everything but the endpoints table, the last cell hashed: an endpoint
+    change then re-hashes only the endpoints (``sealed_with`` on a copy)."""
     digest = hashlib.sha256()
-    for piece in _content_pieces(snapshot):
+    for piece in _content_pieces(snapshot, {} if texts is None else texts):
         digest.update(piece.encode())
+        digest.update(b"\n")
+    return digest
+
+
+def sealed_with(snapshot: Snapshot, head: HASH) -> Snapshot:
+    """``snapshot`` sealed, ``head`` being its ``head_digest`` (left as it is)."""
+    digest = head.copy()
+    encode = _CANONICAL.encode
+    for key, endpoints in sorted(snapshot.endpoints.items()):
+        digest.update(encode(["endpoints", key, [[e.address, e.port] for e in endpoints]]).encode())
         digest.update(b"\n")
     return replace(snapshot, version=f"sha256:{digest.hexdigest()}")
 
 
-def _content_pieces(snapshot: Snapshot) -> Iterator[str]:
-    """Everything ``snapshot_to_data`` holds but ``version``, as canonical JSON pieces."""
+def _content_pieces(snapshot: Snapshot, texts: RuleTexts) -> Iterator[str]:
+    """Everything ``snapshot_to_data`` holds but ``version`` and ``endpoints``, as canonical
+    JSON pieces; ``texts`` holds rules encoded already."""
     encode = _CANONICAL.encode
     ingress = snapshot.ingress
     yield encode(["scope", str(snapshot.scope), ingress.http_port, ingress.https_port])
     for host, vhost in sorted(ingress.hosts.items()):
         yield encode(["ingress", host, _vhost_data(vhost)])
-    encoded: dict[int, str] = {}  # id(rule) → JSON; every rule stays alive in the snapshot
     for port, tables in sorted(snapshot.gateways.items()):
         yield encode(["gateways", port, len(tables)])  # empty maps count as content too
         for hostname, table in sorted(tables.items()):
@@ -78,10 +103,10 @@ def _content_pieces(snapshot: Snapshot) -> Iterator[str]:
             for host, rules in sorted(table.hosts.items()):
                 yield encode(["host", host, len(rules)])
                 for rule in rules:
-                    text = encoded.get(id(rule))
-                    if text is None:
-                        text = encoded[id(rule)] = encode(_gateway_rule_data(rule))
-                    yield text
+                    known = texts.get(id(rule))
+                    if known is None or known[0] is not rule:
+                        known = texts[id(rule)] = (rule, encode(_gateway_rule_data(rule)))
+                    yield known[1]
     for port, validations in sorted(snapshot.client_certs.items()):
         yield encode(["client_certs", port, len(validations)])
         for host, c in sorted(validations.items()):
@@ -92,8 +117,6 @@ def _content_pieces(snapshot: Snapshot) -> Iterator[str]:
         yield encode(["tls", port, len(certificates)])
         for host, cert in sorted(certificates.items()):
             yield encode(["certificate", port, host, cert.chain_pem, cert.key_pem, cert.secret])
-    for key, endpoints in sorted(snapshot.endpoints.items()):
-        yield encode(["endpoints", key, [[e.address, e.port] for e in endpoints]])
 
 
 _CANONICAL: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"))

@@ -27,9 +27,6 @@ from coxswain.compile.gateway.attach import ParentVerdict, RouteVerdict, attach_
 from coxswain.compile.gateway.backend_tls import NO_POLICIES, BackendTLS, judge_backend_tls
 from coxswain.compile.gateway.cross_serving import settle_cross_serving
 from coxswain.compile.gateway.gateway_refs import GatewayRefs, judge_gateway_refs
-from coxswain.compile.gateway.grpcroute import compile_grpc_route
-from coxswain.compile.gateway.httproute import compile_route
-from coxswain.compile.gateway.l4route import compile_stream_route
 from coxswain.compile.gateway.listeners import (
     SUPPORTED_PROTOCOLS,
     ListenerVerdict,
@@ -43,8 +40,9 @@ from coxswain.compile.gateway.listenersets import (
 from coxswain.compile.gateway.placement import Placement, class_parameters, place_gateway
 from coxswain.compile.gateway.ports import PORT_BAND, allocate_ports, outside_share
 from coxswain.compile.gateway.refgrants import index_grants
+from coxswain.compile.gateway.route_kinds import compile_any_route
 from coxswain.compile.gateway.vip import service_addresses, vip_memory, vip_service_name
-from coxswain.compile.model.gateway_objects import GATEWAY_GROUP, GRPCRoute, StreamRoute
+from coxswain.compile.model.gateway_objects import GATEWAY_GROUP, StreamRoute
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.scope import GatewayScope
 from coxswain.compile.status import Condition, problem
@@ -53,6 +51,7 @@ if TYPE_CHECKING:
     from coxswain.compile.backends import ServiceIndex
     from coxswain.compile.config import CompileConfig
     from coxswain.compile.gateway.refgrants import Grants
+    from coxswain.compile.gateway.route_kinds import RouteCache
     from coxswain.compile.model.gateway_objects import Gateway, GatewayClass, Route
     from coxswain.compile.model.infra_objects import CoxswainGatewayParameters
     from coxswain.compile.model.state import ClusterState
@@ -104,8 +103,12 @@ def analyse_gateways(
     config: CompileConfig,
     services: ServiceIndex,
     scope: Scope | None = None,
+    cache: RouteCache | None = None,
 ) -> GatewayModel:
-    """Run the Gateway API passes for ``scope`` (None: every owned Gateway, for status). Pure."""
+    """Run the Gateway API passes for ``scope`` (None: every owned Gateway, for status). Pure.
+
+    ``cache`` remembers compiled routes between calls (``compile.memo``); the model is the same
+    with it or without it."""
     if not (state.gateway_api and config.gateway_api):
         return _EMPTY  # Ingress-only: the CRDs are absent, or Gateway API is disabled
     classes = tuple(
@@ -186,7 +189,9 @@ def analyse_gateways(
                     field=f"{verdict.listener.field}.port",
                 )
     candidate_routes = _candidate_routes(state, scope, listener_sets)
-    routes = _attach_routes(candidate_routes, state, services, grants, listeners, listener_sets)
+    routes = _attach_routes(
+        candidate_routes, state, services, grants, listeners, listener_sets, cache
+    )
     dangling.extend(_parents_not_found(candidate_routes, state))
     if not isinstance(scope, GatewayScope):
         dangling.extend(listener_sets_not_found(state.listener_sets.values(), state))
@@ -334,6 +339,7 @@ def _attach_routes(
     grants: Grants,
     listeners: dict[ObjectKey, list[ListenerVerdict]],
     listener_sets: list[ListenerSetVerdict],
+    cache: RouteCache | None,
 ) -> tuple[RouteVerdict, ...]:
     parents_of = {key: own_listeners(listeners, key) for key in listeners}
     detached: dict[ObjectKey, str] = {}
@@ -347,12 +353,11 @@ def _attach_routes(
         parents = attach_route(route, parents_of, state.namespaces, detached)
         if not parents:
             continue
-        if isinstance(route, GRPCRoute):
-            compiled = compile_grpc_route(route, services, grants)
-        elif isinstance(route, StreamRoute):
-            compiled = compile_stream_route(route, services, grants)
-        else:
-            compiled = compile_route(route, services, grants)
+        compiled = (
+            compile_any_route(route, services, grants)
+            if cache is None
+            else cache.route(route, services, grants)
+        )
         if compiled.accepted is not None:
             parents = [
                 ParentVerdict(

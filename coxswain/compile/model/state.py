@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, TypeVar, assert_never
+from typing import TYPE_CHECKING, Final, TypeVar, assert_never
 
 from pyrsistent import pmap, pset, pvector
 
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.model.keys import ObjectKey
 
-__all__ = ["ClusterState", "Deleted", "Upserted", "apply", "build_state"]
+__all__ = ["TABLES", "ClusterState", "Deleted", "Upserted", "apply", "build_state"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,10 +112,47 @@ class Deleted:
 
 
 def apply(state: ClusterState, event: Upserted | Deleted) -> ClusterState:
-    """The state after one event. Pure."""
+    """The state after one event. Pure.
+
+    An event that changes nothing (an informer's resync, a watch replaying what was listed)
+    gives back ``state`` itself, so that identity says "unchanged" to whatever was computed
+    from it (``compile.memo``).
+    """
     if isinstance(event, Upserted):
+        if _current(state, event.obj.meta.key) == event.obj:
+            return state
         return _indexed(_stored(_unindexed(state, event.obj.meta.key), event.obj), event.obj)
+    if _current(state, event.key) is None:
+        return state
     return _removed(_unindexed(state, event.key), event.key)
+
+
+def _current(state: ClusterState, key: ObjectKey) -> StateObject | None:
+    """The object stored under ``key``, if any."""
+    table: PMap[ObjectKey, StateObject] | None = getattr(state, TABLES.get(key.kind, ""), None)
+    return None if table is None else table.get(key)
+
+
+TABLES: Final = {
+    "Ingress": "ingresses",
+    "IngressClass": "ingress_classes",
+    "Service": "services",
+    "EndpointSlice": "endpoint_slices",
+    "Secret": "secrets",
+    "Namespace": "namespaces",
+    "ConfigMap": "config_maps",
+    "GatewayClass": "gateway_classes",
+    "Gateway": "gateways",
+    "HTTPRoute": "httproutes",
+    "GRPCRoute": "grpcroutes",
+    "ReferenceGrant": "reference_grants",
+    "ListenerSet": "listener_sets",
+    "BackendTLSPolicy": "backend_tls_policies",
+    "CoxswainGatewayParameters": "parameters",
+    "Deployment": "deployments",
+    "ServiceAccount": "service_accounts",
+}
+"""The ``ClusterState`` field holding each kind's objects."""
 
 
 def _stored(state: ClusterState, obj: StateObject) -> ClusterState:
