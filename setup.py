@@ -41,6 +41,11 @@ COMPILED = [
     "coxswain/http1/llhttp_codec.py",
     "coxswain/http1/parser.py",
     "coxswain/http1/serialize.py",
+    "coxswain/http2/events.py",
+    "coxswain/http2/frames.py",
+    "coxswain/http2/hpack_tables.py",
+    "coxswain/http2/hpack.py",
+    "coxswain/http2/server.py",
 ]
 
 if os.environ.get("COXSWAIN_MYPYC") == "1":

@@ -7,6 +7,7 @@ Run from the repository root::
     .venv/bin/python bench/proxy.py ab HEAD~1 HEAD        # revisions alternated under wrk
     .venv/bin/python bench/proxy.py cpu --build both .    # CPU per request, versions at once
     .venv/bin/python bench/proxy.py instructions HEAD~1 HEAD   # callgrind, deterministic
+    .venv/bin/python bench/proxy.py instructions --http2 HEAD~2 .   # the same over HTTP/2
     .venv/bin/python bench/proxy.py parts                 # single pieces, µs per call
     .venv/bin/python bench/proxy.py h2                    # HTTP/2 against nginx, h2load
     .venv/bin/python bench/proxy.py grpc                  # gRPC against nginx grpc_pass
@@ -43,7 +44,10 @@ The modes (results go in docs/benchmarks.md; each prints the command, machine an
   is the figure.
 - ``instructions [REV...]``: user-space instructions per request, the proxy under
   ``valgrind --tool=callgrind`` (``PYTHONHASHSEED=0``), the same closed loop: 200 requests to
-  warm up, then ``--requests`` between ``callgrind_control --zero`` and ``--dump``.
+  warm up, then ``--requests`` between ``callgrind_control --zero`` and ``--dump``. With
+  ``--http2``, the requests come over HTTP/2 with prior knowledge instead, from ``h2load -n``
+  (10 streams at a time on each of ``--connections``; its connections' prefaces are counted
+  too, a few per thousand requests).
 - ``parts``: microseconds per call of single pieces of the request path, each against what it
   replaced, ``timeit`` best of ``REPEAT`` in this process: a floor, not what a loaded process
   sees.
@@ -528,7 +532,9 @@ _TOTALS = re.compile(r"^(?:summary|totals):\s*(\d+)", re.MULTILINE)
 
 
 def run_instructions(args: argparse.Namespace, argv: Sequence[str]) -> None:
-    setup.ensure_tools("nginx", "valgrind", "callgrind_control")
+    setup.ensure_tools(
+        "nginx", "valgrind", "callgrind_control", *(["h2load"] if args.http2 else [])
+    )
     requests = _pick(args.requests, 2_000, 16, args.quick)
     runs = setup.versions(args.revisions, args.build)
     rows = []
@@ -538,12 +544,15 @@ def run_instructions(args: argparse.Namespace, argv: Sequence[str]) -> None:
         for run, folder in zip(runs, folders, strict=True):
             for routes, snapshot in snapshots.items():
                 name = f"{run.label} {routes:,} routes" if len(snapshots) > 1 else run.label
-                counted = count(fleet, root, folder, snapshot, routes, requests, args.connections)
+                counted = count(
+                    fleet, root, folder, snapshot, routes, requests, args.connections, args.http2
+                )
                 rows.append((name, f"{counted:,.0f}"))
                 print(f"  {name}: {counted:,.0f} instructions per request", flush=True)
         print(
             f"\n{requests:,} requests of 100 B over {args.connections} connections, "
             f"{'/'.join(f'{n:,}' for n in args.routes)} routes, 1 worker, codec {args.build}, "
+            f"{'HTTP/2 (h2load, 10 streams per connection)' if args.http2 else 'HTTP/1.1'}, "
             "user-space instructions (callgrind)"
         )
         harness.print_table([("revision", 22), ("instructions/request", 20)], rows)
@@ -557,8 +566,11 @@ def count(
     routes: int,
     requests: int,
     connections: int,
+    http2: bool,
 ) -> float:
-    """Instructions per request of the proxy in ``checkout``, under callgrind."""
+    """Instructions per request of the proxy in ``checkout``, under callgrind; the requests
+    come over HTTP/1.1 (:func:`setup.drive`) or with ``http2`` over HTTP/2
+    (:func:`setup.drive_h2`)."""
     out = root / f"callgrind-{checkout.name}-{routes}.out"
     wrapper = setup.Wrapper(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"],
@@ -567,9 +579,10 @@ def count(
     )
     served = setup.start_coxswain(fleet, snapshot, routes, 1, checkout, wrapper)
     pid = str(served.process.pid)
-    setup.drive(served.port, served.host, CALLGRIND_WARMUP, connections)
+    drive = setup.drive_h2 if http2 else setup.drive
+    drive(served.port, served.host, CALLGRIND_WARMUP, connections)
     subprocess.run(["callgrind_control", "--zero", pid], check=True, capture_output=True)
-    sent = setup.drive(served.port, served.host, requests, connections)
+    sent = drive(served.port, served.host, requests, connections)
     subprocess.run(["callgrind_control", "--dump=measured", pid], check=True, capture_output=True)
     fleet.stop(served.process)
     dumps = sorted(root.glob(f"{out.name}.*"), key=os.path.getmtime)
@@ -780,6 +793,9 @@ def command_line() -> argparse.ArgumentParser:
         "instructions", parents=[quick, versioned, closed_loop], help="callgrind instructions"
     )
     instructions.add_argument("--requests", type=int, help="counted (default 2,000; --quick 16)")
+    instructions.add_argument(
+        "--http2", action="store_true", help="over HTTP/2 with prior knowledge (h2load -n)"
+    )
     instructions.set_defaults(run=run_instructions)
     h2 = modes.add_parser("h2", parents=[quick], help="HTTP/2 against nginx, h2load")
     h2.add_argument("--build", choices=("compiled", "interpreted"), default="compiled")

@@ -45,6 +45,12 @@ TESTS = (
     "tests/integration/test_proxy_lifecycle.py",
     "tests/integration/test_proxy_memory.py",
     "tests/integration/test_proxy_metrics.py",
+    "tests/unit/test_http2_hpack.py",
+    "tests/unit/test_http2_server.py",
+    "tests/property/test_http2_hpack_props.py",
+    "tests/integration/test_proxy_http2.py",
+    "tests/integration/test_proxy_grpc.py",
+    "tests/hostile/test_hostile_http2.py",
 )
 
 

@@ -14,6 +14,7 @@ from coxswain.cli.types import (
     VIP_SERVICE_TYPES,
     HelpFormatter,
     add_port_share_flag,
+    class_names,
     networks,
     scope,
     selector,
@@ -24,6 +25,11 @@ from coxswain.compile.config import (
     DEFAULT_GATEWAY_CONTROLLER,
     DEFAULT_INGRESS_CONTROLLER,
     DEFAULT_SHARED_PROXY_SELECTOR,
+)
+from coxswain.compile.ingress.migration import (
+    migration_data,
+    migration_report,
+    migration_table,
 )
 from coxswain.compile.listing import diagnostic_data, infra_list, status_list
 from coxswain.compile.model.places import locate
@@ -58,6 +64,11 @@ name is refused with exit code 2, saying why. A scope that compiles to no route 
 printed, and said on standard error. --emit status and --emit infra cover every object, and
 take no --scope.
 
+--emit migration reads a dump of a cluster that ingress-nginx serves (`kubectl get ingress -A
+-o yaml`) and prints, for every Ingress whatever its class, each ingress-nginx annotation and
+what Coxswain does with it: honoured, honoured-with-difference, ignored, not-yet, refused or
+unknown, then a summary count (docs/migrating-from-ingress-nginx.md).
+
 --emit status prints the status Coxswain would write on every object it owns. Offline there are
 no proxies to report what they bound and acknowledged, so every listener that compiled cleanly
 counts as Programmed.
@@ -67,6 +78,7 @@ examples:
   coxswain compile -f dump.yaml
   coxswain compile -f manifests/ -o table --emit diagnostics
   coxswain compile -f manifests/ --scope shop/payments -o table
+  kubectl get ingress -A -o yaml | coxswain compile -f - --emit migration -o table
 """
 
 
@@ -112,11 +124,12 @@ def _add_input_output(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--emit",
         default="snapshot",
-        choices=["snapshot", "status", "infra", "diagnostics"],
+        choices=["snapshot", "status", "infra", "diagnostics", "migration"],
         help="snapshot: what the scope's proxy serves; status: the status of every owned "
         "object, as a List; infra: the objects the controller would own, as a List (deletions "
         "listed in the List's coxswain-labs.dev/delete annotation); diagnostics: the findings "
-        "as data",
+        "as data; migration: every ingress-nginx annotation of every Ingress, whatever its "
+        "class, and what Coxswain does with it (docs/migrating-from-ingress-nginx.md)",
     )
 
 
@@ -127,6 +140,19 @@ def _add_compile_config(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_INGRESS_CONTROLLER,
         metavar="NAME",
         help="the IngressClass spec.controller served",
+    )
+    parser.add_argument(
+        "--ingress-class",
+        type=class_names,
+        default=(),
+        metavar="NAME[,NAME]",
+        help="class names whose Ingresses are served whatever their IngressClass's controller "
+        "(e.g. nginx, to see the takeover of ingress-nginx's Ingresses)",
+    )
+    parser.add_argument(
+        "--ingress-without-class",
+        action="store_true",
+        help="serve Ingresses that name no class even when no default IngressClass is ours",
     )
     parser.add_argument(
         "--controller-name",
@@ -193,7 +219,7 @@ def _add_compile_config(parser: argparse.ArgumentParser) -> None:
 
 
 def _compile(args: argparse.Namespace) -> int:
-    if args.scope is not None and args.emit in ("status", "infra"):
+    if args.scope is not None and args.emit in ("status", "infra", "migration"):
         print(
             f"coxswain compile: --emit {args.emit} covers every object and takes no --scope",
             file=sys.stderr,
@@ -207,6 +233,8 @@ def _compile(args: argparse.Namespace) -> int:
         return EXIT_UNREADABLE
     config = CompileConfig(
         ingress_controller=args.ingress_controller_name,
+        ingress_class_names=args.ingress_class,
+        ingress_without_class=args.ingress_without_class,
         gateway_controller=args.controller_name,
         namespace=args.namespace,
         shared_proxy_selector=pmap(args.shared_proxy_selector),
@@ -224,6 +252,15 @@ def _compile(args: argparse.Namespace) -> int:
         for line in located(desired.diagnostics, bodies):
             print(line, file=sys.stderr)
         _print(args.output, infra_list(desired), lambda: infra_table(desired))
+        return EXIT_OK
+    if args.emit == "migration":
+        ingresses = list(state.ingresses.values())
+        entries = migration_report(ingresses)
+        _print(
+            args.output,
+            migration_data(entries, len(ingresses)),
+            lambda: migration_table(entries, len(ingresses)),
+        )
         return EXIT_OK
     if args.emit == "status":
         statuses = status(state, config)

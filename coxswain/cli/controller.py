@@ -20,6 +20,7 @@ from coxswain.cli.types import (
     HelpFormatter,
     add_log_format,
     boolean,
+    class_names,
     count,
     json_lines,
     networks,
@@ -70,6 +71,12 @@ _FLAGS: Final = (
           "the GatewayClass controllerName served", metavar="NAME"),
     _Flag("--ingress-controller-name", DEFAULT_INGRESS_CONTROLLER,
           "the IngressClass spec.controller served", metavar="NAME"),
+    _Flag("--ingress-class", "",
+          "class names whose Ingresses are served whatever their IngressClass's controller, "
+          "e.g. nginx to take over ingress-nginx's", class_names, "NAME[,NAME]", shown="none"),
+    _Flag("--ingress-without-class", "false",
+          "serve Ingresses that name no class even when no default IngressClass is ours",
+          boolean, "true|false"),
     _Flag("--shared-proxy-selector",
           ",".join(f"{k}={v}" for k, v in DEFAULT_SHARED_PROXY_SELECTOR.items()),
           "the labels of the shared proxy pods, selected by every VIP Service",
@@ -245,6 +252,8 @@ def _controller_settings(args: argparse.Namespace) -> ControllerSettings:
     namespace = args.namespace
     config = CompileConfig(
         ingress_controller=args.ingress_controller_name,
+        ingress_class_names=args.ingress_class,
+        ingress_without_class=args.ingress_without_class,
         gateway_controller=args.controller_name,
         namespace=namespace,
         shared_proxy_selector=pmap(args.shared_proxy_selector),

@@ -68,6 +68,22 @@ TIMEOUT_FLAGS: Final = (
         3600.0,
         "close a WebSocket tunnel when no byte crossed it either way for this long",
     ),
+    (
+        "--stream-idle-timeout",
+        600.0,
+        "close a TLS or TCP listener's connection (TLSRoute, TCPRoute) when no byte crossed it "
+        "either way for this long",
+    ),
+    (
+        "--stream-drain-timeout",
+        30.0,
+        "close a TLS or TCP listener's connection this long after a snapshot removed its route",
+    ),
+    (
+        "--udp-idle-timeout",
+        60.0,
+        "end a UDP session (UDPRoute) when no datagram crossed it either way for this long",
+    ),
 )
 
 
@@ -119,6 +135,14 @@ def add_listener_flags(parser: argparse.ArgumentParser) -> None:
         help="relay the backend's Server header instead of replacing it with "
         "'Server: coxswain' (which is then added only where the backend sent none)",
     )
+    parser.add_argument(
+        "--udp-max-sessions",
+        type=count(lowest=1),
+        default=16_384,
+        metavar="N",
+        help="UDP sessions per listener and process; a new client at the limit ends the least "
+        "recently active session",
+    )
     for flag, default, meaning in TIMEOUT_FLAGS:
         parser.add_argument(flag, type=seconds, default=default, metavar="SECONDS", help=meaning)
     add_log_format(parser)
@@ -146,6 +170,8 @@ def add_ingress_ports(parser: argparse.ArgumentParser) -> None:
 def proxy_config(args: argparse.Namespace, *, reuse_port: bool) -> ProxyConfig:
     """The proxy's settings from the listener flags (:func:`add_listener_flags`)."""
     from coxswain.shell.dataplane.server import ProxyConfig
+    from coxswain.shell.dataplane.streams import StreamSettings
+    from coxswain.shell.dataplane.streams.udp import UdpSettings
     from coxswain.shell.dataplane.upstream import Timeouts
 
     return ProxyConfig(
@@ -169,5 +195,13 @@ def proxy_config(args: argparse.Namespace, *, reuse_port: bool) -> ProxyConfig:
             tunnel_idle=args.tunnel_idle_timeout,
             mirror=args.mirror_timeout,
             linger=args.lingering_timeout,
+        ),
+        streams=StreamSettings(
+            max_connections=args.max_connections,
+            hello_timeout=args.tls_handshake_timeout,
+            connect_timeout=args.upstream_connect_timeout,
+            idle_timeout=args.stream_idle_timeout,
+            drain=args.stream_drain_timeout,
+            udp=UdpSettings(idle_timeout=args.udp_idle_timeout, max_sessions=args.udp_max_sessions),
         ),
     )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from coxswain.cli.listeners import add_ingress_ports
+from coxswain.cli.route_stream import explain_stream, print_stream, stream_protocol
 from coxswain.cli.run import EXIT_OK, EXIT_UNREADABLE
 from coxswain.cli.types import HelpFormatter, port
 from coxswain.compile.snapshot_json import SnapshotFormatError, snapshot_from_data
@@ -37,17 +38,21 @@ is a gRPC call (GRPCRoute, GEP-1016) over HTTP/2: POST /SERVICE/METHOD with cont
 application/grpc to the URL's host, which is then the URL alone; where the proxy would answer
 the call itself, the gRPC status it sends is shown.
 
+When PORT is a TLS, TCP or UDP listener's (TLSRoute, TCPRoute, UDPRoute), no request is given:
+the connection's route and backends are explained, for TLS by the server name --sni.
+
 examples:
   coxswain compile -f examples/ > snapshot.json
   coxswain route --snapshot snapshot.json --port 80 GET http://demo.example.com/api/users
   coxswain route --snapshot snapshot.json --port 443 -o json GET https://demo.example.com/
   coxswain route --snapshot snapshot.json --port 80 --grpc helloworld.Greeter/SayHello \\
       http://grpc.example.com
+  coxswain route --snapshot snapshot.json --port 30002 --sni db.example.com
 """
 _USAGE = (
     "%(prog)s --snapshot FILE --port PORT [--sni NAME] [-H 'K: V']... [-o {text,json}]\n"
     "       [--http2] [--ingress-http-port PORT] [--ingress-https-port PORT]\n"
-    "       (METHOD URL | --grpc SERVICE/METHOD URL)"
+    "       (METHOD URL | --grpc SERVICE/METHOD URL | nothing, for a TLS, TCP or UDP port)"
 )
 _GRPC_HEADERS: Final = (("Content-Type", "application/grpc"), ("TE", "trailers"))
 """What every gRPC call carries (gRPC over HTTP/2, "Requests")."""
@@ -98,7 +103,7 @@ def add_parser(commands: Any) -> None:
     add_ingress_ports(parser)
     parser.add_argument(
         "request",
-        nargs="+",
+        nargs="*",
         metavar="METHOD URL",
         help="the request method and an http:// or https:// URL; with --grpc, the URL alone",
     )
@@ -113,6 +118,16 @@ def _route(args: argparse.Namespace) -> int:
         kind = "is not a snapshot" if isinstance(err, SnapshotFormatError) else "cannot be read"
         print(f"coxswain route: {args.snapshot} {kind}: {err}", file=sys.stderr)
         return EXIT_UNREADABLE
+    protocol = stream_protocol(snapshot, args.port)
+    if protocol is not None:
+        if args.request:
+            print(
+                f"coxswain route: port {args.port} is a {protocol} listener's: give no request",
+                file=sys.stderr,
+            )
+            return EXIT_UNREADABLE
+        print_stream(explain_stream(snapshot, args.port, protocol, args.sni), args.output)
+        return EXIT_OK
     wanted = _wanted(args)
     if isinstance(wanted, str):
         print(f"coxswain route: {wanted}", file=sys.stderr)

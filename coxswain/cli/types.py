@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import re
 import sys
 from typing import TYPE_CHECKING, Final, Self, TypeVar
 
@@ -151,6 +152,19 @@ def networks(text: str) -> tuple[Network, ...]:
         except ValueError as err:
             raise argparse.ArgumentTypeError(f"{item!r} is not a network: {err}") from err
     return tuple(found)
+
+
+_CLASS_NAME: Final = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+
+
+@_named
+def class_names(text: str) -> tuple[str, ...]:
+    """``NAME[,NAME]``: IngressClass names (DNS subdomains, RFC 1123); empty for none."""
+    found = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    for name in found:
+        if _CLASS_NAME.fullmatch(name) is None:
+            raise argparse.ArgumentTypeError(f"{name!r} is not an IngressClass name")
+    return found
 
 
 @_named

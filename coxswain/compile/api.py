@@ -34,18 +34,28 @@ from coxswain.compile.snapshot import IngressTable, Snapshot
 from coxswain.compile.snapshot_json import seal
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Collection, Iterable
 
     from pyrsistent.typing import PVector
 
     from coxswain.compile.backends import ServiceIndex
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.gateway.model import GatewayModel
+    from coxswain.compile.gateway.route_kinds import RouteCache
     from coxswain.compile.model.keys import ObjectKey
     from coxswain.compile.model.state import ClusterState
     from coxswain.compile.status import ObjectStatus
 
-__all__ = ["CompileResult", "analyse", "compile", "status"]
+__all__ = [
+    "CompileParts",
+    "CompileResult",
+    "analyse",
+    "compile",
+    "compile_parts",
+    "findings",
+    "slice_findings",
+    "status",
+]
 
 _DEFAULT_CONFIG = CompileConfig()
 
@@ -65,19 +75,55 @@ def compile(  # noqa: A001 - the name the architecture gives the core's one entr
 
     A ``GatewayScope`` gets no Ingress at all: its proxy serves one dedicated Gateway.
     """
+    parts = compile_parts(state, scope, config)
+    services = index_services(state)
+    return CompileResult(
+        snapshot=seal(parts.snapshot),
+        diagnostics=findings(parts, slice_findings(services, parts.services_read)),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompileParts:
+    """A scope's compile before sealing: the snapshot (``version`` empty), its findings but
+    those about EndpointSlices, the Services whose slices' findings it reports, and the
+    analysis it was read from (what ``compile.memo`` needs to reuse or patch it)."""
+
+    snapshot: Snapshot
+    found: tuple[Diagnostic, ...]
+    services_read: frozenset[ObjectKey]
+    model: GatewayModel
+
+
+def findings(parts: CompileParts, slices: Iterable[Diagnostic]) -> PVector[Diagnostic]:
+    """The diagnostics of a compile: its parts' and those of the EndpointSlices it read."""
+    return pvector(sorted({*parts.found, *slices}, key=diagnostic_order))
+
+
+def compile_parts(
+    state: ClusterState,
+    scope: Scope,
+    config: CompileConfig = _DEFAULT_CONFIG,
+    cache: RouteCache | None = None,
+) -> CompileParts:
+    """``compile`` up to the seal; ``cache`` remembers compiled routes (``compile.memo``)."""
     ingresses, found = (
         select_ingresses(state, config) if isinstance(scope, SharedPool) else ([], [])
     )
     certificates, tls_found, secrets_read = ingress_certificates(ingresses, state)
     services = index_services(state)
-    hosts, rules_found, services_read = ingress_hosts(ingresses, services, certificates)
-    model = analyse_gateways(state, config, services, scope)
+    hosts, rules_found, services_read = ingress_hosts(
+        ingresses, services, certificates, state.secrets
+    )
+    model = analyse_gateways(state, config, services, scope, cache)
     cells = build_cells(model)
-    backends = [
-        rule.backend
+    rules = [
+        rule
         for vhost in hosts.values()
         for rule in (*vhost.paths, *((vhost.default,) if vhost.default else ()))
     ]
+    backends = [rule.backend for rule in rules]
+    backends.extend(r.actions.canary.backend for r in rules if r.actions and r.actions.canary)
     backends.extend(cells.backends)
     tls = dict(cells.tls)
     if certificates:
@@ -103,7 +149,6 @@ def compile(  # noqa: A001 - the name the architecture gives the core's one entr
         secrets_read |= policy.read  # BackendTLSPolicy CA ConfigMaps and Secrets
     for route in model.routes:
         services_read |= route.compiled.read
-    read = _read_objects(state, services, secrets_read, services_read)
     gateway_found = [
         *(d for c in model.classes for d in c.diagnostics),
         *(d for g in (*model.gateways, *model.unserved) for d in g.diagnostics),
@@ -119,19 +164,22 @@ def compile(  # noqa: A001 - the name the architecture gives the core's one entr
         *tls_found,
         *rules_found,
         *gateway_found,
-        *read,
+        *_read_objects(state, services, secrets_read, services_read),
     ]
-    return CompileResult(
-        snapshot=seal(snapshot),
-        diagnostics=pvector(sorted(set(diagnostics), key=diagnostic_order)),
+    return CompileParts(
+        snapshot=snapshot,
+        found=tuple(diagnostics),
+        services_read=frozenset(services_read),
+        model=model,
     )
 
 
 def _read_objects(
     state: ClusterState, services: ServiceIndex, secrets: set[ObjectKey], read: set[ObjectKey]
 ) -> list[Diagnostic]:
-    """Decode findings of the Secrets, ConfigMaps, Services and EndpointSlices the snapshot was
-    built from (``secrets``: the Secrets and ConfigMaps; ``read``: the Services)."""
+    """Decode findings of the Secrets, ConfigMaps and Services the snapshot was built from
+    (``secrets``: the Secrets and ConfigMaps; ``read``: the Services); those of their
+    EndpointSlices are ``slice_findings``."""
     found: list[Diagnostic] = []
     for key in secrets:
         holder = state.config_maps.get(key) if key.kind == "ConfigMap" else state.secrets.get(key)
@@ -140,16 +188,26 @@ def _read_objects(
     for key in read:
         if (service := services.service(key.namespace, key.name)) is not None:
             found.extend(service.diagnostics)
-        for endpoint_slice in services.slices(key.namespace, key.name):
-            found.extend(endpoint_slice.diagnostics)
     return found
 
 
-def analyse(state: ClusterState, config: CompileConfig = _DEFAULT_CONFIG) -> GatewayModel:
+def slice_findings(services: ServiceIndex, read: Iterable[ObjectKey]) -> list[Diagnostic]:
+    """Decode findings of the EndpointSlices of the Services ``read``."""
+    return [
+        d
+        for key in read
+        for endpoint_slice in services.slices(key.namespace, key.name)
+        for d in endpoint_slice.diagnostics
+    ]
+
+
+def analyse(
+    state: ClusterState, config: CompileConfig = _DEFAULT_CONFIG, cache: RouteCache | None = None
+) -> GatewayModel:
     """The Gateway API analysis of the whole cluster (no scope): what ``status``,
     ``provision.provision`` and ``grants.subscription_grants`` each compute when not handed it.
-    A caller needing several of them computes it once. Pure."""
-    return analyse_gateways(state, config, index_services(state))
+    A caller needing several of them computes it once. Pure. ``cache``: as ``compile_parts``'."""
+    return analyse_gateways(state, config, index_services(state), None, cache)
 
 
 def status(

@@ -35,7 +35,13 @@ if TYPE_CHECKING:
     from coxswain.compile.model.objects import EndpointSlice, Service
     from coxswain.compile.model.state import ClusterState
 
-__all__ = ["ServiceIndex", "endpoints_table", "index_services", "resolve_backend"]
+__all__ = [
+    "ServiceIndex",
+    "endpoints_table",
+    "index_services",
+    "resolve_backend",
+    "service_endpoints",
+]
 
 _H2C_APP_PROTOCOL: Final = "kubernetes.io/h2c"
 
@@ -115,21 +121,28 @@ def endpoints_table(
         key = backend.endpoints_key
         if not backend.valid or key in table:
             continue
-        table[key] = pvector(sorted(_endpoints(index, backend)))
+        table[key] = service_endpoints(index, backend.namespace, backend.service, backend.port)
     return pmap(table)
 
 
-def _endpoints(index: ServiceIndex, backend: Backend) -> set[Endpoint]:
-    service = index.service(backend.namespace, backend.service)
+def service_endpoints(
+    index: ServiceIndex, namespace: str, name: str, port_number: int
+) -> PVector[Endpoint]:
+    """The endpoints table's entry of one Service port (rules 2 to 4). Pure."""
+    return pvector(sorted(_endpoints(index, namespace, name, port_number)))
+
+
+def _endpoints(index: ServiceIndex, namespace: str, name: str, port_number: int) -> set[Endpoint]:
+    service = index.service(namespace, name)
     if service is None:
         return set()
     if service.type == "ExternalName":
-        return {Endpoint(service.external_name, backend.port)} if service.external_name else set()
-    port = _service_port(service, backend.port, None)
+        return {Endpoint(service.external_name, port_number)} if service.external_name else set()
+    port = _service_port(service, port_number, None)
     if port is None:
         return set()
     found: set[Endpoint] = set()
-    for endpoint_slice in index.slices(backend.namespace, backend.service):
+    for endpoint_slice in index.slices(namespace, name):
         numbers = [p.port for p in endpoint_slice.ports if p.name == port.name]
         if not numbers:
             continue

@@ -44,6 +44,11 @@ class CompileConfig:
             the experimental fields only where they exist (the controller reads it from the
             HTTPRoute CRD; ``coxswain compile --gateway-api-channel``).
         ingress_controller: ``IngressClass.spec.controller`` value that marks a class as ours.
+        ingress_class_names: class names whose Ingresses are ours whatever their IngressClass
+            says (``--ingress-class``), e.g. ``nginx`` to take over ingress-nginx's Ingresses
+            without editing them (docs/migrating-from-ingress-nginx.md, "Taking over").
+        ingress_without_class: Ingresses that name no class are ours even when no default
+            IngressClass is (``--ingress-without-class``).
         gateway_controller: ``GatewayClass.spec.controllerName`` value that marks a class as ours.
         ingress_http_port: the port Ingress HTTP traffic is advertised on (80).
         ingress_https_port: the port Ingress HTTPS traffic is advertised on (443); the key of
@@ -82,6 +87,8 @@ class CompileConfig:
     gateway_api: bool = True
     gateway_api_channel: str = "standard"
     ingress_controller: str = DEFAULT_INGRESS_CONTROLLER
+    ingress_class_names: tuple[str, ...] = ()
+    ingress_without_class: bool = False
     gateway_controller: str = DEFAULT_GATEWAY_CONTROLLER
     ingress_http_port: int = 80
     ingress_https_port: int = 443

@@ -201,6 +201,12 @@ def _port_name(verdict: ListenerVerdict) -> str:
     return f"{verdict.listener.protocol.lower()}-{verdict.listener.port}"
 
 
+def _transport(protocol: str) -> str:
+    """The Service port protocol a listener protocol travels on: UDP for UDP listeners, TCP
+    for every other (Kubernetes ``ServicePort.protocol``)."""
+    return "UDP" if protocol == "UDP" else "TCP"
+
+
 def _vip_service(gateway: Gateway, model: GatewayModel, config: CompileConfig) -> dict[str, Any]:
     key = gateway.meta.key
     ports: dict[int, dict[str, Any]] = {}
@@ -213,7 +219,7 @@ def _vip_service(gateway: Gateway, model: GatewayModel, config: CompileConfig) -
                     "name": _port_name(verdict),
                     "port": verdict.listener.port,
                     "targetPort": target,
-                    "protocol": "TCP",
+                    "protocol": _transport(verdict.listener.protocol),
                 },
             )
     return {
@@ -301,7 +307,8 @@ def _dedicated(
     params = _merged(placed, config)
     name = placed.name
     selector = {"app.kubernetes.io/name": "coxswain-proxy", "app.kubernetes.io/instance": name}
-    ports = sorted({v.listener.port for v in listeners})
+    transports = {v.listener.port: _transport(v.listener.protocol) for v in listeners}
+    ports = sorted(transports)
     container = {
         "name": "proxy",
         "image": params["image"],
@@ -326,7 +333,10 @@ def _dedicated(
             ),
         ],
         "ports": [
-            *({"name": f"listener-{p}", "containerPort": p, "protocol": "TCP"} for p in ports),
+            *(
+                {"name": f"listener-{p}", "containerPort": p, "protocol": transports[p]}
+                for p in ports
+            ),
             {"name": "admin", "containerPort": ADMIN_PORT, "protocol": "TCP"},
         ],
         "resources": params["resources"],
@@ -382,7 +392,12 @@ def _dedicated(
                 "type": params["serviceType"],
                 "selector": selector,
                 "ports": [
-                    {"name": f"listener-{p}", "port": p, "targetPort": p, "protocol": "TCP"}
+                    {
+                        "name": f"listener-{p}",
+                        "port": p,
+                        "targetPort": p,
+                        "protocol": transports[p],
+                    }
                     for p in ports
                 ],
                 **external_ips,

@@ -23,11 +23,18 @@ Rules:
 
 from __future__ import annotations
 
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 import re2
 
-__all__ = ["MAX_PATTERN_LENGTH", "MAX_PROGRAM_MEMORY", "FullMatch", "compile_pattern"]
+__all__ = [
+    "MAX_PATTERN_LENGTH",
+    "MAX_PROGRAM_MEMORY",
+    "FullMatch",
+    "PrefixMatch",
+    "compile_pattern",
+    "compile_prefix_pattern",
+]
 
 MAX_PATTERN_LENGTH: Final = 1024
 """Characters; the Gateway API's own limit on a path value (HTTPPathMatch ``value``)."""
@@ -40,6 +47,16 @@ class _Program(Protocol):
     """What we use of a compiled RE2 program (the binding ships no type information)."""
 
     def fullmatch(self, text: bytes) -> object | None: ...
+
+
+class _Groups(Protocol):
+    def groups(self) -> tuple[bytes | None, ...]: ...
+
+
+class _CapturingProgram(Protocol):
+    groups: int
+
+    def match(self, text: bytes) -> _Groups | None: ...
 
 
 class FullMatch:
@@ -60,8 +77,47 @@ class FullMatch:
         return f"FullMatch({self.pattern!r})"
 
 
+class PrefixMatch:
+    """A compiled Ingress regex path: it matches from the start of the path, not necessarily
+    to its end, case-insensitively, and gives its capture groups (ingress-nginx's
+    ``location ~* "^path"`` and ``rewrite "(?i)path" target``,
+    docs/migrating-from-ingress-nginx.md). Rules 2 to 4 of the module docstring hold; rule 1
+    and the case rule do not."""
+
+    __slots__ = ("_program", "groups", "pattern")
+
+    def __init__(self, pattern: str, program: _CapturingProgram) -> None:
+        self.pattern = pattern
+        self.groups = program.groups
+        self._program = program
+
+    def captures(self, text: str) -> tuple[str, ...] | None:
+        """None when ``text`` does not start with a match; else the groups' texts ("" for a
+        group that took no part), in time linear in ``len(text)``."""
+        found = self._program.match(text.encode("utf-8", "surrogatepass"))
+        if found is None:
+            return None
+        return tuple(
+            "" if g is None else g.decode("utf-8", "surrogatepass") for g in found.groups()
+        )
+
+    def __repr__(self) -> str:
+        return f"PrefixMatch({self.pattern!r})"
+
+
 def compile_pattern(pattern: str) -> FullMatch | str:
     """The compiled pattern, or why it is refused (one phrase, for a diagnostic). Pure."""
+    program = _compile(pattern, capture=False)
+    return program if isinstance(program, str) else FullMatch(pattern, program)
+
+
+def compile_prefix_pattern(pattern: str) -> PrefixMatch | str:
+    """An Ingress regex path compiled (:class:`PrefixMatch`), or why it is refused. Pure."""
+    program = _compile(pattern, capture=True)
+    return program if isinstance(program, str) else PrefixMatch(pattern, program)
+
+
+def _compile(pattern: str, *, capture: bool) -> Any:
     if len(pattern) > MAX_PATTERN_LENGTH:
         return f"longer than {MAX_PATTERN_LENGTH} characters"
     try:
@@ -69,19 +125,20 @@ def compile_pattern(pattern: str) -> FullMatch | str:
     except UnicodeEncodeError:
         return "not valid Unicode text"
     try:
-        program: _Program = re2.compile(encoded, _options())
+        return re2.compile(encoded, _options(capture=capture))
     except re2.error as err:
         return _reason(err)
-    return FullMatch(pattern, program)
 
 
-def _options() -> object:
-    """RE2's options, made afresh for each pattern (they are a mutable object)."""
+def _options(*, capture: bool) -> object:
+    """RE2's options, made afresh for each pattern (they are a mutable object): a route match
+    is case-sensitive and tracks no groups (only whether it matches counts); an Ingress regex
+    path is case-insensitive and gives its groups."""
     options = re2.Options()
     options.max_mem = MAX_PROGRAM_MEMORY
     options.log_errors = False  # RE2 logs to stderr otherwise: the core does no I/O
-    options.never_capture = True  # only whether it matches counts: no groups to track
-    options.case_sensitive = True
+    options.never_capture = not capture
+    options.case_sensitive = not capture
     return options
 
 

@@ -19,6 +19,7 @@ Cells:
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -32,10 +33,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CATCH_ALL",
+    "INGRESS_ACTION_FIELDS",
     "Backend",
     "BackendProtocol",
+    "Canary",
     "Certificate",
     "Endpoint",
+    "IngressActions",
     "IngressTable",
     "PathMatch",
     "PathRule",
@@ -51,10 +55,17 @@ CATCH_ALL = "*"
 
 
 class PathMatch(enum.StrEnum):
-    """How an Ingress path matches (``ImplementationSpecific`` compiles to ``Prefix``)."""
+    """How an Ingress path matches (``ImplementationSpecific`` compiles to ``Prefix``).
+
+    ``Regex``: every path of an Ingress with ingress-nginx's ``use-regex`` or
+    ``rewrite-target`` annotation; the path is a regular expression matched from the start of
+    the request path, case-insensitively (ingress-nginx's ``location ~* "^path"``), on the
+    linear-time engine (``compile.regex``).
+    """
 
     EXACT = "Exact"
     PREFIX = "Prefix"
+    REGEX = "Regex"
 
 
 class BackendProtocol(enum.StrEnum):
@@ -141,14 +152,112 @@ class UpstreamTLS:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Canary:
+    """A canary Ingress's backend for a path of another Ingress (ingress-nginx's ``canary``
+    annotations; the proxy's side: ``route.canary``). ``header`` with ``header_value`` or
+    ``header_pattern`` (RE2, searched in the value), ``cookie``, then ``weight`` out of
+    ``weight_total`` decide, in that order; ``route`` is the canary Ingress's path."""
+
+    backend: Backend
+    route: RouteRef
+    header: str | None = None
+    header_value: str | None = None
+    header_pattern: str | None = None
+    cookie: str | None = None
+    weight: int = 0
+    weight_total: int = 100
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IngressActions:
+    """What an Ingress path does besides forwarding, from ingress-nginx's annotations
+    (docs/migrating-from-ingress-nginx.md; the proxy's side: ``route.ingress_actions``).
+
+    Attributes:
+        app_root: a request for ``/`` is redirected there (302), ``app-root``.
+        redirect: the ``Location`` of a redirect answered instead of forwarding
+            (``permanent-redirect`` / ``temporal-redirect``); it may name ``$request_uri``,
+            ``$uri``, ``$args``, ``$is_args``, ``$host``, ``$http_host`` and ``$scheme``.
+        redirect_status: that redirect's status.
+        host_redirect: every request is redirected (308) to this host, same scheme, path and
+            query (``from-to-www-redirect``; nginx drops one trailing slash of the path).
+        rewrite_target: the path forwarded instead of the request's, with ``$1``…``$9`` the
+            path regex's capture groups (``rewrite-target``; a ``?`` in it starts the new
+            query, the request's own query follows after ``&``).
+        x_forwarded_prefix: the ``X-Forwarded-Prefix`` request header sent with a rewrite.
+        upstream_vhost: the Host header sent to the backend (``upstream-vhost``).
+        denied: why every request is answered 503: a security annotation that cannot be
+            honoured (a bad value, a missing Secret, or one not implemented yet), as
+            ingress-nginx denies such a location rather than serve it unprotected.
+        allow_sources: client networks admitted, others 403 (``whitelist-source-range``).
+        deny_sources: client networks refused with 403 (``denylist-source-range``).
+        auth_realm: with it, requests need one of ``auth_users`` in a Basic ``Authorization``
+            (RFC 7617), else 401 with this realm (``auth-type: basic``).
+        auth_users: (user, htpasswd hash) pairs from the ``auth-secret``.
+        max_body: the largest request body admitted, bytes, else 413 (``proxy-body-size``;
+            0: no limit).
+        connect_timeout: seconds to connect to an endpoint (``proxy-connect-timeout``); 0
+            keeps the proxy's own. So do the next two.
+        send_timeout: seconds between two writes to the backend (``proxy-send-timeout``).
+        read_timeout: seconds between two reads of the backend (``proxy-read-timeout``).
+        next_upstream_tries: with it, a failed try is repeated on the next endpoint up to this
+            many tries in all (``proxy-next-upstream-tries``); 0: the proxy's own behaviour.
+        next_upstream_codes: the response statuses that count as failed
+            (``proxy-next-upstream: http_502 …``); errors and timeouts always do.
+        next_upstream_timeout: seconds all tries together may take
+            (``proxy-next-upstream-timeout``; 0: no bound).
+        canary: another Ingress's canary backend for this path.
+    """
+
+    app_root: str | None = None
+    redirect: str | None = None
+    redirect_status: int = 0
+    host_redirect: str | None = None
+    rewrite_target: str | None = None
+    x_forwarded_prefix: str | None = None
+    upstream_vhost: str | None = None
+    denied: str | None = None
+    allow_sources: PVector[str] = pvector()
+    deny_sources: PVector[str] = pvector()
+    auth_realm: str | None = None
+    auth_users: PVector[tuple[str, str]] = pvector()
+    max_body: int = 0
+    connect_timeout: float = 0
+    send_timeout: float = 0
+    read_timeout: float = 0
+    next_upstream_tries: int = 0
+    next_upstream_codes: PVector[int] = pvector()
+    next_upstream_timeout: float = 0
+    canary: Canary | None = None
+
+    @property
+    def checks_each_request(self) -> bool:
+        """Whether the proxy must look at each request's client, credentials or body size
+        (``route.ingress_access``), which a cached decision cannot."""
+        return bool(
+            self.allow_sources
+            or self.deny_sources
+            or self.auth_realm is not None
+            or self.max_body
+            or self.canary is not None
+        )
+
+
+INGRESS_ACTION_FIELDS = tuple(f.name for f in dataclasses.fields(IngressActions))
+"""Every field of :class:`IngressActions`, in order: the wire forms write those that are set."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PathRule:
-    """One Ingress path on one host; ``tls_redirect`` sends plain-HTTP requests to HTTPS."""
+    """One Ingress path on one host; ``tls_redirect`` sends plain-HTTP requests to HTTPS;
+    ``actions`` is None on a path that has none (the proxy's fast path)."""
 
     path: str
     match: PathMatch
     backend: Backend
     route: RouteRef
     tls_redirect: bool = False
+    actions: IngressActions | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

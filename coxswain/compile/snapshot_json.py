@@ -14,18 +14,21 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
-from coxswain.compile.snapshot import BackendProtocol
+from coxswain.compile.snapshot import INGRESS_ACTION_FIELDS, BackendProtocol
 from coxswain.compile.snapshot_read import SnapshotFormatError, snapshot_from_data
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from _hashlib import HASH
+    from collections.abc import Iterator, MutableMapping
 
     from coxswain.compile.snapshot import (
         Backend,
+        Canary,
         Certificate,
         Cors,
         GatewayRule,
         HeaderEdits,
+        IngressActions,
         ListenerHealth,
         ListenerTable,
         PathEdit,
@@ -36,16 +39,21 @@ if TYPE_CHECKING:
         VirtualHost,
     )
 
+    # ``id`` of a rule → the rule (which keeps the ``id`` from being reused) and its JSON text.
+    RuleTexts = MutableMapping[int, tuple[GatewayRule, str]]
+
 __all__ = [
     "SnapshotFormatError",
     "dump_snapshot",
+    "head_digest",
     "seal",
+    "sealed_with",
     "snapshot_from_data",
     "snapshot_to_data",
 ]
 
 
-def seal(snapshot: Snapshot) -> Snapshot:
+def seal(snapshot: Snapshot, texts: RuleTexts | None = None) -> Snapshot:
     """The snapshot with ``version`` set to the hash of its content. Pure.
 
     The hash runs over the JSON form piece by piece (one compact, key-sorted JSON text per
@@ -53,22 +61,41 @@ def seal(snapshot: Snapshot) -> Snapshot:
     which compact JSON never contains), and a rule shared by several hosts or listeners is
     encoded once. No whole-document tree or string is built: at 100,000 rules that tree was
     most of the compile's time and memory.
+
+    ``texts`` keeps rules' JSON texts across calls (``compile.memo``): a rule object that was
+    encoded once is not encoded again; the version is the same with it or without it.
     """
+    return sealed_with(snapshot, head_digest(snapshot, texts))
+
+
+def head_digest(snapshot: Snapshot, texts: RuleTexts | None = None) -> HASH:
+    """The hash of everything but the endpoints table, the last cell hashed: an endpoint
+    change then re-hashes only the endpoints (``sealed_with`` on a copy)."""
     digest = hashlib.sha256()
-    for piece in _content_pieces(snapshot):
+    for piece in _content_pieces(snapshot, {} if texts is None else texts):
         digest.update(piece.encode())
+        digest.update(b"\n")
+    return digest
+
+
+def sealed_with(snapshot: Snapshot, head: HASH) -> Snapshot:
+    """``snapshot`` sealed, ``head`` being its ``head_digest`` (left as it is)."""
+    digest = head.copy()
+    encode = _CANONICAL.encode
+    for key, endpoints in sorted(snapshot.endpoints.items()):
+        digest.update(encode(["endpoints", key, [[e.address, e.port] for e in endpoints]]).encode())
         digest.update(b"\n")
     return replace(snapshot, version=f"sha256:{digest.hexdigest()}")
 
 
-def _content_pieces(snapshot: Snapshot) -> Iterator[str]:
-    """Everything ``snapshot_to_data`` holds but ``version``, as canonical JSON pieces."""
+def _content_pieces(snapshot: Snapshot, texts: RuleTexts) -> Iterator[str]:
+    """Everything ``snapshot_to_data`` holds but ``version`` and ``endpoints``, as canonical
+    JSON pieces; ``texts`` holds rules encoded already."""
     encode = _CANONICAL.encode
     ingress = snapshot.ingress
     yield encode(["scope", str(snapshot.scope), ingress.http_port, ingress.https_port])
     for host, vhost in sorted(ingress.hosts.items()):
         yield encode(["ingress", host, _vhost_data(vhost)])
-    encoded: dict[int, str] = {}  # id(rule) → JSON; every rule stays alive in the snapshot
     for port, tables in sorted(snapshot.gateways.items()):
         yield encode(["gateways", port, len(tables)])  # empty maps count as content too
         for hostname, table in sorted(tables.items()):
@@ -76,10 +103,10 @@ def _content_pieces(snapshot: Snapshot) -> Iterator[str]:
             for host, rules in sorted(table.hosts.items()):
                 yield encode(["host", host, len(rules)])
                 for rule in rules:
-                    text = encoded.get(id(rule))
-                    if text is None:
-                        text = encoded[id(rule)] = encode(_gateway_rule_data(rule))
-                    yield text
+                    known = texts.get(id(rule))
+                    if known is None or known[0] is not rule:
+                        known = texts[id(rule)] = (rule, encode(_gateway_rule_data(rule)))
+                    yield known[1]
     for port, validations in sorted(snapshot.client_certs.items()):
         yield encode(["client_certs", port, len(validations)])
         for host, c in sorted(validations.items()):
@@ -90,8 +117,6 @@ def _content_pieces(snapshot: Snapshot) -> Iterator[str]:
         yield encode(["tls", port, len(certificates)])
         for host, cert in sorted(certificates.items()):
             yield encode(["certificate", port, host, cert.chain_pem, cert.key_pem, cert.secret])
-    for key, endpoints in sorted(snapshot.endpoints.items()):
-        yield encode(["endpoints", key, [[e.address, e.port] for e in endpoints]])
 
 
 _CANONICAL: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
@@ -147,13 +172,45 @@ def _vhost_data(vhost: VirtualHost) -> dict[str, Any]:
 
 
 def _rule_data(rule: PathRule) -> dict[str, Any]:
-    return {
+    data = {
         "path": rule.path,
         "match": str(rule.match),
         "backend": _backend_data(rule.backend),
         "route": _route_data(rule.route),
         "tls_redirect": rule.tls_redirect,
     }
+    if rule.actions is not None:
+        data["actions"] = _ingress_actions_data(rule.actions)
+    return data
+
+
+def _ingress_actions_data(actions: IngressActions) -> dict[str, Any]:
+    """The fields that are set, by their names in :class:`IngressActions`; lists as lists."""
+    data: dict[str, Any] = {}
+    for name in INGRESS_ACTION_FIELDS:
+        value = getattr(actions, name)
+        if name == "canary":
+            if value is not None:
+                data[name] = _canary_data(value)
+        elif isinstance(value, str | int | float):
+            if value != 0:
+                data[name] = value
+        elif value:  # a vector: of strings, or of (user, hash) pairs
+            data[name] = [list(v) if isinstance(v, tuple) else v for v in value]
+    return data
+
+
+def _canary_data(canary: Canary) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "backend": _backend_data(canary.backend),
+        "route": _route_data(canary.route),
+        "weight": canary.weight,
+        "weight_total": canary.weight_total,
+    }
+    for name in ("header", "header_value", "header_pattern", "cookie"):
+        if (value := getattr(canary, name)) is not None:
+            data[name] = value
+    return data
 
 
 def _backend_data(backend: Backend) -> dict[str, Any]:

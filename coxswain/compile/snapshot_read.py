@@ -8,20 +8,26 @@ last good snapshot and says why the new one was refused.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pyrsistent import pmap, pvector
 
+if TYPE_CHECKING:
+    from pyrsistent.typing import PVector
+
 from coxswain.compile.scope import Scope, parse_scope
 from coxswain.compile.snapshot import (
+    INGRESS_ACTION_FIELDS,
     Backend,
     BackendProtocol,
+    Canary,
     Certificate,
     ClientValidation,
     Cors,
     Endpoint,
     GatewayRule,
     HeaderEdits,
+    IngressActions,
     IngressTable,
     ListenerHealth,
     ListenerTable,
@@ -155,20 +161,102 @@ def _vhost(host: str, data: Mapping[str, Any]) -> VirtualHost:
 def _rule(data: Mapping[str, Any], where: str) -> PathRule:
     match = _typed(data.get("match"), str, f"{where}.match")
     if match not in PathMatch.__members__.values():
-        raise SnapshotFormatError(f"{where}.match: expected Exact or Prefix, found {match!r}")
-    route = _object(data.get("route"), f"{where}.route")
+        raise SnapshotFormatError(
+            f"{where}.match: expected Exact, Prefix or Regex, found {match!r}"
+        )
     return PathRule(
         path=_typed(data.get("path"), str, f"{where}.path"),
         match=PathMatch(match),
         backend=_backend(_object(data.get("backend"), f"{where}.backend"), f"{where}.backend"),
-        route=RouteRef(
-            kind=_typed(route.get("kind"), str, f"{where}.route.kind"),
-            namespace=_typed(route.get("namespace"), str, f"{where}.route.namespace"),
-            name=_typed(route.get("name"), str, f"{where}.route.name"),
-            rule=_typed(route.get("rule"), str, f"{where}.route.rule"),
-        ),
+        route=_path_route(data.get("route"), f"{where}.route"),
         tls_redirect=_typed(data.get("tls_redirect", False), bool, f"{where}.tls_redirect"),
+        actions=_ingress_actions(data.get("actions"), f"{where}.actions"),
     )
+
+
+def _path_route(value: object, where: str) -> RouteRef:
+    route = _object(value, where)
+    return RouteRef(
+        kind=_typed(route.get("kind"), str, f"{where}.kind"),
+        namespace=_typed(route.get("namespace"), str, f"{where}.namespace"),
+        name=_typed(route.get("name"), str, f"{where}.name"),
+        rule=_typed(route.get("rule"), str, f"{where}.rule"),
+    )
+
+
+def _canary(value: object, where: str) -> Canary | None:
+    if value is None:
+        return None
+    data = _object(value, where)
+    return Canary(
+        backend=_backend(_object(data.get("backend"), f"{where}.backend"), f"{where}.backend"),
+        route=_path_route(data.get("route"), f"{where}.route"),
+        header=_optional(data.get("header"), str, f"{where}.header"),
+        header_value=_optional(data.get("header_value"), str, f"{where}.header_value"),
+        header_pattern=_optional(data.get("header_pattern"), str, f"{where}.header_pattern"),
+        cookie=_optional(data.get("cookie"), str, f"{where}.cookie"),
+        weight=_typed(data.get("weight", 0), int, f"{where}.weight"),
+        weight_total=_typed(data.get("weight_total", 100), int, f"{where}.weight_total"),
+    )
+
+
+def _ingress_actions(value: object, where: str) -> IngressActions | None:
+    if value is None:
+        return None
+    data = _object(value, where)
+    unknown = set(data) - set(INGRESS_ACTION_FIELDS)
+    if unknown:
+        raise SnapshotFormatError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+
+    def text(name: str) -> str | None:
+        return _optional(data.get(name), str, f"{where}.{name}")
+
+    return IngressActions(
+        app_root=text("app_root"),
+        redirect=text("redirect"),
+        redirect_status=_typed(data.get("redirect_status", 0), int, f"{where}.redirect_status"),
+        host_redirect=text("host_redirect"),
+        rewrite_target=text("rewrite_target"),
+        x_forwarded_prefix=text("x_forwarded_prefix"),
+        upstream_vhost=text("upstream_vhost"),
+        denied=text("denied"),
+        allow_sources=_strings(data.get("allow_sources", []), f"{where}.allow_sources"),
+        deny_sources=_strings(data.get("deny_sources", []), f"{where}.deny_sources"),
+        auth_realm=text("auth_realm"),
+        auth_users=pvector(
+            _pair(item, f"{where}.auth_users[{i}]")
+            for i, item in enumerate(_list(data.get("auth_users", []), f"{where}.auth_users"))
+        ),
+        max_body=_typed(data.get("max_body", 0), int, f"{where}.max_body"),
+        connect_timeout=_seconds(data.get("connect_timeout"), f"{where}.connect_timeout") or 0,
+        send_timeout=_seconds(data.get("send_timeout"), f"{where}.send_timeout") or 0,
+        read_timeout=_seconds(data.get("read_timeout"), f"{where}.read_timeout") or 0,
+        next_upstream_tries=_typed(
+            data.get("next_upstream_tries", 0), int, f"{where}.next_upstream_tries"
+        ),
+        next_upstream_codes=pvector(
+            _typed(v, int, f"{where}.next_upstream_codes[{i}]")
+            for i, v in enumerate(
+                _list(data.get("next_upstream_codes", []), f"{where}.next_upstream_codes")
+            )
+        ),
+        next_upstream_timeout=_seconds(
+            data.get("next_upstream_timeout"), f"{where}.next_upstream_timeout"
+        )
+        or 0,
+        canary=_canary(data.get("canary"), f"{where}.canary"),
+    )
+
+
+def _strings(value: object, where: str) -> PVector[str]:
+    return pvector(_typed(v, str, f"{where}[{i}]") for i, v in enumerate(_list(value, where)))
+
+
+def _pair(value: object, where: str) -> tuple[str, str]:
+    items = _list(value, where)
+    if len(items) != 2:
+        raise SnapshotFormatError(f"{where}: expected [user, hash]")
+    return _typed(items[0], str, f"{where}[0]"), _typed(items[1], str, f"{where}[1]")
 
 
 def _backend(data: Mapping[str, Any], where: str) -> Backend:

@@ -24,13 +24,42 @@ if TYPE_CHECKING:
 
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.provision import DesiredObjects
-    from coxswain.compile.snapshot import Backend, RouteRef, Snapshot
+    from coxswain.compile.snapshot import Backend, IngressActions, RouteRef, Snapshot
     from coxswain.compile.status import ObjectStatus
 
 __all__ = ["diagnostics_table", "infra_table", "routing_table", "status_table"]
 
 _GATEWAY_ANNOTATION = "coxswain-labs.dev/gateway"
 _ROLE_LABEL = "coxswain-labs.dev/role"
+
+
+def _ingress_action_notes(actions: IngressActions) -> list[str]:
+    """What a path's ingress-nginx actions do, briefly, in ``route.ingress_actions``' order."""
+    notes = []
+    if actions.denied is not None:
+        notes.append("503: an access annotation cannot be honoured")
+    if actions.deny_sources or actions.allow_sources:
+        notes.append("source ranges")
+    if actions.auth_realm is not None:
+        notes.append(f"basic auth, {len(actions.auth_users)} user(s)")
+    if actions.max_body:
+        notes.append(f"body <= {actions.max_body} bytes")
+    if (canary := actions.canary) is not None:
+        b = canary.backend
+        notes.append(
+            f"canary {b.namespace}/{b.service}:{b.port} {canary.weight}/{canary.weight_total}"
+        )
+    if actions.host_redirect is not None:
+        notes.append(f"308 to host {actions.host_redirect}")
+    if actions.app_root is not None:
+        notes.append(f"/ 302 to {actions.app_root}")
+    if actions.redirect is not None:
+        notes.append(f"{actions.redirect_status} to {actions.redirect}")
+    if actions.rewrite_target is not None:
+        notes.append(f"rewrite {actions.rewrite_target}")
+    if actions.upstream_vhost is not None:
+        notes.append(f"Host {actions.upstream_vhost}")
+    return notes
 
 
 def routing_table(snapshot: Snapshot) -> str:
@@ -41,7 +70,10 @@ def routing_table(snapshot: Snapshot) -> str:
     for host, vhost in sorted(ingress.hosts.items()):
         for rule in (*vhost.paths, *((vhost.default,) if vhost.default else ())):
             match = "default" if rule is vhost.default else f"{rule.match} {rule.path}"
-            redirect = " (https redirect)" if rule.tls_redirect else ""
+            notes = ["https redirect"] if rule.tls_redirect else []
+            if rule.actions is not None:
+                notes.extend(_ingress_action_notes(rule.actions))
+            redirect = f" ({'; '.join(notes)})" if notes else ""
             rows.append(
                 (ports, host, match, _route(rule.route), _backends((rule.backend,)) + redirect)
             )

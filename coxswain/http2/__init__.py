@@ -1,8 +1,10 @@
 """HTTP/2 for the proxy's clients and backends, the pure parts (RFC 9113).
 
-The ``h2`` library keeps the protocol's state (frames, HPACK, flow control, stream states);
-the proxy's loops around it are :mod:`coxswain.shell.dataplane.h2_connection` (clients) and
-:mod:`coxswain.shell.dataplane.h2_upstream` (backends). Here:
+Towards clients the protocol is the proxy's own, sans I/O, compiled with mypyc like the
+HTTP/1.1 codec (setup.py): :mod:`.server` (the connection's states, flow control and bounds),
+:mod:`.frames`, :mod:`.hpack` with :mod:`.hpack_tables`, and the :mod:`.events` it yields; its
+loop is :mod:`coxswain.shell.dataplane.h2_connection`. Towards backends the ``h2`` library keeps
+the protocol's state, under :mod:`coxswain.shell.dataplane.h2_upstream`. Here also:
 
 - :mod:`.fields`: one field checked, whichever peer sent it;
 - :mod:`.request`: a client stream's header list checked and turned into the
@@ -13,3 +15,14 @@ the proxy's loops around it are :mod:`coxswain.shell.dataplane.h2_connection` (c
   gRPC's Trailers-Only form among them;
 - :mod:`.budget`: what a client may make the proxy do for nothing.
 """
+
+from __future__ import annotations
+
+from typing import Final
+
+from coxswain.http2 import events, frames, hpack, hpack_tables, server
+
+__all__ = ["NATIVE_MODULES"]
+
+# setup.py's COMPILED of this package, as modules (tests/unit/test_build.py checks the lists)
+NATIVE_MODULES: Final = (events, frames, hpack_tables, hpack, server)

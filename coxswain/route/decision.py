@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from coxswain.compile.snapshot import Backend, RouteAction, RouteRef
+    from coxswain.compile.snapshot import Backend, IngressActions, RouteAction, RouteRef
 
 __all__ = ["Decision"]
 
@@ -29,6 +29,11 @@ class Decision:
             (``route.target``); None for an origin-form target.
         response_fields: fields the response gets: those of the proxy's own answer (a CORS
             preflight's), or those added to the forwarded response (``route.cors``).
+        checks: an Ingress path's actions whose per-request checks (client address,
+            credentials, body size: ``route.ingress_access``) the proxy runs on each request
+            before forwarding; None when there are none.
+        timeouts: an Ingress path's (connect, read) timeouts in seconds, each 0 to keep the
+            proxy's own (``proxy-connect-timeout``, ``proxy-read-timeout``); None: none set.
     """
 
     matched: bool
@@ -42,3 +47,5 @@ class Decision:
     action: RouteAction | None = None
     authority: str | None = None
     response_fields: tuple[tuple[bytes, bytes], ...] = ()
+    checks: IngressActions | None = None
+    timeouts: tuple[float, float] | None = None

@@ -12,14 +12,14 @@ from coxswain.route.forward import apply_edits, forwarded_headers, wire_edits
 from coxswain.route.grpc_status import grpc_status, is_grpc_call
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
-    from coxswain.compile.snapshot import UpstreamTLS
+    from coxswain.compile.snapshot import Backend, Endpoint, UpstreamTLS
     from coxswain.route.request import RequestHead
     from coxswain.route.select import Decision
     from coxswain.route.table import RouteTable
 
-__all__ = ["explain"]
+__all__ = ["backend_data", "explain"]
 
 
 def explain(
@@ -58,19 +58,7 @@ def explain(
             "name": route.name,
             "rule": route.rule,
         },
-        "backends": [
-            {
-                "namespace": b.namespace,
-                "service": b.service,
-                "port": b.port,
-                "weight": b.weight,
-                "valid": b.valid,
-                "endpoints": [f"{e.address}:{e.port}" for e in endpoints.get(b.endpoints_key, ())],
-                "tls": _tls(b.tls),
-                "protocol": str(b.protocol),
-            }
-            for b in decision.backends
-        ],
+        "backends": [backend_data(b, endpoints) for b in decision.backends],
         "mirrors": [
             {
                 "namespace": m.backend.namespace,
@@ -99,6 +87,20 @@ def explain(
             "backend_request": None if action is None else action.backend_timeout,
         },
         "reason": decision.reason,
+    }
+
+
+def backend_data(backend: Backend, endpoints: Mapping[str, Sequence[Endpoint]]) -> dict[str, Any]:
+    """A backend as ``coxswain route -o json`` shows it, with its ready endpoints."""
+    return {
+        "namespace": backend.namespace,
+        "service": backend.service,
+        "port": backend.port,
+        "weight": backend.weight,
+        "valid": backend.valid,
+        "endpoints": [f"{e.address}:{e.port}" for e in endpoints.get(backend.endpoints_key, ())],
+        "tls": _tls(backend.tls),
+        "protocol": str(backend.protocol),
     }
 
 

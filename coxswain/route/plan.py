@@ -4,7 +4,9 @@ The proxy shell executes the plan; deciding it is pure (docs/architecture.md, "D
 rules"). Rules:
 1. A shared-pool proxy binds the Ingress HTTP and HTTPS ports; a dedicated proxy binds none.
 2. Every listener of the snapshot that is ready is bound on its ``target_port``, with TLS when
-   its protocol is HTTPS. Several listeners on one port (hostnames) share one socket.
+   its protocol is HTTPS. Several listeners on one port (hostnames) share one socket. Layer-4
+   listeners (TLS, TCP, UDP) carry no HTTP: they are the stream server's (``streams``), never
+   an HTTP socket.
 3. Applying a new snapshot opens what appeared, closes what disappeared, and re-binds a port only
    when its kind changed (plain ↔ TLS); certificate changes never re-bind (new connections
    simply see the new certificates).
@@ -15,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from coxswain.compile.gateway.listeners import STREAM_PROTOCOLS
 from coxswain.compile.scope import SharedPool
 
 if TYPE_CHECKING:
@@ -57,7 +60,7 @@ def listener_specs(
         specs[ingress_http_port] = ListenerSpec(ingress_http_port, tls=False)
         specs[ingress_https_port] = ListenerSpec(ingress_https_port, tls=True)
     for health in snapshot.listener_health:
-        if health.ready and health.target_port:
+        if health.ready and health.target_port and health.protocol not in STREAM_PROTOCOLS:
             tls = health.protocol == "HTTPS"
             specs.setdefault(health.target_port, ListenerSpec(health.target_port, tls=tls))
     return specs

@@ -9,8 +9,14 @@ Host (``route.target``); a target that cannot be is answered 400.
 Order of decisions for the Ingress ports:
 1. Host: the Host header, lower-cased, port and trailing dot removed; exact host, then the
    one-label wildcard, then the catch-all; none → 404.
-2. Path: normalised (``route.paths``); Exact, then the longest element-wise Prefix, then the
-   host's default backend; none → 404.
+2. Path: normalised (``route.paths``); Exact, then the ingress-nginx regex paths in order
+   (the first whose pattern matches from the start, case-insensitively), then the longest
+   element-wise Prefix, then the host's default backend; none → 404.
+2a. A path with ingress-nginx actions may answer a redirect itself, and changes what is
+   forwarded (``route.ingress_actions``, whose steps 1 to 3 come before step 3 here); one
+   whose security annotations cannot be honoured answers 503 (``denied``). Its per-request
+   checks (``route.ingress_access``) travel in ``Decision.checks``: the proxy runs them on
+   each request, since decisions are cached by method, target and host.
 3. A plain-HTTP request on a rule with ``tls_redirect`` → 308 to ``https://`` on the same host
    and path. The port is the one the client would use for HTTPS: a request that named no port
    or HTTP's default (``Host: a.example.com`` or ``:80``) came through the advertised ports,
@@ -27,12 +33,14 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from coxswain.route.decision import Decision
+from coxswain.route.ingress_actions import answer, forwarding
 from coxswain.route.paths import element_prefixes, normalize_path, split_target
 from coxswain.route.select_gateway import select_gateway
 from coxswain.route.target import origin_form
 
 if TYPE_CHECKING:
-    from coxswain.compile.snapshot import PathRule
+    from coxswain.compile.regex import PrefixMatch
+    from coxswain.compile.snapshot import Backend, Canary, PathRule
     from coxswain.route.request import RequestHead
     from coxswain.route.table import RouteTable
 
@@ -100,7 +108,12 @@ def _select(table: RouteTable, head: RequestHead) -> Decision:
             host=host_header,
             path=forwarded_path,
         )
-    rule = _match_path(vhost.exact, vhost.prefix, path) or vhost.default
+    groups: tuple[str, ...] | None = None
+    rule = vhost.exact.get(path)
+    if rule is None and vhost.regex:
+        rule, groups = _match_regex(vhost.regex, path)
+    if rule is None:
+        rule = _match_prefix(vhost.prefix, path) or vhost.default
     if rule is None:
         return Decision(
             matched=False,
@@ -111,6 +124,37 @@ def _select(table: RouteTable, head: RequestHead) -> Decision:
         )
     how = "default backend" if rule is vhost.default else f"{rule.match} path {rule.path!r}"
     where = f"host {vhost.host!r}, {how} of Ingress {rule.route.namespace}/{rule.route.name}"
+    actions = rule.actions
+    if actions is not None and actions.denied is not None:
+        return Decision(
+            matched=True,
+            status=503,
+            reason=f"{where}: {actions.denied}",
+            host=host_header,
+            path=forwarded_path,
+            route=rule.route,
+            backends=(rule.backend,),
+        )
+    if actions is not None:
+        said = answer(
+            actions,
+            scheme="https" if head.tls else "http",
+            host=host,
+            host_header=host_header,
+            path=path,
+            query=query,
+        )
+        if said is not None:
+            return Decision(
+                matched=True,
+                status=said.status,
+                reason=f"{where}: {said.reason}",
+                host=host_header,
+                path=forwarded_path,
+                route=rule.route,
+                backends=(rule.backend,),
+                redirect=said.location,
+            )
     if rule.tls_redirect and not head.tls and head.port == table.ingress_http_port:
         port = _https_port(table, head.host)
         return Decision(
@@ -123,7 +167,32 @@ def _select(table: RouteTable, head: RequestHead) -> Decision:
             backends=(rule.backend,),
             redirect=f"https://{host}{port}{forwarded_path}",
         )
-    return _forward(table, rule, where, host_header, forwarded_path)
+    if actions is None:
+        return _forward(table, rule, where, host_header, forwarded_path)
+    sent = forwarding(rule, groups, host_header=host_header, path=path, query=query)
+    decision = _forward(table, rule, where, sent.host, sent.target)
+    timeouts = (actions.connect_timeout, actions.read_timeout)
+    if sent.action is None and not actions.checks_each_request and not any(timeouts):
+        return decision
+    canary = actions.canary
+    return dataclasses.replace(
+        decision,
+        action=sent.action,
+        checks=actions if actions.checks_each_request else None,
+        timeouts=timeouts if any(timeouts) else None,
+        backends=decision.backends
+        if canary is None or decision.status is not None
+        else _weighted(rule.backend, canary),
+    )
+
+
+def _weighted(main: Backend, canary: Canary) -> tuple[Backend, ...]:
+    """The main and canary backends weighed for the proxy's draw (``route.canary``, rule 3)."""
+    weight = min(canary.weight, canary.weight_total)
+    return (
+        dataclasses.replace(main, weight=canary.weight_total - weight),
+        dataclasses.replace(canary.backend, weight=weight),
+    )
 
 
 def _https_port(table: RouteTable, host_header: str | None) -> str:
@@ -136,12 +205,19 @@ def _https_port(table: RouteTable, host_header: str | None) -> str:
     return "" if https == 443 else f":{https}"
 
 
-def _match_path(
-    exact: dict[str, PathRule], prefix: dict[str, PathRule], path: str
-) -> PathRule | None:
-    found = exact.get(path)
-    if found is not None or not prefix:
-        return found
+def _match_regex(
+    regex: tuple[tuple[PrefixMatch, PathRule], ...], path: str
+) -> tuple[PathRule | None, tuple[str, ...] | None]:
+    for pattern, rule in regex:
+        groups = pattern.captures(path)
+        if groups is not None:
+            return rule, groups
+    return None, None
+
+
+def _match_prefix(prefix: dict[str, PathRule], path: str) -> PathRule | None:
+    if not prefix:
+        return None
     for candidate in element_prefixes(path):
         found = prefix.get(candidate)
         if found is not None:

@@ -3,6 +3,9 @@
 Rule: no lookup scans rules. Hosts are found by one dictionary probe (exact), then one probe
 for the one-label wildcard of the parent, then the catch-all; paths by one probe for Exact and
 one probe per path element for Prefix. Cost depends on the request, not on the table's size.
+The one exception is a host with ingress-nginx regex paths: they are tried in order, as nginx
+tries its regex locations, each in time linear in the path (``compile.regex``); a host without
+them never pays for them.
 """
 
 from __future__ import annotations
@@ -11,10 +14,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from coxswain.compile.hostnames import wildcard_parent
+from coxswain.compile.regex import compile_prefix_pattern
 from coxswain.compile.snapshot import CATCH_ALL, PathMatch
 from coxswain.route.gateway import GatewayPortIndex, index_gateway_port
 
 if TYPE_CHECKING:
+    from coxswain.compile.regex import PrefixMatch
     from coxswain.compile.snapshot import (
         Certificate,
         ClientValidation,
@@ -34,6 +39,7 @@ class HostIndex:
     exact: dict[str, PathRule]
     prefix: dict[str, PathRule]
     default: PathRule | None
+    regex: tuple[tuple[PrefixMatch, PathRule], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +143,12 @@ def build_table(
 def _index_host(vhost: VirtualHost) -> HostIndex:
     exact: dict[str, PathRule] = {}
     prefix: dict[str, PathRule] = {}
+    regex: list[tuple[PrefixMatch, PathRule]] = []
     for rule in vhost.paths:
+        if rule.match is PathMatch.REGEX:
+            pattern = compile_prefix_pattern(rule.path)
+            if not isinstance(pattern, str):  # the compiler refused it already
+                regex.append((pattern, rule))
+            continue
         (exact if rule.match is PathMatch.EXACT else prefix).setdefault(rule.path, rule)
-    return HostIndex(vhost.host, exact, prefix, vhost.default)
+    return HostIndex(vhost.host, exact, prefix, vhost.default, tuple(regex))

@@ -147,6 +147,7 @@ def discovery_feed(
             await proxy.apply(snapshot)
             report.send_nowait(
                 frozenset(port for port, entry in proxy.listeners.items() if entry.bound)
+                | proxy.streams.bound_ports()
             )
 
         with hangups() as signals:

@@ -77,16 +77,18 @@ def _parents(compiled: Compiled, route: str, kind: str = "HTTPRoute") -> tuple[B
 
 
 def route_condition(
-    compiled: Compiled, *, route: str, gateway: str, condition: Condition
-) -> str | None:
-    """``HTTPRouteMustHaveCondition``: a parent naming the Gateway has the condition."""
-    item, parents = _parents(compiled, route)
+    compiled: Compiled, *, route: str, gateway: str, condition: Condition,
+    kind: str = "HTTPRoute",
+) -> str | None:  # fmt: skip
+    """``HTTPRouteMustHaveCondition`` (``TLSRouteMustHaveCondition``, ``TCPRoute…``,
+    ``UDPRoute…`` with ``kind``): a parent naming the Gateway has the condition."""
+    item, parents = _parents(compiled, route, kind)
     for parent in parents:
         if problem := _stale(item, parent["conditions"]):
             return problem
     if _naming(parents, "parentRef", gateway, condition):
         return None
-    return f"HTTPRoute {route} has no parent {gateway} with {condition}: {parents}"
+    return f"{kind} {route} has no parent {gateway} with {condition}: {parents}"
 
 
 def route_parents(
@@ -308,18 +310,21 @@ def gateway_zero_routes(compiled: Compiled, *, gateway: str) -> str | None:
     return f"Gateway {gateway} has routes attached: {listeners}"
 
 
-def route_no_accepted_parents(compiled: Compiled, *, route: str) -> str | None:
-    """``HTTPRouteMustHaveNoAcceptedParents``: no parent, or one that is not Accepted."""
-    item, parents = _parents(compiled, route)
+def route_no_accepted_parents(
+    compiled: Compiled, *, route: str, kind: str = "HTTPRoute"
+) -> str | None:
+    """``HTTPRouteMustHaveNoAcceptedParents`` (``TLSRouteMustHaveNoAcceptedParents`` with
+    ``kind``): no parent, or one that is not Accepted."""
+    item, parents = _parents(compiled, route, kind)
     if not parents:
         return None
     if len(parents) > 1:
-        return f"HTTPRoute {route} has {len(parents)} parents"
+        return f"{kind} {route} has {len(parents)} parents"
     if problem := _stale(item, parents[0]["conditions"]):
         return problem
     if _found(parents[0]["conditions"], ["Accepted", "False", ""]):
         return None
-    return f"HTTPRoute {route} has an accepted parent: {parents}"
+    return f"{kind} {route} has an accepted parent: {parents}"
 
 
 def gateway_class_condition(

@@ -1,4 +1,6 @@
-"""The Gateway API v1.6.1 conformance sweep of the GATEWAY-HTTP profile (docs/quality.md).
+"""The Gateway API v1.6.1 conformance sweep of the GATEWAY-HTTP profile (docs/quality.md), and
+the status checks of the GATEWAY-TLS, GATEWAY-TCP and GATEWAY-UDP scenarios (their traffic is
+tests/integration/test_streams.py's, on its own echo backends).
 
 One test per upstream test (``scenarios/<ShortName>.yaml``): its manifests compiled by the
 real compiler (:mod:`.world`), the status it expects checked on the compiler's status, its

@@ -77,7 +77,16 @@ PARAMETERS_GROUP: Final = "gateway.coxswain-labs.dev"
 SCHEMA_GROUPS: Final = frozenset({GATEWAY_GROUP, PARAMETERS_GROUP})
 # Areas whose cases are named after the object they are about rather than after the area.
 AREA_PREFIXES: Final = {
-    "gateway": ("gateway-", "httproute-", "grpcroute-", "listenerset-", "backendtlspolicy-")
+    "gateway": (
+        "gateway-",
+        "httproute-",
+        "grpcroute-",
+        "tlsroute-",
+        "tcproute-",
+        "udproute-",
+        "listenerset-",
+        "backendtlspolicy-",
+    )
 }
 _LOADER: Final = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the CRDs are 1 MB of YAML
 REGENERATE: Final = "run `make goldens` (pytest tests/golden --update-goldens), review git diff"

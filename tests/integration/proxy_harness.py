@@ -27,7 +27,7 @@ import trio
 from coxswain.cli.types import networks
 from coxswain.compile.scope import parse_scope
 from coxswain.shell.dataplane.connection_limits import DEFAULT_MAX_CONNECTIONS
-from coxswain.shell.dataplane.server import Proxy, ProxyConfig
+from coxswain.shell.dataplane.server import HANDSHAKE_TIMEOUT, Proxy, ProxyConfig
 from coxswain.shell.dataplane.upstream import Timeouts
 from coxswain.shell.proxy import serve_snapshot_file
 
@@ -349,6 +349,7 @@ def run_proxy(
     backends: tuple[str, ...] = ("one", "two"),
     scope: str = "shared",
     header_timeout: float = 60.0,
+    handshake_timeout: float = HANDSHAKE_TIMEOUT,
     timeouts: Timeouts | None = None,
     trusted_proxies: str = "",
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
@@ -386,6 +387,7 @@ def run_proxy(
                         ingress_http_port=http_port,
                         ingress_https_port=https_port,
                         header_timeout=header_timeout,
+                        handshake_timeout=handshake_timeout,
                         timeouts=timeouts or Timeouts(),
                         trusted_proxies=networks(trusted_proxies),
                         max_connections=max_connections,

@@ -7,10 +7,16 @@ from __future__ import annotations
 import json
 import socket
 import ssl
+import threading
 from typing import TYPE_CHECKING, Any
 
 import h2.errors
+import hpack
+import trio
 import trustme
+from hyperframe.frame import DataFrame, Frame, GoAwayFrame, HeadersFrame, PingFrame
+
+from coxswain.http2 import frames
 
 from .h2_client import H2Client
 from .proxy_harness import (
@@ -217,3 +223,91 @@ def raw_get(port: int, path: str, *, te: str | None) -> bytes:
         while data := sock.recv(65536):
             answer += data
     return answer
+
+
+def test_a_drain_sends_two_goaways_and_finishes_the_stream_in_flight(tmp_path: Path) -> None:
+    """RFC 9113 §6.8: GOAWAY with the highest stream identifier, a PING, GOAWAY with the last
+    stream taken after its acknowledgement; the stream in flight is answered, then the
+    connection closes."""
+
+    def client(run: Running) -> None:
+        sock = socket.create_connection(("127.0.0.1", run.http_port), timeout=TIMEOUT)
+        reader = _FrameReader(sock)
+        request = hpack.Encoder().encode(
+            [
+                (b":method", b"POST"),
+                (b":scheme", b"http"),
+                (b":authority", b"a.example.com"),
+                (b":path", b"/drained"),
+                (b"expect", b"100-continue"),
+            ]
+        )
+        sock.sendall(
+            frames.PREFACE
+            + frames.settings([])
+            + frames.frame(frames.HEADERS, frames.END_HEADERS, 1, request)
+        )
+        assert isinstance(reader.until(HeadersFrame), HeadersFrame)  # 100: the stream is taken
+        token = trio.from_thread.run_sync(trio.lowlevel.current_trio_token)
+        drain = threading.Thread(
+            target=lambda: trio.from_thread.run(run.proxy.drain, TIMEOUT, trio_token=token)
+        )
+        drain.start()
+        first = reader.until(GoAwayFrame)
+        assert isinstance(first, GoAwayFrame)
+        assert (first.last_stream_id, first.error_code) == (2**31 - 1, 0)
+        ping = reader.until(PingFrame)
+        assert isinstance(ping, PingFrame)
+        sock.sendall(frames.ping(ping.opaque_data, ack=True))
+        second = reader.until(GoAwayFrame)
+        assert isinstance(second, GoAwayFrame)
+        assert (second.last_stream_id, second.error_code) == (1, 0)
+        sock.sendall(frames.frame(frames.DATA, frames.END_STREAM, 1, b"body"))
+        answer = reader.until(HeadersFrame)
+        assert isinstance(answer, HeadersFrame)
+        body = reader.until(DataFrame)
+        assert isinstance(body, DataFrame)
+        assert echo(body.data)["body"] == "body"
+        reader.until(None)  # the connection closes
+        drain.join()
+        sock.close()
+
+    run_proxy(tmp_path, hosts, client)
+
+
+class _FrameReader:
+    """Frames as the server sends them, parsed by ``hyperframe``."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buffer = b""
+
+    def until(self, kind: type[Frame] | None) -> Frame | None:
+        """The next frame of ``kind`` (others skipped); None when the connection closes."""
+        while True:
+            while len(self.buffer) >= 9:
+                frame, length = Frame.parse_frame_header(memoryview(self.buffer[:9]))
+                if len(self.buffer) < 9 + length:
+                    break
+                frame.parse_body(memoryview(self.buffer[9 : 9 + length]))
+                self.buffer = self.buffer[9 + length :]
+                if kind is not None and isinstance(frame, kind):
+                    return frame
+            data = self.sock.recv(65536)
+            if not data:
+                return None
+            self.buffer += data
+
+
+def test_a_connection_idle_after_its_streams_is_closed_after_the_header_timeout(
+    tmp_path: Path,
+) -> None:
+    def client(run: Running) -> None:
+        h2c = H2Client(run.http_port)
+        assert h2c.get("/").status == 200
+        goaway = h2c.until_goaway()  # idle from the stream's end: bounded by header_timeout
+        assert goaway is not None
+        assert goaway.error_code == h2.errors.ErrorCodes.NO_ERROR
+        assert goaway.last_stream_id == 1
+
+    run_proxy(tmp_path, hosts, client, header_timeout=0.5)

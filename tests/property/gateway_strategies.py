@@ -63,7 +63,7 @@ def gateway_classes(draw: st.DrawFn) -> dict[str, Any]:
 
 @st.composite
 def listeners(draw: st.DrawFn, index: int) -> dict[str, Any]:
-    protocol = draw(st.sampled_from(("HTTP", "HTTPS", "TCP")))
+    protocol = draw(st.sampled_from(("HTTP", "HTTPS", "TLS", "TCP", "UDP")))
     listener: dict[str, Any] = {
         "name": f"l{index}",
         "port": draw(st.sampled_from((80, 443, 8080))),
@@ -76,6 +76,10 @@ def listeners(draw: st.DrawFn, index: int) -> dict[str, Any]:
         if draw(st.booleans()):
             ref["namespace"] = draw(st.sampled_from(NAMESPACES))
         listener["tls"] = {"certificateRefs": [ref]}
+    if protocol == "TLS":
+        listener["tls"] = {"mode": draw(st.sampled_from(("Passthrough", "Terminate")))}
+        if listener["tls"]["mode"] == "Terminate":
+            listener["tls"]["certificateRefs"] = [{"name": draw(st.sampled_from(NAMES))}]
     origin = draw(st.sampled_from(("Same", "All", "Selector", None)))
     if origin is not None:
         namespaces: dict[str, Any] = {"from": origin}
@@ -280,6 +284,20 @@ def grpcroutes(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @st.composite
+def stream_routes(draw: st.DrawFn) -> dict[str, Any]:
+    """A TLSRoute, TCPRoute or UDPRoute with the parents an HTTPRoute would draw (so that each
+    kind meets listeners of every protocol) and one rule of HTTPRoute-drawn backendRefs."""
+    route = draw(httproutes())
+    kind = draw(st.sampled_from(("TLSRoute", "TCPRoute", "UDPRoute")))
+    route["kind"] = kind
+    backends = draw(rules()).get("backendRefs", [])
+    route["spec"]["rules"] = [{"backendRefs": backends}]
+    if kind != "TLSRoute":
+        route["spec"].pop("hostnames", None)
+    return route
+
+
+@st.composite
 def backend_tls_policies(draw: st.DrawFn) -> dict[str, Any]:
     """A BackendTLSPolicy on one of the Services the worlds draw (or a port of one), trusting
     a ConfigMap, a Secret or the system's CAs, with a hostname and maybe SANs; creation times
@@ -396,6 +414,7 @@ def malformed(draw: st.DrawFn) -> dict[str, Any]:
             listener_sets(),
             httproutes(),
             grpcroutes(),
+            stream_routes(),
             gateway_classes(),
             supporting(),
             backend_tls_policies(),
@@ -420,6 +439,7 @@ worlds = st.lists(
         httproutes(),
         grpcroutes(),
         grpcroutes(),
+        stream_routes(),
         backend_tls_policies(),
         supporting(),
         supporting(),
@@ -434,6 +454,7 @@ messy_worlds = st.lists(
         listener_sets(),
         httproutes(),
         grpcroutes(),
+        stream_routes(),
         supporting(),
         malformed(),
     ),

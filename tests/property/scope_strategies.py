@@ -1,6 +1,6 @@
 """Hypothesis strategies for worlds of shared and dedicated Gateways (the scope properties):
-overlapping hostnames, cross-namespace routes of both kinds (HTTPRoute, GRPCRoute), shared TLS
-Secrets and Ingresses."""
+overlapping hostnames, cross-namespace routes of every kind (HTTPRoute, GRPCRoute, TLSRoute,
+TCPRoute, UDPRoute), shared TLS Secrets and Ingresses."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ GW = "gateway.networking.k8s.io/v1"
 NAMES = ("g0", "g1", "g2", "g3")
 NAMESPACES = ("a", "b")
 HOSTNAMES = (None, "*.test", "foo.test")
+ROUTE_KINDS = ("HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute")
 
 
 def gateway(
-    name: str, namespace: str, *, dedicated: bool, ports: list[int], https: bool
+    name: str, namespace: str, *, dedicated: bool, ports: list[int], https: bool, streams: bool
 ) -> dict[str, Any]:
     listeners: list[dict[str, Any]] = [
         {
@@ -38,6 +39,17 @@ def gateway(
                 "tls": {"certificateRefs": [{"name": "cert", "namespace": "a"}]},
                 "allowedRoutes": {"namespaces": {"from": "All"}},
             }
+        )
+    if streams:  # a listener of each layer-4 protocol
+        listeners.extend(
+            {
+                "name": protocol.lower(),
+                "port": port,
+                "protocol": protocol,
+                "allowedRoutes": {"namespaces": {"from": "All"}},
+                **({"tls": {"mode": "Passthrough"}} if protocol == "TLS" else {}),
+            }
+            for protocol, port in (("TLS", 8443), ("TCP", 5432), ("UDP", 5353))
         )
     spec: dict[str, Any] = {"gatewayClassName": "coxswain", "listeners": listeners}
     if dedicated:
@@ -60,7 +72,16 @@ def gateway(
 def gateways(draw: st.DrawFn, name: str, namespace: str) -> list[dict[str, Any]]:
     dedicated = draw(st.booleans())
     ports = sorted(draw(st.sets(st.sampled_from((80, 8080, 9000)), min_size=1, max_size=2)))
-    bodies = [gateway(name, namespace, dedicated=dedicated, ports=ports, https=draw(st.booleans()))]
+    bodies = [
+        gateway(
+            name,
+            namespace,
+            dedicated=dedicated,
+            ports=ports,
+            https=draw(st.booleans()),
+            streams=draw(st.booleans()),
+        )
+    ]
     if dedicated and draw(st.booleans()):
         bodies.append(
             {
@@ -83,12 +104,13 @@ def routes(draw: st.DrawFn, index: int) -> dict[str, Any]:
         "parentRefs": parents,
         "rules": [{"backendRefs": [{"name": "svc", "namespace": "a", "port": 80}]}],
     }
+    kind = draw(st.sampled_from(ROUTE_KINDS))
     host = draw(st.sampled_from(HOSTNAMES))
-    if host:
+    if host and kind not in ("TCPRoute", "UDPRoute"):
         spec["hostnames"] = [host]
     return {
         "apiVersion": GW,
-        "kind": draw(st.sampled_from(("HTTPRoute", "GRPCRoute"))),
+        "kind": kind,
         "metadata": {"name": f"r{index}", "namespace": draw(st.sampled_from(NAMESPACES))},
         "spec": spec,
     }
@@ -119,7 +141,7 @@ SUPPORT = [
         "spec": {
             "from": [
                 {"group": "gateway.networking.k8s.io", "kind": k, "namespace": "b"}
-                for k in ("Gateway", "HTTPRoute", "GRPCRoute")
+                for k in ("Gateway", *ROUTE_KINDS)
             ],
             "to": [{"group": "", "kind": "Secret"}, {"group": "", "kind": "Service"}],
         },

@@ -66,7 +66,8 @@ def test_every_owned_object_gets_exactly_one_status(bodies):
     }
     expected |= {("ListenerSet", k.namespace, k.name) for k in owned_sets}
     parents = owned_gateways | owned_sets
-    for key, route in [*state.httproutes.items(), *state.grpcroutes.items()]:
+    routes = [*state.httproutes.items(), *state.grpcroutes.items(), *state.streamroutes.items()]
+    for key, route in routes:
         for ref in route.parent_refs:
             parent = ObjectKey(ref.kind, ref.namespace or key.namespace, ref.name)
             if ref.group == "gateway.networking.k8s.io" and parent in parents:

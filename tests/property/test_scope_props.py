@@ -27,7 +27,7 @@ from coxswain.compile.scope import GatewayScope
 from coxswain.compile.snapshot_json import dump_snapshot
 
 from .gateway_strategies import OUR_CLASS
-from .scope_strategies import GW, NAMES, NAMESPACES, gateway, gateways, worlds
+from .scope_strategies import GW, NAMES, NAMESPACES, ROUTE_KINDS, gateway, gateways, worlds
 
 pytestmark = pytest.mark.property
 
@@ -64,7 +64,7 @@ def test_shared_pool_holds_nothing_of_a_ready_dedicated_gateway(bodies):
         assert not {t.gateway for t in tables.values()} & ready
         for table in tables.values():
             for rules in table.hosts.values():
-                assert all(r.action.route.kind in ("HTTPRoute", "GRPCRoute") for r in rules)
+                assert all(r.action.route.kind in ROUTE_KINDS for r in rules)
     gateway_ports = set(snapshot.gateways)
     for port in snapshot.tls:
         assert port == snapshot.ingress.https_port or port in gateway_ports
@@ -157,7 +157,7 @@ def test_surviving_gateways_keep_their_internal_ports(operations):
         if add:
             present.setdefault(
                 (namespace, name),
-                gateway(name, namespace, dedicated=False, ports=[port], https=False),
+                gateway(name, namespace, dedicated=False, ports=[port], https=False, streams=False),
             )
         else:
             present.pop((namespace, name), None)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from coxswain.http1.codec import NATIVE_MODULES
+from coxswain.http2 import NATIVE_MODULES as HTTP2_NATIVE_MODULES
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -154,7 +155,8 @@ def test_the_compiled_modules_exist_and_are_synchronous() -> None:
 
 
 def test_the_build_reported_is_that_of_every_compiled_module() -> None:
-    reported = {module.__name__.replace(".", "/") + ".py" for module in NATIVE_MODULES}
+    modules = (*NATIVE_MODULES, *HTTP2_NATIVE_MODULES)
+    reported = {module.__name__.replace(".", "/") + ".py" for module in modules}
     assert reported == set(_compiled_paths())
 
 

@@ -374,7 +374,11 @@ def test_every_controller_flag_comes_from_values() -> None:
                 "controllerName": "example.com/gateway",
                 "addressRanges": ["192.0.2.0/24", "2001:db8::/32"],
             },
-            "ingress": {"controllerName": "example.com/ingress"},
+            "ingress": {
+                "controllerName": "example.com/ingress",
+                "classNames": ["nginx", "nginx-internal"],
+                "withoutClass": True,
+            },
             "controller": {
                 "statusAddresses": ["203.0.113.10", "lb.example.com"],
                 "discoveryPort": 19000,
@@ -389,6 +393,8 @@ def test_every_controller_flag_comes_from_values() -> None:
         "--namespace": ["net"],
         "--controller-name": ["example.com/gateway"],
         "--ingress-controller-name": ["example.com/ingress"],
+        "--ingress-class": ["nginx,nginx-internal"],
+        "--ingress-without-class": ["true"],
         "--shared-proxy-selector": [
             "app.kubernetes.io/component=shared-proxy,app.kubernetes.io/instance=edge,"
             "app.kubernetes.io/name=coxswain"

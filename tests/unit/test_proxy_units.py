@@ -31,8 +31,8 @@ from coxswain.http1 import (
 )
 from coxswain.route import Decision
 from coxswain.shell.dataplane.connection import Connection
+from coxswain.shell.dataplane.http1_connection import _drain
 from coxswain.shell.dataplane.served import Routed
-from coxswain.shell.dataplane.server import _drain
 from coxswain.shell.dataplane.snapshot_file import SnapshotLoadError, load_snapshot
 from coxswain.shell.dataplane.tries import Answer, after_retries
 from coxswain.shell.dataplane.upstream import (

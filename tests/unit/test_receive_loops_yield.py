@@ -48,10 +48,6 @@ ELSEWHERE = {
         "each piece of the body goes out through send_data, which sends (H2Upstream.flush) at "
         "least once, or yields for an empty piece; the end ends the loop"
     ),
-    ("dataplane/h2_connection.py", "_receive"): (
-        "it loops only after a stream's end cancelled its wait (a yield); its caller, _read, "
-        "yields after every batch of frames"
-    ),
 }
 
 

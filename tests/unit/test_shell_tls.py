@@ -5,7 +5,9 @@ Real TLS handshakes run in memory (two ssl.MemoryBIO pairs), with certificates f
 
 from __future__ import annotations
 
+import gc
 import ssl
+import weakref
 from typing import Any
 
 import pytest
@@ -14,6 +16,7 @@ import trustme
 from coxswain.compile import SharedPool, build_state, compile
 from coxswain.route import build_table
 from coxswain.shell.dataplane.tls import TLSContexts
+from coxswain.shell.dataplane.tls_openssl import OpenSSLContext
 
 CA = trustme.CA()
 FOO = CA.create_child_ca().issue_cert("foo.example.com")  # clients trust CA: the chain is served
@@ -140,15 +143,17 @@ def test_sni_picks_the_listener_certificate_exact_then_wildcard():
     assert contexts._table.certificate(port, "a.b.example.com").secret == "app/wild"
 
 
-def test_an_unknown_name_is_refused():
-    contexts, port = _tables()
+@pytest.mark.parametrize("mode", [None, "AllowInsecureFallback"])
+def test_an_unknown_name_is_refused(mode: str | None):
+    contexts, port = _tables(mode)
     with pytest.raises(ssl.SSLError):
         _handshake(contexts.front(port), "other.test")
 
 
 def _admitted(contexts: TLSContexts, port: int, name: str) -> bool:
     server = _HANDSHAKES[-1]
-    return contexts.admits(port, name, server.getpeercert(binary_form=True))
+    der = server.getpeercert(binary_form=True)
+    return contexts.admits(port, name, der, der is not None and server.getpeercert() != {})
 
 
 def test_allow_valid_only_admits_only_a_client_certificate_from_the_bundle():
@@ -162,10 +167,41 @@ def test_allow_valid_only_admits_only_a_client_certificate_from_the_bundle():
         _handshake(front, "foo.example.com", STRANGER)
 
 
+def test_allow_valid_only_refuses_a_certificate_the_handshake_did_not_verify():
+    contexts, port = _tables("AllowValidOnly")
+    _handshake(contexts.front(port), "foo.example.com", CLIENT)
+    der = _HANDSHAKES[-1].getpeercert(binary_form=True)
+    assert contexts.admits(port, "foo.example.com", der, True)
+    assert not contexts.admits(port, "foo.example.com", der, False)
+
+
 def test_allow_insecure_fallback_admits_a_client_without_certificate():
     contexts, port = _tables("AllowInsecureFallback")
     assert _handshake(contexts.front(port), "foo.example.com")[0] == "foo.example.com"
+    assert _HANDSHAKES[-1].getpeercert() is None
     assert _admitted(contexts, port, "foo.example.com")
+
+
+def test_allow_insecure_fallback_admits_a_certificate_no_bundle_trusts_and_says_so():
+    contexts, port = _tables("AllowInsecureFallback")
+    front = contexts.front(port)
+    assert _handshake(front, "foo.example.com", STRANGER)[0] == "foo.example.com"
+    assert _HANDSHAKES[-1].getpeercert() == {}  # received, not verified
+    stranger = ssl.PEM_cert_to_DER_cert(STRANGER.cert_chain_pems[0].bytes().decode())
+    assert _HANDSHAKES[-1].getpeercert(binary_form=True) == stranger
+    assert _admitted(contexts, port, "foo.example.com")
+    _handshake(front, "bar.example.com", CLIENT)  # the wildcard listener, a trusted client
+    assert _HANDSHAKES[-1].getpeercert()  # verified: a non-empty dict
+    assert _admitted(contexts, port, "bar.example.com")
+
+
+def test_only_ports_that_fall_back_leave_the_ssl_module():
+    for mode, native in ((None, False), ("AllowValidOnly", False), ("AllowInsecureFallback", True)):
+        contexts, port = _tables(mode)
+        front, server = _served(contexts, port, "foo.example.com")
+        assert isinstance(front, OpenSSLContext) is native
+        assert isinstance(server.context, OpenSSLContext) is native
+        assert server.context is not front
 
 
 def test_a_port_without_validation_admits_everyone():
@@ -202,10 +238,23 @@ def test_contexts_take_tls_1_2_or_later_offer_http_1_1_and_ask_no_certificate_by
 
 
 def test_contexts_of_a_port_with_validation_ask_for_a_certificate_from_its_bundles():
-    contexts, port = _tables("AllowInsecureFallback")
+    contexts, port = _tables("AllowValidOnly")
     front, server = _served(contexts, port, "foo.example.com")
     bundle = [ssl.PEM_cert_to_DER_cert(CLIENT_CA.cert_pem.bytes().decode())]
     for context in (front, server.context):
         assert context.minimum_version is ssl.TLSVersion.TLSv1_2
         assert context.verify_mode is ssl.CERT_OPTIONAL
         assert context.get_ca_certs(binary_form=True) == bundle
+
+
+def test_a_fallback_connection_is_freed_without_the_cycle_collector():
+    contexts, port = _tables("AllowInsecureFallback")
+    _handshake(contexts.front(port), "foo.example.com", STRANGER)
+    server = _HANDSHAKES.pop()
+    native = weakref.ref(server._connection)
+    gc.disable()
+    try:
+        del server
+        assert native() is None
+    finally:
+        gc.enable()

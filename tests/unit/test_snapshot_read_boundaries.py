@@ -201,14 +201,25 @@ def test_optional_sections_and_fields_take_their_defaults():
     assert snapshot_from_data(with_tls).tls[443]["h"].secret == ""
 
 
-def test_a_path_match_other_than_exact_or_prefix_is_refused():
+def test_a_path_match_other_than_exact_prefix_or_regex_is_refused():
     data = copy.deepcopy(DOCUMENTS[_first_with(("ingress", "hosts"))])
     [host] = list(data["ingress"]["hosts"])[:1]
-    data["ingress"]["hosts"][host]["paths"][0]["match"] = "Regex"
+    data["ingress"]["hosts"][host]["paths"][0]["match"] = "Glob"
     with pytest.raises(SnapshotFormatError) as raised:
         snapshot_from_data(data)
     assert str(raised.value) == (
-        f"ingress.hosts[{host!r}].paths[0].match: expected Exact or Prefix, found 'Regex'"
+        f"ingress.hosts[{host!r}].paths[0].match: expected Exact, Prefix or Regex, found 'Glob'"
+    )
+
+
+def test_ingress_actions_with_an_unknown_field_are_refused():
+    data = copy.deepcopy(DOCUMENTS[_first_with(("ingress", "hosts"))])
+    [host] = list(data["ingress"]["hosts"])[:1]
+    data["ingress"]["hosts"][host]["paths"][0]["actions"] = {"rewrite": "/"}
+    with pytest.raises(SnapshotFormatError) as raised:
+        snapshot_from_data(data)
+    assert (
+        str(raised.value) == f"ingress.hosts[{host!r}].paths[0].actions: unknown field(s) rewrite"
     )
 
 

@@ -1,6 +1,8 @@
 """The Gateway API snapshot cells, read from the ``GatewayModel``.
 
-- ``gateways``: internal port → listener hostname → host → rules in precedence order;
+- ``gateways``: internal port → listener hostname → host → rules in precedence order; a
+  layer-4 listener's (protocol TLS, TCP or UDP) hosts hold its routes' stream entries, the
+  first of a host being the one its connections take (``l4route``);
 - ``tls`` and ``client_certs``: internal port → listener hostname → certificate / validation;
 - ``listener_health``: one entry per listener of every Gateway in scope.
 Only serving listeners with an internal port get table entries; every listener gets health.
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from pyrsistent import pmap, pvector
 
+from coxswain.compile.model.gateway_objects import STREAM_KINDS
 from coxswain.compile.snapshot import (
     Backend,
     Certificate,
@@ -102,7 +105,11 @@ def build_cells(model: GatewayModel) -> GatewayCells:
                 if port is None or not verdict.serving:
                     continue
                 entries = secured.get(served_by)
-                if entries is None:
+                if entries is None and route.compiled.route.meta.key.kind in STREAM_KINDS:
+                    # a layer-4 route's backends get its bytes as they came: no BackendTLSPolicy
+                    entries = secured[served_by] = route.compiled.entries
+                    backends.extend(_backends(entries))
+                elif entries is None:
                     # BackendTLSPolicy (GEP-1897): the TLS of the backends, with the client
                     # certificate of the Gateway that serves them (.backend_tls, rule 5)
                     refs = model.gateway_refs.get(served_by)

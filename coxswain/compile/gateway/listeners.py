@@ -4,7 +4,8 @@ A listener belongs to its ``owner``: the Gateway, or a ListenerSet attached to i
 whose listeners are judged as the Gateway's are, with their own namespace for references.
 
 Rules (Gateway API v1, ``Listener`` and ``ListenerStatus``):
-1. Protocols HTTP and HTTPS are served; any other is ``Accepted=False/UnsupportedProtocol``.
+1. Protocols HTTP, HTTPS, TLS, TCP and UDP are served; any other is
+   ``Accepted=False/UnsupportedProtocol``.
 2. Listeners of one Gateway on one port must be distinct: different protocols on one port are
    ``Conflicted=True/ProtocolConflict``; the same protocol and hostname twice is
    ``Conflicted=True/HostnameConflict``. Every indistinct listener of one object is refused,
@@ -13,19 +14,23 @@ Rules (Gateway API v1, ``Listener`` and ``ListenerStatus``):
    Conflicted, whatever else is wrong with it, and the earlier one keeps serving.
 3. HTTPS terminates TLS with ``certificateRefs`` to ``kubernetes.io/tls`` Secrets (core group);
    another namespace needs a ReferenceGrant (``RefNotPermitted``); a missing, wrong-kind or
-   malformed reference is ``InvalidCertificateRef``. Passthrough on HTTPS is refused.
+   malformed reference is ``InvalidCertificateRef``. Passthrough on HTTPS is refused. A TLS
+   listener's ``tls.mode`` is ``Passthrough`` (no certificate: the proxy routes by SNI and the
+   backend terminates) or ``Terminate`` (the default), which needs certificates as HTTPS does.
 4. ``allowedRoutes.kinds``: HTTPRoute and GRPCRoute are served on HTTP and HTTPS, and both
    are a listener's kinds when it names none (GEP-1016, "Transport": GRPCRoute is used with the
-   existing ``HTTP`` and ``HTTPS`` protocols); others are dropped from ``supportedKinds`` with
+   existing ``HTTP`` and ``HTTPS`` protocols); TLSRoute on TLS, TCPRoute on TCP, UDPRoute on UDP
+   (Gateway API v1 ``ProtocolType``); others are dropped from ``supportedKinds`` with
    ``ResolvedRefs=False/InvalidRouteKinds``.
 5. Frontend client-certificate validation (``spec.tls.frontend``, per port over default) on
    HTTPS listeners: CA references to ConfigMaps or Secrets holding ``ca.crt``. A bad reference is
    ``ResolvedRefs=False`` (``InvalidCACertificateRef``/``InvalidCACertificateKind``/
    ``RefNotPermitted``); when none is usable, ``Accepted=False/NoValidCACertificate``.
 6. A listener is served when its Gateway is accepted, it is accepted and not conflicted, some
-   route kind is supported and, for HTTPS, its certificates resolved. Partly unresolved
-   references (some route kinds, some CA bundles) are reported and the rest is served ("the
-   implementation MUST reference the valid Route kinds that have been specified").
+   route kind is supported and, for HTTPS and TLS Terminate, its certificates resolved. Partly
+   unresolved references (some route kinds, some CA bundles) are reported and the rest is
+   served ("the implementation MUST reference the valid Route kinds that have been
+   specified").
 Each problem condition carries its diagnostic on the owner, at the field it is about
 (``spec.listeners[i].protocol``, the certificate or CA reference, the listener for conflicts).
 """
@@ -50,16 +55,27 @@ if TYPE_CHECKING:
     from coxswain.compile.model.state import ClusterState
 
 __all__ = [
+    "STREAM_PROTOCOLS",
+    "SUPPORTED_PROTOCOLS",
     "ListenerVerdict",
     "holds_claim",
     "judge_listeners",
     "resolve_certificate",
 ]
 
-_ROUTE_KINDS: Final = ((GATEWAY_GROUP, "HTTPRoute"), (GATEWAY_GROUP, "GRPCRoute"))
-"""The route kinds served on HTTP and HTTPS listeners, in the order ``supportedKinds`` lists
+_HTTP_KINDS: Final = ((GATEWAY_GROUP, "HTTPRoute"), (GATEWAY_GROUP, "GRPCRoute"))
+_ROUTE_KINDS: Final = {
+    "HTTP": _HTTP_KINDS,
+    "HTTPS": _HTTP_KINDS,
+    "TLS": ((GATEWAY_GROUP, "TLSRoute"),),
+    "TCP": ((GATEWAY_GROUP, "TCPRoute"),),
+    "UDP": ((GATEWAY_GROUP, "UDPRoute"),),
+}
+"""The route kinds served on each listener protocol, in the order ``supportedKinds`` lists
 them."""
-SUPPORTED_PROTOCOLS: Final = frozenset({"HTTP", "HTTPS"})
+SUPPORTED_PROTOCOLS: Final = frozenset(_ROUTE_KINDS)
+STREAM_PROTOCOLS: Final = frozenset({"TLS", "TCP", "UDP"})
+"""The layer-4 protocols: their listeners carry streams or datagrams, not HTTP requests."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -87,14 +103,23 @@ class ListenerVerdict:
         """Whether this listener is served (and routes attached to it take traffic).
 
         A listener with some unresolved references still serves what resolved (valid route
-        kinds, usable CA bundles); an HTTPS listener without its certificate cannot.
+        kinds, usable CA bundles); one that terminates TLS without its certificate cannot.
         """
         return (
             self.gateway_accepted
             and self.accepted.status
             and not self.conflicted.status
             and bool(self.supported_kinds)
-            and (self.listener.protocol != "HTTPS" or self.certificate is not None)
+            and (not self.terminates_tls or self.certificate is not None)
+        )
+
+    @property
+    def terminates_tls(self) -> bool:
+        """Whether the proxy terminates TLS on this listener: HTTPS, and TLS but in
+        ``Passthrough`` mode."""
+        protocol = self.listener.protocol
+        return protocol == "HTTPS" or (
+            protocol == "TLS" and self.listener.tls_mode != "Passthrough"
         )
 
     @property
@@ -156,7 +181,8 @@ def _judge(
             verdict,
             "Accepted",
             "UnsupportedProtocol",
-            f"protocol {listener.protocol} is not supported; HTTP and HTTPS are",
+            f"protocol {listener.protocol} is not supported; "
+            f"{', '.join(sorted(SUPPORTED_PROTOCOLS))} are",
             f"{listener.field}.protocol",
         )
         return verdict
@@ -172,20 +198,33 @@ def _judge(
         )
         return verdict
     kinds = listener.allowed_routes.kinds
+    served = _ROUTE_KINDS[listener.protocol]
     if kinds is None:
-        verdict.supported_kinds = _ROUTE_KINDS
+        verdict.supported_kinds = served
     else:
-        verdict.supported_kinds = tuple(dict.fromkeys(k for k in kinds if k in _ROUTE_KINDS))
-        invalid = [f"{g}/{k}" if g else k for g, k in kinds if (g, k) not in _ROUTE_KINDS]
+        verdict.supported_kinds = tuple(dict.fromkeys(k for k in kinds if k in served))
+        invalid = [f"{g}/{k}" if g else k for g, k in kinds if (g, k) not in served]
         if invalid:
+            names = " and ".join(k for _, k in served)
             verdict.resolved_refs = _problem(
                 verdict,
                 "ResolvedRefs",
                 "InvalidRouteKinds",
                 f"route kinds {', '.join(invalid)} are not supported on "
-                f"{listener.protocol} listeners; HTTPRoute and GRPCRoute are",
+                f"{listener.protocol} listeners; {names} {'are' if len(served) > 1 else 'is'}",
                 f"{listener.field}.allowedRoutes.kinds",
             )
+    if listener.protocol == "TLS":
+        if listener.tls_mode not in (None, "Terminate", "Passthrough"):
+            verdict.accepted = _problem(
+                verdict,
+                "Accepted",
+                "UnsupportedValue",
+                f"TLS mode {listener.tls_mode} is not supported; Terminate and Passthrough are",
+                f"{listener.field}.tls.mode",
+            )
+        elif verdict.terminates_tls:
+            _judge_certificates(verdict, state, grants)
     if listener.protocol == "HTTPS":
         _judge_tls(verdict, state, grants)
         if verdict.accepted.status:
@@ -204,12 +243,20 @@ def _judge_tls(verdict: ListenerVerdict, state: ClusterState, grants: Grants) ->
             f"{listener.field}.tls.mode",
         )
         return
+    _judge_certificates(verdict, state, grants)
+
+
+def _judge_certificates(verdict: ListenerVerdict, state: ClusterState, grants: Grants) -> None:
+    """The certificates a listener that terminates TLS serves (rule 3)."""
+    listener = verdict.listener
     if not listener.certificate_refs:
         verdict.resolved_refs = _problem(
             verdict,
             "ResolvedRefs",
             "InvalidCertificateRef",
-            "an HTTPS listener needs tls.certificateRefs",
+            "an HTTPS listener needs tls.certificateRefs"
+            if listener.protocol == "HTTPS"
+            else "a TLS listener in Terminate mode needs tls.certificateRefs",
             f"{listener.field}.tls.certificateRefs",
         )
         return

@@ -27,8 +27,6 @@ from coxswain.compile.gateway.attach import ParentVerdict, RouteVerdict, attach_
 from coxswain.compile.gateway.backend_tls import NO_POLICIES, BackendTLS, judge_backend_tls
 from coxswain.compile.gateway.cross_serving import settle_cross_serving
 from coxswain.compile.gateway.gateway_refs import GatewayRefs, judge_gateway_refs
-from coxswain.compile.gateway.grpcroute import compile_grpc_route
-from coxswain.compile.gateway.httproute import compile_route
 from coxswain.compile.gateway.listeners import (
     SUPPORTED_PROTOCOLS,
     ListenerVerdict,
@@ -42,8 +40,9 @@ from coxswain.compile.gateway.listenersets import (
 from coxswain.compile.gateway.placement import Placement, class_parameters, place_gateway
 from coxswain.compile.gateway.ports import PORT_BAND, allocate_ports, outside_share
 from coxswain.compile.gateway.refgrants import index_grants
+from coxswain.compile.gateway.route_kinds import compile_any_route
 from coxswain.compile.gateway.vip import service_addresses, vip_memory, vip_service_name
-from coxswain.compile.model.gateway_objects import GATEWAY_GROUP, GRPCRoute
+from coxswain.compile.model.gateway_objects import GATEWAY_GROUP, StreamRoute
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.scope import GatewayScope
 from coxswain.compile.status import Condition, problem
@@ -52,6 +51,7 @@ if TYPE_CHECKING:
     from coxswain.compile.backends import ServiceIndex
     from coxswain.compile.config import CompileConfig
     from coxswain.compile.gateway.refgrants import Grants
+    from coxswain.compile.gateway.route_kinds import RouteCache
     from coxswain.compile.model.gateway_objects import Gateway, GatewayClass, Route
     from coxswain.compile.model.infra_objects import CoxswainGatewayParameters
     from coxswain.compile.model.state import ClusterState
@@ -103,8 +103,12 @@ def analyse_gateways(
     config: CompileConfig,
     services: ServiceIndex,
     scope: Scope | None = None,
+    cache: RouteCache | None = None,
 ) -> GatewayModel:
-    """Run the Gateway API passes for ``scope`` (None: every owned Gateway, for status). Pure."""
+    """Run the Gateway API passes for ``scope`` (None: every owned Gateway, for status). Pure.
+
+    ``cache`` remembers compiled routes between calls (``compile.memo``); the model is the same
+    with it or without it."""
     if not (state.gateway_api and config.gateway_api):
         return _EMPTY  # Ingress-only: the CRDs are absent, or Gateway API is disabled
     classes = tuple(
@@ -185,7 +189,9 @@ def analyse_gateways(
                     field=f"{verdict.listener.field}.port",
                 )
     candidate_routes = _candidate_routes(state, scope, listener_sets)
-    routes = _attach_routes(candidate_routes, state, services, grants, listeners, listener_sets)
+    routes = _attach_routes(
+        candidate_routes, state, services, grants, listeners, listener_sets, cache
+    )
     dangling.extend(_parents_not_found(candidate_routes, state))
     if not isinstance(scope, GatewayScope):
         dangling.extend(listener_sets_not_found(state.listener_sets.values(), state))
@@ -301,7 +307,7 @@ def own_listeners(
 
 def _candidate_routes(
     state: ClusterState, scope: Scope | None, listener_sets: list[ListenerSetVerdict]
-) -> list[Route]:
+) -> list[Route | StreamRoute]:
     if isinstance(scope, GatewayScope):
         # One Gateway's scope reads only the routes that name it or its ListenerSets (the
         # state's index, by namespace and name: attach_route checks the kind).
@@ -314,20 +320,26 @@ def _candidate_routes(
         ]
         keys = sorted({k for parent in parents for k in state.routes_by_parent.get(parent, ())})
     else:
-        keys = sorted([*state.grpcroutes, *state.httproutes])
-    found: list[Route] = []
+        keys = sorted([*state.grpcroutes, *state.httproutes, *state.streamroutes])
+    found: list[Route | StreamRoute] = []
     for key in keys:
-        found.append(state.httproutes[key] if key.kind == "HTTPRoute" else state.grpcroutes[key])
+        if key.kind == "HTTPRoute":
+            found.append(state.httproutes[key])
+        elif key.kind == "GRPCRoute":
+            found.append(state.grpcroutes[key])
+        else:
+            found.append(state.streamroutes[key])
     return found
 
 
 def _attach_routes(
-    candidates: list[Route],
+    candidates: list[Route | StreamRoute],
     state: ClusterState,
     services: ServiceIndex,
     grants: Grants,
     listeners: dict[ObjectKey, list[ListenerVerdict]],
     listener_sets: list[ListenerSetVerdict],
+    cache: RouteCache | None,
 ) -> tuple[RouteVerdict, ...]:
     parents_of = {key: own_listeners(listeners, key) for key in listeners}
     detached: dict[ObjectKey, str] = {}
@@ -342,9 +354,9 @@ def _attach_routes(
         if not parents:
             continue
         compiled = (
-            compile_grpc_route(route, services, grants)
-            if isinstance(route, GRPCRoute)
-            else compile_route(route, services, grants)
+            compile_any_route(route, services, grants)
+            if cache is None
+            else cache.route(route, services, grants)
         )
         if compiled.accepted is not None:
             parents = [
@@ -367,7 +379,7 @@ def _class_not_found(gateway: Gateway) -> Diagnostic:
     )
 
 
-def _parents_not_found(routes: list[Route], state: ClusterState) -> list[Diagnostic]:
+def _parents_not_found(routes: list[Route | StreamRoute], state: ClusterState) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     for route in routes:
         for ref in route.parent_refs:

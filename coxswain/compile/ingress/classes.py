@@ -5,7 +5,10 @@ Rules, in order:
 2. else the deprecated ``kubernetes.io/ingress.class`` annotation names it;
 3. else the Ingress takes the cluster's default class: the IngressClasses annotated
    ``ingressclass.kubernetes.io/is-default-class: "true"``.
-A class is ours when its ``spec.controller`` is the configured controller name. Ingresses of
+A class is ours when its ``spec.controller`` is the configured controller name, or when its
+name is one the controller was told to take over (``CompileConfig.ingress_class_names``,
+whether or not the IngressClass exists); an unclassed Ingress is ours too when the controller
+takes Ingresses without a class (``ingress_without_class``). Ingresses of
 other controllers are ignored without a word: they are someone else's. Ingresses naming a class
 that is not in the input, and unclassed Ingresses when the defaults disagree, are reported,
 because that is how a dump missing its IngressClass, or a cluster with two defaults, shows up;
@@ -43,13 +46,15 @@ def select_ingresses(
     ]
     for ingress in state.ingresses.values():
         name = ingress.class_name or ingress.legacy_class
-        if name is not None:
+        if name is not None and name in config.ingress_class_names:
+            ours.append(ingress)
+        elif name is not None:
             chosen = classes.get(name)
             if chosen is None:
                 found.append(_class_not_found(ingress, name))
             elif chosen.controller == config.ingress_controller:
                 ours.append(ingress)
-        elif defaults == {True}:
+        elif defaults == {True} or config.ingress_without_class:
             ours.append(ingress)
         elif defaults == {True, False}:
             found.append(

@@ -37,6 +37,7 @@ from coxswain.compile.model.decode_gateway import (
 )
 from coxswain.compile.model.decode_grpcroute import decode_grpcroute
 from coxswain.compile.model.decode_httproute import decode_httproute
+from coxswain.compile.model.decode_l4route import decode_stream_route
 from coxswain.compile.model.fields import FieldReader
 from coxswain.compile.model.gateway_objects import (
     GATEWAY_GROUP,
@@ -48,6 +49,7 @@ from coxswain.compile.model.gateway_objects import (
     HTTPRoute,
     ListenerSet,
     ReferenceGrant,
+    StreamRoute,
 )
 from coxswain.compile.model.infra_objects import (
     PARAMETERS_GROUP,
@@ -98,6 +100,7 @@ StateObject = (
     | Gateway
     | HTTPRoute
     | GRPCRoute
+    | StreamRoute
     | ListenerSet
     | ReferenceGrant
     | BackendTLSPolicy
@@ -529,11 +532,12 @@ def _secret(
         keypair=keypair,
         problem=problem,
         ca_bundle=ca_bundle,
+        htpasswd=data["auth"].decode("utf-8", "replace") if "auth" in data else None,
         diagnostics=fields.diagnostics(),
     )
 
 
-_SECRET_KEYS_READ: Final = ("tls.crt", "tls.key", "ca.crt")
+_SECRET_KEYS_READ: Final = ("tls.crt", "tls.key", "ca.crt", "auth")
 
 
 def _secret_data(fields: FieldReader, raw: Mapping[str, Any]) -> dict[str, bytes]:
@@ -583,6 +587,9 @@ _DECODERS: Final[dict[tuple[str, str], tuple[frozenset[str], bool, _Decoder]]] =
     (GATEWAY_GROUP, "Gateway"): (_GATEWAY_VERSIONS, True, decode_gateway),
     (GATEWAY_GROUP, "HTTPRoute"): (_GATEWAY_VERSIONS, True, decode_httproute),
     (GATEWAY_GROUP, "GRPCRoute"): (frozenset({"v1"}), True, decode_grpcroute),
+    (GATEWAY_GROUP, "TLSRoute"): (frozenset({"v1"}), True, decode_stream_route),
+    (GATEWAY_GROUP, "TCPRoute"): (frozenset({"v1"}), True, decode_stream_route),
+    (GATEWAY_GROUP, "UDPRoute"): (frozenset({"v1"}), True, decode_stream_route),
     (GATEWAY_GROUP, "ReferenceGrant"): (_GATEWAY_VERSIONS, True, decode_reference_grant),
     (GATEWAY_GROUP, "ListenerSet"): (frozenset({"v1"}), True, decode_listener_set),
     (GATEWAY_GROUP, "BackendTLSPolicy"): (frozenset({"v1"}), True, decode_backend_tls_policy),

@@ -57,6 +57,8 @@ __all__ = [
     "ReferenceGrant",
     "Route",
     "SelectorRequirement",
+    "StreamRoute",
+    "StreamRule",
     "ValueMatch",
 ]
 
@@ -326,6 +328,33 @@ class GRPCRoute(CommonRoute):
 
 Route: TypeAlias = HTTPRoute | GRPCRoute
 """A route kind Coxswain serves: both attach to HTTP and HTTPS listeners alike."""
+
+STREAM_KINDS = ("TLSRoute", "TCPRoute", "UDPRoute")
+"""The layer-4 route kinds (gateway.networking.k8s.io/v1): each forwards whole connections or
+datagrams, chosen by listener (and for TLSRoute by the ClientHello's SNI), never by request."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamRule:
+    """``TLSRouteRule``, ``TCPRouteRule`` or ``UDPRouteRule``: a name and weighted backendRefs
+    (no matches, no filters: v1 CRDs)."""
+
+    field: str
+    name: str | None = None
+    backend_refs: PVector[BackendRef] = pvector()
+
+    @property
+    def filters(self) -> PVector[HTTPFilter]:
+        """None: a layer-4 rule has no filters (the shape ``route_rules.Rule`` reads)."""
+        return pvector()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamRoute(CommonRoute):
+    """A TLSRoute, TCPRoute or UDPRoute (its kind is ``meta.key.kind``); only a TLSRoute has
+    ``hostnames``, matched against the ClientHello's SNI."""
+
+    rules: PVector[StreamRule] = pvector()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

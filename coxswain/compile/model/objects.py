@@ -208,6 +208,7 @@ class Secret:
 
     ``keypair`` holds a ``kubernetes.io/tls`` Secret's certificate chain and key once they parsed
     and matched; ``problem`` says why they did not. ``ca_bundle`` is the ``ca.crt`` PEM, if any.
+    ``htpasswd`` is the ``auth`` key, the users of ingress-nginx's basic authentication.
     """
 
     meta: Meta
@@ -215,6 +216,7 @@ class Secret:
     keypair: KeyPair | None = None
     problem: str | None = None
     ca_bundle: str | None = None
+    htpasswd: str | None = None
     diagnostics: PVector[Diagnostic] = pvector()
 
 

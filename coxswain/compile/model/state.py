@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, TypeVar, assert_never
+from typing import TYPE_CHECKING, Final, TypeVar, assert_never
 
 from pyrsistent import pmap, pset, pvector
 
@@ -20,6 +20,7 @@ from coxswain.compile.diagnostics import Diagnostic, Severity, diagnostic_order
 from coxswain.compile.model.canonical import canonical_json
 from coxswain.compile.model.decode import Decoded, Malformed, StateObject, decode_object
 from coxswain.compile.model.gateway_objects import (
+    STREAM_KINDS,
     BackendTLSPolicy,
     ConfigMap,
     Gateway,
@@ -28,6 +29,7 @@ from coxswain.compile.model.gateway_objects import (
     HTTPRoute,
     ListenerSet,
     ReferenceGrant,
+    StreamRoute,
 )
 from coxswain.compile.model.infra_objects import (
     CoxswainGatewayParameters,
@@ -51,7 +53,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.model.keys import ObjectKey
 
-__all__ = ["ClusterState", "Deleted", "Upserted", "apply", "build_state"]
+__all__ = ["TABLES", "ClusterState", "Deleted", "Upserted", "apply", "build_state"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,8 +67,9 @@ class ClusterState:
     Three indexes are kept with the objects, so that one scope's compile reads only what
     concerns it: ``slices_by_service`` ((namespace, Service name) → EndpointSlice keys),
     ``routes_by_parent`` ((namespace, name) of a parentRef, a Gateway's or a ListenerSet's →
-    HTTPRoute and GRPCRoute keys) and ``listener_sets_by_parent`` ((namespace, name) of a
-    ListenerSet's parentRef → ListenerSet keys).
+    HTTPRoute, GRPCRoute, TLSRoute, TCPRoute and UDPRoute keys) and
+    ``listener_sets_by_parent`` ((namespace, name) of a ListenerSet's parentRef → ListenerSet
+    keys).
     """
 
     ingresses: PMap[ObjectKey, Ingress] = field(default_factory=pmap)
@@ -80,6 +83,7 @@ class ClusterState:
     gateways: PMap[ObjectKey, Gateway] = field(default_factory=pmap)
     httproutes: PMap[ObjectKey, HTTPRoute] = field(default_factory=pmap)
     grpcroutes: PMap[ObjectKey, GRPCRoute] = field(default_factory=pmap)
+    streamroutes: PMap[ObjectKey, StreamRoute] = field(default_factory=pmap)
     reference_grants: PMap[ObjectKey, ReferenceGrant] = field(default_factory=pmap)
     listener_sets: PMap[ObjectKey, ListenerSet] = field(default_factory=pmap)
     backend_tls_policies: PMap[ObjectKey, BackendTLSPolicy] = field(default_factory=pmap)
@@ -108,10 +112,47 @@ class Deleted:
 
 
 def apply(state: ClusterState, event: Upserted | Deleted) -> ClusterState:
-    """The state after one event. Pure."""
+    """The state after one event. Pure.
+
+    An event that changes nothing (an informer's resync, a watch replaying what was listed)
+    gives back ``state`` itself, so that identity says "unchanged" to whatever was computed
+    from it (``compile.memo``).
+    """
     if isinstance(event, Upserted):
+        if _current(state, event.obj.meta.key) == event.obj:
+            return state
         return _indexed(_stored(_unindexed(state, event.obj.meta.key), event.obj), event.obj)
+    if _current(state, event.key) is None:
+        return state
     return _removed(_unindexed(state, event.key), event.key)
+
+
+def _current(state: ClusterState, key: ObjectKey) -> StateObject | None:
+    """The object stored under ``key``, if any."""
+    table: PMap[ObjectKey, StateObject] | None = getattr(state, TABLES.get(key.kind, ""), None)
+    return None if table is None else table.get(key)
+
+
+TABLES: Final = {
+    "Ingress": "ingresses",
+    "IngressClass": "ingress_classes",
+    "Service": "services",
+    "EndpointSlice": "endpoint_slices",
+    "Secret": "secrets",
+    "Namespace": "namespaces",
+    "ConfigMap": "config_maps",
+    "GatewayClass": "gateway_classes",
+    "Gateway": "gateways",
+    "HTTPRoute": "httproutes",
+    "GRPCRoute": "grpcroutes",
+    "ReferenceGrant": "reference_grants",
+    "ListenerSet": "listener_sets",
+    "BackendTLSPolicy": "backend_tls_policies",
+    "CoxswainGatewayParameters": "parameters",
+    "Deployment": "deployments",
+    "ServiceAccount": "service_accounts",
+}
+"""The ``ClusterState`` field holding each kind's objects."""
 
 
 def _stored(state: ClusterState, obj: StateObject) -> ClusterState:
@@ -139,6 +180,8 @@ def _stored(state: ClusterState, obj: StateObject) -> ClusterState:
             return replace(state, httproutes=state.httproutes.set(key, obj))
         case GRPCRoute():
             return replace(state, grpcroutes=state.grpcroutes.set(key, obj))
+        case StreamRoute():
+            return replace(state, streamroutes=state.streamroutes.set(key, obj))
         case ReferenceGrant():
             return replace(state, reference_grants=state.reference_grants.set(key, obj))
         case ListenerSet():
@@ -179,6 +222,8 @@ def _removed(state: ClusterState, key: ObjectKey) -> ClusterState:
             return replace(state, httproutes=state.httproutes.discard(key))
         case "GRPCRoute":
             return replace(state, grpcroutes=state.grpcroutes.discard(key))
+        case "TLSRoute" | "TCPRoute" | "UDPRoute":
+            return replace(state, streamroutes=state.streamroutes.discard(key))
         case "ReferenceGrant":
             return replace(state, reference_grants=state.reference_grants.discard(key))
         case "ListenerSet":
@@ -198,7 +243,7 @@ def _index_keys(obj: StateObject | None) -> tuple[str, list[tuple[str, str]]]:
     """Which index an object belongs to, and under which entries."""
     if isinstance(obj, EndpointSlice) and obj.service_name:
         return "slices_by_service", [(obj.meta.key.namespace, obj.service_name)]
-    if isinstance(obj, HTTPRoute | GRPCRoute):
+    if isinstance(obj, HTTPRoute | GRPCRoute | StreamRoute):
         namespace = obj.meta.key.namespace
         return "routes_by_parent", sorted(
             {(r.namespace or namespace, r.name) for r in obj.parent_refs}
@@ -217,6 +262,8 @@ def _unindexed(state: ClusterState, key: ObjectKey) -> ClusterState:
         old = state.httproutes.get(key)
     elif key.kind == "GRPCRoute":
         old = state.grpcroutes.get(key)
+    elif key.kind in STREAM_KINDS:
+        old = state.streamroutes.get(key)
     elif key.kind == "ListenerSet":
         old = state.listener_sets.get(key)
     else:
@@ -321,6 +368,7 @@ def build_state(bodies: Iterable[object]) -> ClusterState:
         gateways=_table(objects, Gateway),
         httproutes=_table(objects, HTTPRoute),
         grpcroutes=_table(objects, GRPCRoute),
+        streamroutes=_table(objects, StreamRoute),
         reference_grants=_table(objects, ReferenceGrant),
         listener_sets=_table(objects, ListenerSet),
         backend_tls_policies=_table(objects, BackendTLSPolicy),
@@ -347,6 +395,7 @@ _Kind = TypeVar(
     Gateway,
     HTTPRoute,
     GRPCRoute,
+    StreamRoute,
     ListenerSet,
     ReferenceGrant,
     BackendTLSPolicy,

@@ -75,10 +75,14 @@ GATEWAY_API_OPTIONAL: Final = (
     Watched(kinds.LISTENER_SET),
     Watched(kinds.BACKEND_TLS_POLICY),
     Watched(kinds.GRPC_ROUTE),
+    Watched(kinds.TLS_ROUTE),
+    Watched(kinds.TCP_ROUTE),
+    Watched(kinds.UDP_ROUTE),
 )
 """Gateway API resources read in full mode when the cluster serves them: ListenerSet joined the
-standard channel in v1.5, BackendTLSPolicy's v1 in v1.4 and GRPCRoute's v1 in v1.1, so a cluster
-with older CRDs, or without GRPCRoute's, runs full mode without them."""
+standard channel in v1.5, BackendTLSPolicy's v1 in v1.4, GRPCRoute's v1 in v1.1, TLSRoute's v1
+in v1.5 and TCPRoute's and UDPRoute's v1 in v1.6, so a cluster with older CRDs, or without
+GRPCRoute's, runs full mode without them."""
 
 PROVISIONING: Final = (
     Watched(kinds.SERVICE_ACCOUNT, _OWNED),

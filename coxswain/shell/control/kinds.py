@@ -34,6 +34,9 @@ __all__ = [
     "SECRET",
     "SERVICE",
     "SERVICE_ACCOUNT",
+    "TCP_ROUTE",
+    "TLS_ROUTE",
+    "UDP_ROUTE",
 ]
 
 _GATEWAY_API: Final = "gateway.networking.k8s.io"
@@ -50,6 +53,9 @@ GATEWAY_CLASS: Final = Resource(_GATEWAY_API, "v1", "gatewayclasses", "GatewayCl
 GATEWAY: Final = Resource(_GATEWAY_API, "v1", "gateways", "Gateway", True)
 HTTP_ROUTE: Final = Resource(_GATEWAY_API, "v1", "httproutes", "HTTPRoute", True)
 GRPC_ROUTE: Final = Resource(_GATEWAY_API, "v1", "grpcroutes", "GRPCRoute", True)
+TLS_ROUTE: Final = Resource(_GATEWAY_API, "v1", "tlsroutes", "TLSRoute", True)
+TCP_ROUTE: Final = Resource(_GATEWAY_API, "v1", "tcproutes", "TCPRoute", True)
+UDP_ROUTE: Final = Resource(_GATEWAY_API, "v1", "udproutes", "UDPRoute", True)
 LISTENER_SET: Final = Resource(_GATEWAY_API, "v1", "listenersets", "ListenerSet", True)
 BACKEND_TLS_POLICY: Final = Resource(
     _GATEWAY_API, "v1", "backendtlspolicies", "BackendTLSPolicy", True

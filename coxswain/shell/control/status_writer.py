@@ -6,12 +6,12 @@ status is laid over the object's current one:
 - a condition keeps its ``lastTransitionTime`` when its type and status did not change
   (``metav1.Condition``: the time "the condition transitioned from one status to another");
   otherwise it gets ``now``;
-- a route's (HTTPRoute's, GRPCRoute's) ``status.parents`` keeps the entries of other
-  controllers: the list is shared by every controller a route is attached to, and each owns its
-  own entries (GEP-1364, ``RouteParentStatus.controllerName``); so does a BackendTLSPolicy's
-  ``status.ancestors`` (``PolicyAncestorStatus.controllerName``), keyed by ``ancestorRef``; an
-  empty list (a policy no route of ours reaches: the way our stale entries go) is not added to
-  an object without one, so a policy of another implementation is never written to;
+- a route's (every kind's: HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute) ``status.parents``
+  keeps the entries of other controllers: the list is shared by every controller a route is attached
+  to, and each owns its own entries (GEP-1364, ``RouteParentStatus.controllerName``); so does a
+  BackendTLSPolicy's ``status.ancestors`` (``PolicyAncestorStatus.controllerName``), keyed by
+  ``ancestorRef``; an empty list (a policy no route of ours reaches: the way our stale entries go)
+  is not added to an object without one, so a policy of another implementation is never written to;
 - when the result equals the current status nothing is written, so a resync, a restart or an
   unrelated change makes no API write at all ("no write churn"); an object whose current
   status and desired status are both those of its last write or check is not even compared.
@@ -50,6 +50,9 @@ STATUS_RESOURCES: Final[dict[str, Resource]] = {
         kinds.GATEWAY,
         kinds.HTTP_ROUTE,
         kinds.GRPC_ROUTE,
+        kinds.TLS_ROUTE,
+        kinds.TCP_ROUTE,
+        kinds.UDP_ROUTE,
         kinds.LISTENER_SET,
         kinds.BACKEND_TLS_POLICY,
     )

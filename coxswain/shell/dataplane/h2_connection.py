@@ -1,4 +1,5 @@
-"""A client's HTTP/2 connection (RFC 9113): the ``h2`` protocol machine under the proxy's loop.
+"""A client's HTTP/2 connection (RFC 9113): the proxy's own protocol machine
+(:mod:`coxswain.http2.server`) under the proxy's loop.
 
 How a connection gets here: a TLS client that chose ``h2`` by ALPN, or a cleartext one whose
 first bytes are the connection preface (HTTP/2 with prior knowledge, RFC 9113 §3.3). The
@@ -6,30 +7,35 @@ first bytes are the connection preface (HTTP/2 with prior knowledge, RFC 9113 §
 
 Design:
 
-- **One reader, many streams.** The connection's task reads bytes, hands them to ``h2``, and
-  dispatches its events; each request runs in a task of its own (:meth:`H2Session._stream`),
-  routed and forwarded exactly as an HTTP/1.1 request is (:mod:`coxswain.http2.request`,
-  :mod:`.upstream`, :mod:`.h2_stream`). Frames go out through :meth:`H2Session.flush`, one
-  sender at a time, in the order ``h2`` made them.
-- **Settings** (:data:`SETTINGS`): at most :data:`MAX_CONCURRENT_STREAMS` streams at once, a
-  header list of at most the HTTP/1.1 head limit, 64 KiB stream windows and a 1 MiB connection
-  window: the body bytes one connection can make the proxy hold. ``h2`` bounds a header block to
-  64 CONTINUATION frames and decodes HPACK within the header list size.
-- **Validation once.** ``h2``'s own header validation is off; :func:`~coxswain.http2.request.
-  request_head` checks every field. A malformed request resets its stream
-  (``PROTOCOL_ERROR``); a ``CONNECT`` is answered 501. Neither touches the other streams.
+- **One reader, many streams.** The connection's task reads bytes, hands them to the
+  :class:`~coxswain.http2.server.ServerConnection`, and dispatches its events; each request
+  runs in a task of its own (:meth:`H2Session._stream`), routed and forwarded exactly as an
+  HTTP/1.1 request is (:mod:`coxswain.http2.request`, :mod:`.upstream`, :mod:`.h2_stream`).
+  Frames go out through :meth:`H2Session.flush`, one sender at a time, in the order they were
+  made.
+- **Settings**: at most :data:`MAX_CONCURRENT_STREAMS` streams at once, a header list of at
+  most the HTTP/1.1 head limit, 64 KiB stream windows and a 1 MiB connection window: the body
+  bytes one connection can make the proxy hold. A header block is at most 64 CONTINUATION
+  frames, and HPACK decodes within the header list size (:mod:`coxswain.http2.server`).
+- **Validation once.** The protocol machine checks frames only;
+  :func:`~coxswain.http2.request.request_head` checks every field. A malformed request resets
+  its stream (``PROTOCOL_ERROR``); a ``CONNECT`` is answered 501. Neither touches the other
+  streams.
 - **Abuse.** A stream reset by the client, a PING and a SETTINGS frame each spend a unit of the
   connection's :class:`~coxswain.http2.budget.Budget`; one overspent is closed with GOAWAY
-  ``ENHANCE_YOUR_CALM``. A protocol error closes the connection with the GOAWAY ``h2`` chose.
-  Both are counted (``coxswain_http2_goaways_total{reason}``).
+  ``ENHANCE_YOUR_CALM``. A protocol error closes the connection with the GOAWAY the protocol
+  machine chose (an HPACK bomb's is ``ENHANCE_YOUR_CALM``). All are counted
+  (``coxswain_http2_goaways_total{reason}``).
 - **Timeouts** as on HTTP/1.1: a connection without open streams is closed after
   ``header_timeout`` (and gives way at ``max_connections``, :mod:`.capacity`); each stream has
   its own :class:`~.wire.Timer` for its body, its backend and its client's window, and the
   route's timeout as its deadline. A client whose window stays shut for ``client_send`` is
   disconnected (GOAWAY ``ENHANCE_YOUR_CALM``, counted as ``stalled_window``), as an HTTP/1.1
   client that stops reading is.
-- **Draining** sends GOAWAY naming the last stream taken; the streams in flight finish, then
-  the connection closes.
+- **Draining** (RFC 9113 §6.8): an idle connection gets GOAWAY and closes; one with streams in
+  flight gets GOAWAY naming the highest possible stream first, so that the client opens no
+  more, then after a PING round trip (at most :data:`DRAIN_PING_BOUND`) GOAWAY naming the last
+  stream taken; those finish, then the connection closes.
 - **gRPC.** On a GRPCRoute's rule, or for a gRPC call no rule matched, the proxy's own answers
   are gRPC statuses in Trailers-Only form (:mod:`coxswain.route.grpc_status`), and a timeout
   after the response began ends it with ``grpc-status`` trailers rather than a reset: a gRPC
@@ -45,38 +51,45 @@ import time
 from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
-from h2.errors import ErrorCodes
-from h2.events import (
+
+from coxswain.http1 import DEFAULT_LIMITS
+from coxswain.http2.budget import Budget
+from coxswain.http2.events import (
     ConnectionTerminated,
     DataReceived,
+    GoAwayReceived,
+    PingAcked,
     PingReceived,
-    RemoteSettingsChanged,
     RequestReceived,
+    SettingsReceived,
     StreamEnded,
     StreamReset,
     TrailersReceived,
     WindowUpdated,
 )
-from h2.exceptions import H2Error, ProtocolError
-from h2.settings import SettingCodes
-
-from coxswain.http1 import DEFAULT_LIMITS
-from coxswain.http2.budget import Budget
+from coxswain.http2.frames import (
+    ENHANCE_YOUR_CALM,
+    INTERNAL_ERROR,
+    MAX_WINDOW,
+    NO_ERROR,
+    PREFACE,
+    PROTOCOL_ERROR,
+)
 from coxswain.http2.request import CONNECT_REFUSED, request_head, trailer_fields
 from coxswain.http2.response import grpc_answer_fields, grpc_trailers, stream_fields
+from coxswain.http2.server import ServerConnection
 from coxswain.route.answers import own_fields
 from coxswain.route.grpc_status import answers_in_grpc, grpc_code, is_grpc_media_type
 from coxswain.route.relay import SERVER
 from coxswain.shell.dataplane.downstream import Exchange
-from coxswain.shell.dataplane.h2_peer import H2Peer
+from coxswain.shell.dataplane.h2_sender import H2Sender
 from coxswain.shell.dataplane.h2_stream import H2Body, H2Downstream
 from coxswain.shell.dataplane.tries import Answer, ClientProtocolError
 from coxswain.shell.dataplane.wire import RECEIVE_SIZE, Timer, http_date
 
 if TYPE_CHECKING:
-    from h2.events import Event as H2Event
-
     from coxswain.http1 import Headers, RequestHead
+    from coxswain.http2.events import Event as H2Event
     from coxswain.route.grpc_status import GrpcCode
     from coxswain.route.plan import ListenerSpec
     from coxswain.shell.dataplane.capacity import Capacity
@@ -86,17 +99,13 @@ if TYPE_CHECKING:
 
 __all__ = ["PREFACE", "H2Session", "Proxy"]
 
-PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-"""The client connection preface (RFC 9113 §3.4)."""
-
 MAX_CONCURRENT_STREAMS: Final = 128
 STREAM_WINDOW: Final = 64 * 1024
 CONNECTION_WINDOW: Final = 1024 * 1024
-SETTINGS: Final[dict[SettingCodes | int, int]] = {
-    SettingCodes.MAX_CONCURRENT_STREAMS: MAX_CONCURRENT_STREAMS,
-    SettingCodes.MAX_HEADER_LIST_SIZE: DEFAULT_LIMITS.max_head_bytes,
-    SettingCodes.INITIAL_WINDOW_SIZE: STREAM_WINDOW,
-}
+DRAIN_PING_BOUND: Final = 1.0
+"""How long a draining connection waits for its PING's acknowledgement between its two
+GOAWAY frames, at most (RFC 9113 §6.8)."""
+_DRAIN_PING: Final = b"drain\x00\x00\x00"
 
 log = logging.getLogger("coxswain.proxy")
 
@@ -114,6 +123,7 @@ class Proxy(Protocol):
 
     served: Served | None
     draining: bool
+    drain_started: trio.Event
     metrics: Metrics
 
     @property
@@ -148,8 +158,11 @@ class _Stream:
         self.reset_by_client = False
 
 
-class H2Session(H2Peer):
+class H2Session(H2Sender):
     """One client's HTTP/2 connection."""
+
+    conn: ServerConnection
+    stream: trio.abc.Stream
 
     def __init__(
         self,
@@ -161,7 +174,17 @@ class H2Session(H2Peer):
         sni: str | None,
         trusted: bool,
     ) -> None:
-        super().__init__(stream, client_side=False)
+        self.stream = stream
+        self.conn = ServerConnection(
+            max_concurrent_streams=MAX_CONCURRENT_STREAMS,
+            initial_window=STREAM_WINDOW,
+            connection_window=CONNECTION_WINDOW,
+            max_header_list_size=DEFAULT_LIMITS.max_head_bytes,
+        )
+        self._sending = trio.Lock()
+        self._windows: dict[int, trio.Event] = {}
+        self._ping_acked = trio.Event()
+        self._goaway_sent = False
         self.proxy = proxy
         self.spec = spec
         self.client = client
@@ -170,24 +193,36 @@ class H2Session(H2Peer):
         self._streams: dict[int, _Stream] = {}
         self._budget = Budget(trio.current_time())
         self._receiving: trio.CancelScope | None = None
-        self._woken = False
+        self._idle_wait = False
         self._connection_scope = trio.CancelScope()
         self._stalled = False
+
+    # --- what its streams use (h2_stream.Session) ----------------------------------------------
+
+    def acknowledge(self, stream_id: int, flow: int) -> None:
+        """Body bytes were taken: open the client's windows again by as much."""
+        if flow:
+            self.conn.acknowledge_received_data(flow, stream_id)
+
+    def reset(self, stream_id: int, code: int = INTERNAL_ERROR) -> None:
+        """Reset the stream; a closed one stays closed."""
+        self.conn.reset_stream(stream_id, code)
 
     # --- the connection -----------------------------------------------------------------------
 
     async def run(self, received: bytes) -> None:
         """Serve the connection until it ends; ``received`` are bytes read before the
         protocol was known (the preface, at least in part)."""
-        self.start(SETTINGS, CONNECTION_WINDOW)
+        self.conn.initiate()
         try:
             await self.flush()
             async with trio.open_nursery() as nursery:
                 self._connection_scope = nursery.cancel_scope
+                nursery.start_soon(self._drain)
                 await self._read(nursery, received)
                 nursery.cancel_scope.cancel()  # the client is gone, or was sent GOAWAY idle
             if self._stalled:
-                await self._goodbye(ErrorCodes.ENHANCE_YOUR_CALM)
+                await self._goodbye(ENHANCE_YOUR_CALM)
         finally:
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await self.flush()
@@ -198,117 +233,146 @@ class H2Session(H2Peer):
         while True:
             if not data:
                 if proxy.draining and not self._streams:
-                    await self._goodbye(ErrorCodes.NO_ERROR)
+                    await self._goodbye(NO_ERROR)
                     return
                 received_now = await self._receive()
                 if received_now is None:
-                    await self._goodbye(ErrorCodes.NO_ERROR)  # idle, drained, or made room
+                    await self._goodbye(NO_ERROR)  # idle, drained, or made room
                     return
                 if not received_now:
                     return  # the client closed
                 data = received_now
-            try:
-                events = self.conn.receive_data(data)
-            except ProtocolError as err:
-                proxy.metrics.http2_goaway("protocol_error")
-                log.info("HTTP/2 connection from %s: %s", self.client, err)
-                await self.flush()  # the GOAWAY h2 made
-                return
+            events = self.conn.receive_data(data)
             data = b""
             for event in events:
                 if not self._dispatch(nursery, event):
                     proxy.metrics.http2_goaway("enhance_your_calm")
-                    await self._goodbye(ErrorCodes.ENHANCE_YOUR_CALM)
+                    await self._goodbye(ENHANCE_YOUR_CALM)
                     return
             await self.flush()
+            if self.conn.terminated:
+                return
             await trio.lowlevel.checkpoint()  # frames that ask for no answer must not hog
 
     async def _receive(self) -> bytes | None:
         """The next bytes (empty: the client closed); None when the connection stayed without
-        a stream for ``header_timeout``, or was closed for a drain or for room. A stream that
-        ends wakes the wait, so that an idle connection is always bounded."""
-        while True:
-            scope = trio.CancelScope()
-            idle = not self._streams
-            room = self.proxy.capacity
-            if idle:
-                scope.deadline = trio.current_time() + self.proxy.config.header_timeout
-                room.waiting(scope)
-            self._receiving = scope
-            data = b""
-            try:
-                with scope:
-                    data = bytes(await self.stream.receive_some(RECEIVE_SIZE))
-            finally:
-                self._receiving = None
-                if idle:
-                    room.working(scope)
-            if not scope.cancelled_caught:
-                return data
-            if not self._woken:
-                return None
-            self._woken = False
+        a stream for ``header_timeout``, or was closed for a drain or for room. The wait is
+        bounded so from the start, or from when its last stream ends (:meth:`_idle`), so that
+        an idle connection is always bounded; a draining one closes then."""
+        scope = trio.CancelScope()
+        self._idle_wait = False
+        if not self._streams:
+            self._idle(scope)
+        self._receiving = scope
+        data = b""
+        try:
+            with scope:
+                data = bytes(await self.stream.receive_some(RECEIVE_SIZE))
+        finally:
+            self._receiving = None
+            if self._idle_wait:
+                self.proxy.capacity.working(scope)
+        return None if scope.cancelled_caught else data
 
-    async def _goodbye(self, code: ErrorCodes) -> None:
-        with contextlib.suppress(H2Error, trio.BrokenResourceError, trio.ClosedResourceError):
-            self.conn.close_connection(code)
+    def _idle(self, scope: trio.CancelScope) -> None:
+        """The wait for bytes in ``scope`` is idle (no stream open): bounded by
+        ``header_timeout`` from now, and one the proxy may close to make room."""
+        scope.deadline = trio.current_time() + self.proxy.config.header_timeout
+        self.proxy.capacity.waiting(scope)
+        self._idle_wait = True
+
+    async def _goodbye(self, code: int) -> None:
+        if self._goaway_sent and code == NO_ERROR:
+            return  # the draining GOAWAY said it already
+        self._goaway_sent = True
+        self.conn.close_connection(code)
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             await self.flush()
+
+    async def _drain(self) -> None:
+        """On drain or reload, with streams in flight (RFC 9113 §6.8): GOAWAY naming the
+        highest possible stream, so that the client opens no more, then, after one PING round
+        trip (bounded by :data:`DRAIN_PING_BOUND`), GOAWAY naming the last stream the proxy
+        took; requests the client sent meanwhile are served. The reader closes the connection
+        once its streams have finished."""
+        await self.proxy.drain_started.wait()
+        if not self._streams or self._goaway_sent:
+            return  # the reader, idle, says goodbye itself
+        conn = self.conn
+        conn.close_connection(NO_ERROR, MAX_WINDOW)
+        conn.ping(_DRAIN_PING)
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await self.flush()
+            with trio.move_on_after(DRAIN_PING_BOUND):
+                await self._ping_acked.wait()
+            if not self._goaway_sent:
+                self._goaway_sent = True
+                conn.close_connection(NO_ERROR)
+                await self.flush()
 
     def _dispatch(self, nursery: trio.Nursery, event: H2Event) -> bool:
         """Act on one event; False when the client has overspent its budget."""
-        if type(event) is RequestReceived:
-            self._request(nursery, event)
-        elif type(event) is DataReceived:
+        if isinstance(event, DataReceived):
             state = self._streams.get(event.stream_id)
             if state is not None:
-                state.body.feed(event.data or b"", event.flow_controlled_length or 0)
+                state.body.feed(event.data, event.flow)
             else:
-                self.acknowledge(event.stream_id or 0, event.flow_controlled_length or 0)
-        elif type(event) is StreamEnded:
-            state = self._streams.get(event.stream_id or 0)
+                self.acknowledge(event.stream_id, event.flow)
+        elif isinstance(event, RequestReceived):
+            self._request(nursery, event)
+        elif isinstance(event, StreamEnded):
+            state = self._streams.get(event.stream_id)
             if state is not None:
                 state.body.end()
-        elif type(event) is TrailersReceived:
+        elif isinstance(event, TrailersReceived):
             self._trailers(event)
-        elif type(event) is WindowUpdated:
-            self.open_window(event.stream_id or 0)
-        elif type(event) is StreamReset:
-            state = self._streams.get(event.stream_id or 0)
+        elif isinstance(event, WindowUpdated):
+            self.open_window(event.stream_id)
+        elif isinstance(event, StreamReset):
+            state = self._streams.get(event.stream_id)
             if state is not None:
                 state.reset_by_client = True
                 state.timer.scope.cancel()
             return self._budget.spend(trio.current_time())
-        elif type(event) is RemoteSettingsChanged:
+        elif isinstance(event, SettingsReceived):
             self.open_window(0)
             return self._budget.spend(trio.current_time())
-        elif type(event) is PingReceived:
+        elif isinstance(event, PingReceived):
             return self._budget.spend(trio.current_time())
-        elif type(event) is ConnectionTerminated:
+        elif isinstance(event, PingAcked):
+            self._ping_acked.set()
+        elif isinstance(event, GoAwayReceived):
             log.debug("HTTP/2 connection from %s: GOAWAY %s", self.client, event.error_code)
+        elif isinstance(event, ConnectionTerminated):
+            reason = (
+                "enhance_your_calm" if event.error_code == ENHANCE_YOUR_CALM else "protocol_error"
+            )
+            self.proxy.metrics.http2_goaway(reason)
+            log.info("HTTP/2 connection from %s: %s", self.client, event.reason)
         return True
 
     def _trailers(self, event: TrailersReceived) -> None:
-        state = self._streams.get(event.stream_id or 0)
+        state = self._streams.get(event.stream_id)
         if state is None:
             return
-        trailers = trailer_fields(event.headers or ())
+        trailers = trailer_fields(event.headers)
         if isinstance(trailers, str):
-            self.reset(event.stream_id or 0, ErrorCodes.PROTOCOL_ERROR)
+            self.reset(event.stream_id, PROTOCOL_ERROR)
             state.reset_by_client = True  # nothing more is sent on it
             state.timer.scope.cancel()
             return
         state.body.end(trailers)
 
     def _request(self, nursery: trio.Nursery, event: RequestReceived) -> None:
-        stream_id = event.stream_id or 0
-        ended = event.stream_ended is not None
-        head = request_head(event.headers or (), ended=ended)
+        stream_id = event.stream_id
+        ended = event.ended
+        head = request_head(event.headers, ended=ended)
         if isinstance(head, str):
             if head == CONNECT_REFUSED:
                 nursery.start_soon(self._own, stream_id, 501, head, False)
             else:
                 log.info("HTTP/2 stream %d from %s malformed: %s", stream_id, self.client, head)
-                self.reset(stream_id, ErrorCodes.PROTOCOL_ERROR)
+                self.reset(stream_id, PROTOCOL_ERROR)
             return
         proxy = self.proxy
         timeouts = proxy.config.timeouts
@@ -336,8 +400,7 @@ class H2Session(H2Peer):
         conn = self.conn
         if grpc is not None:
             headers = grpc_answer_fields(grpc, reason, server=SERVER, date=http_date())
-            with contextlib.suppress(H2Error):
-                conn.send_headers(stream_id, headers, end_stream=True)
+            conn.send_headers(stream_id, headers, end_stream=True)
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await self.flush()
             return
@@ -345,12 +408,11 @@ class H2Session(H2Peer):
             status, reason, date=http_date(), location=location, fields=fields
         )
         headers = stream_fields(status, fields_)
-        with contextlib.suppress(H2Error):
-            if head_only or not body:
-                conn.send_headers(stream_id, headers, end_stream=True)
-            else:
-                conn.send_headers(stream_id, headers)
-                conn.send_data(stream_id, body, end_stream=True)  # within the first window
+        if head_only or not body:
+            conn.send_headers(stream_id, headers, end_stream=True)
+        else:
+            conn.send_headers(stream_id, headers)
+            conn.send_data(stream_id, body, end_stream=True)  # within the first window
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             await self.flush()
 
@@ -360,7 +422,7 @@ class H2Session(H2Peer):
         served = proxy.served
         assert served is not None
         spec = self.spec
-        routed = served.route(spec.port, head, tls=spec.tls, sni=self.sni)
+        routed = served.route(spec.port, head, tls=spec.tls, sni=self.sni, client=self.client)
         decision = routed.decision
         exchange = Exchange()
         answer: Answer | None = None
@@ -426,8 +488,6 @@ class H2Session(H2Peer):
             return err
         except ClientProtocolError as err:
             return Answer(err.error.status, err.error.reason)
-        except H2Error:  # the stream closed under the response
-            state.reset_by_client = True
         return None
 
     async def _cut(
@@ -464,8 +524,7 @@ class H2Session(H2Peer):
         code = grpc_code(status) if grpc and status else None
         if exchange.response_started and code is not None:
             trailers = grpc_trailers(code, reason)
-            with contextlib.suppress(H2Error):
-                self.conn.send_headers(stream_id, trailers, end_stream=True)
+            self.conn.send_headers(stream_id, trailers, end_stream=True)
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await self.flush()
         elif exchange.response_started:
@@ -487,10 +546,12 @@ class H2Session(H2Peer):
         if unread:
             self.acknowledge(stream_id, unread)
         if not state.body.ended and not state.reset_by_client:
-            self.reset(stream_id, ErrorCodes.NO_ERROR)
+            self.reset(stream_id, NO_ERROR)
         if not self._streams and self._receiving is not None:
-            self._woken = True  # the wait for bytes is idle now: bound it (_receive)
-            self._receiving.cancel()
+            if self.proxy.draining:
+                self._receiving.cancel()  # the reader says goodbye
+            else:
+                self._idle(self._receiving)
 
 
 def _is_grpc_call(head: RequestHead) -> bool:

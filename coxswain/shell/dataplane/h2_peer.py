@@ -1,8 +1,7 @@
-"""What both kinds of the proxy's HTTP/2 connections share (RFC 9113): the ``h2`` protocol
-machine, its one sender, and the flow-control windows their streams wait for.
-
-A client's connection (:mod:`.h2_connection`) and a backend's (:mod:`.h2_upstream`) differ in
-who opens streams; alike in both:
+"""An HTTP/2 connection on the ``h2`` protocol machine (RFC 9113): its one sender, and the
+flow-control windows its streams wait for. A backend's connection (:mod:`.h2_upstream`) is one;
+a client's (:mod:`.h2_connection`) runs on the proxy's own :mod:`coxswain.http2.server` instead,
+by the same rules:
 
 - ``h2``'s header validation is off: every field is checked once, by the proxy's own rules
   (:mod:`coxswain.http2.fields`), since a field may be relayed to an HTTP/1.1 peer;
@@ -11,7 +10,7 @@ who opens streams; alike in both:
 - body bytes taken by the relay give their window back (:meth:`H2Peer.acknowledge`): a peer
   sends as fast as the other side reads, never faster (RFC 9113 §5.2);
 - a stream waiting for the peer to open a window waits on :meth:`H2Peer.window`, woken by the
-  connection's reader (:meth:`H2Peer.open_window`).
+  connection's reader (:meth:`H2Peer.open_window`) (:mod:`.h2_sender`).
 """
 
 from __future__ import annotations
@@ -25,6 +24,8 @@ from h2.connection import H2Connection
 from h2.errors import ErrorCodes
 from h2.exceptions import H2Error
 
+from coxswain.shell.dataplane.h2_sender import H2Sender
+
 if TYPE_CHECKING:
     from h2.settings import SettingCodes
 
@@ -36,12 +37,15 @@ __all__ = ["H2Peer"]
 _DEFAULT_WINDOW: Final = 65535  # every window's size until SETTINGS say otherwise (§6.9.2)
 
 
-class H2Peer:
+class H2Peer(H2Sender):
     """One HTTP/2 connection over ``stream``; ``client_side`` when the proxy opens its
     streams (towards a backend)."""
 
     RESET: ClassVar[ErrorCodes] = ErrorCodes.INTERNAL_ERROR
     """The code :meth:`reset` gives by default."""
+
+    conn: H2Connection
+    stream: trio.abc.Stream | Upstream
 
     def __init__(self, stream: trio.abc.Stream | Upstream, *, client_side: bool) -> None:
         self.stream = stream
@@ -68,13 +72,6 @@ class H2Peer:
         conn.update_settings(settings)
         conn.increment_flow_control_window(window - _DEFAULT_WINDOW)
 
-    async def flush(self) -> None:
-        """Send what ``h2`` has made, in order."""
-        async with self._sending:
-            data = self.conn.data_to_send()
-            if data:
-                await self.stream.send_all(data)
-
     def acknowledge(self, stream_id: int, flow: int) -> None:
         """Body bytes were taken: open the peer's windows again by as much."""
         if flow:
@@ -87,22 +84,3 @@ class H2Peer:
         """Reset the stream (with :attr:`RESET` unless ``code``); a closed one stays closed."""
         with contextlib.suppress(H2Error):
             self.conn.reset_stream(stream_id, self.RESET if code is None else code)
-
-    async def window(self, stream_id: int) -> None:
-        """Wait for the peer to open the stream's or the connection's window."""
-        event = self._windows.get(stream_id)
-        if event is None:
-            event = self._windows[stream_id] = trio.Event()
-        await event.wait()
-
-    def open_window(self, stream_id: int) -> None:
-        """The peer opened the stream's window (``0``: the connection's, or every stream's
-        initial window): wake who waits for it."""
-        if stream_id:
-            event = self._windows.pop(stream_id, None)
-            if event is not None:
-                event.set()
-            return
-        for event in self._windows.values():
-            event.set()
-        self._windows.clear()

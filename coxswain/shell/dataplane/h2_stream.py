@@ -28,20 +28,39 @@ from coxswain.http2.backend import trailer_list
 from coxswain.http2.response import stream_fields
 
 if TYPE_CHECKING:
-    from h2.connection import H2Connection
-
     from coxswain.http1 import Event, Headers, NeedData, RequestHead, ResponseHead
     from coxswain.route.forward import Fields
     from coxswain.shell.dataplane.downstream import Exchange, ResponseSource
     from coxswain.shell.dataplane.wire import Timer
 
-__all__ = ["H2Body", "H2Downstream", "Session", "send_data"]
+__all__ = ["H2Body", "H2Downstream", "Sender", "Session", "send_data"]
+
+
+class Sender(Protocol):
+    """What a stream's halves send through: the proxy's own server connection towards a client
+    (:class:`coxswain.http2.server.ServerConnection`), or the ``h2`` library's connection
+    towards a backend (:mod:`.h2_upstream`), which has the same methods."""
+
+    @property
+    def max_outbound_frame_size(self) -> int: ...
+
+    def local_flow_control_window(self, stream_id: int) -> int: ...
+
+    def send_headers(
+        self, stream_id: int, headers: list[tuple[bytes, bytes]], end_stream: bool = False
+    ) -> None: ...
+
+    def send_data(self, stream_id: int, data: bytes, end_stream: bool = False) -> None: ...
+
+    def end_stream(self, stream_id: int) -> None: ...
 
 
 class Session(Protocol):
-    """What a stream's halves use of their connection (:class:`.h2_connection.H2Session`)."""
+    """What a stream's halves use of their connection (:class:`.h2_connection.H2Session`,
+    :class:`.h2_upstream.H2Upstream`)."""
 
-    conn: H2Connection
+    @property
+    def conn(self) -> Sender: ...
 
     async def flush(self) -> None:
         """Send what ``h2`` has made, in order."""
@@ -203,14 +222,26 @@ class H2Downstream:
                 return response.keep_alive
             conn.send_headers(self.stream_id, fields)
             parser = reader.parser
+            event = parser.next_event()
             while True:
-                event = parser.next_event()
                 if event is NEED_DATA:
                     await session.flush()
                     event = await reader.next()
                 if type(event) is Data:
-                    await self.send_data(event.data)
-                elif type(event) is EndOfMessage:
+                    data = event.data
+                    event = parser.next_event()
+                    if (
+                        type(event) is EndOfMessage
+                        and not event.trailers
+                        and len(data) <= conn.local_flow_control_window(self.stream_id)
+                        and len(data) <= conn.max_outbound_frame_size
+                    ):  # the whole body is here: it ends the stream, in one send with the head
+                        conn.send_data(self.stream_id, data, end_stream=True)
+                        await session.flush()
+                        return response.keep_alive
+                    await self.send_data(data)
+                    continue
+                if type(event) is EndOfMessage:
                     if event.trailers:
                         trailers = trailer_list(event.trailers)
                         conn.send_headers(self.stream_id, trailers, end_stream=True)

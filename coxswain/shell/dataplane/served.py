@@ -21,13 +21,18 @@ them too, so no memo outlives the routing it was computed from (docs/architectur
 from __future__ import annotations
 
 import contextvars
+import dataclasses
+import hashlib
 import math
 from typing import TYPE_CHECKING, Final
 
 from coxswain.http1.serialize import check_fields
 from coxswain.route import RequestHead as RouteHead
 from coxswain.route import build_table, select
+from coxswain.route.canary import CanaryCheck
 from coxswain.route.forward import WireEdits, wire_edits
+from coxswain.route.htpasswd import verify
+from coxswain.route.ingress_access import AccessCheck
 from coxswain.route.plan import listener_specs
 from coxswain.shell.dataplane.tls import TLSContexts
 from coxswain.shell.dataplane.upstream_tls import Originations
@@ -103,10 +108,13 @@ class Served:
     """A snapshot and what is derived from it; see the module docstring."""
 
     __slots__ = (
+        "_access",
+        "_canaries",
         "_edits",
         "_fronts",
         "_header_ports",
         "_routes",
+        "_verified",
         "endpoints",
         "originations",
         "snapshot",
@@ -142,9 +150,60 @@ class Served:
         )
         self._routes: dict[tuple[int, bytes, bytes, bytes | None, str | None], Routed] = {}
         self._edits: dict[int, WireEdits | ValueError] = {}
+        self._access: dict[int, AccessCheck] = {}
+        self._canaries: dict[int, CanaryCheck] = {}
+        self._verified: dict[bytes, bool] = {}
 
-    def route(self, port: int, head: RequestHead, *, tls: bool, sni: str | None) -> Routed:
-        """The decision for a request arriving on ``port``."""
+    def route(
+        self, port: int, head: RequestHead, *, tls: bool, sni: str | None, client: str | None = None
+    ) -> Routed:
+        """The decision for a request arriving on ``port`` from ``client`` (the peer's
+        address), with the per-request checks of an Ingress path's annotations run."""
+        routed = self._route(port, head, tls=tls, sni=sni)
+        checks = routed.decision.checks
+        if checks is None:
+            return routed
+        check = self._access.get(id(checks))  # the snapshot keeps every action alive: ids hold
+        if check is None:
+            check = self._access[id(checks)] = AccessCheck(checks)
+        authorization = next(
+            (v.decode("latin-1") for n, v in head.headers if n.lower() == b"authorization"), None
+        )
+        refused = check.refusal(client, authorization, head.content_length, self._verify)
+        decision = routed.decision
+        if refused is None:
+            if checks.canary is None or len(decision.backends) != 2:  # not forwarded
+                return routed
+            chosen = self._canaries.get(id(checks.canary))
+            if chosen is None:
+                chosen = self._canaries[id(checks.canary)] = CanaryCheck(checks.canary)
+            to_canary = chosen.choice(head.headers)
+            if to_canary is None:
+                return routed  # the weighted draw between the two decides
+            backend = dataclasses.replace(decision.backends[1 if to_canary else 0], weight=1)
+            return Routed(dataclasses.replace(decision, backends=(backend,), checks=None))
+        return Routed(
+            dataclasses.replace(
+                decision,
+                status=refused.status,
+                reason=f"{decision.reason}; refused: {refused.reason}",
+                response_fields=refused.fields,
+                checks=None,
+            )
+        )
+
+    def _verify(self, password: bytes, hashed: str) -> bool:
+        """``htpasswd.verify``, remembered: a bcrypt check costs tens of milliseconds of the
+        event loop, so each (hash, password) pair is checked once per snapshot."""
+        key = hashlib.sha256(hashed.encode("latin-1", "replace") + b"\0" + password).digest()
+        known = self._verified.get(key)
+        if known is None:
+            if len(self._verified) >= ROUTE_MEMO_SIZE:
+                self._verified.clear()
+            known = self._verified[key] = verify(password, hashed)
+        return known
+
+    def _route(self, port: int, head: RequestHead, *, tls: bool, sni: str | None) -> Routed:
         key = (port, head.method, head.target, head.host, sni)
         routed = self._routes.get(key)
         if routed is not None:
@@ -196,9 +255,11 @@ class Served:
             return self.snapshot.ingress.https_port
         return port
 
-    def admits(self, port: int, server_name: str | None, peer_der: bytes | None) -> bool:
+    def admits(
+        self, port: int, server_name: str | None, peer_der: bytes | None, verified: bool
+    ) -> bool:
         """Whether the listener ``server_name`` selects on ``port`` admits this client."""
-        return self.tls.admits(self.tls_port(port), server_name, peer_der)
+        return self.tls.admits(self.tls_port(port), server_name, peer_der, verified)
 
     def front(self, port: int) -> ssl.SSLContext:
         """The port's front context, its SNI callback also noting the name for routing."""

@@ -12,13 +12,10 @@ Design (docs/architecture.md, "The proxy"):
   listener does not cut the connections it accepted. A port that cannot be bound is tried
   again with a growing pause, unless the caller asks ``must_bind`` (the first snapshot of a
   file: :class:`.ListenError`, a configuration error).
-- **Connections** loop over requests (keep-alive, RFC 9112 §9.3): read a head, ``select``,
-  answer or forward (:mod:`.upstream`), and log one JSON line. A ProtocolError from the codec
-  (400, 413, 431, 501) is answered and the connection closed (RFC 9112 §9.6); no input ends
-  anything but its own connection. A client idle between requests or slow to send a head is
-  closed after ``header_timeout``, one that stops reading after ``timeouts.client_send``
-  (:meth:`.Connection.bound_sends`); at ``max_connections`` the one idle longest is closed for
-  room (:mod:`.capacity`).
+- **Connections** speak HTTP/2 (:mod:`.h2_connection`; ALPN ``h2``, or the prior-knowledge
+  preface in cleartext) or HTTP/1.1 (:mod:`.http1_connection`, a loop over requests). A client
+  that stops reading is cut after ``timeouts.client_send`` (:meth:`.Connection.bound_sends`);
+  no input ends anything but its own connection.
 - **Draining** (:meth:`Proxy.drain`, on SIGTERM): ``ready()`` turns False, every listener is
   closed, connections waiting for a request head are closed, a request in flight finishes and
   its connection then closes; the drain ends when no connection is left or at its timeout.
@@ -29,28 +26,21 @@ Design (docs/architecture.md, "The proxy"):
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
 import math
 import random
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final
 
 import trio
 
 from coxswain.http1 import (
     DEFAULT_CODEC,
-    PAUSED,
-    Data,
-    EndOfMessage,
     HeadCodec,
-    Limits,
-    ProtocolError,
     RequestHead,
-    RequestParser,
     codec_named,
 )
 from coxswain.route.forward import trusted_peer
@@ -61,24 +51,26 @@ from coxswain.shell.dataplane.access_log import AccessLog
 from coxswain.shell.dataplane.capacity import Capacity
 from coxswain.shell.dataplane.connection import Connection
 from coxswain.shell.dataplane.connection_limits import DEFAULT_MAX_CONNECTIONS
-from coxswain.shell.dataplane.downstream import Exchange, Http1Downstream
 from coxswain.shell.dataplane.h2_connection import PREFACE, H2Session
 from coxswain.shell.dataplane.h2_pool import H2Pool
+from coxswain.shell.dataplane.http1_connection import serve_http1
 from coxswain.shell.dataplane.listen import ListenError, open_reuseport_listeners
 from coxswain.shell.dataplane.metrics import Metrics
 from coxswain.shell.dataplane.mirror import Mirrors
 from coxswain.shell.dataplane.pool import UpstreamPool
 from coxswain.shell.dataplane.relay_h2 import H2Relay
 from coxswain.shell.dataplane.served import Routed, Served, handshake_sni
-from coxswain.shell.dataplane.tries import Answer, ClientProtocolError
+from coxswain.shell.dataplane.streams import StreamServer, StreamSettings
+from coxswain.shell.dataplane.tls import peer_certificate
 from coxswain.shell.dataplane.upstream import Forwarder, Timeouts
-from coxswain.shell.dataplane.wire import RECEIVE_SIZE, EventReader, Timer, Watchdog, own_answer
+from coxswain.shell.dataplane.wire import RECEIVE_SIZE, Watchdog
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from coxswain.compile.snapshot import Snapshot
     from coxswain.route.forward import Network
+    from coxswain.shell.dataplane.downstream import Exchange
 
 __all__ = ["HEADER_TIMEOUT", "Proxy", "ProxyConfig"]
 
@@ -109,20 +101,7 @@ class ProxyConfig:
     # peers whose X-Real-IP, Forwarded and X-Forwarded-* are kept (route.forward, rule 3)
     trusted_proxies: tuple[Network, ...] = ()
     pass_server: bool = False  # keep the upstream's Server header (coxswain.route.relay)
-
-
-_HEAD_WAIT: Final = object()
-"""What the connection's timer names while the connection waits for a request head."""
-
-
-@dataclass(slots=True)
-class _InFlight:
-    """A request being forwarded: what answering and logging it takes if a timeout cuts it."""
-
-    head: RequestHead
-    routed: Routed
-    exchange: Exchange
-    started: float
+    streams: StreamSettings = field(default_factory=StreamSettings)  # layer 4 (.streams)
 
 
 @dataclass(slots=True)
@@ -147,6 +126,7 @@ class Proxy:
     metrics: Metrics = field(default_factory=Metrics)
     access: AccessLog = field(default_factory=lambda: AccessLog(None))
     draining: bool = False
+    drain_started: trio.Event = field(default_factory=trio.Event)  # set with draining
     admin_port: int | None = None  # the admin port bound for this proxy, if any
     _open: int = 0
     _quiet: trio.Event = field(default_factory=trio.Event)
@@ -156,6 +136,13 @@ class Proxy:
     _nursery: trio.Nursery | None = None
     _applied: trio.Event = field(default_factory=trio.Event)
     _settled_at: float = -math.inf
+    _streams: StreamServer | None = None
+
+    @property
+    def streams(self) -> StreamServer:
+        """The layer-4 listeners (:mod:`.streams`); set once :meth:`serve` has started."""
+        assert self._streams is not None, "the proxy is not serving"
+        return self._streams
 
     @property
     def capacity(self) -> Capacity:
@@ -179,7 +166,7 @@ class Proxy:
         served = self.served
         if served is None or self.draining:
             return False
-        return all(
+        return self.streams.ready() and all(
             (entry := self.listeners.get(port)) is not None and entry.bound for port in served.specs
         )
 
@@ -226,6 +213,16 @@ class Proxy:
                     record=self.metrics.upstream_http2,
                 )
                 self.metrics.watch_upstream_http2(h2_pool.open_count, h2_pool.stream_count)
+                self._streams = StreamServer(
+                    replace(
+                        self.config.streams,
+                        bind=self.config.bind,
+                        reuse_port=self.config.reuse_port,
+                    ),
+                    self.metrics.registry,
+                    self.rng,
+                )
+                await nursery.start(self._streams.run)
                 self._forwarder = Forwarder(
                     codec=self.codec,
                     watchdog=watchdog,
@@ -259,6 +256,7 @@ class Proxy:
         """Stop accepting, close idle connections, and wait up to ``grace`` seconds for the
         requests in flight to finish; whether every connection ended in time."""
         self.draining = True
+        self.drain_started.set()
         for entry in self.listeners.values():
             entry.scope.cancel()
         for scope in self._capacity.idle:
@@ -299,6 +297,7 @@ class Proxy:
         assert self._nursery is not None, "apply() before serve() started"
         for spec in plan.open:
             await self._nursery.start(self._serve_port, spec, must_bind)
+        await self.streams.apply(snapshot)
         log.info(
             "applied snapshot %s: opened %s, closed %s, kept %s",
             snapshot.version,
@@ -427,7 +426,7 @@ class Proxy:
                 if not handshook:
                     return
                 sni = handshake_sni.get()
-                if not served.admits(spec.port, sni, tls.getpeercert(binary_form=True)):
+                if not served.admits(spec.port, sni, *peer_certificate(tls)):
                     return
                 conn = tls
                 received = b""
@@ -443,7 +442,7 @@ class Proxy:
                 session = H2Session(self, conn, spec, client=client, sni=sni, trusted=trusted)
                 await session.run(received)
             else:
-                await self._requests(conn, spec, client, sni, trusted, received)
+                await serve_http1(self, conn, spec, client, sni, trusted, received)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except Exception:  # one connection's bug must not end the others
@@ -472,208 +471,6 @@ class Proxy:
             finally:
                 self._capacity.working(scope)
         return b"" if scope.cancelled_caught else data
-
-    async def _requests(
-        self,
-        conn: trio.abc.Stream,
-        spec: ListenerSpec,
-        client: str | None,
-        sni: str | None,
-        trusted: bool,
-        received: bytes,
-    ) -> None:
-        assert self._forwarder is not None
-        # One timer for the connection rather than a cancel scope per request or per wait
-        # (a watch costs a fraction of a scope: bench/proxy.py parts): armed while waiting for a
-        # request head (draining cancels it then), for each piece of a request body, and for
-        # each wait on the upstream; its scope's deadline is a route's timeout. Any of them
-        # firing ends the connection; a request cut short is answered and logged after the
-        # scope (_cut).
-        timer = Timer(self._forwarder.watchdog)
-        limits = Limits(max_body_bytes=self.config.max_body_bytes)
-        reader = EventReader(
-            conn,
-            RequestParser(self.codec, limits=limits),
-            read_timeout=self.config.timeouts.client_body,
-            timer=timer,
-        )
-        if received:
-            reader.parser.receive_data(received)
-        inflight: list[_InFlight] = []  # the forwarded request a timeout may cut, if any
-        with timer.scope:
-            try:
-                await self._exchanges(reader, conn, spec, client, sni, trusted, inflight)
-            finally:
-                self._capacity.working(timer.scope)
-                timer.disarm()
-        if timer.scope.cancelled_caught and inflight:
-            await self._cut(conn, spec, client, inflight[0], reader, timer.stalled)
-        if reader.parser.mid_message:
-            await self._linger(conn)
-
-    async def _exchanges(
-        self,
-        reader: EventReader,
-        conn: trio.abc.Stream,
-        spec: ListenerSpec,
-        client: str | None,
-        sni: str | None,
-        trusted: bool,
-        inflight: list[_InFlight],
-    ) -> None:
-        """Requests and their answers, until the connection must end."""
-        header_timeout = self.config.header_timeout
-        downstream = Http1Downstream(conn)
-        timer = reader.timer
-        assert timer is not None
-        room = self._capacity
-        while not self.draining:
-            timer.arm(_HEAD_WAIT, header_timeout)
-            room.waiting(timer.scope)  # draining, or room for another, may close it
-            event = await reader.next(math.inf)  # bounded by the timer instead
-            room.working(timer.scope)
-            timer.disarm()
-            if self.draining or timer.stalled is not None:
-                return  # drained, or timed out, just as the head arrived: the scope is
-                # cancelled, so nothing more can be done on this connection
-            if event is PAUSED:  # the upgrade was not tunnelled: carry on with HTTP/1.1
-                reader.parser.resume()
-                continue
-            if type(event) is ProtocolError:
-                await conn.send_all(own_answer(event.status, event.reason, close=True))
-                self.access.write(
-                    {"client": client, "status": event.status, "reason": event.reason}
-                )
-                self.metrics.request(listener=spec.port, route=None, status=event.status)
-                return
-            if type(event) is not RequestHead:
-                return  # ConnectionClosed
-            if not await self._request(
-                reader, downstream, event, spec, client, sni, trusted, inflight
-            ):
-                return
-
-    async def _linger(self, conn: trio.abc.Stream) -> None:
-        """The connection closes after an answer while the client may still be sending (a
-        request body not read, bytes that broke HTTP/1.1): half-close, and read and drop what
-        arrives until the client closes, at most ``timeouts.linger`` seconds. Closing at once would
-        make the client's TCP stack answer its next bytes with a reset, which can destroy
-        the answer before the client reads it (RFC 9112 §9.6). A lingering connection gives
-        way at the connection limit, and to a drain."""
-        with trio.move_on_after(self.config.timeouts.linger) as scope:
-            self._capacity.waiting(scope)
-            try:
-                if isinstance(conn, trio.abc.HalfCloseableStream):
-                    await conn.send_eof()
-                while await conn.receive_some(RECEIVE_SIZE):
-                    await trio.lowlevel.checkpoint()  # a receive that finds bytes does not yield
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
-            finally:
-                self._capacity.working(scope)
-
-    async def _cut(
-        self,
-        conn: trio.abc.Stream,
-        spec: ListenerSpec,
-        client: str | None,
-        request: _InFlight,
-        reader: EventReader,
-        stalled: object | None,
-    ) -> None:
-        """A forwarded request's timeout fired: answer it, if no response byte went out yet
-        (408 for a stalled body, RFC 9110 §15.5.9; 504 for the upstream, §15.6.5), and log it.
-        The connection closes after (RFC 9112 §9.6)."""
-        exchange = request.exchange
-        reason = None
-        if not exchange.response_started:
-            timeouts = self.config.timeouts
-            if stalled is reader:
-                status, reason = 408, f"the request body stalled for {timeouts.client_body:g} s"
-            elif stalled is not None:
-                status, reason = 504, f"the upstream sent nothing for {timeouts.read:g} s"
-            else:
-                limit = request.routed.timeout
-                status, reason = 504, f"the upstream did not answer within {limit:g} s"
-            answer = own_answer(
-                status, reason, close=True, head_only=request.head.method == b"HEAD"
-            )
-            # a client that stopped reading is cut by its send timeout (Connection)
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await conn.send_all(answer)
-            exchange.status = status
-        self.record(request.head, request.routed, spec, client, reason, exchange, request.started)
-
-    async def _request(
-        self,
-        reader: EventReader,
-        downstream: Http1Downstream,
-        head: RequestHead,
-        spec: ListenerSpec,
-        client: str | None,
-        sni: str | None,
-        trusted: bool,
-        inflight: list[_InFlight],
-    ) -> bool:
-        """Answer one request; whether the connection may carry another. While a request is
-        forwarded it is in ``inflight``, for :meth:`_cut` if a timeout ends the connection."""
-        started = time.perf_counter()
-        served = self.served
-        assert served is not None
-        routed = served.route(spec.port, head, tls=spec.tls, sni=sni)
-        decision = routed.decision
-        keep_alive = head.keep_alive
-        exchange = Exchange()
-        answer: Answer | None = None
-        if decision.status is not None:
-            answer = Answer(decision.status, decision.reason)
-        else:
-            assert self._forwarder is not None
-            inflight.append(_InFlight(head, routed, exchange, started))
-            try:
-                await self._forwarder.forward(
-                    client=reader,
-                    downstream=downstream,
-                    head=head,
-                    routed=routed,
-                    served=served,
-                    proto=b"https" if spec.tls else b"http",
-                    client_address=None if client is None else client.encode("latin-1"),
-                    trusted=trusted,
-                    exchange=exchange,
-                )
-                keep_alive = keep_alive and exchange.keep_alive
-            except Answer as err:
-                answer = err
-                exchange.upstream = err.upstream or exchange.upstream
-                # the body may be half read: the connection cannot carry another request
-                keep_alive = False
-            except ClientProtocolError as err:
-                await downstream.stream.send_all(
-                    own_answer(err.error.status, err.error.reason, close=True)
-                )
-                exchange.status = err.error.status
-                keep_alive = False
-            finally:
-                self.metrics.forwarded(time.perf_counter() - started)
-            inflight.clear()  # not reached when a timeout cancels the connection
-        if answer is not None:
-            if decision.status is not None and keep_alive:
-                keep_alive = not head.expect_continue and await _drain(reader)
-            await downstream.stream.send_all(
-                own_answer(
-                    answer.status,
-                    answer.reason,
-                    close=not keep_alive,
-                    location=decision.redirect if decision.status is not None else None,
-                    fields=decision.response_fields if decision.status is not None else (),
-                    head_only=head.method == b"HEAD",
-                )
-            )
-            exchange.status = answer.status
-        reason = None if answer is None else answer.reason
-        self.record(head, routed, spec, client, reason, exchange, started)
-        return keep_alive
 
     def record(
         self,
@@ -713,23 +510,3 @@ class Proxy:
             protocol=protocol,
             grpc_status=grpc,
         )
-
-
-async def _drain(reader: EventReader, limit: int = 64 * 1024) -> bool:
-    """Read and drop a request body the proxy answers without; False if it is too long or
-    a wait for it exceeds the reader's timeout (then the answer is sent with
-    ``Connection: close``). The waits are bounded here, not by the connection's timer: a
-    stall ends the body, not the connection, which still gets its answer."""
-    seen = 0
-    while True:
-        event = None
-        with trio.move_on_after(reader.read_timeout):
-            event = await reader.next(math.inf)
-        if type(event) is EndOfMessage:
-            return True
-        if type(event) is not Data:
-            return False  # a stall (no event), an error, or the connection closed
-        seen += len(event.data)
-        if seen > limit:
-            return False
-        await trio.lowlevel.checkpoint()  # nothing is sent here: tiny chunks must not hog

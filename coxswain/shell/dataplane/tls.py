@@ -13,10 +13,11 @@ to a private temporary directory, loaded, and removed at once.
 Rules: TLS 1.2 or later (RFC 8996 retired 1.0 and 1.1); ALPN offers ``http/1.1``. Frontend
 client-certificate validation (GEP-91) is per listener, but several listeners share a port: the
 handshake asks for a certificate trusted by any bundle of the port, and ``admits`` checks, after
-the handshake, that it chains to the bundle of the listener the SNI selected
-(``AllowValidOnly``), or admits every client (``AllowInsecureFallback``). A client presenting a
-certificate no bundle of the port trusts is refused by the handshake itself, whatever the mode:
-the ``ssl`` module cannot accept a certificate it failed to verify.
+the handshake, that it verified and chains to the bundle of the listener the SNI selected
+(``AllowValidOnly``), or admits every client (``AllowInsecureFallback``). The ``ssl`` module
+cannot accept a certificate it failed to verify, so a port with an ``AllowInsecureFallback``
+listener handshakes on pyOpenSSL instead (``.tls_openssl``), which accepts any certificate and
+reports whether it verified; every other port stays on ``ssl``.
 """
 
 from __future__ import annotations
@@ -25,20 +26,25 @@ import os
 import ssl
 import tempfile
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
+from coxswain.shell.dataplane.tls_openssl import OpenSSLContext
+
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    import trio
 
     from coxswain.compile.snapshot import Certificate
     from coxswain.route.table import RouteTable
 
-__all__ = ["TLSContexts", "load_chain"]
+__all__ = ["TLSContexts", "load_chain", "peer_certificate"]
 
 _ALPN = ["h2", "http/1.1"]  # HTTP/2 first (.h2_connection)
+_FALLBACK = "AllowInsecureFallback"
 
 
 class TLSContexts:
@@ -46,7 +52,7 @@ class TLSContexts:
 
     def __init__(self, table: RouteTable) -> None:
         self._table = table
-        self._by_material: dict[tuple[str, str, str], ssl.SSLContext] = {}
+        self._by_material: dict[tuple[str, str, str, bool], ssl.SSLContext] = {}
         self._front: dict[int, ssl.SSLContext] = {}
 
     def front(self, port: int) -> ssl.SSLContext:
@@ -55,29 +61,38 @@ class TLSContexts:
         OpenSSL takes the verification mode from this context even after the SNI callback
         switched certificates, so a port with any client validation asks every client for a
         certificate here, trusting the union of the port's CA bundles; ``admits`` then applies
-        the validation of the listener the name selected.
+        the validation of the listener the name selected. A port with an
+        ``AllowInsecureFallback`` listener gets an ``OpenSSLContext``.
         """
         context = self._front.get(port)
         if context is None:
-            context = self._base(self._bundles(port))
-            context.sni_callback = self._chooser(port)
+            bundles, fallback = self._bundles(port), self._falls_back(port)
+            context = (
+                OpenSSLContext(certificate=None, bundles=bundles, alpn=_ALPN)
+                if fallback
+                else self._base(bundles)
+            )
+            context.sni_callback = self._chooser(port, fallback)
             self._front[port] = context
         return context
 
-    def admits(self, port: int, server_name: str | None, peer_der: bytes | None) -> bool:
+    def admits(
+        self, port: int, server_name: str | None, peer_der: bytes | None, verified: bool
+    ) -> bool:
         """Whether the listener ``server_name`` selects on ``port`` admits this client.
 
-        ``peer_der`` is the client's certificate (DER) as the handshake received it, or None.
-        ``AllowValidOnly`` wants a certificate issued by the listener's own bundle;
-        ``AllowInsecureFallback`` admits every client.
+        ``peer_der`` is the client's certificate (DER) as the handshake received it, or None;
+        ``verified`` whether it chained to a bundle of the port (always, on an ``ssl`` port).
+        ``AllowValidOnly`` wants a verified certificate issued by the listener's own bundle;
+        ``AllowInsecureFallback`` admits every client, with a certificate or not.
         """
         validation = self._table.client_validation(port, server_name)
-        if validation is None or validation.mode == "AllowInsecureFallback":
+        if validation is None or validation.mode == _FALLBACK:
             return True
-        return peer_der is not None and _issued_by(peer_der, validation.ca_pem)
+        return peer_der is not None and verified and _issued_by(peer_der, validation.ca_pem)
 
     def _chooser(
-        self, port: int
+        self, port: int, fallback: bool
     ) -> Callable[[ssl.SSLObject, str | None, ssl.SSLContext], int | None]:
         def choose(
             connection: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext
@@ -85,7 +100,7 @@ class TLSContexts:
             certificate = self._table.certificate(port, server_name)
             if certificate is None:
                 return ssl.ALERT_DESCRIPTION_UNRECOGNIZED_NAME
-            connection.context = self._context(certificate, self._bundles(port))
+            connection.context = self._context(certificate, self._bundles(port), fallback)
             return None
 
         return choose
@@ -96,6 +111,11 @@ class TLSContexts:
         if validations is None:
             return ""
         return "".join(sorted({v.ca_pem for v in validations.values()}))
+
+    def _falls_back(self, port: int) -> bool:
+        """Whether a listener of ``port`` admits clients whose certificate does not verify."""
+        validations = self._table.snapshot.client_certs.get(port)
+        return validations is not None and any(v.mode == _FALLBACK for v in validations.values())
 
     @staticmethod
     def _base(bundles: str) -> ssl.SSLContext:
@@ -109,15 +129,28 @@ class TLSContexts:
             context.verify_mode = ssl.CERT_OPTIONAL
         return context
 
-    def _context(self, certificate: Certificate, bundles: str) -> ssl.SSLContext:
-        key = (certificate.chain_pem, certificate.key_pem, bundles)
+    def _context(self, certificate: Certificate, bundles: str, fallback: bool) -> ssl.SSLContext:
+        key = (certificate.chain_pem, certificate.key_pem, bundles, fallback)
         context = self._by_material.get(key)
         if context is not None:
             return context
-        context = self._base(bundles)
-        load_chain(context, certificate)
+        if fallback:
+            context = OpenSSLContext(certificate=certificate, bundles=bundles, alpn=_ALPN)
+        else:
+            context = self._base(bundles)
+            load_chain(context, certificate)
         self._by_material[key] = context
         return context
+
+
+def peer_certificate(connection: trio.SSLStream[Any]) -> tuple[bytes | None, bool]:
+    """The client's certificate (DER, or None) and whether the handshake verified it.
+
+    ``getpeercert()`` is ``{}`` for a certificate that was received but not verified, as the
+    ``ssl`` module documents; only an ``OpenSSLContext`` ever admits one.
+    """
+    der = connection.getpeercert(binary_form=True)
+    return der, der is not None and connection.getpeercert() != {}
 
 
 def _issued_by(peer_der: bytes, bundle_pem: str) -> bool:

@@ -181,7 +181,7 @@ class Timeouts:
     ``tunnel_idle``: a WebSocket tunnel with no byte either way for this long is closed.
     ``mirror``: a whole mirrored exchange (:mod:`.mirror`); one still running is dropped.
     ``linger``: reading what a client still sends after an answer that closes its connection
-    (:meth:`.Proxy._linger`, RFC 9112 §9.6; nginx ``lingering_time``).
+    (``_linger`` in :mod:`.http1_connection`, RFC 9112 §9.6; nginx ``lingering_time``).
     All but ``connect``, ``mirror`` and ``linger`` are kept to within a tenth by
     :class:`~.wire.Watchdog`.
     """
@@ -302,7 +302,7 @@ class Forwarder:
             )
         # The client connection's timer bounds the exchange: each wait for either peer, and
         # the route's timeout as its scope's deadline. When it fires, the cancellation ends
-        # the connection and its owner answers 408/504 outside the scope (Proxy._requests).
+        # the connection and its owner answers 408/504 outside the scope (.http1_connection).
         timer = client.timer
         assert timer is not None, "the client's reader carries its connection's timer"
         if timeout < math.inf:
@@ -402,6 +402,10 @@ class Forwarder:
         tries = (
             None if retry is None else Tries(retry, per_try, back_off=self.back_off, timer=timer)
         )
+        connect_within, read_timeout = self.timeouts.connect, self.timeouts.read
+        if decision.timeouts is not None:  # an Ingress path's (route.decision)
+            connect_within = decision.timeouts[0] or connect_within
+            read_timeout = decision.timeouts[1] or read_timeout
         while True:
             upstream: Upstream | None = None
             reusable = False
@@ -413,7 +417,7 @@ class Forwarder:
                         upstream, endpoint, reused = await connect(
                             endpoints,
                             pool if idle_ok else None,
-                            within=self.timeouts.connect,
+                            within=connect_within,
                             tls=tls,
                         )
                     except ConnectFailed as err:
@@ -435,6 +439,7 @@ class Forwarder:
                                     client.skip_end()
                                 body_read = True
                             reader, parser = self._response_reader(upstream, timer)
+                            reader.read_timeout = read_timeout
                             parser.expect_response(head.method)
                             response = await _final_head(reader, upgrading=upgrade is not None)
                         except (trio.BrokenResourceError, trio.ClosedResourceError, Answer) as err:

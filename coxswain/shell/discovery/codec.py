@@ -20,14 +20,17 @@ from pyrsistent import pmap, pvector
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile.scope import GatewayScope, Scope, SharedPool
 from coxswain.compile.snapshot import (
+    INGRESS_ACTION_FIELDS,
     Backend,
     BackendProtocol,
+    Canary,
     Certificate,
     ClientValidation,
     Cors,
     Endpoint,
     GatewayRule,
     HeaderEdits,
+    IngressActions,
     IngressTable,
     ListenerHealth,
     ListenerTable,
@@ -235,13 +238,21 @@ def _upstream_tls(tls: UpstreamTLS) -> pb.UpstreamTLS:
 
 
 def _path_rule(rule: PathRule) -> pb.PathRule:
-    return pb.PathRule(
+    message = pb.PathRule(
         path=rule.path,
         match=str(rule.match),
         backend=_backend(rule.backend),
         route=_route(rule.route),
         tls_redirect=rule.tls_redirect,
     )
+    if rule.actions is not None:
+        fields = {n: getattr(rule.actions, n) for n in INGRESS_ACTION_FIELDS}
+        fields["auth_users"] = [pb.Credential(user=u, hash=h) for u, h in rule.actions.auth_users]
+        fields["canary"] = None if rule.actions.canary is None else _canary(rule.actions.canary)
+        message.actions.CopyFrom(
+            pb.IngressActions(**{n: v for n, v in fields.items() if v is not None})
+        )
+    return message
 
 
 def _value_matches(values: Iterable[ValueMatch]) -> list[pb.ValueMatch]:
@@ -441,13 +452,66 @@ def _read_protocol(value: pb.BackendProtocol.ValueType) -> BackendProtocol:
 
 def _read_path_rule(message: pb.PathRule) -> PathRule:
     if message.match not in _PATH_MATCHES:
-        raise ValueError(f"path rule match {message.match!r} is not Exact or Prefix")
+        raise ValueError(f"path rule match {message.match!r} is not Exact, Prefix or Regex")
+    actions = _read_ingress_actions(message.actions) if message.HasField("actions") else None
     return PathRule(
         path=message.path,
         match=PathMatch(message.match),
         backend=_read_backend(message.backend),
         route=_read_route(message.route),
         tls_redirect=message.tls_redirect,
+        actions=actions,
+    )
+
+
+def _canary(canary: Canary) -> pb.Canary:
+    return pb.Canary(
+        backend=_backend(canary.backend),
+        route=_route(canary.route),
+        header=canary.header,
+        header_value=canary.header_value,
+        header_pattern=canary.header_pattern,
+        cookie=canary.cookie,
+        weight=canary.weight,
+        weight_total=canary.weight_total,
+    )
+
+
+def _read_canary(wire: pb.Canary) -> Canary:
+    return Canary(
+        backend=_read_backend(wire.backend),
+        route=_read_route(wire.route),
+        header=wire.header if wire.HasField("header") else None,
+        header_value=wire.header_value if wire.HasField("header_value") else None,
+        header_pattern=wire.header_pattern if wire.HasField("header_pattern") else None,
+        cookie=wire.cookie if wire.HasField("cookie") else None,
+        weight=wire.weight,
+        weight_total=wire.weight_total,
+    )
+
+
+def _read_ingress_actions(wire: pb.IngressActions) -> IngressActions:
+    return IngressActions(
+        app_root=wire.app_root if wire.HasField("app_root") else None,
+        redirect=wire.redirect if wire.HasField("redirect") else None,
+        redirect_status=wire.redirect_status,
+        host_redirect=wire.host_redirect if wire.HasField("host_redirect") else None,
+        rewrite_target=wire.rewrite_target if wire.HasField("rewrite_target") else None,
+        x_forwarded_prefix=wire.x_forwarded_prefix if wire.HasField("x_forwarded_prefix") else None,
+        upstream_vhost=wire.upstream_vhost if wire.HasField("upstream_vhost") else None,
+        denied=wire.denied if wire.HasField("denied") else None,
+        allow_sources=pvector(wire.allow_sources),
+        deny_sources=pvector(wire.deny_sources),
+        auth_realm=wire.auth_realm if wire.HasField("auth_realm") else None,
+        auth_users=pvector((c.user, c.hash) for c in wire.auth_users),
+        max_body=wire.max_body,
+        connect_timeout=wire.connect_timeout,
+        send_timeout=wire.send_timeout,
+        read_timeout=wire.read_timeout,
+        next_upstream_tries=wire.next_upstream_tries,
+        next_upstream_codes=pvector(wire.next_upstream_codes),
+        next_upstream_timeout=wire.next_upstream_timeout,
+        canary=_read_canary(wire.canary) if wire.HasField("canary") else None,
     )
 
 

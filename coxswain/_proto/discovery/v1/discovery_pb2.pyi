@@ -653,14 +653,17 @@ class PathRule(_message.Message):
     BACKEND_FIELD_NUMBER: _builtins.int
     ROUTE_FIELD_NUMBER: _builtins.int
     TLS_REDIRECT_FIELD_NUMBER: _builtins.int
+    ACTIONS_FIELD_NUMBER: _builtins.int
     path: _builtins.str
     match: _builtins.str
-    """Exact | Prefix"""
+    """Exact | Prefix | Regex"""
     tls_redirect: _builtins.bool
     @_builtins.property
     def backend(self) -> Global___Backend: ...
     @_builtins.property
     def route(self) -> Global___RouteRef: ...
+    @_builtins.property
+    def actions(self) -> Global___IngressActions: ...
     def __init__(
         self,
         *,
@@ -669,14 +672,218 @@ class PathRule(_message.Message):
         backend: Global___Backend | None = ...,
         route: Global___RouteRef | None = ...,
         tls_redirect: _builtins.bool = ...,
+        actions: Global___IngressActions | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["backend", b"backend", "route", b"route"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_actions", b"_actions", "actions", b"actions", "backend", b"backend", "route", b"route"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["backend", b"backend", "match", b"match", "path", b"path", "route", b"route", "tls_redirect", b"tls_redirect"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_actions", b"_actions", "actions", b"actions", "backend", b"backend", "match", b"match", "path", b"path", "route", b"route", "tls_redirect", b"tls_redirect"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__actions: _TypeAlias = _typing.Literal["actions"]  # noqa: Y015
+    _WhichOneofArgType__actions: _TypeAlias = _typing.Literal["_actions", b"_actions"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__actions) -> _WhichOneofReturnType__actions | None: ...
+
+Global___PathRule: _TypeAlias = PathRule  # noqa: Y015
+
+@_typing.final
+class IngressActions(_message.Message):
+    """An Ingress path's ingress-nginx annotations (coxswain.compile.snapshot.IngressActions)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    APP_ROOT_FIELD_NUMBER: _builtins.int
+    REDIRECT_FIELD_NUMBER: _builtins.int
+    REDIRECT_STATUS_FIELD_NUMBER: _builtins.int
+    HOST_REDIRECT_FIELD_NUMBER: _builtins.int
+    REWRITE_TARGET_FIELD_NUMBER: _builtins.int
+    X_FORWARDED_PREFIX_FIELD_NUMBER: _builtins.int
+    UPSTREAM_VHOST_FIELD_NUMBER: _builtins.int
+    DENIED_FIELD_NUMBER: _builtins.int
+    ALLOW_SOURCES_FIELD_NUMBER: _builtins.int
+    DENY_SOURCES_FIELD_NUMBER: _builtins.int
+    AUTH_REALM_FIELD_NUMBER: _builtins.int
+    AUTH_USERS_FIELD_NUMBER: _builtins.int
+    MAX_BODY_FIELD_NUMBER: _builtins.int
+    CONNECT_TIMEOUT_FIELD_NUMBER: _builtins.int
+    SEND_TIMEOUT_FIELD_NUMBER: _builtins.int
+    READ_TIMEOUT_FIELD_NUMBER: _builtins.int
+    NEXT_UPSTREAM_TRIES_FIELD_NUMBER: _builtins.int
+    NEXT_UPSTREAM_CODES_FIELD_NUMBER: _builtins.int
+    NEXT_UPSTREAM_TIMEOUT_FIELD_NUMBER: _builtins.int
+    CANARY_FIELD_NUMBER: _builtins.int
+    app_root: _builtins.str
+    redirect: _builtins.str
+    redirect_status: _builtins.int
+    host_redirect: _builtins.str
+    rewrite_target: _builtins.str
+    x_forwarded_prefix: _builtins.str
+    upstream_vhost: _builtins.str
+    denied: _builtins.str
+    auth_realm: _builtins.str
+    max_body: _builtins.int
+    connect_timeout: _builtins.float
+    send_timeout: _builtins.float
+    read_timeout: _builtins.float
+    next_upstream_tries: _builtins.int
+    next_upstream_timeout: _builtins.float
+    @_builtins.property
+    def allow_sources(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def deny_sources(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def auth_users(self) -> _containers.RepeatedCompositeFieldContainer[Global___Credential]: ...
+    @_builtins.property
+    def next_upstream_codes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def canary(self) -> Global___Canary: ...
+    def __init__(
+        self,
+        *,
+        app_root: _builtins.str | None = ...,
+        redirect: _builtins.str | None = ...,
+        redirect_status: _builtins.int = ...,
+        host_redirect: _builtins.str | None = ...,
+        rewrite_target: _builtins.str | None = ...,
+        x_forwarded_prefix: _builtins.str | None = ...,
+        upstream_vhost: _builtins.str | None = ...,
+        denied: _builtins.str | None = ...,
+        allow_sources: _abc.Iterable[_builtins.str] | None = ...,
+        deny_sources: _abc.Iterable[_builtins.str] | None = ...,
+        auth_realm: _builtins.str | None = ...,
+        auth_users: _abc.Iterable[Global___Credential] | None = ...,
+        max_body: _builtins.int = ...,
+        connect_timeout: _builtins.float = ...,
+        send_timeout: _builtins.float = ...,
+        read_timeout: _builtins.float = ...,
+        next_upstream_tries: _builtins.int = ...,
+        next_upstream_codes: _abc.Iterable[_builtins.int] | None = ...,
+        next_upstream_timeout: _builtins.float = ...,
+        canary: Global___Canary | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_denied", b"_denied", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "app_root", b"app_root", "auth_realm", b"auth_realm", "canary", b"canary", "denied", b"denied", "host_redirect", b"host_redirect", "redirect", b"redirect", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_denied", b"_denied", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "allow_sources", b"allow_sources", "app_root", b"app_root", "auth_realm", b"auth_realm", "auth_users", b"auth_users", "canary", b"canary", "connect_timeout", b"connect_timeout", "denied", b"denied", "deny_sources", b"deny_sources", "host_redirect", b"host_redirect", "max_body", b"max_body", "next_upstream_codes", b"next_upstream_codes", "next_upstream_timeout", b"next_upstream_timeout", "next_upstream_tries", b"next_upstream_tries", "read_timeout", b"read_timeout", "redirect", b"redirect", "redirect_status", b"redirect_status", "rewrite_target", b"rewrite_target", "send_timeout", b"send_timeout", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__app_root: _TypeAlias = _typing.Literal["app_root"]  # noqa: Y015
+    _WhichOneofArgType__app_root: _TypeAlias = _typing.Literal["_app_root", b"_app_root"]  # noqa: Y015
+    _WhichOneofReturnType__auth_realm: _TypeAlias = _typing.Literal["auth_realm"]  # noqa: Y015
+    _WhichOneofArgType__auth_realm: _TypeAlias = _typing.Literal["_auth_realm", b"_auth_realm"]  # noqa: Y015
+    _WhichOneofReturnType__canary: _TypeAlias = _typing.Literal["canary"]  # noqa: Y015
+    _WhichOneofArgType__canary: _TypeAlias = _typing.Literal["_canary", b"_canary"]  # noqa: Y015
+    _WhichOneofReturnType__denied: _TypeAlias = _typing.Literal["denied"]  # noqa: Y015
+    _WhichOneofArgType__denied: _TypeAlias = _typing.Literal["_denied", b"_denied"]  # noqa: Y015
+    _WhichOneofReturnType__host_redirect: _TypeAlias = _typing.Literal["host_redirect"]  # noqa: Y015
+    _WhichOneofArgType__host_redirect: _TypeAlias = _typing.Literal["_host_redirect", b"_host_redirect"]  # noqa: Y015
+    _WhichOneofReturnType__redirect: _TypeAlias = _typing.Literal["redirect"]  # noqa: Y015
+    _WhichOneofArgType__redirect: _TypeAlias = _typing.Literal["_redirect", b"_redirect"]  # noqa: Y015
+    _WhichOneofReturnType__rewrite_target: _TypeAlias = _typing.Literal["rewrite_target"]  # noqa: Y015
+    _WhichOneofArgType__rewrite_target: _TypeAlias = _typing.Literal["_rewrite_target", b"_rewrite_target"]  # noqa: Y015
+    _WhichOneofReturnType__upstream_vhost: _TypeAlias = _typing.Literal["upstream_vhost"]  # noqa: Y015
+    _WhichOneofArgType__upstream_vhost: _TypeAlias = _typing.Literal["_upstream_vhost", b"_upstream_vhost"]  # noqa: Y015
+    _WhichOneofReturnType__x_forwarded_prefix: _TypeAlias = _typing.Literal["x_forwarded_prefix"]  # noqa: Y015
+    _WhichOneofArgType__x_forwarded_prefix: _TypeAlias = _typing.Literal["_x_forwarded_prefix", b"_x_forwarded_prefix"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__app_root) -> _WhichOneofReturnType__app_root | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__auth_realm) -> _WhichOneofReturnType__auth_realm | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__canary) -> _WhichOneofReturnType__canary | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__denied) -> _WhichOneofReturnType__denied | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__host_redirect) -> _WhichOneofReturnType__host_redirect | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__redirect) -> _WhichOneofReturnType__redirect | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__rewrite_target) -> _WhichOneofReturnType__rewrite_target | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__upstream_vhost) -> _WhichOneofReturnType__upstream_vhost | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__x_forwarded_prefix) -> _WhichOneofReturnType__x_forwarded_prefix | None: ...
+
+Global___IngressActions: _TypeAlias = IngressActions  # noqa: Y015
+
+@_typing.final
+class Canary(_message.Message):
+    """A canary Ingress's backend for a path (coxswain.compile.snapshot.Canary)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BACKEND_FIELD_NUMBER: _builtins.int
+    ROUTE_FIELD_NUMBER: _builtins.int
+    HEADER_FIELD_NUMBER: _builtins.int
+    HEADER_VALUE_FIELD_NUMBER: _builtins.int
+    HEADER_PATTERN_FIELD_NUMBER: _builtins.int
+    COOKIE_FIELD_NUMBER: _builtins.int
+    WEIGHT_FIELD_NUMBER: _builtins.int
+    WEIGHT_TOTAL_FIELD_NUMBER: _builtins.int
+    header: _builtins.str
+    header_value: _builtins.str
+    header_pattern: _builtins.str
+    cookie: _builtins.str
+    weight: _builtins.int
+    weight_total: _builtins.int
+    @_builtins.property
+    def backend(self) -> Global___Backend: ...
+    @_builtins.property
+    def route(self) -> Global___RouteRef: ...
+    def __init__(
+        self,
+        *,
+        backend: Global___Backend | None = ...,
+        route: Global___RouteRef | None = ...,
+        header: _builtins.str | None = ...,
+        header_value: _builtins.str | None = ...,
+        header_pattern: _builtins.str | None = ...,
+        cookie: _builtins.str | None = ...,
+        weight: _builtins.int = ...,
+        weight_total: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_cookie", b"_cookie", "_header", b"_header", "_header_pattern", b"_header_pattern", "_header_value", b"_header_value", "backend", b"backend", "cookie", b"cookie", "header", b"header", "header_pattern", b"header_pattern", "header_value", b"header_value", "route", b"route"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cookie", b"_cookie", "_header", b"_header", "_header_pattern", b"_header_pattern", "_header_value", b"_header_value", "backend", b"backend", "cookie", b"cookie", "header", b"header", "header_pattern", b"header_pattern", "header_value", b"header_value", "route", b"route", "weight", b"weight", "weight_total", b"weight_total"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__cookie: _TypeAlias = _typing.Literal["cookie"]  # noqa: Y015
+    _WhichOneofArgType__cookie: _TypeAlias = _typing.Literal["_cookie", b"_cookie"]  # noqa: Y015
+    _WhichOneofReturnType__header: _TypeAlias = _typing.Literal["header"]  # noqa: Y015
+    _WhichOneofArgType__header: _TypeAlias = _typing.Literal["_header", b"_header"]  # noqa: Y015
+    _WhichOneofReturnType__header_pattern: _TypeAlias = _typing.Literal["header_pattern"]  # noqa: Y015
+    _WhichOneofArgType__header_pattern: _TypeAlias = _typing.Literal["_header_pattern", b"_header_pattern"]  # noqa: Y015
+    _WhichOneofReturnType__header_value: _TypeAlias = _typing.Literal["header_value"]  # noqa: Y015
+    _WhichOneofArgType__header_value: _TypeAlias = _typing.Literal["_header_value", b"_header_value"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__cookie) -> _WhichOneofReturnType__cookie | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__header) -> _WhichOneofReturnType__header | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__header_pattern) -> _WhichOneofReturnType__header_pattern | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__header_value) -> _WhichOneofReturnType__header_value | None: ...
+
+Global___Canary: _TypeAlias = Canary  # noqa: Y015
+
+@_typing.final
+class Credential(_message.Message):
+    """A basic-authentication user and its htpasswd hash."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USER_FIELD_NUMBER: _builtins.int
+    HASH_FIELD_NUMBER: _builtins.int
+    user: _builtins.str
+    hash: _builtins.str
+    def __init__(
+        self,
+        *,
+        user: _builtins.str = ...,
+        hash: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hash", b"hash", "user", b"user"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___PathRule: _TypeAlias = PathRule  # noqa: Y015
+Global___Credential: _TypeAlias = Credential  # noqa: Y015
 
 @_typing.final
 class VirtualHost(_message.Message):

@@ -1,0 +1,500 @@
+"""Incremental compilation: what a compile from scratch would give, computed from what changed.
+
+Why: docs/architecture.md, "Rules of the core" — the core is pure and its state persistent, so
+an unchanged input is the very same object, and identity is a cheap test of "nothing to redo".
+The memory of earlier results is this explicit object, owned by the shell (the controller and
+``serve`` each hold one) and handed to every call; nothing is kept anywhere else. Every answer
+equals the pure function's (``compile``, ``analyse``, ``status``, ``provision``) on the same
+inputs; ``tests/property/test_incremental_props.py`` drives random event sequences and checks
+that byte for byte at every step.
+
+What is remembered, and when it is reused:
+
+- **Compiled routes** (``route``; ``gateway.route_kinds.RouteCache``), by route key: reused
+  while the route is the same object and every ``ServiceIndex`` and ``Grants`` call its compile
+  made answers the same (the calls are recorded as the compile makes them, so the record is
+  complete by construction). A route kind plugs in through ``gateway.route_kinds`` and is
+  remembered with no change here.
+- **Rule JSON texts** for the snapshot's content hash (``snapshot_json.RuleTexts``), by rule
+  object: a reused route's rules are not encoded again. Texts not used for a whole state are
+  dropped.
+- **Scopes' results** (``compile``), each with the inputs it read (its relevance): the Gateway
+  and ListenerSets it serves, the Gateways its routes name, the Services whose endpoints it
+  lists. From one state to the next the changed keys are found by identity (persistent maps:
+  unchanged objects are the same objects), and each remembered scope is
+
+  * reused when no change concerns it (a route of another Gateway, an Ingress in a
+    dedicated Gateway's scope);
+  * patched when only EndpointSlices of Services it lists changed: those endpoint entries are
+    recomputed and only the endpoints table is hashed again (``snapshot_json.head_digest``);
+  * compiled again otherwise (its routes still come from the route memo). Changes to kinds
+    every scope may read (classes, grants, Secrets, Services, Namespaces, policies, parameters,
+    ListenerSets, workloads), and to a Gateway with ``spec.addresses`` (addresses are judged
+    against every Gateway's), make every scope compile again.
+
+- **The cluster-wide analysis, status and provision**: reused when only EndpointSlices changed
+  (none of them reads a slice) and their other inputs are equal.
+
+Work stays bounded: each map holds at most one entry per object or scope that exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Final
+
+from coxswain.compile.api import (
+    CompileResult,
+    analyse,
+    compile_parts,
+    findings,
+    slice_findings,
+    status,
+)
+from coxswain.compile.backends import ServiceIndex, index_services, service_endpoints
+from coxswain.compile.gateway.refgrants import Grants
+from coxswain.compile.gateway.route_kinds import ROUTE_COMPILERS, compile_any_route
+from coxswain.compile.model.gateway_objects import GATEWAY_GROUP, CommonRoute, Gateway
+from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.model.objects import EndpointSlice
+from coxswain.compile.model.state import TABLES
+from coxswain.compile.provision import provision
+from coxswain.compile.scope import GatewayScope
+from coxswain.compile.snapshot_json import head_digest, sealed_with
+
+if TYPE_CHECKING:
+    from _hashlib import HASH
+    from collections.abc import Collection, Iterator
+
+    from pyrsistent.typing import PVector
+
+    from coxswain.compile.api import CompileParts
+    from coxswain.compile.config import CompileConfig
+    from coxswain.compile.diagnostics import Diagnostic
+    from coxswain.compile.gateway.model import GatewayModel
+    from coxswain.compile.gateway.route_rules import CompiledRoute
+    from coxswain.compile.model.objects import Service
+    from coxswain.compile.model.state import ClusterState
+    from coxswain.compile.provision import DesiredObjects
+    from coxswain.compile.scope import Scope
+    from coxswain.compile.snapshot import GatewayRule
+    from coxswain.compile.status import ObjectStatus
+
+__all__ = ["CompileMemo"]
+
+_SCOPED_KINDS: Final = frozenset({"Gateway", "EndpointSlice", "Ingress", "IngressClass"})
+"""Kinds whose changes a Gateway's scope checks against what it read; with the route kinds.
+A change to any other kind makes every scope compile again."""
+
+_Read = tuple[str, str, str]
+"""A ``ServiceIndex`` question: ``Service`` or ``EndpointSlice`` (a Service's slices), namespace,
+Service name."""
+
+
+@dataclass(frozen=True, slots=True)
+class _RecordedServices(ServiceIndex):
+    """A ``ServiceIndex`` that records what it answered."""
+
+    calls: set[_Read] = field(default_factory=set)
+
+    def service(self, namespace: str, name: str) -> Service | None:
+        self.calls.add(("Service", namespace, name))
+        return ServiceIndex.service(self, namespace, name)
+
+    def slices(self, namespace: str, name: str) -> list[EndpointSlice]:
+        self.calls.add(("EndpointSlice", namespace, name))
+        return ServiceIndex.slices(self, namespace, name)
+
+
+@dataclass(frozen=True, slots=True)
+class _RecordedGrants(Grants):
+    """``Grants`` that record what they answered."""
+
+    asked: list[bool] = field(default_factory=list)
+
+    def allows(self, *, source: tuple[str, str, str], target: tuple[str, str, str, str]) -> bool:
+        self.asked.append(True)
+        return Grants.allows(self, source=source, target=target)
+
+
+@dataclass(frozen=True, slots=True)
+class _RouteEntry:
+    """A compiled route, the Services its compile looked up (and whose slices), and whether it
+    asked a ReferenceGrant question."""
+
+    route: CommonRoute
+    read: frozenset[_Read]
+    compiled: CompiledRoute
+
+
+@dataclass(slots=True, kw_only=True)
+class _ScopeEntry:
+    """A scope's remembered compile and what it read."""
+
+    state: ClusterState
+    config: CompileConfig
+    parts: CompileParts
+    head: HASH
+    result: CompileResult
+    slice_found: dict[ObjectKey, tuple[Diagnostic, ...]]
+    endpoint_keys: dict[tuple[str, str], list[tuple[str, int]]]
+    parents: frozenset[tuple[str, str]]
+    named: frozenset[ObjectKey]
+
+
+@dataclass(slots=True, kw_only=True)
+class _Outputs:
+    """The last cluster-wide analysis, status and provision, with the inputs they came from."""
+
+    state: ClusterState
+    config: CompileConfig
+    model: GatewayModel
+    status: tuple[object, PVector[ObjectStatus]] | None = None
+    provision: tuple[object, DesiredObjects] | None = None
+
+
+class _Texts(MutableMapping[int, tuple["GatewayRule", str]]):
+    """Rule texts used for the current state, falling back on those of the previous state
+    (``snapshot_json.RuleTexts``): texts no compile of a whole state used are dropped."""
+
+    def __init__(self, older: dict[int, tuple[GatewayRule, str]]) -> None:
+        self.now: dict[int, tuple[GatewayRule, str]] = {}
+        self.older = older
+
+    def __getitem__(self, key: int) -> tuple[GatewayRule, str]:
+        found = self.now.get(key)
+        if found is None:
+            found = self.now[key] = self.older[key]
+        return found
+
+    def __setitem__(self, key: int, value: tuple[GatewayRule, str]) -> None:
+        self.now[key] = value
+
+    def __delitem__(self, key: int) -> None:
+        del self.now[key]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.now)
+
+    def __len__(self) -> int:
+        return len(self.now)
+
+
+class CompileMemo:
+    """Earlier results and what they read; ``compile``, ``analyse``, ``status`` and
+    ``provision`` answer as the pure functions of the same names do. Not thread-safe: one
+    caller at a time (the shell's bridge runs calls one after the other)."""
+
+    def __init__(self) -> None:
+        self.compiled = 0  # scope compiles made, since creation
+        self.reused = 0  # scope results reused or patched, since creation
+        self._state: ClusterState | None = None
+        self._previous: ClusterState | None = None
+        self._changed: frozenset[ObjectKey] | None = None  # None: everything
+        self._routes: dict[ObjectKey, _RouteEntry] = {}
+        self._readers: dict[_Read, set[ObjectKey]] = {}  # what routes read → those routes
+        self._granted: set[ObjectKey] = set()  # routes that asked a ReferenceGrant question
+        self._texts_state: ClusterState | None = None
+        self._texts = _Texts({})
+        self._scopes: dict[Scope, _ScopeEntry] = {}
+        self._outputs: _Outputs | None = None
+
+    # --- the pure functions' answers ------------------------------------------------------------
+
+    def compile(self, state: ClusterState, scope: Scope, config: CompileConfig) -> CompileResult:
+        """``compile(state, scope, config)``."""
+        self._advance(state)
+        entry = self._scopes.get(scope)
+        if entry is not None and entry.config == config:
+            if entry.state is state:
+                self.reused += 1
+                return entry.result
+            if entry.state is self._previous and self._changed is not None:
+                touched = self._touched(entry, self._changed)
+                if touched is not None:
+                    self.reused += 1
+                    return self._patched(entry, state, touched)
+        self.compiled += 1
+        return self._compiled(state, scope, config)
+
+    def analyse(self, state: ClusterState, config: CompileConfig) -> GatewayModel:
+        """``analyse(state, config)``."""
+        self._advance(state)
+        outputs = self._outputs
+        if outputs is not None and outputs.config == config and self._carried(outputs.state):
+            outputs.state = state
+            return outputs.model
+        model = analyse(state, config, self)
+        self._outputs = _Outputs(state=state, config=config, model=model)
+        return model
+
+    def status(
+        self,
+        state: ClusterState,
+        config: CompileConfig,
+        programmed: Collection[tuple[str, int]] | None = None,
+    ) -> PVector[ObjectStatus]:
+        """``status(state, config, programmed)``."""
+        outputs = self._current_outputs(state, config)
+        key = None if programmed is None else frozenset(programmed)
+        if outputs.status is None or outputs.status[0] != key:
+            outputs.status = (key, status(state, config, programmed, outputs.model))
+        return outputs.status[1]
+
+    def provision(
+        self,
+        state: ClusterState,
+        config: CompileConfig,
+        shared_served: Collection[str] | None = None,
+    ) -> DesiredObjects:
+        """``provision(state, config, shared_served)``."""
+        outputs = self._current_outputs(state, config)
+        key = None if shared_served is None else frozenset(shared_served)
+        if outputs.provision is None or outputs.provision[0] != key:
+            outputs.provision = (key, provision(state, config, shared_served, outputs.model))
+        return outputs.provision[1]
+
+    def forget(self, keep: Collection[Scope]) -> None:
+        """Drop the results of every scope but ``keep`` (scopes no proxy may ask for)."""
+        for scope in [s for s in self._scopes if s not in keep]:
+            del self._scopes[scope]
+
+    # --- gateway.route_kinds.RouteCache -------------------------------------------------------
+
+    def route(self, route: CommonRoute, services: ServiceIndex, grants: Grants) -> CompiledRoute:
+        """The compiled ``route``, reused while it is the same object and nothing it read
+        changed (``_advance`` drops the entries a change concerns)."""
+        key = route.meta.key
+        entry = self._routes.get(key)
+        if entry is not None and entry.route is route:
+            return entry.compiled
+        recorded_services = _RecordedServices(services.state)
+        recorded_grants = _RecordedGrants(grants.by_namespace)
+        compiled = compile_any_route(route, recorded_services, recorded_grants)
+        read = frozenset(recorded_services.calls)
+        self._drop_route(key)
+        self._routes[key] = _RouteEntry(route, read, compiled)
+        for service in read:
+            self._readers.setdefault(service, set()).add(key)
+        if recorded_grants.asked:
+            self._granted.add(key)
+        return compiled
+
+    # --- inside ----------------------------------------------------------------------------------
+
+    def _advance(self, state: ClusterState) -> None:
+        """Move to ``state``: find what changed since the last state seen."""
+        if state is self._state:
+            return
+        self._previous, self._state = self._state, state
+        self._changed = None if self._previous is None else _changes(self._previous, state)
+        if self._changed is None:
+            for key in list(self._routes):
+                self._drop_route(key)
+            return
+        for key in self._changed:
+            if key.kind in ROUTE_COMPILERS and _lookup(state, key) is None:
+                self._drop_route(key)  # deleted
+            elif key.kind == "ReferenceGrant":
+                for reader in list(self._granted):
+                    self._drop_route(reader)
+            elif key.kind == "Service":
+                self._drop_readers(("Service", key.namespace, key.name))
+            elif key.kind == "EndpointSlice" and self._previous is not None:
+                for namespace, name in _slice_services(key, self._previous, state):
+                    self._drop_readers(("EndpointSlice", namespace, name))
+
+    def _drop_readers(self, read: _Read) -> None:
+        for reader in list(self._readers.get(read, ())):
+            self._drop_route(reader)
+
+    def _drop_route(self, key: ObjectKey) -> None:
+        """Forget a compiled route, and its place in the relevance index."""
+        entry = self._routes.pop(key, None)
+        if entry is None:
+            return
+        self._granted.discard(key)
+        for service in entry.read:
+            readers = self._readers.get(service)
+            if readers is not None:
+                readers.discard(key)
+                if not readers:
+                    del self._readers[service]
+
+    def _carried(self, was: ClusterState) -> bool:
+        """Whether what was computed from ``was`` holds for the current state (the same, or
+        the previous with only EndpointSlices changed since)."""
+        if was is self._state:
+            return True
+        return (
+            was is self._previous
+            and self._changed is not None
+            and all(k.kind == "EndpointSlice" for k in self._changed)
+        )
+
+    def _current_outputs(self, state: ClusterState, config: CompileConfig) -> _Outputs:
+        self.analyse(state, config)
+        outputs = self._outputs
+        assert outputs is not None  # analyse just set it
+        return outputs
+
+    def _compiled(self, state: ClusterState, scope: Scope, config: CompileConfig) -> CompileResult:
+        if self._texts_state is not state:  # the first full compile of this state
+            self._texts_state = state
+            self._texts = _Texts(self._texts.now)
+        parts = compile_parts(state, scope, config, self)
+        services = index_services(state)
+        slice_found = {key: tuple(slice_findings(services, (key,))) for key in parts.services_read}
+        head = head_digest(parts.snapshot, self._texts)
+        result = CompileResult(
+            snapshot=sealed_with(parts.snapshot, head),
+            diagnostics=findings(parts, (d for found in slice_found.values() for d in found)),
+        )
+        endpoint_keys: dict[tuple[str, str], list[tuple[str, int]]] = {}
+        for key in parts.snapshot.endpoints:
+            namespace, name, port = key.split("/")
+            endpoint_keys.setdefault((namespace, name), []).append((key, int(port)))
+        parents: set[tuple[str, str]] = set()
+        named: set[ObjectKey] = set()
+        if isinstance(scope, GatewayScope):
+            parents.add((scope.namespace, scope.name))
+            parents.update(
+                (s.listener_set.meta.key.namespace, s.listener_set.meta.key.name)
+                for s in parts.model.listener_sets
+            )
+            for parent in parents:
+                for route_key in state.routes_by_parent.get(parent, ()):
+                    route = _lookup(state, route_key)
+                    if isinstance(route, CommonRoute):
+                        named.update(_named_gateways(route))
+        self._scopes[scope] = _ScopeEntry(
+            state=state,
+            config=config,
+            parts=parts,
+            head=head,
+            result=result,
+            slice_found=slice_found,
+            endpoint_keys=endpoint_keys,
+            parents=frozenset(parents),
+            named=frozenset(named),
+        )
+        return result
+
+    def _touched(
+        self, entry: _ScopeEntry, changed: frozenset[ObjectKey]
+    ) -> set[tuple[str, str]] | None:
+        """The Services whose EndpointSlices changed for this scope, or None when the scope
+        must compile again."""
+        previous, state = self._previous, self._state
+        assert previous is not None  # after _advance
+        assert state is not None
+        shared = not isinstance(entry.parts.snapshot.scope, GatewayScope)
+        services: set[tuple[str, str]] = set()
+        for key in changed:
+            if key.kind == "EndpointSlice":
+                services.update(_slice_services(key, previous, state))
+                continue
+            if shared:
+                return None
+            if key.kind in ROUTE_COMPILERS:
+                if any(_names_parent(r, entry.parents) for r in _both(key, previous, state)):
+                    return None
+            elif key.kind == "Gateway":
+                gateways = list(_both(key, previous, state))
+                if key in entry.named or any(
+                    isinstance(g, Gateway) and (g.addresses or _serves(g, entry)) for g in gateways
+                ):
+                    return None
+            elif key.kind not in _SCOPED_KINDS:
+                return None
+        return services
+
+    def _patched(
+        self, entry: _ScopeEntry, state: ClusterState, touched: set[tuple[str, str]]
+    ) -> CompileResult:
+        """The entry carried to ``state``, its endpoints and slices' findings of ``touched``
+        Services recomputed."""
+        entry.state = state
+        services = index_services(state)
+        listed = [pair for pair in touched if pair in entry.endpoint_keys]
+        found_changed = False
+        for namespace, name in touched:
+            key = ObjectKey("Service", namespace, name)
+            if key in entry.slice_found:
+                now = tuple(slice_findings(services, (key,)))
+                if now != entry.slice_found[key]:
+                    entry.slice_found[key] = now
+                    found_changed = True
+        if not listed and not found_changed:
+            return entry.result
+        snapshot = entry.parts.snapshot
+        if listed:
+            endpoints = snapshot.endpoints.evolver()
+            for namespace, name in listed:
+                for text, port in entry.endpoint_keys[(namespace, name)]:
+                    endpoints[text] = service_endpoints(services, namespace, name, port)
+            snapshot = replace(snapshot, endpoints=endpoints.persistent())
+            entry.parts = replace(entry.parts, snapshot=snapshot)
+        diagnostics = entry.result.diagnostics
+        if found_changed:
+            diagnostics = findings(entry.parts, (d for f in entry.slice_found.values() for d in f))
+        entry.result = CompileResult(
+            snapshot=sealed_with(snapshot, entry.head) if listed else entry.result.snapshot,
+            diagnostics=diagnostics,
+        )
+        return entry.result
+
+
+def _changes(old: ClusterState, new: ClusterState) -> frozenset[ObjectKey] | None:
+    """The keys whose object differs (by identity) between two states; None when something
+    outside the tables changed (the input's findings, the Gateway API's presence)."""
+    if old.gateway_api != new.gateway_api or old.input_diagnostics != new.input_diagnostics:
+        return None
+    changed: set[ObjectKey] = set()
+    for name in TABLES.values():
+        before, after = getattr(old, name), getattr(new, name)
+        if before is after:
+            continue
+        changed.update(k for k, v in after.items() if before.get(k) is not v)
+        changed.update(k for k in before if k not in after)
+    return frozenset(changed)
+
+
+def _lookup(state: ClusterState, key: ObjectKey) -> object:
+    table = getattr(state, TABLES.get(key.kind, ""), None)
+    return None if table is None else table.get(key)
+
+
+def _both(key: ObjectKey, previous: ClusterState, state: ClusterState) -> Iterator[object]:
+    """The object before and after the change, those that exist."""
+    for holder in (previous, state):
+        if (found := _lookup(holder, key)) is not None:
+            yield found
+
+
+def _slice_services(
+    key: ObjectKey, previous: ClusterState, state: ClusterState
+) -> Iterator[tuple[str, str]]:
+    for found in _both(key, previous, state):
+        if isinstance(found, EndpointSlice) and found.service_name:
+            yield (key.namespace, found.service_name)
+
+
+def _names_parent(route: object, parents: frozenset[tuple[str, str]]) -> bool:
+    if not isinstance(route, CommonRoute):
+        return False
+    namespace = route.meta.key.namespace
+    return any((r.namespace or namespace, r.name) in parents for r in route.parent_refs)
+
+
+def _named_gateways(route: CommonRoute) -> Iterator[ObjectKey]:
+    namespace = route.meta.key.namespace
+    for ref in route.parent_refs:
+        if (ref.group, ref.kind) == (GATEWAY_GROUP, "Gateway"):
+            yield ObjectKey("Gateway", ref.namespace or namespace, ref.name)
+
+
+def _serves(gateway: Gateway, entry: _ScopeEntry) -> bool:
+    key = gateway.meta.key
+    return (key.namespace, key.name) in entry.parents

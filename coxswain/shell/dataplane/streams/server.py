@@ -1,0 +1,370 @@
+"""The stream listeners: accepting, routing and forwarding layer-4 connections.
+
+One :class:`StreamServer` per proxy, beside the HTTP one (:mod:`..server`), applied the same
+snapshots. Rules (Gateway API v1 TLSRoute, TCPRoute, UDPRoute; docs/architecture.md,
+"Layer 4"):
+1. Sockets: every ready layer-4 listener's local port is bound (TCP for TLS and TCP, UDP for
+   UDP); a port whose protocol changed is re-bound; a port no longer served is closed.
+2. TLS Passthrough: the ClientHello is read (at most 16 KiB, within ``hello_timeout``;
+   :mod:`coxswain.route.client_hello`), its SNI picks the route (``route.streams``), and the
+   bytes read are the first the backend gets: the client completes its handshake with the
+   backend, whose own certificate it sees. A connection that sends no ClientHello in time, or
+   something else, is closed and counted. TLS Terminate: the same ClientHello picks the
+   listener, whose certificate the proxy completes the handshake with; the plaintext is
+   forwarded. TCP: the connection is forwarded as it comes.
+3. A backend is chosen by weight among the route's (an invalid one, or one without ready
+   endpoints, refuses the connection: its share of connections is refused, as the spec
+   requires of requests); its endpoints are tried in turn, each within ``connect_timeout``.
+4. Routing is decided once, when the connection starts: a new snapshot changes nothing for
+   established connections, but one whose route (or port) the new snapshot no longer serves
+   is closed after ``drain`` seconds.
+5. Both directions are spliced (:mod:`.splice`): backpressure, half-close, idle timeout.
+6. At most ``max_connections`` TLS and TCP connections are open at once; a connection past
+   it is closed at once (``over_capacity``), so a flood of silent clients costs bounded
+   descriptors and leaves the HTTP listeners theirs.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import trio
+
+from coxswain.route.client_hello import MAX_HELLO, HelloReader, NeedMore, NotHello
+from coxswain.shell.dataplane.listen import open_reuseport_listeners
+from coxswain.shell.dataplane.streams.metrics import StreamMetrics
+from coxswain.shell.dataplane.streams.served import StreamServed
+from coxswain.shell.dataplane.streams.splice import splice
+from coxswain.shell.dataplane.streams.udp import UdpSettings, serve_udp
+from coxswain.shell.dataplane.upstream import pick_backend
+
+if TYPE_CHECKING:
+    import random
+    import ssl
+    from collections.abc import Awaitable, Callable
+
+    from prometheus_client import CollectorRegistry
+
+    from coxswain.compile.snapshot import Endpoint, RouteRef, Snapshot
+    from coxswain.route.streams import StreamDecision
+
+__all__ = ["StreamServer", "StreamSettings"]
+
+log = logging.getLogger("coxswain.streams")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamSettings:
+    """The bounds of layer-4 forwarding, in seconds and counts."""
+
+    bind: str = "127.0.0.1"
+    reuse_port: bool = False  # one of several worker processes (SO_REUSEPORT)
+    hello_timeout: float = 10.0  # for a complete ClientHello, and a Terminate handshake
+    connect_timeout: float = 5.0  # per endpoint
+    idle_timeout: float = 600.0  # nothing either way (nginx stream proxy_timeout: 10 min)
+    drain: float = 30.0  # a connection whose route was removed, before it is closed
+    max_connections: int = 16_384  # TLS and TCP connections open at once, per process
+    udp: UdpSettings = field(default_factory=UdpSettings)
+
+
+@dataclass(slots=True)
+class _Socket:
+    protocol: str
+    scope: trio.CancelScope
+    bound: bool = False
+    closed: trio.Event = field(default_factory=trio.Event)
+
+    def mark_bound(self) -> None:
+        self.bound = True
+
+
+@dataclass(slots=True)
+class _Live:
+    """An established connection: where it came and what it is forwarded for."""
+
+    port: int
+    route: RouteRef
+    scope: trio.CancelScope
+
+
+class StreamServer:
+    """The layer-4 listeners of one proxy; run :meth:`run`, then :meth:`apply` snapshots."""
+
+    def __init__(
+        self, settings: StreamSettings, registry: CollectorRegistry, rng: random.Random
+    ) -> None:
+        self.settings = settings
+        self.metrics = StreamMetrics(registry)
+        self.rng = rng
+        self.served: StreamServed | None = None
+        self.sockets: dict[int, _Socket] = {}
+        self._live: dict[int, _Live] = {}
+        self._connections = 0
+        self._nursery: trio.Nursery | None = None
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Hold the listeners and connections until cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            await trio.sleep_forever()
+
+    def bound_ports(self) -> frozenset[int]:
+        return frozenset(port for port, entry in self.sockets.items() if entry.bound)
+
+    def ready(self) -> bool:
+        """Every layer-4 port of the served snapshot is bound."""
+        served = self.served
+        return served is None or all(
+            (entry := self.sockets.get(port)) is not None and entry.bound for port in served.ports
+        )
+
+    async def apply(self, snapshot: Snapshot) -> None:
+        """Serve ``snapshot`` from now on (rules 1 and 4)."""
+        assert self._nursery is not None, "apply() before run() started"
+        served = StreamServed(snapshot)
+        self.served = served
+        wanted = served.protocols()
+        closing = [
+            self.sockets.pop(port)
+            for port, entry in list(self.sockets.items())
+            if wanted.get(port) != entry.protocol
+        ]
+        for entry in closing:
+            entry.scope.cancel()
+        for entry in closing:
+            await entry.closed.wait()
+        for port, protocol in sorted(wanted.items()):
+            if port not in self.sockets:
+                await self._nursery.start(self._listen, port, protocol)
+        removed = [live for live in self._live.values() if not served.serves(live.port, live.route)]
+        if removed:
+            self._nursery.start_soon(self._drain, removed)
+
+    async def _drain(self, removed: list[_Live]) -> None:
+        await trio.sleep(self.settings.drain)
+        served = self.served
+        for live in removed:
+            if served is None or not served.serves(live.port, live.route):
+                live.scope.cancel()
+
+    async def _listen(
+        self, port: int, protocol: str, *, task_status: trio.TaskStatus[None]
+    ) -> None:
+        entry = _Socket(protocol, trio.CancelScope())
+        self.sockets[port] = entry
+        try:
+            with entry.scope:
+                if protocol == "UDP":
+                    await serve_udp(
+                        self,
+                        port,
+                        self.settings.bind,
+                        self.settings.udp,
+                        self.settings.reuse_port,
+                        entry.mark_bound,
+                        task_status,
+                    )
+                    return
+                while True:
+                    try:
+                        listeners = await self._open(port)
+                        break
+                    except OSError as err:
+                        log.error("cannot listen on port %d: %s; trying again in 1 s", port, err)
+                        task_status.started()
+                        task_status = trio.TASK_STATUS_IGNORED
+                        await trio.sleep(1)
+                entry.bound = True
+                task_status.started()
+                assert self._nursery is not None
+                handler = self._handler(port, protocol)
+                await trio.serve_listeners(handler, listeners, handler_nursery=self._nursery)
+        finally:
+            entry.closed.set()
+
+    async def _open(self, port: int) -> list[trio.SocketListener]:
+        bind = self.settings.bind
+        if self.settings.reuse_port:
+            return await open_reuseport_listeners(port, host=bind)
+        return await trio.open_tcp_listeners(port, host=bind)
+
+    def _handler(self, port: int, protocol: str) -> Callable[[trio.SocketStream], Awaitable[None]]:
+        async def handle(stream: trio.SocketStream) -> None:
+            if self._connections >= self.settings.max_connections:
+                self.metrics.connection(port, protocol, "-", "over_capacity")
+                await trio.aclose_forcefully(stream)
+                return
+            self._connections += 1
+            try:
+                await self._connection(stream, port, protocol)
+            finally:
+                self._connections -= 1
+                await trio.aclose_forcefully(stream)
+
+        return handle
+
+    async def _connection(self, stream: trio.SocketStream, port: int, protocol: str) -> None:
+        first = b""
+        sni: str | None = None
+        if protocol == "TLS":
+            hello = await self._client_hello(stream, port)
+            if hello is None:
+                return
+            first, sni = hello
+        served = self.served
+        if served is None:
+            return
+        decision = served.decide(port, sni)
+        route = decision.label
+        if decision.action is None:
+            log.info("port %d: %s", port, decision.reason)
+            self.metrics.connection(port, protocol, route, "no_route")
+            return
+        endpoints = self.endpoints(served, decision)
+        if endpoints is None:
+            self.metrics.connection(port, protocol, route, "no_backend")
+            return
+        client: trio.abc.Stream = stream
+        context = None
+        if protocol == "TLS" and decision.table is not None:
+            context = served.terminating(port, decision.table)
+        if context is not None:
+            terminated = await self._terminate(stream, first, context, port, route)
+            if terminated is None:
+                return
+            client, first = terminated, b""
+        backend = await self._connect(endpoints)
+        if backend is None:
+            self.metrics.connection(port, protocol, route, "connect_failed")
+            return
+        self.metrics.connection(port, protocol, route, "forwarded")
+        await self._forward(client, backend, first, port, decision)
+
+    async def _client_hello(
+        self, stream: trio.SocketStream, port: int
+    ) -> tuple[bytes, str | None] | None:
+        """The bytes of the ClientHello and its SNI, or None (counted) when there is none."""
+        reader = HelloReader()
+        received = bytearray()
+        with trio.move_on_after(self.settings.hello_timeout):
+            while True:
+                try:
+                    data = await stream.receive_some(MAX_HELLO)
+                except trio.BrokenResourceError:
+                    data = b""
+                if not data:
+                    self.metrics.connection(port, "TLS", "-", "bad_hello")
+                    return None
+                received += data
+                result = reader.feed(data)
+                if isinstance(result, NotHello):
+                    log.info("port %d: %s", port, result.reason)
+                    self.metrics.connection(port, "TLS", "-", "bad_hello")
+                    return None
+                if not isinstance(result, NeedMore):
+                    return bytes(received), result.sni
+                await trio.lowlevel.checkpoint()
+        self.metrics.connection(port, "TLS", "-", "hello_timeout")
+        return None
+
+    def endpoints(self, served: StreamServed, decision: StreamDecision) -> list[Endpoint] | None:
+        """The chosen backend's ready endpoints, from a random one on (rule 3)."""
+        backend = pick_backend(decision.backends, decision.weights, self.rng)
+        if backend is None or not backend.valid:
+            return None
+        endpoints = served.endpoints.get(backend.endpoints_key, ())
+        if not endpoints:
+            return None
+        start = self.rng.randrange(len(endpoints))
+        return [*endpoints[start:], *endpoints[:start]]
+
+    async def _terminate(
+        self,
+        stream: trio.SocketStream,
+        first: bytes,
+        context: ssl.SSLContext,
+        port: int,
+        route: str,
+    ) -> trio.SSLStream[_Replay] | None:
+        tls = trio.SSLStream(_Replay(stream, first), context, server_side=True)
+        with trio.move_on_after(self.settings.hello_timeout):
+            try:
+                await tls.do_handshake()
+            except trio.BrokenResourceError:
+                pass
+            else:
+                return tls
+        self.metrics.connection(port, "TLS", route, "handshake_failed")
+        return None
+
+    async def _connect(self, endpoints: list[Endpoint]) -> trio.SocketStream | None:
+        """A connection to the first endpoint that accepts one. Endpoints are addresses
+        (EndpointSlices hold IPs), so a plain connect does: no name lookup, and none of
+        ``open_tcp_stream``'s happy-eyeballs tasks on every connection."""
+        for endpoint in endpoints:
+            family = socket.AF_INET6 if ":" in endpoint.address else socket.AF_INET
+            sock = trio.socket.socket(family, socket.SOCK_STREAM)
+            with trio.move_on_after(self.settings.connect_timeout):
+                try:
+                    await sock.connect((endpoint.address, endpoint.port))
+                except OSError as err:
+                    log.info("endpoint %s:%d: %s", endpoint.address, endpoint.port, err)
+                else:
+                    return trio.SocketStream(sock)
+            sock.close()
+        return None
+
+    async def _forward(
+        self,
+        client: trio.abc.Stream,
+        backend: trio.SocketStream,
+        first: bytes,
+        port: int,
+        decision: StreamDecision,
+    ) -> None:
+        assert decision.action is not None
+        live = _Live(port, decision.action.route, trio.CancelScope())
+        self._live[id(live)] = live
+        try:
+            with live.scope:
+                try:
+                    if first:
+                        await backend.send_all(first)
+                    done = await splice(client, backend, idle_timeout=self.settings.idle_timeout)
+                    self.metrics.forwarded(
+                        port, decision.label, done.upstream + len(first), done.downstream
+                    )
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass
+        finally:
+            del self._live[id(live)]
+            await trio.aclose_forcefully(backend)
+            await trio.aclose_forcefully(client)
+
+
+class _Replay(trio.abc.Stream):
+    """A stream whose first received bytes are ``first`` (already read from ``inner``)."""
+
+    def __init__(self, inner: trio.SocketStream, first: bytes) -> None:
+        self.inner = inner
+        self.first = first
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        if self.first:
+            data, self.first = self.first, b""
+            await trio.lowlevel.checkpoint()
+            return data
+        return await self.inner.receive_some(max_bytes)
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

@@ -1,0 +1,188 @@
+"""UDP listeners: datagram sessions keyed by the client's address (Gateway API v1 UDPRoute).
+
+UDP has no connection, so the proxy makes sessions: the first datagram from a client address
+picks the route and a backend endpoint (``route.streams``, by weight as for TCP), and opens a
+socket connected to that endpoint; later datagrams of the address go the same way, and the
+endpoint's answers go back to the address from the listener's socket. A session ends after
+``idle_timeout`` seconds without a datagram either way. The table holds at most
+``max_sessions`` sessions: a new client when it is full ends the least recently active one
+(counted ``evicted``), so a flood of spoofed addresses costs bounded memory and sockets.
+Routing is decided when a session opens: a new snapshot leaves open sessions as they are.
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+import trio
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from coxswain.compile.snapshot import Endpoint
+    from coxswain.route.streams import StreamDecision
+    from coxswain.shell.dataplane.streams.metrics import StreamMetrics
+    from coxswain.shell.dataplane.streams.served import StreamServed
+
+__all__ = ["MAX_DATAGRAM", "UdpSettings", "serve_udp"]
+
+MAX_DATAGRAM: Final = 65535
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UdpSettings:
+    """``idle_timeout`` in seconds (``--udp-idle-timeout``), ``max_sessions`` per listener
+    (``--udp-max-sessions``)."""
+
+    idle_timeout: float = 60.0
+    max_sessions: int = 16_384
+
+
+class SessionHost(Protocol):
+    """What sessions need of the stream server: the served snapshot, the metrics, and the
+    weighted choice of a backend's endpoints."""
+
+    served: StreamServed | None
+    metrics: StreamMetrics
+
+    def endpoints(self, served: StreamServed, decision: StreamDecision) -> list[Endpoint] | None:
+        """The chosen backend's endpoints, None when there is no usable backend."""
+        ...
+
+
+class _Session:
+    __slots__ = ("address", "downstream", "route", "scope", "upstream", "upstream_socket")
+
+    def __init__(self, address: Any, route: str, upstream_socket: trio.socket.SocketType) -> None:
+        self.address = address
+        self.route = route
+        self.upstream_socket = upstream_socket
+        self.scope = trio.CancelScope()
+        self.upstream = 0
+        self.downstream = 0
+
+
+async def serve_udp(
+    server: SessionHost,
+    port: int,
+    bind: str,
+    settings: UdpSettings,
+    reuse_port: bool,
+    bound: Callable[[], None],
+    task_status: trio.TaskStatus[None],
+) -> None:
+    """Serve UDP on ``port`` of ``bind`` until cancelled; ``bound`` is called once bound."""
+    infos = await trio.socket.getaddrinfo(
+        bind, port, type=socket.SOCK_DGRAM, flags=socket.AI_PASSIVE
+    )
+    family, kind, proto, _, address = infos[0]
+    listener = trio.socket.socket(family, kind, proto)
+    with listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:  # the kernel keeps each client address on one worker
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        await listener.bind(address)
+        bound()
+        task_status.started()
+        sessions: OrderedDict[Any, _Session] = OrderedDict()
+        async with trio.open_nursery() as nursery:
+            while True:
+                data, client = await listener.recvfrom(MAX_DATAGRAM)
+                session = sessions.get(client)
+                if session is None:
+                    session = await _open(server, port, client, sessions, settings)
+                    if session is None:
+                        continue
+                    nursery.start_soon(
+                        _answers, server, port, listener, session, sessions, settings
+                    )
+                else:
+                    sessions.move_to_end(client)
+                _touch(session.scope, settings.idle_timeout)
+                session.upstream += len(data)
+                try:  # a trio socket's send yields, as its recvfrom does: the loop is fair
+                    await session.upstream_socket.send(data)
+                except OSError:
+                    session.scope.cancel()
+
+
+def _touch(scope: trio.CancelScope, idle_timeout: float) -> None:
+    """Push the session's idle deadline on; at most once a second of it (moving a deadline
+    costs more than the datagram's own work), so a session ends between ``idle_timeout`` and
+    one second more after its last datagram."""
+    deadline = trio.current_time() + idle_timeout
+    if deadline - scope.deadline >= min(1.0, idle_timeout / 2) or scope.deadline == math.inf:
+        scope.deadline = deadline
+
+
+async def _open(
+    server: SessionHost,
+    port: int,
+    client: Any,
+    sessions: OrderedDict[Any, _Session],
+    settings: UdpSettings,
+) -> _Session | None:
+    """A new session for ``client``, or None (counted) when it cannot be routed."""
+    served = server.served
+    if served is None:
+        return None
+    decision = served.decide(port, None)
+    if decision.action is None:
+        server.metrics.session(port, "-", "no_route")
+        return None
+    endpoints = server.endpoints(served, decision)
+    if endpoints is None:
+        server.metrics.session(port, decision.label, "no_backend")
+        return None
+    endpoint: Endpoint = endpoints[0]
+    family = socket.AF_INET6 if ":" in endpoint.address else socket.AF_INET
+    upstream = trio.socket.socket(family, socket.SOCK_DGRAM)
+    try:
+        await upstream.connect((endpoint.address, endpoint.port))
+    except OSError:
+        upstream.close()
+        server.metrics.session(port, decision.label, "no_backend")
+        return None
+    if len(sessions) >= settings.max_sessions:
+        _, oldest = sessions.popitem(last=False)
+        oldest.scope.cancel()
+        server.metrics.session(port, oldest.route, "evicted")
+    session = _Session(client, decision.label, upstream)
+    sessions[client] = session
+    server.metrics.session(port, decision.label, "opened")
+    server.metrics.udp_open.inc()
+    return session
+
+
+async def _answers(
+    server: SessionHost,
+    port: int,
+    listener: trio.socket.SocketType,
+    session: _Session,
+    sessions: OrderedDict[Any, _Session],
+    settings: UdpSettings,
+) -> None:
+    """Carry the endpoint's datagrams back to the client until the session is idle."""
+    try:
+        with session.scope, session.upstream_socket:
+            while True:
+                try:
+                    data = await session.upstream_socket.recv(MAX_DATAGRAM)
+                except OSError:  # an ICMP port unreachable, read as ECONNREFUSED
+                    await trio.lowlevel.checkpoint()
+                    continue
+                _touch(session.scope, settings.idle_timeout)
+                session.downstream += len(data)
+                try:
+                    await listener.sendto(data, session.address)
+                except OSError:
+                    break
+    finally:
+        if sessions.get(session.address) is session:
+            del sessions[session.address]
+        server.metrics.udp_open.dec()
+        server.metrics.forwarded(port, session.route, session.upstream, session.downstream)

@@ -1,0 +1,256 @@
+"""The layer-4 data plane on real sockets: TLS Passthrough (the client sees the backend's own
+certificate), SNI exact, wildcard and miss, a ClientHello in many segments, a silent client,
+TLS Terminate, TCP half-close, routing kept across snapshots and the drain of removed
+routes, UDP sessions and their expiry."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+
+import pytest
+import trio
+import trustme
+
+from coxswain.shell.dataplane.streams import StreamSettings
+from coxswain.shell.dataplane.streams.udp import UdpSettings
+from tests.integration.proxy_harness import free_port
+from tests.integration.streams_harness import (
+    Route,
+    Trickle,
+    certificate_of,
+    read_exactly,
+    running_proxy,
+    stream_snapshot,
+    tcp_backend,
+    udp_backend,
+)
+
+CA = trustme.CA()
+SETTINGS = StreamSettings(hello_timeout=2.0, drain=0.2, udp=UdpSettings(idle_timeout=0.3))
+
+
+def _backend_context(*names: str) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    CA.issue_cert(*names).configure_cert(context)
+    return context
+
+
+def _client_context() -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    CA.configure_trust(context)
+    return context
+
+
+async def _tls_exchange(
+    port: int, sni: str, payload: bytes, *, trickle: bool = False
+) -> tuple[bytes, str]:
+    """Connect through the proxy with ``sni``, send ``payload``; what came back, and the
+    subject alternative name of the certificate the client saw."""
+    raw = await trio.open_tcp_stream("127.0.0.1", port)
+    inner: trio.abc.Stream = Trickle(raw) if trickle else raw
+    tls = trio.SSLStream(inner, _client_context(), server_hostname=sni)
+    async with tls:
+        await tls.do_handshake()
+        seen = tls.getpeercert()
+        assert seen is not None
+        san = str(seen["subjectAltName"][0][1])
+        await tls.send_all(payload)
+        greeting = bytearray()
+        while not greeting.endswith(b":" + payload):
+            data = await tls.receive_some(100)
+            if not data:
+                break
+            greeting += data
+    return bytes(greeting), san
+
+
+def test_passthrough_routes_by_sni_and_the_client_sees_the_backends_certificate() -> None:
+    trio.run(_passthrough_routes_by_sni_and_the_client_sees_the_backends_certificate)
+
+
+async def _passthrough_routes_by_sni_and_the_client_sees_the_backends_certificate() -> None:
+    async with trio.open_nursery() as nursery:
+        exact = await tcp_backend(nursery, "abc", context=_backend_context("abc.example.com"))
+        wild = await tcp_backend(nursery, "any", context=_backend_context("*.example.com"))
+        port = free_port()
+        routes = [
+            Route("abc.example.com", "exact", (exact,)),
+            Route("*.example.com", "wild", (wild,)),
+        ]
+        async with running_proxy(SETTINGS) as proxy:
+            await proxy.apply(stream_snapshot(port, "TLS", routes, listener_host="*.example.com"))
+            assert proxy.ready()
+            assert await _tls_exchange(port, "abc.example.com", b"hi") == (
+                b"abc:hi",
+                "abc.example.com",
+            )
+            assert await _tls_exchange(port, "x.example.com", b"yo") == (
+                b"any:yo",
+                "*.example.com",
+            )
+            # a ClientHello cut into one-byte segments is read whole
+            assert await _tls_exchange(port, "abc.example.com", b"ok", trickle=True) == (
+                b"abc:ok",
+                "abc.example.com",
+            )
+            # a server name no listener takes: the connection is closed unanswered
+            with pytest.raises(trio.BrokenResourceError):
+                await _tls_exchange(port, "abc.example.org", b"no")
+            exposition = proxy.metrics.exposition().decode()
+            assert 'outcome="no_route"' in exposition
+            assert 'outcome="forwarded",protocol="TLS",route="TLSRoute app/exact"' in exposition
+        nursery.cancel_scope.cancel()
+
+
+def test_a_client_that_sends_nothing_or_no_client_hello_is_closed() -> None:
+    trio.run(_a_client_that_sends_nothing_or_no_client_hello_is_closed)
+
+
+async def _a_client_that_sends_nothing_or_no_client_hello_is_closed() -> None:
+    async with trio.open_nursery() as nursery:
+        backend = await tcp_backend(nursery, "abc")
+        port = free_port()
+        settings = StreamSettings(hello_timeout=0.2)
+        async with running_proxy(settings) as proxy:
+            await proxy.apply(stream_snapshot(port, "TLS", [Route("*", "any", (backend,))]))
+            with trio.fail_after(30):
+                async with await trio.open_tcp_stream("127.0.0.1", port) as silent:
+                    assert await silent.receive_some(10) == b""  # closed, never forwarded
+                async with await trio.open_tcp_stream("127.0.0.1", port) as plain:
+                    await plain.send_all(b"GET / HTTP/1.1\r\n\r\n")
+                    assert await plain.receive_some(10) == b""
+            exposition = proxy.metrics.exposition().decode()
+            assert 'outcome="hello_timeout"' in exposition
+            assert 'outcome="bad_hello"' in exposition
+        nursery.cancel_scope.cancel()
+
+
+def test_terminate_serves_the_listener_certificate_and_forwards_plaintext() -> None:
+    trio.run(_terminate_serves_the_listener_certificate_and_forwards_plaintext)
+
+
+async def _terminate_serves_the_listener_certificate_and_forwards_plaintext() -> None:
+    async with trio.open_nursery() as nursery:
+        backend = await tcp_backend(nursery, "plain")
+        port = free_port()
+        certificate = certificate_of(CA.issue_cert("foo.example.com"))
+        snapshot = stream_snapshot(
+            port,
+            "TLS",
+            [Route("foo.example.com", "app", (backend,))],
+            listener_host="foo.example.com",
+            certificate=certificate,
+        )
+        async with running_proxy(SETTINGS) as proxy:
+            await proxy.apply(snapshot)
+            assert await _tls_exchange(port, "foo.example.com", b"hi") == (
+                b"plain:hi",
+                "foo.example.com",
+            )
+        nursery.cancel_scope.cancel()
+
+
+def test_tcp_half_close_is_passed_on_both_ways() -> None:
+    trio.run(_tcp_half_close_is_passed_on_both_ways)
+
+
+async def _tcp_half_close_is_passed_on_both_ways() -> None:
+    async with trio.open_nursery() as nursery:
+        backend = await tcp_backend(nursery, "db", until_eof=True)
+        port = free_port()
+        async with running_proxy(SETTINGS) as proxy:
+            await proxy.apply(stream_snapshot(port, "TCP", [Route("*", "db", (backend,))]))
+            received = bytearray()
+            async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+                await stream.send_all(b"one ")
+                await stream.send_all(b"two")
+                await stream.send_eof()  # the backend answers only once it sees the end
+                with trio.fail_after(30):
+                    while data := await stream.receive_some(100):
+                        received += data
+            assert received == b"db:one two"
+        nursery.cancel_scope.cancel()
+
+
+def test_a_new_snapshot_keeps_connections_and_drains_removed_routes() -> None:
+    trio.run(_a_new_snapshot_keeps_connections_and_drains_removed_routes)
+
+
+async def _a_new_snapshot_keeps_connections_and_drains_removed_routes() -> None:
+    async with trio.open_nursery() as nursery:
+        first = await tcp_backend(nursery, "first")
+        second = await tcp_backend(nursery, "second")
+        port = free_port()
+        async with running_proxy(SETTINGS) as proxy:
+            await proxy.apply(stream_snapshot(port, "TCP", [Route("*", "db", (first,))]))
+            kept = await trio.open_tcp_stream("127.0.0.1", port)
+            fresh = None
+            async with kept:
+                assert await read_exactly(kept, 6) == b"first:"
+                # the same route now goes to another backend: the open connection stays
+                await proxy.apply(
+                    stream_snapshot(port, "TCP", [Route("*", "db", (second,))], version="sha256:2")
+                )
+                fresh = await trio.open_tcp_stream("127.0.0.1", port)
+                async with fresh:
+                    assert await read_exactly(fresh, 7) == b"second:"
+                    await kept.send_all(b"still")
+                    assert await read_exactly(kept, 5) == b"still"
+                    # the route is gone: after the drain period its connections are closed
+                    removed = [Route("*", "other", (second,))]
+                    await proxy.apply(stream_snapshot(port, "TCP", removed, version="sha256:3"))
+                    with trio.fail_after(30):
+                        assert await kept.receive_some(10) == b""
+                        assert await fresh.receive_some(10) == b""
+        nursery.cancel_scope.cancel()
+
+
+def test_udp_sessions_forward_both_ways_and_expire_when_idle() -> None:
+    trio.run(_udp_sessions_forward_both_ways_and_expire_when_idle)
+
+
+async def _udp_sessions_forward_both_ways_and_expire_when_idle() -> None:
+    async with trio.open_nursery() as nursery:
+        backend = await udp_backend(nursery, "dns")
+        port = free_port()
+        async with running_proxy(SETTINGS) as proxy:
+            await proxy.apply(stream_snapshot(port, "UDP", [Route("*", "dns", (backend,))]))
+            client = trio.socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            with client, trio.fail_after(30):
+                await client.connect(("127.0.0.1", port))
+                await client.send(b"q1")
+                assert await client.recv(100) == b"dns:q1"
+                await client.send(b"q2")
+                assert await client.recv(100) == b"dns:q2"
+                registry = proxy.metrics.registry
+                # the idle session ends (the gauge is what shows it: no event to wait on)
+                while registry.get_sample_value("coxswain_udp_open_sessions") != 0:  # noqa: ASYNC110
+                    await trio.sleep(0.05)
+                await client.send(b"q3")
+                assert await client.recv(100) == b"dns:q3"
+            exposition = proxy.metrics.exposition().decode()
+            assert 'outcome="opened",route="UDPRoute app/dns"} 2.0' in exposition
+        nursery.cancel_scope.cancel()
+
+
+def test_connections_past_the_bound_are_closed_at_once() -> None:
+    trio.run(_connections_past_the_bound_are_closed_at_once)
+
+
+async def _connections_past_the_bound_are_closed_at_once() -> None:
+    async with trio.open_nursery() as nursery:
+        backend = await tcp_backend(nursery, "db")
+        port = free_port()
+        settings = StreamSettings(max_connections=1, hello_timeout=60.0)
+        async with running_proxy(settings) as proxy:
+            await proxy.apply(stream_snapshot(port, "TLS", [Route("*", "db", (backend,))]))
+            async with await trio.open_tcp_stream("127.0.0.1", port) as silent:
+                await silent.send_all(b"\x16\x03\x01")  # a ClientHello that never completes
+                exposition = ""
+                with trio.fail_after(30):
+                    while 'outcome="over_capacity"' not in exposition:
+                        async with await trio.open_tcp_stream("127.0.0.1", port) as extra:
+                            assert await extra.receive_some(10) == b""
+                        exposition = proxy.metrics.exposition().decode()
+        nursery.cancel_scope.cancel()
