@@ -9,9 +9,12 @@ are done (RFC 9113 §6.8). With ``goaway_at``, the request that makes that many 
 gets a GOAWAY naming the stream before it as the last, while the earlier ones are still being
 answered: they finish, that one is never answered (``h2``'s state machine is kept open for it,
 as it closes on its own GOAWAY). Its first ``refuse_first`` streams are reset with
-``REFUSED_STREAM`` instead (RFC 9113 §8.7), and its first ``unavailable_first`` answers are
-``503`` (a status a route's retry may retry). Each request's header fields are recorded in
-``heads`` as they arrive, and each request it read whole in ``requests``, with its body.
+``REFUSED_STREAM`` instead (RFC 9113 §8.7). With ``late_answer``, the first request is not
+answered until the proxy resets it; then its response HEADERS go out anyway, as when an
+answer and a reset cross on the wire (``late_sent`` is set). And its first
+``unavailable_first`` answers are ``503`` (a status a route's retry may retry). Each
+request's header fields are recorded in ``heads`` as they arrive, and each request it read
+whole in ``requests``, with its body.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import h2.errors
 import h2.events
 import h2.exceptions
 import h2.settings
+import hyperframe.frame
 import trio
 
 __all__ = ["H2Backend"]
@@ -40,6 +44,8 @@ class H2Backend:
     delay: float = 0.0
     refuse_first: int = 0  # streams reset with REFUSED_STREAM before any is answered
     unavailable_first: int = 0  # answers 503 before the others are 200
+    late_answer: bool = False
+    late_sent: trio.Event = field(default_factory=trio.Event)
     connections: int = 0
     peak_streams: int = 0
     goaways_received: int = 0
@@ -127,7 +133,18 @@ class H2Backend:
                             conn.close_connection(last_stream_id=last_id)
                             conn.state_machine.state = h2.connection.ConnectionState.SERVER_OPEN
                         last_id = event.stream_id
-                    if isinstance(event, h2.events.RequestReceived) and self.refuse_first:
+                    if isinstance(event, h2.events.StreamReset) and self.late_answer:
+                        self.late_answer = False
+                        late = hyperframe.frame.HeadersFrame(event.stream_id)
+                        late.data = conn.encoder.encode([(b":status", b"200")])
+                        late.flags.add("END_HEADERS")
+                        late.flags.add("END_STREAM")
+                        async with sending:
+                            await stream.send_all(conn.data_to_send() + late.serialize())
+                        self.late_sent.set()
+                    elif isinstance(event, h2.events.RequestReceived) and self.late_answer:
+                        pass  # answered only once reset
+                    elif isinstance(event, h2.events.RequestReceived) and self.refuse_first:
                         self.refuse_first -= 1
                         conn.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
                     elif isinstance(event, h2.events.RequestReceived) and not going_away:

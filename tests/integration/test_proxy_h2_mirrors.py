@@ -61,20 +61,22 @@ def with_h2_mirror(mirror: H2Backend) -> Any:
     return serve
 
 
+def mirrored_to_h2(ports: dict[str, int]) -> dict[str, Any]:
+    """An HTTPRoute to the echo ``one``, every request mirrored to the h2c backend ``h2``."""
+    return snapshot(
+        endpoints={"one": [ports["one"]], "h2": [ports["h2"]]},
+        gateway_port=ports["gateway"],
+        gateway_rules=[
+            gateway_rule(
+                [backend("one")],
+                mirrors=[{"backend": backend("h2", protocol="h2c"), "percent": 100}],
+            )
+        ],
+    )
+
+
 def test_an_h2c_mirror_gets_the_request_and_its_body_as_a_stream(tmp_path: Path) -> None:
     mirror = H2Backend(delay=0.05)
-
-    def make(ports: dict[str, int]) -> dict[str, Any]:
-        return snapshot(
-            endpoints={"one": [ports["one"]], "h2": [ports["h2"]]},
-            gateway_port=ports["gateway"],
-            gateway_rules=[
-                gateway_rule(
-                    [backend("one")],
-                    mirrors=[{"backend": backend("h2", protocol="h2c"), "percent": 100}],
-                )
-            ],
-        )
 
     def client(run: Running) -> None:
         body = b"0123456789" * 20_000  # past the stream's first window: DATA waits for it
@@ -96,7 +98,7 @@ def test_an_h2c_mirror_gets_the_request_and_its_body_as_a_stream(tmp_path: Path)
         assert get_body == b""
         assert mirror.connections == 1  # the second mirror took a stream on the same connection
 
-    run_proxy(tmp_path, make, client, backends=("one", "h2"), echo=with_h2_mirror(mirror))
+    run_proxy(tmp_path, mirrored_to_h2, client, backends=("one", "h2"), echo=with_h2_mirror(mirror))
 
 
 def test_a_grpc_call_is_mirrored_to_an_h2c_backend(tmp_path: Path) -> None:
@@ -132,3 +134,20 @@ def test_a_grpc_call_is_mirrored_to_an_h2c_backend(tmp_path: Path) -> None:
             assert all(fields[b"te"] == b"trailers" for fields, _ in mirror.requests)
 
         run_proxy(tmp_path, make, client, backends=("h2",), echo=with_h2_mirror(mirror))
+
+
+def test_mirrors_past_the_limit_running_at_once_are_dropped_unsent(tmp_path: Path) -> None:
+    mirror = H2Backend(delay=1.0)
+
+    def client(run: Running) -> None:
+        mirrors = run.proxy.forwarder.mirrors
+        assert mirrors is not None
+        mirrors.limit = 1
+        for _ in range(3):  # the first mirror is still waiting for its answer meanwhile
+            response, _ = request(run.gateway_port, "GET", "/")
+            assert response.status == 200
+        assert mirror_count(run, "dropped") == 2
+        eventually(lambda: mirror_count(run, "sent") == 1)
+        assert len(mirror.heads) == 1
+
+    run_proxy(tmp_path, mirrored_to_h2, client, backends=("one", "h2"), echo=with_h2_mirror(mirror))

@@ -200,3 +200,22 @@ def test_streams_cancelled_anywhere_leave_their_connection() -> None:
         assert connection.conn.open_outbound_streams == 0
 
     with_pool(backend, check)
+
+
+def test_an_answer_that_crosses_the_streams_reset_leaves_the_connection_working() -> None:
+    """The proxy resets a stream (its client went away) while the backend's answer is on its
+    way: the late HEADERS are dropped (RFC 9113 §5.1, "closed"), not taken for a stream the
+    backend opened, and the connection carries on."""
+    backend = H2Backend(late_answer=True)
+
+    async def check(pool: H2Pool, endpoints: list[Endpoint], watchdog: Watchdog) -> None:
+        stream = await pool.open_stream(endpoints, REQUEST, end_stream=True, within=5, tls=None)
+        await trio.sleep(0.1)  # the backend has the request
+        assert stream.connection.forget(stream)  # reset
+        await stream.connection.flush()
+        # the next stream goes out before the late answer comes back (h2 forgets stream 1)
+        assert await fetch(pool, endpoints, watchdog) == b"connection 1 stream 3"
+        assert backend.late_sent.is_set()
+        assert await fetch(pool, endpoints, watchdog) == b"connection 1 stream 5"
+
+    with_pool(backend, check)

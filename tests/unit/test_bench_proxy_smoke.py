@@ -39,6 +39,11 @@ MODES = {
         ("nginx", "h2load"),
         r"^\s+10\s+[\d,]+\s+[\d,]+\s+\d+%",
     ),
+    "grpc": (
+        ("grpc", "--build", "interpreted"),
+        ("nginx", "h2load"),
+        r"^coxswain / nginx: \d+%",
+    ),
 }
 
 

@@ -38,7 +38,7 @@ import math
 from typing import TYPE_CHECKING, Final
 
 import trio
-from h2.connection import ConnectionState, H2Connection
+from h2.connection import ConnectionState, H2Connection, _decode_headers
 from h2.errors import ErrorCodes
 from h2.events import (
     ConnectionTerminated,
@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from h2.events import Event as H2Event
-    from hyperframe.frame import Frame, GoAwayFrame
+    from hyperframe.frame import Frame, GoAwayFrame, HeadersFrame
 
     from coxswain.shell.dataplane.pool import Upstream
     from coxswain.shell.dataplane.wire import Timer
@@ -85,13 +85,28 @@ SETTINGS: Final[dict[SettingCodes | int, int]] = {
 
 
 class _Connection(H2Connection):
-    """``h2``'s protocol machine, for a connection whose backend may send GOAWAY while
-    streams are in flight. ``h2`` closes the connection's state machine on a GOAWAY and
-    drops the frames it had made and not yet sent; RFC 9113 §6.8 has the streams up to the
-    GOAWAY's last stream id complete. So the machine stays open, its frames kept (a request
-    body's DATA, a window given back); :attr:`H2Upstream.closing` keeps new streams off."""
+    """``h2``'s protocol machine, for a connection to a backend, with two of its reactions
+    changed: to a late answer on a stream the proxy reset, and to a GOAWAY while streams are
+    in flight (each method says why)."""
+
+    def _receive_headers_frame(self, frame: HeadersFrame) -> tuple[list[Frame], list[H2Event]]:
+        """A header block on a stream the proxy opened and ``h2`` has forgotten since it
+        closed (reset by the proxy while its answer was on the way) is decoded, so that the
+        connection's HPACK state moves on (RFC 7541 §2.2), and dropped (RFC 9113 §5.1,
+        "closed"). ``h2`` would take it for a stream the backend opens, past the proxy's
+        ``SETTINGS_MAX_CONCURRENT_STREAMS`` of 0, and end the whole connection."""
+        stream_id = frame.stream_id
+        ours = stream_id % 2 and stream_id <= self.highest_outbound_stream_id
+        if ours and stream_id not in self.streams:
+            _decode_headers(self.decoder, frame.data)
+            return [], []
+        return super()._receive_headers_frame(frame)
 
     def _receive_goaway_frame(self, frame: GoAwayFrame) -> tuple[list[Frame], list[H2Event]]:
+        """``h2`` closes the connection's state machine on a GOAWAY and drops the frames it
+        had made and not yet sent; RFC 9113 §6.8 has the streams up to the GOAWAY's last
+        stream id complete. So the machine stays open, its frames kept (a request body's
+        DATA, a window given back); :attr:`H2Upstream.closing` keeps new streams off."""
         state = self.state_machine.state
         pending = self.data_to_send()
         frames, events = super()._receive_goaway_frame(frame)

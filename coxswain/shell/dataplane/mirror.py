@@ -6,9 +6,10 @@ read and dropped. The client's exchange never waits for a mirror and never fails
 one. Rules:
 
 - **Which.** Each mirror of the matched rule fires with its ``percent`` probability, drawn per
-  request. Upgrade requests are not mirrored (a tunnel cannot be copied). At most ``LIMIT``
-  mirrored exchanges run at once in a proxy; past it a mirror is ``dropped`` unsent, so that
-  a burst of mirrored traffic to a slow backend holds bounded memory and connections.
+  request. Upgrade requests are not mirrored (a tunnel cannot be copied). At most ``limit``
+  (``LIMIT``) mirrored exchanges run at once in a proxy; past it a mirror is ``dropped``
+  unsent, so that a burst of mirrored traffic to a slow backend holds bounded memory and
+  connections.
 - **Protocol.** A mirror speaks its backend's protocol, as the primary request would
   (:class:`~coxswain.compile.snapshot.BackendProtocol`). To an HTTP/1.1 backend: the primary
   request's head as forwarded (``X-Forwarded-*`` and the rule's header edits), then the mirror
@@ -132,7 +133,8 @@ class Mirrors:
     h2: H2Pool | None = None
     watchdog: Watchdog | None = None
     send_timeout: float = 60.0
-    running: int = 0  # mirrored exchanges under way (at most LIMIT)
+    limit: int = LIMIT
+    running: int = 0  # mirrored exchanges under way (at most ``limit``)
 
     def fire(
         self,
@@ -225,7 +227,7 @@ class Mirrors:
             if not endpoints or head is None or (not isinstance(head, bytes) and self.h2 is None):
                 self.record("failed")
                 continue
-            if self.running >= LIMIT:
+            if self.running >= self.limit:
                 self.record("dropped")
                 continue
             send, receive = trio.open_memory_channel[_Piece](BUFFER)
@@ -359,4 +361,5 @@ async def _mirror_stream(
             break
         if type(event) is not Data:
             return "failed"  # the backend reset the stream, or the connection broke
+        await trio.lowlevel.checkpoint()  # the answer is dropped, nothing sent: yield here
     return "sent"

@@ -324,6 +324,8 @@ class _BodySender:
                     tee.data(event.data)
                 await send_data(connection, stream_id, event.data, timer, self.send_timeout, stream)
                 continue
+            if tee is not None:  # whole: the mirrors finish even if the answer ends this task
+                tee.end(event.trailers)
             if event.trailers:
                 trailers = trailer_list(event.trailers)
                 connection.conn.send_headers(stream_id, trailers, end_stream=True)
@@ -331,6 +333,4 @@ class _BodySender:
                 connection.conn.end_stream(stream_id)
             stream.sent_end = True
             await connection.flush()
-            if tee is not None:
-                tee.end(event.trailers)
             return
