@@ -23,7 +23,7 @@ import trio
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from coxswain.compile.snapshot import Endpoint
+    from coxswain.compile.snapshot import Backend, Endpoint
     from coxswain.route.streams import StreamDecision
     from coxswain.shell.dataplane.streams.metrics import StreamMetrics
     from coxswain.shell.dataplane.streams.served import StreamServed
@@ -49,8 +49,10 @@ class SessionHost(Protocol):
     served: StreamServed | None
     metrics: StreamMetrics
 
-    def endpoints(self, served: StreamServed, decision: StreamDecision) -> list[Endpoint] | None:
-        """The chosen backend's endpoints, None when there is no usable backend."""
+    def endpoints(
+        self, served: StreamServed, decision: StreamDecision
+    ) -> tuple[Backend, list[Endpoint]] | None:
+        """The chosen backend and its endpoints, None when there is no usable backend."""
         ...
 
 
@@ -134,11 +136,11 @@ async def _open(
     if decision.action is None:
         server.metrics.session(port, "-", "no_route")
         return None
-    endpoints = server.endpoints(served, decision)
-    if endpoints is None:
+    chosen = server.endpoints(served, decision)
+    if chosen is None:
         server.metrics.session(port, decision.label, "no_backend")
         return None
-    endpoint: Endpoint = endpoints[0]
+    endpoint: Endpoint = chosen[1][0]  # a PROXY header is for TLS and TCP connections only
     family = socket.AF_INET6 if ":" in endpoint.address else socket.AF_INET
     upstream = trio.socket.socket(family, socket.SOCK_DGRAM)
     try:
