@@ -352,8 +352,7 @@ class StreamServer:
                     pass
         finally:
             del self._live[id(live)]
-            await trio.aclose_forcefully(backend)
-            await trio.aclose_forcefully(client)
+            await trio.aclose_forcefully(backend)  # the client's socket: the handler's to close
 
 
 def _proxy_header(stream: trio.SocketStream) -> bytes:
