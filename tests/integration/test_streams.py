@@ -295,3 +295,28 @@ async def _a_backend_that_asks_for_it_gets_a_proxy_protocol_header_first() -> No
     assert int.from_bytes(data[24:26], "big") == client_port
     assert int.from_bytes(data[26:28], "big") == port
     assert data[28:] == b"hello"
+
+
+def test_a_port_held_elsewhere_is_bound_once_it_is_free() -> None:
+    trio.run(_a_port_held_elsewhere_is_bound_once_it_is_free)
+
+
+async def _a_port_held_elsewhere_is_bound_once_it_is_free() -> None:
+    async with trio.open_nursery() as nursery:
+        backend = await udp_backend(nursery, "dns")
+        port = free_port()
+        holder = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        holder.bind(("127.0.0.1", port))
+        async with running_proxy(SETTINGS) as proxy:
+            await proxy.apply(stream_snapshot(port, "UDP", [Route("*", "dns", (backend,))]))
+            assert not proxy.ready()  # the apply went on; the port is tried again
+            holder.close()
+            with trio.fail_after(30):
+                while not proxy.ready():  # noqa: ASYNC110 (readiness has no event to wait on)
+                    await trio.sleep(0.1)
+                client = trio.socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                with client:
+                    await client.connect(("127.0.0.1", port))
+                    await client.send(b"q")
+                    assert await client.recv(100) == b"dns:q"
+        nursery.cancel_scope.cancel()

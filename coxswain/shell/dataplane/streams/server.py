@@ -39,6 +39,7 @@ import trio
 from coxswain.route.client_hello import MAX_HELLO, HelloReader, NeedMore, NotHello
 from coxswain.route.proxy_protocol import proxy_header
 from coxswain.shell.dataplane.listen import open_reuseport_listeners
+from coxswain.shell.dataplane.streams.binding import bind_retrying
 from coxswain.shell.dataplane.streams.metrics import StreamMetrics
 from coxswain.shell.dataplane.streams.served import StreamServed
 from coxswain.shell.dataplane.streams.splice import splice
@@ -173,15 +174,9 @@ class StreamServer:
                         task_status,
                     )
                     return
-                while True:
-                    try:
-                        listeners = await self._open(port)
-                        break
-                    except OSError as err:
-                        log.error("cannot listen on port %d: %s; trying again in 1 s", port, err)
-                        task_status.started()
-                        task_status = trio.TASK_STATUS_IGNORED
-                        await trio.sleep(1)
+                listeners, task_status = await bind_retrying(
+                    lambda: self._open(port), f"TCP port {port}", task_status
+                )
                 entry.bound = True
                 task_status.started()
                 assert self._nursery is not None
