@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/streams.py                 # 5 rounds of 8 s per workload, ~8 min
     .venv/bin/python bench/streams.py --rounds 1 --seconds 3    # a quick look
+    .venv/bin/python bench/streams.py --quick                   # a smoke run of seconds
 
 Three workloads, each through both proxies in turn (the order alternates every round), the
 median of the rounds reported with the ratio Coxswain / nginx and its target
@@ -269,7 +270,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--quick", action="store_true", help="one round of 1 s: a smoke run")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.seconds = 1, 1.0
     if not Path(STREAM_MODULE).exists():
         raise SystemExit(f"nginx's stream module is missing ({STREAM_MODULE})")
     with tempfile.TemporaryDirectory(prefix="coxswain-bench-streams-") as folder:

@@ -101,7 +101,8 @@ class Backend:
     honoured, and the proxy then answers instead of forwarding. ``endpoints_key`` names the
     entry of the endpoints table. Route backends may carry their own header edits
     (``backendRefs[].filters``) and the TLS the proxy originates to them (``tls``); ``protocol``
-    is what the proxy speaks to them (:class:`BackendProtocol`).
+    is what the proxy speaks to them (:class:`BackendProtocol`); ``proxy_protocol`` asks for a
+    PROXY protocol v2 header before a layer-4 connection's bytes (``route.proxy_protocol``).
     """
 
     namespace: str
@@ -113,6 +114,7 @@ class Backend:
     response_headers: HeaderEdits | None = None
     tls: UpstreamTLS | None = None
     protocol: BackendProtocol = BackendProtocol.HTTP1
+    proxy_protocol: bool = False
 
     @property
     def endpoints_key(self) -> str:

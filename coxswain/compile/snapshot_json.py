@@ -229,6 +229,8 @@ def _backend_data(backend: Backend) -> dict[str, Any]:
         data["tls"] = _upstream_tls_data(backend.tls)
     if backend.protocol is not BackendProtocol.HTTP1:
         data["protocol"] = str(backend.protocol)
+    if backend.proxy_protocol:
+        data["proxy_protocol"] = True
     return data
 
 

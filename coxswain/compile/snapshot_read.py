@@ -270,6 +270,7 @@ def _backend(data: Mapping[str, Any], where: str) -> Backend:
         response_headers=_edits(data.get("response_headers"), f"{where}.response_headers"),
         tls=None if data.get("tls") is None else _upstream_tls(data["tls"], f"{where}.tls"),
         protocol=_protocol(data.get("protocol", "http1"), f"{where}.protocol"),
+        proxy_protocol=_typed(data.get("proxy_protocol", False), bool, f"{where}.proxy_protocol"),
     )
 
 

@@ -86,6 +86,21 @@ def grpc_route(name: str, parent: str, *rules: dict[str, Any], **spec: Any) -> d
     }
 
 
+def stream_route(kind: str, name: str, parent: str, service: str) -> dict[str, Any]:
+    """A TLSRoute, TCPRoute or UDPRoute ``app/name`` attached to Gateway ``parent``, to
+    ``service``:80."""
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "app"},
+        "spec": {
+            "parentRefs": [{"name": parent}],
+            **({"hostnames": ["db.example.com"]} if kind == "TLSRoute" else {}),
+            "rules": [{"backendRefs": [{"name": service, "port": 80}]}],
+        },
+    }
+
+
 def listener_set(name: str, parent: str, port: int) -> dict[str, Any]:
     """A ListenerSet ``app/name`` of Gateway ``parent`` with one HTTP listener on ``port``."""
     return {

@@ -43,6 +43,7 @@ class Route:
     host: str
     name: str
     ports: tuple[int, ...]
+    proxy_protocol: bool = False
 
 
 def stream_snapshot(
@@ -63,7 +64,14 @@ def stream_snapshot(
         backends = []
         for backend_port in route.ports:
             service = f"{route.name}-{backend_port}"
-            backends.append(Backend(namespace="app", service=service, port=backend_port))
+            backends.append(
+                Backend(
+                    namespace="app",
+                    service=service,
+                    port=backend_port,
+                    proxy_protocol=route.proxy_protocol,
+                )
+            )
             endpoints[f"app/{service}/{backend_port}"] = pvector(
                 [Endpoint("127.0.0.1", backend_port)]
             )

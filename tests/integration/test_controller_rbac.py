@@ -36,6 +36,7 @@ from .manifests import (
     listener_set,
     own_infrastructure,
     own_parameters,
+    stream_route,
 )
 from .proxy_harness import free_port
 
@@ -115,6 +116,11 @@ def objects(gateway_api: bool) -> list[dict[str, Any]]:
             ),
             listener_set("extra", "edge", 8080),  # its status is written (NotAllowed)
             backend_tls_policy("to-web", "web"),  # its status is written (an ancestor: edge)
+            # each status written (NotAllowedByListeners: edge has an HTTP listener only)
+            *(
+                stream_route(k, k.lower(), "edge", "web")
+                for k in ("TLSRoute", "TCPRoute", "UDPRoute")
+            ),
         ]
     return found
 

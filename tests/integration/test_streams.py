@@ -12,6 +12,7 @@ import pytest
 import trio
 import trustme
 
+from coxswain.route.proxy_protocol import SIGNATURE
 from coxswain.shell.dataplane.streams import StreamSettings
 from coxswain.shell.dataplane.streams.udp import UdpSettings
 from tests.integration.proxy_harness import free_port
@@ -253,4 +254,69 @@ async def _connections_past_the_bound_are_closed_at_once() -> None:
                         async with await trio.open_tcp_stream("127.0.0.1", port) as extra:
                             assert await extra.receive_some(10) == b""
                         exposition = proxy.metrics.exposition().decode()
+        nursery.cancel_scope.cancel()
+
+
+def test_a_backend_that_asks_for_it_gets_a_proxy_protocol_header_first() -> None:
+    trio.run(_a_backend_that_asks_for_it_gets_a_proxy_protocol_header_first)
+
+
+async def _a_backend_that_asks_for_it_gets_a_proxy_protocol_header_first() -> None:
+    received: list[bytes] = []
+
+    async def handle(stream: trio.SocketStream) -> None:
+        async with stream:
+            data = bytearray()
+            while len(data) < 16 + 12 + 5:  # the header with IPv4 addresses, then "hello"
+                chunk = await stream.receive_some(100)
+                if not chunk:
+                    break
+                data += chunk
+            received.append(bytes(data))
+            await stream.send_all(b"ok")
+
+    async with trio.open_nursery() as nursery:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        backend = listeners[0].socket.getsockname()[1]
+        nursery.start_soon(trio.serve_listeners, handle, listeners)
+        port = free_port()
+        async with running_proxy(SETTINGS) as proxy:
+            routes = [Route("*", "db", (backend,), proxy_protocol=True)]
+            await proxy.apply(stream_snapshot(port, "TCP", routes))
+            async with await trio.open_tcp_stream("127.0.0.1", port) as client:
+                await client.send_all(b"hello")
+                assert await read_exactly(client, 2) == b"ok"
+                client_port = client.socket.getsockname()[1]
+        nursery.cancel_scope.cancel()
+    data = received[0]
+    assert data[:12] == SIGNATURE
+    assert data[12:16] == b"\x21\x11\x00\x0c"  # v2 PROXY, TCP over IPv4, 12 bytes
+    assert data[16:20] == data[20:24] == socket.inet_aton("127.0.0.1")
+    assert int.from_bytes(data[24:26], "big") == client_port
+    assert int.from_bytes(data[26:28], "big") == port
+    assert data[28:] == b"hello"
+
+
+def test_a_port_held_elsewhere_is_bound_once_it_is_free() -> None:
+    trio.run(_a_port_held_elsewhere_is_bound_once_it_is_free)
+
+
+async def _a_port_held_elsewhere_is_bound_once_it_is_free() -> None:
+    async with trio.open_nursery() as nursery:
+        backend = await udp_backend(nursery, "dns")
+        port = free_port()
+        holder = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        holder.bind(("127.0.0.1", port))
+        async with running_proxy(SETTINGS) as proxy:
+            await proxy.apply(stream_snapshot(port, "UDP", [Route("*", "dns", (backend,))]))
+            assert not proxy.ready()  # the apply went on; the port is tried again
+            holder.close()
+            with trio.fail_after(30):
+                while not proxy.ready():  # noqa: ASYNC110 (readiness has no event to wait on)
+                    await trio.sleep(0.1)
+                client = trio.socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                with client:
+                    await client.connect(("127.0.0.1", port))
+                    await client.send(b"q")
+                    assert await client.recv(100) == b"dns:q"
         nursery.cancel_scope.cancel()

@@ -69,6 +69,7 @@ from coxswain.compile.model.limits import (
     preview,
 )
 from coxswain.compile.model.objects import (
+    PROXY_PROTOCOL_ANNOTATION,
     EndpointPort,
     EndpointSlice,
     Ingress,
@@ -430,6 +431,14 @@ def _service(
                 app_protocol=fields.string(entry.get("appProtocol"), f"{field}.appProtocol")
                 or None,
             )
+        )
+    proxy_protocol = meta.annotations.get(PROXY_PROTOCOL_ANNOTATION)
+    if proxy_protocol not in (None, "v2"):
+        fields.problem(
+            f"metadata.annotations[{PROXY_PROTOCOL_ANNOTATION}]",
+            "UnsupportedValue",
+            f"PROXY protocol {proxy_protocol!r} is not supported, v2 is; no header is sent",
+            Severity.WARNING,
         )
     status = fields.mapping(raw.get("status"), "status") or {}
     balancer = fields.mapping(status.get("loadBalancer"), "status.loadBalancer") or {}

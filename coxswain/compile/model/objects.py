@@ -155,6 +155,12 @@ class ServicePort:
     app_protocol: str | None = None
 
 
+PROXY_PROTOCOL_ANNOTATION = "coxswain-labs.dev/proxy-protocol"
+"""A Service annotation: ``v2`` asks the proxy for a PROXY protocol v2 header before the bytes
+of every TLSRoute or TCPRoute connection it forwards to the Service (docs/architecture.md,
+"Layer 4")."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Service:
     """A Service; ``external_name`` is set for ``type: ExternalName``; ``external_ips`` is

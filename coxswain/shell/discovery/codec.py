@@ -217,6 +217,8 @@ def _backend(backend: Backend) -> pb.Backend:
         message.tls.CopyFrom(_upstream_tls(backend.tls))
     if backend.protocol is not BackendProtocol.HTTP1:
         message.protocol = _PROTOCOL_TO_WIRE[backend.protocol]
+    if backend.proxy_protocol:
+        message.proxy_protocol = True
     return message
 
 
@@ -440,6 +442,7 @@ def _read_backend(message: pb.Backend) -> Backend:
         else None,
         tls=_read_upstream_tls(message.tls) if message.HasField("tls") else None,
         protocol=_read_protocol(message.protocol),
+        proxy_protocol=message.proxy_protocol,
     )
 
 

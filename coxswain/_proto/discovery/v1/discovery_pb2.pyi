@@ -514,6 +514,7 @@ class Backend(_message.Message):
     RESPONSE_HEADERS_FIELD_NUMBER: _builtins.int
     TLS_FIELD_NUMBER: _builtins.int
     PROTOCOL_FIELD_NUMBER: _builtins.int
+    PROXY_PROTOCOL_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     service: _builtins.str
     port: _builtins.int
@@ -523,6 +524,10 @@ class Backend(_message.Message):
     """What the proxy speaks to this backend. Absent (every server before the field) is
     BACKEND_PROTOCOL_HTTP1, and a client that does not know the field speaks HTTP/1.1 as it
     always did.
+    """
+    proxy_protocol: _builtins.bool
+    """A PROXY protocol v2 header before a layer-4 connection's bytes (the Service's annotation
+    coxswain-labs.dev/proxy-protocol: v2); absent: none.
     """
     @_builtins.property
     def request_headers(self) -> Global___HeaderEdits: ...
@@ -544,10 +549,11 @@ class Backend(_message.Message):
         response_headers: Global___HeaderEdits | None = ...,
         tls: Global___UpstreamTLS | None = ...,
         protocol: Global___BackendProtocol.ValueType = ...,
+        proxy_protocol: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers", "_response_headers", b"_response_headers", "_tls", b"_tls", "request_headers", b"request_headers", "response_headers", b"response_headers", "tls", b"tls"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers", "_response_headers", b"_response_headers", "_tls", b"_tls", "namespace", b"namespace", "port", b"port", "protocol", b"protocol", "request_headers", b"request_headers", "response_headers", b"response_headers", "service", b"service", "tls", b"tls", "valid", b"valid", "weight", b"weight"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers", "_response_headers", b"_response_headers", "_tls", b"_tls", "namespace", b"namespace", "port", b"port", "protocol", b"protocol", "proxy_protocol", b"proxy_protocol", "request_headers", b"request_headers", "response_headers", b"response_headers", "service", b"service", "tls", b"tls", "valid", b"valid", "weight", b"weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__request_headers: _TypeAlias = _typing.Literal["request_headers"]  # noqa: Y015
     _WhichOneofArgType__request_headers: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers"]  # noqa: Y015

@@ -47,12 +47,19 @@ class StreamMetrics:
             ["listener", "route", "outcome"],
             registry=registry,
         )
+        self._children: dict[tuple[int, str, str, str], Counter] = {}
         self.udp_open = Gauge(
             "coxswain_udp_open_sessions", "UDP sessions open now.", registry=registry
         )
 
     def connection(self, port: int, protocol: str, route: str, outcome: str) -> None:
-        self.connections.labels(str(port), protocol, route, outcome).inc()
+        key = (port, protocol, route, outcome)
+        child = self._children.get(key)
+        if child is None:  # a child per label set, found once: labels() takes a lock
+            child = self._children[key] = self.connections.labels(
+                str(port), protocol, route, outcome
+            )
+        child.inc()
 
     def forwarded(self, port: int, route: str, upstream: int, downstream: int) -> None:
         """The bytes of one finished connection or session."""

@@ -22,6 +22,9 @@ snapshots. Rules (Gateway API v1 TLSRoute, TCPRoute, UDPRoute; docs/architecture
 6. At most ``max_connections`` TLS and TCP connections are open at once; a connection past
    it is closed at once (``over_capacity``), so a flood of silent clients costs bounded
    descriptors and leaves the HTTP listeners theirs.
+7. A backend whose Service asks for it (``Backend.proxy_protocol``) gets a PROXY protocol v2
+   header before the first byte (:mod:`coxswain.route.proxy_protocol`); for TLS Passthrough it
+   precedes the ClientHello, for Terminate the plaintext.
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ from typing import TYPE_CHECKING
 import trio
 
 from coxswain.route.client_hello import MAX_HELLO, HelloReader, NeedMore, NotHello
+from coxswain.route.proxy_protocol import proxy_header
 from coxswain.shell.dataplane.listen import open_reuseport_listeners
+from coxswain.shell.dataplane.streams.binding import bind_retrying
 from coxswain.shell.dataplane.streams.metrics import StreamMetrics
 from coxswain.shell.dataplane.streams.served import StreamServed
 from coxswain.shell.dataplane.streams.splice import splice
@@ -48,7 +53,7 @@ if TYPE_CHECKING:
 
     from prometheus_client import CollectorRegistry
 
-    from coxswain.compile.snapshot import Endpoint, RouteRef, Snapshot
+    from coxswain.compile.snapshot import Backend, Endpoint, RouteRef, Snapshot
     from coxswain.route.streams import StreamDecision
 
 __all__ = ["StreamServer", "StreamSettings"]
@@ -169,15 +174,9 @@ class StreamServer:
                         task_status,
                     )
                     return
-                while True:
-                    try:
-                        listeners = await self._open(port)
-                        break
-                    except OSError as err:
-                        log.error("cannot listen on port %d: %s; trying again in 1 s", port, err)
-                        task_status.started()
-                        task_status = trio.TASK_STATUS_IGNORED
-                        await trio.sleep(1)
+                listeners, task_status = await bind_retrying(
+                    lambda: self._open(port), f"TCP port {port}", task_status
+                )
                 entry.bound = True
                 task_status.started()
                 assert self._nursery is not None
@@ -224,10 +223,11 @@ class StreamServer:
             log.info("port %d: %s", port, decision.reason)
             self.metrics.connection(port, protocol, route, "no_route")
             return
-        endpoints = self.endpoints(served, decision)
-        if endpoints is None:
+        chosen = self.endpoints(served, decision)
+        if chosen is None:
             self.metrics.connection(port, protocol, route, "no_backend")
             return
+        target, endpoints = chosen
         client: trio.abc.Stream = stream
         context = None
         if protocol == "TLS" and decision.table is not None:
@@ -242,6 +242,8 @@ class StreamServer:
             self.metrics.connection(port, protocol, route, "connect_failed")
             return
         self.metrics.connection(port, protocol, route, "forwarded")
+        if target.proxy_protocol:
+            first = _proxy_header(stream) + first
         await self._forward(client, backend, first, port, decision)
 
     async def _client_hello(
@@ -271,8 +273,11 @@ class StreamServer:
         self.metrics.connection(port, "TLS", "-", "hello_timeout")
         return None
 
-    def endpoints(self, served: StreamServed, decision: StreamDecision) -> list[Endpoint] | None:
-        """The chosen backend's ready endpoints, from a random one on (rule 3)."""
+    def endpoints(
+        self, served: StreamServed, decision: StreamDecision
+    ) -> tuple[Backend, list[Endpoint]] | None:
+        """The backend chosen by weight and its ready endpoints, from a random one on (rule
+        3); None when it is invalid or has none."""
         backend = pick_backend(decision.backends, decision.weights, self.rng)
         if backend is None or not backend.valid:
             return None
@@ -280,7 +285,7 @@ class StreamServer:
         if not endpoints:
             return None
         start = self.rng.randrange(len(endpoints))
-        return [*endpoints[start:], *endpoints[:start]]
+        return backend, [*endpoints[start:], *endpoints[:start]]
 
     async def _terminate(
         self,
@@ -342,8 +347,18 @@ class StreamServer:
                     pass
         finally:
             del self._live[id(live)]
-            await trio.aclose_forcefully(backend)
-            await trio.aclose_forcefully(client)
+            await trio.aclose_forcefully(backend)  # the client's socket: the handler's to close
+
+
+def _proxy_header(stream: trio.SocketStream) -> bytes:
+    """The PROXY protocol v2 header of a client connection: the client's address and the
+    listening address it reached (rule 7)."""
+    try:
+        client = stream.socket.getpeername()
+        local = stream.socket.getsockname()
+    except OSError:
+        return proxy_header(("", 0), ("", 0))  # the LOCAL command: no address
+    return proxy_header((str(client[0]), int(client[1])), (str(local[0]), int(local[1])))
 
 
 class _Replay(trio.abc.Stream):

@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import trio
 
+from coxswain.shell.dataplane.streams.binding import bind_retrying
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from coxswain.compile.snapshot import Endpoint
+    from coxswain.compile.snapshot import Backend, Endpoint
     from coxswain.route.streams import StreamDecision
     from coxswain.shell.dataplane.streams.metrics import StreamMetrics
     from coxswain.shell.dataplane.streams.served import StreamServed
@@ -49,8 +51,10 @@ class SessionHost(Protocol):
     served: StreamServed | None
     metrics: StreamMetrics
 
-    def endpoints(self, served: StreamServed, decision: StreamDecision) -> list[Endpoint] | None:
-        """The chosen backend's endpoints, None when there is no usable backend."""
+    def endpoints(
+        self, served: StreamServed, decision: StreamDecision
+    ) -> tuple[Backend, list[Endpoint]] | None:
+        """The chosen backend and its endpoints, None when there is no usable backend."""
         ...
 
 
@@ -75,23 +79,21 @@ async def serve_udp(
     bound: Callable[[], None],
     task_status: trio.TaskStatus[None],
 ) -> None:
-    """Serve UDP on ``port`` of ``bind`` until cancelled; ``bound`` is called once bound."""
-    infos = await trio.socket.getaddrinfo(
-        bind, port, type=socket.SOCK_DGRAM, flags=socket.AI_PASSIVE
+    """Serve UDP on ``port`` of ``bind`` until cancelled; ``bound`` is called once bound. A
+    port that cannot be bound is tried again every second (the caller goes on at once)."""
+    listener, task_status = await bind_retrying(
+        lambda: _bound(bind, port, reuse_port), f"UDP port {port}", task_status
     )
-    family, kind, proto, _, address = infos[0]
-    listener = trio.socket.socket(family, kind, proto)
     with listener:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if reuse_port:  # the kernel keeps each client address on one worker
-            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        await listener.bind(address)
         bound()
         task_status.started()
         sessions: OrderedDict[Any, _Session] = OrderedDict()
         async with trio.open_nursery() as nursery:
             while True:
-                data, client = await listener.recvfrom(MAX_DATAGRAM)
+                try:
+                    data, client = await listener.recvfrom(MAX_DATAGRAM)
+                except OSError:  # an error queued on the socket: the next datagram is fine
+                    continue
                 session = sessions.get(client)
                 if session is None:
                     session = await _open(server, port, client, sessions, settings)
@@ -119,6 +121,23 @@ def _touch(scope: trio.CancelScope, idle_timeout: float) -> None:
         scope.deadline = deadline
 
 
+async def _bound(bind: str, port: int, reuse_port: bool) -> trio.socket.SocketType:
+    infos = await trio.socket.getaddrinfo(
+        bind, port, type=socket.SOCK_DGRAM, flags=socket.AI_PASSIVE
+    )
+    family, kind, proto, _, address = infos[0]
+    listener = trio.socket.socket(family, kind, proto)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:  # the kernel keeps each client address on one worker
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        await listener.bind(address)
+    except BaseException:
+        listener.close()
+        raise
+    return listener
+
+
 async def _open(
     server: SessionHost,
     port: int,
@@ -134,11 +153,11 @@ async def _open(
     if decision.action is None:
         server.metrics.session(port, "-", "no_route")
         return None
-    endpoints = server.endpoints(served, decision)
-    if endpoints is None:
+    chosen = server.endpoints(served, decision)
+    if chosen is None:
         server.metrics.session(port, decision.label, "no_backend")
         return None
-    endpoint: Endpoint = endpoints[0]
+    endpoint: Endpoint = chosen[1][0]  # a PROXY header is for TLS and TCP connections only
     family = socket.AF_INET6 if ":" in endpoint.address else socket.AF_INET
     upstream = trio.socket.socket(family, socket.SOCK_DGRAM)
     try:
