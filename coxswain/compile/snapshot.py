@@ -188,7 +188,8 @@ class IngressActions:
         upstream_vhost: the Host header sent to the backend (``upstream-vhost``).
         denied: why every request is answered 503: a security annotation that cannot be
             honoured (a bad value, a missing Secret, or one not implemented yet), as
-            ingress-nginx denies such a location rather than serve it unprotected.
+            ingress-nginx denies such a location rather than serve it unprotected, or a
+            ``backend-protocol`` not implemented yet.
         allow_sources: client networks admitted, others 403 (``whitelist-source-range``).
         deny_sources: client networks refused with 403 (``denylist-source-range``).
         auth_realm: with it, requests need one of ``auth_users`` in a Basic ``Authorization``

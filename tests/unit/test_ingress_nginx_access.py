@@ -141,3 +141,18 @@ def test_basic_auth_reads_the_htpasswd_secret_and_skips_unsupported_users() -> N
     assert actions.auth_realm == "Staff only"
     assert list(actions.auth_users) == [("ann", APR1), ("bob", BCRYPT)]
     assert actions.max_body == 8 << 20
+
+
+def test_backend_protocol_grpc_speaks_h2c_and_https_fails_closed() -> None:
+    shop = ingress(
+        "shop",
+        rule("shop.example.com", path("/", "web")),
+        annotations={NGINX + "backend-protocol": "GRPC"},
+    )
+    snapshot = compile(build_state([INGRESS_CLASS, shop, *service("web")]), SharedPool()).snapshot
+    (served,) = snapshot.ingress.hosts["shop.example.com"].paths
+    assert (str(served.backend.protocol), served.actions) == ("h2c", None)
+    actions = actions_of({NGINX + "backend-protocol": "HTTPS"})
+    assert actions is not None
+    assert actions.denied is not None
+    assert "backend-protocol" in actions.denied

@@ -114,7 +114,11 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     "use-port-in-redirects": AnnotationInfo(_N),
     "relative-redirects": AnnotationInfo(_N),
     # Backends
-    "backend-protocol": AnnotationInfo(_N),
+    "backend-protocol": AnnotationInfo(
+        _D,
+        "HTTP and GRPC (HTTP/2 with prior knowledge); HTTPS, GRPCS, AUTO_HTTP and FCGI are not "
+        "implemented yet and answer 503 rather than send TLS traffic in clear",
+    ),
     "service-upstream": AnnotationInfo(_N),
     "load-balance": AnnotationInfo(_I, "Coxswain balances with its own algorithm"),
     "upstream-hash-by": AnnotationInfo(_N),
