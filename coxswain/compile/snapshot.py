@@ -208,6 +208,7 @@ class IngressActions:
         next_upstream_timeout: seconds all tries together may take
             (``proxy-next-upstream-timeout``; 0: no bound).
         canary: another Ingress's canary backend for this path.
+        cors: ``enable-cors`` and the ``cors-*`` annotations, as a CORS filter.
     """
 
     app_root: str | None = None
@@ -230,6 +231,7 @@ class IngressActions:
     next_upstream_codes: PVector[int] = pvector()
     next_upstream_timeout: float = 0
     canary: Canary | None = None
+    cors: Cors | None = None
 
     @property
     def checks_each_request(self) -> bool:
@@ -241,6 +243,7 @@ class IngressActions:
             or self.auth_realm is not None
             or self.max_body
             or self.canary is not None
+            or self.cors is not None
         )
 
 

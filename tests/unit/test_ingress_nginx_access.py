@@ -156,3 +156,16 @@ def test_backend_protocol_grpc_speaks_h2c_and_https_fails_closed() -> None:
     assert actions is not None
     assert actions.denied is not None
     assert "backend-protocol" in actions.denied
+
+
+def test_enable_cors_takes_ingress_nginx_defaults_and_refuses_what_it_cannot_honour() -> None:
+    actions = actions_of({NGINX + "enable-cors": "true"})
+    assert actions is not None
+    assert actions.cors is not None
+    assert list(actions.cors.allow_origins) == ["*"]
+    assert "PATCH" in actions.cors.allow_methods
+    assert "authorization" in actions.cors.allow_headers
+    assert (actions.cors.allow_credentials, actions.cors.max_age) == (True, 1728000)
+    bad = actions_of({NGINX + "enable-cors": "true", NGINX + "cors-allow-origin": "ftp://x"})
+    assert bad is None
+    assert actions_of({NGINX + "cors-allow-origin": "https://a.example"}) is None  # not enabled
