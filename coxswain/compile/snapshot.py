@@ -190,7 +190,8 @@ class IngressActions:
         upstream_vhost: the Host header sent to the backend (``upstream-vhost``).
         denied: why every request is answered 503: a security annotation that cannot be
             honoured (a bad value, a missing Secret, or one not implemented yet), as
-            ingress-nginx denies such a location rather than serve it unprotected.
+            ingress-nginx denies such a location rather than serve it unprotected, or a
+            ``backend-protocol`` not implemented yet.
         allow_sources: client networks admitted, others 403 (``whitelist-source-range``).
         deny_sources: client networks refused with 403 (``denylist-source-range``).
         auth_realm: with it, requests need one of ``auth_users`` in a Basic ``Authorization``
@@ -209,6 +210,7 @@ class IngressActions:
         next_upstream_timeout: seconds all tries together may take
             (``proxy-next-upstream-timeout``; 0: no bound).
         canary: another Ingress's canary backend for this path.
+        cors: ``enable-cors`` and the ``cors-*`` annotations, as a CORS filter.
     """
 
     app_root: str | None = None
@@ -231,6 +233,7 @@ class IngressActions:
     next_upstream_codes: PVector[int] = pvector()
     next_upstream_timeout: float = 0
     canary: Canary | None = None
+    cors: Cors | None = None
 
     @property
     def checks_each_request(self) -> bool:
@@ -242,6 +245,7 @@ class IngressActions:
             or self.auth_realm is not None
             or self.max_body
             or self.canary is not None
+            or self.cors is not None
         )
 
 

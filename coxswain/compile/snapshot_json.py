@@ -189,9 +189,9 @@ def _ingress_actions_data(actions: IngressActions) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for name in INGRESS_ACTION_FIELDS:
         value = getattr(actions, name)
-        if name == "canary":
+        if name in ("canary", "cors"):
             if value is not None:
-                data[name] = _canary_data(value)
+                data[name] = _canary_data(value) if name == "canary" else _cors_data(value)
         elif isinstance(value, str | int | float):
             if value != 0:
                 data[name] = value

@@ -245,6 +245,7 @@ def _ingress_actions(value: object, where: str) -> IngressActions | None:
         )
         or 0,
         canary=_canary(data.get("canary"), f"{where}.canary"),
+        cors=_cors(data.get("cors"), f"{where}.cors"),
     )
 
 

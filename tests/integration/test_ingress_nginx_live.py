@@ -286,3 +286,50 @@ def test_canary_by_header_cookie_and_weight(tmp_path: Path) -> None:
         assert 40 <= drawn.count("two") <= 140
 
     run_proxy(tmp_path, compiled(main, canary), client)
+
+
+def test_cors_preflights_are_answered_before_basic_auth(tmp_path: Path) -> None:
+    ingress = shop(
+        {
+            NGINX + "enable-cors": "true",
+            NGINX + "cors-allow-origin": "https://app.example",
+            NGINX + "auth-type": "basic",
+            NGINX + "auth-secret": "users",
+        },
+        ("/", "Prefix", "one"),
+    )
+    ann = "Basic " + base64.b64encode(b"ann:secret").decode()
+    origin = {"Origin": "https://app.example"}
+
+    def client(run: Running) -> None:
+        preflight = {**origin, "Access-Control-Request-Method": "PUT"}
+        response, _ = request(
+            run.http_port, "OPTIONS", "/", host="shop.example.com", headers=preflight
+        )
+        assert response.status == 204
+        assert response.getheader("access-control-allow-origin") == "https://app.example"
+        assert "PUT" in response.getheader("access-control-allow-methods", "")
+        response, _ = request(run.http_port, "GET", "/", host="shop.example.com", headers=origin)
+        assert response.status == 401
+        response, data = request(
+            run.http_port,
+            "GET",
+            "/",
+            host="shop.example.com",
+            headers={**origin, "Authorization": ann},
+        )
+        assert (response.status, echoed(data)["backend"]) == (200, "one")
+        assert response.getheader("access-control-allow-origin") == "https://app.example"
+        response, _ = request(
+            run.http_port,
+            "OPTIONS",
+            "/",
+            host="shop.example.com",
+            headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "PUT"},
+        )
+        assert response.status == 403
+
+    def make(ports: dict[str, int]) -> dict[str, Any]:
+        return compiled(ingress, users_secret())(ports)
+
+    run_proxy(tmp_path, make, client)

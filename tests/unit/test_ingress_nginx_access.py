@@ -141,3 +141,31 @@ def test_basic_auth_reads_the_htpasswd_secret_and_skips_unsupported_users() -> N
     assert actions.auth_realm == "Staff only"
     assert list(actions.auth_users) == [("ann", APR1), ("bob", BCRYPT)]
     assert actions.max_body == 8 << 20
+
+
+def test_backend_protocol_grpc_speaks_h2c_and_https_fails_closed() -> None:
+    shop = ingress(
+        "shop",
+        rule("shop.example.com", path("/", "web")),
+        annotations={NGINX + "backend-protocol": "GRPC"},
+    )
+    snapshot = compile(build_state([INGRESS_CLASS, shop, *service("web")]), SharedPool()).snapshot
+    (served,) = snapshot.ingress.hosts["shop.example.com"].paths
+    assert (str(served.backend.protocol), served.actions) == ("h2c", None)
+    actions = actions_of({NGINX + "backend-protocol": "HTTPS"})
+    assert actions is not None
+    assert actions.denied is not None
+    assert "backend-protocol" in actions.denied
+
+
+def test_enable_cors_takes_ingress_nginx_defaults_and_refuses_what_it_cannot_honour() -> None:
+    actions = actions_of({NGINX + "enable-cors": "true"})
+    assert actions is not None
+    assert actions.cors is not None
+    assert list(actions.cors.allow_origins) == ["*"]
+    assert "PATCH" in actions.cors.allow_methods
+    assert "authorization" in actions.cors.allow_headers
+    assert (actions.cors.allow_credentials, actions.cors.max_age) == (True, 1728000)
+    bad = actions_of({NGINX + "enable-cors": "true", NGINX + "cors-allow-origin": "ftp://x"})
+    assert bad is None
+    assert actions_of({NGINX + "cors-allow-origin": "https://a.example"}) is None  # not enabled

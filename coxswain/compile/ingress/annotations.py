@@ -17,13 +17,16 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pyrsistent import pvector
 
+from coxswain.compile.cors import cors_problem
 from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.hostnames import ascii_lower, is_hostname
 from coxswain.compile.ingress.registry import annotation_value, classify
-from coxswain.compile.snapshot import IngressActions
+from coxswain.compile.snapshot import Cors, IngressActions
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from pyrsistent.typing import PVector
 
     from coxswain.compile.model.objects import Ingress
 
@@ -36,6 +39,15 @@ REDIRECT_VARIABLES: Final = frozenset(
     {"request_uri", "uri", "args", "is_args", "host", "http_host", "scheme"}
 )
 """The nginx variables a redirect URL may name (``route.ingress_actions`` expands them)."""
+
+_CORS_DEFAULTS: Final = {
+    "cors-allow-origin": "*",
+    "cors-allow-methods": "GET, PUT, POST, DELETE, PATCH, OPTIONS",
+    "cors-allow-headers": "DNT,Keep-Alive,User-Agent,X-Requested-With,If-Modified-Since,"
+    "Cache-Control,Content-Type,Range,Authorization",
+    "cors-expose-headers": "",
+}
+"""ingress-nginx's defaults for the CORS annotations (its annotation reference)."""
 
 MAX_SECONDS: Final = 7 * 86400
 MAX_TRIES: Final = 10
@@ -88,6 +100,7 @@ def parse_options(ingress: Ingress) -> tuple[IngressOptions, list[Diagnostic]]:
             read.text("x-forwarded-prefix", _header_value) if rewrite_target else None
         ),
         upstream_vhost=read.text("upstream-vhost", _authority),
+        cors=read.cors(),
         connect_timeout=read.seconds("proxy-connect-timeout"),
         read_timeout=read.seconds("proxy-read-timeout"),
         **read.next_upstream(),
@@ -204,6 +217,36 @@ class _Reader:
             "next_upstream_codes": pvector(sorted(set(codes))),
             "next_upstream_timeout": timeout,
         }
+
+    def cors(self) -> Cors | None:
+        """``enable-cors: "true"`` and the ``cors-*`` annotations with ingress-nginx's defaults
+        (``_CORS_DEFAULTS``), checked as a Gateway API CORS filter; None when not enabled or
+        when a value cannot be honoured (reported)."""
+        if not self.boolean("enable-cors", default=False):
+            return None
+
+        def listed(name: str, lower: bool = False) -> PVector[str]:
+            read = annotation_value(self.ingress, name)
+            text = _CORS_DEFAULTS[name] if read is None else read[0]
+            items = [i.strip() for i in text.split(",") if i.strip()]
+            return pvector(i.lower() if lower else i for i in items)
+
+        age = annotation_value(self.ingress, "cors-max-age")
+        cors = Cors(
+            allow_origins=listed("cors-allow-origin"),
+            allow_methods=pvector(m.upper() for m in listed("cors-allow-methods")),
+            allow_headers=listed("cors-allow-headers", lower=True),
+            expose_headers=listed("cors-expose-headers", lower=True),
+            allow_credentials=self.boolean("cors-allow-credentials", default=True),
+            max_age=int(age[0]) if age and age[0].isdigit() and len(age[0]) < 10 else 1728000,
+        )
+        problem = cors_problem(cors)
+        if problem is None:
+            return cors
+        read = annotation_value(self.ingress, "enable-cors")
+        assert read is not None
+        self.invalid(read[1], f"the CORS annotations cannot be honoured: {problem}")
+        return None
 
     def aliases(self) -> tuple[str, ...]:
         read = annotation_value(self.ingress, "server-alias")

@@ -82,6 +82,10 @@ _REGEX = (
     "matching applies to this Ingress's paths only, where ingress-nginx applies it to every "
     "path of the host"
 )
+_CORS = (
+    "Gateway API CORS filter semantics: the allowed Origin is echoed (never *), a preflight "
+    "from an origin not allowed gets 403"
+)
 _H1_ONLY = "applies to HTTP/1.1 backends; HTTP/2 backends keep the proxy's own"
 _PEER = "the client is the connection's peer address; X-Forwarded-For is not consulted"
 _FAIL_CLOSED = "the Ingress's paths answer 503 rather than serve unprotected"
@@ -114,7 +118,11 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     "use-port-in-redirects": AnnotationInfo(_N),
     "relative-redirects": AnnotationInfo(_N),
     # Backends
-    "backend-protocol": AnnotationInfo(_N),
+    "backend-protocol": AnnotationInfo(
+        _D,
+        "HTTP and GRPC (HTTP/2 with prior knowledge); HTTPS, GRPCS, AUTO_HTTP and FCGI are not "
+        "implemented yet and answer 503 rather than send TLS traffic in clear",
+    ),
     "service-upstream": AnnotationInfo(_N),
     "load-balance": AnnotationInfo(_I, "Coxswain balances with its own algorithm"),
     "upstream-hash-by": AnnotationInfo(_N),
@@ -212,13 +220,13 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     "auth-tls-pass-certificate-to-upstream": AnnotationInfo(_N),
     "auth-tls-match-cn": AnnotationInfo(_N),
     "satisfy": AnnotationInfo(_N),
-    "enable-cors": AnnotationInfo(_N),
-    "cors-allow-origin": AnnotationInfo(_N),
-    "cors-allow-methods": AnnotationInfo(_N),
-    "cors-allow-headers": AnnotationInfo(_N),
-    "cors-expose-headers": AnnotationInfo(_N),
-    "cors-allow-credentials": AnnotationInfo(_N),
-    "cors-max-age": AnnotationInfo(_N),
+    "enable-cors": AnnotationInfo(_D, _CORS),
+    "cors-allow-origin": AnnotationInfo(_D, _CORS),
+    "cors-allow-methods": AnnotationInfo(_H),
+    "cors-allow-headers": AnnotationInfo(_H),
+    "cors-expose-headers": AnnotationInfo(_H),
+    "cors-allow-credentials": AnnotationInfo(_H),
+    "cors-max-age": AnnotationInfo(_H),
     "custom-headers": AnnotationInfo(_N),
     # Sessions and rate limits
     "affinity": AnnotationInfo(_N),

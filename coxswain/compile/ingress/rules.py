@@ -24,9 +24,11 @@ Rules:
    ones and before prefixes, longest first (ingress-nginx orders its regex locations by
    descending length and nginx takes the first that matches). A ``rewrite-target`` naming a
    capture group its path does not have is dropped for that path.
-9. Canary Ingresses serve nothing of their own: their paths become canary backends of the
+9. ``backend-protocol: GRPC`` makes the Ingress's path backends HTTP/2 with prior knowledge
+   (``BackendProtocol.H2C``), as gRPC needs.
+10. Canary Ingresses serve nothing of their own: their paths become canary backends of the
    same paths of main Ingresses (``compile.ingress.canary``).
-10. Annotation actions (``snapshot.IngressActions``) go on every path of their Ingress and on
+11. Annotation actions (``snapshot.IngressActions``) go on every path of their Ingress and on
    its default backend (without the rewrite, which needs a path's pattern);
    ``server-alias`` and ``from-to-www-redirect`` add hosts (``compile.ingress.aliases``).
 """
@@ -47,11 +49,13 @@ from coxswain.compile.ingress.aliases import HostExtras, add_host_extras
 from coxswain.compile.ingress.annotations import IngressOptions, parse_options
 from coxswain.compile.ingress.canary import CanaryPaths, attach_canaries, is_canary
 from coxswain.compile.ingress.certificates import has_certificate
+from coxswain.compile.ingress.registry import annotation_value
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.regex import compile_prefix_pattern
 from coxswain.compile.snapshot import (
     CATCH_ALL,
     Backend,
+    BackendProtocol,
     IngressActions,
     PathMatch,
     PathRule,
@@ -112,6 +116,8 @@ def ingress_hosts(
             canaries.append(CanaryPaths(ingress=ingress, paths=keyed))
             continue
         options = _with_access(options, read_access(ingress, secrets, found, read))
+        read_protocol = annotation_value(ingress, "backend-protocol")
+        grpc = read_protocol is not None and read_protocol[0].upper() == "GRPC"
         own_hosts: list[str] = []
         served: dict[str, PathRule] = {}  # host → the Ingress's first path served there
         for rule in ingress.rules:
@@ -122,6 +128,8 @@ def ingress_hosts(
                 backend = _backend(ingress, path.backend, services, found, read)
                 if backend is None:
                     continue
+                if grpc:
+                    backend = dataclasses.replace(backend, protocol=BackendProtocol.H2C)
                 match, value = _path_match(options, path)
                 actions = options.actions
                 if match is PathMatch.REGEX:

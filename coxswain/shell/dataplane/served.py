@@ -21,7 +21,6 @@ them too, so no memo outlives the routing it was computed from (docs/architectur
 from __future__ import annotations
 
 import contextvars
-import dataclasses
 import hashlib
 import math
 from typing import TYPE_CHECKING, Final
@@ -33,6 +32,7 @@ from coxswain.route.canary import CanaryCheck
 from coxswain.route.forward import WireEdits, wire_edits
 from coxswain.route.htpasswd import verify
 from coxswain.route.ingress_access import AccessCheck
+from coxswain.route.ingress_request import checked
 from coxswain.route.plan import listener_specs
 from coxswain.shell.dataplane.tls import TLSContexts
 from coxswain.shell.dataplane.upstream_tls import Originations
@@ -163,34 +163,26 @@ class Served:
         checks = routed.decision.checks
         if checks is None:
             return routed
-        check = self._access.get(id(checks))  # the snapshot keeps every action alive: ids hold
-        if check is None:
-            check = self._access[id(checks)] = AccessCheck(checks)
-        authorization = next(
-            (v.decode("latin-1") for n, v in head.headers if n.lower() == b"authorization"), None
+        access = self._access.get(id(checks))  # the snapshot keeps every action alive: ids hold
+        if access is None:
+            access = self._access[id(checks)] = AccessCheck(checks)
+        canary = None
+        if checks.canary is not None:
+            canary = self._canaries.get(id(checks.canary))
+            if canary is None:
+                canary = self._canaries[id(checks.canary)] = CanaryCheck(checks.canary)
+        decision = checked(
+            routed.decision,
+            checks,
+            access,
+            canary,
+            client=client,
+            method=head.method.decode("latin-1"),
+            headers=head.headers,
+            content_length=head.content_length,
+            verify=self._verify,
         )
-        refused = check.refusal(client, authorization, head.content_length, self._verify)
-        decision = routed.decision
-        if refused is None:
-            if checks.canary is None or len(decision.backends) != 2:  # not forwarded
-                return routed
-            chosen = self._canaries.get(id(checks.canary))
-            if chosen is None:
-                chosen = self._canaries[id(checks.canary)] = CanaryCheck(checks.canary)
-            to_canary = chosen.choice(head.headers)
-            if to_canary is None:
-                return routed  # the weighted draw between the two decides
-            backend = dataclasses.replace(decision.backends[1 if to_canary else 0], weight=1)
-            return Routed(dataclasses.replace(decision, backends=(backend,), checks=None))
-        return Routed(
-            dataclasses.replace(
-                decision,
-                status=refused.status,
-                reason=f"{decision.reason}; refused: {refused.reason}",
-                response_fields=refused.fields,
-                checks=None,
-            )
-        )
+        return routed if decision is None else Routed(decision)
 
     def _verify(self, password: bytes, hashed: str) -> bool:
         """``htpasswd.verify``, remembered: a bcrypt check costs tens of milliseconds of the

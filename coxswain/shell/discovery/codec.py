@@ -251,6 +251,7 @@ def _path_rule(rule: PathRule) -> pb.PathRule:
         fields = {n: getattr(rule.actions, n) for n in INGRESS_ACTION_FIELDS}
         fields["auth_users"] = [pb.Credential(user=u, hash=h) for u, h in rule.actions.auth_users]
         fields["canary"] = None if rule.actions.canary is None else _canary(rule.actions.canary)
+        fields["cors"] = None if rule.actions.cors is None else _cors(rule.actions.cors)
         message.actions.CopyFrom(
             pb.IngressActions(**{n: v for n, v in fields.items() if v is not None})
         )
@@ -317,18 +318,20 @@ def _gateway_rule(rule: GatewayRule) -> pb.GatewayRule:
         target.retry.CopyFrom(
             pb.Retry(codes=retry.codes, attempts=retry.attempts, backoff=retry.backoff)
         )
-    if (c := action.cors) is not None:
-        target.cors.CopyFrom(
-            pb.Cors(
-                allow_origins=c.allow_origins,
-                allow_methods=c.allow_methods,
-                allow_headers=c.allow_headers,
-                expose_headers=c.expose_headers,
-                allow_credentials=c.allow_credentials,
-                max_age=c.max_age,
-            )
-        )
+    if action.cors is not None:
+        target.cors.CopyFrom(_cors(action.cors))
     return out
+
+
+def _cors(c: Cors) -> pb.Cors:
+    return pb.Cors(
+        allow_origins=c.allow_origins,
+        allow_methods=c.allow_methods,
+        allow_headers=c.allow_headers,
+        expose_headers=c.expose_headers,
+        allow_credentials=c.allow_credentials,
+        max_age=c.max_age,
+    )
 
 
 def _health(health: ListenerHealth) -> pb.ListenerHealth:
@@ -515,6 +518,7 @@ def _read_ingress_actions(wire: pb.IngressActions) -> IngressActions:
         next_upstream_codes=pvector(wire.next_upstream_codes),
         next_upstream_timeout=wire.next_upstream_timeout,
         canary=_read_canary(wire.canary) if wire.HasField("canary") else None,
+        cors=_read_cors(wire.cors) if wire.HasField("cors") else None,
     )
 
 

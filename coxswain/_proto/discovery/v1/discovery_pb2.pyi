@@ -716,6 +716,7 @@ class IngressActions(_message.Message):
     NEXT_UPSTREAM_CODES_FIELD_NUMBER: _builtins.int
     NEXT_UPSTREAM_TIMEOUT_FIELD_NUMBER: _builtins.int
     CANARY_FIELD_NUMBER: _builtins.int
+    CORS_FIELD_NUMBER: _builtins.int
     app_root: _builtins.str
     redirect: _builtins.str
     redirect_status: _builtins.int
@@ -741,6 +742,8 @@ class IngressActions(_message.Message):
     def next_upstream_codes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
     @_builtins.property
     def canary(self) -> Global___Canary: ...
+    @_builtins.property
+    def cors(self) -> Global___Cors: ...
     def __init__(
         self,
         *,
@@ -764,10 +767,11 @@ class IngressActions(_message.Message):
         next_upstream_codes: _abc.Iterable[_builtins.int] | None = ...,
         next_upstream_timeout: _builtins.float = ...,
         canary: Global___Canary | None = ...,
+        cors: Global___Cors | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_denied", b"_denied", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "app_root", b"app_root", "auth_realm", b"auth_realm", "canary", b"canary", "denied", b"denied", "host_redirect", b"host_redirect", "redirect", b"redirect", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_cors", b"_cors", "_denied", b"_denied", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "app_root", b"app_root", "auth_realm", b"auth_realm", "canary", b"canary", "cors", b"cors", "denied", b"denied", "host_redirect", b"host_redirect", "redirect", b"redirect", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_denied", b"_denied", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "allow_sources", b"allow_sources", "app_root", b"app_root", "auth_realm", b"auth_realm", "auth_users", b"auth_users", "canary", b"canary", "connect_timeout", b"connect_timeout", "denied", b"denied", "deny_sources", b"deny_sources", "host_redirect", b"host_redirect", "max_body", b"max_body", "next_upstream_codes", b"next_upstream_codes", "next_upstream_timeout", b"next_upstream_timeout", "next_upstream_tries", b"next_upstream_tries", "read_timeout", b"read_timeout", "redirect", b"redirect", "redirect_status", b"redirect_status", "rewrite_target", b"rewrite_target", "send_timeout", b"send_timeout", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_cors", b"_cors", "_denied", b"_denied", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "allow_sources", b"allow_sources", "app_root", b"app_root", "auth_realm", b"auth_realm", "auth_users", b"auth_users", "canary", b"canary", "connect_timeout", b"connect_timeout", "cors", b"cors", "denied", b"denied", "deny_sources", b"deny_sources", "host_redirect", b"host_redirect", "max_body", b"max_body", "next_upstream_codes", b"next_upstream_codes", "next_upstream_timeout", b"next_upstream_timeout", "next_upstream_tries", b"next_upstream_tries", "read_timeout", b"read_timeout", "redirect", b"redirect", "redirect_status", b"redirect_status", "rewrite_target", b"rewrite_target", "send_timeout", b"send_timeout", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__app_root: _TypeAlias = _typing.Literal["app_root"]  # noqa: Y015
     _WhichOneofArgType__app_root: _TypeAlias = _typing.Literal["_app_root", b"_app_root"]  # noqa: Y015
@@ -775,6 +779,8 @@ class IngressActions(_message.Message):
     _WhichOneofArgType__auth_realm: _TypeAlias = _typing.Literal["_auth_realm", b"_auth_realm"]  # noqa: Y015
     _WhichOneofReturnType__canary: _TypeAlias = _typing.Literal["canary"]  # noqa: Y015
     _WhichOneofArgType__canary: _TypeAlias = _typing.Literal["_canary", b"_canary"]  # noqa: Y015
+    _WhichOneofReturnType__cors: _TypeAlias = _typing.Literal["cors"]  # noqa: Y015
+    _WhichOneofArgType__cors: _TypeAlias = _typing.Literal["_cors", b"_cors"]  # noqa: Y015
     _WhichOneofReturnType__denied: _TypeAlias = _typing.Literal["denied"]  # noqa: Y015
     _WhichOneofArgType__denied: _TypeAlias = _typing.Literal["_denied", b"_denied"]  # noqa: Y015
     _WhichOneofReturnType__host_redirect: _TypeAlias = _typing.Literal["host_redirect"]  # noqa: Y015
@@ -793,6 +799,8 @@ class IngressActions(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__auth_realm) -> _WhichOneofReturnType__auth_realm | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__canary) -> _WhichOneofReturnType__canary | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__cors) -> _WhichOneofReturnType__cors | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__denied) -> _WhichOneofReturnType__denied | None: ...
     @_typing.overload
