@@ -8,10 +8,15 @@ switches an Ingress-only controller to full mode without a restart.
 
 One reconcile, after changes settle (``debounce``: at least the first delay after the last
 change, at most the second after the first): take the state the informers' events have built
-(:mod:`.cluster_view`), compile every scope and publish it, write the status that changed,
+(:mod:`.cluster_view`), compile every scope the changes concern (the publisher's
+``compile.memo``; the others are reused, ``coxswain_controller_scopes_total`` counts both) and
+publish it, write the status that changed,
 apply what ``provision`` desires and delete what it no longer does, and issue missing proxy
 certificates. The fleet's reports (bound ports, acked versions) also trigger a reconcile, which
 is how ``Programmed`` follows the proxies.
+
+The compile work of a round (analysis, scopes, status, provision) runs in a worker thread
+(:mod:`.offload`), so the loop keeps renewing the Lease and answering ``/healthz`` meanwhile.
 
 Nothing here loses the last good snapshot: a failing API call is logged and retried at the
 next round; the discovery server keeps what it last published.
@@ -30,8 +35,6 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 import trio
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from coxswain.compile import analyse, status
-from coxswain.compile.provision import provision
 from coxswain.compile.scope import SharedPool
 from coxswain.shell.backoff import Backoff
 from coxswain.shell.control.cluster_ca import (
@@ -62,6 +65,7 @@ from coxswain.shell.discovery.server import (
 )
 from coxswain.shell.discovery.tls import ServerCertificate, ServerCredentials
 from coxswain.shell.loop_lag import lag_histogram, probe_loop_lag
+from coxswain.shell.offload import offload
 from coxswain.shell.publisher import Publisher
 
 if TYPE_CHECKING:
@@ -114,6 +118,13 @@ class _Health:
         self.seconds = Histogram(
             "coxswain_controller_reconcile_seconds",
             "Time of one reconcile round",
+            registry=self.registry,
+        )
+        self.scopes = Counter(
+            "coxswain_controller_scopes",
+            "Scopes a reconcile round asked for: compiled again, or reused (nothing they read "
+            "changed, or only endpoints, patched in)",
+            ["outcome"],
             registry=self.registry,
         )
         self.status_writes = Counter(
@@ -372,8 +383,13 @@ class _Reconciler:
         )
         self.publisher.config = config
         state = self._view.state
-        model = analyse(state, config)  # one cluster-wide analysis for grants, status, provision
-        snapshots = self.publisher.compile(state, model=model)
+        memo = self.publisher.memo
+        # one cluster-wide analysis for grants, status and provision
+        model = await offload(memo.analyse, state, config)
+        snapshots = await offload(self.publisher.compile, state, None, model)
+        compiled, reused = self.publisher.outcomes
+        self._health.scopes.labels(outcome="compiled").inc(compiled)
+        self._health.scopes.labels(outcome="reused").inc(reused)
         generations = {g.meta.key.ref: g.meta.generation for g in state.gateways.values()}
         for scope, snapshot in snapshots.items():
             # Versions are content digests: a new generation that compiles to the same snapshot
@@ -382,15 +398,12 @@ class _Reconciler:
             server.publish(scope, snapshot)
         fleet = server.fleet
         now = _now()
-        written = await self._status.write(
-            status(state, config, self._programmed(generations, fleet), model),
-            self._view.statuses,
-            now=now,
-        )
+        desired = await offload(memo.status, state, config, self._programmed(generations, fleet))
+        written = await self._status.write(desired, self._view.statuses, now=now)
         self._health.status_writes.inc(written)
         self._health.status_objects.set(self._status.remembered)
         await self._provisioner.reconcile(
-            provision(state, config, self._shared_served(fleet), model),
+            await offload(memo.provision, state, config, self._shared_served(fleet)),
             autoscalers=config.gateway_api,
         )
         await self._certificates.issue(

@@ -12,9 +12,10 @@ Order (docs/architecture.md): the discovery server starts first (so its port is 
 state is published), then the proxy with the folder as its feed, then the admin port; SIGTERM
 or SIGINT drain the proxy (:func:`.run_until_terminated`) and close the server last.
 
-Compiling runs on the event loop: while a large folder compiles, the in-process proxy waits.
-That is the standalone trade-off (one process, no threads); the controller's proxies run
-elsewhere and keep serving.
+Compiling runs in a worker thread (:mod:`.offload`), through the publisher's memo, the folder's
+objects carried over from the previous read where they did not change
+(``model.state.carried_over``): an edited file costs what its objects cost, and the in-process
+proxy keeps serving meanwhile.
 """
 
 from __future__ import annotations
@@ -28,15 +29,18 @@ from typing import TYPE_CHECKING, NoReturn
 
 import trio
 
+from coxswain.compile import ClusterState
+from coxswain.compile.model.state import carried_over
 from coxswain.compile.scope import SharedPool
 from coxswain.shell.discovery.server import granted_by, open_discovery_server
+from coxswain.shell.offload import offload
 from coxswain.shell.proxy import run_until_terminated
 from coxswain.shell.publisher import Publisher
 from coxswain.shell.standalone.cert_folder import RENEW_CHECK_INTERVAL, CertificateFolder
 from coxswain.shell.standalone.manifest_folder import POLL_INTERVAL, watch_manifests
 
 if TYPE_CHECKING:
-    from coxswain.compile import ClusterState, CompileConfig
+    from coxswain.compile import CompileConfig
     from coxswain.compile.model.manifests import SourcedBody
     from coxswain.shell.dataplane.server import Proxy, ProxyConfig
     from coxswain.shell.discovery.server import DiscoveryServer
@@ -122,8 +126,13 @@ def _folder_feed(
 ) -> Feed:
     """The proxy's feed: the folder, compiled for every scope at each change."""
 
+    last = ClusterState()
+
     async def on_state(proxy: Proxy, state: ClusterState, bodies: list[SourcedBody]) -> None:
-        snapshots = publisher.compile(state, bodies)
+        nonlocal last
+        # the objects of unchanged files are those compiled before: the memo reuses their work
+        last = state = await offload(carried_over, last, state)
+        snapshots = await offload(publisher.compile, state, bodies)
         if certificates is not None:
             _issue_proxy_certificates(certificates, publisher)
         if server is not None:

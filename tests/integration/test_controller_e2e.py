@@ -216,6 +216,15 @@ def test_the_controller_serves_provisions_and_survives_a_restart(tmp_path: Path)
             assert samples["coxswain_controller_status_objects"] >= 3
             refused = 'coxswain_discovery_refused_streams_total{reason="identity_streams"} 0.0'
             assert refused in metrics.decode().splitlines()
+            # scopes: both compiled at least once; rounds the fleet's acks started (nothing in
+            # the cluster changed) reused them
+            scopes = {
+                line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+                for line in metrics.decode().splitlines()
+                if line.startswith("coxswain_controller_scopes_total{")
+            }
+            assert scopes['coxswain_controller_scopes_total{outcome="compiled"}'] >= 2
+            assert scopes['coxswain_controller_scopes_total{outcome="reused"}'] >= 1
 
             # identities and VIPs: created, relabelled from infrastructure labels, pruned
             identities = [

@@ -53,7 +53,15 @@ if TYPE_CHECKING:
 
     from coxswain.compile.model.keys import ObjectKey
 
-__all__ = ["TABLES", "ClusterState", "Deleted", "Upserted", "apply", "build_state"]
+__all__ = [
+    "TABLES",
+    "ClusterState",
+    "Deleted",
+    "Upserted",
+    "apply",
+    "build_state",
+    "carried_over",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,6 +133,36 @@ def apply(state: ClusterState, event: Upserted | Deleted) -> ClusterState:
     if _current(state, event.key) is None:
         return state
     return _removed(_unindexed(state, event.key), event.key)
+
+
+def carried_over(previous: ClusterState, state: ClusterState) -> ClusterState:
+    """A state equal to ``state`` in which every object equal to one of ``previous`` is that
+    very object. Pure.
+
+    For a caller that decodes its whole input again at each change (``serve`` re-reads its
+    folder): identity then says "unchanged" to what was computed from ``previous``
+    (``compile.memo``), as it does for states built event by event with ``apply``.
+    """
+    carried = previous
+    for name in TABLES.values():
+        before: PMap[ObjectKey, StateObject] = getattr(previous, name)
+        after: PMap[ObjectKey, StateObject] = getattr(state, name)
+        if before is after:
+            continue
+        for key, obj in after.items():
+            if before.get(key) != obj:
+                carried = apply(carried, Upserted(obj))
+        for key in before:
+            if key not in after:
+                carried = apply(carried, Deleted(key))
+    if (carried.gateway_api, carried.input_diagnostics) != (
+        state.gateway_api,
+        state.input_diagnostics,
+    ):
+        carried = replace(
+            carried, gateway_api=state.gateway_api, input_diagnostics=state.input_diagnostics
+        )
+    return carried
 
 
 def _current(state: ClusterState, key: ObjectKey) -> StateObject | None:

@@ -1,0 +1,122 @@
+"""Benchmark: incremental compilation (``compile.memo``) — one change, the round it costs.
+
+Run from the repository root::
+
+    .venv/bin/python bench/compile_incremental.py --gateways 100 --edits 20
+
+The world is ``compile_scopes.workload`` (Gateways of 10 HTTPRoutes of 10 rules, half of them
+dedicated, a quarter with a ready proxy). One controller round is timed as the controller runs
+it (``shell.controller``, minus the API calls): the memo's cluster-wide analysis, the grants,
+every granted scope's compile through the memo, status and provision. After a cold round:
+
+1. one HTTPRoute edited (its first path changed), ``--edits`` times, a different route each
+   time: the round's median, p99 and max, and how many scopes were compiled and reused;
+2. one EndpointSlice changed (an endpoint address), as many times: the same figures.
+
+Every incremental snapshot is checked against ``compile`` from scratch once at the end (the
+property test checks that at every step; this checks the big world). Targets (docs/benchmarks.md):
+edit round p99 < 100 ms, EndpointSlice round p99 < 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import time
+from typing import Any
+
+import api_objects as objects
+from compile_scopes import TLS_SERIAL, workload
+
+from coxswain.compile.api import compile as compile_state
+from coxswain.compile.config import CompileConfig
+from coxswain.compile.grants import subscription_grants
+from coxswain.compile.memo import CompileMemo
+from coxswain.compile.model.decode import Decoded, decode_object
+from coxswain.compile.model.state import ClusterState, Upserted, apply, build_state
+from coxswain.compile.scope import SharedPool
+
+
+def _round(memo: CompileMemo, state: ClusterState, config: CompileConfig) -> None:
+    model = memo.analyse(state, config)
+    grants = subscription_grants(state, config, model)
+    scopes = sorted({SharedPool(), *grants.values()}, key=str)
+    for scope in scopes:
+        memo.compile(state, scope, config)
+    memo.forget(scopes)
+    memo.status(state, config)
+    memo.provision(state, config)
+
+
+def _upserted(body: dict[str, Any]) -> Upserted:
+    decoded = decode_object(body)
+    assert isinstance(decoded, Decoded)
+    return Upserted(decoded.obj)
+
+
+def _timed(
+    memo: CompileMemo, state: ClusterState, config: CompileConfig, events: list[Upserted]
+) -> tuple[ClusterState, list[float], int, int]:
+    times: list[float] = []
+    compiled, reused = memo.compiled, memo.reused
+    for event in events:
+        began = time.perf_counter()
+        state = apply(state, event)
+        _round(memo, state, config)
+        times.append(time.perf_counter() - began)
+    return state, times, memo.compiled - compiled, memo.reused - reused
+
+
+def _spread(times: list[float]) -> str:
+    ordered = sorted(times)
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+    return (
+        f"median {statistics.median(ordered) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, "
+        f"max {ordered[-1] * 1000:.0f} ms"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gateways", type=int, default=100)
+    parser.add_argument("--edits", type=int, default=20)
+    args = parser.parse_args()
+    load = workload(args.gateways, objects.make_tls_data(TLS_SERIAL))
+    bodies = load["bodies"]
+    config = CompileConfig()
+    state = build_state(bodies)
+    memo = CompileMemo()
+    began = time.perf_counter()
+    _round(memo, state, config)
+    cold = time.perf_counter() - began
+    print(
+        f"{load['gateways']} Gateways, {load['routes']} HTTPRoutes, {load['rules']} rules, "
+        f"{load['services']} Services; cold round {cold:.2f} s ({memo.compiled} scopes)"
+    )
+    routes = [b for b in bodies if b["kind"] == "HTTPRoute"]
+    edits = []
+    for i in range(args.edits):
+        body = copy.deepcopy(routes[(i * 7919) % len(routes)])
+        body["spec"]["rules"][0]["matches"][0]["path"]["value"] = f"/edited-{i}"
+        edits.append(_upserted(body))
+    state, times, compiled, reused = _timed(memo, state, config, edits)
+    print(f"HTTPRoute edit round: {_spread(times)}; scopes compiled {compiled}, reused {reused}")
+    slices = [b for b in bodies if b["kind"] == "EndpointSlice"]
+    changes = []
+    for i in range(args.edits):
+        body = copy.deepcopy(slices[(i * 7919) % len(slices)])
+        body["endpoints"][0]["addresses"] = [f"10.250.{i // 250}.{i % 250}"]
+        changes.append(_upserted(body))
+    state, times, compiled, reused = _timed(memo, state, config, changes)
+    print(f"EndpointSlice round: {_spread(times)}; scopes compiled {compiled}, reused {reused}")
+    grants = subscription_grants(state, config)
+    for scope in sorted({SharedPool(), *grants.values()}, key=str):
+        fresh = compile_state(state, scope, config)
+        if memo.compile(state, scope, config).snapshot.version != fresh.snapshot.version:
+            raise SystemExit(f"FAIL: {scope} differs from a compile from scratch")
+    print("every scope equals a compile from scratch")
+
+
+if __name__ == "__main__":
+    main()

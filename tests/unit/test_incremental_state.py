@@ -1,0 +1,66 @@
+"""What incremental compilation relies on in the state and the publisher: an event that
+changes nothing gives back the same state; a folder read again keeps its unchanged objects;
+a publisher's second round over the same state compiles nothing again."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import trio
+
+from coxswain.compile import CompileConfig, build_state
+from coxswain.compile.model.decode import Decoded, decode_object
+from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.model.state import Deleted, Upserted, apply, carried_over
+from coxswain.shell.offload import offload
+from coxswain.shell.publisher import Publisher
+from tests.integration.manifests import gateway, gateway_class, http_route
+
+
+def _route(name: str, host: str = "a.example.com") -> dict[str, Any]:
+    return http_route(name, "gw", "svc", hostnames=[host])
+
+
+def _decoded(body: dict[str, Any]) -> Any:
+    found = decode_object(body)
+    assert isinstance(found, Decoded)
+    return found.obj
+
+
+def test_an_event_that_changes_nothing_gives_back_the_same_state() -> None:
+    state = build_state([_route("r1")])
+    assert apply(state, Upserted(_decoded(_route("r1")))) is state
+    assert apply(state, Deleted(ObjectKey("HTTPRoute", "app", "absent"))) is state
+    changed = apply(state, Upserted(_decoded(_route("r1", "b.example.com"))))
+    assert changed is not state
+    assert changed.httproutes[ObjectKey("HTTPRoute", "app", "r1")].hostnames == ["b.example.com"]
+
+
+def test_carried_over_keeps_unchanged_objects_and_equals_the_new_state() -> None:
+    before = build_state([_route("r1"), _route("r2")])
+    after = build_state([_route("r1"), _route("r2", "b.example.com"), _route("r3")])
+    carried = carried_over(before, after)
+    assert carried == after
+    r1, r2 = ObjectKey("HTTPRoute", "app", "r1"), ObjectKey("HTTPRoute", "app", "r2")
+    assert carried.httproutes[r1] is before.httproutes[r1]
+    assert carried.httproutes[r2] is after.httproutes[r2]
+    assert carried_over(after, build_state([_route("r1")])) == build_state([_route("r1")])
+
+
+def test_a_second_round_over_the_same_state_reuses_every_scope() -> None:
+    bodies = [gateway_class(), gateway("gw", 80), _route("r1")]
+    publisher = Publisher(CompileConfig())
+    state = build_state(bodies)
+    first = publisher.compile(state)
+    assert publisher.outcomes == (len(first), 0)
+    again = carried_over(state, build_state(copy.deepcopy(bodies)))
+    assert publisher.compile(again) == first
+    assert publisher.outcomes == (0, len(first))
+
+
+def test_offload_gives_the_result_of_the_call() -> None:
+    async def main() -> None:
+        assert await offload(sorted, [3, 1, 2]) == [1, 2, 3]
+
+    trio.run(main)
