@@ -58,7 +58,7 @@ from coxswain.compile.gateway.route_kinds import ROUTE_COMPILERS, compile_any_ro
 from coxswain.compile.model.gateway_objects import GATEWAY_GROUP, CommonRoute, Gateway
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.model.objects import EndpointSlice
-from coxswain.compile.model.state import TABLES
+from coxswain.compile.model.state import TABLE_NAMES, TABLES
 from coxswain.compile.provision import provision
 from coxswain.compile.scope import GatewayScope
 from coxswain.compile.snapshot_json import head_digest, sealed_with
@@ -452,7 +452,7 @@ def _changes(old: ClusterState, new: ClusterState) -> frozenset[ObjectKey] | Non
     if old.gateway_api != new.gateway_api or old.input_diagnostics != new.input_diagnostics:
         return None
     changed: set[ObjectKey] = set()
-    for name in TABLES.values():
+    for name in TABLE_NAMES:
         before, after = getattr(old, name), getattr(new, name)
         if before is after:
             continue

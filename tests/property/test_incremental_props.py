@@ -80,6 +80,7 @@ _bodies = st.one_of(
     gw.listener_sets(),
     gw.httproutes(),
     gw.grpcroutes(),
+    gw.stream_routes(),
     gw.backend_tls_policies(),
     gw.supporting(),
     gw.supporting(),

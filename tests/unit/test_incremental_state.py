@@ -37,6 +37,24 @@ def test_an_event_that_changes_nothing_gives_back_the_same_state() -> None:
     assert changed.httproutes[ObjectKey("HTTPRoute", "app", "r1")].hostnames == ["b.example.com"]
 
 
+def test_every_route_kind_is_deleted_and_re_sent_as_its_table_holds_it() -> None:
+    """The layer-4 kinds share one table: a delete must find them there, and an unchanged
+    re-send must be a no-op (a table missing from ``TABLES`` made deletes vanish)."""
+    for kind in ("HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"):
+        body = {**_route("r1"), "kind": kind}
+        if kind != "HTTPRoute":
+            body["spec"] = {
+                **body["spec"],
+                "rules": [{"backendRefs": [{"name": "svc", "port": 80}]}],
+            }
+        state = build_state([body])
+        key = ObjectKey(kind, "app", "r1")
+        assert apply(state, Upserted(_decoded(body))) is state, kind
+        emptied = apply(state, Deleted(key))
+        assert emptied is not state, kind
+        assert emptied == build_state([]), kind
+
+
 def test_carried_over_keeps_unchanged_objects_and_equals_the_new_state() -> None:
     before = build_state([_route("r1"), _route("r2")])
     after = build_state([_route("r1"), _route("r2", "b.example.com"), _route("r3")])

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TABLES",
+    "TABLE_NAMES",
     "ClusterState",
     "Deleted",
     "Upserted",
@@ -144,7 +145,7 @@ def carried_over(previous: ClusterState, state: ClusterState) -> ClusterState:
     (``compile.memo``), as it does for states built event by event with ``apply``.
     """
     carried = previous
-    for name in TABLES.values():
+    for name in TABLE_NAMES:
         before: PMap[ObjectKey, StateObject] = getattr(previous, name)
         after: PMap[ObjectKey, StateObject] = getattr(state, name)
         if before is after:
@@ -183,6 +184,9 @@ TABLES: Final = {
     "Gateway": "gateways",
     "HTTPRoute": "httproutes",
     "GRPCRoute": "grpcroutes",
+    "TLSRoute": "streamroutes",
+    "TCPRoute": "streamroutes",
+    "UDPRoute": "streamroutes",
     "ReferenceGrant": "reference_grants",
     "ListenerSet": "listener_sets",
     "BackendTLSPolicy": "backend_tls_policies",
@@ -191,6 +195,9 @@ TABLES: Final = {
     "ServiceAccount": "service_accounts",
 }
 """The ``ClusterState`` field holding each kind's objects."""
+
+TABLE_NAMES: Final = tuple(dict.fromkeys(TABLES.values()))
+"""Every ``ClusterState`` table once (the three layer-4 route kinds share one)."""
 
 
 def _stored(state: ClusterState, obj: StateObject) -> ClusterState:
