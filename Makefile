@@ -55,11 +55,15 @@ bench: $(STAMP)
 	$(PY) bench/compile_ingress.py
 	$(PY) bench/compile_gateway.py
 	$(PY) bench/compile_scopes.py
+	$(PY) bench/compile_incremental.py
 	$(PY) bench/proxy.py full
 	$(PY) bench/proxy.py parts
 	$(PY) bench/proxy.py instructions
 	$(PY) bench/proxy.py cpu --build both
 	$(PY) bench/proxy.py h2
+	$(PY) bench/proxy.py grpc
+	$(PY) bench/streams.py
+	$(PY) bench/tls_stacks.py
 	$(PY) bench/discovery.py
 	$(PY) bench/controller.py
 
