@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from coxswain.compile.diagnostics import Diagnostic, Severity
-from coxswain.compile.model.decode import LEGACY_CLASS_ANNOTATION
+from coxswain.compile.model.decode_ingress import LEGACY_CLASS_ANNOTATION
 
 if TYPE_CHECKING:
     from coxswain.compile.config import CompileConfig
