@@ -106,9 +106,10 @@ from coxswain.compile.scope import SharedPool
 from coxswain.compile.snapshot_json import seal
 from coxswain.shell.discovery.ca import create_ca
 from coxswain.shell.discovery.client import stream_snapshots
-from coxswain.shell.discovery.codec import decode_snapshot, encode_snapshot
+from coxswain.shell.discovery.codec import encode_snapshot
 from coxswain.shell.discovery.resources import ResourceCache, apply_delta
 from coxswain.shell.discovery.server import granted_by, open_discovery_server
+from coxswain.shell.discovery.snapshot_decode import decode_snapshot
 from coxswain.shell.discovery.tls import ClientCredentials, ServerCredentials
 
 if TYPE_CHECKING:

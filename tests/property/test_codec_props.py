@@ -10,8 +10,9 @@ from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile import SharedPool, build_state, compile
 from coxswain.compile.scope import GatewayScope
 from coxswain.compile.snapshot_json import dump_snapshot
-from coxswain.shell.discovery.codec import decode_snapshot, encode_snapshot
+from coxswain.shell.discovery.codec import encode_snapshot
 from coxswain.shell.discovery.resources import ResourceCache, apply_delta
+from coxswain.shell.discovery.snapshot_decode import decode_snapshot
 
 from .gateway_strategies import worlds as gateway_worlds
 from .scope_strategies import worlds as scope_worlds

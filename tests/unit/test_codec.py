@@ -15,8 +15,9 @@ from coxswain.compile import SharedPool, build_state, compile
 from coxswain.compile.model.manifests import parse_manifests
 from coxswain.compile.scope import parse_scope
 from coxswain.compile.snapshot import Endpoint, IngressTable, Snapshot
-from coxswain.shell.discovery.codec import decode_snapshot, encode_snapshot
+from coxswain.shell.discovery.codec import encode_snapshot
 from coxswain.shell.discovery.resources import ResourceCache, apply_delta
+from coxswain.shell.discovery.snapshot_decode import decode_snapshot
 
 CASES = Path(__file__).resolve().parents[1] / "golden" / "cases"
 

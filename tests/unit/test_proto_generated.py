@@ -30,7 +30,7 @@ def test_generated_code_is_not_stale(tmp_path: Path) -> None:
 
 def test_a_zero_value_scope_names_no_kind() -> None:
     from coxswain._proto.discovery.v1 import discovery_pb2 as pb
-    from coxswain.shell.discovery.codec import decode_scope
+    from coxswain.shell.discovery.snapshot_decode import decode_scope
 
     assert decode_scope(pb.Scope()) is None
     subscribe = pb.Subscribe(node_id="n")

@@ -23,9 +23,10 @@ from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain._proto.discovery.v1 import discovery_pb2_grpc as pb_grpc
 from coxswain.shell.backoff import Backoff
 from coxswain.shell.discovery.aio_bridge import AsyncioThread, client_bridge
-from coxswain.shell.discovery.codec import decode_snapshot, encode_scope
+from coxswain.shell.discovery.codec import encode_scope
 from coxswain.shell.discovery.resources import apply_delta
 from coxswain.shell.discovery.server import CLIENT_GRPC_OPTIONS, WIRE_VERSION
+from coxswain.shell.discovery.snapshot_decode import decode_snapshot
 from coxswain.shell.discovery.tls import channel_credentials
 
 if TYPE_CHECKING:

@@ -5,20 +5,18 @@ form carries the same content (docs/contracts.md). ``version`` travels as comput
 compiler; a decoded snapshot keeps it, and the receiving proxy Acks or Nacks that string.
 Optional fields map to None; maps keyed by port use the port number.
 
-``encode_resource``/``decode_resource`` do the same per keyed piece of a snapshot, for
-incremental delivery (docs/contracts.md, ``shell.discovery.resources``). The full decode and
-the resource decode share the piece readers (``_read_vhost``, ``_read_rules``, ...), so a
-snapshot patched from resources is built exactly as a full decode builds it.
+``encode_resource`` does the same per keyed piece of a snapshot, for incremental delivery
+(docs/contracts.md, ``shell.discovery.resources``). This module is the encoding half;
+``shell.discovery.snapshot_decode`` is the decoding half (``decode_snapshot``,
+``decode_resource``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from pyrsistent import pmap, pvector
-
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
-from coxswain.compile.scope import GatewayScope, Scope, SharedPool
+from coxswain.compile.scope import GatewayScope, Scope
 from coxswain.compile.snapshot import (
     INGRESS_ACTION_FIELDS,
     Backend,
@@ -30,22 +28,12 @@ from coxswain.compile.snapshot import (
     Endpoint,
     GatewayRule,
     HeaderEdits,
-    IngressActions,
-    IngressTable,
     ListenerHealth,
     ListenerTable,
-    Mirror,
     PathEdit,
-    PathMatch,
     PathRule,
-    Redirect,
-    Retry,
-    Rewrite,
-    RouteAction,
-    RouteMatch,
     RouteRef,
     Snapshot,
-    SubjectAltName,
     UpstreamTLS,
     ValueMatch,
     VirtualHost,
@@ -55,13 +43,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from google.protobuf.message import Message
-    from pyrsistent.typing import PVector
 
 __all__ = [
     "RESOURCE_BODIES",
-    "decode_resource",
-    "decode_scope",
-    "decode_snapshot",
     "encode_resource",
     "encode_scope",
     "encode_snapshot",
@@ -71,14 +55,6 @@ _PROTOCOL_TO_WIRE: Final[dict[BackendProtocol, pb.BackendProtocol.ValueType]] = 
     BackendProtocol.HTTP1: pb.BACKEND_PROTOCOL_HTTP1,
     BackendProtocol.H2C: pb.BACKEND_PROTOCOL_H2C,
 }
-_PROTOCOL_FROM_WIRE: Final[dict[pb.BackendProtocol.ValueType, BackendProtocol]] = {
-    wire: protocol for protocol, wire in _PROTOCOL_TO_WIRE.items()
-}
-_PATH_MATCHES: Final = frozenset(m.value for m in PathMatch)
-"""The wire values of ``PathMatch``, checked per decoded rule (a profile found that rebuilding
-``PathMatch.__members__.values()`` per rule cost 5-120 ms of a 10,000-route decode)."""
-
-
 # --- encoding -----------------------------------------------------------------------------------
 
 
@@ -130,20 +106,6 @@ def encode_resource(kind: int, value: Any) -> bytes:
     ``kind`` (a ``pb.ResourceKey.Kind``); ``value`` is what ``shell.discovery.resources`` splits out
     of a snapshot for that kind. Pure."""
     return _RESOURCE_ENCODERS[kind](value).SerializeToString()
-
-
-def decode_resource(resource: pb.Resource) -> Any:
-    """The value one resource carries, as ``encode_resource`` took it. Pure.
-
-    Raises:
-        ValueError: the body does not match the key's kind, or an unknown path match.
-    """
-    kind = resource.key.kind
-    body = resource.WhichOneof("body")
-    if body is None or body != RESOURCE_BODIES.get(kind):
-        raise ValueError(f"resource kind {kind} carries body {body!r}")
-    reader = _RESOURCE_DECODERS[kind]
-    return reader(resource.key, getattr(resource, body))
 
 
 def _head(head: tuple[int, int, tuple[int, ...], tuple[int, ...]]) -> pb.SnapshotHead:
@@ -350,126 +312,6 @@ def _health(health: ListenerHealth) -> pb.ListenerHealth:
     return message
 
 
-# --- decoding -----------------------------------------------------------------------------------
-
-
-def decode_scope(message: pb.Scope) -> Scope | None:
-    """The scope a message names; None when no kind is set (a zero-value scope)."""
-    kind = message.WhichOneof("kind")
-    if kind == "shared_pool":
-        return SharedPool()
-    if kind == "gateway":
-        return GatewayScope(message.gateway.namespace, message.gateway.name)
-    return None
-
-
-def decode_snapshot(message: pb.Snapshot) -> Snapshot:
-    """The snapshot a message carries. Pure.
-
-    Raises:
-        ValueError: the message names no scope or an unknown path match.
-    """
-    scope = decode_scope(message.scope)
-    if scope is None:
-        raise ValueError("snapshot.scope: no kind is set")
-    return Snapshot(
-        version=message.version,
-        scope=scope,
-        ingress=IngressTable(
-            http_port=message.ingress.http_port,
-            https_port=message.ingress.https_port,
-            hosts=pmap({h: _read_vhost(h, v) for h, v in message.ingress.hosts.items()}),
-        ),
-        gateways=pmap(
-            {
-                port: pmap({h: _read_listener(t) for h, t in tables.by_hostname.items()})
-                for port, tables in message.gateways.items()
-            }
-        ),
-        tls=pmap(
-            {
-                port: pmap({h: _read_certificate(c) for h, c in certificates.by_host.items()})
-                for port, certificates in message.tls.items()
-            }
-        ),
-        client_certs=pmap(
-            {
-                port: pmap({h: _read_validation(v) for h, v in validations.by_host.items()})
-                for port, validations in message.client_certs.items()
-            }
-        ),
-        listener_health=pvector(_read_health(h) for h in message.listener_health),
-        endpoints=pmap({k: _read_endpoints(e) for k, e in message.endpoints.items()}),
-    )
-
-
-def _read_route(message: pb.RouteRef) -> RouteRef:
-    return RouteRef(message.kind, message.namespace, message.name, message.rule)
-
-
-def _read_edits(message: pb.HeaderEdits) -> HeaderEdits:
-    return HeaderEdits(
-        set=pvector((p.name, p.value) for p in message.set),
-        add=pvector((p.name, p.value) for p in message.add),
-        remove=pvector(message.remove),
-    )
-
-
-def _read_upstream_tls(message: pb.UpstreamTLS) -> UpstreamTLS:
-    return UpstreamTLS(
-        policy=message.policy,
-        server_name=message.server_name,
-        ca_pem=message.ca_bundle if message.HasField("ca_bundle") else None,
-        subject_alt_names=pvector(
-            SubjectAltName(type=n.type, value=n.value) for n in message.subject_alt_names
-        ),
-        client_certificate=_read_certificate(message.client_certificate)
-        if message.HasField("client_certificate")
-        else None,
-        problem=message.problem if message.HasField("problem") else None,
-    )
-
-
-def _read_backend(message: pb.Backend) -> Backend:
-    return Backend(
-        namespace=message.namespace,
-        service=message.service,
-        port=message.port,
-        weight=message.weight,
-        valid=message.valid,
-        request_headers=_read_edits(message.request_headers)
-        if message.HasField("request_headers")
-        else None,
-        response_headers=_read_edits(message.response_headers)
-        if message.HasField("response_headers")
-        else None,
-        tls=_read_upstream_tls(message.tls) if message.HasField("tls") else None,
-        protocol=_read_protocol(message.protocol),
-        proxy_protocol=message.proxy_protocol,
-    )
-
-
-def _read_protocol(value: pb.BackendProtocol.ValueType) -> BackendProtocol:
-    found = _PROTOCOL_FROM_WIRE.get(value)
-    if found is None:
-        raise ValueError(f"backend protocol {value} is not HTTP1 or H2C")
-    return found
-
-
-def _read_path_rule(message: pb.PathRule) -> PathRule:
-    if message.match not in _PATH_MATCHES:
-        raise ValueError(f"path rule match {message.match!r} is not Exact, Prefix or Regex")
-    actions = _read_ingress_actions(message.actions) if message.HasField("actions") else None
-    return PathRule(
-        path=message.path,
-        match=PathMatch(message.match),
-        backend=_read_backend(message.backend),
-        route=_read_route(message.route),
-        tls_redirect=message.tls_redirect,
-        actions=actions,
-    )
-
-
 def _canary(canary: Canary) -> pb.Canary:
     return pb.Canary(
         backend=_backend(canary.backend),
@@ -480,183 +322,6 @@ def _canary(canary: Canary) -> pb.Canary:
         cookie=canary.cookie,
         weight=canary.weight,
         weight_total=canary.weight_total,
-    )
-
-
-def _read_canary(wire: pb.Canary) -> Canary:
-    return Canary(
-        backend=_read_backend(wire.backend),
-        route=_read_route(wire.route),
-        header=wire.header if wire.HasField("header") else None,
-        header_value=wire.header_value if wire.HasField("header_value") else None,
-        header_pattern=wire.header_pattern if wire.HasField("header_pattern") else None,
-        cookie=wire.cookie if wire.HasField("cookie") else None,
-        weight=wire.weight,
-        weight_total=wire.weight_total,
-    )
-
-
-def _read_ingress_actions(wire: pb.IngressActions) -> IngressActions:
-    return IngressActions(
-        app_root=wire.app_root if wire.HasField("app_root") else None,
-        redirect=wire.redirect if wire.HasField("redirect") else None,
-        redirect_status=wire.redirect_status,
-        host_redirect=wire.host_redirect if wire.HasField("host_redirect") else None,
-        rewrite_target=wire.rewrite_target if wire.HasField("rewrite_target") else None,
-        x_forwarded_prefix=wire.x_forwarded_prefix if wire.HasField("x_forwarded_prefix") else None,
-        upstream_vhost=wire.upstream_vhost if wire.HasField("upstream_vhost") else None,
-        denied=wire.denied if wire.HasField("denied") else None,
-        allow_sources=pvector(wire.allow_sources),
-        deny_sources=pvector(wire.deny_sources),
-        auth_realm=wire.auth_realm if wire.HasField("auth_realm") else None,
-        auth_users=pvector((c.user, c.hash) for c in wire.auth_users),
-        max_body=wire.max_body,
-        connect_timeout=wire.connect_timeout,
-        send_timeout=wire.send_timeout,
-        read_timeout=wire.read_timeout,
-        next_upstream_tries=wire.next_upstream_tries,
-        next_upstream_codes=pvector(wire.next_upstream_codes),
-        next_upstream_timeout=wire.next_upstream_timeout,
-        canary=_read_canary(wire.canary) if wire.HasField("canary") else None,
-        cors=_read_cors(wire.cors) if wire.HasField("cors") else None,
-    )
-
-
-def _read_values(messages: Iterable[pb.ValueMatch]) -> list[ValueMatch]:
-    return [ValueMatch(name=m.name, type=m.type, value=m.value) for m in messages]
-
-
-def _read_path_edit(message: pb.PathEdit) -> PathEdit:
-    return PathEdit(type=message.type, value=message.value)
-
-
-def _read_gateway_rule(message: pb.GatewayRule) -> GatewayRule:
-    match, action = message.match, message.action
-    redirect = None
-    if action.HasField("redirect"):
-        r = action.redirect
-        redirect = Redirect(
-            status=r.status,
-            scheme=r.scheme if r.HasField("scheme") else None,
-            hostname=r.hostname if r.HasField("hostname") else None,
-            port=r.port if r.HasField("port") else None,
-            path=_read_path_edit(r.path) if r.HasField("path") else None,
-        )
-    rewrite = None
-    if action.HasField("rewrite"):
-        w = action.rewrite
-        rewrite = Rewrite(
-            hostname=w.hostname if w.HasField("hostname") else None,
-            path=_read_path_edit(w.path) if w.HasField("path") else None,
-        )
-    return GatewayRule(
-        match=RouteMatch(
-            path_type=match.path_type,
-            path=match.path,
-            headers=pvector(_read_values(match.headers)),
-            query=pvector(_read_values(match.query)),
-            method=match.method if match.HasField("method") else None,
-        ),
-        action=RouteAction(
-            route=_read_route(action.route),
-            backends=pvector(_read_backend(b) for b in action.backends),
-            request_headers=_read_edits(action.request_headers)
-            if action.HasField("request_headers")
-            else None,
-            response_headers=_read_edits(action.response_headers)
-            if action.HasField("response_headers")
-            else None,
-            redirect=redirect,
-            rewrite=rewrite,
-            mirrors=pvector(
-                Mirror(backend=_read_backend(m.backend), percent=m.percent) for m in action.mirrors
-            ),
-            request_timeout=action.request_timeout if action.HasField("request_timeout") else None,
-            backend_timeout=action.backend_timeout if action.HasField("backend_timeout") else None,
-            cors=_read_cors(action.cors) if action.HasField("cors") else None,
-            retry=Retry(
-                codes=pvector(action.retry.codes),
-                attempts=action.retry.attempts,
-                backoff=action.retry.backoff,
-            )
-            if action.HasField("retry")
-            else None,
-            problem=action.problem if action.HasField("problem") else None,
-            grpc=action.grpc,
-        ),
-    )
-
-
-def _read_cors(message: pb.Cors) -> Cors:
-    return Cors(
-        allow_origins=pvector(message.allow_origins),
-        allow_methods=pvector(message.allow_methods),
-        allow_headers=pvector(message.allow_headers),
-        expose_headers=pvector(message.expose_headers),
-        allow_credentials=message.allow_credentials,
-        max_age=message.max_age,
-    )
-
-
-def _read_listener(message: pb.ListenerTable) -> ListenerTable:
-    return ListenerTable(
-        gateway=message.gateway,
-        listener=message.listener,
-        port=message.port,
-        protocol=message.protocol,
-        hostname=message.hostname,
-        hosts=pmap({host: _read_rules(rules) for host, rules in message.hosts.items()}),
-    )
-
-
-def _read_health(message: pb.ListenerHealth) -> ListenerHealth:
-    return ListenerHealth(
-        gateway=message.gateway,
-        listener=message.listener,
-        port=message.port,
-        target_port=message.target_port,
-        protocol=message.protocol,
-        hostname=message.hostname if message.HasField("hostname") else None,
-        attached_routes=message.attached_routes,
-        ready=message.ready,
-        reason=message.reason,
-    )
-
-
-def _read_vhost(host: str, message: pb.VirtualHost) -> VirtualHost:
-    return VirtualHost(
-        host=host,
-        paths=pvector(_read_path_rule(r) for r in message.paths),
-        default=_read_path_rule(message.default_backend)
-        if message.HasField("default_backend")
-        else None,
-    )
-
-
-def _read_rules(message: pb.Rules) -> PVector[GatewayRule]:
-    return pvector(_read_gateway_rule(r) for r in message.rules)
-
-
-def _read_certificate(message: pb.Certificate) -> Certificate:
-    return Certificate(
-        chain_pem=message.cert_chain, key_pem=message.private_key, secret=message.secret
-    )
-
-
-def _read_validation(message: pb.ClientValidation) -> ClientValidation:
-    return ClientValidation(ca_pem=message.ca_bundle, mode=message.mode)
-
-
-def _read_endpoints(message: pb.Endpoints) -> PVector[Endpoint]:
-    return pvector(Endpoint(e.address, e.port) for e in message.endpoints)
-
-
-def _read_head(message: pb.SnapshotHead) -> tuple[int, int, tuple[int, ...], tuple[int, ...]]:
-    return (
-        message.http_port,
-        message.https_port,
-        tuple(message.tls_ports),
-        tuple(message.client_cert_ports),
     )
 
 
@@ -680,14 +345,4 @@ RESOURCE_BODIES: Final = {  # the body field of pb.Resource each kind carries
     _Kind.CLIENT_CERT: "client_cert",
     _Kind.LISTENER_HEALTH: "listener_health",
     _Kind.ENDPOINTS: "endpoints",
-}
-_RESOURCE_DECODERS: Final[dict[int, Callable[[pb.ResourceKey, Any], Any]]] = {
-    _Kind.HEAD: lambda _, m: _read_head(m),
-    _Kind.INGRESS_HOST: lambda key, m: _read_vhost(key.name, m),
-    _Kind.LISTENER: lambda _, m: _read_listener(m),
-    _Kind.ROUTE_HOST: lambda _, m: _read_rules(m),
-    _Kind.CERTIFICATE: lambda _, m: _read_certificate(m),
-    _Kind.CLIENT_CERT: lambda _, m: _read_validation(m),
-    _Kind.LISTENER_HEALTH: lambda _, m: _read_health(m),
-    _Kind.ENDPOINTS: lambda _, m: _read_endpoints(m),
 }

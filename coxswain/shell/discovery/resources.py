@@ -30,12 +30,8 @@ from pyrsistent import pmap, pvector
 
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile.snapshot import IngressTable, ListenerTable, Snapshot
-from coxswain.shell.discovery.codec import (
-    RESOURCE_BODIES,
-    decode_resource,
-    encode_resource,
-    encode_scope,
-)
+from coxswain.shell.discovery.codec import RESOURCE_BODIES, encode_resource, encode_scope
+from coxswain.shell.discovery.snapshot_decode import decode_resource
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
@@ -333,9 +329,10 @@ class ResourceCache:
 
 
 def apply_delta(base: Snapshot, delta: pb.Delta) -> Snapshot:
-    """The snapshot ``delta`` makes of ``base``: the same value ``codec.decode_snapshot`` gives
-    for the full message of ``delta.version``. Only the upserted resources are decoded; the
-    persistent maps of ``base`` are patched, so unchanged parts are shared, not rebuilt.
+    """The snapshot ``delta`` makes of ``base``: the same value
+    ``snapshot_decode.decode_snapshot`` gives for the full message of ``delta.version``. Only
+    the upserted resources are decoded; the persistent maps of ``base`` are patched, so
+    unchanged parts are shared, not rebuilt.
 
     The version is the server's: recomputing the content hash (``snapshot_json.seal``) would
     cost about as much as the full decode this avoids; instead the base must be exactly the

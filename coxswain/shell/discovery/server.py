@@ -61,7 +61,6 @@ from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile.scope import Scope, SharedPool
 from coxswain.shell.discovery.aio_bridge import AsyncioThread
 from coxswain.shell.discovery.ca import IdentityError, ProxyIdentity, identity_from_certificate
-from coxswain.shell.discovery.codec import decode_scope
 from coxswain.shell.discovery.limits import (
     IDENTITY_STREAMS,
     SERVER_STREAMS,
@@ -69,6 +68,7 @@ from coxswain.shell.discovery.limits import (
     StreamCounts,
 )
 from coxswain.shell.discovery.resources import EncodedVersion, ResourceCache
+from coxswain.shell.discovery.snapshot_decode import decode_scope
 from coxswain.shell.discovery.tls import server_credentials
 
 if TYPE_CHECKING:
