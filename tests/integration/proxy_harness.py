@@ -44,18 +44,24 @@ if TYPE_CHECKING:
 # take it (EADDRINUSE). Also below the shared pool's internal ports (30000 on).
 _PORTS: Final = range(10_000, 30_000)
 _draw = random.Random()  # spreads concurrent test runs apart; no secret
+_given: set[int] = set()  # ports handed out in this process, never handed out twice
 
 
 def free_port() -> int:
-    """A port nothing is bound to right now on 127.0.0.1, outside the ephemeral range."""
+    """A port nothing is bound to right now on 127.0.0.1, outside the ephemeral range, and
+    never one this process handed out before: a test draws several ports before anything binds
+    them, and the probe's bind cannot see a port drawn a moment earlier."""
     for _ in range(1000):
         port = _draw.choice(_PORTS)
+        if port in _given:
+            continue
         with socket.socket() as probe:
             try:
                 probe.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return port
+        _given.add(port)
+        return port
     raise RuntimeError(f"no free port in {_PORTS} on 127.0.0.1")
 
 
