@@ -15,9 +15,9 @@ snapshots. Rules (Gateway API v1 TLSRoute, TCPRoute, UDPRoute; docs/architecture
 3. A backend is chosen by weight among the route's (an invalid one, or one without ready
    endpoints, refuses the connection: its share of connections is refused, as the spec
    requires of requests); its endpoints are tried in turn, each within ``connect_timeout``.
-4. Routing is decided once, when the connection starts: a new snapshot changes nothing for
-   established connections, but one whose route (or port) the new snapshot no longer serves
-   is closed after ``drain`` seconds.
+4. Routing is decided once, when the connection (or UDP session) starts: a new snapshot
+   changes nothing for established connections and sessions, but one whose route (or port)
+   the new snapshot no longer serves is closed after ``drain`` seconds.
 5. Both directions are spliced (:mod:`.splice`): backpressure, half-close, idle timeout.
 6. At most ``max_connections`` TLS and TCP connections are open at once; a connection past
    it is closed at once (``over_capacity``), so a flood of silent clients costs bounded
@@ -29,6 +29,7 @@ snapshots. Rules (Gateway API v1 TLSRoute, TCPRoute, UDPRoute; docs/architecture
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 from dataclasses import dataclass, field
@@ -49,7 +50,7 @@ from coxswain.shell.dataplane.upstream import pick_backend
 if TYPE_CHECKING:
     import random
     import ssl
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Iterator
 
     from prometheus_client import CollectorRegistry
 
@@ -88,7 +89,8 @@ class _Socket:
 
 @dataclass(slots=True)
 class _Live:
-    """An established connection: where it came and what it is forwarded for."""
+    """An established connection or UDP session: where it came and what it is forwarded
+    for."""
 
     port: int
     route: RouteRef
@@ -148,6 +150,17 @@ class StreamServer:
         removed = [live for live in self._live.values() if not served.serves(live.port, live.route)]
         if removed:
             self._nursery.start_soon(self._drain, removed)
+
+    @contextlib.contextmanager
+    def holding(self, port: int, route: RouteRef, scope: trio.CancelScope) -> Iterator[None]:
+        """While the block runs, a connection or session of ``route`` on ``port``, which
+        ``scope`` ends, is drained when a snapshot removes its route (rule 4)."""
+        live = _Live(port, route, scope)
+        self._live[id(live)] = live
+        try:
+            yield
+        finally:
+            del self._live[id(live)]
 
     async def _drain(self, removed: list[_Live]) -> None:
         await trio.sleep(self.settings.drain)
@@ -332,10 +345,9 @@ class StreamServer:
         decision: StreamDecision,
     ) -> None:
         assert decision.action is not None
-        live = _Live(port, decision.action.route, trio.CancelScope())
-        self._live[id(live)] = live
+        scope = trio.CancelScope()
         try:
-            with live.scope:
+            with self.holding(port, decision.action.route, scope), scope:
                 try:
                     if first:
                         await backend.send_all(first)
@@ -346,7 +358,6 @@ class StreamServer:
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     pass
         finally:
-            del self._live[id(live)]
             await trio.aclose_forcefully(backend)  # the client's socket: the handler's to close
 
 

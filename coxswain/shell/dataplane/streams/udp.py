@@ -7,7 +7,9 @@ endpoint's answers go back to the address from the listener's socket. A session 
 ``idle_timeout`` seconds without a datagram either way. The table holds at most
 ``max_sessions`` sessions: a new client when it is full ends the least recently active one
 (counted ``evicted``), so a flood of spoofed addresses costs bounded memory and sockets.
-Routing is decided when a session opens: a new snapshot leaves open sessions as they are.
+Routing is decided when a session opens: a new snapshot leaves open sessions as they are,
+except that a session whose route the new snapshot no longer serves on its port ends after
+the drain period, as a TCP connection does (``StreamServer.holding``).
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from coxswain.shell.dataplane.streams.binding import bind_retrying
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from contextlib import AbstractContextManager
 
-    from coxswain.compile.snapshot import Backend, Endpoint
+    from coxswain.compile.snapshot import Backend, Endpoint, RouteRef
     from coxswain.route.streams import StreamDecision
     from coxswain.shell.dataplane.streams.metrics import StreamMetrics
     from coxswain.shell.dataplane.streams.served import StreamServed
@@ -57,12 +60,23 @@ class SessionHost(Protocol):
         """The chosen backend and its endpoints, None when there is no usable backend."""
         ...
 
+    def holding(
+        self, port: int, route: RouteRef, scope: trio.CancelScope
+    ) -> AbstractContextManager[None]:
+        """Drain the session (end ``scope``) if a snapshot removes its route."""
+        ...
+
 
 class _Session:
-    __slots__ = ("address", "downstream", "route", "scope", "upstream", "upstream_socket")
+    __slots__ = (
+        "address", "downstream", "ref", "route", "scope", "upstream", "upstream_socket",
+    )  # fmt: skip
 
-    def __init__(self, address: Any, route: str, upstream_socket: trio.socket.SocketType) -> None:
+    def __init__(
+        self, address: Any, ref: RouteRef, route: str, upstream_socket: trio.socket.SocketType
+    ) -> None:
         self.address = address
+        self.ref = ref
         self.route = route
         self.upstream_socket = upstream_socket
         self.scope = trio.CancelScope()
@@ -170,7 +184,7 @@ async def _open(
         _, oldest = sessions.popitem(last=False)
         oldest.scope.cancel()
         server.metrics.session(port, oldest.route, "evicted")
-    session = _Session(client, decision.label, upstream)
+    session = _Session(client, decision.action.route, decision.label, upstream)
     sessions[client] = session
     server.metrics.session(port, decision.label, "opened")
     server.metrics.udp_open.inc()
@@ -187,7 +201,11 @@ async def _answers(
 ) -> None:
     """Carry the endpoint's datagrams back to the client until the session is idle."""
     try:
-        with session.scope, session.upstream_socket:
+        with (
+            server.holding(port, session.ref, session.scope),
+            session.scope,
+            session.upstream_socket,
+        ):
             while True:
                 try:
                     data = await session.upstream_socket.recv(MAX_DATAGRAM)
