@@ -14,7 +14,6 @@ the drain period, as a TCP connection does (``StreamServer.holding``).
 
 from __future__ import annotations
 
-import math
 import socket
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import trio
 
 from coxswain.shell.dataplane.streams.binding import bind_retrying
+from coxswain.shell.dataplane.streams.splice import touch
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -118,21 +118,12 @@ async def serve_udp(
                     )
                 else:
                     sessions.move_to_end(client)
-                _touch(session.scope, settings.idle_timeout)
+                touch(session.scope, settings.idle_timeout)
                 session.upstream += len(data)
                 try:  # a trio socket's send yields, as its recvfrom does: the loop is fair
                     await session.upstream_socket.send(data)
                 except OSError:
                     session.scope.cancel()
-
-
-def _touch(scope: trio.CancelScope, idle_timeout: float) -> None:
-    """Push the session's idle deadline on; at most once a second of it (moving a deadline
-    costs more than the datagram's own work), so a session ends between ``idle_timeout`` and
-    one second more after its last datagram."""
-    deadline = trio.current_time() + idle_timeout
-    if deadline - scope.deadline >= min(1.0, idle_timeout / 2) or scope.deadline == math.inf:
-        scope.deadline = deadline
 
 
 async def _bound(bind: str, port: int, reuse_port: bool) -> trio.socket.SocketType:
@@ -212,7 +203,7 @@ async def _answers(
                 except OSError:  # an ICMP port unreachable, read as ECONNREFUSED
                     await trio.lowlevel.checkpoint()
                     continue
-                _touch(session.scope, settings.idle_timeout)
+                touch(session.scope, settings.idle_timeout)
                 session.downstream += len(data)
                 try:
                     await listener.sendto(data, session.address)
