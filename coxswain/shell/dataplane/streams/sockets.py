@@ -5,8 +5,9 @@ A trio socket wraps every call in two checkpoints (one before, one after) and a 
 a conflict detector and a cancel scope to close; a layer-4 connection makes a dozen such
 calls, and their cost is most of what a short connection costs (docs/benchmarks.md, "Layer 4
 against nginx's stream module"). Here a call is made at once and the task waits
-(``trio.lowlevel.wait_readable`` / ``wait_writable``) only when it would block; the loops
-that call them checkpoint once per iteration themselves (:mod:`.splice`). A socket is closed
+(``trio.lowlevel.wait_readable`` / ``wait_writable``) only when it would block. The receiving
+calls yield exactly once each way: by waiting, or by a checkpoint when the bytes were there
+at once, so a loop around them yields on every iteration with nothing more. A socket is closed
 with :func:`close`, which wakes any task still waiting on it (``notify_closing``).
 """
 
@@ -15,11 +16,16 @@ from __future__ import annotations
 import errno
 import os
 import socket
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import trio
 
-__all__ = ["accept", "close", "connect", "receive", "send_all"]
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["accept", "close", "connect", "receive", "receive_from", "send_all"]
+
+_Got = TypeVar("_Got")
 
 # accept() errors that say the process or the machine is out of something, not that the
 # listening socket is broken: wait and accept again (as trio.serve_listeners does).
@@ -69,11 +75,29 @@ async def connect(address: str, port: int) -> socket.socket:
 
 async def receive(sock: socket.socket, size: int) -> bytes:
     """At most ``size`` bytes, waiting until some come; b"" at the end of the stream."""
+    return await _readable(sock, sock.recv, size)
+
+
+async def receive_from(sock: socket.socket, size: int) -> tuple[bytes, Any]:
+    """A datagram of at most ``size`` bytes and its sender's address."""
+    return await _readable(sock, sock.recvfrom, size)
+
+
+async def _readable(sock: socket.socket, call: Callable[[int], _Got], size: int) -> _Got:
+    """``call(size)`` once it does not block; one yield either way (the module docstring)."""
+    try:
+        got = call(size)
+    except BlockingIOError:
+        pass
+    else:
+        await trio.lowlevel.checkpoint()
+        return got
     while True:
+        await trio.lowlevel.wait_readable(sock)
         try:
-            return sock.recv(size)
+            return call(size)
         except BlockingIOError:
-            await trio.lowlevel.wait_readable(sock)
+            pass
 
 
 async def send_all(sock: socket.socket, data: bytes) -> None:

@@ -10,7 +10,7 @@ closed when the other side ends. The idle timeout counts from the last byte eith
 (give or take a second: :func:`touch`).
 
 :func:`splice` joins trio streams (a TLS stream the proxy terminated); :func:`splice_sockets`
-joins two plain sockets (TCP, TLS Passthrough) through :mod:`.sockets`, with a checkpoint per
+joins two plain sockets (TCP, TLS Passthrough) through :mod:`.sockets`, with one yield per
 chunk forwarded instead of four (docs/architecture.md, "Layer 4").
 """
 
@@ -91,7 +91,6 @@ async def splice_sockets(
                         done.upstream += len(data)
                     else:
                         done.downstream += len(data)
-                    await trio.lowlevel.checkpoint()
                 target.shutdown(socket.SHUT_WR)
                 return
             except (OSError, trio.ClosedResourceError):

@@ -7,6 +7,10 @@ endpoint's answers go back to the address from the listener's socket. A session 
 ``idle_timeout`` seconds without a datagram either way. The table holds at most
 ``max_sessions`` sessions: a new client when it is full ends the least recently active one
 (counted ``evicted``), so a flood of spoofed addresses costs bounded memory and sockets.
+Sockets are plain non-blocking ones, each call made at once (:mod:`.sockets`): a loop
+waits on readiness only when nothing is there, and yields once per datagram otherwise; a
+datagram that finds a socket's send buffer full is dropped, as a router drops what it cannot
+queue (RFC 768 promises no delivery).
 Routing is decided when a session opens: a new snapshot leaves open sessions as they are,
 except that a session whose route the new snapshot no longer serves on its port ends after
 the drain period, as a TCP connection does (``StreamServer.holding``).
@@ -22,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import trio
 
 from coxswain.shell.dataplane.streams.binding import bind_retrying
+from coxswain.shell.dataplane.streams.sockets import close, receive, receive_from
 from coxswain.shell.dataplane.streams.splice import touch
 
 if TYPE_CHECKING:
@@ -73,7 +78,7 @@ class _Session:
     )  # fmt: skip
 
     def __init__(
-        self, address: Any, ref: RouteRef, route: str, upstream_socket: trio.socket.SocketType
+        self, address: Any, ref: RouteRef, route: str, upstream_socket: socket.socket
     ) -> None:
         self.address = address
         self.ref = ref
@@ -98,52 +103,58 @@ async def serve_udp(
     listener, task_status = await bind_retrying(
         lambda: _bound(bind, port, reuse_port), f"UDP port {port}", task_status
     )
-    with listener:
+    try:
         bound()
         task_status.started()
         sessions: OrderedDict[Any, _Session] = OrderedDict()
         async with trio.open_nursery() as nursery:
             while True:
                 try:
-                    data, client = await listener.recvfrom(MAX_DATAGRAM)
+                    data, client = await receive_from(listener, MAX_DATAGRAM)
                 except OSError:  # an error queued on the socket: the next datagram is fine
+                    await trio.lowlevel.checkpoint()
                     continue
                 session = sessions.get(client)
                 if session is None:
-                    session = await _open(server, port, client, sessions, settings)
-                    if session is None:
-                        continue
-                    nursery.start_soon(
-                        _answers, server, port, listener, session, sessions, settings
-                    )
+                    session = _open(server, port, client, sessions, settings)
+                    if session is not None:
+                        nursery.start_soon(
+                            _answers, server, port, listener, session, sessions, settings
+                        )
                 else:
                     sessions.move_to_end(client)
-                touch(session.scope, settings.idle_timeout)
-                session.upstream += len(data)
-                try:  # a trio socket's send yields, as its recvfrom does: the loop is fair
-                    await session.upstream_socket.send(data)
-                except OSError:
-                    session.scope.cancel()
+                if session is not None:
+                    touch(session.scope, settings.idle_timeout)
+                    session.upstream += len(data)
+                    try:
+                        session.upstream_socket.send(data)
+                    except BlockingIOError:
+                        pass  # dropped: the send buffer is full (the module docstring)
+                    except OSError:
+                        session.scope.cancel()
+    finally:
+        close(listener)
 
 
-async def _bound(bind: str, port: int, reuse_port: bool) -> trio.socket.SocketType:
+async def _bound(bind: str, port: int, reuse_port: bool) -> socket.socket:
     infos = await trio.socket.getaddrinfo(
         bind, port, type=socket.SOCK_DGRAM, flags=socket.AI_PASSIVE
     )
     family, kind, proto, _, address = infos[0]
-    listener = trio.socket.socket(family, kind, proto)
+    listener = socket.socket(family, kind, proto)
     try:
+        listener.setblocking(False)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if reuse_port:  # the kernel keeps each client address on one worker
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        await listener.bind(address)
+        listener.bind(address)
     except BaseException:
         listener.close()
         raise
     return listener
 
 
-async def _open(
+def _open(
     server: SessionHost,
     port: int,
     client: Any,
@@ -164,9 +175,10 @@ async def _open(
         return None
     endpoint: Endpoint = chosen[1][0]  # a PROXY header is for TLS and TCP connections only
     family = socket.AF_INET6 if ":" in endpoint.address else socket.AF_INET
-    upstream = trio.socket.socket(family, socket.SOCK_DGRAM)
+    upstream = socket.socket(family, socket.SOCK_DGRAM)
     try:
-        await upstream.connect((endpoint.address, endpoint.port))
+        upstream.setblocking(False)
+        upstream.connect((endpoint.address, endpoint.port))  # UDP: no handshake, no wait
     except OSError:
         upstream.close()
         server.metrics.session(port, decision.label, "no_backend")
@@ -185,31 +197,31 @@ async def _open(
 async def _answers(
     server: SessionHost,
     port: int,
-    listener: trio.socket.SocketType,
+    listener: socket.socket,
     session: _Session,
     sessions: OrderedDict[Any, _Session],
     settings: UdpSettings,
 ) -> None:
     """Carry the endpoint's datagrams back to the client until the session is idle."""
+    upstream = session.upstream_socket
     try:
-        with (
-            server.holding(port, session.ref, session.scope),
-            session.scope,
-            session.upstream_socket,
-        ):
+        with server.holding(port, session.ref, session.scope), session.scope:
             while True:
                 try:
-                    data = await session.upstream_socket.recv(MAX_DATAGRAM)
+                    data = await receive(upstream, MAX_DATAGRAM)
                 except OSError:  # an ICMP port unreachable, read as ECONNREFUSED
                     await trio.lowlevel.checkpoint()
                     continue
                 touch(session.scope, settings.idle_timeout)
                 session.downstream += len(data)
                 try:
-                    await listener.sendto(data, session.address)
+                    listener.sendto(data, session.address)
+                except BlockingIOError:
+                    pass  # dropped: the send buffer is full (the module docstring)
                 except OSError:
                     break
     finally:
+        close(upstream)
         if sessions.get(session.address) is session:
             del sessions[session.address]
         server.metrics.udp_open.dec()
