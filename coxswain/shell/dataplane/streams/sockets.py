@@ -70,9 +70,12 @@ async def connect(address: str, port: int) -> socket.socket:
         try:
             sock.connect((address, port))
         except BlockingIOError:
-            await trio.lowlevel.wait_writable(sock)
-            if code := sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
-                raise OSError(code, os.strerror(code)) from None
+            try:  # a peer on this machine has often answered within the call: no wait then
+                sock.getpeername()
+            except OSError:
+                await trio.lowlevel.wait_writable(sock)
+                if code := sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+                    raise OSError(code, os.strerror(code)) from None
     except BaseException:
         close(sock)
         raise
