@@ -22,7 +22,7 @@ from pyrsistent import pmap, pvector
 from coxswain.compile.backends import endpoints_table, index_services
 from coxswain.compile.config import CompileConfig
 from coxswain.compile.diagnostics import diagnostic_order
-from coxswain.compile.gateway.cells import build_cells
+from coxswain.compile.gateway.cells import Fragment, Slot, build_cells
 from coxswain.compile.gateway.model import analyse_gateways
 from coxswain.compile.gateway.status import gateway_diagnostics, gateway_statuses
 from coxswain.compile.ingress.certificates import ingress_certificates
@@ -34,11 +34,11 @@ from coxswain.compile.snapshot import IngressTable, Snapshot
 from coxswain.compile.snapshot_json import seal
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable
+    from collections.abc import Collection, Iterable, Mapping
 
     from pyrsistent.typing import PVector
 
-    from coxswain.compile.backends import ServiceIndex
+    from coxswain.compile.backends import EndpointsCache, ServiceIndex
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.gateway.route_kinds import RouteCache
@@ -86,13 +86,15 @@ def compile(  # noqa: A001 - the name the architecture gives the core's one entr
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompileParts:
     """A scope's compile before sealing: the snapshot (``version`` empty), its findings but
-    those about EndpointSlices, the Services whose slices' findings it reports, and the
-    analysis it was read from (what ``compile.memo`` needs to reuse or patch it)."""
+    those about EndpointSlices, the Services whose slices' findings it reports, the analysis
+    it was read from and its listeners' table fragments (what ``compile.memo`` needs to reuse
+    or patch it)."""
 
     snapshot: Snapshot
     found: tuple[Diagnostic, ...]
     services_read: frozenset[ObjectKey]
     model: GatewayModel
+    fragments: dict[Slot, Fragment]
 
 
 def findings(parts: CompileParts, slices: Iterable[Diagnostic]) -> PVector[Diagnostic]:
@@ -105,8 +107,14 @@ def compile_parts(
     scope: Scope,
     config: CompileConfig = _DEFAULT_CONFIG,
     cache: RouteCache | None = None,
+    *,
+    fragments: Mapping[Slot, Fragment] | None = None,
+    endpoints: EndpointsCache | None = None,
 ) -> CompileParts:
-    """``compile`` up to the seal; ``cache`` remembers compiled routes (``compile.memo``)."""
+    """``compile`` up to the seal; ``cache`` remembers compiled routes, ``fragments`` are the
+    listener tables of an earlier compile of the scope (``gateway.cells``), ``endpoints``
+    remembers endpoint entries (all three from ``compile.memo``; the parts are the same
+    without them)."""
     ingresses, found = (
         select_ingresses(state, config) if isinstance(scope, SharedPool) else ([], [])
     )
@@ -116,7 +124,7 @@ def compile_parts(
         ingresses, services, certificates, state.secrets
     )
     model = analyse_gateways(state, config, services, scope, cache)
-    cells = build_cells(model)
+    cells = build_cells(model, fragments)
     rules = [
         rule
         for vhost in hosts.values()
@@ -138,7 +146,7 @@ def compile_parts(
         tls=pmap({port: pmap(by_host) for port, by_host in tls.items()}),
         client_certs=cells.client_certs,
         listener_health=cells.listener_health,
-        endpoints=endpoints_table(services, backends),
+        endpoints=endpoints_table(services, backends, endpoints),
     )
     for verdicts in model.listeners.values():
         for verdict in verdicts:
@@ -171,6 +179,7 @@ def compile_parts(
         found=tuple(diagnostics),
         services_read=frozenset(services_read),
         model=model,
+        fragments=cells.fragments,
     )
 
 
