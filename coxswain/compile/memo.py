@@ -213,6 +213,7 @@ class CompileMemo:
         self._state: ClusterState | None = None
         self._previous: ClusterState | None = None
         self._changed: frozenset[ObjectKey] | None = None  # None: everything
+        self._hint: tuple[ClusterState, ClusterState, frozenset[ObjectKey]] | None = None
         self._routes: dict[ObjectKey, _RouteEntry] = {}
         self._readers: dict[_Read, set[ObjectKey]] = {}  # what routes read → those routes
         self._granted: set[ObjectKey] = set()  # routes that asked a ReferenceGrant question
@@ -277,6 +278,14 @@ class CompileMemo:
             outputs.provision = (key, provision(state, config, shared_served, outputs.model))
         return outputs.provision[1]
 
+    def changed(self, base: ClusterState, state: ClusterState, keys: Collection[ObjectKey]) -> None:
+        """Say that ``state`` is ``base`` with at most the objects of ``keys`` added, edited or
+        deleted (events folded in with ``model.state.apply``, which touches nothing else):
+        moving from ``base`` to ``state`` then reads ``keys`` instead of comparing every
+        table of the two states. A superset of the changed keys is fine; an object changed
+        and left out would be missed, so a caller that cannot say passes nothing."""
+        self._hint = (base, state, frozenset(keys))
+
     def forget(self, keep: Collection[Scope]) -> None:
         """Drop the results of every scope but ``keep`` (scopes no proxy may ask for)."""
         for scope in [s for s in self._scopes if s not in keep]:
@@ -332,7 +341,19 @@ class CompileMemo:
         if state is self._state:
             return
         self._previous, self._state = self._state, state
-        self._changed = None if self._previous is None else _changes(self._previous, state)
+        hint, self._hint = self._hint, None
+        previous = self._previous
+        if previous is None or (previous.gateway_api, previous.input_diagnostics) != (
+            state.gateway_api,
+            state.input_diagnostics,
+        ):
+            self._changed = None  # something outside the tables changed
+        elif hint is not None and hint[0] is previous and hint[1] is state:
+            self._changed = frozenset(
+                k for k in hint[2] if _lookup(previous, k) is not _lookup(state, k)
+            )
+        else:
+            self._changed = _changes(previous, state)
         if self._changed is None:
             for key in list(self._routes):
                 self._drop_route(key)
@@ -514,11 +535,8 @@ class CompileMemo:
         return sealed
 
 
-def _changes(old: ClusterState, new: ClusterState) -> frozenset[ObjectKey] | None:
-    """The keys whose object differs (by identity) between two states; None when something
-    outside the tables changed (the input's findings, the Gateway API's presence)."""
-    if old.gateway_api != new.gateway_api or old.input_diagnostics != new.input_diagnostics:
-        return None
+def _changes(old: ClusterState, new: ClusterState) -> frozenset[ObjectKey]:
+    """The keys whose object differs (by identity) between two states' tables."""
     changed: set[ObjectKey] = set()
     for name in TABLE_NAMES:
         before, after = getattr(old, name), getattr(new, name)

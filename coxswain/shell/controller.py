@@ -382,8 +382,9 @@ class _Reconciler:
             gateway_api_channel=self._release.channel,
         )
         self.publisher.config = config
-        state = self._view.state
+        base, state, changed = self._view.take()
         memo = self.publisher.memo
+        memo.changed(base, state, changed)
         # one cluster-wide analysis for grants, status and provision
         model = await offload(memo.analyse, state, config)
         snapshots = await offload(self.publisher.compile, state, None, model)
