@@ -22,7 +22,7 @@ from pyrsistent import pmap, pvector
 from coxswain.compile.backends import endpoints_table, index_services
 from coxswain.compile.config import CompileConfig
 from coxswain.compile.diagnostics import diagnostic_order
-from coxswain.compile.gateway.cells import Fragment, Slot, build_cells
+from coxswain.compile.gateway.cells import build_cells
 from coxswain.compile.gateway.model import analyse_gateways
 from coxswain.compile.gateway.status import gateway_diagnostics, gateway_statuses
 from coxswain.compile.ingress.certificates import ingress_certificates
@@ -34,12 +34,13 @@ from coxswain.compile.snapshot import IngressTable, Snapshot
 from coxswain.compile.snapshot_json import seal
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable, Mapping
+    from collections.abc import Collection, Iterable
 
     from pyrsistent.typing import PVector
 
     from coxswain.compile.backends import EndpointsCache, ServiceIndex
     from coxswain.compile.diagnostics import Diagnostic
+    from coxswain.compile.gateway.cells import Fragment, Slot
     from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.gateway.route_kinds import RouteCache
     from coxswain.compile.model.keys import ObjectKey
@@ -108,13 +109,13 @@ def compile_parts(
     config: CompileConfig = _DEFAULT_CONFIG,
     cache: RouteCache | None = None,
     *,
-    fragments: Mapping[Slot, Fragment] | None = None,
+    earlier: CompileParts | None = None,
     endpoints: EndpointsCache | None = None,
 ) -> CompileParts:
-    """``compile`` up to the seal; ``cache`` remembers compiled routes, ``fragments`` are the
-    listener tables of an earlier compile of the scope (``gateway.cells``), ``endpoints``
-    remembers endpoint entries (all three from ``compile.memo``; the parts are the same
-    without them)."""
+    """``compile`` up to the seal; ``cache`` remembers compiled routes, ``earlier`` is an
+    earlier compile of the same scope whose listener tables (``gateway.cells``) and endpoints
+    map are reused where their inputs are the same, ``endpoints`` remembers endpoint entries
+    (all three from ``compile.memo``; the parts are the same without them)."""
     ingresses, found = (
         select_ingresses(state, config) if isinstance(scope, SharedPool) else ([], [])
     )
@@ -124,7 +125,7 @@ def compile_parts(
         ingresses, services, certificates, state.secrets
     )
     model = analyse_gateways(state, config, services, scope, cache)
-    cells = build_cells(model, fragments)
+    cells = build_cells(model, None if earlier is None else earlier.fragments)
     rules = [
         rule
         for vhost in hosts.values()
@@ -146,7 +147,12 @@ def compile_parts(
         tls=pmap({port: pmap(by_host) for port, by_host in tls.items()}),
         client_certs=cells.client_certs,
         listener_health=cells.listener_health,
-        endpoints=endpoints_table(services, backends, endpoints),
+        endpoints=endpoints_table(
+            services,
+            backends,
+            endpoints,
+            None if earlier is None else earlier.snapshot.endpoints,
+        ),
     )
     for verdicts in model.listeners.values():
         for verdict in verdicts:

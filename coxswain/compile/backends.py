@@ -126,10 +126,14 @@ class EndpointsCache(Protocol):
 
 
 def endpoints_table(
-    index: ServiceIndex, backends: Iterable[Backend], cache: EndpointsCache | None = None
+    index: ServiceIndex,
+    backends: Iterable[Backend],
+    cache: EndpointsCache | None = None,
+    earlier: PMap[str, PVector[Endpoint]] | None = None,
 ) -> PMap[str, PVector[Endpoint]]:
     """The endpoints of every valid backend, keyed by ``namespace/service/port``. Pure.
-    ``cache``: entries remembered from earlier compiles."""
+    ``cache``: entries remembered from earlier compiles; ``earlier``: an earlier table, whose
+    structure the new one shares (itself when every entry is the same object)."""
     entry = service_endpoints if cache is None else cache.endpoints
     table: dict[str, PVector[Endpoint]] = {}
     for backend in backends:
@@ -137,7 +141,17 @@ def endpoints_table(
         if not backend.valid or key in table:
             continue
         table[key] = entry(index, backend.namespace, backend.service, backend.port)
-    return pmap(table)
+    if earlier is None:
+        return pmap(table)
+    evolver = earlier.evolver()
+    for key, value in table.items():
+        if earlier.get(key) is not value:
+            evolver[key] = value
+    if len(evolver) != len(table):  # some earlier keys are gone
+        for key in earlier:
+            if key not in table:
+                del evolver[key]
+    return evolver.persistent()
 
 
 def service_endpoints(

@@ -417,7 +417,7 @@ class CompileMemo:
             scope,
             config,
             self,
-            fragments=None if earlier is None else earlier.parts.fragments,
+            earlier=None if earlier is None else earlier.parts,
             endpoints=self,
         )
         services = index_services(state)

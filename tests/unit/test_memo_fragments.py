@@ -1,7 +1,8 @@
 """``compile.memo`` reuses fragments by identity and invalidates exactly what a change reaches:
 a listener table (``gateway.cells.Fragment``) whose routes did not change is the very object of
-the previous compile, an edited route's table is new, and an EndpointSlice change replaces only
-its Service's entry in the endpoints cell."""
+the previous compile, an edited route's table is new, the endpoints map is the same object
+while the backends and their endpoints are, and an EndpointSlice or Service change replaces
+only its Service's entry in the endpoints cell."""
 
 from __future__ import annotations
 
@@ -92,10 +93,12 @@ def test_a_route_change_rebuilds_its_listener_table_and_reuses_the_other(
 ) -> None:
     memo = CompileMemo()
     state = build_state(_world())
-    before = _tables(_compiled(memo, state))
-    after = _tables(_compiled(memo, _upsert(state, body)))
+    first = _compiled(memo, state)
+    second = _compiled(memo, _upsert(state, body))
+    before, after = _tables(first), _tables(second)
     assert after[reused] is before[reused]
     assert after[rebuilt] is not before[rebuilt]
+    assert second.endpoints is first.endpoints  # the same backends: the same map
 
 
 def test_an_endpoint_change_replaces_only_its_services_entry() -> None:
