@@ -23,7 +23,7 @@ What is remembered, and when it is reused:
 - **Listener tables** (``gateway.cells.Fragment``), per scope and slot (internal port,
   listener hostname): a table whose listener and rule entries are the same objects as at the
   scope's last compile is that table; with its hashed pieces (``snapshot_json.TableTexts``)
-  and the scope's endpoint lists' (``EndpointTexts``), each kept from the scope's last seal,
+  and the scope's endpoint lists' (``endpoint_pieces``), each kept from the scope's last seal,
   an unchanged table or list is neither built nor encoded again, and the discovery server's
   delta (``shell.discovery.resources``) finds it unchanged by identity.
 - **Scopes' results** (``compile``), each with the inputs it read (its relevance): the Gateway
@@ -69,7 +69,12 @@ from coxswain.compile.model.objects import EndpointSlice
 from coxswain.compile.model.state import TABLE_NAMES, TABLES
 from coxswain.compile.provision import provision
 from coxswain.compile.scope import GatewayScope
-from coxswain.compile.snapshot_json import head_digest, sealed_with
+from coxswain.compile.snapshot_json import (
+    endpoint_piece,
+    endpoint_pieces,
+    head_digest,
+    sealed_with,
+)
 
 if TYPE_CHECKING:
     from _hashlib import HASH
@@ -86,7 +91,8 @@ if TYPE_CHECKING:
     from coxswain.compile.model.state import ClusterState
     from coxswain.compile.provision import DesiredObjects
     from coxswain.compile.scope import Scope
-    from coxswain.compile.snapshot import Endpoint, GatewayRule, ListenerTable, Snapshot
+    from coxswain.compile.snapshot import Endpoint, GatewayRule, ListenerTable
+    from coxswain.compile.snapshot_json import EndpointPieces
     from coxswain.compile.status import ObjectStatus
 
 __all__ = ["CompileMemo"]
@@ -152,7 +158,7 @@ class _ScopeEntry:
     parents: frozenset[tuple[str, str]]
     named: frozenset[ObjectKey]
     table_texts: dict[int, tuple[ListenerTable, int, str, bytes]]
-    endpoint_texts: dict[int, tuple[PVector[Endpoint], str, bytes]]
+    endpoint_pieces: EndpointPieces
 
 
 @dataclass(slots=True)
@@ -175,7 +181,7 @@ class _Outputs:
 
 
 class _Texts(MutableMapping[int, _V]):
-    """Texts (``snapshot_json``'s ``RuleTexts``, ``TableTexts``, ``EndpointTexts``) used now,
+    """Texts (``snapshot_json``'s ``RuleTexts``, ``TableTexts``) used now,
     falling back on those used the time before: texts the last use did not ask for are
     dropped, so the map never outgrows what one snapshot holds."""
 
@@ -288,7 +294,8 @@ class CompileMemo:
 
     def forget(self, keep: Collection[Scope]) -> None:
         """Drop the results of every scope but ``keep`` (scopes no proxy may ask for)."""
-        for scope in [s for s in self._scopes if s not in keep]:
+        kept = set(keep)
+        for scope in [s for s in self._scopes if s not in kept]:
             del self._scopes[scope]
 
     # --- gateway.route_kinds.RouteCache -------------------------------------------------------
@@ -424,9 +431,11 @@ class CompileMemo:
         slice_found = {key: self._slice_findings(services, key) for key in parts.services_read}
         tables = _Texts({} if earlier is None else earlier.table_texts)
         head = head_digest(parts.snapshot, self._texts, tables)
-        endpoint_texts = _Texts({} if earlier is None else earlier.endpoint_texts)
+        pieces = endpoint_pieces(
+            parts.snapshot.endpoints, None if earlier is None else earlier.endpoint_pieces
+        )
         result = CompileResult(
-            snapshot=sealed_with(parts.snapshot, head, endpoint_texts),
+            snapshot=sealed_with(parts.snapshot, head, pieces),
             diagnostics=findings(parts, (d for found in slice_found.values() for d in found)),
         )
         endpoint_keys: dict[tuple[str, str], list[tuple[str, int]]] = {}
@@ -457,7 +466,7 @@ class CompileMemo:
             parents=frozenset(parents),
             named=frozenset(named),
             table_texts=tables.now,
-            endpoint_texts=endpoint_texts.now,
+            endpoint_pieces=pieces,
         )
         return result
 
@@ -514,25 +523,22 @@ class CompileMemo:
             for namespace, name in listed:
                 for text, port in entry.endpoint_keys[(namespace, name)]:
                     endpoints[text] = self.endpoints(services, namespace, name, port)
+                    if entry.endpoint_pieces[text][0] is not endpoints[text]:
+                        entry.endpoint_pieces[text] = endpoint_piece(text, endpoints[text])
             snapshot = replace(snapshot, endpoints=endpoints.persistent())
             entry.parts = replace(entry.parts, snapshot=snapshot)
         diagnostics = entry.result.diagnostics
         if found_changed:
             diagnostics = findings(entry.parts, (d for f in entry.slice_found.values() for d in f))
         entry.result = CompileResult(
-            snapshot=self._sealed(entry, snapshot) if listed else entry.result.snapshot,
+            snapshot=(
+                sealed_with(snapshot, entry.head, entry.endpoint_pieces)
+                if listed
+                else entry.result.snapshot
+            ),
             diagnostics=diagnostics,
         )
         return entry.result
-
-    @staticmethod
-    def _sealed(entry: _ScopeEntry, snapshot: Snapshot) -> Snapshot:
-        """``snapshot`` sealed with the entry's head, its unchanged endpoint lists' pieces
-        taken from the entry's last seal."""
-        texts = _Texts(entry.endpoint_texts)
-        sealed = sealed_with(snapshot, entry.head, texts)
-        entry.endpoint_texts = texts.now
-        return sealed
 
 
 def _changes(old: ClusterState, new: ClusterState) -> frozenset[ObjectKey]:

@@ -19,7 +19,7 @@ from coxswain.compile.snapshot_read import SnapshotFormatError, snapshot_from_da
 
 if TYPE_CHECKING:
     from _hashlib import HASH
-    from collections.abc import Iterator, MutableMapping
+    from collections.abc import Iterator, Mapping, MutableMapping
 
     from pyrsistent.typing import PVector
 
@@ -46,12 +46,14 @@ if TYPE_CHECKING:
     RuleTexts = MutableMapping[int, tuple[GatewayRule, str]]
     # ``id`` of a listener table → the table, its port and hostname, and its hashed pieces.
     TableTexts = MutableMapping[int, tuple[ListenerTable, int, str, bytes]]
-    # ``id`` of an endpoint list → the list, its key and its hashed piece.
-    EndpointTexts = MutableMapping[int, tuple[PVector[Endpoint], str, bytes]]
+    # endpoints key → its list and its hashed piece, in key order.
+    EndpointPieces = dict[str, tuple[PVector[Endpoint], bytes]]
 
 __all__ = [
     "SnapshotFormatError",
     "dump_snapshot",
+    "endpoint_piece",
+    "endpoint_pieces",
     "head_digest",
     "seal",
     "sealed_with",
@@ -87,23 +89,35 @@ def head_digest(
     return digest
 
 
-def sealed_with(snapshot: Snapshot, head: HASH, texts: EndpointTexts | None = None) -> Snapshot:
-    """``snapshot`` sealed, ``head`` being its ``head_digest`` (left as it is). ``texts`` keeps
-    the hashed pieces of endpoint lists across calls (an unchanged list is not encoded
-    again)."""
+def sealed_with(snapshot: Snapshot, head: HASH, pieces: EndpointPieces | None = None) -> Snapshot:
+    """``snapshot`` sealed, ``head`` being its ``head_digest`` (left as it is). ``pieces``:
+    ``endpoint_pieces`` of the snapshot's endpoints, when the caller keeps them."""
     digest = head.copy()
-    texts = {} if texts is None else texts
-    for key, endpoints in sorted(snapshot.endpoints.items()):
-        known = texts.get(id(endpoints))
-        if known is None or known[0] is not endpoints or known[1] != key:
-            piece = ["endpoints", key, [[e.address, e.port] for e in endpoints]]
-            known = texts[id(endpoints)] = (
-                endpoints,
-                key,
-                _CANONICAL.encode(piece).encode() + b"\n",
-            )
-        digest.update(known[2])
+    if pieces is None:
+        pieces = endpoint_pieces(snapshot.endpoints)
+    digest.update(b"".join(piece for _, piece in pieces.values()))
     return replace(snapshot, version=f"sha256:{digest.hexdigest()}")
+
+
+def endpoint_pieces(
+    endpoints: Mapping[str, PVector[Endpoint]], earlier: EndpointPieces | None = None
+) -> EndpointPieces:
+    """Each endpoints entry's hashed piece, in key order (the order ``sealed_with`` hashes
+    them in); ``earlier``'s piece is kept for an entry that is the same list. A caller may
+    replace the value of a key in place (an endpoint change keeps the keys)."""
+    pieces: EndpointPieces = {}
+    for key, value in sorted(endpoints.items()):
+        known = None if earlier is None else earlier.get(key)
+        pieces[key] = (
+            known if known is not None and known[0] is value else endpoint_piece(key, value)
+        )
+    return pieces
+
+
+def endpoint_piece(key: str, endpoints: PVector[Endpoint]) -> tuple[PVector[Endpoint], bytes]:
+    """One endpoints entry and its hashed piece."""
+    piece = ["endpoints", key, [[e.address, e.port] for e in endpoints]]
+    return endpoints, _CANONICAL.encode(piece).encode() + b"\n"
 
 
 def _content_pieces(
