@@ -118,7 +118,7 @@ if TYPE_CHECKING:
     from pyrsistent.typing import PMap
 
     from coxswain.compile.snapshot import Snapshot
-    from coxswain.shell.discovery.server import NodeKey, NodeObservation
+    from coxswain.shell.discovery.fleet import NodeKey, NodeObservation
 
 ROUTES = 10_000
 QUICK_ROUTES = 100
