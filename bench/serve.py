@@ -5,19 +5,21 @@ Run from the repository root::
     .venv/bin/python bench/serve.py            # full run (several minutes)
     .venv/bin/python bench/serve.py --quick    # tiny sizes: a smoke run
 
-``coxswain serve --manifests DIR`` runs as a subprocess (its Ingress HTTP port on 127.0.0.1,
-its log in a temporary folder) over a folder of Ingress manifests, one Ingress a
-file, every path to one echo backend (a threaded HTTP server in this process, 200 to every
-GET; its Service and EndpointSlice in a file of their own), with the default IngressClass.
+``coxswain serve --manifests DIR`` runs as a subprocess (bound to 127.0.0.9, as the shared
+pool's internal ports are fixed; its log in a temporary folder) over a folder of routes, one
+route a file, every rule to one echo backend (a threaded HTTP server in this process, 200 to
+every GET). Another file holds its Service and EndpointSlice, the default IngressClass, and a
+GatewayClass of Coxswain's with the Gateway ``web`` (one HTTP listener, port 80: the shared
+pool serves it on internal port 30000).
 
-1. ``new route``: 1,000 Ingresses of one path in 1,001 files; once all are served, 20 times:
-   a new file with one more Ingress (host ``new-<n>.bench.test``) is written (to a temporary
-   name, then renamed, as editors and ``kubectl cp`` do) and the clock runs until ``GET /`` with
-   that host answers 200 through the proxy (asked every 5 ms on a fresh connection).
-   Target: p99 < 200 ms.
-2. ``one-file edit``: 10,000 Ingresses of 10 paths (100,000 paths) in 10,001 files; once all
-   are served, 5 times: one file is rewritten with its first path renamed to ``/edited-<n>``,
-   and the clock runs until that path answers 200. Target: each < 1 s.
+1. ``new Ingress`` and ``new HTTPRoute``: 1,000 routes (Ingresses, or HTTPRoutes on ``web``)
+   of one path each; once all are served, 20 times: a new file with one more route (host
+   ``new-<n>.bench.test``) is written (to a temporary name, then renamed, as editors and
+   ``kubectl cp`` do) and the clock runs until ``GET /`` with that host answers 200 through the
+   proxy (asked every 5 ms on a fresh connection). Target: p99 < 200 ms.
+2. ``HTTPRoute edit``: 10,000 HTTPRoutes of 10 rules (100,000 rules); once all are served, 5
+   times: one file is rewritten with its first rule's path renamed to ``/edited-<n>``, and the
+   clock runs until that path answers 200. Target: each < 1 s.
 
 Figures: p50 / p99 / max, nearest-rank; the cold start (serve started → the last Ingress
 written is served) and serve's peak RSS (VmHWM) are printed as info. The machine has 2 shared
@@ -40,10 +42,16 @@ import processes
 import yaml
 from controller import echo_backend, proc_status
 
-SIZES = {"new route": (1_000, 1, 20), "one-file edit": (10_000, 10, 5)}
-QUICK_SIZES = {"new route": (20, 1, 3), "one-file edit": (20, 10, 2)}
-TARGETS_S = {"new route": 0.200, "one-file edit": 1.0}
+# change: (routes, paths a route, changes)
+SIZES = {"new Ingress": (1_000, 1, 20), "new HTTPRoute": (1_000, 1, 20),
+         "HTTPRoute edit": (10_000, 10, 5)}  # fmt: skip
+QUICK_SIZES = {"new Ingress": (20, 1, 3), "new HTTPRoute": (20, 1, 3),
+               "HTTPRoute edit": (20, 10, 2)}  # fmt: skip
+TARGETS_S = {"new Ingress": 0.200, "new HTTPRoute": 0.200, "HTTPRoute edit": 1.0}
 NAMESPACE = "bench"
+ADDRESS = "127.0.0.9"
+GATEWAY_PORT = 30000  # the shared pool's first internal port: the Gateway's one listener
+GATEWAY_CONTROLLER = "coxswain-labs.dev/gateway-controller"  # CompileConfig's default
 COLD_TIMEOUT_S = 900.0
 CHANGE_TIMEOUT_S = 60.0
 
@@ -64,6 +72,34 @@ def ingress(name: str, paths: list[str]) -> dict[str, Any]:
     }
 
 
+def httproute(name: str, paths: list[str]) -> dict[str, Any]:
+    """An HTTPRoute on ``web`` for ``<name>.bench.test``: a rule per path (PathPrefix)."""
+    rules = [{"matches": [objects.path_match("PathPrefix", p)],
+              "backendRefs": [{"name": "echo", "port": 80}]} for p in paths]  # fmt: skip
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"parentRefs": [{"name": "web"}], "hostnames": [host(name)], "rules": rules},
+    }
+
+
+def cluster(echo: int) -> list[dict[str, Any]]:
+    """Everything but the routes: classes, the Gateway, the echo Service and its slice."""
+    endpoints = [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}]
+    listener = {"name": "http", "port": 80, "protocol": "HTTP"}
+    return [
+        objects.default_ingress_class(),
+        objects.gateway_class("coxswain", GATEWAY_CONTROLLER),
+        objects.api_object("gateway.networking.k8s.io/v1", "Gateway", NAMESPACE, "web",
+                           {"gatewayClassName": "coxswain", "listeners": [listener]},
+                           uid="bench-web", created=0),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        *objects.service_and_slice(NAMESPACE, "echo", cluster_ip="10.96.0.10",
+                                   target_port=echo, endpoints=endpoints),
+    ]  # fmt: skip
+
+
 def paths_of(count: int, edited: int | None = None) -> list[str]:
     first = [f"/edited-{edited}"] if edited is not None else ["/p0"]
     return first + [f"/p{i}" for i in range(1, count)]
@@ -78,49 +114,45 @@ def write(folder: Path, name: str, body: object) -> None:
 
 def answers(port: int, hostname: str, path: str) -> bool:
     try:
-        status, _ = processes.http_get("127.0.0.1", port, path, hostname, timeout=5)
+        status, _ = processes.http_get(ADDRESS, port, path, hostname, timeout=5)
     except OSError:
         return False
     return status == 200
 
 
-def measure(kind: str, ingresses: int, paths: int, changes: int) -> dict[str, Any]:
+def measure(kind: str, routes: int, paths: int, changes: int) -> dict[str, Any]:
     """One ``serve`` over a fresh folder; see the module doc."""
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as scratch, echo_backend() as echo:
         root = Path(scratch)
         folder = root / "manifests"
         folder.mkdir()
-        endpoints = [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}]
-        write(folder, "backend.yaml", [
-            objects.default_ingress_class(),
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
-            *objects.service_and_slice(NAMESPACE, "echo", cluster_ip="10.96.0.10",
-                                       target_port=echo, endpoints=endpoints),
-        ])  # fmt: skip
-        for i in range(ingresses):
-            write(folder, f"r-{i:05d}.yaml", ingress(f"r-{i}", paths_of(paths)))
-        port = processes.free_port()
+        write(folder, "cluster.yaml", cluster(echo))
+        route = ingress if kind == "new Ingress" else httproute
+        for i in range(routes):
+            write(folder, f"r-{i:05d}.yaml", route(f"r-{i}", paths_of(paths)))
+        ingress_port = processes.free_port()
+        port = ingress_port if kind == "new Ingress" else GATEWAY_PORT
         command = [sys.executable, "-m", "coxswain", "serve", "--manifests", str(folder),
-                   "--bind", "127.0.0.1", "--ingress-http-port", str(port),
+                   "--bind", ADDRESS, "--ingress-http-port", str(ingress_port),
                    "--ingress-https-port", str(processes.free_port()),
                    "--admin-port", "0"]  # fmt: skip
         with processes.Fleet(root) as fleet:
             started = time.monotonic()
             serve = fleet.start("serve", command, cwd=Path.cwd())
-            last = f"r-{ingresses - 1}"
+            last = f"r-{routes - 1}"
             processes.wait_until(lambda: answers(port, host(last), "/p0"), "the cold start",
                                  timeout=COLD_TIMEOUT_S, every=0.1, fleet=fleet)  # fmt: skip
             cold_s = time.monotonic() - started
             times = []
             for n in range(changes):
-                if kind == "new route":
+                if kind.startswith("new"):
                     name, path = f"new-{n}", "/p0"
-                    body = ingress(name, paths_of(paths))
+                    body = route(name, paths_of(paths))
                     file = f"new-{n:05d}.yaml"
                 else:
-                    number = (n * 7919) % ingresses
+                    number = (n * 7919) % routes
                     name, path = f"r-{number}", f"/edited-{n}"
-                    body = ingress(name, paths_of(paths, edited=n))
+                    body = route(name, paths_of(paths, edited=n))
                     file = f"r-{number:05d}.yaml"
                 changed = time.monotonic()
                 write(folder, file, body)
@@ -129,16 +161,16 @@ def measure(kind: str, ingresses: int, paths: int, changes: int) -> dict[str, An
                                      fleet=fleet)  # fmt: skip
                 times.append(time.monotonic() - changed)
             peak = proc_status(serve.pid).get("VmHWM")
-    return {"kind": kind, "ingresses": ingresses, "paths": paths, "cold_s": cold_s,
+    return {"kind": kind, "routes": routes, "paths": paths, "cold_s": cold_s,
             "change_s": times, "peak_bytes": peak}  # fmt: skip
 
 
 def report(runs: list[dict[str, Any]], quick: bool) -> None:
     print("\nserve following its folder: change written → served (200). ms: p50 / p99 / max")
-    columns = [("change", 14), ("Ingresses", 9), ("paths", 7), ("changes", 7),
+    columns = [("change", 14), ("routes", 7), ("paths", 7), ("changes", 7),
                ("written → 200", 24), ("cold start s", 12), ("VmHWM MB", 8)]  # fmt: skip
     harness.print_table(columns, [
-        [r["kind"], f"{r['ingresses']:,}", f"{r['ingresses'] * r['paths']:,}",
+        [r["kind"], f"{r['routes']:,}", f"{r['routes'] * r['paths']:,}",
          len(r["change_s"]), harness.spread(r["change_s"], 1), f"{r['cold_s']:.1f}",
          harness.mb(r["peak_bytes"])] for r in runs])  # fmt: skip
     print("\nTargets")
@@ -150,7 +182,7 @@ def report(runs: list[dict[str, Any]], quick: bool) -> None:
         target = TARGETS_S[run["kind"]]
         p99 = harness.percentile(run["change_s"], 0.99)
         lines.append((p99 < target,
-                      f"{run['kind']} at {run['ingresses'] * run['paths']:,} paths, p99 < "
+                      f"{run['kind']} at {run['routes'] * run['paths']:,} paths, p99 < "
                       f"{target * 1e3:g} ms: {p99 * 1e3:,.0f} ms"))  # fmt: skip
     harness.print_targets(lines)
 
@@ -161,9 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK_SIZES if args.quick else SIZES
     with harness.session(__file__, argv):
         runs = []
-        for kind, (ingresses, paths, changes) in sizes.items():
-            print(f"  {kind}, {ingresses:,} Ingresses of {paths} path(s) ...", flush=True)
-            runs.append(measure(kind, ingresses, paths, changes))
+        for kind, (routes, paths, changes) in sizes.items():
+            print(f"  {kind}, {routes:,} routes of {paths} path(s) ...", flush=True)
+            runs.append(measure(kind, routes, paths, changes))
         report(runs, args.quick)
     return 0
 

@@ -1,5 +1,5 @@
-"""bench/serve.py still runs (its --quick mode: ``coxswain serve`` over 20 Ingress files, a new
-file and a one-file edit followed to a 200), so that the serve benchmark cannot rot unnoticed.
+"""bench/serve.py still runs (its --quick mode: ``coxswain serve`` over 20 route files, new
+files and one-file edits followed to a 200), so that the serve benchmark cannot rot unnoticed.
 
 No figure is asserted: they belong in docs/benchmarks.md.
 """
@@ -10,4 +10,4 @@ from tests.unit.bench_smoke import BENCH, check_quick_run
 
 
 def test_serve_benchmark_runs_in_quick_mode() -> None:
-    check_quick_run(BENCH / "serve.py", timeout=120, shows="one-file edit")
+    check_quick_run(BENCH / "serve.py", timeout=120, shows="HTTPRoute edit")
