@@ -9,8 +9,10 @@ Design:
 
 - **One reader, many streams.** The connection's task reads bytes, hands them to the
   :class:`~coxswain.http2.server.ServerConnection`, and dispatches its events; each request
-  runs in a task of its own (:meth:`H2Session._stream`), routed and forwarded exactly as an
-  HTTP/1.1 request is (:mod:`coxswain.http2.request`, :mod:`.upstream`, :mod:`.h2_stream`).
+  runs in a task of its own while it is served (:meth:`H2Session._stream`, in one of the
+  connection's :mod:`.h2_workers`, which serve its streams one after another), routed and
+  forwarded exactly as an HTTP/1.1 request is (:mod:`coxswain.http2.request`,
+  :mod:`.upstream`, :mod:`.h2_stream`).
   Frames go out through the connection's one writer (:mod:`.h2_writer`), those of many
   streams in one send, in the order they were made.
 - **Settings**: at most :data:`MAX_CONCURRENT_STREAMS` streams at once, a header list of at
@@ -76,22 +78,21 @@ from coxswain.http2.frames import (
     PROTOCOL_ERROR,
 )
 from coxswain.http2.request import CONNECT_REFUSED, request_head, trailer_fields
-from coxswain.http2.response import grpc_answer_fields, grpc_trailers, stream_fields
+from coxswain.http2.response import grpc_trailers
 from coxswain.http2.server import ServerConnection
-from coxswain.route.answers import own_fields
-from coxswain.route.grpc_status import answers_in_grpc, grpc_code, is_grpc_media_type
-from coxswain.route.relay import SERVER
+from coxswain.route.grpc_status import grpc_code
 from coxswain.shell.dataplane.downstream import Exchange
+from coxswain.shell.dataplane.h2_answers import in_grpc, own_answer
 from coxswain.shell.dataplane.h2_sender import H2Sender
 from coxswain.shell.dataplane.h2_stream import H2Body, H2Downstream
+from coxswain.shell.dataplane.h2_workers import Workers
 from coxswain.shell.dataplane.h2_writer import FrameWriter
 from coxswain.shell.dataplane.tries import Answer, ClientProtocolError
-from coxswain.shell.dataplane.wire import RECEIVE_SIZE, Timer, http_date
+from coxswain.shell.dataplane.wire import RECEIVE_SIZE, Timer
 
 if TYPE_CHECKING:
-    from coxswain.http1 import Headers, RequestHead
+    from coxswain.http1 import RequestHead
     from coxswain.http2.events import Event as H2Event
-    from coxswain.route.grpc_status import GrpcCode
     from coxswain.route.plan import ListenerSpec
     from coxswain.shell.dataplane.capacity import Capacity
     from coxswain.shell.dataplane.metrics import Metrics
@@ -103,6 +104,8 @@ __all__ = ["PREFACE", "H2Session", "Proxy"]
 MAX_CONCURRENT_STREAMS: Final = 128
 STREAM_WINDOW: Final = 64 * 1024
 CONNECTION_WINDOW: Final = 1024 * 1024
+IDLE_WORKERS: Final = 16
+"""Workers a connection keeps waiting for its next streams (:mod:`.h2_workers`)."""
 DRAIN_PING_BOUND: Final = 1.0
 """How long a draining connection waits for its PING's acknowledgement between its two
 GOAWAY frames, at most (RFC 9113 §6.8)."""
@@ -150,9 +153,18 @@ class Proxy(Protocol):
 
 
 class _Stream:
-    __slots__ = ("body", "downstream", "reset_by_client", "timer")
+    __slots__ = ("body", "downstream", "head", "reset_by_client", "stream_id", "timer")
 
-    def __init__(self, body: H2Body, downstream: H2Downstream, timer: Timer) -> None:
+    def __init__(
+        self,
+        stream_id: int,
+        head: RequestHead,
+        body: H2Body,
+        downstream: H2Downstream,
+        timer: Timer,
+    ) -> None:
+        self.stream_id = stream_id
+        self.head = head
         self.body = body
         self.downstream = downstream
         self.timer = timer
@@ -231,14 +243,15 @@ class H2Session(H2Sender):
                 async with trio.open_nursery() as nursery:
                     self._connection_scope = nursery.cancel_scope
                     nursery.start_soon(self._drain)
-                    await self._read(nursery, received)
+                    workers = Workers(nursery, self._stream, keep_idle=IDLE_WORKERS)
+                    await self._read(workers, received)
                     nursery.cancel_scope.cancel()  # the client is gone, or was sent GOAWAY idle
                 if self._stalled:
                     self._goodbye(ENHANCE_YOUR_CALM)
             finally:
                 writer.close()
 
-    async def _read(self, nursery: trio.Nursery, received: bytes) -> None:
+    async def _read(self, workers: Workers[_Stream], received: bytes) -> None:
         proxy = self.proxy
         data = received
         while True:
@@ -256,7 +269,7 @@ class H2Session(H2Sender):
             events = self.conn.receive_data(data)
             data = b""
             for event in events:
-                if not self._dispatch(nursery, event):
+                if not self._dispatch(workers, event):
                     proxy.metrics.http2_goaway("enhance_your_calm")
                     self._goodbye(ENHANCE_YOUR_CALM)
                     return
@@ -328,7 +341,7 @@ class H2Session(H2Sender):
                 conn.close_connection(NO_ERROR)
                 self.send_soon()
 
-    def _dispatch(self, nursery: trio.Nursery, event: H2Event) -> bool:
+    def _dispatch(self, workers: Workers[_Stream], event: H2Event) -> bool:
         """Act on one event; False when the client has overspent its budget."""
         if isinstance(event, DataReceived):
             state = self._streams.get(event.stream_id)
@@ -337,7 +350,7 @@ class H2Session(H2Sender):
             else:
                 self.acknowledge(event.stream_id, event.flow)
         elif isinstance(event, RequestReceived):
-            self._request(nursery, event)
+            self._request(workers, event)
         elif isinstance(event, StreamEnded):
             state = self._streams.get(event.stream_id)
             if state is not None:
@@ -381,13 +394,14 @@ class H2Session(H2Sender):
             return
         state.body.end(trailers)
 
-    def _request(self, nursery: trio.Nursery, event: RequestReceived) -> None:
+    def _request(self, workers: Workers[_Stream], event: RequestReceived) -> None:
         stream_id = event.stream_id
         ended = event.ended
         head = request_head(event.headers, ended=ended)
         if isinstance(head, str):
             if head == CONNECT_REFUSED:
-                self._own(stream_id, 501, head, False)
+                own_answer(self.conn, stream_id, 501, head, False)
+                self.send_soon()
             else:
                 log.info("HTTP/2 stream %d from %s malformed: %s", stream_id, self.client, head)
                 self.reset(stream_id, PROTOCOL_ERROR)
@@ -396,43 +410,18 @@ class H2Session(H2Sender):
         timeouts = proxy.config.timeouts
         timer = Timer(proxy.forwarder.watchdog)
         state = _Stream(
+            stream_id,
+            head,
             H2Body(self, stream_id, timer, ended=ended, read_timeout=timeouts.client_body),
             H2Downstream(self, stream_id, timer, send_timeout=timeouts.client_send),
             timer,
         )
         self._streams[stream_id] = state
-        nursery.start_soon(self._stream, stream_id, head, state)
+        workers.submit(state)
 
-    def _own(
-        self,
-        stream_id: int,
-        status: int,
-        reason: str,
-        head_only: bool,
-        location: str | None = None,
-        fields: Headers = (),
-        grpc: GrpcCode | None = None,
-    ) -> None:
-        """Answer on the stream with the proxy's own response; with ``grpc``, as that gRPC
-        status in a Trailers-Only answer (:mod:`coxswain.route.grpc_status`)."""
-        conn = self.conn
-        if grpc is not None:
-            headers = grpc_answer_fields(grpc, reason, server=SERVER, date=http_date())
-            conn.send_headers(stream_id, headers, end_stream=True)
-            self.send_soon()
-            return
-        fields_, body = own_fields(
-            status, reason, date=http_date(), location=location, fields=fields
-        )
-        headers = stream_fields(status, fields_)
-        if head_only or not body:
-            conn.send_headers(stream_id, headers, end_stream=True)
-        else:
-            conn.send_headers(stream_id, headers)
-            conn.send_data(stream_id, body, end_stream=True)  # within the first window
-        self.send_soon()
-
-    async def _stream(self, stream_id: int, head: RequestHead, state: _Stream) -> None:
+    async def _stream(self, state: _Stream) -> None:
+        stream_id = state.stream_id
+        head = state.head
         proxy = self.proxy
         started = time.perf_counter()
         served = proxy.served
@@ -443,7 +432,6 @@ class H2Session(H2Sender):
         exchange = Exchange()
         answer: Answer | None = None
         timer = state.timer
-        grpc = answers_in_grpc(decision, call=_is_grpc_call(head))
         try:
             with timer.scope:
                 if decision.status is not None:
@@ -458,18 +446,23 @@ class H2Session(H2Sender):
                         answer.status,
                         filter_problem=redirect and action is not None and bool(action.problem),
                     )
-                    self._own(
+                    if code is not None and not in_grpc(decision, head):
+                        code = None
+                    own_answer(
+                        self.conn,
                         stream_id,
                         answer.status,
                         answer.reason,
                         head.method == b"HEAD",
                         location=decision.redirect if redirect else None,
                         fields=decision.response_fields if redirect else (),
-                        grpc=code if grpc else None,
+                        grpc=code,
                     )
+                    self.send_soon()
                     exchange.status = answer.status
             reason = None if answer is None else answer.reason
             if timer.scope.cancelled_caught and not state.reset_by_client:
+                grpc = in_grpc(decision, head)
                 reason = self._cut(stream_id, head, routed, state, exchange, grpc=grpc)
             elif state.reset_by_client:
                 reason = "the client reset the stream"
@@ -546,7 +539,8 @@ class H2Session(H2Sender):
             self.reset(stream_id)
             self.send_soon()
         else:
-            self._own(stream_id, status, reason, head.method == b"HEAD", grpc=code)
+            own_answer(self.conn, stream_id, status, reason, head.method == b"HEAD", grpc=code)
+            self.send_soon()
             exchange.status = status
         return reason
 
@@ -566,11 +560,3 @@ class H2Session(H2Sender):
                 self._receiving.cancel()  # the reader says goodbye
             else:
                 self._idle(self._receiving)
-
-
-def _is_grpc_call(head: RequestHead) -> bool:
-    """Whether the request is a gRPC call (``content-type: application/grpc…``)."""
-    for name, value in head.headers:
-        if name == b"content-type":
-            return is_grpc_media_type(value.decode("latin-1"))
-    return False
