@@ -9,10 +9,8 @@ Design:
 
 - **One reader, many streams.** The connection's task reads bytes, hands them to the
   :class:`~coxswain.http2.server.ServerConnection`, and dispatches its events; each request
-  runs in a task of its own while it is served (:meth:`H2Session._stream`, in one of the
-  connection's :mod:`.h2_workers`, which serve its streams one after another), routed and
-  forwarded exactly as an HTTP/1.1 request is (:mod:`coxswain.http2.request`,
-  :mod:`.upstream`, :mod:`.h2_stream`).
+  runs in a task of its own (:meth:`H2Session._stream`), routed and forwarded exactly as an
+  HTTP/1.1 request is (:mod:`coxswain.http2.request`, :mod:`.upstream`, :mod:`.h2_stream`).
   Frames go out through the connection's one writer (:mod:`.h2_writer`), those of many
   streams in one send, in the order they were made.
 - **Settings**: at most :data:`MAX_CONCURRENT_STREAMS` streams at once, a header list of at
@@ -85,7 +83,6 @@ from coxswain.shell.dataplane.downstream import Exchange
 from coxswain.shell.dataplane.h2_answers import in_grpc, own_answer
 from coxswain.shell.dataplane.h2_sender import H2Sender
 from coxswain.shell.dataplane.h2_stream import H2Body, H2Downstream
-from coxswain.shell.dataplane.h2_workers import Workers
 from coxswain.shell.dataplane.h2_writer import FrameWriter
 from coxswain.shell.dataplane.tries import Answer, ClientProtocolError
 from coxswain.shell.dataplane.wire import RECEIVE_SIZE, Timer
@@ -104,8 +101,6 @@ __all__ = ["PREFACE", "H2Session", "Proxy"]
 MAX_CONCURRENT_STREAMS: Final = 128
 STREAM_WINDOW: Final = 64 * 1024
 CONNECTION_WINDOW: Final = 1024 * 1024
-IDLE_WORKERS: Final = 16
-"""Workers a connection keeps waiting for its next streams (:mod:`.h2_workers`)."""
 DRAIN_PING_BOUND: Final = 1.0
 """How long a draining connection waits for its PING's acknowledgement between its two
 GOAWAY frames, at most (RFC 9113 §6.8)."""
@@ -243,15 +238,14 @@ class H2Session(H2Sender):
                 async with trio.open_nursery() as nursery:
                     self._connection_scope = nursery.cancel_scope
                     nursery.start_soon(self._drain)
-                    workers = Workers(nursery, self._stream, keep_idle=IDLE_WORKERS)
-                    await self._read(workers, received)
+                    await self._read(nursery, received)
                     nursery.cancel_scope.cancel()  # the client is gone, or was sent GOAWAY idle
                 if self._stalled:
                     self._goodbye(ENHANCE_YOUR_CALM)
             finally:
                 writer.close()
 
-    async def _read(self, workers: Workers[_Stream], received: bytes) -> None:
+    async def _read(self, nursery: trio.Nursery, received: bytes) -> None:
         proxy = self.proxy
         data = received
         while True:
@@ -269,7 +263,7 @@ class H2Session(H2Sender):
             events = self.conn.receive_data(data)
             data = b""
             for event in events:
-                if not self._dispatch(workers, event):
+                if not self._dispatch(nursery, event):
                     proxy.metrics.http2_goaway("enhance_your_calm")
                     self._goodbye(ENHANCE_YOUR_CALM)
                     return
@@ -341,7 +335,7 @@ class H2Session(H2Sender):
                 conn.close_connection(NO_ERROR)
                 self.send_soon()
 
-    def _dispatch(self, workers: Workers[_Stream], event: H2Event) -> bool:
+    def _dispatch(self, nursery: trio.Nursery, event: H2Event) -> bool:
         """Act on one event; False when the client has overspent its budget."""
         if isinstance(event, DataReceived):
             state = self._streams.get(event.stream_id)
@@ -350,7 +344,7 @@ class H2Session(H2Sender):
             else:
                 self.acknowledge(event.stream_id, event.flow)
         elif isinstance(event, RequestReceived):
-            self._request(workers, event)
+            self._request(nursery, event)
         elif isinstance(event, StreamEnded):
             state = self._streams.get(event.stream_id)
             if state is not None:
@@ -394,7 +388,7 @@ class H2Session(H2Sender):
             return
         state.body.end(trailers)
 
-    def _request(self, workers: Workers[_Stream], event: RequestReceived) -> None:
+    def _request(self, nursery: trio.Nursery, event: RequestReceived) -> None:
         stream_id = event.stream_id
         ended = event.ended
         head = request_head(event.headers, ended=ended)
@@ -417,7 +411,7 @@ class H2Session(H2Sender):
             timer,
         )
         self._streams[stream_id] = state
-        workers.submit(state)
+        nursery.start_soon(self._stream, state)
 
     async def _stream(self, state: _Stream) -> None:
         stream_id = state.stream_id
