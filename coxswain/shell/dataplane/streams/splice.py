@@ -6,17 +6,26 @@ per direction). Half-close is passed on: when one side ends its sending (EOF), t
 is told with ``send_eof`` (a TCP FIN) and the opposite direction carries on until it ends too
 (RFC 9293 §3.6: a half-closed connection still delivers the other way). A side that cannot
 half-close (a TLS stream the proxy terminated: TLS 1.3 has no half-close of its own) is
-closed when the other side ends. The idle timeout counts from the last byte either way.
+closed when the other side ends. The idle timeout counts from the last byte either way
+(give or take a second: :func:`touch`).
+
+:func:`splice` joins trio streams (a TLS stream the proxy terminated); :func:`splice_sockets`
+joins two plain sockets (TCP, TLS Passthrough) through :mod:`.sockets`, with one yield per
+chunk forwarded instead of four (docs/architecture.md, "Layer 4").
 """
 
 from __future__ import annotations
 
+import math
+import socket
 from dataclasses import dataclass
 from typing import Final
 
 import trio
 
-__all__ = ["CHUNK", "Spliced", "splice"]
+from coxswain.shell.dataplane.streams.sockets import receive, send_all
+
+__all__ = ["CHUNK", "Spliced", "splice", "splice_sockets", "touch"]
 
 CHUNK: Final = 64 * 1024
 
@@ -45,7 +54,7 @@ async def splice(
                     data = await source.receive_some(CHUNK)
                     if not data:
                         break
-                    scope.deadline = trio.current_time() + idle_timeout
+                    touch(scope, idle_timeout)
                     await target.send_all(data)
                     if upstream:
                         done.upstream += len(data)
@@ -63,3 +72,42 @@ async def splice(
             await copy(backend, client, False)  # in this task: one task less per connection
     done.idle = scope.cancelled_caught and trio.current_time() >= scope.deadline
     return done
+
+
+async def splice_sockets(
+    client: socket.socket, backend: socket.socket, *, idle_timeout: float
+) -> Spliced:
+    """:func:`splice` for two non-blocking sockets (:mod:`.sockets`); the caller closes
+    both."""
+    done = Spliced()
+    with trio.CancelScope(deadline=trio.current_time() + idle_timeout) as scope:
+
+        async def copy(source: socket.socket, target: socket.socket, upstream: bool) -> None:
+            try:
+                while data := await receive(source, CHUNK):
+                    touch(scope, idle_timeout)
+                    await send_all(target, data)
+                    if upstream:
+                        done.upstream += len(data)
+                    else:
+                        done.downstream += len(data)
+                target.shutdown(socket.SHUT_WR)
+                return
+            except (OSError, trio.ClosedResourceError):
+                pass
+            scope.cancel()  # one side failed: the connection ends
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(copy, client, backend, True)
+            await copy(backend, client, False)  # in this task: one task less per connection
+    done.idle = scope.cancelled_caught and trio.current_time() >= scope.deadline
+    return done
+
+
+def touch(scope: trio.CancelScope, idle_timeout: float) -> None:
+    """Push an idle deadline on; at most once a second of it (moving a deadline costs more
+    than a small chunk's own work), so a connection or session ends between
+    ``idle_timeout`` and one second more after its last byte or datagram."""
+    deadline = trio.current_time() + idle_timeout
+    if deadline - scope.deadline >= min(1.0, idle_timeout / 2) or scope.deadline == math.inf:
+        scope.deadline = deadline
