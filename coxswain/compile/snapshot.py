@@ -39,6 +39,7 @@ __all__ = [
     "Canary",
     "Certificate",
     "Endpoint",
+    "ExternalAuth",
     "IngressActions",
     "IngressTable",
     "PathMatch",
@@ -171,6 +172,31 @@ class Canary:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ExternalAuth:
+    """ingress-nginx's external authentication (``auth-url`` and its companions; the proxy's
+    side: ``route.external_auth``): before forwarding, a sub-request without body to ``url``
+    (``host``, ``port`` and ``target`` its parts; over TLS when ``tls``) decides. ``method``
+    replaces the request's (``auth-method``; GET, as nginx's subrequests, when None);
+    ``signin`` is where a 401 redirects (``auth-signin``, the original URL in the query
+    parameter ``signin_param``); ``response_headers`` are copied from the auth response to
+    the forwarded request (names lower-case); ``request_redirect`` is the
+    ``X-Auth-Request-Redirect`` sent (default: the request's URI); ``always_set_cookie`` adds
+    the auth response's ``Set-Cookie`` to every answer, not only successful ones."""
+
+    url: str
+    host: str
+    port: int
+    target: str
+    tls: bool = False
+    method: str | None = None
+    signin: str | None = None
+    signin_param: str = "rd"
+    response_headers: PVector[str] = pvector()
+    request_redirect: str | None = None
+    always_set_cookie: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class IngressActions:
     """What an Ingress path does besides forwarding, from ingress-nginx's annotations
     (docs/migrating-from-ingress-nginx.md; the proxy's side: ``route.ingress_actions``).
@@ -211,6 +237,7 @@ class IngressActions:
             (``proxy-next-upstream-timeout``; 0: no bound).
         canary: another Ingress's canary backend for this path.
         cors: ``enable-cors`` and the ``cors-*`` annotations, as a CORS filter.
+        external_auth: the sub-request that authorizes each request (``auth-url``).
     """
 
     app_root: str | None = None
@@ -234,6 +261,7 @@ class IngressActions:
     next_upstream_timeout: float = 0
     canary: Canary | None = None
     cors: Cors | None = None
+    external_auth: ExternalAuth | None = None
 
     @property
     def checks_each_request(self) -> bool:
@@ -246,6 +274,7 @@ class IngressActions:
             or self.max_body
             or self.canary is not None
             or self.cors is not None
+            or self.external_auth is not None
         )
 
 

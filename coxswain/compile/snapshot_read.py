@@ -25,6 +25,7 @@ from coxswain.compile.snapshot import (
     ClientValidation,
     Cors,
     Endpoint,
+    ExternalAuth,
     GatewayRule,
     HeaderEdits,
     IngressActions,
@@ -246,6 +247,32 @@ def _ingress_actions(value: object, where: str) -> IngressActions | None:
         or 0,
         canary=_canary(data.get("canary"), f"{where}.canary"),
         cors=_cors(data.get("cors"), f"{where}.cors"),
+        external_auth=_external_auth(data.get("external_auth"), f"{where}.external_auth"),
+    )
+
+
+def _external_auth(value: object, where: str) -> ExternalAuth | None:
+    if value is None:
+        return None
+    data = _object(value, where)
+
+    def text(name: str) -> str | None:
+        return _optional(data.get(name), str, f"{where}.{name}")
+
+    return ExternalAuth(
+        url=_typed(data.get("url"), str, f"{where}.url"),
+        host=_typed(data.get("host"), str, f"{where}.host"),
+        port=_typed(data.get("port"), int, f"{where}.port"),
+        target=_typed(data.get("target"), str, f"{where}.target"),
+        tls=_typed(data.get("tls", False), bool, f"{where}.tls"),
+        method=text("method"),
+        signin=text("signin"),
+        signin_param=_typed(data.get("signin_param", "rd"), str, f"{where}.signin_param"),
+        response_headers=_strings(data.get("response_headers", []), f"{where}.response_headers"),
+        request_redirect=text("request_redirect"),
+        always_set_cookie=_typed(
+            data.get("always_set_cookie", False), bool, f"{where}.always_set_cookie"
+        ),
     )
 
 

@@ -7,7 +7,9 @@ Order, nginx's as ingress-nginx configures it:
    credentials;
 2. the access checks: 403, 401, 413 (``route.ingress_access``);
 3. CORS fields for the forwarded response (``route.cors``, rule 2);
-4. the canary's header and cookie (``route.canary``); the weighted draw is the proxy's.
+4. the canary's header and cookie (``route.canary``); the weighted draw is the proxy's;
+5. external authentication (``auth-url``): the decision carries it, and the proxy sends the
+   sub-request before forwarding (``route.external_auth``).
 """
 
 from __future__ import annotations
@@ -77,4 +79,5 @@ def _answer(
         reason=f"{decision.reason}; {reason}",
         response_fields=fields,
         checks=None,
+        external_auth=None,
     )

@@ -198,14 +198,28 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     ),
     "auth-secret-type": AnnotationInfo(_D, "auth-file; auth-map is not implemented, answers 503"),
     "auth-realm": AnnotationInfo(_H),
-    "auth-url": AnnotationInfo(_N, _FAIL_CLOSED),
-    "auth-signin": AnnotationInfo(_N),
-    "auth-signin-redirect-param": AnnotationInfo(_N),
-    "auth-method": AnnotationInfo(_N),
-    "auth-response-headers": AnnotationInfo(_N),
-    "auth-request-redirect": AnnotationInfo(_N),
+    "auth-url": AnnotationInfo(
+        _D,
+        "an https URL's certificate is verified against the system's CAs (nginx verifies "
+        "none); nginx variables in the URL are refused and the Ingress's paths answer 503",
+    ),
+    "auth-signin": AnnotationInfo(
+        _D,
+        "of nginx variables only $host, $http_host, $scheme, $request_uri and "
+        "$escaped_request_uri are expanded; others are refused with a diagnostic",
+    ),
+    "auth-signin-redirect-param": AnnotationInfo(_H),
+    "auth-method": AnnotationInfo(_H),
+    "auth-response-headers": AnnotationInfo(_H),
+    "auth-request-redirect": AnnotationInfo(
+        _D, "a literal URL or path; nginx variables are refused"
+    ),
     "auth-proxy-set-headers": AnnotationInfo(_N),
-    "auth-always-set-cookie": AnnotationInfo(_N),
+    "auth-always-set-cookie": AnnotationInfo(
+        _D,
+        "without it the auth service's Set-Cookie is added to every forwarded response, "
+        "where nginx adds it to 2xx and 3xx ones only",
+    ),
     "auth-cache-key": AnnotationInfo(_N),
     "auth-cache-duration": AnnotationInfo(_N),
     "auth-keepalive": AnnotationInfo(_I, "Coxswain pools its connections to auth services"),

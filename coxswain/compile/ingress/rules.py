@@ -275,6 +275,7 @@ def _with_access(options: IngressOptions, access: Access) -> IngressOptions:
         auth_realm=access.auth_realm,
         auth_users=access.auth_users,
         max_body=access.max_body,
+        external_auth=access.external_auth,
     )
     return dataclasses.replace(options, actions=None if actions == IngressActions() else actions)
 

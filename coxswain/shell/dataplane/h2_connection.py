@@ -82,6 +82,7 @@ from coxswain.route.answers import own_fields
 from coxswain.route.grpc_status import answers_in_grpc, grpc_code, is_grpc_media_type
 from coxswain.route.relay import SERVER
 from coxswain.shell.dataplane.downstream import Exchange
+from coxswain.shell.dataplane.external_auth import authorized
 from coxswain.shell.dataplane.h2_sender import H2Sender
 from coxswain.shell.dataplane.h2_stream import H2Body, H2Downstream
 from coxswain.shell.dataplane.tries import Answer, ClientProtocolError
@@ -423,6 +424,15 @@ class H2Session(H2Sender):
         assert served is not None
         spec = self.spec
         routed = served.route(spec.port, head, tls=spec.tls, sni=self.sni, client=self.client)
+        if routed.decision.external_auth is not None:  # ``auth-url``: its answer decides
+            routed, head = await authorized(
+                proxy.forwarder,
+                served,
+                routed,
+                head,
+                scheme=b"https" if spec.tls else b"http",
+                client=self.client,
+            )
         decision = routed.decision
         exchange = Exchange()
         answer: Answer | None = None

@@ -25,6 +25,7 @@ import hashlib
 import math
 from typing import TYPE_CHECKING, Final
 
+from coxswain.compile.snapshot import UpstreamTLS
 from coxswain.http1.serialize import check_fields
 from coxswain.route import RequestHead as RouteHead
 from coxswain.route import build_table, select
@@ -35,13 +36,19 @@ from coxswain.route.ingress_access import AccessCheck
 from coxswain.route.ingress_request import checked
 from coxswain.route.plan import listener_specs
 from coxswain.shell.dataplane.tls import TLSContexts
-from coxswain.shell.dataplane.upstream_tls import Originations
+from coxswain.shell.dataplane.upstream_tls import Origination, Originations
 
 if TYPE_CHECKING:
     import ssl
     from collections.abc import Sequence
 
-    from coxswain.compile.snapshot import Endpoint, HeaderEdits, RouteAction, Snapshot
+    from coxswain.compile.snapshot import (
+        Endpoint,
+        ExternalAuth,
+        HeaderEdits,
+        RouteAction,
+        Snapshot,
+    )
     from coxswain.http1 import RequestHead
     from coxswain.route import Decision
     from coxswain.route.table import RouteTable
@@ -109,6 +116,7 @@ class Served:
 
     __slots__ = (
         "_access",
+        "_auth_tls",
         "_canaries",
         "_edits",
         "_fronts",
@@ -153,6 +161,7 @@ class Served:
         self._access: dict[int, AccessCheck] = {}
         self._canaries: dict[int, CanaryCheck] = {}
         self._verified: dict[bytes, bool] = {}
+        self._auth_tls: dict[int, Origination] = {}
 
     def route(
         self, port: int, head: RequestHead, *, tls: bool, sni: str | None, client: str | None = None
@@ -183,6 +192,21 @@ class Served:
             verify=self._verify,
         )
         return routed if decision is None else Routed(decision)
+
+    def auth_origination(self, auth: ExternalAuth) -> Origination | None:
+        """The TLS towards an ``https`` auth URL (``shell.dataplane.external_auth``): verified
+        against the system's CAs, the URL's host as SNI and name; None for ``http``.
+
+        Raises:
+            ssl.SSLError: the system's CAs cannot be loaded.
+        """
+        if not auth.tls:
+            return None
+        found = self._auth_tls.get(id(auth))  # the snapshot keeps every action alive: ids hold
+        if found is None:
+            tls = UpstreamTLS(policy=f"auth-url {auth.url}", server_name=auth.host)
+            found = self._auth_tls[id(auth)] = self.originations.get(tls)
+        return found
 
     def _verify(self, password: bytes, hashed: str) -> bool:
         """``htpasswd.verify``, remembered: a bcrypt check costs tens of milliseconds of the

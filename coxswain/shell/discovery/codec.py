@@ -13,6 +13,7 @@ Optional fields map to None; maps keyed by port use the port number.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, Final
 
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
@@ -26,6 +27,7 @@ from coxswain.compile.snapshot import (
     ClientValidation,
     Cors,
     Endpoint,
+    ExternalAuth,
     GatewayRule,
     HeaderEdits,
     ListenerHealth,
@@ -214,6 +216,8 @@ def _path_rule(rule: PathRule) -> pb.PathRule:
         fields["auth_users"] = [pb.Credential(user=u, hash=h) for u, h in rule.actions.auth_users]
         fields["canary"] = None if rule.actions.canary is None else _canary(rule.actions.canary)
         fields["cors"] = None if rule.actions.cors is None else _cors(rule.actions.cors)
+        auth = rule.actions.external_auth
+        fields["external_auth"] = None if auth is None else _external_auth(auth)
         message.actions.CopyFrom(
             pb.IngressActions(**{n: v for n, v in fields.items() if v is not None})
         )
@@ -294,6 +298,11 @@ def _cors(c: Cors) -> pb.Cors:
         allow_credentials=c.allow_credentials,
         max_age=c.max_age,
     )
+
+
+def _external_auth(auth: ExternalAuth) -> pb.ExternalAuth:
+    fields = {f.name: getattr(auth, f.name) for f in dataclasses.fields(auth)}
+    return pb.ExternalAuth(**{n: v for n, v in fields.items() if v is not None})
 
 
 def _health(health: ListenerHealth) -> pb.ListenerHealth:

@@ -22,6 +22,7 @@ from coxswain.compile.snapshot import (
     ClientValidation,
     Cors,
     Endpoint,
+    ExternalAuth,
     GatewayRule,
     HeaderEdits,
     IngressActions,
@@ -219,6 +220,25 @@ def _read_ingress_actions(wire: pb.IngressActions) -> IngressActions:
         next_upstream_timeout=wire.next_upstream_timeout,
         canary=_read_canary(wire.canary) if wire.HasField("canary") else None,
         cors=_read_cors(wire.cors) if wire.HasField("cors") else None,
+        external_auth=(
+            _read_external_auth(wire.external_auth) if wire.HasField("external_auth") else None
+        ),
+    )
+
+
+def _read_external_auth(wire: pb.ExternalAuth) -> ExternalAuth:
+    return ExternalAuth(
+        url=wire.url,
+        host=wire.host,
+        port=wire.port,
+        target=wire.target,
+        tls=wire.tls,
+        method=wire.method if wire.HasField("method") else None,
+        signin=wire.signin if wire.HasField("signin") else None,
+        signin_param=wire.signin_param,
+        response_headers=pvector(wire.response_headers),
+        request_redirect=wire.request_redirect if wire.HasField("request_redirect") else None,
+        always_set_cookie=wire.always_set_cookie,
     )
 
 

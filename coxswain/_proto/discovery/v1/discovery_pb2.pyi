@@ -717,6 +717,7 @@ class IngressActions(_message.Message):
     NEXT_UPSTREAM_TIMEOUT_FIELD_NUMBER: _builtins.int
     CANARY_FIELD_NUMBER: _builtins.int
     CORS_FIELD_NUMBER: _builtins.int
+    EXTERNAL_AUTH_FIELD_NUMBER: _builtins.int
     app_root: _builtins.str
     redirect: _builtins.str
     redirect_status: _builtins.int
@@ -744,6 +745,8 @@ class IngressActions(_message.Message):
     def canary(self) -> Global___Canary: ...
     @_builtins.property
     def cors(self) -> Global___Cors: ...
+    @_builtins.property
+    def external_auth(self) -> Global___ExternalAuth: ...
     def __init__(
         self,
         *,
@@ -768,10 +771,11 @@ class IngressActions(_message.Message):
         next_upstream_timeout: _builtins.float = ...,
         canary: Global___Canary | None = ...,
         cors: Global___Cors | None = ...,
+        external_auth: Global___ExternalAuth | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_cors", b"_cors", "_denied", b"_denied", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "app_root", b"app_root", "auth_realm", b"auth_realm", "canary", b"canary", "cors", b"cors", "denied", b"denied", "host_redirect", b"host_redirect", "redirect", b"redirect", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_cors", b"_cors", "_denied", b"_denied", "_external_auth", b"_external_auth", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "app_root", b"app_root", "auth_realm", b"auth_realm", "canary", b"canary", "cors", b"cors", "denied", b"denied", "external_auth", b"external_auth", "host_redirect", b"host_redirect", "redirect", b"redirect", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_cors", b"_cors", "_denied", b"_denied", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "allow_sources", b"allow_sources", "app_root", b"app_root", "auth_realm", b"auth_realm", "auth_users", b"auth_users", "canary", b"canary", "connect_timeout", b"connect_timeout", "cors", b"cors", "denied", b"denied", "deny_sources", b"deny_sources", "host_redirect", b"host_redirect", "max_body", b"max_body", "next_upstream_codes", b"next_upstream_codes", "next_upstream_timeout", b"next_upstream_timeout", "next_upstream_tries", b"next_upstream_tries", "read_timeout", b"read_timeout", "redirect", b"redirect", "redirect_status", b"redirect_status", "rewrite_target", b"rewrite_target", "send_timeout", b"send_timeout", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_cors", b"_cors", "_denied", b"_denied", "_external_auth", b"_external_auth", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "allow_sources", b"allow_sources", "app_root", b"app_root", "auth_realm", b"auth_realm", "auth_users", b"auth_users", "canary", b"canary", "connect_timeout", b"connect_timeout", "cors", b"cors", "denied", b"denied", "deny_sources", b"deny_sources", "external_auth", b"external_auth", "host_redirect", b"host_redirect", "max_body", b"max_body", "next_upstream_codes", b"next_upstream_codes", "next_upstream_timeout", b"next_upstream_timeout", "next_upstream_tries", b"next_upstream_tries", "read_timeout", b"read_timeout", "redirect", b"redirect", "redirect_status", b"redirect_status", "rewrite_target", b"rewrite_target", "send_timeout", b"send_timeout", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__app_root: _TypeAlias = _typing.Literal["app_root"]  # noqa: Y015
     _WhichOneofArgType__app_root: _TypeAlias = _typing.Literal["_app_root", b"_app_root"]  # noqa: Y015
@@ -783,6 +787,8 @@ class IngressActions(_message.Message):
     _WhichOneofArgType__cors: _TypeAlias = _typing.Literal["_cors", b"_cors"]  # noqa: Y015
     _WhichOneofReturnType__denied: _TypeAlias = _typing.Literal["denied"]  # noqa: Y015
     _WhichOneofArgType__denied: _TypeAlias = _typing.Literal["_denied", b"_denied"]  # noqa: Y015
+    _WhichOneofReturnType__external_auth: _TypeAlias = _typing.Literal["external_auth"]  # noqa: Y015
+    _WhichOneofArgType__external_auth: _TypeAlias = _typing.Literal["_external_auth", b"_external_auth"]  # noqa: Y015
     _WhichOneofReturnType__host_redirect: _TypeAlias = _typing.Literal["host_redirect"]  # noqa: Y015
     _WhichOneofArgType__host_redirect: _TypeAlias = _typing.Literal["_host_redirect", b"_host_redirect"]  # noqa: Y015
     _WhichOneofReturnType__redirect: _TypeAlias = _typing.Literal["redirect"]  # noqa: Y015
@@ -804,6 +810,8 @@ class IngressActions(_message.Message):
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__denied) -> _WhichOneofReturnType__denied | None: ...
     @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__external_auth) -> _WhichOneofReturnType__external_auth | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__host_redirect) -> _WhichOneofReturnType__host_redirect | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__redirect) -> _WhichOneofReturnType__redirect | None: ...
@@ -815,6 +823,69 @@ class IngressActions(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__x_forwarded_prefix) -> _WhichOneofReturnType__x_forwarded_prefix | None: ...
 
 Global___IngressActions: _TypeAlias = IngressActions  # noqa: Y015
+
+@_typing.final
+class ExternalAuth(_message.Message):
+    """ingress-nginx's auth-url and its companions (coxswain.compile.snapshot.ExternalAuth)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    URL_FIELD_NUMBER: _builtins.int
+    HOST_FIELD_NUMBER: _builtins.int
+    PORT_FIELD_NUMBER: _builtins.int
+    TARGET_FIELD_NUMBER: _builtins.int
+    TLS_FIELD_NUMBER: _builtins.int
+    METHOD_FIELD_NUMBER: _builtins.int
+    SIGNIN_FIELD_NUMBER: _builtins.int
+    SIGNIN_PARAM_FIELD_NUMBER: _builtins.int
+    RESPONSE_HEADERS_FIELD_NUMBER: _builtins.int
+    REQUEST_REDIRECT_FIELD_NUMBER: _builtins.int
+    ALWAYS_SET_COOKIE_FIELD_NUMBER: _builtins.int
+    url: _builtins.str
+    host: _builtins.str
+    port: _builtins.int
+    target: _builtins.str
+    tls: _builtins.bool
+    method: _builtins.str
+    signin: _builtins.str
+    signin_param: _builtins.str
+    request_redirect: _builtins.str
+    always_set_cookie: _builtins.bool
+    @_builtins.property
+    def response_headers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        url: _builtins.str = ...,
+        host: _builtins.str = ...,
+        port: _builtins.int = ...,
+        target: _builtins.str = ...,
+        tls: _builtins.bool = ...,
+        method: _builtins.str | None = ...,
+        signin: _builtins.str | None = ...,
+        signin_param: _builtins.str = ...,
+        response_headers: _abc.Iterable[_builtins.str] | None = ...,
+        request_redirect: _builtins.str | None = ...,
+        always_set_cookie: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_method", b"_method", "_request_redirect", b"_request_redirect", "_signin", b"_signin", "method", b"method", "request_redirect", b"request_redirect", "signin", b"signin"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_method", b"_method", "_request_redirect", b"_request_redirect", "_signin", b"_signin", "always_set_cookie", b"always_set_cookie", "host", b"host", "method", b"method", "port", b"port", "request_redirect", b"request_redirect", "response_headers", b"response_headers", "signin", b"signin", "signin_param", b"signin_param", "target", b"target", "tls", b"tls", "url", b"url"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__method: _TypeAlias = _typing.Literal["method"]  # noqa: Y015
+    _WhichOneofArgType__method: _TypeAlias = _typing.Literal["_method", b"_method"]  # noqa: Y015
+    _WhichOneofReturnType__request_redirect: _TypeAlias = _typing.Literal["request_redirect"]  # noqa: Y015
+    _WhichOneofArgType__request_redirect: _TypeAlias = _typing.Literal["_request_redirect", b"_request_redirect"]  # noqa: Y015
+    _WhichOneofReturnType__signin: _TypeAlias = _typing.Literal["signin"]  # noqa: Y015
+    _WhichOneofArgType__signin: _TypeAlias = _typing.Literal["_signin", b"_signin"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__method) -> _WhichOneofReturnType__method | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__request_redirect) -> _WhichOneofReturnType__request_redirect | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__signin) -> _WhichOneofReturnType__signin | None: ...
+
+Global___ExternalAuth: _TypeAlias = ExternalAuth  # noqa: Y015
 
 @_typing.final
 class Canary(_message.Message):

@@ -1,0 +1,170 @@
+"""ingress-nginx's external authentication (``auth-url``), rate limits and session affinity
+through the running proxy over real sockets on 127.0.0.1 (docs/migrating-from-ingress-nginx.md,
+"Access and limits")."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import TYPE_CHECKING, Any
+
+import h11
+import trio
+
+from .nginx_harness import NGINX, compiled, shop
+from .proxy_harness import Running, echoed, free_port, request, run_proxy, serve_echo
+
+if TYPE_CHECKING:
+    import ssl
+    from pathlib import Path
+
+AUTH = "auth"
+
+
+async def _answer_auth(stream: trio.abc.Stream, received: list[dict[str, Any]]) -> None:
+    """An auth service deciding on ``Authorization``: ``Bearer good`` is 200 with
+    ``X-User: alice`` and a cookie, ``Bearer forbidden`` 403, ``Bearer broken`` 502, none 401
+    with a challenge. Each request it got goes into ``received``."""
+    conn = h11.Connection(h11.SERVER)
+    while True:
+        event = conn.next_event()
+        if event is h11.NEED_DATA:
+            data = await stream.receive_some(65536)
+            if not data:
+                return
+            conn.receive_data(bytes(data))
+            continue
+        if not isinstance(event, h11.Request):
+            return
+        headers = {n.decode(): v.decode() for n, v in event.headers}
+        received.append(
+            {"method": event.method.decode(), "target": event.target.decode(), "headers": headers}
+        )
+        said = headers.get("authorization", "")
+        status, fields = 401, [("www-authenticate", 'Bearer realm="shop"')]
+        if said == "Bearer good":
+            status, fields = 200, [("x-user", "alice"), ("set-cookie", "session=1; Path=/")]
+        elif said == "Bearer forbidden":
+            status, fields = 403, []
+        elif said == "Bearer broken":
+            status, fields = 502, []
+        body = json.dumps({"status": status}).encode()
+        response = h11.Response(
+            status_code=status,
+            headers=[*fields, ("content-length", str(len(body))), ("connection", "close")],
+        )
+        await stream.send_all(conn.send(response) + conn.send(h11.Data(data=body)))
+        await stream.send_all(conn.send(h11.EndOfMessage()))
+        return
+
+
+async def serve_with_auth(
+    name: str,
+    received: list[dict[str, Any]],
+    *,
+    tls: ssl.SSLContext | None = None,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """The echo backends, and the auth service under the name ``auth``."""
+    if name != AUTH:
+        await serve_echo(name, received, tls=tls, task_status=task_status)
+        return
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    task_status.started(listeners[0].socket.getsockname()[1])
+
+    async def handle(stream: trio.abc.Stream) -> None:
+        async with stream:
+            with contextlib.suppress(trio.BrokenResourceError, h11.RemoteProtocolError):
+                await _answer_auth(stream, received)
+
+    await trio.serve_listeners(handle, listeners)
+
+
+def guarded(annotations: dict[str, str]) -> Any:
+    """A snapshot maker: ``shop`` on backend one, its ``auth-url`` on the auth service."""
+
+    def make(ports: dict[str, int]) -> dict[str, Any]:
+        url = f"http://127.0.0.1:{ports[AUTH]}/verify?app=shop"
+        ingress = shop({NGINX + "auth-url": url, **annotations}, ("/", "Prefix", "one"))
+        return compiled(ingress)(ports)
+
+    return make
+
+
+def fetch(run: Running, target: str, **headers: str) -> tuple[int, Any, bytes]:
+    """GET ``target`` of shop.example.com with ``headers`` (``_`` in a name sent as ``-``)."""
+    named = {n.replace("_", "-"): v for n, v in headers.items()}
+    response, data = request(run.http_port, "GET", target, host="shop.example.com", headers=named)
+    return response.status, response, data
+
+
+def test_auth_url_decides_each_request_and_passes_its_headers(tmp_path: Path) -> None:
+    annotations = {
+        NGINX + "auth-response-headers": "X-User, X-Groups",
+        "coxswain-labs.dev/auth-always-set-cookie": "true",
+    }
+
+    def client(run: Running) -> None:
+        status, response, _ = fetch(run, "/orders?id=7")
+        assert status == 401
+        assert response.getheader("www-authenticate") == 'Bearer realm="shop"'
+        assert run.received["one"] == []
+        # X-User comes from the auth service; X-Groups, which it did not send, is removed
+        status, response, data = fetch(
+            run, "/orders?id=7", Authorization="Bearer good", X_User="mallory", X_Groups="admin"
+        )
+        assert status == 200
+        got = echoed(data)
+        assert (got["backend"], got["target"]) == ("one", "/orders?id=7")
+        assert got["header_map"]["x-user"] == ["alice"]
+        assert "x-groups" not in got["header_map"]
+        assert response.getheader("set-cookie") == "session=1; Path=/"
+        asked = run.received[AUTH][-1]
+        assert (asked["method"], asked["target"]) == ("GET", "/verify?app=shop")
+        assert asked["headers"]["x-original-url"] == "http://shop.example.com/orders?id=7"
+        assert asked["headers"]["x-original-method"] == "GET"
+        assert asked["headers"]["x-auth-request-redirect"] == "/orders?id=7"
+        assert asked["headers"]["x-forwarded-for"] == "127.0.0.1"
+        assert asked["headers"]["host"] == "127.0.0.1"
+        assert fetch(run, "/", Authorization="Bearer forbidden")[0] == 403
+        assert fetch(run, "/", Authorization="Bearer broken")[0] == 500
+        assert len(run.received["one"]) == 1
+
+    run_proxy(
+        tmp_path, guarded(annotations), client, backends=("one", "two", AUTH), echo=serve_with_auth
+    )
+
+
+def test_auth_signin_redirects_a_401_with_the_original_url(tmp_path: Path) -> None:
+    annotations = {
+        NGINX + "auth-signin": "https://login.example.com/start",
+        NGINX + "auth-method": "POST",
+    }
+
+    def client(run: Running) -> None:
+        status, response, _ = fetch(run, "/cart?x=1")
+        assert status == 302
+        assert response.getheader("location") == (
+            "https://login.example.com/start?rd=http://shop.example.com%2Fcart%3Fx%3D1"
+        )
+        assert fetch(run, "/", Authorization="Bearer forbidden")[0] == 403
+        asked = run.received[AUTH][-1]
+        assert asked["method"] == "POST"
+        assert asked["headers"]["x-original-uri"] == "/"
+
+    run_proxy(
+        tmp_path, guarded(annotations), client, backends=("one", "two", AUTH), echo=serve_with_auth
+    )
+
+
+def test_an_auth_service_that_cannot_be_reached_answers_500(tmp_path: Path) -> None:
+    closed = free_port()  # nothing listens there
+    ingress = shop(
+        {NGINX + "auth-url": f"http://127.0.0.1:{closed}/verify"}, ("/", "Prefix", "one")
+    )
+
+    def client(run: Running) -> None:
+        assert fetch(run, "/", Authorization="Bearer good")[0] == 500
+        assert run.received["one"] == []
+
+    run_proxy(tmp_path, compiled(ingress), client)
