@@ -44,6 +44,7 @@ __all__ = [
     "IngressTable",
     "PathMatch",
     "PathRule",
+    "RateLimit",
     "RouteRef",
     "Snapshot",
     "SubjectAltName",
@@ -197,6 +198,23 @@ class ExternalAuth:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RateLimit:
+    """ingress-nginx's rate limits of one Ingress, per proxy replica and client address (the
+    proxy's side: ``shell.dataplane.rate_limits``): ``rps`` and ``rpm`` requests a second
+    and a minute (nginx ``limit_req … nodelay``, each with a burst of ``burst_multiplier``
+    times its rate), ``connections`` requests in progress at once (``limit_conn``); 0 is no
+    limit. Clients in ``whitelist`` (networks) are not limited. ``zone`` names the Ingress
+    (``namespace/name``): its paths share the counts, as ingress-nginx's zones do."""
+
+    zone: str
+    rps: int = 0
+    rpm: int = 0
+    connections: int = 0
+    burst_multiplier: int = 5
+    whitelist: PVector[str] = pvector()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class IngressActions:
     """What an Ingress path does besides forwarding, from ingress-nginx's annotations
     (docs/migrating-from-ingress-nginx.md; the proxy's side: ``route.ingress_actions``).
@@ -238,6 +256,7 @@ class IngressActions:
         canary: another Ingress's canary backend for this path.
         cors: ``enable-cors`` and the ``cors-*`` annotations, as a CORS filter.
         external_auth: the sub-request that authorizes each request (``auth-url``).
+        rate_limit: the request rates and concurrency each client gets (``limit-*``).
     """
 
     app_root: str | None = None
@@ -262,6 +281,7 @@ class IngressActions:
     canary: Canary | None = None
     cors: Cors | None = None
     external_auth: ExternalAuth | None = None
+    rate_limit: RateLimit | None = None
 
     @property
     def checks_each_request(self) -> bool:
@@ -275,6 +295,7 @@ class IngressActions:
             or self.canary is not None
             or self.cors is not None
             or self.external_auth is not None
+            or self.rate_limit is not None
         )
 
 

@@ -36,6 +36,7 @@ from coxswain.compile.snapshot import (
     PathEdit,
     PathMatch,
     PathRule,
+    RateLimit,
     Redirect,
     Retry,
     Rewrite,
@@ -248,6 +249,25 @@ def _ingress_actions(value: object, where: str) -> IngressActions | None:
         canary=_canary(data.get("canary"), f"{where}.canary"),
         cors=_cors(data.get("cors"), f"{where}.cors"),
         external_auth=_external_auth(data.get("external_auth"), f"{where}.external_auth"),
+        rate_limit=_rate_limit(data.get("rate_limit"), f"{where}.rate_limit"),
+    )
+
+
+def _rate_limit(value: object, where: str) -> RateLimit | None:
+    if value is None:
+        return None
+    data = _object(value, where)
+
+    def count(name: str, default: int = 0) -> int:
+        return _typed(data.get(name, default), int, f"{where}.{name}")
+
+    return RateLimit(
+        zone=_typed(data.get("zone"), str, f"{where}.zone"),
+        rps=count("rps"),
+        rpm=count("rpm"),
+        connections=count("connections"),
+        burst_multiplier=count("burst_multiplier", 5),
+        whitelist=_strings(data.get("whitelist", []), f"{where}.whitelist"),
     )
 
 

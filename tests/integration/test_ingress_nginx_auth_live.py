@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 import h11
@@ -166,5 +168,66 @@ def test_an_auth_service_that_cannot_be_reached_answers_500(tmp_path: Path) -> N
     def client(run: Running) -> None:
         assert fetch(run, "/", Authorization="Bearer good")[0] == 500
         assert run.received["one"] == []
+
+    run_proxy(tmp_path, compiled(ingress), client)
+
+
+def test_limit_rps_admits_its_rate_after_the_burst(tmp_path: Path) -> None:
+    limited = shop(
+        {NGINX + "limit-rps": "10", NGINX + "limit-burst-multiplier": "1"}, ("/", "Prefix", "one")
+    )
+    free = shop(
+        {NGINX + "limit-rps": "1", NGINX + "limit-whitelist": "10.0.0.0/8, 127.0.0.0/8"},
+        ("/", "Prefix", "two"),
+    )
+    free["metadata"]["name"] = "free"
+    free["spec"]["rules"][0]["host"] = "free.example.com"
+    admitted: list[float] = []
+    refused = 0
+
+    def client(run: Running) -> None:
+        nonlocal refused
+        for _ in range(20):  # whitelisted: never limited
+            assert request(run.http_port, "GET", "/", host="free.example.com")[0].status == 200
+        started = time.monotonic()
+        while time.monotonic() - started < 4:  # faster than 10 a second, as fast as it goes
+            status = fetch(run, "/")[0]
+            assert status in (200, 503)
+            if status == 200:
+                admitted.append(time.monotonic())
+            else:
+                refused += 1
+
+    run_proxy(tmp_path, compiled(limited, free), client)
+    # a new client gets its first request and the burst of 10 at once, then 10 a second
+    steady = admitted[11:]
+    rate = (len(steady) - 1) / (steady[-1] - steady[0])
+    assert refused > len(admitted)
+    assert 9 <= rate <= 11, f"admitted {rate:.2f} requests a second under limit-rps 10"
+
+
+def test_limit_connections_bounds_the_requests_in_progress(tmp_path: Path) -> None:
+    ingress = shop(
+        {NGINX + "limit-connections": "1", NGINX + "proxy-read-timeout": "3"},
+        ("/", "Prefix", "one"),
+    )
+
+    def client(run: Running) -> None:
+        stalled: list[int] = []
+
+        def stall() -> None:  # tried again while a probe below holds the one place
+            while not stalled or stalled[-1] == 503:
+                stalled.append(fetch(run, "/stall")[0])
+
+        thread = threading.Thread(target=stall)
+        thread.start()
+        statuses: list[int] = []
+        while 503 not in statuses and thread.is_alive():
+            time.sleep(0.05)
+            statuses.append(fetch(run, "/")[0])
+        thread.join()
+        assert stalled[-1] == 504
+        assert 503 in statuses  # refused while the stalled request was in progress
+        assert fetch(run, "/")[0] == 200  # its place given back
 
     run_proxy(tmp_path, compiled(ingress), client)

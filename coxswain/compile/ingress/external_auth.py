@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Final
 
 from pyrsistent import pvector
 
-from coxswain.compile.diagnostics import Diagnostic, Severity
-from coxswain.compile.ingress.registry import annotation_value
+from coxswain.compile.ingress.registry import annotation_value, invalid_annotation
 from coxswain.compile.snapshot import ExternalAuth
 
 if TYPE_CHECKING:
+    from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.model.objects import Ingress
 
 __all__ = ["SIGNIN_VARIABLES", "read_external_auth"]
@@ -130,7 +130,9 @@ def _signin(ingress: Ingress, found: list[Diagnostic]) -> str | None:
     problem = _url_problem(value.strip(), paths=True)
     if problem is None:
         return value.strip()
-    found.append(_warning(ingress, key, f"{value[:80]!r} {problem}; a 401 is passed back as is"))
+    found.append(
+        invalid_annotation(ingress, key, f"{value[:80]!r} {problem}; a 401 is passed back as is")
+    )
     return None
 
 
@@ -139,7 +141,7 @@ def _signin_param(ingress: Ingress, found: list[Diagnostic]) -> str:
     if read is None or _PARAM.fullmatch(read[0].strip()):
         return "rd" if read is None else read[0].strip()
     why = f"{read[0][:40]!r} is not a parameter name; rd applies"
-    found.append(_warning(ingress, read[1], why))
+    found.append(invalid_annotation(ingress, read[1], why))
     return "rd"
 
 
@@ -150,15 +152,5 @@ def _always_set_cookie(ingress: Ingress, found: list[Diagnostic]) -> bool:
     if read[0].strip().lower() in ("true", "false"):
         return read[0].strip().lower() == "true"
     why = f"{read[0][:20]!r} is not true or false; false applies"
-    found.append(_warning(ingress, read[1], why))
+    found.append(invalid_annotation(ingress, read[1], why))
     return False
-
-
-def _warning(ingress: Ingress, key: str, message: str) -> Diagnostic:
-    return Diagnostic(
-        key=ingress.meta.key,
-        field=f"metadata.annotations[{key!r}]",
-        severity=Severity.WARNING,
-        reason="InvalidAnnotation",
-        message=message,
-    )

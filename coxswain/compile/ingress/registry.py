@@ -43,6 +43,7 @@ __all__ = [
     "ClassifiedAnnotation",
     "annotation_value",
     "classify",
+    "invalid_annotation",
 ]
 
 PREFIXES: Final = ("coxswain-labs.dev/", "nginx.ingress.kubernetes.io/")
@@ -255,12 +256,12 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     "session-cookie-conditional-samesite-none": AnnotationInfo(_N),
     "session-cookie-secure": AnnotationInfo(_N),
     "session-cookie-change-on-failure": AnnotationInfo(_N),
-    "limit-rps": AnnotationInfo(_N),
-    "limit-rpm": AnnotationInfo(_N),
-    "limit-connections": AnnotationInfo(_N),
-    "limit-burst-multiplier": AnnotationInfo(_N),
-    "limit-whitelist": AnnotationInfo(_N),
-    "limit-allowlist": AnnotationInfo(_N),
+    "limit-rps": AnnotationInfo(_H),
+    "limit-rpm": AnnotationInfo(_H),
+    "limit-connections": AnnotationInfo(_H),
+    "limit-burst-multiplier": AnnotationInfo(_H),
+    "limit-whitelist": AnnotationInfo(_D, _PEER),
+    "limit-allowlist": AnnotationInfo(_D, _PEER),
     "limit-rate": AnnotationInfo(_N),
     "limit-rate-after": AnnotationInfo(_N),
     # TLS towards clients
@@ -358,3 +359,16 @@ def annotation_value(ingress: Ingress, name: str) -> tuple[str, str] | None:
         if value is not None:
             return value, prefix + name
     return None
+
+
+def invalid_annotation(
+    ingress: Ingress, key: str, message: str, severity: Severity = Severity.WARNING
+) -> Diagnostic:
+    """The ``InvalidAnnotation`` finding of an annotation whose value does not parse."""
+    return Diagnostic(
+        key=ingress.meta.key,
+        field=f"metadata.annotations[{key!r}]",
+        severity=severity,
+        reason="InvalidAnnotation",
+        message=message,
+    )

@@ -107,12 +107,15 @@ async def authorized(
     if outcome.removed:
         kept = [(n, v) for n, v in head.headers if n.lower() not in outcome.removed]
         head = dataclasses.replace(head, headers=(*kept, *outcome.request_fields))
-    forwarded = dataclasses.replace(
-        decision,
-        response_fields=decision.response_fields + outcome.fields,
-        external_auth=None,
+    forwarded = Routed(
+        dataclasses.replace(
+            decision,
+            response_fields=decision.response_fields + outcome.fields,
+            external_auth=None,
+        )
     )
-    return Routed(forwarded), head
+    forwarded.place = routed  # keeps the request's place under limit-connections
+    return forwarded, head
 
 
 async def _exchange(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import math
+from functools import partial
 from typing import TYPE_CHECKING, Final
 
 from coxswain.compile.snapshot import UpstreamTLS
@@ -33,8 +34,9 @@ from coxswain.route.canary import CanaryCheck
 from coxswain.route.forward import WireEdits, wire_edits
 from coxswain.route.htpasswd import verify
 from coxswain.route.ingress_access import AccessCheck
-from coxswain.route.ingress_request import checked
+from coxswain.route.ingress_request import LIMITED, answered, checked
 from coxswain.route.plan import listener_specs
+from coxswain.shell.dataplane.rate_limits import RateLimits
 from coxswain.shell.dataplane.tls import TLSContexts
 from coxswain.shell.dataplane.upstream_tls import Origination, Originations
 
@@ -71,19 +73,25 @@ class Routed:
     ``host`` and ``target`` are the Host and request-target to forward as bytes, None when
     they cannot be written on the wire (not Latin-1); ``timeout`` bounds the whole exchange
     (:func:`route_timeout`); ``backends`` are the decision's backends with a weight above 0,
-    ``weights`` their weights, for the weighted choice.
+    ``weights`` their weights, for the weighted choice. ``place``, when set, is the routing
+    this one replaced, which holds the request's place under ``limit-connections``
+    (:mod:`.rate_limits`) while the request lasts.
     """
 
     __slots__ = (
+        "__weakref__",  # a request's place under limit-connections (.rate_limits)
         "backends",
         "decision",
         "host",
         "label",
         "metric",
+        "place",
         "target",
         "timeout",
         "weights",
     )
+
+    place: Routed  # set only on a routing that replaced another
 
     def __init__(self, decision: Decision) -> None:
         self.decision = decision
@@ -121,6 +129,7 @@ class Served:
         "_edits",
         "_fronts",
         "_header_ports",
+        "_limits",
         "_routes",
         "_verified",
         "endpoints",
@@ -132,9 +141,15 @@ class Served:
     )
 
     def __init__(
-        self, snapshot: Snapshot, *, ingress_http_port: int, ingress_https_port: int
+        self,
+        snapshot: Snapshot,
+        *,
+        ingress_http_port: int,
+        ingress_https_port: int,
+        rate_limits: RateLimits | None = None,
     ) -> None:
         self.snapshot = snapshot
+        self._limits = RateLimits() if rate_limits is None else rate_limits
         # a plain dict: a persistent map's lookup is four Python calls per request
         self.endpoints: dict[str, Sequence[Endpoint]] = dict(snapshot.endpoints)
         self.table: RouteTable = build_table(
@@ -180,6 +195,7 @@ class Served:
             canary = self._canaries.get(id(checks.canary))
             if canary is None:
                 canary = self._canaries[id(checks.canary)] = CanaryCheck(checks.canary)
+        limits = checks.rate_limit
         decision = checked(
             routed.decision,
             checks,
@@ -190,8 +206,16 @@ class Served:
             headers=head.headers,
             content_length=head.content_length,
             verify=self._verify,
+            limit=None if limits is None else partial(self._limits.refusal, limits, client),
         )
-        return routed if decision is None else Routed(decision)
+        if limits is None or not limits.connections:
+            return routed if decision is None else Routed(decision)
+        fresh = Routed(routed.decision if decision is None else decision)  # one per request
+        if fresh.decision.status is None:
+            over = self._limits.hold(limits, client, fresh)
+            if over is not None:
+                return Routed(answered(fresh.decision, LIMITED, f"refused: {over}"))
+        return fresh
 
     def auth_origination(self, auth: ExternalAuth) -> Origination | None:
         """The TLS towards an ``https`` auth URL (``shell.dataplane.external_auth``): verified

@@ -33,6 +33,7 @@ from coxswain.compile.snapshot import (
     PathEdit,
     PathMatch,
     PathRule,
+    RateLimit,
     Redirect,
     Retry,
     Rewrite,
@@ -223,6 +224,18 @@ def _read_ingress_actions(wire: pb.IngressActions) -> IngressActions:
         external_auth=(
             _read_external_auth(wire.external_auth) if wire.HasField("external_auth") else None
         ),
+        rate_limit=_read_rate_limit(wire.rate_limit) if wire.HasField("rate_limit") else None,
+    )
+
+
+def _read_rate_limit(wire: pb.RateLimit) -> RateLimit:
+    return RateLimit(
+        zone=wire.zone,
+        rps=wire.rps,
+        rpm=wire.rpm,
+        connections=wire.connections,
+        burst_multiplier=wire.burst_multiplier,
+        whitelist=pvector(wire.whitelist),
     )
 
 

@@ -718,6 +718,7 @@ class IngressActions(_message.Message):
     CANARY_FIELD_NUMBER: _builtins.int
     CORS_FIELD_NUMBER: _builtins.int
     EXTERNAL_AUTH_FIELD_NUMBER: _builtins.int
+    RATE_LIMIT_FIELD_NUMBER: _builtins.int
     app_root: _builtins.str
     redirect: _builtins.str
     redirect_status: _builtins.int
@@ -747,6 +748,8 @@ class IngressActions(_message.Message):
     def cors(self) -> Global___Cors: ...
     @_builtins.property
     def external_auth(self) -> Global___ExternalAuth: ...
+    @_builtins.property
+    def rate_limit(self) -> Global___RateLimit: ...
     def __init__(
         self,
         *,
@@ -772,10 +775,11 @@ class IngressActions(_message.Message):
         canary: Global___Canary | None = ...,
         cors: Global___Cors | None = ...,
         external_auth: Global___ExternalAuth | None = ...,
+        rate_limit: Global___RateLimit | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_cors", b"_cors", "_denied", b"_denied", "_external_auth", b"_external_auth", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "app_root", b"app_root", "auth_realm", b"auth_realm", "canary", b"canary", "cors", b"cors", "denied", b"denied", "external_auth", b"external_auth", "host_redirect", b"host_redirect", "redirect", b"redirect", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_cors", b"_cors", "_denied", b"_denied", "_external_auth", b"_external_auth", "_host_redirect", b"_host_redirect", "_rate_limit", b"_rate_limit", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "app_root", b"app_root", "auth_realm", b"auth_realm", "canary", b"canary", "cors", b"cors", "denied", b"denied", "external_auth", b"external_auth", "host_redirect", b"host_redirect", "rate_limit", b"rate_limit", "redirect", b"redirect", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_cors", b"_cors", "_denied", b"_denied", "_external_auth", b"_external_auth", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "allow_sources", b"allow_sources", "app_root", b"app_root", "auth_realm", b"auth_realm", "auth_users", b"auth_users", "canary", b"canary", "connect_timeout", b"connect_timeout", "cors", b"cors", "denied", b"denied", "deny_sources", b"deny_sources", "external_auth", b"external_auth", "host_redirect", b"host_redirect", "max_body", b"max_body", "next_upstream_codes", b"next_upstream_codes", "next_upstream_timeout", b"next_upstream_timeout", "next_upstream_tries", b"next_upstream_tries", "read_timeout", b"read_timeout", "redirect", b"redirect", "redirect_status", b"redirect_status", "rewrite_target", b"rewrite_target", "send_timeout", b"send_timeout", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_cors", b"_cors", "_denied", b"_denied", "_external_auth", b"_external_auth", "_host_redirect", b"_host_redirect", "_rate_limit", b"_rate_limit", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "allow_sources", b"allow_sources", "app_root", b"app_root", "auth_realm", b"auth_realm", "auth_users", b"auth_users", "canary", b"canary", "connect_timeout", b"connect_timeout", "cors", b"cors", "denied", b"denied", "deny_sources", b"deny_sources", "external_auth", b"external_auth", "host_redirect", b"host_redirect", "max_body", b"max_body", "next_upstream_codes", b"next_upstream_codes", "next_upstream_timeout", b"next_upstream_timeout", "next_upstream_tries", b"next_upstream_tries", "rate_limit", b"rate_limit", "read_timeout", b"read_timeout", "redirect", b"redirect", "redirect_status", b"redirect_status", "rewrite_target", b"rewrite_target", "send_timeout", b"send_timeout", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__app_root: _TypeAlias = _typing.Literal["app_root"]  # noqa: Y015
     _WhichOneofArgType__app_root: _TypeAlias = _typing.Literal["_app_root", b"_app_root"]  # noqa: Y015
@@ -791,6 +795,8 @@ class IngressActions(_message.Message):
     _WhichOneofArgType__external_auth: _TypeAlias = _typing.Literal["_external_auth", b"_external_auth"]  # noqa: Y015
     _WhichOneofReturnType__host_redirect: _TypeAlias = _typing.Literal["host_redirect"]  # noqa: Y015
     _WhichOneofArgType__host_redirect: _TypeAlias = _typing.Literal["_host_redirect", b"_host_redirect"]  # noqa: Y015
+    _WhichOneofReturnType__rate_limit: _TypeAlias = _typing.Literal["rate_limit"]  # noqa: Y015
+    _WhichOneofArgType__rate_limit: _TypeAlias = _typing.Literal["_rate_limit", b"_rate_limit"]  # noqa: Y015
     _WhichOneofReturnType__redirect: _TypeAlias = _typing.Literal["redirect"]  # noqa: Y015
     _WhichOneofArgType__redirect: _TypeAlias = _typing.Literal["_redirect", b"_redirect"]  # noqa: Y015
     _WhichOneofReturnType__rewrite_target: _TypeAlias = _typing.Literal["rewrite_target"]  # noqa: Y015
@@ -814,6 +820,8 @@ class IngressActions(_message.Message):
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__host_redirect) -> _WhichOneofReturnType__host_redirect | None: ...
     @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__rate_limit) -> _WhichOneofReturnType__rate_limit | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__redirect) -> _WhichOneofReturnType__redirect | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__rewrite_target) -> _WhichOneofReturnType__rewrite_target | None: ...
@@ -823,6 +831,43 @@ class IngressActions(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__x_forwarded_prefix) -> _WhichOneofReturnType__x_forwarded_prefix | None: ...
 
 Global___IngressActions: _TypeAlias = IngressActions  # noqa: Y015
+
+@_typing.final
+class RateLimit(_message.Message):
+    """ingress-nginx's limit-* annotations (coxswain.compile.snapshot.RateLimit)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ZONE_FIELD_NUMBER: _builtins.int
+    RPS_FIELD_NUMBER: _builtins.int
+    RPM_FIELD_NUMBER: _builtins.int
+    CONNECTIONS_FIELD_NUMBER: _builtins.int
+    BURST_MULTIPLIER_FIELD_NUMBER: _builtins.int
+    WHITELIST_FIELD_NUMBER: _builtins.int
+    zone: _builtins.str
+    rps: _builtins.int
+    rpm: _builtins.int
+    connections: _builtins.int
+    burst_multiplier: _builtins.int
+    @_builtins.property
+    def whitelist(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        zone: _builtins.str = ...,
+        rps: _builtins.int = ...,
+        rpm: _builtins.int = ...,
+        connections: _builtins.int = ...,
+        burst_multiplier: _builtins.int = ...,
+        whitelist: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["burst_multiplier", b"burst_multiplier", "connections", b"connections", "rpm", b"rpm", "rps", b"rps", "whitelist", b"whitelist", "zone", b"zone"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RateLimit: _TypeAlias = RateLimit  # noqa: Y015
 
 @_typing.final
 class ExternalAuth(_message.Message):
