@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CATCH_ALL",
     "INGRESS_ACTION_FIELDS",
+    "Affinity",
     "Backend",
     "BackendProtocol",
     "Canary",
@@ -215,6 +216,26 @@ class RateLimit:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Affinity:
+    """ingress-nginx's cookie session affinity (``affinity: cookie``; the proxy's side:
+    ``route.affinity``): requests carrying the cookie ``cookie_name`` go to the endpoint it
+    names. ``mode`` ``balanced`` names it by a key hashed onto the endpoints (a scale-up moves
+    some sessions), ``persistent`` by the endpoint itself (sessions stay until it goes). The
+    cookie's ``path`` (the Ingress path when not set), ``domain``, ``expires`` and ``max_age``
+    (seconds; 0: not sent), ``samesite`` and ``secure`` (None: on HTTPS requests) are its
+    attributes; it is always ``HttpOnly``."""
+
+    mode: str = "balanced"
+    cookie_name: str = "INGRESSCOOKIE"
+    path: str | None = None
+    domain: str | None = None
+    expires: int = 0
+    max_age: int = 0
+    samesite: str | None = None
+    secure: bool | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class IngressActions:
     """What an Ingress path does besides forwarding, from ingress-nginx's annotations
     (docs/migrating-from-ingress-nginx.md; the proxy's side: ``route.ingress_actions``).
@@ -257,6 +278,7 @@ class IngressActions:
         cors: ``enable-cors`` and the ``cors-*`` annotations, as a CORS filter.
         external_auth: the sub-request that authorizes each request (``auth-url``).
         rate_limit: the request rates and concurrency each client gets (``limit-*``).
+        affinity: the cookie that keeps a client on one endpoint (``affinity: cookie``).
     """
 
     app_root: str | None = None
@@ -282,6 +304,7 @@ class IngressActions:
     cors: Cors | None = None
     external_auth: ExternalAuth | None = None
     rate_limit: RateLimit | None = None
+    affinity: Affinity | None = None
 
     @property
     def checks_each_request(self) -> bool:
@@ -296,6 +319,7 @@ class IngressActions:
             or self.cors is not None
             or self.external_auth is not None
             or self.rate_limit is not None
+            or self.affinity is not None
         )
 
 

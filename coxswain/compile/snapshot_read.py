@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 from coxswain.compile.scope import Scope, parse_scope
 from coxswain.compile.snapshot import (
     INGRESS_ACTION_FIELDS,
+    Affinity,
     Backend,
     BackendProtocol,
     Canary,
@@ -250,6 +251,27 @@ def _ingress_actions(value: object, where: str) -> IngressActions | None:
         cors=_cors(data.get("cors"), f"{where}.cors"),
         external_auth=_external_auth(data.get("external_auth"), f"{where}.external_auth"),
         rate_limit=_rate_limit(data.get("rate_limit"), f"{where}.rate_limit"),
+        affinity=_affinity(data.get("affinity"), f"{where}.affinity"),
+    )
+
+
+def _affinity(value: object, where: str) -> Affinity | None:
+    if value is None:
+        return None
+    data = _object(value, where)
+
+    def text(name: str) -> str | None:
+        return _optional(data.get(name), str, f"{where}.{name}")
+
+    return Affinity(
+        mode=_typed(data.get("mode", "balanced"), str, f"{where}.mode"),
+        cookie_name=_typed(data.get("cookie_name", "INGRESSCOOKIE"), str, f"{where}.cookie_name"),
+        path=text("path"),
+        domain=text("domain"),
+        expires=_typed(data.get("expires", 0), int, f"{where}.expires"),
+        max_age=_typed(data.get("max_age", 0), int, f"{where}.max_age"),
+        samesite=text("samesite"),
+        secure=_optional(data.get("secure"), bool, f"{where}.secure"),
     )
 
 

@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import h11
+import pytest
 import trio
 
 from .nginx_harness import NGINX, compiled, shop
@@ -231,3 +232,66 @@ def test_limit_connections_bounds_the_requests_in_progress(tmp_path: Path) -> No
         assert fetch(run, "/")[0] == 200  # its place given back
 
     run_proxy(tmp_path, compiled(ingress), client)
+
+
+def pair(ports: dict[str, int]) -> list[dict[str, Any]]:
+    """Service ``app/pair`` whose two endpoints are the echo backends one and two."""
+    slices = [
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": f"pair-{name}",
+                "namespace": "app",
+                "labels": {"kubernetes.io/service-name": "pair"},
+            },
+            "addressType": "IPv4",
+            "ports": [{"name": "", "port": ports[name]}],
+            "endpoints": [{"addresses": ["127.0.0.1"]}],
+        }
+        for name in ("one", "two")
+    ]
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "pair", "namespace": "app"},
+        "spec": {"ports": [{"port": 80}]},
+    }
+    return [service, *slices]
+
+
+@pytest.mark.parametrize("mode", ["balanced", "persistent"])
+def test_affinity_cookie_keeps_a_client_on_one_endpoint(tmp_path: Path, mode: str) -> None:
+    sticky = shop(
+        {
+            NGINX + "affinity": "cookie",
+            NGINX + "affinity-mode": mode,
+            NGINX + "session-cookie-max-age": "3600",
+            NGINX + "session-cookie-samesite": "Lax",
+        },
+        ("/cart", "Prefix", "pair"),
+    )
+
+    def make(ports: dict[str, int]) -> dict[str, Any]:
+        return compiled(sticky, *pair(ports))(ports)
+
+    def client(run: Running) -> None:
+        seen = set()
+        for _ in range(40):  # new clients are spread over both endpoints
+            status, response, data = fetch(run, "/cart")
+            assert status == 200
+            seen.add(echoed(data)["backend"])
+            cookie = response.getheader("set-cookie")
+            assert cookie.startswith("INGRESSCOOKIE=")
+            assert cookie.endswith("; Max-Age=3600; Path=/cart; HttpOnly; SameSite=Lax")
+        assert seen == {"one", "two"}
+        for _ in range(5):  # a client with the cookie stays where it was sent first
+            _, response, data = fetch(run, "/cart")
+            first = echoed(data)["backend"]
+            value = response.getheader("set-cookie").split(";")[0]
+            for _ in range(10):
+                status, again, data = fetch(run, "/cart/item", Cookie=f"a=b; {value}")
+                assert (status, echoed(data)["backend"]) == (200, first)
+                assert again.getheader("set-cookie") is None
+
+    run_proxy(tmp_path, make, client)

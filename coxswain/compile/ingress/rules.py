@@ -137,6 +137,10 @@ def ingress_hosts(
                     if isinstance(checked, str):
                         continue
                     actions = checked
+                if actions is not None and actions.affinity and actions.affinity.path is None:
+                    cookie_path = "/" if match is PathMatch.REGEX else value  # ingress-nginx's
+                    affinity = dataclasses.replace(actions.affinity, path=cookie_path)
+                    actions = dataclasses.replace(actions, affinity=affinity)
                 holder = paths[host].get((match, value))
                 if holder is not None:
                     found.append(_conflict(ingress, path.field, host, match, value, holder.route))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import math
+import random
 from functools import partial
 from typing import TYPE_CHECKING, Final
 
@@ -36,6 +37,7 @@ from coxswain.route.htpasswd import verify
 from coxswain.route.ingress_access import AccessCheck
 from coxswain.route.ingress_request import LIMITED, answered, checked
 from coxswain.route.plan import listener_specs
+from coxswain.shell.dataplane.affinity import pinned
 from coxswain.shell.dataplane.rate_limits import RateLimits
 from coxswain.shell.dataplane.tls import TLSContexts
 from coxswain.shell.dataplane.upstream_tls import Origination, Originations
@@ -130,6 +132,7 @@ class Served:
         "_fronts",
         "_header_ports",
         "_limits",
+        "_rng",
         "_routes",
         "_verified",
         "endpoints",
@@ -150,6 +153,7 @@ class Served:
     ) -> None:
         self.snapshot = snapshot
         self._limits = RateLimits() if rate_limits is None else rate_limits
+        self._rng = random.Random()  # new session-affinity keys (.affinity)
         # a plain dict: a persistent map's lookup is four Python calls per request
         self.endpoints: dict[str, Sequence[Endpoint]] = dict(snapshot.endpoints)
         self.table: RouteTable = build_table(
@@ -208,6 +212,15 @@ class Served:
             verify=self._verify,
             limit=None if limits is None else partial(self._limits.refusal, limits, client),
         )
+        if checks.affinity is not None:
+            decision = pinned(
+                self.endpoints,
+                routed.decision if decision is None else decision,
+                checks.affinity,
+                head.headers,
+                https=tls,
+                rng=self._rng,
+            )
         if limits is None or not limits.connections:
             return routed if decision is None else Routed(decision)
         fresh = Routed(routed.decision if decision is None else decision)  # one per request

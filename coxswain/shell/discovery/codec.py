@@ -222,6 +222,8 @@ def _path_rule(rule: PathRule) -> pb.PathRule:
         fields["external_auth"] = None if auth is None else _external_auth(auth)
         limit = rule.actions.rate_limit
         fields["rate_limit"] = None if limit is None else _flat(pb.RateLimit, limit)
+        sticky = rule.actions.affinity
+        fields["affinity"] = None if sticky is None else _flat(pb.Affinity, sticky)
         message.actions.CopyFrom(
             pb.IngressActions(**{n: v for n, v in fields.items() if v is not None})
         )

@@ -15,6 +15,7 @@ from pyrsistent import pmap, pvector
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile.scope import GatewayScope, Scope, SharedPool
 from coxswain.compile.snapshot import (
+    Affinity,
     Backend,
     BackendProtocol,
     Canary,
@@ -225,6 +226,20 @@ def _read_ingress_actions(wire: pb.IngressActions) -> IngressActions:
             _read_external_auth(wire.external_auth) if wire.HasField("external_auth") else None
         ),
         rate_limit=_read_rate_limit(wire.rate_limit) if wire.HasField("rate_limit") else None,
+        affinity=_read_affinity(wire.affinity) if wire.HasField("affinity") else None,
+    )
+
+
+def _read_affinity(wire: pb.Affinity) -> Affinity:
+    return Affinity(
+        mode=wire.mode,
+        cookie_name=wire.cookie_name,
+        path=wire.path if wire.HasField("path") else None,
+        domain=wire.domain if wire.HasField("domain") else None,
+        expires=wire.expires,
+        max_age=wire.max_age,
+        samesite=wire.samesite if wire.HasField("samesite") else None,
+        secure=wire.secure if wire.HasField("secure") else None,
     )
 
 

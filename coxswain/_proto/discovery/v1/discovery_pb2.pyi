@@ -719,6 +719,7 @@ class IngressActions(_message.Message):
     CORS_FIELD_NUMBER: _builtins.int
     EXTERNAL_AUTH_FIELD_NUMBER: _builtins.int
     RATE_LIMIT_FIELD_NUMBER: _builtins.int
+    AFFINITY_FIELD_NUMBER: _builtins.int
     app_root: _builtins.str
     redirect: _builtins.str
     redirect_status: _builtins.int
@@ -750,6 +751,8 @@ class IngressActions(_message.Message):
     def external_auth(self) -> Global___ExternalAuth: ...
     @_builtins.property
     def rate_limit(self) -> Global___RateLimit: ...
+    @_builtins.property
+    def affinity(self) -> Global___Affinity: ...
     def __init__(
         self,
         *,
@@ -776,11 +779,14 @@ class IngressActions(_message.Message):
         cors: Global___Cors | None = ...,
         external_auth: Global___ExternalAuth | None = ...,
         rate_limit: Global___RateLimit | None = ...,
+        affinity: Global___Affinity | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_cors", b"_cors", "_denied", b"_denied", "_external_auth", b"_external_auth", "_host_redirect", b"_host_redirect", "_rate_limit", b"_rate_limit", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "app_root", b"app_root", "auth_realm", b"auth_realm", "canary", b"canary", "cors", b"cors", "denied", b"denied", "external_auth", b"external_auth", "host_redirect", b"host_redirect", "rate_limit", b"rate_limit", "redirect", b"redirect", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_affinity", b"_affinity", "_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_cors", b"_cors", "_denied", b"_denied", "_external_auth", b"_external_auth", "_host_redirect", b"_host_redirect", "_rate_limit", b"_rate_limit", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "affinity", b"affinity", "app_root", b"app_root", "auth_realm", b"auth_realm", "canary", b"canary", "cors", b"cors", "denied", b"denied", "external_auth", b"external_auth", "host_redirect", b"host_redirect", "rate_limit", b"rate_limit", "redirect", b"redirect", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_cors", b"_cors", "_denied", b"_denied", "_external_auth", b"_external_auth", "_host_redirect", b"_host_redirect", "_rate_limit", b"_rate_limit", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "allow_sources", b"allow_sources", "app_root", b"app_root", "auth_realm", b"auth_realm", "auth_users", b"auth_users", "canary", b"canary", "connect_timeout", b"connect_timeout", "cors", b"cors", "denied", b"denied", "deny_sources", b"deny_sources", "external_auth", b"external_auth", "host_redirect", b"host_redirect", "max_body", b"max_body", "next_upstream_codes", b"next_upstream_codes", "next_upstream_timeout", b"next_upstream_timeout", "next_upstream_tries", b"next_upstream_tries", "rate_limit", b"rate_limit", "read_timeout", b"read_timeout", "redirect", b"redirect", "redirect_status", b"redirect_status", "rewrite_target", b"rewrite_target", "send_timeout", b"send_timeout", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_affinity", b"_affinity", "_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_cors", b"_cors", "_denied", b"_denied", "_external_auth", b"_external_auth", "_host_redirect", b"_host_redirect", "_rate_limit", b"_rate_limit", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "affinity", b"affinity", "allow_sources", b"allow_sources", "app_root", b"app_root", "auth_realm", b"auth_realm", "auth_users", b"auth_users", "canary", b"canary", "connect_timeout", b"connect_timeout", "cors", b"cors", "denied", b"denied", "deny_sources", b"deny_sources", "external_auth", b"external_auth", "host_redirect", b"host_redirect", "max_body", b"max_body", "next_upstream_codes", b"next_upstream_codes", "next_upstream_timeout", b"next_upstream_timeout", "next_upstream_tries", b"next_upstream_tries", "rate_limit", b"rate_limit", "read_timeout", b"read_timeout", "redirect", b"redirect", "redirect_status", b"redirect_status", "rewrite_target", b"rewrite_target", "send_timeout", b"send_timeout", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__affinity: _TypeAlias = _typing.Literal["affinity"]  # noqa: Y015
+    _WhichOneofArgType__affinity: _TypeAlias = _typing.Literal["_affinity", b"_affinity"]  # noqa: Y015
     _WhichOneofReturnType__app_root: _TypeAlias = _typing.Literal["app_root"]  # noqa: Y015
     _WhichOneofArgType__app_root: _TypeAlias = _typing.Literal["_app_root", b"_app_root"]  # noqa: Y015
     _WhichOneofReturnType__auth_realm: _TypeAlias = _typing.Literal["auth_realm"]  # noqa: Y015
@@ -805,6 +811,8 @@ class IngressActions(_message.Message):
     _WhichOneofArgType__upstream_vhost: _TypeAlias = _typing.Literal["_upstream_vhost", b"_upstream_vhost"]  # noqa: Y015
     _WhichOneofReturnType__x_forwarded_prefix: _TypeAlias = _typing.Literal["x_forwarded_prefix"]  # noqa: Y015
     _WhichOneofArgType__x_forwarded_prefix: _TypeAlias = _typing.Literal["_x_forwarded_prefix", b"_x_forwarded_prefix"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__affinity) -> _WhichOneofReturnType__affinity | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__app_root) -> _WhichOneofReturnType__app_root | None: ...
     @_typing.overload
@@ -831,6 +839,63 @@ class IngressActions(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__x_forwarded_prefix) -> _WhichOneofReturnType__x_forwarded_prefix | None: ...
 
 Global___IngressActions: _TypeAlias = IngressActions  # noqa: Y015
+
+@_typing.final
+class Affinity(_message.Message):
+    """ingress-nginx's cookie session affinity (coxswain.compile.snapshot.Affinity)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MODE_FIELD_NUMBER: _builtins.int
+    COOKIE_NAME_FIELD_NUMBER: _builtins.int
+    PATH_FIELD_NUMBER: _builtins.int
+    DOMAIN_FIELD_NUMBER: _builtins.int
+    EXPIRES_FIELD_NUMBER: _builtins.int
+    MAX_AGE_FIELD_NUMBER: _builtins.int
+    SAMESITE_FIELD_NUMBER: _builtins.int
+    SECURE_FIELD_NUMBER: _builtins.int
+    mode: _builtins.str
+    cookie_name: _builtins.str
+    path: _builtins.str
+    domain: _builtins.str
+    expires: _builtins.int
+    max_age: _builtins.int
+    samesite: _builtins.str
+    secure: _builtins.bool
+    def __init__(
+        self,
+        *,
+        mode: _builtins.str = ...,
+        cookie_name: _builtins.str = ...,
+        path: _builtins.str | None = ...,
+        domain: _builtins.str | None = ...,
+        expires: _builtins.int = ...,
+        max_age: _builtins.int = ...,
+        samesite: _builtins.str | None = ...,
+        secure: _builtins.bool | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_domain", b"_domain", "_path", b"_path", "_samesite", b"_samesite", "_secure", b"_secure", "domain", b"domain", "path", b"path", "samesite", b"samesite", "secure", b"secure"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_domain", b"_domain", "_path", b"_path", "_samesite", b"_samesite", "_secure", b"_secure", "cookie_name", b"cookie_name", "domain", b"domain", "expires", b"expires", "max_age", b"max_age", "mode", b"mode", "path", b"path", "samesite", b"samesite", "secure", b"secure"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__domain: _TypeAlias = _typing.Literal["domain"]  # noqa: Y015
+    _WhichOneofArgType__domain: _TypeAlias = _typing.Literal["_domain", b"_domain"]  # noqa: Y015
+    _WhichOneofReturnType__path: _TypeAlias = _typing.Literal["path"]  # noqa: Y015
+    _WhichOneofArgType__path: _TypeAlias = _typing.Literal["_path", b"_path"]  # noqa: Y015
+    _WhichOneofReturnType__samesite: _TypeAlias = _typing.Literal["samesite"]  # noqa: Y015
+    _WhichOneofArgType__samesite: _TypeAlias = _typing.Literal["_samesite", b"_samesite"]  # noqa: Y015
+    _WhichOneofReturnType__secure: _TypeAlias = _typing.Literal["secure"]  # noqa: Y015
+    _WhichOneofArgType__secure: _TypeAlias = _typing.Literal["_secure", b"_secure"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__domain) -> _WhichOneofReturnType__domain | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__path) -> _WhichOneofReturnType__path | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__samesite) -> _WhichOneofReturnType__samesite | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__secure) -> _WhichOneofReturnType__secure | None: ...
+
+Global___Affinity: _TypeAlias = Affinity  # noqa: Y015
 
 @_typing.final
 class RateLimit(_message.Message):
