@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 from coxswain.compile.scope import Scope, parse_scope
 from coxswain.compile.snapshot import (
     INGRESS_ACTION_FIELDS,
+    Affinity,
     Backend,
     BackendProtocol,
     Canary,
@@ -25,6 +26,7 @@ from coxswain.compile.snapshot import (
     ClientValidation,
     Cors,
     Endpoint,
+    ExternalAuth,
     GatewayRule,
     HeaderEdits,
     IngressActions,
@@ -35,6 +37,7 @@ from coxswain.compile.snapshot import (
     PathEdit,
     PathMatch,
     PathRule,
+    RateLimit,
     Redirect,
     Retry,
     Rewrite,
@@ -246,6 +249,72 @@ def _ingress_actions(value: object, where: str) -> IngressActions | None:
         or 0,
         canary=_canary(data.get("canary"), f"{where}.canary"),
         cors=_cors(data.get("cors"), f"{where}.cors"),
+        external_auth=_external_auth(data.get("external_auth"), f"{where}.external_auth"),
+        rate_limit=_rate_limit(data.get("rate_limit"), f"{where}.rate_limit"),
+        affinity=_affinity(data.get("affinity"), f"{where}.affinity"),
+    )
+
+
+def _affinity(value: object, where: str) -> Affinity | None:
+    if value is None:
+        return None
+    data = _object(value, where)
+
+    def text(name: str) -> str | None:
+        return _optional(data.get(name), str, f"{where}.{name}")
+
+    return Affinity(
+        mode=_typed(data.get("mode", "balanced"), str, f"{where}.mode"),
+        cookie_name=_typed(data.get("cookie_name", "INGRESSCOOKIE"), str, f"{where}.cookie_name"),
+        path=text("path"),
+        domain=text("domain"),
+        expires=_typed(data.get("expires", 0), int, f"{where}.expires"),
+        max_age=_typed(data.get("max_age", 0), int, f"{where}.max_age"),
+        samesite=text("samesite"),
+        secure=_optional(data.get("secure"), bool, f"{where}.secure"),
+    )
+
+
+def _rate_limit(value: object, where: str) -> RateLimit | None:
+    if value is None:
+        return None
+    data = _object(value, where)
+
+    def count(name: str, default: int = 0) -> int:
+        return _typed(data.get(name, default), int, f"{where}.{name}")
+
+    return RateLimit(
+        zone=_typed(data.get("zone"), str, f"{where}.zone"),
+        rps=count("rps"),
+        rpm=count("rpm"),
+        connections=count("connections"),
+        burst_multiplier=count("burst_multiplier", 5),
+        whitelist=_strings(data.get("whitelist", []), f"{where}.whitelist"),
+    )
+
+
+def _external_auth(value: object, where: str) -> ExternalAuth | None:
+    if value is None:
+        return None
+    data = _object(value, where)
+
+    def text(name: str) -> str | None:
+        return _optional(data.get(name), str, f"{where}.{name}")
+
+    return ExternalAuth(
+        url=_typed(data.get("url"), str, f"{where}.url"),
+        host=_typed(data.get("host"), str, f"{where}.host"),
+        port=_typed(data.get("port"), int, f"{where}.port"),
+        target=_typed(data.get("target"), str, f"{where}.target"),
+        tls=_typed(data.get("tls", False), bool, f"{where}.tls"),
+        method=text("method"),
+        signin=text("signin"),
+        signin_param=_typed(data.get("signin_param", "rd"), str, f"{where}.signin_param"),
+        response_headers=_strings(data.get("response_headers", []), f"{where}.response_headers"),
+        request_redirect=text("request_redirect"),
+        always_set_cookie=_typed(
+            data.get("always_set_cookie", False), bool, f"{where}.always_set_cookie"
+        ),
     )
 
 

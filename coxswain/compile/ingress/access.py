@@ -11,8 +11,9 @@ Rules:
    ``htpasswd`` writes; a user with another (DES crypt, SHA-crypt, plain text) is left out
    and reported.
 3. Fail closed: a security annotation Coxswain cannot honour — a value that does not parse,
-   a missing or foreign Secret, ``auth-type: digest``, ``auth-secret-type: auth-map``, or
-   ``auth-url`` / ``auth-tls-secret`` (not implemented yet) — makes every path of the Ingress
+   a missing or foreign Secret, ``auth-type: digest``, ``auth-secret-type: auth-map``, an
+   ``auth-url`` that does not parse (``compile.ingress.external_auth``), or
+   ``auth-tls-secret`` (not implemented yet) — makes every path of the Ingress
    answer 503 (``denied``), as ingress-nginx denies a location whose authentication
    annotations fail rather than serve it open. The diagnostic says which.
 4. ``backend-protocol``: ``HTTP`` (the default) and ``GRPC`` (HTTP/2 with prior knowledge,
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Final
 from pyrsistent import pvector
 
 from coxswain.compile.diagnostics import Diagnostic, Severity
+from coxswain.compile.ingress.external_auth import read_external_auth
 from coxswain.compile.ingress.registry import annotation_value
 from coxswain.compile.model.keys import ObjectKey
 
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from pyrsistent.typing import PMap, PVector
 
     from coxswain.compile.model.objects import Ingress, Secret
+    from coxswain.compile.snapshot import ExternalAuth
 
 __all__ = ["Access", "read_access"]
 
@@ -49,7 +52,7 @@ _SIZE: Final = re.compile(r"([0-9]{1,15})([kKmMgG]?)")
 _UNITS: Final = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 _HASHES: Final = ("$2a$", "$2b$", "$2y$", "$apr1$", "$1$", "{SHA}")
 _REALM_UNSAFE: Final = re.compile(r'["\\\x00-\x1f\x7f]')
-_NOT_YET: Final = ("auth-url", "auth-tls-secret")
+_NOT_YET: Final = ("auth-tls-secret",)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -62,6 +65,7 @@ class Access:
     auth_realm: str | None = None
     auth_users: PVector[tuple[str, str]] = field(default_factory=pvector)
     max_body: int = 0
+    external_auth: ExternalAuth | None = None
 
 
 def read_access(
@@ -86,6 +90,7 @@ def read_access(
     access.allow_sources = _networks(allow, problems)
     access.deny_sources = _networks(annotation_value(ingress, "denylist-source-range"), problems)
     _basic_auth(ingress, secrets, access, problems, found, read)
+    access.external_auth = read_external_auth(ingress, problems, found)
     for key, why in problems:  # the registry reports those not implemented yet
         found.append(
             _finding(

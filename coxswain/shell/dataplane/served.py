@@ -23,8 +23,11 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import math
+import random
+from functools import partial
 from typing import TYPE_CHECKING, Final
 
+from coxswain.compile.snapshot import UpstreamTLS
 from coxswain.http1.serialize import check_fields
 from coxswain.route import RequestHead as RouteHead
 from coxswain.route import build_table, select
@@ -32,16 +35,24 @@ from coxswain.route.canary import CanaryCheck
 from coxswain.route.forward import WireEdits, wire_edits
 from coxswain.route.htpasswd import verify
 from coxswain.route.ingress_access import AccessCheck
-from coxswain.route.ingress_request import checked
+from coxswain.route.ingress_request import LIMITED, answered, checked
 from coxswain.route.plan import listener_specs
+from coxswain.shell.dataplane.affinity import pinned
+from coxswain.shell.dataplane.rate_limits import RateLimits
 from coxswain.shell.dataplane.tls import TLSContexts
-from coxswain.shell.dataplane.upstream_tls import Originations
+from coxswain.shell.dataplane.upstream_tls import Origination, Originations
 
 if TYPE_CHECKING:
     import ssl
     from collections.abc import Sequence
 
-    from coxswain.compile.snapshot import Endpoint, HeaderEdits, RouteAction, Snapshot
+    from coxswain.compile.snapshot import (
+        Endpoint,
+        ExternalAuth,
+        HeaderEdits,
+        RouteAction,
+        Snapshot,
+    )
     from coxswain.http1 import RequestHead
     from coxswain.route import Decision
     from coxswain.route.table import RouteTable
@@ -64,19 +75,25 @@ class Routed:
     ``host`` and ``target`` are the Host and request-target to forward as bytes, None when
     they cannot be written on the wire (not Latin-1); ``timeout`` bounds the whole exchange
     (:func:`route_timeout`); ``backends`` are the decision's backends with a weight above 0,
-    ``weights`` their weights, for the weighted choice.
+    ``weights`` their weights, for the weighted choice. ``place``, when set, is the routing
+    this one replaced, which holds the request's place under ``limit-connections``
+    (:mod:`.rate_limits`) while the request lasts.
     """
 
     __slots__ = (
+        "__weakref__",  # a request's place under limit-connections (.rate_limits)
         "backends",
         "decision",
         "host",
         "label",
         "metric",
+        "place",
         "target",
         "timeout",
         "weights",
     )
+
+    place: Routed  # set only on a routing that replaced another
 
     def __init__(self, decision: Decision) -> None:
         self.decision = decision
@@ -109,10 +126,13 @@ class Served:
 
     __slots__ = (
         "_access",
+        "_auth_tls",
         "_canaries",
         "_edits",
         "_fronts",
         "_header_ports",
+        "_limits",
+        "_rng",
         "_routes",
         "_verified",
         "endpoints",
@@ -124,9 +144,16 @@ class Served:
     )
 
     def __init__(
-        self, snapshot: Snapshot, *, ingress_http_port: int, ingress_https_port: int
+        self,
+        snapshot: Snapshot,
+        *,
+        ingress_http_port: int,
+        ingress_https_port: int,
+        rate_limits: RateLimits | None = None,
     ) -> None:
         self.snapshot = snapshot
+        self._limits = RateLimits() if rate_limits is None else rate_limits
+        self._rng = random.Random()  # new session-affinity keys (.affinity)
         # a plain dict: a persistent map's lookup is four Python calls per request
         self.endpoints: dict[str, Sequence[Endpoint]] = dict(snapshot.endpoints)
         self.table: RouteTable = build_table(
@@ -153,6 +180,7 @@ class Served:
         self._access: dict[int, AccessCheck] = {}
         self._canaries: dict[int, CanaryCheck] = {}
         self._verified: dict[bytes, bool] = {}
+        self._auth_tls: dict[int, Origination] = {}
 
     def route(
         self, port: int, head: RequestHead, *, tls: bool, sni: str | None, client: str | None = None
@@ -171,6 +199,7 @@ class Served:
             canary = self._canaries.get(id(checks.canary))
             if canary is None:
                 canary = self._canaries[id(checks.canary)] = CanaryCheck(checks.canary)
+        limits = checks.rate_limit
         decision = checked(
             routed.decision,
             checks,
@@ -181,8 +210,40 @@ class Served:
             headers=head.headers,
             content_length=head.content_length,
             verify=self._verify,
+            limit=None if limits is None else partial(self._limits.refusal, limits, client),
         )
-        return routed if decision is None else Routed(decision)
+        if checks.affinity is not None:
+            decision = pinned(
+                self.endpoints,
+                routed.decision if decision is None else decision,
+                checks.affinity,
+                head.headers,
+                https=tls,
+                rng=self._rng,
+            )
+        if limits is None or not limits.connections:
+            return routed if decision is None else Routed(decision)
+        fresh = Routed(routed.decision if decision is None else decision)  # one per request
+        if fresh.decision.status is None:
+            over = self._limits.hold(limits, client, fresh)
+            if over is not None:
+                return Routed(answered(fresh.decision, LIMITED, f"refused: {over}"))
+        return fresh
+
+    def auth_origination(self, auth: ExternalAuth) -> Origination | None:
+        """The TLS towards an ``https`` auth URL (``shell.dataplane.external_auth``): verified
+        against the system's CAs, the URL's host as SNI and name; None for ``http``.
+
+        Raises:
+            ssl.SSLError: the system's CAs cannot be loaded.
+        """
+        if not auth.tls:
+            return None
+        found = self._auth_tls.get(id(auth))  # the snapshot keeps every action alive: ids hold
+        if found is None:
+            tls = UpstreamTLS(policy=f"auth-url {auth.url}", server_name=auth.host)
+            found = self._auth_tls[id(auth)] = self.originations.get(tls)
+        return found
 
     def _verify(self, password: bytes, hashed: str) -> bool:
         """``htpasswd.verify``, remembered: a bcrypt check costs tens of milliseconds of the

@@ -58,6 +58,7 @@ from coxswain.shell.dataplane.listen import ListenError, open_reuseport_listener
 from coxswain.shell.dataplane.metrics import Metrics
 from coxswain.shell.dataplane.mirror import Mirrors
 from coxswain.shell.dataplane.pool import UpstreamPool
+from coxswain.shell.dataplane.rate_limits import RateLimits
 from coxswain.shell.dataplane.relay_h2 import H2Relay
 from coxswain.shell.dataplane.served import Routed, Served, handshake_sni
 from coxswain.shell.dataplane.streams import StreamServer, StreamSettings
@@ -125,6 +126,7 @@ class Proxy:
     rng: random.Random = field(default_factory=random.Random)
     metrics: Metrics = field(default_factory=Metrics)
     access: AccessLog = field(default_factory=lambda: AccessLog(None))
+    rate_limits: RateLimits = field(default_factory=RateLimits)  # outlive snapshots
     draining: bool = False
     drain_started: trio.Event = field(default_factory=trio.Event)  # set with draining
     admin_port: int | None = None  # the admin port bound for this proxy, if any
@@ -285,6 +287,7 @@ class Proxy:
             snapshot,
             ingress_http_port=self.config.ingress_http_port,
             ingress_https_port=self.config.ingress_https_port,
+            rate_limits=self.rate_limits,
         )
         current = {port: entry.spec for port, entry in self.listeners.items()}
         plan = diff_listeners(current, served.specs)
