@@ -96,6 +96,7 @@ class H2Backend:
                 conn.close_connection(last_stream_id=stream_id)
             await flush()
             if going_away and not open_streams:
+                await flush()  # another stream's answer made while this flush waited
                 await stream.aclose()
 
         await flush()

@@ -243,7 +243,7 @@ def test_a_cancelled_call_is_cancelled_at_the_backend(tmp_path: Path) -> None:
                 assert time.monotonic() < deadline, "backend streams left open"
                 time.sleep(0.01)
             (connection,) = relay.pool.connections()
-            assert connection.conn.open_outbound_streams == 0
+            assert connection.conn.open_streams == 0
 
         through(grpc_snapshot(service.port), check, tmp_path)
 

@@ -36,11 +36,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
-from h2.errors import ErrorCodes
-from h2.exceptions import H2Error
 
 from coxswain.http1 import Data
 from coxswain.http2.backend import request_fields, response_head, trailer_list
+from coxswain.http2.frames import PROTOCOL_ERROR
 from coxswain.shell.dataplane.h2_stream import send_data
 from coxswain.shell.dataplane.h2_upstream import StreamFailed
 from coxswain.shell.dataplane.pool import ConnectFailed
@@ -70,7 +69,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Forwarder", "H2Relay"]
 
-_BROKEN: Final = (trio.BrokenResourceError, trio.ClosedResourceError, H2Error, StreamFailed)
+_BROKEN: Final = (trio.BrokenResourceError, trio.ClosedResourceError, StreamFailed)
 _REFUSALS: Final = 3  # a request without a body sent again after its stream was refused
 
 
@@ -216,15 +215,15 @@ class H2Relay:
     ) -> None:
         """The body sent by a task of its own while the response is relayed."""
         sender = _BodySender(stream, client, tee, timer, self.send_timeout)
-        failure: Answer | H2Error | None = None
+        failure: Answer | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(sender.run, downstream, head, nursery.cancel_scope)
             try:
                 response = await _final_head(stream, head, timer)
                 relayed = forwarder.response_fields(response, served, backend, decision)
                 await downstream.respond(stream.body, head, response, relayed, exchange)
-            except (Answer, H2Error) as err:  # raised as they came once the nursery is closed,
-                failure = err  # not wrapped in an exception group with the sender's end
+            except Answer as err:  # raised as it came once the nursery is closed, not
+                failure = err  # wrapped in an exception group with the sender's end
             except StreamFailed as err:  # refused, but the body is partly read: not again
                 failure = Answer(502, err.reason, stream.connection.name)
             nursery.cancel_scope.cancel()  # the response is complete: the body is not needed
@@ -258,7 +257,7 @@ async def _final_head(stream: UpstreamStream, head: RequestHead, timer: Timer) -
         raise Answer(502, err.reason, stream.connection.name) from err
     response = response_head(fields, ended=ended, head_request=head.method == b"HEAD")
     if isinstance(response, str):
-        stream.connection.reset(stream.stream_id, ErrorCodes.PROTOCOL_ERROR)
+        stream.connection.reset(stream.stream_id, PROTOCOL_ERROR)
         raise Answer(502, f"the upstream sent a malformed head: {response}", stream.connection.name)
     return response
 
