@@ -152,6 +152,11 @@ class Connection:
 
     # --- what the proxy does ------------------------------------------------------------------
 
+    @property
+    def has_data_to_send(self) -> bool:
+        """Whether frames were made since the last :meth:`data_to_send`."""
+        return bool(self._out)
+
     def data_to_send(self) -> bytes:
         """The frames made since the last call, in order."""
         out = self._out

@@ -243,6 +243,13 @@ class H2Upstream(H2Sender):
         §8.1); a closed one stays closed."""
         self.conn.reset_stream(stream_id, code)
 
+    async def flush(self) -> None:
+        """Send the frames made so far, in order; with none made, return at once, without
+        the sender's lock (whose checkpoint would cost a trip through the scheduler): a
+        relay waits or sends right after each flush, and this one has nothing to wait for."""
+        if self.conn.has_data_to_send:
+            await super().flush()
+
     async def flush_quietly(self) -> None:
         """:meth:`flush`, for a task of its own: a connection that broke meanwhile has
         nothing left to say."""
