@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.backends import EndpointsCache, ServiceIndex
     from coxswain.compile.diagnostics import Diagnostic
-    from coxswain.compile.gateway.cells import Fragment, Slot
+    from coxswain.compile.gateway.cells import GatewayCells
     from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.gateway.route_kinds import RouteCache
     from coxswain.compile.model.keys import ObjectKey
@@ -88,14 +88,14 @@ def compile(  # noqa: A001 - the name the architecture gives the core's one entr
 class CompileParts:
     """A scope's compile before sealing: the snapshot (``version`` empty), its findings but
     those about EndpointSlices, the Services whose slices' findings it reports, the analysis
-    it was read from and its listeners' table fragments (what ``compile.memo`` needs to reuse
+    it was read from and its Gateway API cells (what ``compile.memo`` needs to reuse
     or patch it)."""
 
     snapshot: Snapshot
     found: tuple[Diagnostic, ...]
     services_read: frozenset[ObjectKey]
     model: GatewayModel
-    fragments: dict[Slot, Fragment]
+    cells: GatewayCells
 
 
 def findings(parts: CompileParts, slices: Iterable[Diagnostic]) -> PVector[Diagnostic]:
@@ -125,7 +125,7 @@ def compile_parts(
         ingresses, services, certificates, state.secrets
     )
     model = analyse_gateways(state, config, services, scope, cache)
-    cells = build_cells(model, None if earlier is None else earlier.fragments)
+    cells = build_cells(model, None if earlier is None else earlier.cells)
     rules = [
         rule
         for vhost in hosts.values()
@@ -185,7 +185,7 @@ def compile_parts(
         found=tuple(diagnostics),
         services_read=frozenset(services_read),
         model=model,
-        fragments=cells.fragments,
+        cells=cells,
     )
 
 

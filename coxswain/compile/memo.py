@@ -63,10 +63,8 @@ from coxswain.compile.api import (
 from coxswain.compile.backends import ServiceIndex, index_services, service_endpoints
 from coxswain.compile.gateway.refgrants import Grants
 from coxswain.compile.gateway.route_kinds import ROUTE_COMPILERS, compile_any_route
-from coxswain.compile.model.gateway_objects import GATEWAY_GROUP, CommonRoute, Gateway
+from coxswain.compile.model.gateway_objects import CommonRoute, Gateway
 from coxswain.compile.model.keys import ObjectKey
-from coxswain.compile.model.objects import EndpointSlice
-from coxswain.compile.model.state import TABLE_NAMES, TABLES
 from coxswain.compile.provision import provision
 from coxswain.compile.scope import GatewayScope
 from coxswain.compile.snapshot_json import (
@@ -74,6 +72,14 @@ from coxswain.compile.snapshot_json import (
     endpoint_pieces,
     head_digest,
     sealed_with,
+)
+from coxswain.compile.state_changes import (
+    both,
+    changes,
+    lookup,
+    named_gateways,
+    names_parent,
+    slice_services,
 )
 
 if TYPE_CHECKING:
@@ -87,7 +93,7 @@ if TYPE_CHECKING:
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.gateway.route_rules import CompiledRoute
-    from coxswain.compile.model.objects import Service
+    from coxswain.compile.model.objects import EndpointSlice, Service
     from coxswain.compile.model.state import ClusterState
     from coxswain.compile.provision import DesiredObjects
     from coxswain.compile.scope import Scope
@@ -220,6 +226,8 @@ class CompileMemo:
         self._previous: ClusterState | None = None
         self._changed: frozenset[ObjectKey] | None = None  # None: everything
         self._hint: tuple[ClusterState, ClusterState, frozenset[ObjectKey]] | None = None
+        # when only EndpointSlices changed: the Services they belong to (before or after)
+        self._slices_only: set[tuple[str, str]] | None = None
         self._routes: dict[ObjectKey, _RouteEntry] = {}
         self._readers: dict[_Read, set[ObjectKey]] = {}  # what routes read → those routes
         self._granted: set[ObjectKey] = set()  # routes that asked a ReferenceGrant question
@@ -235,12 +243,14 @@ class CompileMemo:
         """``compile(state, scope, config)``."""
         self._advance(state)
         entry = self._scopes.get(scope)
-        if entry is not None and entry.config == config:
+        if entry is not None and (entry.config is config or entry.config == config):
             if entry.state is state:
                 self.reused += 1
                 return entry.result
             if entry.state is self._previous and self._changed is not None:
-                touched = self._touched(entry, self._changed)
+                touched = self._slices_only
+                if touched is None:
+                    touched = self._touched(entry, self._changed)
                 if touched is not None:
                     self.reused += 1
                     return self._patched(entry, state, touched)
@@ -357,17 +367,23 @@ class CompileMemo:
             self._changed = None  # something outside the tables changed
         elif hint is not None and hint[0] is previous and hint[1] is state:
             self._changed = frozenset(
-                k for k in hint[2] if _lookup(previous, k) is not _lookup(state, k)
+                k for k in hint[2] if lookup(previous, k) is not lookup(state, k)
             )
         else:
-            self._changed = _changes(previous, state)
+            self._changed = changes(previous, state)
+        self._slices_only = None
         if self._changed is None:
             for key in list(self._routes):
                 self._drop_route(key)
             self._services.clear()
             return
+        assert previous is not None  # changes are found between two states
+        if all(k.kind == "EndpointSlice" for k in self._changed):
+            self._slices_only = {
+                service for k in self._changed for service in slice_services(k, previous, state)
+            }
         for key in self._changed:
-            if key.kind in ROUTE_COMPILERS and _lookup(state, key) is None:
+            if key.kind in ROUTE_COMPILERS and lookup(state, key) is None:
                 self._drop_route(key)  # deleted
             elif key.kind == "ReferenceGrant":
                 for reader in list(self._granted):
@@ -376,7 +392,7 @@ class CompileMemo:
                 self._drop_readers(("Service", key.namespace, key.name))
                 self._services.pop((key.namespace, key.name), None)
             elif key.kind == "EndpointSlice" and self._previous is not None:
-                for namespace, name in _slice_services(key, self._previous, state):
+                for namespace, name in slice_services(key, self._previous, state):
                     self._drop_readers(("EndpointSlice", namespace, name))
                     self._services.pop((namespace, name), None)
 
@@ -452,9 +468,9 @@ class CompileMemo:
             )
             for parent in parents:
                 for route_key in state.routes_by_parent.get(parent, ()):
-                    route = _lookup(state, route_key)
+                    route = lookup(state, route_key)
                     if isinstance(route, CommonRoute):
-                        named.update(_named_gateways(route))
+                        named.update(named_gateways(route))
         self._scopes[scope] = _ScopeEntry(
             state=state,
             config=config,
@@ -482,15 +498,15 @@ class CompileMemo:
         services: set[tuple[str, str]] = set()
         for key in changed:
             if key.kind == "EndpointSlice":
-                services.update(_slice_services(key, previous, state))
+                services.update(slice_services(key, previous, state))
                 continue
             if shared:
                 return None
             if key.kind in ROUTE_COMPILERS:
-                if any(_names_parent(r, entry.parents) for r in _both(key, previous, state)):
+                if any(names_parent(r, entry.parents) for r in both(key, previous, state)):
                     return None
             elif key.kind == "Gateway":
-                gateways = list(_both(key, previous, state))
+                gateways = list(both(key, previous, state))
                 if key in entry.named or any(
                     isinstance(g, Gateway) and (g.addresses or _serves(g, entry)) for g in gateways
                 ):
@@ -505,16 +521,18 @@ class CompileMemo:
         """The entry carried to ``state``, its endpoints and slices' findings of ``touched``
         Services recomputed."""
         entry.state = state
-        services = index_services(state)
         listed = [pair for pair in touched if pair in entry.endpoint_keys]
+        read = [ObjectKey("Service", *pair) for pair in touched]
+        read = [key for key in read if key in entry.slice_found]
+        if not listed and not read:
+            return entry.result
+        services = index_services(state)
         found_changed = False
-        for namespace, name in touched:
-            key = ObjectKey("Service", namespace, name)
-            if key in entry.slice_found:
-                now = self._slice_findings(services, key)
-                if now != entry.slice_found[key]:
-                    entry.slice_found[key] = now
-                    found_changed = True
+        for key in read:
+            now = self._slice_findings(services, key)
+            if now != entry.slice_found[key]:
+                entry.slice_found[key] = now
+                found_changed = True
         if not listed and not found_changed:
             return entry.result
         snapshot = entry.parts.snapshot
@@ -539,52 +557,6 @@ class CompileMemo:
             diagnostics=diagnostics,
         )
         return entry.result
-
-
-def _changes(old: ClusterState, new: ClusterState) -> frozenset[ObjectKey]:
-    """The keys whose object differs (by identity) between two states' tables."""
-    changed: set[ObjectKey] = set()
-    for name in TABLE_NAMES:
-        before, after = getattr(old, name), getattr(new, name)
-        if before is after:
-            continue
-        changed.update(k for k, v in after.items() if before.get(k) is not v)
-        changed.update(k for k in before if k not in after)
-    return frozenset(changed)
-
-
-def _lookup(state: ClusterState, key: ObjectKey) -> object:
-    table = getattr(state, TABLES.get(key.kind, ""), None)
-    return None if table is None else table.get(key)
-
-
-def _both(key: ObjectKey, previous: ClusterState, state: ClusterState) -> Iterator[object]:
-    """The object before and after the change, those that exist."""
-    for holder in (previous, state):
-        if (found := _lookup(holder, key)) is not None:
-            yield found
-
-
-def _slice_services(
-    key: ObjectKey, previous: ClusterState, state: ClusterState
-) -> Iterator[tuple[str, str]]:
-    for found in _both(key, previous, state):
-        if isinstance(found, EndpointSlice) and found.service_name:
-            yield (key.namespace, found.service_name)
-
-
-def _names_parent(route: object, parents: frozenset[tuple[str, str]]) -> bool:
-    if not isinstance(route, CommonRoute):
-        return False
-    namespace = route.meta.key.namespace
-    return any((r.namespace or namespace, r.name) in parents for r in route.parent_refs)
-
-
-def _named_gateways(route: CommonRoute) -> Iterator[ObjectKey]:
-    namespace = route.meta.key.namespace
-    for ref in route.parent_refs:
-        if (ref.group, ref.kind) == (GATEWAY_GROUP, "Gateway"):
-            yield ObjectKey("Gateway", ref.namespace or namespace, ref.name)
 
 
 def _serves(gateway: Gateway, entry: _ScopeEntry) -> bool:

@@ -7,11 +7,12 @@
 - ``listener_health``: one entry per listener of every Gateway in scope.
 Only serving listeners with an internal port get table entries; every listener gets health.
 
-Each listener's table is a fragment: ``build_cells`` takes the fragments of an earlier call
-(``compile.memo`` keeps them per scope) and returns the new ones, and a table whose inputs are
-the very same objects as then (the listener's fields, and per host the same rule entries in the
-same order: a reused compiled route hands out the same entries) is that earlier table, not a
-copy. The cells are the same with or without earlier fragments.
+Each listener's table is a fragment: ``build_cells`` takes the cells of an earlier call
+(``compile.memo`` keeps them per scope), and a table whose inputs are the very same objects as
+then (the listener's fields, and per host the same rule entries in the same order: a reused
+compiled route hands out the same entries) is that earlier table, not a copy; the backends of
+a route's entries are likewise collected once per entries object. The cells are the same with
+or without earlier ones.
 A Gateway's listeners are its own and those of the ListenerSets it takes (GEP-1713), all under
 the Gateway's name; a ListenerSet's listener is named ``ns/listenerset/name`` there
 (``ListenerVerdict.qualified_name``).
@@ -36,7 +37,7 @@ from coxswain.compile.snapshot import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
     from pyrsistent.typing import PMap, PVector
 
@@ -87,6 +88,9 @@ class GatewayCells:
     listener_health: PVector[ListenerHealth]
     backends: tuple[Backend, ...]
     fragments: dict[Slot, Fragment]
+    route_backends: dict[int, tuple[Sequence[Entry], list[Backend]]]
+    """``id`` of a route's entries → the entries (which keep the ``id`` from being reused)
+    and their backends."""
 
 
 def _backends(entries: Sequence[tuple[tuple[object, ...], GatewayRule]]) -> list[Backend]:
@@ -126,13 +130,21 @@ def listener_reason(verdict: ListenerVerdict) -> str:
     return "Ready"
 
 
-def build_cells(
-    model: GatewayModel, earlier: Mapping[Slot, Fragment] | None = None
-) -> GatewayCells:
-    """Build the Gateway API cells; ``earlier``: the fragments of an earlier call, reused where
-    their inputs are the same (the module docstring). Pure."""
+def build_cells(model: GatewayModel, earlier: GatewayCells | None = None) -> GatewayCells:
+    """Build the Gateway API cells; ``earlier``: the cells of an earlier call, whose fragments
+    are reused where their inputs are the same (the module docstring). Pure."""
     rules: dict[Slot, dict[str, list[Entry]]] = defaultdict(lambda: defaultdict(list))
     backends: list[Backend] = []
+    route_backends: dict[int, tuple[Sequence[Entry], list[Backend]]] = {}
+    known = {} if earlier is None else earlier.route_backends
+
+    def backends_of(entries: Sequence[Entry]) -> list[Backend]:
+        found = route_backends.get(id(entries)) or known.get(id(entries))
+        if found is None or found[0] is not entries:
+            found = (entries, _backends(entries))
+        route_backends[id(entries)] = found
+        return found[1]
+
     for route in model.routes:
         secured: dict[ObjectKey, Sequence[tuple[tuple[object, ...], GatewayRule]]] = {}
         for parent in route.parents:
@@ -146,7 +158,7 @@ def build_cells(
                 if entries is None and route.compiled.route.meta.key.kind in STREAM_KINDS:
                     # a layer-4 route's backends get its bytes as they came: no BackendTLSPolicy
                     entries = secured[served_by] = route.compiled.entries
-                    backends.extend(_backends(entries))
+                    backends.extend(backends_of(entries))
                 elif entries is None:
                     # BackendTLSPolicy (GEP-1897): the TLS of the backends, with the client
                     # certificate of the Gateway that serves them (.backend_tls, rule 5)
@@ -155,7 +167,7 @@ def build_cells(
                         route.compiled.entries, None if refs is None else refs.client_certificate
                     )
                     secured[served_by] = entries
-                    backends.extend(_backends(entries))
+                    backends.extend(backends_of(entries))
                 for host in attachment.hostnames:
                     rules[(port, verdict.host_key)][host].extend(entries)
     counts = attached_counts(model)
@@ -189,7 +201,7 @@ def build_cells(
                 (gateway.meta.key.ref, verdict.qualified_name, listener.port, listener.protocol),
                 slot,
                 rules.get(slot, {}),
-                None if earlier is None else earlier.get(slot),
+                None if earlier is None else earlier.fragments.get(slot),
             )
             if verdict.certificate is not None:
                 tls[port][verdict.host_key] = verdict.certificate
@@ -202,6 +214,7 @@ def build_cells(
         listener_health=pvector(sorted(health, key=lambda h: (h.gateway, h.listener))),
         backends=tuple(backends),
         fragments=fragments,
+        route_backends=route_backends,
     )
 
 
