@@ -38,7 +38,9 @@ from coxswain.shell.standalone.cert_folder import RENEW_CHECK_INTERVAL, Certific
 from coxswain.shell.standalone.manifest_folder import POLL_INTERVAL, watch_manifests
 
 if TYPE_CHECKING:
-    from coxswain.compile import ClusterState, CompileConfig
+    from collections.abc import Mapping
+
+    from coxswain.compile import ClusterState, CompileConfig, Scope, Snapshot
     from coxswain.compile.model.manifests import SourcedBody
     from coxswain.shell.dataplane.server import Proxy, ProxyConfig
     from coxswain.shell.discovery.server import DiscoveryServer
@@ -128,9 +130,8 @@ def _folder_feed(
         snapshots = await offload(publisher.compile, state, bodies)
         if certificates is not None:
             _issue_proxy_certificates(certificates, publisher)
-        if server is not None:
-            for scope, snapshot in snapshots.items():
-                server.publish(scope, snapshot)
+        if server is not None:  # the first publish encodes every resource: seconds at scale
+            await offload(_publish, server, snapshots)
         shared = snapshots[SharedPool()]
         await proxy.apply(shared)
         log.info(
@@ -149,6 +150,11 @@ def _folder_feed(
         )
 
     return feed
+
+
+def _publish(server: DiscoveryServer, snapshots: Mapping[Scope, Snapshot]) -> None:
+    for scope, snapshot in snapshots.items():
+        server.publish(scope, snapshot)
 
 
 def _issue_proxy_certificates(certificates: CertificateFolder, publisher: Publisher) -> None:

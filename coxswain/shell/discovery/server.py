@@ -180,7 +180,7 @@ class DiscoveryServer:
         )
         self._warnings = LogBudget(_log, bounds.log_interval)  # loop thread only
         self._slots: dict[Scope, ScopeSlot] = {}  # loop thread only
-        self._caches: dict[Scope, ResourceCache] = {}  # publisher (trio) thread only
+        self._caches: dict[Scope, ResourceCache] = {}  # one publish() at a time
         self._fleet: PMap[NodeKey, NodeObservation] = pmap()
         self._fleet_changed = trio.Event()
         self.port = 0
@@ -206,6 +206,7 @@ class DiscoveryServer:
         The resources that changed since the scope's previous publish are encoded here, on the
         caller's thread: that costs what the change costs (all of it only at the first
         publish), and it keeps the server's loop, which every stream's Acks go through, free.
+        A caller may run it in a worker thread (``shell.offload``), one call at a time.
         """
         cache = self._caches.setdefault(scope, ResourceCache())
         if cache.version == snapshot.version:
