@@ -23,6 +23,7 @@ from coxswain.compile.snapshot import (
     BackendProtocol,
     Canary,
     Certificate,
+    ClientTLS,
     ClientValidation,
     Cors,
     Endpoint,
@@ -252,6 +253,22 @@ def _ingress_actions(value: object, where: str) -> IngressActions | None:
         external_auth=_external_auth(data.get("external_auth"), f"{where}.external_auth"),
         rate_limit=_rate_limit(data.get("rate_limit"), f"{where}.rate_limit"),
         affinity=_affinity(data.get("affinity"), f"{where}.affinity"),
+        client_tls=_client_tls(data.get("client_tls"), f"{where}.client_tls"),
+    )
+
+
+def _client_tls(value: object, where: str) -> ClientTLS | None:
+    if value is None:
+        return None
+    data = _object(value, where)
+    return ClientTLS(
+        ca_pem=_typed(data.get("ca_pem"), str, f"{where}.ca_pem"),
+        verify=_typed(data.get("verify", "on"), str, f"{where}.verify"),
+        depth=_typed(data.get("depth", 1), int, f"{where}.depth"),
+        error_page=_optional(data.get("error_page"), str, f"{where}.error_page"),
+        pass_certificate=_typed(
+            data.get("pass_certificate", False), bool, f"{where}.pass_certificate"
+        ),
     )
 
 
