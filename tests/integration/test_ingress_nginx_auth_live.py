@@ -18,6 +18,7 @@ import pytest
 import trio
 import trustme
 
+from .h2_client import H2Client
 from .nginx_harness import NGINX, compiled, shop
 from .proxy_harness import (
     TIMEOUT,
@@ -143,6 +144,14 @@ def test_auth_url_decides_each_request_and_passes_its_headers(tmp_path: Path) ->
         assert fetch(run, "/", Authorization="Bearer forbidden")[0] == 403
         assert fetch(run, "/", Authorization="Bearer broken")[0] == 500
         assert len(run.received["one"]) == 1
+        h2c = H2Client(run.http_port)  # HTTP/2 streams are authorized alike
+        assert h2c.get("/", authority="shop.example.com").status == 401
+        allowed = h2c.get(
+            "/", authority="shop.example.com", headers=[("authorization", "Bearer good")]
+        )
+        assert allowed.status == 200
+        assert json.loads(allowed.body)["backend"] == "one"
+        h2c.close()
 
     run_proxy(
         tmp_path, guarded(annotations), client, backends=("one", "two", AUTH), echo=serve_with_auth
@@ -388,6 +397,13 @@ def test_auth_tls_checks_the_client_certificate_per_request(tmp_path: Path) -> N
         assert got["ssl-client-cert"][0].startswith("-----BEGIN%20CERTIFICATE-----%0A")
         status, _, data = https_get(run, "opt.example.com")  # no certificate: passes
         assert (status, echoed(data)["header_map"]["ssl-client-verify"]) == (200, ["NONE"])
+        context = ssl.create_default_context()
+        SERVER_CA.configure_trust(context)
+        TRUSTED(context)
+        h2c = H2Client(run.https_port, tls=context, server_name="shop.example.com")
+        response = h2c.get("/", authority="shop.example.com")  # streams see the handshake
+        assert (h2c.alpn, response.status) == ("h2", 200)
+        h2c.close()
         status, response, _ = https_get(run, "opt.example.com", STRANGER)
         assert (status, response.getheader("location")) == (
             302,
