@@ -243,13 +243,15 @@ class ClientTLS:
     ``on``, ``off``, ``optional`` or ``optional_no_ca`` (``auth-tls-verify-client``);
     ``depth`` the ``auth-tls-verify-depth``; ``error_page`` where a failed check is
     redirected instead of answered 400; ``pass_certificate`` sends the certificate to the
-    backend (``ssl-client-cert``)."""
+    backend (``ssl-client-cert``); ``match_cn`` is an RE2 pattern the certificate's subject
+    must contain a match of, else 403 (``auth-tls-match-cn``)."""
 
     ca_pem: str
     verify: str = "on"
     depth: int = 1
     error_page: str | None = None
     pass_certificate: bool = False
+    match_cn: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,6 +13,9 @@ Rules, nginx's ``ssl_verify_client`` as ingress-nginx configures it:
    ``ssl-client-subject-dn`` and ``ssl-client-issuer-dn`` (RFC 4514), and with
    ``auth-tls-pass-certificate-to-upstream`` ``ssl-client-cert``, the PEM percent-encoded as
    nginx's ``$ssl_client_escaped_cert``; the client's own fields of those names are dropped.
+4. With ``auth-tls-match-cn``, a request whose certificate's subject (empty without one, or
+   on plain HTTP, as nginx's ``$ssl_client_s_dn``) has no match of it is answered 403, after
+   the checks of rules 1 and 2, as ingress-nginx's server-level check.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from coxswain.compile.snapshot import ClientTLS
 
 __all__ = ["PASSED_FIELDS", "ClientCertificate", "client_tls_outcome", "percent_escaped"]
@@ -32,6 +37,7 @@ _UNRESERVED: Final = frozenset(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
 )
 _FAILED: Final = 400  # nginx answers its 495 and 496 as 400
+_UNMATCHED: Final = 403  # ingress-nginx's "client certificate unauthorized"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +52,16 @@ class ClientCertificate:
 
 
 def client_tls_outcome(
-    check: ClientTLS, certificate: ClientCertificate | None, *, https: bool
+    check: ClientTLS,
+    certificate: ClientCertificate | None,
+    *,
+    https: bool,
+    subject_matches: Callable[[str], bool] | None = None,
 ) -> tuple[int | None, str | None, tuple[tuple[bytes, bytes], ...]]:
     """The status to answer (None: forward), its ``Location`` (the error page), and the
-    fields for the backend (rules 1 to 3)."""
+    fields for the backend (rules 1 to 4). ``subject_matches`` searches ``match_cn``."""
     if not https:
-        return None, None, ()
+        return (_UNMATCHED if subject_matches is not None else None), None, ()
     seen = None if check.verify == "off" else certificate
     if seen is None:
         verify, failed = "NONE", check.verify == "on"
@@ -62,6 +72,8 @@ def client_tls_outcome(
         failed = check.verify in ("on", "optional")
     if failed:
         return (302 if check.error_page else _FAILED), check.error_page, ()
+    if subject_matches is not None and not subject_matches("" if seen is None else seen.subject):
+        return _UNMATCHED, None, ()
     fields = [(b"ssl-client-verify", verify.encode("latin-1"))]
     if seen is not None:
         fields += [

@@ -368,6 +368,7 @@ def test_auth_tls_checks_the_client_certificate_per_request(tmp_path: Path) -> N
         {
             NGINX + "auth-tls-secret": "app/client-ca",
             NGINX + "auth-tls-pass-certificate-to-upstream": "true",
+            NGINX + "auth-tls-match-cn": "O=trustme",  # trustme's subjects carry it
         },
         ("/", "Prefix", "one"),
     )

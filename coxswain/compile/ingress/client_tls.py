@@ -12,6 +12,8 @@ Rules, ingress-nginx's (its annotation reference and its ``authtls`` parser):
 4. ``auth-tls-error-page``: an ``http(s)`` URL or an absolute path; a bad one is reported and
    dropped (a failed check is then answered 400).
 5. ``auth-tls-pass-certificate-to-upstream``: ``true`` or ``false`` (default).
+6. ``auth-tls-match-cn``: a pattern (RE2 syntax, where nginx has PCRE) searched in the
+   certificate's subject; one RE2 refuses makes the Ingress's paths answer 503 (rule 1).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Final
 
 from coxswain.compile.ingress.registry import annotation_value, invalid_annotation
 from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.regex import compile_pattern
 from coxswain.compile.snapshot import ClientTLS
 
 if TYPE_CHECKING:
@@ -71,6 +74,12 @@ def read_client_tls(
         why = f"{page[0][:60]!r} is not a URL or an absolute path; a failed check answers 400"
         found.append(invalid_annotation(ingress, page[1], why))
         page = None
+    match_cn = annotation_value(ingress, "auth-tls-match-cn")
+    if match_cn is not None:
+        refused = compile_pattern(f"(?s).*(?:{match_cn[0].strip()}).*")
+        if isinstance(refused, str):
+            problems.append((match_cn[1], f"is not an RE2 pattern: {refused}"))
+            return None
     passed = annotation_value(ingress, "auth-tls-pass-certificate-to-upstream")
     return ClientTLS(
         ca_pem=secret.ca_bundle,
@@ -80,6 +89,7 @@ def read_client_tls(
         else 1,
         error_page=None if page is None else page[0].strip(),
         pass_certificate=passed is not None and passed[0].strip().lower() == "true",
+        match_cn=None if match_cn is None else match_cn[0].strip(),
     )
 
 

@@ -241,7 +241,7 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
         _D, "a 302 to it, also for a path (nginx serves a path internally)"
     ),
     "auth-tls-pass-certificate-to-upstream": AnnotationInfo(_H),
-    "auth-tls-match-cn": AnnotationInfo(_N),
+    "auth-tls-match-cn": AnnotationInfo(_D, "RE2 syntax, where ingress-nginx has PCRE"),
     "satisfy": AnnotationInfo(_N),
     "enable-cors": AnnotationInfo(_D, _CORS),
     "cors-allow-origin": AnnotationInfo(_D, _CORS),

@@ -28,6 +28,7 @@ import random
 from functools import partial
 from typing import TYPE_CHECKING, Final
 
+from coxswain.compile.regex import compile_pattern
 from coxswain.compile.snapshot import UpstreamTLS
 from coxswain.http1.serialize import check_fields
 from coxswain.route import RequestHead as RouteHead
@@ -47,7 +48,7 @@ from coxswain.shell.dataplane.upstream_tls import Origination, Originations
 
 if TYPE_CHECKING:
     import ssl
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from coxswain.compile.snapshot import (
         ClientTLS,
@@ -139,6 +140,7 @@ class Served:
         "_limits",
         "_rng",
         "_routes",
+        "_subjects",
         "_verified",
         "endpoints",
         "originations",
@@ -160,6 +162,7 @@ class Served:
         self._limits = RateLimits() if rate_limits is None else rate_limits
         self._rng = random.Random()  # new session-affinity keys (.affinity)
         self._certificates = ClientCertificates()
+        self._subjects: dict[int, Callable[[str], bool]] = {}
         # a plain dict: a persistent map's lookup is four Python calls per request
         self.endpoints: dict[str, Sequence[Endpoint]] = dict(snapshot.endpoints)
         self.table: RouteTable = build_table(
@@ -248,7 +251,17 @@ class Served:
         if decision.status is not None:
             return decision
         certificate = self._certificates.read(check.ca_pem) if tls else None
-        status, location, fields = client_tls_outcome(check, certificate, https=tls)
+        matcher = None
+        if check.match_cn is not None:
+            matcher = self._subjects.get(id(check))  # the snapshot keeps every action alive
+            if matcher is None:
+                found = compile_pattern(f"(?s).*(?:{check.match_cn}).*")
+                matcher = self._subjects[id(check)] = (
+                    (lambda _: False) if isinstance(found, str) else found.matches
+                )
+        status, location, fields = client_tls_outcome(
+            check, certificate, https=tls, subject_matches=matcher
+        )
         if status is not None:
             answer = answered(decision, status, "refused: the client certificate check failed")
             return dataclasses.replace(answer, redirect=location)

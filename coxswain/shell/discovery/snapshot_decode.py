@@ -239,6 +239,7 @@ def _read_client_tls(wire: pb.ClientTLS) -> ClientTLS:
         depth=wire.depth,
         error_page=wire.error_page if wire.HasField("error_page") else None,
         pass_certificate=wire.pass_certificate,
+        match_cn=wire.match_cn if wire.HasField("match_cn") else None,
     )
 
 

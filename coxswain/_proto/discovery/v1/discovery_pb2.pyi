@@ -859,11 +859,13 @@ class ClientTLS(_message.Message):
     DEPTH_FIELD_NUMBER: _builtins.int
     ERROR_PAGE_FIELD_NUMBER: _builtins.int
     PASS_CERTIFICATE_FIELD_NUMBER: _builtins.int
+    MATCH_CN_FIELD_NUMBER: _builtins.int
     ca_pem: _builtins.str
     verify: _builtins.str
     depth: _builtins.int
     error_page: _builtins.str
     pass_certificate: _builtins.bool
+    match_cn: _builtins.str
     def __init__(
         self,
         *,
@@ -872,14 +874,20 @@ class ClientTLS(_message.Message):
         depth: _builtins.int = ...,
         error_page: _builtins.str | None = ...,
         pass_certificate: _builtins.bool = ...,
+        match_cn: _builtins.str | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_error_page", b"_error_page", "error_page", b"error_page"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_error_page", b"_error_page", "_match_cn", b"_match_cn", "error_page", b"error_page", "match_cn", b"match_cn"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_error_page", b"_error_page", "ca_pem", b"ca_pem", "depth", b"depth", "error_page", b"error_page", "pass_certificate", b"pass_certificate", "verify", b"verify"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_error_page", b"_error_page", "_match_cn", b"_match_cn", "ca_pem", b"ca_pem", "depth", b"depth", "error_page", b"error_page", "match_cn", b"match_cn", "pass_certificate", b"pass_certificate", "verify", b"verify"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__error_page: _TypeAlias = _typing.Literal["error_page"]  # noqa: Y015
     _WhichOneofArgType__error_page: _TypeAlias = _typing.Literal["_error_page", b"_error_page"]  # noqa: Y015
+    _WhichOneofReturnType__match_cn: _TypeAlias = _typing.Literal["match_cn"]  # noqa: Y015
+    _WhichOneofArgType__match_cn: _TypeAlias = _typing.Literal["_match_cn", b"_match_cn"]  # noqa: Y015
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__error_page) -> _WhichOneofReturnType__error_page | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__match_cn) -> _WhichOneofReturnType__match_cn | None: ...
 
 Global___ClientTLS: _TypeAlias = ClientTLS  # noqa: Y015
 
