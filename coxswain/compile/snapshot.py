@@ -39,6 +39,7 @@ __all__ = [
     "BackendProtocol",
     "Canary",
     "Certificate",
+    "ClientTLS",
     "Endpoint",
     "ExternalAuth",
     "IngressActions",
@@ -236,6 +237,24 @@ class Affinity:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ClientTLS:
+    """ingress-nginx's client-certificate authentication (``auth-tls-secret``; the proxy's
+    side: ``route.client_tls``): ``ca_pem`` is the Secret's ``ca.crt``; ``verify`` is
+    ``on``, ``off``, ``optional`` or ``optional_no_ca`` (``auth-tls-verify-client``);
+    ``depth`` the ``auth-tls-verify-depth``; ``error_page`` where a failed check is
+    redirected instead of answered 400; ``pass_certificate`` sends the certificate to the
+    backend (``ssl-client-cert``); ``match_cn`` is an RE2 pattern the certificate's subject
+    must contain a match of, else 403 (``auth-tls-match-cn``)."""
+
+    ca_pem: str
+    verify: str = "on"
+    depth: int = 1
+    error_page: str | None = None
+    pass_certificate: bool = False
+    match_cn: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class IngressActions:
     """What an Ingress path does besides forwarding, from ingress-nginx's annotations
     (docs/migrating-from-ingress-nginx.md; the proxy's side: ``route.ingress_actions``).
@@ -279,6 +298,7 @@ class IngressActions:
         external_auth: the sub-request that authorizes each request (``auth-url``).
         rate_limit: the request rates and concurrency each client gets (``limit-*``).
         affinity: the cookie that keeps a client on one endpoint (``affinity: cookie``).
+        client_tls: the client certificate HTTPS requests must present (``auth-tls-*``).
     """
 
     app_root: str | None = None
@@ -305,6 +325,7 @@ class IngressActions:
     external_auth: ExternalAuth | None = None
     rate_limit: RateLimit | None = None
     affinity: Affinity | None = None
+    client_tls: ClientTLS | None = None
 
     @property
     def checks_each_request(self) -> bool:
@@ -320,6 +341,7 @@ class IngressActions:
             or self.external_auth is not None
             or self.rate_limit is not None
             or self.affinity is not None
+            or self.client_tls is not None
         )
 
 

@@ -246,7 +246,7 @@ def _ingress_actions_data(actions: IngressActions) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for name in INGRESS_ACTION_FIELDS:
         value = getattr(actions, name)
-        if name in ("external_auth", "rate_limit", "affinity"):
+        if name in ("external_auth", "rate_limit", "affinity", "client_tls"):
             if value is not None:
                 data[name] = {
                     f.name: v if isinstance(v, str | int) else list(v)

@@ -7,6 +7,7 @@ last good snapshot and says why the new one was refused.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -23,6 +24,7 @@ from coxswain.compile.snapshot import (
     BackendProtocol,
     Canary,
     Certificate,
+    ClientTLS,
     ClientValidation,
     Cors,
     Endpoint,
@@ -249,73 +251,38 @@ def _ingress_actions(value: object, where: str) -> IngressActions | None:
         or 0,
         canary=_canary(data.get("canary"), f"{where}.canary"),
         cors=_cors(data.get("cors"), f"{where}.cors"),
-        external_auth=_external_auth(data.get("external_auth"), f"{where}.external_auth"),
-        rate_limit=_rate_limit(data.get("rate_limit"), f"{where}.rate_limit"),
-        affinity=_affinity(data.get("affinity"), f"{where}.affinity"),
+        external_auth=_flat(ExternalAuth, data.get("external_auth"), f"{where}.external_auth"),
+        rate_limit=_flat(RateLimit, data.get("rate_limit"), f"{where}.rate_limit"),
+        affinity=_flat(Affinity, data.get("affinity"), f"{where}.affinity"),
+        client_tls=_flat(ClientTLS, data.get("client_tls"), f"{where}.client_tls"),
     )
 
 
-def _affinity(value: object, where: str) -> Affinity | None:
+def _flat(kind: type[_T], value: object, where: str) -> _T | None:
+    """A dataclass of ``IngressActions`` whose fields are text, numbers, flags, optional ones
+    of those and lists of text (``ExternalAuth``, ``RateLimit``, ``Affinity``,
+    ``ClientTLS``), read by its fields' names and types; absent fields take their defaults."""
     if value is None:
         return None
     data = _object(value, where)
-
-    def text(name: str) -> str | None:
-        return _optional(data.get(name), str, f"{where}.{name}")
-
-    return Affinity(
-        mode=_typed(data.get("mode", "balanced"), str, f"{where}.mode"),
-        cookie_name=_typed(data.get("cookie_name", "INGRESSCOOKIE"), str, f"{where}.cookie_name"),
-        path=text("path"),
-        domain=text("domain"),
-        expires=_typed(data.get("expires", 0), int, f"{where}.expires"),
-        max_age=_typed(data.get("max_age", 0), int, f"{where}.max_age"),
-        samesite=text("samesite"),
-        secure=_optional(data.get("secure"), bool, f"{where}.secure"),
-    )
-
-
-def _rate_limit(value: object, where: str) -> RateLimit | None:
-    if value is None:
-        return None
-    data = _object(value, where)
-
-    def count(name: str, default: int = 0) -> int:
-        return _typed(data.get(name, default), int, f"{where}.{name}")
-
-    return RateLimit(
-        zone=_typed(data.get("zone"), str, f"{where}.zone"),
-        rps=count("rps"),
-        rpm=count("rpm"),
-        connections=count("connections"),
-        burst_multiplier=count("burst_multiplier", 5),
-        whitelist=_strings(data.get("whitelist", []), f"{where}.whitelist"),
-    )
+    unknown = set(data) - {f.name for f in dataclasses.fields(kind)}  # type: ignore[arg-type]
+    if unknown:
+        raise SnapshotFormatError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    read: dict[str, Any] = {}
+    for field in dataclasses.fields(kind):  # type: ignore[arg-type]
+        if field.name not in data:
+            continue
+        named, written = f"{where}.{field.name}", data[field.name]
+        if field.type == "PVector[str]":
+            read[field.name] = _strings(written, named)
+        elif str(field.type).endswith(" | None"):
+            read[field.name] = _optional(written, _FLAT_TYPES[field.type[:-7]], named)
+        else:
+            read[field.name] = _typed(written, _FLAT_TYPES[str(field.type)], named)
+    return kind(**read)
 
 
-def _external_auth(value: object, where: str) -> ExternalAuth | None:
-    if value is None:
-        return None
-    data = _object(value, where)
-
-    def text(name: str) -> str | None:
-        return _optional(data.get(name), str, f"{where}.{name}")
-
-    return ExternalAuth(
-        url=_typed(data.get("url"), str, f"{where}.url"),
-        host=_typed(data.get("host"), str, f"{where}.host"),
-        port=_typed(data.get("port"), int, f"{where}.port"),
-        target=_typed(data.get("target"), str, f"{where}.target"),
-        tls=_typed(data.get("tls", False), bool, f"{where}.tls"),
-        method=text("method"),
-        signin=text("signin"),
-        signin_param=_typed(data.get("signin_param", "rd"), str, f"{where}.signin_param"),
-        response_headers=_strings(data.get("response_headers", []), f"{where}.response_headers"),
-        request_redirect=text("request_redirect"),
-        always_set_cookie=_typed(
-            data.get("always_set_cookie", False), bool, f"{where}.always_set_cookie"
-        ),
-    )
+_FLAT_TYPES: Final[Mapping[str, type]] = {"str": str, "int": int, "bool": bool}
 
 
 def _strings(value: object, where: str) -> PVector[str]:

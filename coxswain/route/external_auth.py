@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from coxswain.route.client_tls import percent_escaped
 from coxswain.route.forward import HOP_BY_HOP, connection_named
 
 if TYPE_CHECKING:
@@ -176,8 +177,7 @@ def signin_location(auth: ExternalAuth, *, scheme: str, host_header: str, reques
     """The ``auth-signin`` URL of rule 4, its variables expanded (ingress-nginx's
     ``buildAuthSignURL``)."""
     assert auth.signin is not None
-    uri = request_uri.encode("latin-1", "replace")
-    escaped = "".join(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in uri)
+    escaped = percent_escaped(request_uri)
     values = {
         "host": host_header.rpartition(":")[0] if _has_port(host_header) else host_header,
         "http_host": host_header,

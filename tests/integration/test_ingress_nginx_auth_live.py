@@ -5,7 +5,10 @@ through the running proxy over real sockets on 127.0.0.1 (docs/migrating-from-in
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
+import socket
+import ssl
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -13,12 +16,21 @@ from typing import TYPE_CHECKING, Any
 import h11
 import pytest
 import trio
+import trustme
 
+from .h2_client import H2Client
 from .nginx_harness import NGINX, compiled, shop
-from .proxy_harness import Running, echoed, free_port, request, run_proxy, serve_echo
+from .proxy_harness import (
+    TIMEOUT,
+    Running,
+    echoed,
+    free_port,
+    request,
+    run_proxy,
+    serve_echo,
+)
 
 if TYPE_CHECKING:
-    import ssl
     from pathlib import Path
 
 AUTH = "auth"
@@ -132,6 +144,14 @@ def test_auth_url_decides_each_request_and_passes_its_headers(tmp_path: Path) ->
         assert fetch(run, "/", Authorization="Bearer forbidden")[0] == 403
         assert fetch(run, "/", Authorization="Bearer broken")[0] == 500
         assert len(run.received["one"]) == 1
+        h2c = H2Client(run.http_port)  # HTTP/2 streams are authorized alike
+        assert h2c.get("/", authority="shop.example.com").status == 401
+        allowed = h2c.get(
+            "/", authority="shop.example.com", headers=[("authorization", "Bearer good")]
+        )
+        assert allowed.status == 200
+        assert json.loads(allowed.body)["backend"] == "one"
+        h2c.close()
 
     run_proxy(
         tmp_path, guarded(annotations), client, backends=("one", "two", AUTH), echo=serve_with_auth
@@ -295,3 +315,100 @@ def test_affinity_cookie_keeps_a_client_on_one_endpoint(tmp_path: Path, mode: st
                 assert again.getheader("set-cookie") is None
 
     run_proxy(tmp_path, make, client)
+
+
+SERVER_CA = trustme.CA()
+CLIENT_CA = trustme.CA()
+TRUSTED = CLIENT_CA.issue_cert("client.example.com").configure_cert
+STRANGER = trustme.CA().issue_cert("client.example.com").configure_cert  # not the Ingress's CA
+
+
+def tls_secrets() -> list[dict[str, Any]]:
+    served = SERVER_CA.issue_cert("shop.example.com", "opt.example.com")
+    chain = b"".join(blob.bytes() for blob in served.cert_chain_pems).decode()
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "shop-tls", "namespace": "app"},
+            "type": "kubernetes.io/tls",
+            "stringData": {"tls.crt": chain, "tls.key": served.private_key_pem.bytes().decode()},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "client-ca", "namespace": "app"},
+            "stringData": {"ca.crt": CLIENT_CA.cert_pem.bytes().decode()},
+        },
+    ]
+
+
+def https_get(run: Running, host: str, client: Any = None) -> tuple[int, Any, bytes]:
+    """GET / of ``host`` over TLS with SNI, with the client certificate ``client`` loads."""
+    context = ssl.create_default_context()
+    SERVER_CA.configure_trust(context)
+    if client is not None:
+        client(context)
+    conn = http.client.HTTPSConnection(
+        "127.0.0.1", run.https_port, timeout=TIMEOUT, context=context
+    )
+    conn.sock = context.wrap_socket(
+        socket.create_connection(("127.0.0.1", run.https_port), timeout=TIMEOUT),
+        server_hostname=host,
+    )
+    conn.request("GET", "/", headers={"Host": host, "ssl-client-verify": "SUCCESS"})
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, response, data
+
+
+def test_auth_tls_checks_the_client_certificate_per_request(tmp_path: Path) -> None:
+    required = shop(
+        {
+            NGINX + "auth-tls-secret": "app/client-ca",
+            NGINX + "auth-tls-pass-certificate-to-upstream": "true",
+            NGINX + "auth-tls-match-cn": "O=trustme",  # trustme's subjects carry it
+        },
+        ("/", "Prefix", "one"),
+    )
+    optional = shop(
+        {
+            NGINX + "auth-tls-secret": "client-ca",
+            NGINX + "auth-tls-verify-client": "optional",
+            NGINX + "auth-tls-error-page": "https://help.example.com/certificates",
+        },
+        ("/", "Prefix", "two"),
+    )
+    optional["metadata"]["name"] = "optional"
+    optional["spec"]["rules"][0]["host"] = "opt.example.com"
+    for ingress in (required, optional):
+        ingress["spec"]["tls"] = [
+            {"hosts": [ingress["spec"]["rules"][0]["host"]], "secretName": "shop-tls"}
+        ]
+
+    def client(run: Running) -> None:
+        assert https_get(run, "shop.example.com")[0] == 400
+        assert https_get(run, "shop.example.com", STRANGER)[0] == 400
+        status, _, data = https_get(run, "shop.example.com", TRUSTED)
+        got = echoed(data)["header_map"]
+        assert (status, got["ssl-client-verify"]) == (200, ["SUCCESS"])
+        assert got["ssl-client-subject-dn"][0].startswith("OU=Testing cert")  # trustme's names
+        assert got["ssl-client-issuer-dn"][0].startswith("OU=Testing CA")
+        assert got["ssl-client-cert"][0].startswith("-----BEGIN%20CERTIFICATE-----%0A")
+        status, _, data = https_get(run, "opt.example.com")  # no certificate: passes
+        assert (status, echoed(data)["header_map"]["ssl-client-verify"]) == (200, ["NONE"])
+        context = ssl.create_default_context()
+        SERVER_CA.configure_trust(context)
+        TRUSTED(context)
+        h2c = H2Client(run.https_port, tls=context, server_name="shop.example.com")
+        response = h2c.get("/", authority="shop.example.com")  # streams see the handshake
+        assert (h2c.alpn, response.status) == ("h2", 200)
+        h2c.close()
+        status, response, _ = https_get(run, "opt.example.com", STRANGER)
+        assert (status, response.getheader("location")) == (
+            302,
+            "https://help.example.com/certificates",
+        )
+
+    run_proxy(tmp_path, compiled(required, optional, *tls_secrets()), client)

@@ -228,12 +228,20 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     "auth-keepalive-requests": AnnotationInfo(_I, "Coxswain pools its own connections"),
     "auth-keepalive-timeout": AnnotationInfo(_I, "Coxswain pools its own connections"),
     "enable-global-auth": AnnotationInfo(_N),
-    "auth-tls-secret": AnnotationInfo(_N, _FAIL_CLOSED),
-    "auth-tls-verify-client": AnnotationInfo(_N),
-    "auth-tls-verify-depth": AnnotationInfo(_N),
-    "auth-tls-error-page": AnnotationInfo(_N),
-    "auth-tls-pass-certificate-to-upstream": AnnotationInfo(_N),
-    "auth-tls-match-cn": AnnotationInfo(_N),
+    "auth-tls-secret": AnnotationInfo(
+        _D,
+        "the client certificate must be issued directly by a CA of ca.crt (intermediates go "
+        "there); a Secret without ca.crt makes the Ingress's paths answer 503",
+    ),
+    "auth-tls-verify-client": AnnotationInfo(_H),
+    "auth-tls-verify-depth": AnnotationInfo(
+        _D, "accepted; the certificate's issuer must be in ca.crt, whatever the depth"
+    ),
+    "auth-tls-error-page": AnnotationInfo(
+        _D, "a 302 to it, also for a path (nginx serves a path internally)"
+    ),
+    "auth-tls-pass-certificate-to-upstream": AnnotationInfo(_H),
+    "auth-tls-match-cn": AnnotationInfo(_D, "RE2 syntax, where ingress-nginx has PCRE"),
     "satisfy": AnnotationInfo(_N),
     "enable-cors": AnnotationInfo(_D, _CORS),
     "cors-allow-origin": AnnotationInfo(_D, _CORS),

@@ -280,6 +280,7 @@ def _with_access(options: IngressOptions, access: Access) -> IngressOptions:
         auth_users=access.auth_users,
         max_body=access.max_body,
         external_auth=access.external_auth,
+        client_tls=access.client_tls,
     )
     return dataclasses.replace(options, actions=None if actions == IngressActions() else actions)
 

@@ -21,32 +21,37 @@ them too, so no memo outlives the routing it was computed from (docs/architectur
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import hashlib
 import math
 import random
 from functools import partial
 from typing import TYPE_CHECKING, Final
 
+from coxswain.compile.regex import compile_pattern
 from coxswain.compile.snapshot import UpstreamTLS
 from coxswain.http1.serialize import check_fields
 from coxswain.route import RequestHead as RouteHead
 from coxswain.route import build_table, select
 from coxswain.route.canary import CanaryCheck
+from coxswain.route.client_tls import PASSED_FIELDS, client_tls_outcome
 from coxswain.route.forward import WireEdits, wire_edits
 from coxswain.route.htpasswd import verify
 from coxswain.route.ingress_access import AccessCheck
 from coxswain.route.ingress_request import LIMITED, answered, checked
 from coxswain.route.plan import listener_specs
 from coxswain.shell.dataplane.affinity import pinned
+from coxswain.shell.dataplane.client_tls import ClientCertificates
 from coxswain.shell.dataplane.rate_limits import RateLimits
 from coxswain.shell.dataplane.tls import TLSContexts
 from coxswain.shell.dataplane.upstream_tls import Origination, Originations
 
 if TYPE_CHECKING:
     import ssl
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from coxswain.compile.snapshot import (
+        ClientTLS,
         Endpoint,
         ExternalAuth,
         HeaderEdits,
@@ -128,12 +133,14 @@ class Served:
         "_access",
         "_auth_tls",
         "_canaries",
+        "_certificates",
         "_edits",
         "_fronts",
         "_header_ports",
         "_limits",
         "_rng",
         "_routes",
+        "_subjects",
         "_verified",
         "endpoints",
         "originations",
@@ -154,6 +161,8 @@ class Served:
         self.snapshot = snapshot
         self._limits = RateLimits() if rate_limits is None else rate_limits
         self._rng = random.Random()  # new session-affinity keys (.affinity)
+        self._certificates = ClientCertificates()
+        self._subjects: dict[int, Callable[[str], bool]] = {}
         # a plain dict: a persistent map's lookup is four Python calls per request
         self.endpoints: dict[str, Sequence[Endpoint]] = dict(snapshot.endpoints)
         self.table: RouteTable = build_table(
@@ -212,6 +221,10 @@ class Served:
             verify=self._verify,
             limit=None if limits is None else partial(self._limits.refusal, limits, client),
         )
+        if checks.client_tls is not None:
+            decision = self._client_tls(
+                routed.decision if decision is None else decision, checks.client_tls, head, tls
+            )
         if checks.affinity is not None:
             decision = pinned(
                 self.endpoints,
@@ -229,6 +242,32 @@ class Served:
             if over is not None:
                 return Routed(answered(fresh.decision, LIMITED, f"refused: {over}"))
         return fresh
+
+    def _client_tls(
+        self, decision: Decision, check: ClientTLS, head: RequestHead, tls: bool
+    ) -> Decision:
+        """``auth-tls-*`` (``route.client_tls``): the decision answered 400 (or redirected
+        to the error page), or forwarded with the certificate's fields, set on ``head``."""
+        if decision.status is not None:
+            return decision
+        certificate = self._certificates.read(check.ca_pem) if tls else None
+        matcher = None
+        if check.match_cn is not None:
+            matcher = self._subjects.get(id(check))  # the snapshot keeps every action alive
+            if matcher is None:
+                found = compile_pattern(f"(?s).*(?:{check.match_cn}).*")
+                matcher = self._subjects[id(check)] = (
+                    (lambda _: False) if isinstance(found, str) else found.matches
+                )
+        status, location, fields = client_tls_outcome(
+            check, certificate, https=tls, subject_matches=matcher
+        )
+        if status is not None:
+            answer = answered(decision, status, "refused: the client certificate check failed")
+            return dataclasses.replace(answer, redirect=location)
+        kept = [(n, v) for n, v in head.headers if n.lower() not in PASSED_FIELDS]
+        head.headers = (*kept, *fields)  # the parsed head is this request's own
+        return decision
 
     def auth_origination(self, auth: ExternalAuth) -> Origination | None:
         """The TLS towards an ``https`` auth URL (``shell.dataplane.external_auth``): verified

@@ -49,6 +49,7 @@ from coxswain.route.plan import ListenerSpec, diff_listeners
 from coxswain.shell.dataplane import capacity
 from coxswain.shell.dataplane.access_log import AccessLog
 from coxswain.shell.dataplane.capacity import Capacity
+from coxswain.shell.dataplane.client_tls import handshake_peer
 from coxswain.shell.dataplane.connection import Connection
 from coxswain.shell.dataplane.connection_limits import DEFAULT_MAX_CONNECTIONS
 from coxswain.shell.dataplane.h2_connection import PREFACE, H2Session
@@ -429,8 +430,10 @@ class Proxy:
                 if not handshook:
                     return
                 sni = handshake_sni.get()
-                if not served.admits(spec.port, sni, *peer_certificate(tls)):
+                peer = peer_certificate(tls)
+                if not served.admits(spec.port, sni, *peer):
                     return
+                handshake_peer.set(peer)  # ingress-nginx's auth-tls-* read it (.client_tls)
                 conn = tls
                 received = b""
                 http2 = tls.selected_alpn_protocol() == "h2"

@@ -224,6 +224,8 @@ def _path_rule(rule: PathRule) -> pb.PathRule:
         fields["rate_limit"] = None if limit is None else _flat(pb.RateLimit, limit)
         sticky = rule.actions.affinity
         fields["affinity"] = None if sticky is None else _flat(pb.Affinity, sticky)
+        mtls = rule.actions.client_tls
+        fields["client_tls"] = None if mtls is None else _flat(pb.ClientTLS, mtls)
         message.actions.CopyFrom(
             pb.IngressActions(**{n: v for n, v in fields.items() if v is not None})
         )

@@ -20,6 +20,7 @@ from coxswain.compile.snapshot import (
     BackendProtocol,
     Canary,
     Certificate,
+    ClientTLS,
     ClientValidation,
     Cors,
     Endpoint,
@@ -224,6 +225,18 @@ def _read_ingress_actions(wire: pb.IngressActions) -> IngressActions:
         ),
         rate_limit=_read_rate_limit(wire.rate_limit) if wire.HasField("rate_limit") else None,
         affinity=_read_affinity(wire.affinity) if wire.HasField("affinity") else None,
+        client_tls=_read_client_tls(wire.client_tls) if wire.HasField("client_tls") else None,
+    )
+
+
+def _read_client_tls(wire: pb.ClientTLS) -> ClientTLS:
+    return ClientTLS(
+        ca_pem=wire.ca_pem,
+        verify=wire.verify,
+        depth=wire.depth,
+        error_page=wire.error_page if wire.HasField("error_page") else None,
+        pass_certificate=wire.pass_certificate,
+        match_cn=wire.match_cn if wire.HasField("match_cn") else None,
     )
 
 

@@ -720,6 +720,7 @@ class IngressActions(_message.Message):
     EXTERNAL_AUTH_FIELD_NUMBER: _builtins.int
     RATE_LIMIT_FIELD_NUMBER: _builtins.int
     AFFINITY_FIELD_NUMBER: _builtins.int
+    CLIENT_TLS_FIELD_NUMBER: _builtins.int
     app_root: _builtins.str
     redirect: _builtins.str
     redirect_status: _builtins.int
@@ -753,6 +754,8 @@ class IngressActions(_message.Message):
     def rate_limit(self) -> Global___RateLimit: ...
     @_builtins.property
     def affinity(self) -> Global___Affinity: ...
+    @_builtins.property
+    def client_tls(self) -> Global___ClientTLS: ...
     def __init__(
         self,
         *,
@@ -780,10 +783,11 @@ class IngressActions(_message.Message):
         external_auth: Global___ExternalAuth | None = ...,
         rate_limit: Global___RateLimit | None = ...,
         affinity: Global___Affinity | None = ...,
+        client_tls: Global___ClientTLS | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_affinity", b"_affinity", "_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_cors", b"_cors", "_denied", b"_denied", "_external_auth", b"_external_auth", "_host_redirect", b"_host_redirect", "_rate_limit", b"_rate_limit", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "affinity", b"affinity", "app_root", b"app_root", "auth_realm", b"auth_realm", "canary", b"canary", "cors", b"cors", "denied", b"denied", "external_auth", b"external_auth", "host_redirect", b"host_redirect", "rate_limit", b"rate_limit", "redirect", b"redirect", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_affinity", b"_affinity", "_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_client_tls", b"_client_tls", "_cors", b"_cors", "_denied", b"_denied", "_external_auth", b"_external_auth", "_host_redirect", b"_host_redirect", "_rate_limit", b"_rate_limit", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "affinity", b"affinity", "app_root", b"app_root", "auth_realm", b"auth_realm", "canary", b"canary", "client_tls", b"client_tls", "cors", b"cors", "denied", b"denied", "external_auth", b"external_auth", "host_redirect", b"host_redirect", "rate_limit", b"rate_limit", "redirect", b"redirect", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_affinity", b"_affinity", "_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_cors", b"_cors", "_denied", b"_denied", "_external_auth", b"_external_auth", "_host_redirect", b"_host_redirect", "_rate_limit", b"_rate_limit", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "affinity", b"affinity", "allow_sources", b"allow_sources", "app_root", b"app_root", "auth_realm", b"auth_realm", "auth_users", b"auth_users", "canary", b"canary", "connect_timeout", b"connect_timeout", "cors", b"cors", "denied", b"denied", "deny_sources", b"deny_sources", "external_auth", b"external_auth", "host_redirect", b"host_redirect", "max_body", b"max_body", "next_upstream_codes", b"next_upstream_codes", "next_upstream_timeout", b"next_upstream_timeout", "next_upstream_tries", b"next_upstream_tries", "rate_limit", b"rate_limit", "read_timeout", b"read_timeout", "redirect", b"redirect", "redirect_status", b"redirect_status", "rewrite_target", b"rewrite_target", "send_timeout", b"send_timeout", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_affinity", b"_affinity", "_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_client_tls", b"_client_tls", "_cors", b"_cors", "_denied", b"_denied", "_external_auth", b"_external_auth", "_host_redirect", b"_host_redirect", "_rate_limit", b"_rate_limit", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "affinity", b"affinity", "allow_sources", b"allow_sources", "app_root", b"app_root", "auth_realm", b"auth_realm", "auth_users", b"auth_users", "canary", b"canary", "client_tls", b"client_tls", "connect_timeout", b"connect_timeout", "cors", b"cors", "denied", b"denied", "deny_sources", b"deny_sources", "external_auth", b"external_auth", "host_redirect", b"host_redirect", "max_body", b"max_body", "next_upstream_codes", b"next_upstream_codes", "next_upstream_timeout", b"next_upstream_timeout", "next_upstream_tries", b"next_upstream_tries", "rate_limit", b"rate_limit", "read_timeout", b"read_timeout", "redirect", b"redirect", "redirect_status", b"redirect_status", "rewrite_target", b"rewrite_target", "send_timeout", b"send_timeout", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__affinity: _TypeAlias = _typing.Literal["affinity"]  # noqa: Y015
     _WhichOneofArgType__affinity: _TypeAlias = _typing.Literal["_affinity", b"_affinity"]  # noqa: Y015
@@ -793,6 +797,8 @@ class IngressActions(_message.Message):
     _WhichOneofArgType__auth_realm: _TypeAlias = _typing.Literal["_auth_realm", b"_auth_realm"]  # noqa: Y015
     _WhichOneofReturnType__canary: _TypeAlias = _typing.Literal["canary"]  # noqa: Y015
     _WhichOneofArgType__canary: _TypeAlias = _typing.Literal["_canary", b"_canary"]  # noqa: Y015
+    _WhichOneofReturnType__client_tls: _TypeAlias = _typing.Literal["client_tls"]  # noqa: Y015
+    _WhichOneofArgType__client_tls: _TypeAlias = _typing.Literal["_client_tls", b"_client_tls"]  # noqa: Y015
     _WhichOneofReturnType__cors: _TypeAlias = _typing.Literal["cors"]  # noqa: Y015
     _WhichOneofArgType__cors: _TypeAlias = _typing.Literal["_cors", b"_cors"]  # noqa: Y015
     _WhichOneofReturnType__denied: _TypeAlias = _typing.Literal["denied"]  # noqa: Y015
@@ -820,6 +826,8 @@ class IngressActions(_message.Message):
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__canary) -> _WhichOneofReturnType__canary | None: ...
     @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__client_tls) -> _WhichOneofReturnType__client_tls | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__cors) -> _WhichOneofReturnType__cors | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__denied) -> _WhichOneofReturnType__denied | None: ...
@@ -839,6 +847,49 @@ class IngressActions(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__x_forwarded_prefix) -> _WhichOneofReturnType__x_forwarded_prefix | None: ...
 
 Global___IngressActions: _TypeAlias = IngressActions  # noqa: Y015
+
+@_typing.final
+class ClientTLS(_message.Message):
+    """ingress-nginx's auth-tls-* annotations (coxswain.compile.snapshot.ClientTLS)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CA_PEM_FIELD_NUMBER: _builtins.int
+    VERIFY_FIELD_NUMBER: _builtins.int
+    DEPTH_FIELD_NUMBER: _builtins.int
+    ERROR_PAGE_FIELD_NUMBER: _builtins.int
+    PASS_CERTIFICATE_FIELD_NUMBER: _builtins.int
+    MATCH_CN_FIELD_NUMBER: _builtins.int
+    ca_pem: _builtins.str
+    verify: _builtins.str
+    depth: _builtins.int
+    error_page: _builtins.str
+    pass_certificate: _builtins.bool
+    match_cn: _builtins.str
+    def __init__(
+        self,
+        *,
+        ca_pem: _builtins.str = ...,
+        verify: _builtins.str = ...,
+        depth: _builtins.int = ...,
+        error_page: _builtins.str | None = ...,
+        pass_certificate: _builtins.bool = ...,
+        match_cn: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_error_page", b"_error_page", "_match_cn", b"_match_cn", "error_page", b"error_page", "match_cn", b"match_cn"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_error_page", b"_error_page", "_match_cn", b"_match_cn", "ca_pem", b"ca_pem", "depth", b"depth", "error_page", b"error_page", "match_cn", b"match_cn", "pass_certificate", b"pass_certificate", "verify", b"verify"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__error_page: _TypeAlias = _typing.Literal["error_page"]  # noqa: Y015
+    _WhichOneofArgType__error_page: _TypeAlias = _typing.Literal["_error_page", b"_error_page"]  # noqa: Y015
+    _WhichOneofReturnType__match_cn: _TypeAlias = _typing.Literal["match_cn"]  # noqa: Y015
+    _WhichOneofArgType__match_cn: _TypeAlias = _typing.Literal["_match_cn", b"_match_cn"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__error_page) -> _WhichOneofReturnType__error_page | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__match_cn) -> _WhichOneofReturnType__match_cn | None: ...
+
+Global___ClientTLS: _TypeAlias = ClientTLS  # noqa: Y015
 
 @_typing.final
 class Affinity(_message.Message):
