@@ -6,6 +6,8 @@ routes (TCP connections and UDP sessions), UDP sessions and their expiry."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 import socket
 import ssl
 from typing import TYPE_CHECKING
@@ -200,6 +202,56 @@ async def _tcp_half_close_is_passed_on_both_ways() -> None:
                     while data := await stream.receive_some(100):
                         received += data
             assert received == b"db:one two"
+        nursery.cancel_scope.cancel()
+
+
+def test_a_tcp_connection_carries_megabytes_both_ways_at_once() -> None:
+    trio.run(_a_tcp_connection_carries_megabytes_both_ways_at_once)
+
+
+async def _a_tcp_connection_carries_megabytes_both_ways_at_once() -> None:
+    """Both directions full at once, more than the sockets' buffers hold: every byte arrives,
+    in order, and a stalled direction does not stall the other (one task drives both). The
+    client reads only once it has sent everything, so the backend's bytes back up in the
+    proxy meanwhile."""
+    size, chunk = 32 << 20, os.urandom(1 << 16)
+    expected = hashlib.sha256(chunk * (size // len(chunk))).hexdigest()
+
+    async def send_and_digest(stream: trio.SocketStream, *, read_after: bool = False) -> str:
+        async def send() -> None:
+            for _ in range(size // len(chunk)):
+                await stream.send_all(chunk)
+            await stream.send_eof()
+
+        digest = hashlib.sha256()
+        async with trio.open_nursery() as nursery:
+            if read_after:
+                await send()
+            else:
+                nursery.start_soon(send)
+            while data := await stream.receive_some(1 << 16):
+                digest.update(data)
+        return digest.hexdigest()
+
+    digests: list[str] = []
+
+    async def backend(stream: trio.SocketStream) -> None:
+        async with stream:
+            digests.append(await send_and_digest(stream))
+
+    async with trio.open_nursery() as nursery:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        nursery.start_soon(trio.serve_listeners, backend, listeners)
+        port = free_port()
+        async with running_proxy(SETTINGS) as proxy:
+            target = listeners[0].socket.getsockname()[1]
+            await proxy.apply(stream_snapshot(port, "TCP", [Route("*", "db", (target,))]))
+            with trio.fail_after(60):
+                async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+                    assert await send_and_digest(stream, read_after=True) == expected
+                while not digests:  # noqa: ASYNC110 - the backend's task ends on its own
+                    await trio.sleep(0.01)
+        assert digests == [expected]
         nursery.cancel_scope.cancel()
 
 

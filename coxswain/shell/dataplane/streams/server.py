@@ -20,8 +20,9 @@ snapshots. Rules (Gateway API v1 TLSRoute, TCPRoute, UDPRoute; docs/architecture
    the new snapshot no longer serves is closed after ``drain`` seconds.
 5. Both directions are spliced (:mod:`.splice`): backpressure, half-close, idle timeout.
    Connections are plain non-blocking sockets (:mod:`.sockets`), accepted by one loop per
-   listening socket into the server's nursery: a task per connection and one more for its
-   second direction; only a TLS stream the proxy terminates is a trio stream.
+   listening socket into the server's nursery: one task per connection, both directions
+   driven from one wait (:mod:`.pump`); only a TLS stream the proxy terminates is a trio
+   stream, and its two directions take two tasks (:func:`.splice.splice`).
 6. At most ``max_connections`` TLS and TCP connections are open at once; a connection past
    it is closed at once (``over_capacity``), so a flood of silent clients costs bounded
    descriptors and leaves the HTTP listeners theirs.
@@ -45,9 +46,10 @@ from coxswain.route.proxy_protocol import proxy_header
 from coxswain.shell.dataplane.listen import open_reuseport_listeners
 from coxswain.shell.dataplane.streams.binding import bind_retrying
 from coxswain.shell.dataplane.streams.metrics import StreamMetrics
+from coxswain.shell.dataplane.streams.pump import splice_sockets
 from coxswain.shell.dataplane.streams.served import StreamServed
 from coxswain.shell.dataplane.streams.sockets import accept, close, connect, receive, send_all
-from coxswain.shell.dataplane.streams.splice import splice, splice_sockets
+from coxswain.shell.dataplane.streams.splice import splice
 from coxswain.shell.dataplane.streams.udp import UdpSettings, serve_udp
 from coxswain.shell.dataplane.upstream import pick_backend
 

@@ -9,23 +9,19 @@ half-close (a TLS stream the proxy terminated: TLS 1.3 has no half-close of its 
 closed when the other side ends. The idle timeout counts from the last byte either way
 (give or take a second: :func:`touch`).
 
-:func:`splice` joins trio streams (a TLS stream the proxy terminated); :func:`splice_sockets`
-joins two plain sockets (TCP, TLS Passthrough) through :mod:`.sockets`, with one yield per
-chunk forwarded instead of four (docs/architecture.md, "Layer 4").
+:func:`splice` joins trio streams (a TLS stream the proxy terminated); two plain sockets (TCP,
+TLS Passthrough) are joined in one task by :func:`.pump.splice_sockets`.
 """
 
 from __future__ import annotations
 
 import math
-import socket
 from dataclasses import dataclass
 from typing import Final
 
 import trio
 
-from coxswain.shell.dataplane.streams.sockets import receive, send_all
-
-__all__ = ["CHUNK", "Spliced", "splice", "splice_sockets", "touch"]
+__all__ = ["CHUNK", "Spliced", "splice", "touch"]
 
 CHUNK: Final = 64 * 1024
 
@@ -66,36 +62,6 @@ async def splice(
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
             scope.cancel()  # one side failed, or cannot be half-closed: the connection ends
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(copy, client, backend, True)
-            await copy(backend, client, False)  # in this task: one task less per connection
-    done.idle = scope.cancelled_caught and trio.current_time() >= scope.deadline
-    return done
-
-
-async def splice_sockets(
-    client: socket.socket, backend: socket.socket, *, idle_timeout: float
-) -> Spliced:
-    """:func:`splice` for two non-blocking sockets (:mod:`.sockets`); the caller closes
-    both."""
-    done = Spliced()
-    with trio.CancelScope(deadline=trio.current_time() + idle_timeout) as scope:
-
-        async def copy(source: socket.socket, target: socket.socket, upstream: bool) -> None:
-            try:
-                while data := await receive(source, CHUNK):
-                    touch(scope, idle_timeout)
-                    await send_all(target, data)
-                    if upstream:
-                        done.upstream += len(data)
-                    else:
-                        done.downstream += len(data)
-                target.shutdown(socket.SHUT_WR)
-                return
-            except (OSError, trio.ClosedResourceError):
-                pass
-            scope.cancel()  # one side failed: the connection ends
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(copy, client, backend, True)
