@@ -280,6 +280,8 @@ def _read_external_auth(wire: pb.ExternalAuth) -> ExternalAuth:
         response_headers=pvector(wire.response_headers),
         request_redirect=wire.request_redirect if wire.HasField("request_redirect") else None,
         always_set_cookie=wire.always_set_cookie,
+        cache_key=wire.cache_key if wire.HasField("cache_key") else None,
+        cache_durations=pvector(wire.cache_durations),
     )
 
 
