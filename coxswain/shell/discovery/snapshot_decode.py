@@ -62,9 +62,9 @@ _PROTOCOL_FROM_WIRE: Final[dict[pb.BackendProtocol.ValueType, BackendProtocol]] 
     pb.BACKEND_PROTOCOL_HTTP1: BackendProtocol.HTTP1,
     pb.BACKEND_PROTOCOL_H2C: BackendProtocol.H2C,
 }
-_PATH_MATCHES: Final = frozenset(m.value for m in PathMatch)
-"""The wire values of ``PathMatch``, checked per decoded rule (a profile found that rebuilding
-``PathMatch.__members__.values()`` per rule cost 5-120 ms of a 10,000-route decode)."""
+_PATH_MATCHES: Final[dict[str, PathMatch]] = {m.value: m for m in PathMatch}
+"""``PathMatch`` by wire value, looked up per decoded rule: calling ``PathMatch(value)`` went
+through the enum's metaclass, 3 µs a rule (docs/benchmarks.md, "Discovery")."""
 
 
 # --- decoding -----------------------------------------------------------------------------------
@@ -148,6 +148,9 @@ def _read_upstream_tls(message: pb.UpstreamTLS) -> UpstreamTLS:
 
 
 def _read_backend(message: pb.Backend) -> Backend:
+    protocol = _PROTOCOL_FROM_WIRE.get(message.protocol)
+    if protocol is None:
+        raise ValueError(f"backend protocol {message.protocol} is not HTTP1 or H2C")
     return Backend(
         namespace=message.namespace,
         service=message.service,
@@ -161,25 +164,19 @@ def _read_backend(message: pb.Backend) -> Backend:
         if message.HasField("response_headers")
         else None,
         tls=_read_upstream_tls(message.tls) if message.HasField("tls") else None,
-        protocol=_read_protocol(message.protocol),
+        protocol=protocol,
         proxy_protocol=message.proxy_protocol,
     )
 
 
-def _read_protocol(value: pb.BackendProtocol.ValueType) -> BackendProtocol:
-    found = _PROTOCOL_FROM_WIRE.get(value)
-    if found is None:
-        raise ValueError(f"backend protocol {value} is not HTTP1 or H2C")
-    return found
-
-
 def _read_path_rule(message: pb.PathRule) -> PathRule:
-    if message.match not in _PATH_MATCHES:
+    match = _PATH_MATCHES.get(message.match)
+    if match is None:
         raise ValueError(f"path rule match {message.match!r} is not Exact, Prefix or Regex")
     actions = _read_ingress_actions(message.actions) if message.HasField("actions") else None
     return PathRule(
         path=message.path,
-        match=PathMatch(message.match),
+        match=match,
         backend=_read_backend(message.backend),
         route=_read_route(message.route),
         tls_redirect=message.tls_redirect,
@@ -389,7 +386,7 @@ def _read_health(message: pb.ListenerHealth) -> ListenerHealth:
 def _read_vhost(host: str, message: pb.VirtualHost) -> VirtualHost:
     return VirtualHost(
         host=host,
-        paths=pvector(_read_path_rule(r) for r in message.paths),
+        paths=pvector([_read_path_rule(r) for r in message.paths]),
         default=_read_path_rule(message.default_backend)
         if message.HasField("default_backend")
         else None,
@@ -411,7 +408,7 @@ def _read_validation(message: pb.ClientValidation) -> ClientValidation:
 
 
 def _read_endpoints(message: pb.Endpoints) -> PVector[Endpoint]:
-    return pvector(Endpoint(e.address, e.port) for e in message.endpoints)
+    return pvector([Endpoint(e.address, e.port) for e in message.endpoints])
 
 
 def _read_head(message: pb.SnapshotHead) -> tuple[int, int, tuple[int, ...], tuple[int, ...]]:
