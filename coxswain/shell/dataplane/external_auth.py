@@ -80,19 +80,19 @@ async def authorized(
         _, status, fields = remembered
     else:
         status, fields = None, []
-        with trio.move_on_after(read_within):
-            status, fields = await _exchange(
-                forwarder,
-                served,
-                auth,
-                frame_request_head(
-                    method=request.method,
-                    target=request.target,
-                    headers=[*request.fields, (b"connection", b"close")],
-                ),
-                request.method,
-                connect_within,
+        try:
+            framed = frame_request_head(
+                method=request.method,
+                target=request.target,
+                headers=[*request.fields, (b"connection", b"close")],
             )
+        except ValueError:  # a field the wire cannot carry: no sub-request, so no answer
+            framed = b""
+        if framed:
+            with trio.move_on_after(read_within):
+                status, fields = await _exchange(
+                    forwarder, served, auth, framed, request.method, connect_within
+                )
         lifetime = cache_seconds(auth, status)
         if key is not None and lifetime > 0:
             answers = served.auth_answers
