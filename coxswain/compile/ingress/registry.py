@@ -231,7 +231,9 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     "auth-keepalive-share-vars": AnnotationInfo(_I, "an nginx subrequest setting"),
     "auth-keepalive-requests": AnnotationInfo(_I, "Coxswain pools its own connections"),
     "auth-keepalive-timeout": AnnotationInfo(_I, "Coxswain pools its own connections"),
-    "enable-global-auth": AnnotationInfo(_N),
+    "enable-global-auth": AnnotationInfo(
+        _I, "Coxswain has no global auth-url (ingress-nginx's ConfigMap global-auth-url)"
+    ),
     "auth-tls-secret": AnnotationInfo(
         _D,
         "the client certificate must be issued directly by a CA of ca.crt (intermediates go "
