@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from coxswain.compile.snapshot import INGRESS_ACTION_FIELDS, BackendProtocol
@@ -246,7 +246,14 @@ def _ingress_actions_data(actions: IngressActions) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for name in INGRESS_ACTION_FIELDS:
         value = getattr(actions, name)
-        if name in ("canary", "cors"):
+        if name in ("external_auth", "rate_limit", "affinity", "client_tls"):
+            if value is not None:
+                data[name] = {
+                    f.name: v if isinstance(v, str | int) else list(v)
+                    for f in fields(value)
+                    if (v := getattr(value, f.name)) is not None
+                }
+        elif name in ("canary", "cors"):
             if value is not None:
                 data[name] = _canary_data(value) if name == "canary" else _cors_data(value)
         elif isinstance(value, str | int | float):

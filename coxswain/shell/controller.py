@@ -78,7 +78,8 @@ if TYPE_CHECKING:
 
     from coxswain.compile import CompileConfig, Scope, Snapshot
     from coxswain.shell.discovery.ca import CertificateAuthority
-    from coxswain.shell.discovery.server import DiscoveryServer, NodeKey, NodeObservation
+    from coxswain.shell.discovery.fleet import NodeKey, NodeObservation
+    from coxswain.shell.discovery.server import DiscoveryServer
 
 __all__ = ["ControllerSettings", "run_controller", "run_until_terminated"]
 

@@ -165,14 +165,16 @@ def analyse_gateways(
     grants = index_grants(state)
     listeners: dict[ObjectKey, list[ListenerVerdict]] = {}
     listener_sets: list[ListenerSetVerdict] = []
+    mixed = config.gateway_api_channel == "experimental"  # TLSRouteModeMixed (.status)
     for gateway in (*gateways, *unserved):
         key = gateway.meta.key
         joined, listeners[key] = join_listener_sets(
             gateway,
-            judge_listeners(gateway, state, grants),
+            judge_listeners(gateway, state, grants, mixed=mixed),
             state,
             grants,
             gateway_refused=key in refused,
+            mixed=mixed,
         )
         listener_sets.extend(joined)
     for key in refused:
