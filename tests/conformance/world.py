@@ -39,8 +39,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import random
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -54,6 +52,7 @@ from coxswain.compile.provision import provision
 from coxswain.compile.snapshot_json import snapshot_to_data
 from tests.conformance.certificates import suite_objects
 from tests.conformance.echo_l4 import TLS_SUFFIX, Echo
+from tests.integration.proxy_harness import free_port
 
 __all__ = [
     "GATEWAY_ADDRESS", "MANIFESTS", "UNUSABLE_ADDRESS", "USABLE_ADDRESS", "Compiled", "World",
@@ -70,7 +69,6 @@ _FAKE_ADDRESS_TYPE: Final = "test/fake-invalid-type"
 # The upper part of the shared pool's band (30000-32767): the suite's fixed_ports tests take
 # the lowest ports of it, and the kernel's ephemeral ports start above it (32768).
 _BAND: Final = range(31000, 32768)
-_draw = random.Random()  # spreads concurrent test runs apart; no secret
 _GATEWAY_GROUP: Final = "gateway.networking.k8s.io"
 _TLS_PORT: Final = "8443"  # echo-basic's TLS_PORT default, the TCP echo's TLS port
 
@@ -120,16 +118,9 @@ def scenario_config(overrides: dict[str, Any]) -> CompileConfig:
 
 
 def band_port() -> int:
-    """A port of the band nothing is bound to right now on 127.0.0.1."""
-    for _ in range(1000):
-        port = _draw.choice(_BAND)
-        with socket.socket() as probe:
-            try:
-                probe.bind((GATEWAY_ADDRESS, port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"no free port in {_BAND}")
+    """A port of the band nothing is bound to right now on 127.0.0.1, never one handed out
+    before in this process."""
+    return free_port(_BAND)
 
 
 @dataclass(frozen=True, slots=True)
