@@ -31,6 +31,18 @@ _Got = TypeVar("_Got")
 # listening socket is broken: wait and accept again (as trio.serve_listeners does).
 _OUT_OF_RESOURCES: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 _ACCEPT_PAUSE: Final = 0.1  # seconds, trio.serve_listeners' sleep after such an error
+# accept() errors about the one connection being accepted (reset before it was taken, refused
+# by a firewall, a network gone): that connection is lost, the next is fine (as trio's
+# SocketListener ignores them).
+_CONNECTION_LOST: Final = frozenset(
+    getattr(errno, name)
+    for name in (
+        "EPERM", "ECONNABORTED", "EPROTO", "ENETDOWN", "ENOPROTOOPT", "EHOSTDOWN", "ENONET",
+        "EHOSTUNREACH", "EOPNOTSUPP", "ENETUNREACH", "ENOSR", "ESOCKTNOSUPPORT",
+        "EPROTONOSUPPORT", "ETIMEDOUT", "ECONNRESET",
+    )
+    if hasattr(errno, name)
+)  # fmt: skip
 
 
 def _tune(sock: socket.socket) -> socket.socket:
@@ -51,9 +63,12 @@ async def accept(listening: socket.socket) -> socket.socket:
             await trio.lowlevel.wait_readable(listening)
             waited = True
         except OSError as err:
-            if err.errno not in _OUT_OF_RESOURCES:
+            if err.errno in _CONNECTION_LOST:
+                await trio.lowlevel.checkpoint()
+            elif err.errno in _OUT_OF_RESOURCES:
+                await trio.sleep(_ACCEPT_PAUSE)
+            else:
                 raise
-            await trio.sleep(_ACCEPT_PAUSE)
             waited = True
         else:
             if not waited:
