@@ -6,7 +6,7 @@ cluster state"):
 
 - multi-document YAML (``---``), top-level sequences included; JSON (``.json`` files, and
   standard input that parses as JSON), parsed by the JSON parser so that its errors name the
-  right line, with each object's line taken from the YAML composer;
+  right line, with each object's line found by the JSON parser (``_json_node``);
 - ``kind: List`` and typed lists (``IngressList``…, as the API returns them, whose items carry
   no ``kind``/``apiVersion``: those are filled in from the list);
 - empty documents, which are skipped.
