@@ -11,6 +11,7 @@ Run from the repository root::
     .venv/bin/python bench/proxy.py parts                 # single pieces, µs per call
     .venv/bin/python bench/proxy.py h2                    # HTTP/2 against nginx, h2load
     .venv/bin/python bench/proxy.py grpc                  # gRPC against nginx grpc_pass
+    .venv/bin/python bench/proxy.py grpc-instructions HEAD~1 .   # callgrind, per gRPC call
 
 Why these: on this shared 2-core machine one build's CPU per request swings by ±25% between runs
 minutes apart, more than most changes move it (docs/benchmarks.md, "The machine, and how to
@@ -51,11 +52,14 @@ The modes (results go in docs/benchmarks.md; each prints the command, machine an
 - ``parts``: microseconds per call of single pieces of the request path, each against what it
   replaced, ``timeit`` best of ``REPEAT`` in this process: a floor, not what a loaded process
   sees.
-- ``h2``: HTTP/2 with prior knowledge, Coxswain against nginx (``listen … http2``), one worker
-  each, the 100-byte body, ``h2load -t1 -c8`` with 1 then 10 streams per connection, alternated
-  over ``--rounds``; req/s and CPU per request, medians.
+- ``h2``: HTTP/2 with prior knowledge, Coxswain (one per revision given, as for ``ab``)
+  against nginx (``listen … http2``), one worker each, the 100-byte body, ``h2load -t1 -c8``
+  with 1 then 10 streams per connection, alternated over ``--rounds``; req/s and CPU per
+  request, medians.
 - ``grpc``: gRPC unary calls against nginx's ``grpc_pass``, and the memory of an idle HTTP/2
   connection (``proxy_grpc.py``).
+- ``grpc-instructions [REV...]``: user-space instructions per gRPC unary call, as
+  ``instructions`` counts them, the calls sent as ``grpc`` sends them (``proxy_grpc.py``).
 
 What runs, all on 127.0.0.1: a backend nginx (one worker, a 100-byte body at /small and a 1 MB
 body at /large, no access log); ``python -m coxswain proxy --shared`` serving a snapshot
@@ -200,21 +204,30 @@ H2_STREAMS = (1, 10)
 
 
 def run_h2(args: argparse.Namespace, argv: Sequence[str]) -> None:
-    """HTTP/2 with prior knowledge, Coxswain against nginx, one worker each, the 100-byte body:
-    ``h2load`` with one stream per connection at a time, then ten; the two proxies alternated
-    every round (the order swapped), medians."""
+    """HTTP/2 with prior knowledge, Coxswain (each revision asked for) against nginx, one
+    worker each, the 100-byte body: ``h2load`` with one stream per connection at a time, then
+    ten; the proxies alternated every round (the order reversed), medians."""
     setup.ensure_tools("nginx", "h2load")
     rounds = _pick(args.rounds, 4, 1, args.quick)
     seconds = _pick(args.seconds, 5, 1, args.quick)
     cells: dict[tuple[str, int], list[setup.H2Cell]] = {}
-    with _bench(argv, setup.versions(["."], args.build)) as (root, fleet, folders):
+    runs = setup.versions(args.revisions, args.build)
+    with _bench(argv, runs) as (root, fleet, folders):
         print(f"Coxswain's HTTP/1.1 codec (towards the backend): {args.build}")
         backend = setup.start_backend(fleet, root)
         snapshot = setup.compile_snapshot(root, SMALL_ROUTES, backend)
-        proxies = [
-            setup.start_coxswain(fleet, snapshot, SMALL_ROUTES, 1, folders[0]),
-            setup.start_front(fleet, root, backend, 1, http2=True),
+        ours = [
+            setup.start_coxswain(
+                fleet,
+                snapshot,
+                SMALL_ROUTES,
+                1,
+                folder,
+                name="coxswain" if len(runs) == 1 else f"coxswain {run.label}",
+            )
+            for run, folder in zip(runs, folders, strict=True)
         ]
+        proxies = [*ours, setup.start_front(fleet, root, backend, 1, http2=True)]
         for proxy in proxies:
             setup.run_h2load(proxy, workload.SMALL_PATH, args.clients, 10, 1)  # warm
         for streams in H2_STREAMS:
@@ -231,17 +244,18 @@ def run_h2(args: argparse.Namespace, argv: Sequence[str]) -> None:
                         flush=True,
                     )
     print()
-    print(f"{'streams':>8} {'coxswain req/s':>15} {'nginx req/s':>12} {'ratio':>6}  CPU us/req")
+    print(f"{'':>20} {'streams':>8} {'req/s':>8} {'nginx':>8} {'ratio':>6}  CPU us/req")
     for streams in H2_STREAMS:
-        ours = [c.h2load.requests_per_s for c in cells[("coxswain", streams)]]
         theirs = [c.h2load.requests_per_s for c in cells[("nginx", streams)]]
-        cpu = [c.cpu_us_per_request for c in cells[("coxswain", streams)]]
         cpu_nginx = [c.cpu_us_per_request for c in cells[("nginx", streams)]]
-        ratio = statistics.median(ours) / statistics.median(theirs)
-        print(
-            f"{streams:>8} {statistics.median(ours):>15,.0f} {statistics.median(theirs):>12,.0f}"
-            f" {ratio:>6.0%}  {statistics.median(cpu):.0f} vs {statistics.median(cpu_nginx):.0f}"
-        )
+        for proxy in ours:
+            rate = statistics.median(c.h2load.requests_per_s for c in cells[(proxy.name, streams)])
+            cpu = statistics.median(c.cpu_us_per_request for c in cells[(proxy.name, streams)])
+            print(
+                f"{proxy.name:>20} {streams:>8} {rate:>8,.0f} {statistics.median(theirs):>8,.0f}"
+                f" {rate / statistics.median(theirs):>6.0%}  {cpu:.0f} vs "
+                f"{statistics.median(cpu_nginx):.0f}"
+            )
 
 
 def run_grpc(args: argparse.Namespace, argv: Sequence[str]) -> None:
@@ -253,6 +267,28 @@ def run_grpc(args: argparse.Namespace, argv: Sequence[str]) -> None:
     with _bench(argv, setup.versions(["."], args.build)) as (root, fleet, folders):
         print(f"Coxswain's HTTP/1.1 codec: {args.build}")
         proxy_grpc.measure(root, fleet, folders[0], args)
+
+
+def run_grpc_instructions(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    """User-space instructions per gRPC unary call through each revision (``proxy_grpc``)."""
+    setup.ensure_tools("nginx", "h2load", "valgrind", "callgrind_control")
+    calls = _pick(args.calls, 2_000, 16, args.quick)
+    runs = setup.versions(args.revisions, args.build)
+    rows = []
+    with _bench(argv, runs) as (root, fleet, folders):
+        snapshot, drive = proxy_grpc.calls_through(root, fleet)
+        for run, folder in zip(runs, folders, strict=True):
+            counted = count(
+                fleet, root, folder, snapshot, SMALL_ROUTES, calls, args.connections, drive
+            )
+            rows.append((run.label, f"{counted:,.0f}"))
+            print(f"  {run.label}: {counted:,.0f} instructions per call", flush=True)
+        print(
+            f"\n{calls:,} gRPC unary calls of 100 B over {args.connections} connections "
+            f"(h2load, {setup.H2_DRIVE_STREAMS} streams each), h2c to the backend, 1 worker, "
+            f"codec {args.build}, user-space instructions (callgrind)"
+        )
+        harness.print_table([("revision", 22), ("instructions/call", 20)], rows)
 
 
 def warm(proxy: Proxy, connections: int, seconds: int) -> None:
@@ -544,8 +580,9 @@ def run_instructions(args: argparse.Namespace, argv: Sequence[str]) -> None:
         for run, folder in zip(runs, folders, strict=True):
             for routes, snapshot in snapshots.items():
                 name = f"{run.label} {routes:,} routes" if len(snapshots) > 1 else run.label
+                drive = setup.drive_h2 if args.http2 else setup.drive
                 counted = count(
-                    fleet, root, folder, snapshot, routes, requests, args.connections, args.http2
+                    fleet, root, folder, snapshot, routes, requests, args.connections, drive
                 )
                 rows.append((name, f"{counted:,.0f}"))
                 print(f"  {name}: {counted:,.0f} instructions per request", flush=True)
@@ -566,11 +603,11 @@ def count(
     routes: int,
     requests: int,
     connections: int,
-    http2: bool,
+    drive: Callable[[int, str, int, int], int],
 ) -> float:
-    """Instructions per request of the proxy in ``checkout``, under callgrind; the requests
-    come over HTTP/1.1 (:func:`setup.drive`) or with ``http2`` over HTTP/2
-    (:func:`setup.drive_h2`)."""
+    """Instructions per request of the proxy in ``checkout``, under callgrind; ``drive`` sends
+    the requests (:func:`setup.drive` over HTTP/1.1, :func:`setup.drive_h2` over HTTP/2,
+    :func:`proxy_grpc.caller` gRPC calls) and says how many it sent."""
     out = root / f"callgrind-{checkout.name}-{routes}.out"
     wrapper = setup.Wrapper(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"],
@@ -579,7 +616,6 @@ def count(
     )
     served = setup.start_coxswain(fleet, snapshot, routes, 1, checkout, wrapper)
     pid = str(served.process.pid)
-    drive = setup.drive_h2 if http2 else setup.drive
     drive(served.port, served.host, CALLGRIND_WARMUP, connections)
     subprocess.run(["callgrind_control", "--zero", pid], check=True, capture_output=True)
     sent = drive(served.port, served.host, requests, connections)
@@ -797,8 +833,7 @@ def command_line() -> argparse.ArgumentParser:
         "--http2", action="store_true", help="over HTTP/2 with prior knowledge (h2load -n)"
     )
     instructions.set_defaults(run=run_instructions)
-    h2 = modes.add_parser("h2", parents=[quick], help="HTTP/2 against nginx, h2load")
-    h2.add_argument("--build", choices=("compiled", "interpreted"), default="compiled")
+    h2 = modes.add_parser("h2", parents=[quick, versioned], help="HTTP/2 against nginx, h2load")
     h2.add_argument("--rounds", type=int, help="per setting (default 4; --quick 1)")
     h2.add_argument("--seconds", type=int, help="per run (default 5; --quick 1)")
     h2.add_argument("--clients", type=int, default=8, help="connections (default 8)")
@@ -811,6 +846,14 @@ def command_line() -> argparse.ArgumentParser:
     grpc.add_argument("--streams", type=int, default=10, help="per connection (default 10)")
     grpc.add_argument("--idle", type=int, help="idle connections (default 1,000; --quick 50)")
     grpc.set_defaults(run=run_grpc)
+    grpc_instructions = modes.add_parser(
+        "grpc-instructions",
+        parents=[quick, versioned],
+        help="callgrind instructions per gRPC call",
+    )
+    grpc_instructions.add_argument("--calls", type=int, help="counted (default 2,000; --quick 16)")
+    grpc_instructions.add_argument("--connections", type=int, default=8)
+    grpc_instructions.set_defaults(run=run_grpc_instructions)
     parts = modes.add_parser("parts", parents=[quick], help="single pieces, µs per call")
     parts.set_defaults(run=run_parts)
     return parser

@@ -15,13 +15,16 @@ from pyrsistent import pmap, pvector
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile.scope import GatewayScope, Scope, SharedPool
 from coxswain.compile.snapshot import (
+    Affinity,
     Backend,
     BackendProtocol,
     Canary,
     Certificate,
+    ClientTLS,
     ClientValidation,
     Cors,
     Endpoint,
+    ExternalAuth,
     GatewayRule,
     HeaderEdits,
     IngressActions,
@@ -32,6 +35,7 @@ from coxswain.compile.snapshot import (
     PathEdit,
     PathMatch,
     PathRule,
+    RateLimit,
     Redirect,
     Retry,
     Rewrite,
@@ -216,6 +220,65 @@ def _read_ingress_actions(wire: pb.IngressActions) -> IngressActions:
         next_upstream_timeout=wire.next_upstream_timeout,
         canary=_read_canary(wire.canary) if wire.HasField("canary") else None,
         cors=_read_cors(wire.cors) if wire.HasField("cors") else None,
+        external_auth=(
+            _read_external_auth(wire.external_auth) if wire.HasField("external_auth") else None
+        ),
+        rate_limit=_read_rate_limit(wire.rate_limit) if wire.HasField("rate_limit") else None,
+        affinity=_read_affinity(wire.affinity) if wire.HasField("affinity") else None,
+        client_tls=_read_client_tls(wire.client_tls) if wire.HasField("client_tls") else None,
+    )
+
+
+def _read_client_tls(wire: pb.ClientTLS) -> ClientTLS:
+    return ClientTLS(
+        ca_pem=wire.ca_pem,
+        verify=wire.verify,
+        depth=wire.depth,
+        error_page=wire.error_page if wire.HasField("error_page") else None,
+        pass_certificate=wire.pass_certificate,
+        match_cn=wire.match_cn if wire.HasField("match_cn") else None,
+    )
+
+
+def _read_affinity(wire: pb.Affinity) -> Affinity:
+    return Affinity(
+        mode=wire.mode,
+        cookie_name=wire.cookie_name,
+        path=wire.path if wire.HasField("path") else None,
+        domain=wire.domain if wire.HasField("domain") else None,
+        expires=wire.expires,
+        max_age=wire.max_age,
+        samesite=wire.samesite if wire.HasField("samesite") else None,
+        secure=wire.secure if wire.HasField("secure") else None,
+    )
+
+
+def _read_rate_limit(wire: pb.RateLimit) -> RateLimit:
+    return RateLimit(
+        zone=wire.zone,
+        rps=wire.rps,
+        rpm=wire.rpm,
+        connections=wire.connections,
+        burst_multiplier=wire.burst_multiplier,
+        whitelist=pvector(wire.whitelist),
+    )
+
+
+def _read_external_auth(wire: pb.ExternalAuth) -> ExternalAuth:
+    return ExternalAuth(
+        url=wire.url,
+        host=wire.host,
+        port=wire.port,
+        target=wire.target,
+        tls=wire.tls,
+        method=wire.method if wire.HasField("method") else None,
+        signin=wire.signin if wire.HasField("signin") else None,
+        signin_param=wire.signin_param,
+        response_headers=pvector(wire.response_headers),
+        request_redirect=wire.request_redirect if wire.HasField("request_redirect") else None,
+        always_set_cookie=wire.always_set_cookie,
+        cache_key=wire.cache_key if wire.HasField("cache_key") else None,
+        cache_durations=pvector(wire.cache_durations),
     )
 
 
