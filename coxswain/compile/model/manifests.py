@@ -188,9 +188,13 @@ def _bounded(
     """The objects of ``documents``, unless YAML aliases expand them (recursive ones without
     end) past ``expansion_budget``: the file's budget, shared by its documents."""
     budget = expansion_budget(text)
+    anchored = "&" in text  # no anchor, no alias (one to an unknown anchor does not parse)
     found: list[SourcedBody] = []
     for value, node in documents:
         line = 1 if node is None else node.start_mark.line + 1
+        if not anchored:
+            found.extend(_flatten(value, node, path, line))
+            continue
         measured = measure(value, max_depth=_PARSED_DEPTH, max_size=budget)
         if isinstance(measured, Excess):  # a recursive alias is "too large" here: unbounded
             return ManifestSyntaxError(
