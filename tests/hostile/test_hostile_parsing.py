@@ -347,9 +347,12 @@ LINEAR_PATTERNS: Final = {
     r"(?::[0-9]*)?",
     "coxswain.http1.syntax._ABSOLUTE_FORM": r"(?i)https?://[^/?#@\s]+(?:[/?][\x21-\x7e]*)?",
     "coxswain.route.gateway._ESCAPE": r"%([0-9A-Fa-f]{2})",
-    # on snapshot text (a rewrite target, a redirect URL): one fixed-width token per position
+    # on snapshot text (a rewrite target, a redirect URL, an auth-signin URL or cache key): one
+    # token per position, a '$' then one character class, no nested repetition
     "coxswain.route.ingress_actions._GROUP": r"\$(\d)",
     "coxswain.route.ingress_actions._VARIABLE": r"\$([a-z_]+)",
+    "coxswain.route.external_auth._VARIABLE": r"\$([a-z_]+)",
+    "coxswain.route.external_auth._KEY_VARIABLE": r"\$([A-Za-z_][A-Za-z0-9_]*)",
     "coxswain.route.paths._UNRESERVED_ESCAPE": r"%(2[dDeE]|3[0-9]|[46][1-9a-fA-F]|[57][0-9aA]"
     r"|5[fF]|7[eE])",
     "coxswain.route.paths._NEEDS_WORK": r"//|/\.|%",
