@@ -143,6 +143,12 @@ class UpstreamTLS:
     when the backend asks for one. ``policy`` is ``ns/name`` of the policy; ``problem`` says why
     the policy cannot be honoured (then the backend is invalid and answered, never sent
     plaintext).
+
+    ingress-nginx's ``backend-protocol: HTTPS``/``GRPCS`` with its ``proxy-ssl-*`` annotations
+    (docs/migrating-from-ingress-nginx.md, "Backends") may relax two things a policy never
+    does: ``verify`` False takes the backend's certificate unchecked (``proxy-ssl-verify: off``,
+    nginx's default), and ``sni`` False sends no server name (``proxy-ssl-server-name: off``);
+    ``server_name`` is then only the name verified. ``policy`` names the Ingress then.
     """
 
     policy: str
@@ -151,6 +157,8 @@ class UpstreamTLS:
     subject_alt_names: PVector[SubjectAltName] = pvector()
     client_certificate: Certificate | None = None
     problem: str | None = None
+    verify: bool = True
+    sni: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

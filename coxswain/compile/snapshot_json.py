@@ -236,7 +236,7 @@ def _backend_data(backend: Backend) -> dict[str, Any]:
 
 def _upstream_tls_data(tls: UpstreamTLS) -> dict[str, Any]:
     client = tls.client_certificate
-    return {
+    data: dict[str, Any] = {
         "policy": tls.policy,
         "server_name": tls.server_name,
         "ca_bundle": tls.ca_pem,
@@ -244,6 +244,11 @@ def _upstream_tls_data(tls: UpstreamTLS) -> dict[str, Any]:
         "client_certificate": None if client is None else _certificate_data(client),
         "problem": tls.problem,
     }
+    if not tls.verify:  # written only when relaxed, as a policy never is
+        data["verify"] = False
+    if not tls.sni:
+        data["sni"] = False
+    return data
 
 
 def _certificate_data(certificate: Certificate) -> dict[str, Any]:

@@ -306,6 +306,8 @@ def _upstream_tls(value: object, where: str) -> UpstreamTLS:
             _object(client, f"{where}.client_certificate"), f"{where}.client_certificate"
         ),
         problem=_optional(data.get("problem"), str, f"{where}.problem"),
+        verify=_typed(data.get("verify", True), bool, f"{where}.verify"),
+        sni=_typed(data.get("sni", True), bool, f"{where}.sni"),
     )
 
 

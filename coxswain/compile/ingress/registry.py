@@ -119,9 +119,7 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     "relative-redirects": AnnotationInfo(_N),
     # Backends
     "backend-protocol": AnnotationInfo(
-        _D,
-        "HTTP and GRPC (HTTP/2 with prior knowledge); HTTPS, GRPCS, AUTO_HTTP and FCGI are not "
-        "implemented yet and answer 503 rather than send TLS traffic in clear",
+        _D, "HTTP, HTTPS, GRPC and GRPCS; AUTO_HTTP and FCGI are not implemented yet, answer 503"
     ),
     "service-upstream": AnnotationInfo(_N),
     "load-balance": AnnotationInfo(_I, "Coxswain balances with its own algorithm"),
@@ -129,11 +127,17 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     "upstream-hash-by-subset": AnnotationInfo(_N),
     "upstream-hash-by-subset-size": AnnotationInfo(_N),
     "proxy-http-version": AnnotationInfo(_I, "Coxswain speaks HTTP/1.1 or HTTP/2 to backends"),
-    "proxy-ssl-secret": AnnotationInfo(_N),
-    "proxy-ssl-verify": AnnotationInfo(_N),
-    "proxy-ssl-verify-depth": AnnotationInfo(_N),
-    "proxy-ssl-name": AnnotationInfo(_N),
-    "proxy-ssl-server-name": AnnotationInfo(_N),
+    "proxy-ssl-secret": AnnotationInfo(_H),
+    "proxy-ssl-verify": AnnotationInfo(_H),
+    "proxy-ssl-verify-depth": AnnotationInfo(
+        _D, "checked as a number; the chain is verified to the Secret's CA at any depth"
+    ),
+    "proxy-ssl-name": AnnotationInfo(
+        _D,
+        "a host name (nginx variables are refused); without it the name verified is the "
+        "Service's <name>.<namespace>.svc, where nginx has its upstream's name",
+    ),
+    "proxy-ssl-server-name": AnnotationInfo(_H),
     "proxy-ssl-ciphers": AnnotationInfo(_I, _NO_TLS_KNOBS),
     "proxy-ssl-protocols": AnnotationInfo(_I, _NO_TLS_KNOBS),
     "proxy-ssl-session-reuse": AnnotationInfo(_I, _NO_TLS_KNOBS),

@@ -24,8 +24,8 @@ Rules:
    ones and before prefixes, longest first (ingress-nginx orders its regex locations by
    descending length and nginx takes the first that matches). A ``rewrite-target`` naming a
    capture group its path does not have is dropped for that path.
-9. ``backend-protocol: GRPC`` makes the Ingress's path backends HTTP/2 with prior knowledge
-   (``BackendProtocol.H2C``), as gRPC needs.
+9. ``backend-protocol`` and the ``proxy-ssl-*`` annotations set the protocol and TLS of the
+   Ingress's path and default backends (``compile.ingress.backend_tls``).
 10. Canary Ingresses serve nothing of their own: their paths become canary backends of the
    same paths of main Ingresses (``compile.ingress.canary``).
 11. Annotation actions (``snapshot.IngressActions``) go on every path of their Ingress and on
@@ -47,15 +47,14 @@ from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.ingress.access import Access, read_access
 from coxswain.compile.ingress.aliases import HostExtras, add_host_extras
 from coxswain.compile.ingress.annotations import IngressOptions, parse_options
+from coxswain.compile.ingress.backend_tls import read_backend_settings
 from coxswain.compile.ingress.canary import CanaryPaths, attach_canaries, is_canary
 from coxswain.compile.ingress.certificates import has_certificate
-from coxswain.compile.ingress.registry import annotation_value
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.regex import compile_prefix_pattern
 from coxswain.compile.snapshot import (
     CATCH_ALL,
     Backend,
-    BackendProtocol,
     IngressActions,
     PathMatch,
     PathRule,
@@ -91,7 +90,8 @@ def ingress_hosts(
         ingresses: our Ingresses, oldest first (precedence order).
         services: Services and their slices.
         certificates: the Ingress HTTPS port's certificates, to decide TLS redirects.
-        secrets: every Secret, for basic authentication (``compile.ingress.access``).
+        secrets: every Secret, for basic authentication (``compile.ingress.access``) and
+            backend TLS (``compile.ingress.backend_tls``).
 
     Returns:
         Virtual hosts by host key, the findings, and the keys of the Services read.
@@ -116,8 +116,7 @@ def ingress_hosts(
             canaries.append(CanaryPaths(ingress=ingress, paths=keyed))
             continue
         options = _with_access(options, read_access(ingress, secrets, found, read))
-        read_protocol = annotation_value(ingress, "backend-protocol")
-        grpc = read_protocol is not None and read_protocol[0].upper() == "GRPC"
+        settings = read_backend_settings(ingress, secrets, found, read)
         own_hosts: list[str] = []
         served: dict[str, PathRule] = {}  # host → the Ingress's first path served there
         for rule in ingress.rules:
@@ -128,8 +127,7 @@ def ingress_hosts(
                 backend = _backend(ingress, path.backend, services, found, read)
                 if backend is None:
                     continue
-                if grpc:
-                    backend = dataclasses.replace(backend, protocol=BackendProtocol.H2C)
+                backend = settings.apply(backend)
                 match, value = _path_match(options, path)
                 actions = options.actions
                 if match is PathMatch.REGEX:
@@ -159,6 +157,7 @@ def ingress_hosts(
         backend = _backend(ingress, ingress.default_backend, services, found, read)
         if backend is None:
             continue
+        backend = settings.apply(backend)
         for host in dict.fromkeys(own_hosts if ingress.has_rules else [CATCH_ALL]):
             holder = defaults.get(host)
             if holder is not None:

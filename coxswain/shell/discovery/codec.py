@@ -198,6 +198,8 @@ def _upstream_tls(tls: UpstreamTLS) -> pb.UpstreamTLS:
         message.client_certificate.CopyFrom(_certificate(tls.client_certificate))
     if tls.problem is not None:
         message.problem = tls.problem
+    message.skip_verify = not tls.verify
+    message.no_sni = not tls.sni
     return message
 
 

@@ -140,6 +140,8 @@ def _read_upstream_tls(message: pb.UpstreamTLS) -> UpstreamTLS:
         if message.HasField("client_certificate")
         else None,
         problem=message.problem if message.HasField("problem") else None,
+        verify=not message.skip_verify,
+        sni=not message.no_sni,
     )
 
 

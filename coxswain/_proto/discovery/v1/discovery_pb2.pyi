@@ -582,6 +582,8 @@ class UpstreamTLS(_message.Message):
     SUBJECT_ALT_NAMES_FIELD_NUMBER: _builtins.int
     CLIENT_CERTIFICATE_FIELD_NUMBER: _builtins.int
     PROBLEM_FIELD_NUMBER: _builtins.int
+    SKIP_VERIFY_FIELD_NUMBER: _builtins.int
+    NO_SNI_FIELD_NUMBER: _builtins.int
     policy: _builtins.str
     """ns/name of the BackendTLSPolicy"""
     server_name: _builtins.str
@@ -590,6 +592,10 @@ class UpstreamTLS(_message.Message):
     """PEM; absent: the system's trusted CAs"""
     problem: _builtins.str
     """why the policy cannot be honoured (the backend is invalid)"""
+    skip_verify: _builtins.bool
+    """the certificate is taken unchecked (ingress-nginx proxy-ssl-verify off)"""
+    no_sni: _builtins.bool
+    """no server name is sent (ingress-nginx proxy-ssl-server-name off)"""
     @_builtins.property
     def subject_alt_names(self) -> _containers.RepeatedCompositeFieldContainer[Global___SubjectAltName]:
         """one of them must be in the certificate"""
@@ -607,10 +613,12 @@ class UpstreamTLS(_message.Message):
         subject_alt_names: _abc.Iterable[Global___SubjectAltName] | None = ...,
         client_certificate: Global___Certificate | None = ...,
         problem: _builtins.str | None = ...,
+        skip_verify: _builtins.bool = ...,
+        no_sni: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_ca_bundle", b"_ca_bundle", "_client_certificate", b"_client_certificate", "_problem", b"_problem", "ca_bundle", b"ca_bundle", "client_certificate", b"client_certificate", "problem", b"problem"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_ca_bundle", b"_ca_bundle", "_client_certificate", b"_client_certificate", "_problem", b"_problem", "ca_bundle", b"ca_bundle", "client_certificate", b"client_certificate", "policy", b"policy", "problem", b"problem", "server_name", b"server_name", "subject_alt_names", b"subject_alt_names"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_ca_bundle", b"_ca_bundle", "_client_certificate", b"_client_certificate", "_problem", b"_problem", "ca_bundle", b"ca_bundle", "client_certificate", b"client_certificate", "no_sni", b"no_sni", "policy", b"policy", "problem", b"problem", "server_name", b"server_name", "skip_verify", b"skip_verify", "subject_alt_names", b"subject_alt_names"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__ca_bundle: _TypeAlias = _typing.Literal["ca_bundle"]  # noqa: Y015
     _WhichOneofArgType__ca_bundle: _TypeAlias = _typing.Literal["_ca_bundle", b"_ca_bundle"]  # noqa: Y015

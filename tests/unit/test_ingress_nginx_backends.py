@@ -1,0 +1,125 @@
+"""ingress-nginx's backend annotations compiled: ``backend-protocol`` HTTPS and GRPCS with the
+``proxy-ssl-*`` settings (docs/migrating-from-ingress-nginx.md, "Backends")."""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import trustme
+
+from coxswain.compile import SharedPool, build_state, compile
+from tests.unit.ingress_world import INGRESS_CLASS, ingress, path, rule, service
+
+if TYPE_CHECKING:
+    from coxswain.compile.snapshot import Backend
+
+NGINX = "nginx.ingress.kubernetes.io/"
+OWN = "coxswain-labs.dev/"
+
+
+def _secret(name: str, **data: bytes) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": "apps"},
+        "type": "Opaque",
+        "data": {k.replace("_", "."): base64.b64encode(v).decode() for k, v in data.items()},
+    }
+
+
+def _compiled(annotations: dict[str, str], *extra: dict[str, Any]) -> tuple[Backend, list[str]]:
+    shop = ingress(
+        "shop", rule("shop.example.com", path("/", "web")), default="web", annotations=annotations
+    )
+    result = compile(build_state([INGRESS_CLASS, shop, *extra, *service("web")]), SharedPool())
+    host = result.snapshot.ingress.hosts["shop.example.com"]
+    assert host.default is not None
+    assert host.default.backend == host.paths[0].backend  # the default backend too
+    found = [f"{d.reason}: {d.message}" for d in result.diagnostics if d.key.kind == "Ingress"]
+    return host.paths[0].backend, found
+
+
+@pytest.mark.parametrize(
+    ("value", "protocol", "tls"),
+    [
+        ("HTTP", "http1", False),
+        ("GRPC", "h2c", False),
+        ("https", "http1", True),
+        ("GRPCS", "h2c", True),
+    ],
+)
+def test_backend_protocol_sets_the_protocol_and_tls(value: str, protocol: str, tls: bool) -> None:
+    backend, found = _compiled({NGINX + "backend-protocol": value})
+    assert (str(backend.protocol), backend.tls is not None, backend.valid) == (protocol, tls, True)
+    assert found == []
+
+
+def test_without_a_secret_the_certificate_is_taken_unchecked_and_no_name_is_sent() -> None:
+    backend, _ = _compiled({OWN + "backend-protocol": "HTTPS", NGINX + "proxy-ssl-verify": "on"})
+    assert backend.tls is not None
+    assert (backend.tls.verify, backend.tls.sni, backend.tls.ca_pem) == (False, False, None)
+    assert backend.tls.server_name == "web.apps.svc"
+    assert backend.tls.policy == "Ingress apps/shop"
+
+
+def test_the_secret_brings_trust_and_a_client_certificate_and_the_settings_apply() -> None:
+    ca = trustme.CA()
+    leaf = ca.issue_cert("coxswain.example.com")
+    secret = _secret(
+        "backend-tls",
+        ca_crt=ca.cert_pem.bytes(),
+        tls_crt=b"".join(b.bytes() for b in leaf.cert_chain_pems),
+        tls_key=leaf.private_key_pem.bytes(),
+    )
+    annotations = {
+        NGINX + "backend-protocol": "GRPCS",
+        NGINX + "proxy-ssl-secret": "apps/backend-tls",
+        NGINX + "proxy-ssl-verify": "on",
+        NGINX + "proxy-ssl-name": "Web.Internal",
+        NGINX + "proxy-ssl-server-name": "on",
+        NGINX + "proxy-ssl-verify-depth": "2",
+    }
+    backend, found = _compiled(annotations, secret)
+    tls = backend.tls
+    assert tls is not None
+    assert (tls.verify, tls.sni, tls.server_name) == (True, True, "web.internal")
+    assert tls.ca_pem == ca.cert_pem.bytes().decode()
+    assert tls.client_certificate is not None
+    assert tls.client_certificate.secret == "apps/backend-tls"
+    assert found == []
+    defaults, _ = _compiled({**annotations, NGINX + "proxy-ssl-name": "$host"}, secret)
+    assert defaults.tls is not None
+    assert defaults.tls.server_name == "web.apps.svc"
+
+
+def test_a_secret_without_ca_applies_nothing_and_bad_values_take_the_defaults() -> None:
+    annotations = {
+        NGINX + "backend-protocol": "HTTPS",
+        NGINX + "proxy-ssl-secret": "bare",
+        NGINX + "proxy-ssl-verify": "yes",
+    }
+    backend, found = _compiled(annotations, _secret("bare", other=b"x"))
+    assert backend.tls is not None
+    assert not backend.tls.verify
+    assert any("has no ca.crt" in f for f in found)
+    with_ca = _secret("bare", ca_crt=trustme.CA().cert_pem.bytes())
+    backend, found = _compiled({**annotations, NGINX + "proxy-ssl-verify-depth": "x"}, with_ca)
+    assert backend.tls is not None
+    assert not backend.tls.verify
+    assert backend.tls.client_certificate is None
+    assert sorted(f.split(":")[0] for f in found) == ["InvalidAnnotation"] * 2
+
+
+@pytest.mark.parametrize(
+    ("secret", "why"), [("other/backend-tls", "outside"), ("missing", "does not exist")]
+)
+def test_a_missing_or_foreign_secret_fails_closed(secret: str, why: str) -> None:
+    annotations = {NGINX + "backend-protocol": "HTTPS", NGINX + "proxy-ssl-secret": secret}
+    backend, found = _compiled(annotations)
+    assert not backend.valid
+    assert backend.tls is not None
+    assert backend.tls.problem is not None
+    assert why in backend.tls.problem
+    assert any(why in f and "503" in f for f in found)
