@@ -103,6 +103,8 @@ class Backend:
     (``backendRefs[].filters``) and the TLS the proxy originates to them (``tls``); ``protocol``
     is what the proxy speaks to them (:class:`BackendProtocol`); ``proxy_protocol`` asks for a
     PROXY protocol v2 header before a layer-4 connection's bytes (``route.proxy_protocol``).
+    ``cluster_ip`` sends to the Service's cluster IP instead of its endpoints (ingress-nginx's
+    ``service-upstream``), an entry of the endpoints table of its own.
     """
 
     namespace: str
@@ -115,9 +117,12 @@ class Backend:
     tls: UpstreamTLS | None = None
     protocol: BackendProtocol = BackendProtocol.HTTP1
     proxy_protocol: bool = False
+    cluster_ip: bool = False
 
     @property
     def endpoints_key(self) -> str:
+        if self.cluster_ip:
+            return f"{self.namespace}/{self.service}/{self.port}/cluster-ip"
         return f"{self.namespace}/{self.service}/{self.port}"
 
 

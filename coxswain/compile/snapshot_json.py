@@ -231,6 +231,8 @@ def _backend_data(backend: Backend) -> dict[str, Any]:
         data["protocol"] = str(backend.protocol)
     if backend.proxy_protocol:
         data["proxy_protocol"] = True
+    if backend.cluster_ip:
+        data["cluster_ip"] = True
     return data
 
 

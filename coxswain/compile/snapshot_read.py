@@ -272,6 +272,7 @@ def _backend(data: Mapping[str, Any], where: str) -> Backend:
         tls=None if data.get("tls") is None else _upstream_tls(data["tls"], f"{where}.tls"),
         protocol=_protocol(data.get("protocol", "http1"), f"{where}.protocol"),
         proxy_protocol=_typed(data.get("proxy_protocol", False), bool, f"{where}.proxy_protocol"),
+        cluster_ip=_typed(data.get("cluster_ip", False), bool, f"{where}.cluster_ip"),
     )
 
 

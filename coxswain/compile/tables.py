@@ -218,6 +218,7 @@ def _backends(backends: tuple[Backend, ...]) -> str:
         f"{b.namespace}/{b.service}:{b.port}"
         + (f"*{b.weight}" if len(backends) > 1 else "")
         + ("" if b.protocol is BackendProtocol.HTTP1 else f" {b.protocol}")
+        + (" cluster-ip" if b.cluster_ip else "")
         + ("" if b.valid else " (invalid)")
         for b in backends
     )

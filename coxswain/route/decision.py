@@ -32,8 +32,9 @@ class Decision:
         checks: an Ingress path's actions whose per-request checks (client address,
             credentials, body size: ``route.ingress_access``) the proxy runs on each request
             before forwarding; None when there are none.
-        timeouts: an Ingress path's (connect, read) timeouts in seconds, each 0 to keep the
-            proxy's own (``proxy-connect-timeout``, ``proxy-read-timeout``); None: none set.
+        timeouts: an Ingress path's (connect, read, send) timeouts in seconds, each 0 to keep
+            the proxy's own (``proxy-connect-timeout``, ``proxy-read-timeout``,
+            ``proxy-send-timeout``); None: none set.
     """
 
     matched: bool
@@ -48,4 +49,4 @@ class Decision:
     authority: str | None = None
     response_fields: tuple[tuple[bytes, bytes], ...] = ()
     checks: IngressActions | None = None
-    timeouts: tuple[float, float] | None = None
+    timeouts: tuple[float, float, float] | None = None

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import socket
 import ssl
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ from coxswain.compile.snapshot_json import snapshot_to_data
 from .grpc_backend import GrpcBackend, channel_options
 from .manifests import backend as manifest_backend
 from .manifests import ingress_class
-from .proxy_harness import TIMEOUT, Running, echoed, request, run_proxy
+from .proxy_harness import TIMEOUT, Running, echoed, free_port, request, run_proxy
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -157,3 +158,77 @@ def test_grpcs_speaks_http2_over_tls_to_the_backend(tmp_path: Path) -> None:
                 channel.close()
 
         run_proxy(tmp_path, make, client, backends=())
+
+
+def test_proxy_send_timeout_ends_a_backend_that_stops_taking_the_body_with_504(
+    tmp_path: Path,
+) -> None:
+    body = b"x" * (32 * 1024 * 1024)  # more than the sockets' buffers hold
+    with socket.socket() as sink:  # accepts connections (the backlog) and never reads
+        sink.bind(("127.0.0.1", 0))
+        sink.listen(8)
+        timed = _ingress("timed", "sink", {NGINX + "proxy-send-timeout": "0.5"})
+
+        def make(ports: dict[str, int]) -> dict[str, Any]:
+            objects = [ingress_class(), timed, *manifest_backend("sink", sink.getsockname()[1])]
+            return snapshot_to_data(compile(build_state(objects), SharedPool()).snapshot)
+
+        def client(run: Running) -> None:  # the proxy's own send timeout is 60 s
+            response, _ = request(run.http_port, "POST", "/", host="timed.example.com", body=body)
+            assert response.status == 504
+
+        run_proxy(tmp_path, make, client, backends=())
+
+
+def test_proxy_body_size_counts_a_chunked_body_and_answers_413_once_it_is_passed(
+    tmp_path: Path,
+) -> None:
+    limited = _ingress("limited", "one", {NGINX + "proxy-body-size": "1k"})
+
+    def chunked(size: int) -> bytes:
+        piece = b"x" * 256
+        chunks = b"".join(b"100\r\n" + piece + b"\r\n" for _ in range(size // 256))
+        return chunks + b"0\r\n\r\n"
+
+    def client(run: Running) -> None:
+        def post(size: int) -> int:
+            response, _ = request(
+                run.http_port,
+                "POST",
+                "/",
+                host="limited.example.com",
+                headers={"Transfer-Encoding": "chunked"},
+                body=chunked(size),
+            )
+            return response.status
+
+        assert post(1024) == 200  # the limit itself is admitted
+        assert post(1280) == 413
+        assert post(1024) == 200  # a later request on the path is served
+
+    run_proxy(tmp_path, _compiled(limited, services=("one",)), client, backends=("one",))
+
+
+def test_service_upstream_sends_to_the_cluster_ip_and_port(tmp_path: Path) -> None:
+    def make(ports: dict[str, int]) -> dict[str, Any]:
+        service, endpoints = manifest_backend("one", free_port())  # the slice: nobody there
+        service["spec"] = {"clusterIP": "127.0.0.1", "ports": [{"port": ports["one"]}]}
+        endpoints["ports"] = [{"name": "", "port": free_port()}]
+        ingresses = [
+            _ingress("virtual", "one", {NGINX + "service-upstream": "true"}),
+            _ingress("direct", "one", {}),
+        ]
+        for made in ingresses:
+            made["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["port"] = {
+                "number": ports["one"]
+            }
+        objects = [ingress_class(), *ingresses, service, endpoints]
+        return snapshot_to_data(compile(build_state(objects), SharedPool()).snapshot)
+
+    def client(run: Running) -> None:
+        response, data = request(run.http_port, "GET", "/", host="virtual.example.com")
+        assert (response.status, echoed(data)["backend"]) == (200, "one")
+        response, _ = request(run.http_port, "GET", "/", host="direct.example.com")
+        assert response.status == 502  # the endpoints refuse the connection
+
+    run_proxy(tmp_path, make, client, backends=("one",))

@@ -123,3 +123,28 @@ def test_a_missing_or_foreign_secret_fails_closed(secret: str, why: str) -> None
     assert backend.tls.problem is not None
     assert why in backend.tls.problem
     assert any(why in f and "503" in f for f in found)
+
+
+def test_service_upstream_makes_the_cluster_ip_the_one_endpoint() -> None:
+    shop = ingress(
+        "shop",
+        rule("shop.example.com", path("/", "web"), path("/headless", "none")),
+        annotations={OWN + "service-upstream": "true"},
+    )
+    web, web_slice = service("web")
+    web["spec"]["clusterIP"] = "10.96.0.7"
+    headless, headless_slice = service("none")
+    headless["spec"]["clusterIP"] = "None"
+    objects = [INGRESS_CLASS, shop, web, web_slice, headless, headless_slice]
+    snapshot = compile(build_state(objects), SharedPool()).snapshot
+    first, second = snapshot.ingress.hosts["shop.example.com"].paths
+    assert (first.backend.cluster_ip, first.backend.endpoints_key) == (
+        True,
+        "apps/none/80/cluster-ip",
+    )
+    assert [(e.address, e.port) for e in snapshot.endpoints["apps/web/80/cluster-ip"]] == [
+        ("10.96.0.7", 80)
+    ]
+    assert list(snapshot.endpoints["apps/none/80/cluster-ip"]) == []  # headless: 503
+    assert "apps/web/80" not in snapshot.endpoints
+    assert second.backend.service == "web"

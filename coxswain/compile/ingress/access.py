@@ -16,7 +16,7 @@ Rules:
    answer 503 (``denied``), as ingress-nginx denies a location whose authentication
    annotations fail rather than serve it open. The diagnostic says which.
 4. ``backend-protocol``: ``HTTP`` (the default), ``HTTPS``, ``GRPC`` and ``GRPCS`` are served
-   (``compile.ingress.backend_tls``); ``AUTO_HTTP`` and ``FCGI`` are not implemented yet and
+   (``compile.ingress.backend_settings``); ``AUTO_HTTP`` and ``FCGI`` are not implemented yet and
    fail closed as in rule 3, rather than send a backend traffic it does not expect; another
    value is refused the same way.
 5. ``proxy-body-size``: nginx's size syntax (a number of bytes, or with ``k``, ``m`` or ``g``);

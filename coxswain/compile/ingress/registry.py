@@ -121,7 +121,7 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     "backend-protocol": AnnotationInfo(
         _D, "HTTP, HTTPS, GRPC and GRPCS; AUTO_HTTP and FCGI are not implemented yet, answer 503"
     ),
-    "service-upstream": AnnotationInfo(_N),
+    "service-upstream": AnnotationInfo(_H),
     "load-balance": AnnotationInfo(_I, "Coxswain balances with its own algorithm"),
     "upstream-hash-by": AnnotationInfo(_N),
     "upstream-hash-by-subset": AnnotationInfo(_N),
@@ -150,11 +150,12 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     # Limits and timeouts
     "proxy-body-size": AnnotationInfo(
         _D,
-        "a declared Content-Length over the limit gets 413; a chunked body is not counted yet, "
-        "and an Ingress without the annotation has no limit of its own (ingress-nginx: 1m)",
+        "a chunked body is streamed until it passes the limit, then 413; an HTTP/2 body "
+        "without content-length is not counted; without the annotation the proxy's own "
+        "--max-body-bytes applies (ingress-nginx: 1m)",
     ),
     "proxy-connect-timeout": AnnotationInfo(_D, _H1_ONLY),
-    "proxy-send-timeout": AnnotationInfo(_N),
+    "proxy-send-timeout": AnnotationInfo(_D, _H1_ONLY),
     "proxy-read-timeout": AnnotationInfo(_D, _H1_ONLY),
     "proxy-next-upstream": AnnotationInfo(
         _D,

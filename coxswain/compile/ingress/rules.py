@@ -25,7 +25,7 @@ Rules:
    descending length and nginx takes the first that matches). A ``rewrite-target`` naming a
    capture group its path does not have is dropped for that path.
 9. ``backend-protocol`` and the ``proxy-ssl-*`` annotations set the protocol and TLS of the
-   Ingress's path and default backends (``compile.ingress.backend_tls``).
+   Ingress's path and default backends (``compile.ingress.backend_settings``).
 10. Canary Ingresses serve nothing of their own: their paths become canary backends of the
    same paths of main Ingresses (``compile.ingress.canary``).
 11. Annotation actions (``snapshot.IngressActions``) go on every path of their Ingress and on
@@ -47,7 +47,7 @@ from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.ingress.access import Access, read_access
 from coxswain.compile.ingress.aliases import HostExtras, add_host_extras
 from coxswain.compile.ingress.annotations import IngressOptions, parse_options
-from coxswain.compile.ingress.backend_tls import read_backend_settings
+from coxswain.compile.ingress.backend_settings import read_backend_settings
 from coxswain.compile.ingress.canary import CanaryPaths, attach_canaries, is_canary
 from coxswain.compile.ingress.certificates import has_certificate
 from coxswain.compile.model.keys import ObjectKey
@@ -91,7 +91,7 @@ def ingress_hosts(
         services: Services and their slices.
         certificates: the Ingress HTTPS port's certificates, to decide TLS redirects.
         secrets: every Secret, for basic authentication (``compile.ingress.access``) and
-            backend TLS (``compile.ingress.backend_tls``).
+            backend TLS (``compile.ingress.backend_settings``).
 
     Returns:
         Virtual hosts by host key, the findings, and the keys of the Services read.

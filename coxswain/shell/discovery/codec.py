@@ -181,6 +181,8 @@ def _backend(backend: Backend) -> pb.Backend:
         message.protocol = _PROTOCOL_TO_WIRE[backend.protocol]
     if backend.proxy_protocol:
         message.proxy_protocol = True
+    if backend.cluster_ip:
+        message.cluster_ip = True
     return message
 
 

@@ -161,6 +161,7 @@ def _read_backend(message: pb.Backend) -> Backend:
         tls=_read_upstream_tls(message.tls) if message.HasField("tls") else None,
         protocol=_read_protocol(message.protocol),
         proxy_protocol=message.proxy_protocol,
+        cluster_ip=message.cluster_ip,
     )
 
 

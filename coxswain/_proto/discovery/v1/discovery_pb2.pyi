@@ -515,6 +515,7 @@ class Backend(_message.Message):
     TLS_FIELD_NUMBER: _builtins.int
     PROTOCOL_FIELD_NUMBER: _builtins.int
     PROXY_PROTOCOL_FIELD_NUMBER: _builtins.int
+    CLUSTER_IP_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     service: _builtins.str
     port: _builtins.int
@@ -528,6 +529,10 @@ class Backend(_message.Message):
     proxy_protocol: _builtins.bool
     """A PROXY protocol v2 header before a layer-4 connection's bytes (the Service's annotation
     coxswain-labs.dev/proxy-protocol: v2); absent: none.
+    """
+    cluster_ip: _builtins.bool
+    """The Service's cluster IP is the one endpoint (ingress-nginx's service-upstream); its
+    entry of the endpoints table is keyed namespace/service/port/cluster-ip.
     """
     @_builtins.property
     def request_headers(self) -> Global___HeaderEdits: ...
@@ -550,10 +555,11 @@ class Backend(_message.Message):
         tls: Global___UpstreamTLS | None = ...,
         protocol: Global___BackendProtocol.ValueType = ...,
         proxy_protocol: _builtins.bool = ...,
+        cluster_ip: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers", "_response_headers", b"_response_headers", "_tls", b"_tls", "request_headers", b"request_headers", "response_headers", b"response_headers", "tls", b"tls"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers", "_response_headers", b"_response_headers", "_tls", b"_tls", "namespace", b"namespace", "port", b"port", "protocol", b"protocol", "proxy_protocol", b"proxy_protocol", "request_headers", b"request_headers", "response_headers", b"response_headers", "service", b"service", "tls", b"tls", "valid", b"valid", "weight", b"weight"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers", "_response_headers", b"_response_headers", "_tls", b"_tls", "cluster_ip", b"cluster_ip", "namespace", b"namespace", "port", b"port", "protocol", b"protocol", "proxy_protocol", b"proxy_protocol", "request_headers", b"request_headers", "response_headers", b"response_headers", "service", b"service", "tls", b"tls", "valid", b"valid", "weight", b"weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__request_headers: _TypeAlias = _typing.Literal["request_headers"]  # noqa: Y015
     _WhichOneofArgType__request_headers: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers"]  # noqa: Y015

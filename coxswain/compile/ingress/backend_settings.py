@@ -1,5 +1,6 @@
-"""ingress-nginx's ``backend-protocol`` and ``proxy-ssl-*`` annotations → what the proxy speaks
-to an Ingress's backends (docs/migrating-from-ingress-nginx.md, "Backends"). Pure.
+"""ingress-nginx's ``backend-protocol``, ``proxy-ssl-*`` and ``service-upstream`` annotations →
+how the proxy reaches an Ingress's backends (docs/migrating-from-ingress-nginx.md,
+"Backends"). Pure.
 
 Rules, ingress-nginx's (its annotation reference, "Backend Protocol" and "Backend Certificate
 Authentication"):
@@ -22,6 +23,9 @@ Authentication"):
    ``proxy-ssl-server-name`` is ``on`` (default off). ``proxy-ssl-verify-depth`` (default 1)
    is checked as a number; the chain is verified to the CA at any depth. A value that does not
    parse is reported and its default applies, as ingress-nginx does.
+5. ``service-upstream: "true"``: the Service's cluster IP and port are the one endpoint
+   (``Backend.cluster_ip``; ``compile.backends``), where ingress-nginx would balance over
+   the endpoints itself; kube-proxy balances instead.
 """
 
 from __future__ import annotations
@@ -55,14 +59,18 @@ MAX_VERIFY_DEPTH: Final = 100
 
 @dataclass(frozen=True, slots=True)
 class BackendSettings:
-    """The protocol and TLS of one Ingress's backends; ``tls.server_name`` empty stands for
-    each backend's own Service name (rule 4)."""
+    """The protocol and TLS of one Ingress's backends, and whether they are reached through
+    the Service's cluster IP; ``tls.server_name`` empty stands for each backend's own Service
+    name (rule 4)."""
 
     protocol: BackendProtocol = BackendProtocol.HTTP1
     tls: UpstreamTLS | None = None
+    cluster_ip: bool = False
 
     def apply(self, backend: Backend) -> Backend:
-        """``backend`` spoken to with these settings."""
+        """``backend`` reached with these settings."""
+        if self.cluster_ip:
+            backend = dataclasses.replace(backend, cluster_ip=True)
         tls = self.tls
         if tls is None:
             if self.protocol is BackendProtocol.HTTP1:
@@ -84,14 +92,21 @@ def read_backend_settings(
     found: list[Diagnostic],
     read: set[ObjectKey],
 ) -> BackendSettings:
-    """The settings of ``ingress``'s backends (rules 1 to 4). Pure."""
+    """The settings of ``ingress``'s backends (rules 1 to 5). Pure."""
+    note = _Notes(ingress, found)
+    cluster_ip = note.boolean("service-upstream")
+    return dataclasses.replace(_protocol(ingress, secrets, note, read), cluster_ip=cluster_ip)
+
+
+def _protocol(
+    ingress: Ingress, secrets: PMap[ObjectKey, Secret], note: _Notes, read: set[ObjectKey]
+) -> BackendSettings:
     named = annotation_value(ingress, "backend-protocol")
     protocol, over_tls = _PROTOCOLS.get(
         named[0].upper() if named else "HTTP", (BackendProtocol.HTTP1, False)
     )
     if not over_tls:
         return BackendSettings(protocol)
-    note = _Notes(ingress, found)
     policy = f"Ingress {ingress.meta.key.ref}"
     unchecked = UpstreamTLS(policy=policy, server_name="", verify=False, sni=False)
     secret_named = annotation_value(ingress, "proxy-ssl-secret")
@@ -161,6 +176,15 @@ class _Notes:
                 message=message,
             )
         )
+
+    def boolean(self, name: str) -> bool:
+        read = annotation_value(self.ingress, name)
+        if read is None or read[0].lower() == "false":
+            return False
+        if read[0].lower() == "true":
+            return True
+        self.add(read[1], f"{read[0][:20]!r} is not true or false; false applies")
+        return False
 
     def on_off(self, name: str) -> bool:
         read = annotation_value(self.ingress, name)
