@@ -123,6 +123,7 @@ def compile_parts(
         for rule in (*vhost.paths, *((vhost.default,) if vhost.default else ()))
     ]
     backends = [rule.backend for rule in rules]
+    backends.extend(v.passthrough.backend for v in hosts.values() if v.passthrough is not None)
     backends.extend(r.actions.canary.backend for r in rules if r.actions and r.actions.canary)
     backends.extend(cells.backends)
     tls = dict(cells.tls)

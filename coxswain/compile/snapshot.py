@@ -285,12 +285,16 @@ class VirtualHost:
 
     ``paths`` is in precedence order: Exact paths first, then prefixes longest first (Kubernetes
     Ingress spec, "Multiple matches"). ``default`` serves the host's misses (``defaultBackend``
-    of an Ingress that names this host).
+    of an Ingress that names this host). With ``passthrough``, a TLS connection to the Ingress
+    HTTPS port whose SNI is this host is not terminated: its bytes go to that rule's backend,
+    which completes the handshake with its own certificate (ingress-nginx's
+    ``ssl-passthrough``).
     """
 
     host: str
     paths: PVector[PathRule] = pvector()
     default: PathRule | None = None
+    passthrough: PathRule | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

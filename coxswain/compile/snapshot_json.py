@@ -165,10 +165,13 @@ def snapshot_to_data(snapshot: Snapshot) -> dict[str, Any]:
 
 
 def _vhost_data(vhost: VirtualHost) -> dict[str, Any]:
-    return {
+    data = {
         "paths": [_rule_data(rule) for rule in vhost.paths],
         "default_backend": None if vhost.default is None else _rule_data(vhost.default),
     }
+    if vhost.passthrough is not None:  # written only when set: older snapshots keep their form
+        data["passthrough"] = _rule_data(vhost.passthrough)
+    return data
 
 
 def _rule_data(rule: PathRule) -> dict[str, Any]:

@@ -146,6 +146,7 @@ def _scope(value: object) -> Scope:
 def _vhost(host: str, data: Mapping[str, Any]) -> VirtualHost:
     where = f"ingress.hosts[{host!r}]"
     default = data.get("default_backend")
+    passthrough = data.get("passthrough")
     return VirtualHost(
         host=host,
         paths=pvector(
@@ -155,6 +156,9 @@ def _vhost(host: str, data: Mapping[str, Any]) -> VirtualHost:
         default=None
         if default is None
         else _rule(_object(default, f"{where}.default_backend"), f"{where}.default_backend"),
+        passthrough=None
+        if passthrough is None
+        else _rule(_object(passthrough, f"{where}.passthrough"), f"{where}.passthrough"),
     )
 
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import http.client
 import socket
 import ssl
 from typing import TYPE_CHECKING, Any
@@ -232,3 +233,60 @@ def test_service_upstream_sends_to_the_cluster_ip_and_port(tmp_path: Path) -> No
         assert response.status == 502  # the endpoints refuse the connection
 
     run_proxy(tmp_path, make, client, backends=("one",))
+
+
+def _https_get(port: int, server_name: str, trust: trustme.CA) -> tuple[int, bytes, str]:
+    """GET / over TLS with SNI ``server_name``, trusting ``trust``: the status, the body and
+    the first DNS name of the certificate served."""
+    context = ssl.create_default_context()
+    trust.configure_trust(context)
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as raw,
+        context.wrap_socket(raw, server_hostname=server_name) as tls,
+    ):
+        served = tls.getpeercert()
+        tls.sendall(f"GET / HTTP/1.1\r\nHost: {server_name}\r\nConnection: close\r\n\r\n".encode())
+        response = http.client.HTTPResponse(tls)  # type: ignore[arg-type]
+        response.begin()
+        data = response.read()
+    names = [value for kind, value in served.get("subjectAltName", ()) if kind == "DNS"]
+    return response.status, data, str(names[0])
+
+
+def test_ssl_passthrough_hands_the_connection_to_the_backend_by_sni(tmp_path: Path) -> None:
+    front, back = trustme.CA(), trustme.CA()
+    front_leaf = front.issue_cert("shop.example.com")
+    backend_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    back.issue_cert("pass.example.com").configure_cert(backend_context)
+    shop_tls = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "shop-tls", "namespace": "app"},
+        "type": "kubernetes.io/tls",
+        "stringData": {
+            "tls.crt": "".join(b.bytes().decode() for b in front_leaf.cert_chain_pems),
+            "tls.key": front_leaf.private_key_pem.bytes().decode(),
+        },
+    }
+    shop = _ingress("shop", "one", {})
+    shop["spec"]["tls"] = [{"hosts": ["shop.example.com"], "secretName": "shop-tls"}]
+    passed = _ingress("pass", "secure", {NGINX + "ssl-passthrough": "true"})
+
+    def client(run: Running) -> None:
+        status, data, name = _https_get(run.https_port, "pass.example.com", back)
+        assert (status, echoed(data)["backend"], name) == (200, "secure", "pass.example.com")
+        status, data, name = _https_get(run.https_port, "shop.example.com", front)
+        assert (status, echoed(data)["backend"], name) == (200, "one", "shop.example.com")
+        assert len(run.received["secure"]) == 1
+        with socket.create_connection(("127.0.0.1", run.https_port), timeout=TIMEOUT) as raw:
+            raw.sendall(b"GET / HTTP/1.1\r\nHost: pass.example.com\r\n\r\n")
+            assert raw.recv(100) == b""  # no ClientHello: closed, nothing passed through
+        assert len(run.received["secure"]) == 1
+
+    run_proxy(
+        tmp_path,
+        _compiled(shop, passed, shop_tls, services=("one", "secure")),
+        client,
+        backends=("one", "secure"),
+        tls_backends={"secure": backend_context},
+    )

@@ -148,3 +148,24 @@ def test_service_upstream_makes_the_cluster_ip_the_one_endpoint() -> None:
     assert list(snapshot.endpoints["apps/none/80/cluster-ip"]) == []  # headless: 503
     assert "apps/web/80" not in snapshot.endpoints
     assert second.backend.service == "web"
+
+
+def test_ssl_passthrough_takes_each_hosts_root_path_and_reports_the_others() -> None:
+    passed = ingress(
+        "pass",
+        rule("pass.example.com", path("/", "web"), path("/api", "web")),
+        rule("deep.example.com", path("/deep", "web")),
+        rule(None, path("/", "web")),
+        annotations={NGINX + "ssl-passthrough": "true"},
+    )
+    result = compile(build_state([INGRESS_CLASS, passed, *service("web")]), SharedPool())
+    hosts = result.snapshot.ingress.hosts
+    rule_passed = hosts["pass.example.com"].passthrough
+    assert rule_passed is not None
+    assert (rule_passed.path, rule_passed.backend.service) == ("/", "web")
+    assert hosts["deep.example.com"].passthrough is None
+    assert hosts["*"].passthrough is None
+    found = [d.message for d in result.diagnostics if d.reason == "PassthroughNotApplied"]
+    assert len(found) == 2
+    assert any("deep.example.com" in m for m in found)
+    assert any("catch-all" in m for m in found)

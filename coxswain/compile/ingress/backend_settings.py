@@ -26,6 +26,8 @@ Authentication"):
 5. ``service-upstream: "true"``: the Service's cluster IP and port are the one endpoint
    (``Backend.cluster_ip``; ``compile.backends``), where ingress-nginx would balance over
    the endpoints itself; kube-proxy balances instead.
+6. ``ssl-passthrough: "true"``: TLS connections for the Ingress's hosts are passed through
+   to the backend of their ``/`` path (``VirtualHost.passthrough``; ``compile.ingress.rules``).
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ class BackendSettings:
     protocol: BackendProtocol = BackendProtocol.HTTP1
     tls: UpstreamTLS | None = None
     cluster_ip: bool = False
+    passthrough: bool = False
 
     def apply(self, backend: Backend) -> Backend:
         """``backend`` reached with these settings."""
@@ -92,10 +95,13 @@ def read_backend_settings(
     found: list[Diagnostic],
     read: set[ObjectKey],
 ) -> BackendSettings:
-    """The settings of ``ingress``'s backends (rules 1 to 5). Pure."""
+    """The settings of ``ingress``'s backends (rules 1 to 6). Pure."""
     note = _Notes(ingress, found)
-    cluster_ip = note.boolean("service-upstream")
-    return dataclasses.replace(_protocol(ingress, secrets, note, read), cluster_ip=cluster_ip)
+    return dataclasses.replace(
+        _protocol(ingress, secrets, note, read),
+        cluster_ip=note.boolean("service-upstream"),
+        passthrough=note.boolean("ssl-passthrough"),
+    )
 
 
 def _protocol(

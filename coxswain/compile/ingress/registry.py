@@ -141,7 +141,11 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     "proxy-ssl-ciphers": AnnotationInfo(_I, _NO_TLS_KNOBS),
     "proxy-ssl-protocols": AnnotationInfo(_I, _NO_TLS_KNOBS),
     "proxy-ssl-session-reuse": AnnotationInfo(_I, _NO_TLS_KNOBS),
-    "ssl-passthrough": AnnotationInfo(_N),
+    "ssl-passthrough": AnnotationInfo(
+        _D,
+        "to the Service's endpoints, where ingress-nginx connects to its cluster IP (add "
+        "service-upstream for that)",
+    ),
     "default-backend": AnnotationInfo(_N),
     "custom-http-errors": AnnotationInfo(_N),
     "disable-proxy-intercept-errors": AnnotationInfo(_N),

@@ -31,6 +31,10 @@ Rules:
 11. Annotation actions (``snapshot.IngressActions``) go on every path of their Ingress and on
    its default backend (without the rewrite, which needs a path's pattern);
    ``server-alias`` and ``from-to-www-redirect`` add hosts (``compile.ingress.aliases``).
+12. ``ssl-passthrough``: each host of the Ingress passes TLS connections through to the
+   backend of its ``/`` path (``Prefix`` or ``ImplementationSpecific``), as ingress-nginx
+   passes only its root location; a host without one, or the catch-all host (no SNI to
+   match), is reported. The oldest Ingress's path wins a host several ask for.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from coxswain.compile.ingress.annotations import IngressOptions, parse_options
 from coxswain.compile.ingress.backend_settings import read_backend_settings
 from coxswain.compile.ingress.canary import CanaryPaths, attach_canaries, is_canary
 from coxswain.compile.ingress.certificates import has_certificate
+from coxswain.compile.ingress.registry import annotation_value
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.regex import compile_prefix_pattern
 from coxswain.compile.snapshot import (
@@ -102,6 +107,7 @@ def ingress_hosts(
     read: set[ObjectKey] = set()
     extras: list[HostExtras] = []
     canaries: list[CanaryPaths] = []
+    passthroughs: dict[str, PathRule] = {}
     for ingress in ingresses:
         options, problems = parse_options(ingress)
         found.extend(problems)
@@ -150,6 +156,15 @@ def ingress_hosts(
                     actions=actions,
                 )
                 served.setdefault(host, paths[host][(match, value)])
+                if (
+                    settings.passthrough
+                    and host != CATCH_ALL
+                    and value == "/"
+                    and match is not PathMatch.EXACT
+                ):
+                    passthroughs.setdefault(host, paths[host][(match, value)])
+        if settings.passthrough:
+            _report_passthrough(ingress, own_hosts, passthroughs, found)
         if options.from_to_www or options.server_aliases:
             extras.append(HostExtras(ingress=ingress, options=options, served=served))
         if ingress.default_backend is None:
@@ -197,10 +212,46 @@ def ingress_hosts(
             host=host,
             paths=pvector(sorted(paths.get(host, {}).values(), key=_precedence)),
             default=defaults.get(host),
+            passthrough=passthroughs.get(host),
         )
         for host in sorted(paths.keys() | defaults.keys())
     }
     return pmap(add_host_extras(hosts, extras, found)), found, read
+
+
+def _report_passthrough(
+    ingress: Ingress,
+    hosts: list[str],
+    passthroughs: dict[str, PathRule],
+    found: list[Diagnostic],
+) -> None:
+    """A warning for each host of ``ingress`` that is not passed through (rule 12)."""
+    named = annotation_value(ingress, "ssl-passthrough")
+    key = "ssl-passthrough" if named is None else named[1]
+    for host in dict.fromkeys(hosts):
+        rule = passthroughs.get(host)
+        if rule is not None and (rule.route.namespace, rule.route.name) == (
+            ingress.meta.key.namespace,
+            ingress.meta.key.name,
+        ):
+            continue
+        why = (
+            "the catch-all host has no server name to pass through by"
+            if host == CATCH_ALL
+            else f"host {host!r} has no / path of this Ingress served"
+            if rule is None
+            else f"host {host!r} is passed through to Ingress {rule.route.namespace}/"
+            f"{rule.route.name} already, which takes precedence"
+        )
+        found.append(
+            Diagnostic(
+                key=ingress.meta.key,
+                field=f"metadata.annotations[{key!r}]",
+                severity=Severity.WARNING,
+                reason="PassthroughNotApplied",
+                message=f"{why}; its TLS connections are terminated as usual",
+            )
+        )
 
 
 def _precedence(rule: PathRule) -> tuple[int, int, str]:

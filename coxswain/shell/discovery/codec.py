@@ -122,6 +122,8 @@ def _vhost(vhost: VirtualHost) -> pb.VirtualHost:
     message = pb.VirtualHost(paths=[_path_rule(r) for r in vhost.paths])
     if vhost.default is not None:
         message.default_backend.CopyFrom(_path_rule(vhost.default))
+    if vhost.passthrough is not None:
+        message.passthrough.CopyFrom(_path_rule(vhost.passthrough))
     return message
 
 

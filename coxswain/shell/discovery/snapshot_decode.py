@@ -333,6 +333,9 @@ def _read_vhost(host: str, message: pb.VirtualHost) -> VirtualHost:
         default=_read_path_rule(message.default_backend)
         if message.HasField("default_backend")
         else None,
+        passthrough=_read_path_rule(message.passthrough)
+        if message.HasField("passthrough")
+        else None,
     )
 
 

@@ -919,23 +919,36 @@ class VirtualHost(_message.Message):
 
     PATHS_FIELD_NUMBER: _builtins.int
     DEFAULT_BACKEND_FIELD_NUMBER: _builtins.int
+    PASSTHROUGH_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def paths(self) -> _containers.RepeatedCompositeFieldContainer[Global___PathRule]: ...
     @_builtins.property
     def default_backend(self) -> Global___PathRule: ...
+    @_builtins.property
+    def passthrough(self) -> Global___PathRule:
+        """TLS connections whose SNI is this host are passed through to this rule's backend, not
+        terminated (ingress-nginx's ssl-passthrough); absent: terminated as usual.
+        """
+
     def __init__(
         self,
         *,
         paths: _abc.Iterable[Global___PathRule] | None = ...,
         default_backend: Global___PathRule | None = ...,
+        passthrough: Global___PathRule | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_default_backend", b"_default_backend", "default_backend", b"default_backend"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_default_backend", b"_default_backend", "_passthrough", b"_passthrough", "default_backend", b"default_backend", "passthrough", b"passthrough"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_default_backend", b"_default_backend", "default_backend", b"default_backend", "paths", b"paths"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_default_backend", b"_default_backend", "_passthrough", b"_passthrough", "default_backend", b"default_backend", "passthrough", b"passthrough", "paths", b"paths"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__default_backend: _TypeAlias = _typing.Literal["default_backend"]  # noqa: Y015
     _WhichOneofArgType__default_backend: _TypeAlias = _typing.Literal["_default_backend", b"_default_backend"]  # noqa: Y015
+    _WhichOneofReturnType__passthrough: _TypeAlias = _typing.Literal["passthrough"]  # noqa: Y015
+    _WhichOneofArgType__passthrough: _TypeAlias = _typing.Literal["_passthrough", b"_passthrough"]  # noqa: Y015
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__default_backend) -> _WhichOneofReturnType__default_backend | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__passthrough) -> _WhichOneofReturnType__passthrough | None: ...
 
 Global___VirtualHost: _TypeAlias = VirtualHost  # noqa: Y015
 

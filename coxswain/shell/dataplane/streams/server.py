@@ -30,15 +30,14 @@ snapshots. Rules (Gateway API v1 TLSRoute, TCPRoute, UDPRoute; docs/architecture
 from __future__ import annotations
 
 import logging
-import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import trio
 
-from coxswain.route.client_hello import MAX_HELLO, HelloReader, NeedMore, NotHello
 from coxswain.route.proxy_protocol import proxy_header
 from coxswain.shell.dataplane.listen import open_reuseport_listeners
+from coxswain.shell.dataplane.peek import Replay, connect_first, read_client_hello
 from coxswain.shell.dataplane.streams.binding import bind_retrying
 from coxswain.shell.dataplane.streams.metrics import StreamMetrics
 from coxswain.shell.dataplane.streams.served import StreamServed
@@ -250,28 +249,11 @@ class StreamServer:
         self, stream: trio.SocketStream, port: int
     ) -> tuple[bytes, str | None] | None:
         """The bytes of the ClientHello and its SNI, or None (counted) when there is none."""
-        reader = HelloReader()
-        received = bytearray()
-        with trio.move_on_after(self.settings.hello_timeout):
-            while True:
-                try:
-                    data = await stream.receive_some(MAX_HELLO)
-                except trio.BrokenResourceError:
-                    data = b""
-                if not data:
-                    self.metrics.connection(port, "TLS", "-", "bad_hello")
-                    return None
-                received += data
-                result = reader.feed(data)
-                if isinstance(result, NotHello):
-                    log.info("port %d: %s", port, result.reason)
-                    self.metrics.connection(port, "TLS", "-", "bad_hello")
-                    return None
-                if not isinstance(result, NeedMore):
-                    return bytes(received), result.sni
-                await trio.lowlevel.checkpoint()
-        self.metrics.connection(port, "TLS", "-", "hello_timeout")
-        return None
+        peeked = await read_client_hello(stream, self.settings.hello_timeout)
+        if isinstance(peeked, str):
+            self.metrics.connection(port, "TLS", "-", peeked)
+            return None
+        return peeked.first, peeked.sni
 
     def endpoints(
         self, served: StreamServed, decision: StreamDecision
@@ -294,8 +276,8 @@ class StreamServer:
         context: ssl.SSLContext,
         port: int,
         route: str,
-    ) -> trio.SSLStream[_Replay] | None:
-        tls = trio.SSLStream(_Replay(stream, first), context, server_side=True)
+    ) -> trio.SSLStream[Replay] | None:
+        tls = trio.SSLStream(Replay(stream, first), context, server_side=True)
         with trio.move_on_after(self.settings.hello_timeout):
             try:
                 await tls.do_handshake()
@@ -307,21 +289,8 @@ class StreamServer:
         return None
 
     async def _connect(self, endpoints: list[Endpoint]) -> trio.SocketStream | None:
-        """A connection to the first endpoint that accepts one. Endpoints are addresses
-        (EndpointSlices hold IPs), so a plain connect does: no name lookup, and none of
-        ``open_tcp_stream``'s happy-eyeballs tasks on every connection."""
-        for endpoint in endpoints:
-            family = socket.AF_INET6 if ":" in endpoint.address else socket.AF_INET
-            sock = trio.socket.socket(family, socket.SOCK_STREAM)
-            with trio.move_on_after(self.settings.connect_timeout):
-                try:
-                    await sock.connect((endpoint.address, endpoint.port))
-                except OSError as err:
-                    log.info("endpoint %s:%d: %s", endpoint.address, endpoint.port, err)
-                else:
-                    return trio.SocketStream(sock)
-            sock.close()
-        return None
+        """A connection to the first endpoint that accepts one (rule 3)."""
+        return await connect_first(endpoints, self.settings.connect_timeout)
 
     async def _forward(
         self,
@@ -359,27 +328,3 @@ def _proxy_header(stream: trio.SocketStream) -> bytes:
     except OSError:
         return proxy_header(("", 0), ("", 0))  # the LOCAL command: no address
     return proxy_header((str(client[0]), int(client[1])), (str(local[0]), int(local[1])))
-
-
-class _Replay(trio.abc.Stream):
-    """A stream whose first received bytes are ``first`` (already read from ``inner``)."""
-
-    def __init__(self, inner: trio.SocketStream, first: bytes) -> None:
-        self.inner = inner
-        self.first = first
-
-    async def receive_some(self, max_bytes: int | None = None) -> bytes:
-        if self.first:
-            data, self.first = self.first, b""
-            await trio.lowlevel.checkpoint()
-            return data
-        return await self.inner.receive_some(max_bytes)
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        await self.inner.send_all(data)
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await self.inner.wait_send_all_might_not_block()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
