@@ -113,7 +113,7 @@ def compile_parts(
     certificates, tls_found, secrets_read = ingress_certificates(ingresses, state)
     services = index_services(state)
     hosts, rules_found, services_read = ingress_hosts(
-        ingresses, services, certificates, state.secrets
+        ingresses, services, certificates, state.secrets, config.ingress_defaults
     )
     model = analyse_gateways(state, config, services, scope, cache)
     cells = build_cells(model)

@@ -169,3 +169,47 @@ def test_ssl_passthrough_takes_each_hosts_root_path_and_reports_the_others() -> 
     assert len(found) == 2
     assert any("deep.example.com" in m for m in found)
     assert any("catch-all" in m for m in found)
+
+
+def test_configmap_defaults_stand_in_for_annotations_an_ingress_does_not_set() -> None:
+    from coxswain.compile import CompileConfig
+    from coxswain.compile.config import IngressDefaults
+
+    config = CompileConfig(
+        ingress_defaults=IngressDefaults(
+            body_size=1 << 20, read_timeout=120, send_timeout=30, ssl_redirect=False
+        )
+    )
+    own = ingress(
+        "own",
+        rule("own.example.com", path("/", "web")),
+        annotations={NGINX + "proxy-body-size": "0", NGINX + "proxy-read-timeout": "5"},
+    )
+    leaf = trustme.CA().issue_cert("bare.example.com")
+    bare_tls = _secret(
+        "bare-tls",
+        tls_crt=b"".join(b.bytes() for b in leaf.cert_chain_pems),
+        tls_key=leaf.private_key_pem.bytes(),
+    )
+    bare_tls["type"] = "kubernetes.io/tls"
+    bare = ingress(
+        "bare",
+        rule("bare.example.com", path("/", "web")),
+        tls=[{"hosts": ["bare.example.com"], "secretName": "bare-tls"}],
+    )
+    objects = [INGRESS_CLASS, own, bare, bare_tls, *service("web")]
+    hosts = compile(build_state(objects), SharedPool(), config).snapshot.ingress.hosts
+    own_actions = hosts["own.example.com"].paths[0].actions
+    bare_actions = hosts["bare.example.com"].paths[0].actions
+    assert own_actions is not None
+    assert bare_actions is not None
+    assert (own_actions.max_body, own_actions.read_timeout, own_actions.send_timeout) == (
+        0,
+        5,
+        30,
+    )
+    assert (bare_actions.max_body, bare_actions.read_timeout) == (1 << 20, 120)
+    assert not hosts["bare.example.com"].paths[0].tls_redirect  # ssl-redirect: false
+    plain = compile(build_state(objects), SharedPool()).snapshot.ingress.hosts
+    assert plain["bare.example.com"].paths[0].actions is None  # no defaults: the fast path
+    assert plain["bare.example.com"].paths[0].tls_redirect

@@ -29,7 +29,9 @@ Rules:
 10. Canary Ingresses serve nothing of their own: their paths become canary backends of the
    same paths of main Ingresses (``compile.ingress.canary``).
 11. Annotation actions (``snapshot.IngressActions``) go on every path of their Ingress and on
-   its default backend (without the rewrite, which needs a path's pattern);
+   its default backend (without the rewrite, which needs a path's pattern); the installation's
+   ``IngressDefaults`` stand in for ``proxy-body-size``, the proxy timeouts and
+   ``ssl-redirect`` where the Ingress does not set them (ingress-nginx's ConfigMap);
    ``server-alias`` and ``from-to-www-redirect`` add hosts (``compile.ingress.aliases``).
 12. ``ssl-passthrough``: each host of the Ingress passes TLS connections through to the
    backend of its ``/`` path (``Prefix`` or ``ImplementationSpecific``), as ingress-nginx
@@ -47,6 +49,7 @@ from typing import TYPE_CHECKING, Final
 from pyrsistent import pmap, pvector
 
 from coxswain.compile.backends import resolve_backend
+from coxswain.compile.config import IngressDefaults
 from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.ingress.access import Access, read_access
 from coxswain.compile.ingress.aliases import HostExtras, add_host_extras
@@ -81,6 +84,7 @@ __all__ = ["IngressHosts", "ingress_hosts"]
 IngressHosts = tuple["PMap[str, VirtualHost]", list[Diagnostic], set[ObjectKey]]
 
 _GROUP_REFERENCE: Final = re.compile(r"\$(\d)")
+_NO_DEFAULTS: Final = IngressDefaults()
 
 
 def ingress_hosts(
@@ -88,6 +92,7 @@ def ingress_hosts(
     services: ServiceIndex,
     certificates: PMap[str, Certificate],
     secrets: PMap[ObjectKey, Secret],
+    given: IngressDefaults = _NO_DEFAULTS,
 ) -> IngressHosts:
     """Build the virtual hosts of our Ingresses. Pure.
 
@@ -97,6 +102,7 @@ def ingress_hosts(
         certificates: the Ingress HTTPS port's certificates, to decide TLS redirects.
         secrets: every Secret, for basic authentication (``compile.ingress.access``) and
             backend TLS (``compile.ingress.backend_settings``).
+        given: the values of annotations an Ingress does not set (rule 11).
 
     Returns:
         Virtual hosts by host key, the findings, and the keys of the Services read.
@@ -122,6 +128,8 @@ def ingress_hosts(
             canaries.append(CanaryPaths(ingress=ingress, paths=keyed))
             continue
         options = _with_access(options, read_access(ingress, secrets, found, read))
+        if given != _NO_DEFAULTS:
+            options = _with_defaults(ingress, options, given)
         settings = read_backend_settings(ingress, secrets, found, read)
         own_hosts: list[str] = []
         served: dict[str, PathRule] = {}  # host → the Ingress's first path served there
@@ -327,6 +335,30 @@ def _with_access(options: IngressOptions, access: Access) -> IngressOptions:
         max_body=access.max_body,
     )
     return dataclasses.replace(options, actions=None if actions == IngressActions() else actions)
+
+
+def _with_defaults(
+    ingress: Ingress, options: IngressOptions, defaults: IngressDefaults
+) -> IngressOptions:
+    """``options`` with the installation's defaults where ``ingress`` sets no annotation
+    (rule 11); a value that did not parse keeps the default too, as in ingress-nginx."""
+    actions = options.actions or IngressActions()
+    unset = annotation_value(ingress, "proxy-body-size") is None
+    actions = dataclasses.replace(
+        actions,
+        max_body=defaults.body_size if unset else actions.max_body,
+        connect_timeout=actions.connect_timeout or defaults.connect_timeout,
+        read_timeout=actions.read_timeout or defaults.read_timeout,
+        send_timeout=actions.send_timeout or defaults.send_timeout,
+    )
+    ssl_redirect = options.ssl_redirect
+    if annotation_value(ingress, "ssl-redirect") is None:
+        ssl_redirect = defaults.ssl_redirect
+    return dataclasses.replace(
+        options,
+        ssl_redirect=ssl_redirect,
+        actions=None if actions == IngressActions() else actions,
+    )
 
 
 def _without_rewrite(options: IngressOptions) -> IngressActions | None:
