@@ -119,24 +119,22 @@ def _protocol(
     if secret_named is None:
         return BackendSettings(protocol, unchecked)
     value, key = secret_named
-    namespace, _, name = value.strip().rpartition("/")
     own = ingress.meta.key.namespace
-    why = None
+    namespace, _, name = value.strip().rpartition("/")
+    secret_key = ObjectKey("Secret", own, name)
+    secret = None
     if namespace not in ("", own):
         why = f"names a Secret outside the Ingress's namespace {own}"
     else:
-        secret_key = ObjectKey("Secret", own, name)
         read.add(secret_key)
         secret = secrets.get(secret_key)
-        if secret is None:
-            why = f"names Secret {own}/{name}, which does not exist"
-    if why is not None:  # ingress-nginx denies the location
+        why = f"names Secret {own}/{name}, which does not exist"
+    if secret is None:  # ingress-nginx denies the location
         note.add(key, f"{why}; the Ingress's backends answer 503", Severity.ERROR)
         problem = f"annotation {key} {why}"
         return BackendSettings(
             protocol, UpstreamTLS(policy=policy, server_name="", problem=problem)
         )
-    assert secret is not None
     if secret.ca_bundle is None:
         note.add(
             key,
