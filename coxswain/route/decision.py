@@ -6,7 +6,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from coxswain.compile.snapshot import Backend, IngressActions, RouteAction, RouteRef
+    from coxswain.compile.snapshot import (
+        Backend,
+        ExternalAuth,
+        IngressActions,
+        RouteAction,
+        RouteRef,
+    )
 
 __all__ = ["Decision"]
 
@@ -35,6 +41,8 @@ class Decision:
         timeouts: an Ingress path's (connect, read, send) timeouts in seconds, each 0 to keep
             the proxy's own (``proxy-connect-timeout``, ``proxy-read-timeout``,
             ``proxy-send-timeout``); None: none set.
+        external_auth: the sub-request the proxy sends before forwarding, whose answer
+            decides (``auth-url``, ``route.external_auth``); None when there is none.
     """
 
     matched: bool
@@ -50,3 +58,4 @@ class Decision:
     response_fields: tuple[tuple[bytes, bytes], ...] = ()
     checks: IngressActions | None = None
     timeouts: tuple[float, float, float] | None = None
+    external_auth: ExternalAuth | None = None

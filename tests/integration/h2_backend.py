@@ -39,6 +39,7 @@ class H2Backend:
     """Serve with :meth:`serve` (``nursery.start``: the port); read what happened after."""
 
     max_streams: int = 100
+    initial_window: int = 65535  # each stream's window for the proxy's request body
     goaway_after: int | None = None
     goaway_at: int | None = None
     delay: float = 0.0
@@ -66,7 +67,12 @@ class H2Backend:
             h2.config.H2Configuration(client_side=False, header_encoding=None)
         )
         conn.initiate_connection()
-        conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: self.max_streams})
+        conn.update_settings(
+            {
+                h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: self.max_streams,
+                h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: self.initial_window,
+            }
+        )
         sending = trio.Lock()
         answered = 0
         open_streams: set[int] = set()
@@ -96,6 +102,7 @@ class H2Backend:
                 conn.close_connection(last_stream_id=stream_id)
             await flush()
             if going_away and not open_streams:
+                await flush()  # another stream's answer made while this flush waited
                 await stream.aclose()
 
         await flush()

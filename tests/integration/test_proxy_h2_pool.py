@@ -197,7 +197,7 @@ def test_streams_cancelled_anywhere_leave_their_connection() -> None:
             waiting.cancel_scope.cancel()
         assert pool.stream_count() == 0
         (connection,) = pool.connections()
-        assert connection.conn.open_outbound_streams == 0
+        assert connection.conn.open_streams == 0
 
     with_pool(backend, check)
 

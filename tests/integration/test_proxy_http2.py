@@ -128,6 +128,27 @@ def test_a_large_response_waits_for_the_clients_window(tmp_path: Path) -> None:
     run_proxy(tmp_path, hosts, client)
 
 
+def test_large_responses_of_many_streams_share_the_writer_within_the_clients_windows(
+    tmp_path: Path,
+) -> None:
+    """Eight streams relay large bodies at once through the connection's one writer while the
+    client opens its windows only as it reads: every body arrives whole, on its own stream."""
+
+    def client(run: Running) -> None:
+        h2c = H2Client(run.http_port, window=1024)
+        bodies = [bytes([ord("a") + n]) * (120_000 + n) for n in range(8)]
+        streams = [h2c.send("POST", f"/big{n}", body=body) for n, body in enumerate(bodies)]
+        responses = h2c.wait(*streams)
+        for n, response in enumerate(responses):
+            assert response.status == 200
+            seen = echo(response.body)
+            assert seen["target"] == f"/big{n}"
+            assert seen["body"] == bodies[n].decode()
+        h2c.close()
+
+    run_proxy(tmp_path, hosts, client)
+
+
 def test_alpn_h2_on_a_tls_listener(tmp_path: Path) -> None:
     ca = trustme.CA()
     leaf = ca.issue_cert("a.example.com")

@@ -11,8 +11,8 @@ Design:
   :class:`~coxswain.http2.server.ServerConnection`, and dispatches its events; each request
   runs in a task of its own (:meth:`H2Session._stream`), routed and forwarded exactly as an
   HTTP/1.1 request is (:mod:`coxswain.http2.request`, :mod:`.upstream`, :mod:`.h2_stream`).
-  Frames go out through :meth:`H2Session.flush`, one sender at a time, in the order they were
-  made.
+  Frames go out through the connection's one writer (:mod:`.h2_writer`), those of many
+  streams in one send, in the order they were made.
 - **Settings**: at most :data:`MAX_CONCURRENT_STREAMS` streams at once, a header list of at
   most the HTTP/1.1 head limit, 64 KiB stream windows and a 1 MiB connection window: the body
   bytes one connection can make the proxy hold. A header block is at most 64 CONTINUATION
@@ -76,21 +76,21 @@ from coxswain.http2.frames import (
     PROTOCOL_ERROR,
 )
 from coxswain.http2.request import CONNECT_REFUSED, request_head, trailer_fields
-from coxswain.http2.response import grpc_answer_fields, grpc_trailers, stream_fields
+from coxswain.http2.response import grpc_trailers
 from coxswain.http2.server import ServerConnection
-from coxswain.route.answers import own_fields
-from coxswain.route.grpc_status import answers_in_grpc, grpc_code, is_grpc_media_type
-from coxswain.route.relay import SERVER
+from coxswain.route.grpc_status import grpc_code
 from coxswain.shell.dataplane.downstream import Exchange
+from coxswain.shell.dataplane.external_auth import authorized
+from coxswain.shell.dataplane.h2_answers import in_grpc, own_answer
 from coxswain.shell.dataplane.h2_sender import H2Sender
 from coxswain.shell.dataplane.h2_stream import H2Body, H2Downstream
+from coxswain.shell.dataplane.h2_writer import FrameWriter
 from coxswain.shell.dataplane.tries import Answer, ClientProtocolError
-from coxswain.shell.dataplane.wire import RECEIVE_SIZE, Timer, http_date
+from coxswain.shell.dataplane.wire import RECEIVE_SIZE, Timer
 
 if TYPE_CHECKING:
-    from coxswain.http1 import Headers, RequestHead
+    from coxswain.http1 import RequestHead
     from coxswain.http2.events import Event as H2Event
-    from coxswain.route.grpc_status import GrpcCode
     from coxswain.route.plan import ListenerSpec
     from coxswain.shell.dataplane.capacity import Capacity
     from coxswain.shell.dataplane.metrics import Metrics
@@ -149,9 +149,18 @@ class Proxy(Protocol):
 
 
 class _Stream:
-    __slots__ = ("body", "downstream", "reset_by_client", "timer")
+    __slots__ = ("body", "downstream", "head", "reset_by_client", "stream_id", "timer")
 
-    def __init__(self, body: H2Body, downstream: H2Downstream, timer: Timer) -> None:
+    def __init__(
+        self,
+        stream_id: int,
+        head: RequestHead,
+        body: H2Body,
+        downstream: H2Downstream,
+        timer: Timer,
+    ) -> None:
+        self.stream_id = stream_id
+        self.head = head
         self.body = body
         self.downstream = downstream
         self.timer = timer
@@ -181,7 +190,7 @@ class H2Session(H2Sender):
             connection_window=CONNECTION_WINDOW,
             max_header_list_size=DEFAULT_LIMITS.max_head_bytes,
         )
-        self._sending = trio.Lock()
+        self.writer = FrameWriter(self.conn, stream)
         self._windows: dict[int, trio.Event] = {}
         self._ping_acked = trio.Event()
         self._goaway_sent = False
@@ -208,24 +217,34 @@ class H2Session(H2Sender):
         """Reset the stream; a closed one stays closed."""
         self.conn.reset_stream(stream_id, code)
 
+    async def flush(self) -> None:
+        """Hand the frames made so far to the writer (:meth:`.FrameWriter.flush`)."""
+        await self.writer.flush()
+
+    def send_soon(self) -> None:
+        """Have the frames made so far sent, without waiting (:meth:`.FrameWriter.send_soon`)."""
+        self.writer.send_soon()
+
     # --- the connection -----------------------------------------------------------------------
 
     async def run(self, received: bytes) -> None:
         """Serve the connection until it ends; ``received`` are bytes read before the
-        protocol was known (the preface, at least in part)."""
+        protocol was known (the preface, at least in part). The writer outlives the reader and
+        the streams, to send what they left (a GOAWAY, a last response)."""
         self.conn.initiate()
-        try:
-            await self.flush()
-            async with trio.open_nursery() as nursery:
-                self._connection_scope = nursery.cancel_scope
-                nursery.start_soon(self._drain)
-                await self._read(nursery, received)
-                nursery.cancel_scope.cancel()  # the client is gone, or was sent GOAWAY idle
-            if self._stalled:
-                await self._goodbye(ENHANCE_YOUR_CALM)
-        finally:
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await self.flush()
+        writer = self.writer
+        async with trio.open_nursery() as sending:
+            sending.start_soon(writer.run)
+            try:
+                async with trio.open_nursery() as nursery:
+                    self._connection_scope = nursery.cancel_scope
+                    nursery.start_soon(self._drain)
+                    await self._read(nursery, received)
+                    nursery.cancel_scope.cancel()  # the client is gone, or was sent GOAWAY idle
+                if self._stalled:
+                    self._goodbye(ENHANCE_YOUR_CALM)
+            finally:
+                writer.close()
 
     async def _read(self, nursery: trio.Nursery, received: bytes) -> None:
         proxy = self.proxy
@@ -233,11 +252,11 @@ class H2Session(H2Sender):
         while True:
             if not data:
                 if proxy.draining and not self._streams:
-                    await self._goodbye(NO_ERROR)
+                    self._goodbye(NO_ERROR)
                     return
                 received_now = await self._receive()
                 if received_now is None:
-                    await self._goodbye(NO_ERROR)  # idle, drained, or made room
+                    self._goodbye(NO_ERROR)  # idle, drained, or made room
                     return
                 if not received_now:
                     return  # the client closed
@@ -247,12 +266,17 @@ class H2Session(H2Sender):
             for event in events:
                 if not self._dispatch(nursery, event):
                     proxy.metrics.http2_goaway("enhance_your_calm")
-                    await self._goodbye(ENHANCE_YOUR_CALM)
+                    self._goodbye(ENHANCE_YOUR_CALM)
                     return
-            await self.flush()
             if self.conn.terminated:
                 return
-            await trio.lowlevel.checkpoint()  # frames that ask for no answer must not hog
+            try:
+                # the answers (acknowledgements, window updates) go out; a client whose socket
+                # is full is not read further meanwhile; and frames that ask for no answer
+                # must not hog the loop: this yields
+                await self.flush()
+            except trio.BrokenResourceError:
+                return  # the connection broke: the client is gone
 
     async def _receive(self) -> bytes | None:
         """The next bytes (empty: the client closed); None when the connection stayed without
@@ -268,6 +292,8 @@ class H2Session(H2Sender):
         try:
             with scope:
                 data = bytes(await self.stream.receive_some(RECEIVE_SIZE))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            data = b""  # the connection broke, or was closed because it took no bytes
         finally:
             self._receiving = None
             if self._idle_wait:
@@ -281,13 +307,13 @@ class H2Session(H2Sender):
         self.proxy.capacity.waiting(scope)
         self._idle_wait = True
 
-    async def _goodbye(self, code: int) -> None:
+    def _goodbye(self, code: int) -> None:
+        """GOAWAY, sent by the writer, which outlives the reader (:meth:`run`)."""
         if self._goaway_sent and code == NO_ERROR:
             return  # the draining GOAWAY said it already
         self._goaway_sent = True
         self.conn.close_connection(code)
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await self.flush()
+        self.send_soon()
 
     async def _drain(self) -> None:
         """On drain or reload, with streams in flight (RFC 9113 §6.8): GOAWAY naming the
@@ -301,14 +327,14 @@ class H2Session(H2Sender):
         conn = self.conn
         conn.close_connection(NO_ERROR, MAX_WINDOW)
         conn.ping(_DRAIN_PING)
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        with contextlib.suppress(trio.BrokenResourceError):
             await self.flush()
             with trio.move_on_after(DRAIN_PING_BOUND):
                 await self._ping_acked.wait()
             if not self._goaway_sent:
                 self._goaway_sent = True
                 conn.close_connection(NO_ERROR)
-                await self.flush()
+                self.send_soon()
 
     def _dispatch(self, nursery: trio.Nursery, event: H2Event) -> bool:
         """Act on one event; False when the client has overspent its budget."""
@@ -369,7 +395,8 @@ class H2Session(H2Sender):
         head = request_head(event.headers, ended=ended)
         if isinstance(head, str):
             if head == CONNECT_REFUSED:
-                nursery.start_soon(self._own, stream_id, 501, head, False)
+                own_answer(self.conn, stream_id, 501, head, False)
+                self.send_soon()
             else:
                 log.info("HTTP/2 stream %d from %s malformed: %s", stream_id, self.client, head)
                 self.reset(stream_id, PROTOCOL_ERROR)
@@ -378,56 +405,37 @@ class H2Session(H2Sender):
         timeouts = proxy.config.timeouts
         timer = Timer(proxy.forwarder.watchdog)
         state = _Stream(
+            stream_id,
+            head,
             H2Body(self, stream_id, timer, ended=ended, read_timeout=timeouts.client_body),
             H2Downstream(self, stream_id, timer, send_timeout=timeouts.client_send),
             timer,
         )
         self._streams[stream_id] = state
-        nursery.start_soon(self._stream, stream_id, head, state)
+        nursery.start_soon(self._stream, state)
 
-    async def _own(
-        self,
-        stream_id: int,
-        status: int,
-        reason: str,
-        head_only: bool,
-        location: str | None = None,
-        fields: Headers = (),
-        grpc: GrpcCode | None = None,
-    ) -> None:
-        """Answer on the stream with the proxy's own response; with ``grpc``, as that gRPC
-        status in a Trailers-Only answer (:mod:`coxswain.route.grpc_status`)."""
-        conn = self.conn
-        if grpc is not None:
-            headers = grpc_answer_fields(grpc, reason, server=SERVER, date=http_date())
-            conn.send_headers(stream_id, headers, end_stream=True)
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await self.flush()
-            return
-        fields_, body = own_fields(
-            status, reason, date=http_date(), location=location, fields=fields
-        )
-        headers = stream_fields(status, fields_)
-        if head_only or not body:
-            conn.send_headers(stream_id, headers, end_stream=True)
-        else:
-            conn.send_headers(stream_id, headers)
-            conn.send_data(stream_id, body, end_stream=True)  # within the first window
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await self.flush()
-
-    async def _stream(self, stream_id: int, head: RequestHead, state: _Stream) -> None:
+    async def _stream(self, state: _Stream) -> None:
+        stream_id = state.stream_id
+        head = state.head
         proxy = self.proxy
         started = time.perf_counter()
         served = proxy.served
         assert served is not None
         spec = self.spec
         routed = served.route(spec.port, head, tls=spec.tls, sni=self.sni, client=self.client)
+        if routed.decision.external_auth is not None:  # ``auth-url``: its answer decides
+            routed, head = await authorized(
+                proxy.forwarder,
+                served,
+                routed,
+                head,
+                scheme=b"https" if spec.tls else b"http",
+                client=self.client,
+            )
         decision = routed.decision
         exchange = Exchange()
         answer: Answer | None = None
         timer = state.timer
-        grpc = answers_in_grpc(decision, call=_is_grpc_call(head))
         try:
             with timer.scope:
                 if decision.status is not None:
@@ -442,19 +450,24 @@ class H2Session(H2Sender):
                         answer.status,
                         filter_problem=redirect and action is not None and bool(action.problem),
                     )
-                    await self._own(
+                    if code is not None and not in_grpc(decision, head):
+                        code = None
+                    own_answer(
+                        self.conn,
                         stream_id,
                         answer.status,
                         answer.reason,
                         head.method == b"HEAD",
                         location=decision.redirect if redirect else None,
                         fields=decision.response_fields if redirect else (),
-                        grpc=code if grpc else None,
+                        grpc=code,
                     )
+                    self.send_soon()
                     exchange.status = answer.status
             reason = None if answer is None else answer.reason
             if timer.scope.cancelled_caught and not state.reset_by_client:
-                reason = await self._cut(stream_id, head, routed, state, exchange, grpc=grpc)
+                grpc = in_grpc(decision, head)
+                reason = self._cut(stream_id, head, routed, state, exchange, grpc=grpc)
             elif state.reset_by_client:
                 reason = "the client reset the stream"
             proxy.record(head, routed, spec, self.client, reason, exchange, started)
@@ -490,7 +503,7 @@ class H2Session(H2Sender):
             return Answer(err.error.status, err.error.reason)
         return None
 
-    async def _cut(
+    def _cut(
         self,
         stream_id: int,
         head: RequestHead,
@@ -525,14 +538,13 @@ class H2Session(H2Sender):
         if exchange.response_started and code is not None:
             trailers = grpc_trailers(code, reason)
             self.conn.send_headers(stream_id, trailers, end_stream=True)
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await self.flush()
+            self.send_soon()
         elif exchange.response_started:
             self.reset(stream_id)
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await self.flush()
+            self.send_soon()
         else:
-            await self._own(stream_id, status, reason, head.method == b"HEAD", grpc=code)
+            own_answer(self.conn, stream_id, status, reason, head.method == b"HEAD", grpc=code)
+            self.send_soon()
             exchange.status = status
         return reason
 
@@ -552,11 +564,3 @@ class H2Session(H2Sender):
                 self._receiving.cancel()  # the reader says goodbye
             else:
                 self._idle(self._receiving)
-
-
-def _is_grpc_call(head: RequestHead) -> bool:
-    """Whether the request is a gRPC call (``content-type: application/grpc…``)."""
-    for name, value in head.headers:
-        if name == b"content-type":
-            return is_grpc_media_type(value.decode("latin-1"))
-    return False

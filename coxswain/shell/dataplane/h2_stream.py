@@ -8,7 +8,9 @@
   them, so a peer that reads slowly slows the other down and the proxy holds at most one
   window of body per stream — never a whole body.
 - :class:`H2Downstream` writes the response as HEADERS, DATA within the client's windows, and
-  trailers or an empty DATA ending the stream. A stream whose window stays shut for
+  trailers or an empty DATA ending the stream, through the connection's one writer
+  (:mod:`.h2_writer`): a piece of body waits while the writer is inside a send, the frames that
+  end the stream are handed over without waiting. A stream whose window stays shut for
   ``timeouts.client_send`` is cut as an HTTP/1.1 client that stops reading is.
   :func:`send_data`, the DATA within a peer's windows, serves requests to backends too.
 
@@ -33,13 +35,13 @@ if TYPE_CHECKING:
     from coxswain.shell.dataplane.downstream import Exchange, ResponseSource
     from coxswain.shell.dataplane.wire import Timer
 
-__all__ = ["H2Body", "H2Downstream", "Sender", "Session", "send_data"]
+__all__ = ["ClientSession", "H2Body", "H2Downstream", "Sender", "Session", "send_data"]
 
 
 class Sender(Protocol):
     """What a stream's halves send through: the proxy's own server connection towards a client
-    (:class:`coxswain.http2.server.ServerConnection`), or the ``h2`` library's connection
-    towards a backend (:mod:`.h2_upstream`), which has the same methods."""
+    (:class:`coxswain.http2.server.ServerConnection`), or its client connection towards a
+    backend (:class:`coxswain.http2.client.ClientConnection`), which has the same methods."""
 
     @property
     def max_outbound_frame_size(self) -> int: ...
@@ -73,6 +75,14 @@ class Session(Protocol):
 
     async def window(self, stream_id: int) -> None:
         """Wait for the client to open the stream's or the connection's window."""
+
+
+class ClientSession(Session, Protocol):
+    """What a response to a client uses of the client's connection
+    (:class:`.h2_connection.H2Session`): its one writer besides."""
+
+    def send_soon(self) -> None:
+        """Have the frames made so far sent by the connection's writer, without waiting."""
 
 
 class H2Body:
@@ -191,7 +201,7 @@ class H2Downstream:
     __slots__ = ("_session", "send_timeout", "stream_id", "timer")
 
     def __init__(
-        self, session: Session, stream_id: int, timer: Timer, *, send_timeout: float
+        self, session: ClientSession, stream_id: int, timer: Timer, *, send_timeout: float
     ) -> None:
         self._session = session
         self.stream_id = stream_id
@@ -218,14 +228,14 @@ class H2Downstream:
         try:
             if not response.has_body:
                 conn.send_headers(self.stream_id, fields, end_stream=True)
-                await session.flush()
+                session.send_soon()
                 return response.keep_alive
             conn.send_headers(self.stream_id, fields)
             parser = reader.parser
             event = parser.next_event()
             while True:
                 if event is NEED_DATA:
-                    await session.flush()
+                    session.send_soon()
                     event = await reader.next()
                 if type(event) is Data:
                     data = event.data
@@ -237,7 +247,7 @@ class H2Downstream:
                         and len(data) <= conn.max_outbound_frame_size
                     ):  # the whole body is here: it ends the stream, in one send with the head
                         conn.send_data(self.stream_id, data, end_stream=True)
-                        await session.flush()
+                        session.send_soon()
                         return response.keep_alive
                     await self.send_data(data)
                     continue
@@ -247,11 +257,11 @@ class H2Downstream:
                         conn.send_headers(self.stream_id, trailers, end_stream=True)
                     else:
                         conn.end_stream(self.stream_id)
-                    await session.flush()
+                    session.send_soon()
                     return response.keep_alive
                 else:  # a broken body: the client learns it from the stream's reset
                     session.reset(self.stream_id)
-                    await session.flush()
+                    session.send_soon()
                     return False
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return False

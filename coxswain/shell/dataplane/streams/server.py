@@ -15,10 +15,14 @@ snapshots. Rules (Gateway API v1 TLSRoute, TCPRoute, UDPRoute; docs/architecture
 3. A backend is chosen by weight among the route's (an invalid one, or one without ready
    endpoints, refuses the connection: its share of connections is refused, as the spec
    requires of requests); its endpoints are tried in turn, each within ``connect_timeout``.
-4. Routing is decided once, when the connection starts: a new snapshot changes nothing for
-   established connections, but one whose route (or port) the new snapshot no longer serves
-   is closed after ``drain`` seconds.
+4. Routing is decided once, when the connection (or UDP session) starts: a new snapshot
+   changes nothing for established connections and sessions, but one whose route (or port)
+   the new snapshot no longer serves is closed after ``drain`` seconds.
 5. Both directions are spliced (:mod:`.splice`): backpressure, half-close, idle timeout.
+   Connections are plain non-blocking sockets (:mod:`.sockets`), accepted by one loop per
+   listening socket into the server's nursery: one task per connection, both directions
+   driven from one wait (:mod:`.pump`); only a TLS stream the proxy terminates is a trio
+   stream, and its two directions take two tasks (:func:`.splice.splice`).
 6. At most ``max_connections`` TLS and TCP connections are open at once; a connection past
    it is closed at once (``over_capacity``), so a flood of silent clients costs bounded
    descriptors and leaves the HTTP listeners theirs.
@@ -29,18 +33,22 @@ snapshots. Rules (Gateway API v1 TLSRoute, TCPRoute, UDPRoute; docs/architecture
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import trio
 
+from coxswain.route.client_hello import MAX_HELLO, HelloReader, NeedMore, NotHello
 from coxswain.route.proxy_protocol import proxy_header
 from coxswain.shell.dataplane.listen import open_reuseport_listeners
-from coxswain.shell.dataplane.peek import Replay, connect_first, read_client_hello
 from coxswain.shell.dataplane.streams.binding import bind_retrying
 from coxswain.shell.dataplane.streams.metrics import StreamMetrics
+from coxswain.shell.dataplane.streams.pump import splice_sockets
 from coxswain.shell.dataplane.streams.served import StreamServed
+from coxswain.shell.dataplane.streams.sockets import accept, close, connect, receive, send_all
 from coxswain.shell.dataplane.streams.splice import splice
 from coxswain.shell.dataplane.streams.udp import UdpSettings, serve_udp
 from coxswain.shell.dataplane.upstream import pick_backend
@@ -48,7 +56,7 @@ from coxswain.shell.dataplane.upstream import pick_backend
 if TYPE_CHECKING:
     import random
     import ssl
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Iterator
 
     from prometheus_client import CollectorRegistry
 
@@ -87,7 +95,8 @@ class _Socket:
 
 @dataclass(slots=True)
 class _Live:
-    """An established connection: where it came and what it is forwarded for."""
+    """An established connection or UDP session: where it came and what it is forwarded
+    for."""
 
     port: int
     route: RouteRef
@@ -148,6 +157,17 @@ class StreamServer:
         if removed:
             self._nursery.start_soon(self._drain, removed)
 
+    @contextlib.contextmanager
+    def holding(self, port: int, route: RouteRef, scope: trio.CancelScope) -> Iterator[None]:
+        """While the block runs, a connection or session of ``route`` on ``port``, which
+        ``scope`` ends, is drained when a snapshot removes its route (rule 4)."""
+        live = _Live(port, route, scope)
+        self._live[id(live)] = live
+        try:
+            yield
+        finally:
+            del self._live[id(live)]
+
     async def _drain(self, removed: list[_Live]) -> None:
         await trio.sleep(self.settings.drain)
         served = self.served
@@ -176,11 +196,17 @@ class StreamServer:
                 listeners, task_status = await bind_retrying(
                     lambda: self._open(port), f"TCP port {port}", task_status
                 )
+                listening = [socket.socket(fileno=lis.socket.detach()) for lis in listeners]
                 entry.bound = True
                 task_status.started()
-                assert self._nursery is not None
-                handler = self._handler(port, protocol)
-                await trio.serve_listeners(handler, listeners, handler_nursery=self._nursery)
+                try:
+                    async with trio.open_nursery() as accepting:
+                        for sock in listening:
+                            sock.setblocking(False)
+                            accepting.start_soon(self._accept, sock, port, protocol)
+                finally:
+                    for sock in listening:
+                        close(sock)
         finally:
             entry.closed.set()
 
@@ -190,26 +216,33 @@ class StreamServer:
             return await open_reuseport_listeners(port, host=bind)
         return await trio.open_tcp_listeners(port, host=bind)
 
-    def _handler(self, port: int, protocol: str) -> Callable[[trio.SocketStream], Awaitable[None]]:
-        async def handle(stream: trio.SocketStream) -> None:
-            if self._connections >= self.settings.max_connections:
-                self.metrics.connection(port, protocol, "-", "over_capacity")
-                await trio.aclose_forcefully(stream)
-                return
-            self._connections += 1
-            try:
-                await self._connection(stream, port, protocol)
-            finally:
-                self._connections -= 1
-                await trio.aclose_forcefully(stream)
+    async def _accept(self, listening: socket.socket, port: int, protocol: str) -> None:
+        """Accept connections on one listening socket, each handled in a task of its own."""
+        assert self._nursery is not None
+        while True:
+            conn = await accept(listening)
+            self._nursery.start_soon(self._handle, conn, port, protocol)
+            await trio.lowlevel.checkpoint()  # accept() may not have waited: yield once
 
-        return handle
+    async def _handle(self, conn: socket.socket, port: int, protocol: str) -> None:
+        if self._connections >= self.settings.max_connections:
+            self.metrics.connection(port, protocol, "-", "over_capacity")
+            close(conn)
+            return
+        self._connections += 1
+        try:
+            await self._connection(conn, port, protocol)
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as err:
+            log.info("port %d: connection ended: %r", port, err)
+        finally:
+            self._connections -= 1
+            close(conn)
 
-    async def _connection(self, stream: trio.SocketStream, port: int, protocol: str) -> None:
+    async def _connection(self, conn: socket.socket, port: int, protocol: str) -> None:
         first = b""
         sni: str | None = None
         if protocol == "TLS":
-            hello = await self._client_hello(stream, port)
+            hello = await self._client_hello(conn, port)
             if hello is None:
                 return
             first, sni = hello
@@ -227,12 +260,12 @@ class StreamServer:
             self.metrics.connection(port, protocol, route, "no_backend")
             return
         target, endpoints = chosen
-        client: trio.abc.Stream = stream
+        client: socket.socket | trio.abc.Stream = conn
         context = None
         if protocol == "TLS" and decision.table is not None:
             context = served.terminating(port, decision.table)
         if context is not None:
-            terminated = await self._terminate(stream, first, context, port, route)
+            terminated = await self._terminate(conn, first, context, port, route)
             if terminated is None:
                 return
             client, first = terminated, b""
@@ -242,18 +275,35 @@ class StreamServer:
             return
         self.metrics.connection(port, protocol, route, "forwarded")
         if target.proxy_protocol:
-            first = _proxy_header(stream) + first
+            first = _proxy_header(conn) + first
         await self._forward(client, backend, first, port, decision)
 
     async def _client_hello(
-        self, stream: trio.SocketStream, port: int
+        self, conn: socket.socket, port: int
     ) -> tuple[bytes, str | None] | None:
         """The bytes of the ClientHello and its SNI, or None (counted) when there is none."""
-        peeked = await read_client_hello(stream, self.settings.hello_timeout)
-        if isinstance(peeked, str):
-            self.metrics.connection(port, "TLS", "-", peeked)
-            return None
-        return peeked.first, peeked.sni
+        reader = HelloReader()
+        received = bytearray()
+        with trio.move_on_after(self.settings.hello_timeout):
+            while True:
+                try:
+                    data = await receive(conn, MAX_HELLO)
+                except OSError:
+                    data = b""
+                if not data:
+                    self.metrics.connection(port, "TLS", "-", "bad_hello")
+                    return None
+                received += data
+                result = reader.feed(data)
+                if isinstance(result, NotHello):
+                    log.info("port %d: %s", port, result.reason)
+                    self.metrics.connection(port, "TLS", "-", "bad_hello")
+                    return None
+                if not isinstance(result, NeedMore):
+                    return bytes(received), result.sni
+                await trio.lowlevel.checkpoint()
+        self.metrics.connection(port, "TLS", "-", "hello_timeout")
+        return None
 
     def endpoints(
         self, served: StreamServed, decision: StreamDecision
@@ -271,13 +321,14 @@ class StreamServer:
 
     async def _terminate(
         self,
-        stream: trio.SocketStream,
+        conn: socket.socket,
         first: bytes,
         context: ssl.SSLContext,
         port: int,
         route: str,
-    ) -> trio.SSLStream[Replay] | None:
-        tls = trio.SSLStream(Replay(stream, first), context, server_side=True)
+    ) -> trio.SSLStream[_Replay] | None:
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(conn))
+        tls = trio.SSLStream(_Replay(stream, first), context, server_side=True)
         with trio.move_on_after(self.settings.hello_timeout):
             try:
                 await tls.do_handshake()
@@ -288,43 +339,78 @@ class StreamServer:
         self.metrics.connection(port, "TLS", route, "handshake_failed")
         return None
 
-    async def _connect(self, endpoints: list[Endpoint]) -> trio.SocketStream | None:
-        """A connection to the first endpoint that accepts one (rule 3)."""
-        return await connect_first(endpoints, self.settings.connect_timeout)
+    async def _connect(self, endpoints: list[Endpoint]) -> socket.socket | None:
+        """A connection to the first endpoint that accepts one. Endpoints are addresses
+        (EndpointSlices hold IPs), so a plain connect does: no name lookup, and none of
+        ``open_tcp_stream``'s happy-eyeballs tasks on every connection."""
+        for endpoint in endpoints:
+            with trio.move_on_after(self.settings.connect_timeout):
+                try:
+                    return await connect(endpoint.address, endpoint.port)
+                except OSError as err:
+                    log.info("endpoint %s:%d: %s", endpoint.address, endpoint.port, err)
+        return None
 
     async def _forward(
         self,
-        client: trio.abc.Stream,
-        backend: trio.SocketStream,
+        client: socket.socket | trio.abc.Stream,
+        backend: socket.socket,
         first: bytes,
         port: int,
         decision: StreamDecision,
     ) -> None:
         assert decision.action is not None
-        live = _Live(port, decision.action.route, trio.CancelScope())
-        self._live[id(live)] = live
+        scope = trio.CancelScope()
+        idle = self.settings.idle_timeout
         try:
-            with live.scope:
+            with self.holding(port, decision.action.route, scope), scope:
                 try:
                     if first:
-                        await backend.send_all(first)
-                    done = await splice(client, backend, idle_timeout=self.settings.idle_timeout)
+                        await send_all(backend, first)
+                    if isinstance(client, socket.socket):
+                        done = await splice_sockets(client, backend, idle_timeout=idle)
+                    else:
+                        to_backend = trio.SocketStream(trio.socket.from_stdlib_socket(backend))
+                        done = await splice(client, to_backend, idle_timeout=idle)
                     self.metrics.forwarded(
                         port, decision.label, done.upstream + len(first), done.downstream
                     )
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
                     pass
         finally:
-            del self._live[id(live)]
-            await trio.aclose_forcefully(backend)  # the client's socket: the handler's to close
+            close(backend)  # the client's socket: the handler's to close
 
 
-def _proxy_header(stream: trio.SocketStream) -> bytes:
+def _proxy_header(conn: socket.socket) -> bytes:
     """The PROXY protocol v2 header of a client connection: the client's address and the
     listening address it reached (rule 7)."""
     try:
-        client = stream.socket.getpeername()
-        local = stream.socket.getsockname()
+        client = conn.getpeername()
+        local = conn.getsockname()
     except OSError:
         return proxy_header(("", 0), ("", 0))  # the LOCAL command: no address
     return proxy_header((str(client[0]), int(client[1])), (str(local[0]), int(local[1])))
+
+
+class _Replay(trio.abc.Stream):
+    """A stream whose first received bytes are ``first`` (already read from ``inner``)."""
+
+    def __init__(self, inner: trio.SocketStream, first: bytes) -> None:
+        self.inner = inner
+        self.first = first
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        if self.first:
+            data, self.first = self.first, b""
+            await trio.lowlevel.checkpoint()
+            return data
+        return await self.inner.receive_some(max_bytes)
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
