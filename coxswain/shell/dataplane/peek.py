@@ -1,6 +1,7 @@
 """What TLS passthrough on the Ingress HTTPS port (ingress-nginx's ``ssl-passthrough``,
 :mod:`.passthrough`) needs before it decides, over the HTTP server's trio streams (the
-layer-4 listeners, :mod:`.streams.server`, drive the same sans-IO reader over raw sockets).
+layer-4 listeners, :mod:`.streams.server`, drive the same sans-IO reader over raw sockets,
+and replay the bytes with :class:`Replay` before a TLS Terminate handshake).
 
 - :func:`read_client_hello` reads a connection's ClientHello without answering it: at most
   16 KiB (:data:`~coxswain.route.client_hello.MAX_HELLO`), within the caller's time bound,
