@@ -213,3 +213,29 @@ def test_configmap_defaults_stand_in_for_annotations_an_ingress_does_not_set() -
     plain = compile(build_state(objects), SharedPool()).snapshot.ingress.hosts
     assert plain["bare.example.com"].paths[0].actions is None  # no defaults: the fast path
     assert plain["bare.example.com"].paths[0].tls_redirect
+
+
+def test_a_canary_backend_is_reached_as_its_main_path_backend() -> None:
+    main = ingress(
+        "shop",
+        rule("shop.example.com", path("/", "web")),
+        annotations={NGINX + "backend-protocol": "GRPCS"},
+    )
+    canary = ingress(
+        "shop-canary",
+        rule("shop.example.com", path("/", "next")),
+        annotations={NGINX + "canary": "true", NGINX + "canary-weight": "10"},
+    )
+    objects = [INGRESS_CLASS, main, canary, *service("web"), *service("next")]
+    snapshot = compile(build_state(objects), SharedPool()).snapshot
+    actions = snapshot.ingress.hosts["shop.example.com"].paths[0].actions
+    assert actions is not None
+    assert actions.canary is not None
+    backend = actions.canary.backend
+    assert (backend.service, str(backend.protocol), backend.tls is not None) == (
+        "next",
+        "h2c",
+        True,
+    )
+    assert backend.tls is not None
+    assert backend.tls.server_name == "next.apps.svc"

@@ -25,7 +25,8 @@ Rules:
    descending length and nginx takes the first that matches). A ``rewrite-target`` naming a
    capture group its path does not have is dropped for that path.
 9. ``backend-protocol`` and the ``proxy-ssl-*`` annotations set the protocol and TLS of the
-   Ingress's path and default backends (``compile.ingress.backend_settings``).
+   Ingress's path and default backends, and of the canary backends attached to its paths
+   (``compile.ingress.backend_settings``).
 10. Canary Ingresses serve nothing of their own: their paths become canary backends of the
    same paths of main Ingresses (``compile.ingress.canary``).
 11. Annotation actions (``snapshot.IngressActions``) go on every path of their Ingress and on
@@ -54,7 +55,7 @@ from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.ingress.access import Access, read_access
 from coxswain.compile.ingress.aliases import HostExtras, add_host_extras
 from coxswain.compile.ingress.annotations import IngressOptions, parse_options
-from coxswain.compile.ingress.backend_settings import read_backend_settings
+from coxswain.compile.ingress.backend_settings import BackendSettings, read_backend_settings
 from coxswain.compile.ingress.canary import CanaryPaths, attach_canaries, is_canary
 from coxswain.compile.ingress.certificates import has_certificate
 from coxswain.compile.ingress.registry import annotation_value
@@ -85,6 +86,7 @@ IngressHosts = tuple["PMap[str, VirtualHost]", list[Diagnostic], set[ObjectKey]]
 
 _GROUP_REFERENCE: Final = re.compile(r"\$(\d)")
 _NO_DEFAULTS: Final = IngressDefaults()
+_AS_IS: Final = BackendSettings()
 
 
 def ingress_hosts(
@@ -114,6 +116,7 @@ def ingress_hosts(
     extras: list[HostExtras] = []
     canaries: list[CanaryPaths] = []
     passthroughs: dict[str, PathRule] = {}
+    reached: dict[tuple[str, str], BackendSettings] = {}  # Ingresses with settings of their own
     for ingress in ingresses:
         options, problems = parse_options(ingress)
         found.extend(problems)
@@ -131,6 +134,8 @@ def ingress_hosts(
         if given != _NO_DEFAULTS:
             options = _with_defaults(ingress, options, given)
         settings = read_backend_settings(ingress, secrets, found, read)
+        if settings != _AS_IS:
+            reached[(ingress.meta.key.namespace, ingress.meta.key.name)] = settings
         own_hosts: list[str] = []
         served: dict[str, PathRule] = {}  # host → the Ingress's first path served there
         for rule in ingress.rules:
@@ -219,6 +224,8 @@ def ingress_hosts(
         lambda ingress, path: _backend(ingress, path.backend, services, found, read),
         found,
     )
+    if reached:
+        _reach_canaries(paths, reached)
     hosts = {
         host: VirtualHost(
             host=host,
@@ -229,6 +236,26 @@ def ingress_hosts(
         for host in sorted(paths.keys() | defaults.keys())
     }
     return pmap(add_host_extras(hosts, extras, found)), found, read
+
+
+def _reach_canaries(
+    paths: dict[str, dict[tuple[PathMatch, str], PathRule]],
+    reached: dict[tuple[str, str], BackendSettings],
+) -> None:
+    """A canary backend is reached as its main path's backend is (rule 9): in ingress-nginx
+    it is another upstream of the same location, whose protocol and TLS are the main
+    Ingress's."""
+    for rules in paths.values():
+        for key, rule in rules.items():
+            actions = rule.actions
+            settings = reached.get((rule.route.namespace, rule.route.name))
+            if actions is None or actions.canary is None or settings is None:
+                continue
+            canary = actions.canary
+            moved = dataclasses.replace(canary, backend=settings.apply(canary.backend))
+            rules[key] = dataclasses.replace(
+                rule, actions=dataclasses.replace(actions, canary=moved)
+            )
 
 
 def _report_passthrough(
