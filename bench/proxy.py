@@ -52,9 +52,10 @@ The modes (results go in docs/benchmarks.md; each prints the command, machine an
 - ``parts``: microseconds per call of single pieces of the request path, each against what it
   replaced, ``timeit`` best of ``REPEAT`` in this process: a floor, not what a loaded process
   sees.
-- ``h2``: HTTP/2 with prior knowledge, Coxswain against nginx (``listen … http2``), one worker
-  each, the 100-byte body, ``h2load -t1 -c8`` with 1 then 10 streams per connection, alternated
-  over ``--rounds``; req/s and CPU per request, medians.
+- ``h2``: HTTP/2 with prior knowledge, Coxswain (one per revision given, as for ``ab``)
+  against nginx (``listen … http2``), one worker each, the 100-byte body, ``h2load -t1 -c8``
+  with 1 then 10 streams per connection, alternated over ``--rounds``; req/s and CPU per
+  request, medians.
 - ``grpc``: gRPC unary calls against nginx's ``grpc_pass``, and the memory of an idle HTTP/2
   connection (``proxy_grpc.py``).
 - ``grpc-instructions [REV...]``: user-space instructions per gRPC unary call, as
@@ -203,21 +204,30 @@ H2_STREAMS = (1, 10)
 
 
 def run_h2(args: argparse.Namespace, argv: Sequence[str]) -> None:
-    """HTTP/2 with prior knowledge, Coxswain against nginx, one worker each, the 100-byte body:
-    ``h2load`` with one stream per connection at a time, then ten; the two proxies alternated
-    every round (the order swapped), medians."""
+    """HTTP/2 with prior knowledge, Coxswain (each revision asked for) against nginx, one
+    worker each, the 100-byte body: ``h2load`` with one stream per connection at a time, then
+    ten; the proxies alternated every round (the order reversed), medians."""
     setup.ensure_tools("nginx", "h2load")
     rounds = _pick(args.rounds, 4, 1, args.quick)
     seconds = _pick(args.seconds, 5, 1, args.quick)
     cells: dict[tuple[str, int], list[setup.H2Cell]] = {}
-    with _bench(argv, setup.versions(["."], args.build)) as (root, fleet, folders):
+    runs = setup.versions(args.revisions, args.build)
+    with _bench(argv, runs) as (root, fleet, folders):
         print(f"Coxswain's HTTP/1.1 codec (towards the backend): {args.build}")
         backend = setup.start_backend(fleet, root)
         snapshot = setup.compile_snapshot(root, SMALL_ROUTES, backend)
-        proxies = [
-            setup.start_coxswain(fleet, snapshot, SMALL_ROUTES, 1, folders[0]),
-            setup.start_front(fleet, root, backend, 1, http2=True),
+        ours = [
+            setup.start_coxswain(
+                fleet,
+                snapshot,
+                SMALL_ROUTES,
+                1,
+                folder,
+                name="coxswain" if len(runs) == 1 else f"coxswain {run.label}",
+            )
+            for run, folder in zip(runs, folders, strict=True)
         ]
+        proxies = [*ours, setup.start_front(fleet, root, backend, 1, http2=True)]
         for proxy in proxies:
             setup.run_h2load(proxy, workload.SMALL_PATH, args.clients, 10, 1)  # warm
         for streams in H2_STREAMS:
@@ -234,17 +244,18 @@ def run_h2(args: argparse.Namespace, argv: Sequence[str]) -> None:
                         flush=True,
                     )
     print()
-    print(f"{'streams':>8} {'coxswain req/s':>15} {'nginx req/s':>12} {'ratio':>6}  CPU us/req")
+    print(f"{'':>20} {'streams':>8} {'req/s':>8} {'nginx':>8} {'ratio':>6}  CPU us/req")
     for streams in H2_STREAMS:
-        ours = [c.h2load.requests_per_s for c in cells[("coxswain", streams)]]
         theirs = [c.h2load.requests_per_s for c in cells[("nginx", streams)]]
-        cpu = [c.cpu_us_per_request for c in cells[("coxswain", streams)]]
         cpu_nginx = [c.cpu_us_per_request for c in cells[("nginx", streams)]]
-        ratio = statistics.median(ours) / statistics.median(theirs)
-        print(
-            f"{streams:>8} {statistics.median(ours):>15,.0f} {statistics.median(theirs):>12,.0f}"
-            f" {ratio:>6.0%}  {statistics.median(cpu):.0f} vs {statistics.median(cpu_nginx):.0f}"
-        )
+        for proxy in ours:
+            rate = statistics.median(c.h2load.requests_per_s for c in cells[(proxy.name, streams)])
+            cpu = statistics.median(c.cpu_us_per_request for c in cells[(proxy.name, streams)])
+            print(
+                f"{proxy.name:>20} {streams:>8} {rate:>8,.0f} {statistics.median(theirs):>8,.0f}"
+                f" {rate / statistics.median(theirs):>6.0%}  {cpu:.0f} vs "
+                f"{statistics.median(cpu_nginx):.0f}"
+            )
 
 
 def run_grpc(args: argparse.Namespace, argv: Sequence[str]) -> None:
@@ -822,8 +833,7 @@ def command_line() -> argparse.ArgumentParser:
         "--http2", action="store_true", help="over HTTP/2 with prior knowledge (h2load -n)"
     )
     instructions.set_defaults(run=run_instructions)
-    h2 = modes.add_parser("h2", parents=[quick], help="HTTP/2 against nginx, h2load")
-    h2.add_argument("--build", choices=("compiled", "interpreted"), default="compiled")
+    h2 = modes.add_parser("h2", parents=[quick, versioned], help="HTTP/2 against nginx, h2load")
     h2.add_argument("--rounds", type=int, help="per setting (default 4; --quick 1)")
     h2.add_argument("--seconds", type=int, help="per run (default 5; --quick 1)")
     h2.add_argument("--clients", type=int, default=8, help="connections (default 8)")

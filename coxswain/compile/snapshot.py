@@ -197,7 +197,10 @@ class ExternalAuth:
     parameter ``signin_param``); ``response_headers`` are copied from the auth response to
     the forwarded request (names lower-case); ``request_redirect`` is the
     ``X-Auth-Request-Redirect`` sent (default: the request's URI); ``always_set_cookie`` adds
-    the auth response's ``Set-Cookie`` to every answer, not only successful ones."""
+    the auth response's ``Set-Cookie`` to every answer, not only successful ones.
+    ``cache_key`` (nginx variables in it) keys remembered auth responses, each remembered for
+    the seconds ``cache_durations`` gives its status (entries ``<status>:<seconds>``, or
+    ``any:<seconds>``)."""
 
     url: str
     host: str
@@ -210,6 +213,8 @@ class ExternalAuth:
     response_headers: PVector[str] = pvector()
     request_redirect: str | None = None
     always_set_cookie: bool = False
+    cache_key: str | None = None
+    cache_durations: PVector[str] = pvector()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

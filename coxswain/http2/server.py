@@ -176,6 +176,11 @@ class ServerConnection:
         out.clear()
         return data
 
+    @property
+    def has_data_to_send(self) -> bool:
+        """Frames were made since the last :meth:`data_to_send`."""
+        return bool(self._out)
+
     def send_headers(
         self, stream_id: int, headers: list[tuple[bytes, bytes]], end_stream: bool = False
     ) -> None:

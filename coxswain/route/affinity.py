@@ -20,6 +20,8 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
+from coxswain.route.canary import cookie_value
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -38,7 +40,8 @@ def sticky_endpoint(
     """The endpoint for this request (one of ``endpoints``, not empty) and the cookie value to
     set, None when the request's cookie stands (rules 2 to 4). ``draw`` is a random number."""
     name = f"{backend.namespace}-{backend.service}-{backend.port}"
-    key = _cookie(headers, affinity.cookie_name.encode("latin-1"))
+    written = cookie_value(headers, affinity.cookie_name)
+    key = None if written is None else written.split("|", 1)[0]
     if affinity.mode == "persistent":
         named = {_md5(f"{name}{e.address}:{e.port}"): e for e in endpoints}
         if key is not None and key in named:
@@ -73,18 +76,6 @@ def cookie_field(
     if affinity.samesite:
         parts.append(f"SameSite={affinity.samesite}")
     return "; ".join(parts).encode("latin-1", "replace")
-
-
-def _cookie(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str | None:
-    """The first value of cookie ``name`` in the request's ``Cookie`` fields (RFC 6265 §5.4)."""
-    for field, value in headers:
-        if field.lower() != b"cookie":
-            continue
-        for pair in value.split(b";"):
-            cookie, equals, found = pair.strip().partition(b"=")
-            if equals and cookie == name:
-                return found.split(b"|", 1)[0].decode("latin-1")
-    return None
 
 
 def _md5(text: str) -> str:

@@ -23,7 +23,11 @@ Its outcome (nginx's ``auth_request`` module):
    the ``auth-signin-redirect-param`` query parameter (``rd``) unless the URL has it already;
 5. any other status, or no answer, is 500;
 6. the auth response's ``Set-Cookie`` fields go on the forwarded response and on the signin
-   redirect; with ``auth-always-set-cookie`` on the 401 and 403 answers too.
+   redirect; with ``auth-always-set-cookie`` on the 401 and 403 answers too;
+7. with ``auth-cache-key``, an auth response is remembered under the key, its nginx
+   variables expanded for the request (:func:`cache_key`), for the seconds
+   ``auth-cache-duration`` gives its status (:func:`cache_seconds`), and answers for the
+   requests with the same key meanwhile.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from coxswain.route.canary import cookie_value
 from coxswain.route.client_tls import percent_escaped
 from coxswain.route.forward import HOP_BY_HOP, connection_named
 
@@ -40,7 +45,15 @@ if TYPE_CHECKING:
 
     from coxswain.compile.snapshot import ExternalAuth
 
-__all__ = ["AuthOutcome", "AuthRequest", "auth_outcome", "auth_request"]
+__all__ = [
+    "AuthOutcome",
+    "AuthRequest",
+    "auth_outcome",
+    "auth_request",
+    "cache_key",
+    "cache_seconds",
+    "signin_location",
+]
 
 Fields = tuple[tuple[bytes, bytes], ...]
 
@@ -60,6 +73,7 @@ _SET_BY_PROXY: Final = HOP_BY_HOP | {
     b"x-auth-request-redirect",
 }
 _VARIABLE: Final = re.compile(r"\$([a-z_]+)")
+_KEY_VARIABLE: Final = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _SIGNIN_STATUS: Final = 302
 _UNRESERVED: Final = frozenset(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
@@ -198,3 +212,49 @@ def signin_location(auth: ExternalAuth, *, scheme: str, host_header: str, reques
 
 def _has_port(host: str) -> bool:
     return ":" in host and not host.endswith("]")
+
+
+def cache_key(
+    auth: ExternalAuth,
+    *,
+    client: str | None,
+    scheme: str,
+    host_header: str,
+    target: str,
+    headers: Sequence[tuple[bytes, bytes]],
+) -> str:
+    """``auth-cache-key`` with its variables expanded for this request (rule 7); a field or
+    cookie the request lacks is empty, as in nginx."""
+    assert auth.cache_key is not None
+    path, _, query = target.partition("?")
+    values = {
+        "remote_addr": client or "",
+        "host": host_header.rpartition(":")[0] if _has_port(host_header) else host_header,
+        "http_host": host_header,
+        "scheme": scheme,
+        "request_uri": target,
+        "uri": path,
+        "args": query,
+    }
+
+    def value(name: str) -> str:
+        if name.startswith("http_"):
+            wanted = name[5:].replace("_", "-").encode("latin-1")
+            found = [v for n, v in headers if n.lower() == wanted]
+            return b", ".join(found).decode("latin-1")
+        if name.startswith("cookie_"):
+            return cookie_value(headers, name[7:]) or ""
+        return values.get(name, "")
+
+    return _KEY_VARIABLE.sub(lambda m: value(m.group(1)), auth.cache_key)
+
+
+def cache_seconds(auth: ExternalAuth, status: int | None) -> float:
+    """How long an auth response of ``status`` is remembered (rule 7); 0: not at all."""
+    if status is None:
+        return 0
+    for entry in auth.cache_durations:
+        code, _, seconds = entry.partition(":")
+        if code in ("any", str(status)):
+            return float(seconds)
+    return 0

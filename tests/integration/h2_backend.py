@@ -46,6 +46,7 @@ class H2Backend:
     refuse_first: int = 0  # streams reset with REFUSED_STREAM before any is answered
     unavailable_first: int = 0  # answers 503 before the others are 200
     late_answer: bool = False
+    push_first: bool = False  # the first request answered with a PUSH_PROMISE (refused push)
     late_sent: trio.Event = field(default_factory=trio.Event)
     connections: int = 0
     peak_streams: int = 0
@@ -151,6 +152,14 @@ class H2Backend:
                         self.late_sent.set()
                     elif isinstance(event, h2.events.RequestReceived) and self.late_answer:
                         pass  # answered only once reset
+                    elif isinstance(event, h2.events.RequestReceived) and self.push_first:
+                        self.push_first = False
+                        promise = hyperframe.frame.PushPromiseFrame(event.stream_id)
+                        promise.promised_stream_id = 2
+                        promise.data = conn.encoder.encode([(b":method", b"GET")])
+                        promise.flags.add("END_HEADERS")
+                        async with sending:
+                            await stream.send_all(conn.data_to_send() + promise.serialize())
                     elif isinstance(event, h2.events.RequestReceived) and self.refuse_first:
                         self.refuse_first -= 1
                         conn.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)

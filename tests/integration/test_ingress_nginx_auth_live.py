@@ -180,6 +180,27 @@ def test_auth_signin_redirects_a_401_with_the_original_url(tmp_path: Path) -> No
     )
 
 
+def test_auth_cache_key_remembers_the_statuses_auth_cache_duration_names(tmp_path: Path) -> None:
+    annotations = {
+        NGINX + "auth-cache-key": "$remote_addr$http_authorization",
+        NGINX + "auth-cache-duration": "200 10m",
+        NGINX + "auth-response-headers": "X-User",
+    }
+
+    def client(run: Running) -> None:
+        for _ in range(3):
+            status, _, data = fetch(run, "/", Authorization="Bearer good")
+            assert (status, echoed(data)["header_map"]["x-user"]) == (200, ["alice"])
+        assert len(run.received[AUTH]) == 1  # remembered for ten minutes
+        for _ in range(2):
+            assert fetch(run, "/", Authorization="Bearer forbidden")[0] == 403
+        assert len(run.received[AUTH]) == 3  # a 403 is not remembered
+
+    run_proxy(
+        tmp_path, guarded(annotations), client, backends=("one", "two", AUTH), echo=serve_with_auth
+    )
+
+
 def test_an_auth_service_that_cannot_be_reached_answers_500(tmp_path: Path) -> None:
     closed = free_port()  # nothing listens there
     ingress = shop(

@@ -6,7 +6,14 @@ from __future__ import annotations
 from pyrsistent import pvector
 
 from coxswain.compile.snapshot import ExternalAuth
-from coxswain.route.external_auth import AuthOutcome, auth_outcome, auth_request, signin_location
+from coxswain.route.external_auth import (
+    AuthOutcome,
+    auth_outcome,
+    auth_request,
+    cache_key,
+    cache_seconds,
+    signin_location,
+)
 
 AUTH = ExternalAuth(
     url="http://auth.svc/verify?a=1",
@@ -77,3 +84,28 @@ def test_the_signin_url_gets_the_original_url_unless_it_names_the_parameter() ->
     assert location("https://login/") == f"https://login/?rd={escaped}"
     assert location("https://$host/start?x=1") == f"https://shop.example/start?x=1&rd={escaped}"
     assert location("/s?rd=$escaped_request_uri") == "/s?rd=%2Fa%20b%3Fc%3Dd"
+
+
+def test_the_cache_key_expands_its_variables_and_the_durations_go_by_status() -> None:
+    auth = ExternalAuth(
+        url="http://a/",
+        host="a",
+        port=80,
+        target="/",
+        cache_key="$remote_addr|$http_x_token|$cookie_s|$uri|$host",
+        cache_durations=pvector(["200:300", "any:5"]),
+    )
+    key = cache_key(
+        auth,
+        client="10.0.0.1",
+        scheme="https",
+        host_header="shop.example:8443",
+        target="/p?q=1",
+        headers=((b"x-token", b"t1"), (b"cookie", b"a=1; s=42")),
+    )
+    assert key == "10.0.0.1|t1|42|/p|shop.example"
+    assert (cache_seconds(auth, 200), cache_seconds(auth, 403), cache_seconds(auth, None)) == (
+        300,
+        5,
+        0,
+    )

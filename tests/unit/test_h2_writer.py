@@ -25,6 +25,10 @@ class Frames:
     def __init__(self) -> None:
         self.out: list[bytes] = []
 
+    @property
+    def has_data_to_send(self) -> bool:
+        return bool(self.out)
+
     def data_to_send(self) -> bytes:
         data = b"".join(self.out)
         self.out.clear()

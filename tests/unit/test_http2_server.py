@@ -184,6 +184,18 @@ def test_a_ping_is_answered_and_ours_acknowledged() -> None:
     assert frames.ping(b"abcdefgh", ack=True) in proxy.data_to_send()
 
 
+def test_it_tells_whether_frames_wait_to_be_sent() -> None:
+    proxy, _ = raw()
+    assert proxy.has_data_to_send  # its preface, the acknowledgement of the client's SETTINGS
+    proxy.data_to_send()
+    assert not proxy.has_data_to_send
+    proxy.ping(b"abcdefgh")
+    assert proxy.has_data_to_send
+    proxy.data_to_send()
+    proxy.receive_data(frames.window_update(0, 1))  # asks for no answer
+    assert not proxy.has_data_to_send
+
+
 def test_more_streams_than_allowed_are_refused() -> None:
     proxy, peer = server(max_concurrent_streams=2), client()
     for stream_id in (1, 3, 5):

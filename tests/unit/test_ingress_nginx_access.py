@@ -108,6 +108,7 @@ def actions_of(annotations: dict[str, str], *extra: dict[str, object]) -> Ingres
         ({"auth-url": "ftp://auth.example/check"}, "not an http(s) URL"),
         ({"auth-url": "http://auth.example/", "auth-method": "FETCH"}, "not an HTTP method"),
         ({"auth-url": "http://a/", "auth-response-headers": "X-A, X:B"}, "header names"),
+        ({"auth-url": "http://a/", "auth-cache-duration": "5 minutes"}, "[status ...] time"),
         ({"auth-tls-secret": "apps/ca"}, "no ca.crt"),
         ({"auth-tls-secret": "other/ca"}, "outside"),
     ],

@@ -149,10 +149,10 @@ def install(log: IO[str]) -> None:
             mutant_name=worker.mutant_name, exit_code=exit_code, duration=duration
         )
 
-    runner.run_clean_tests = run_clean_tests  # type: ignore[method-assign]
-    runner.submit = submit  # type: ignore[method-assign]
-    runner.startup = startup  # type: ignore[method-assign]
-    runner.wait_for_result = wait_for_result  # type: ignore[method-assign]
+    runner.run_clean_tests = run_clean_tests  # type: ignore[method-assign, unused-ignore]
+    runner.submit = submit  # type: ignore[method-assign, unused-ignore]
+    runner.startup = startup  # type: ignore[method-assign, unused-ignore]
+    runner.wait_for_result = wait_for_result  # type: ignore[method-assign, unused-ignore]
 
 
 def main() -> int:

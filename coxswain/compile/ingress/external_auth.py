@@ -16,6 +16,14 @@ Rules, ingress-nginx's (its annotation reference and its ``authreq`` parser):
    ``auth-signin-redirect-param`` (default ``rd``) a query parameter name. A bad value is
    reported and not applied: a 401 is then passed back as it is.
 5. ``auth-always-set-cookie`` is ``true`` or ``false`` (default).
+6. ``auth-cache-key`` turns on remembering auth responses under the key, in which
+   ``$remote_addr``, ``$host``, ``$http_host``, ``$scheme``, ``$request_uri``, ``$uri``,
+   ``$args``, ``$http_<field>`` and ``$cookie_<name>`` are expanded per request; another
+   variable is reported and nothing is remembered. ``auth-cache-duration`` is nginx's
+   ``proxy_cache_valid`` list, comma-separated (``[status …] <time>``, time in ``ms``, ``s``,
+   ``m``, ``h``, ``d``, ``w``, ``M`` or ``y``; a time alone is for 200, 301 and 302;
+   default ``200 202 401 5m``); one that does not parse is a problem of rule 3, as in
+   ingress-nginx.
 """
 
 from __future__ import annotations
@@ -32,7 +40,13 @@ if TYPE_CHECKING:
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.model.objects import Ingress
 
-__all__ = ["SIGNIN_VARIABLES", "read_external_auth"]
+__all__ = ["CACHE_VARIABLES", "SIGNIN_VARIABLES", "read_external_auth"]
+
+CACHE_VARIABLES: Final = frozenset(
+    {"remote_addr", "host", "http_host", "scheme", "request_uri", "uri", "args"}
+)
+"""The nginx variables an ``auth-cache-key`` may name besides ``$http_<field>`` and
+``$cookie_<name>`` (``route.external_auth`` expands them)."""
 
 SIGNIN_VARIABLES: Final = frozenset(
     {"host", "http_host", "scheme", "request_uri", "escaped_request_uri"}
@@ -46,6 +60,18 @@ _HEADER: Final = re.compile(r"[a-zA-Z0-9_-]{1,128}")
 _PARAM: Final = re.compile(r"[a-zA-Z0-9_.~-]{1,64}")
 _UNSAFE: Final = re.compile(r"[\x00-\x20\x7f]")
 _VARIABLE: Final = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_STATUS: Final = re.compile(r"[1-5][0-9][0-9]")
+_TIME: Final = re.compile(r"([0-9]{1,9})(ms|s|m|h|d|w|M|y)")
+_UNIT_SECONDS: Final = {
+    "ms": 0.001,
+    "s": 1,
+    "m": 60,
+    "h": 3600,
+    "d": 86400,
+    "w": 7 * 86400,
+    "M": 30 * 86400,
+    "y": 365 * 86400,
+}
 _URL: Final = re.compile(
     r"(?P<scheme>https?)://(?:\[(?P<ip6>[0-9a-fA-F:.]{2,45})\]|(?P<host>[^/?#:@\[\]]{1,253}))"
     r"(?::(?P<port>[0-9]{1,5}))?(?P<path>/[^?#]*)?(?:\?(?P<query>[^#]*))?"
@@ -90,6 +116,10 @@ def read_external_auth(
     ):
         problems.append((redirect[1], "is not an http(s) URL or an absolute path without $"))
         return None
+    durations = _cache_durations(ingress, problems)
+    if durations is None:
+        return None
+    cache_key = _cache_key(ingress, found)
     return ExternalAuth(
         url=value,
         host=host,
@@ -103,6 +133,8 @@ def read_external_auth(
         response_headers=pvector(dict.fromkeys(h.lower() for h in headers)),
         request_redirect=None if redirect is None else redirect[0].strip(),
         always_set_cookie=_always_set_cookie(ingress, found),
+        cache_key=cache_key,
+        cache_durations=pvector(durations if cache_key else ()),
     )
 
 
@@ -154,3 +186,37 @@ def _always_set_cookie(ingress: Ingress, found: list[Diagnostic]) -> bool:
     why = f"{read[0][:20]!r} is not true or false; false applies"
     found.append(invalid_annotation(ingress, read[1], why))
     return False
+
+
+def _cache_key(ingress: Ingress, found: list[Diagnostic]) -> str | None:
+    read = annotation_value(ingress, "auth-cache-key")
+    if read is None or not read[0].strip():
+        return None
+    value, key = read[0].strip(), read[1]
+    unknown = sorted(
+        name
+        for name in {m.group(1) for m in _VARIABLE.finditer(value)}
+        if name not in CACHE_VARIABLES and not name.startswith(("http_", "cookie_"))
+    )
+    if len(value) > MAX_URL or unknown:
+        why = f"names nginx variables Coxswain does not expand: {', '.join(unknown)}"
+        found.append(invalid_annotation(ingress, key, f"{why}; auth responses are not remembered"))
+        return None
+    return value
+
+
+def _cache_durations(ingress: Ingress, problems: list[tuple[str, str]]) -> list[str] | None:
+    """Rule 6's entries as ``<status>:<seconds>``; None when one does not parse."""
+    read = annotation_value(ingress, "auth-cache-duration")
+    text = "200 202 401 5m" if read is None or not read[0].strip() else read[0]
+    entries: list[str] = []
+    for part in (p.strip() for p in text.split(",")[:MAX_HEADERS] if p.strip()):
+        *codes, last = part.split()
+        time = _TIME.fullmatch(last)
+        if time is None or not all(c == "any" or _STATUS.fullmatch(c) for c in codes):
+            assert read is not None  # the default parses
+            problems.append((read[1], f"{part[:40]!r} is not [status ...] time"))
+            return None
+        seconds = int(time.group(1)) * _UNIT_SECONDS[time.group(2)]
+        entries += [f"{code}:{seconds:g}" for code in codes or ("200", "301", "302")]
+    return entries

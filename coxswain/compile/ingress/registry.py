@@ -230,13 +230,19 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
         "without it the auth service's Set-Cookie is added to every forwarded response, "
         "where nginx adds it to 2xx and 3xx ones only",
     ),
-    "auth-cache-key": AnnotationInfo(_N),
-    "auth-cache-duration": AnnotationInfo(_N),
+    "auth-cache-key": AnnotationInfo(
+        _D,
+        "of nginx variables $remote_addr, $host, $http_host, $scheme, $request_uri, $uri, "
+        "$args, $http_* and $cookie_* are expanded; answers are remembered per proxy process",
+    ),
+    "auth-cache-duration": AnnotationInfo(_H),
     "auth-keepalive": AnnotationInfo(_I, "Coxswain pools its connections to auth services"),
     "auth-keepalive-share-vars": AnnotationInfo(_I, "an nginx subrequest setting"),
     "auth-keepalive-requests": AnnotationInfo(_I, "Coxswain pools its own connections"),
     "auth-keepalive-timeout": AnnotationInfo(_I, "Coxswain pools its own connections"),
-    "enable-global-auth": AnnotationInfo(_N),
+    "enable-global-auth": AnnotationInfo(
+        _I, "Coxswain has no global auth-url (ingress-nginx's ConfigMap global-auth-url)"
+    ),
     "auth-tls-secret": AnnotationInfo(
         _D,
         "the client certificate must be issued directly by a CA of ca.crt (intermediates go "

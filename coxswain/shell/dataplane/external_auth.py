@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import trio
 
 from coxswain.compile.snapshot import Endpoint
 from coxswain.http1 import ResponseHead, ResponseParser, frame_request_head
-from coxswain.route.external_auth import auth_outcome, auth_request
+from coxswain.route.external_auth import auth_outcome, auth_request, cache_key, cache_seconds
 from coxswain.shell.dataplane.pool import ConnectFailed, connect
 from coxswain.shell.dataplane.served import Routed
 from coxswain.shell.dataplane.wire import EventReader
@@ -38,7 +38,9 @@ if TYPE_CHECKING:
     from coxswain.shell.dataplane.served import Served
     from coxswain.shell.dataplane.upstream import Forwarder
 
-__all__ = ["authorized"]
+__all__ = ["CACHE_SIZE", "authorized"]
+
+CACHE_SIZE: Final = 4096
 
 
 async def authorized(
@@ -70,21 +72,34 @@ async def authorized(
     if decision.timeouts is not None:
         connect_within = decision.timeouts[0] or connect_within
         read_within = decision.timeouts[1] or read_within
-    status: int | None = None
-    fields: list[tuple[bytes, bytes]] = []
-    with trio.move_on_after(read_within):
-        status, fields = await _exchange(
-            forwarder,
-            served,
-            auth,
-            frame_request_head(
+    key = None
+    if auth.cache_key is not None:
+        key = _cache_key(auth, head, scheme=scheme, client=client)
+    remembered = served.auth_answers.get(key) if key is not None else None
+    if remembered is not None and remembered[0] > trio.current_time():
+        _, status, fields = remembered
+    else:
+        status, fields = None, []
+        try:
+            framed = frame_request_head(
                 method=request.method,
                 target=request.target,
                 headers=[*request.fields, (b"connection", b"close")],
-            ),
-            request.method,
-            connect_within,
-        )
+            )
+        except ValueError:  # a field the wire cannot carry: no sub-request, so no answer
+            framed = b""
+        if framed:
+            with trio.move_on_after(read_within):
+                status, fields = await _exchange(
+                    forwarder, served, auth, framed, request.method, connect_within
+                )
+        lifetime = cache_seconds(auth, status)
+        if key is not None and lifetime > 0:
+            answers = served.auth_answers
+            answers.pop(key, None)
+            if len(answers) >= CACHE_SIZE:
+                del answers[next(iter(answers))]  # the oldest
+            answers[key] = (trio.current_time() + lifetime, status, fields)
     outcome = auth_outcome(
         auth,
         status,
@@ -150,3 +165,19 @@ async def _exchange(
         return None, []
     finally:
         await trio.aclose_forcefully(upstream)
+
+
+def _cache_key(
+    auth: ExternalAuth, head: RequestHead, *, scheme: bytes, client: str | None
+) -> tuple[int, str]:
+    """Where an auth response for this request is remembered: the auth setting (the snapshot
+    keeps it alive, so its id holds) and ``auth-cache-key`` expanded."""
+    expanded = cache_key(
+        auth,
+        client=client,
+        scheme=scheme.decode("latin-1"),
+        host_header=(head.host or b"").decode("latin-1"),
+        target=head.target.decode("latin-1"),
+        headers=head.headers,
+    )
+    return id(auth), expanded

@@ -27,6 +27,9 @@ __all__ = ["FrameWriter"]
 
 
 class _Frames(Protocol):
+    @property
+    def has_data_to_send(self) -> bool: ...
+
     def data_to_send(self) -> bytes: ...
 
 
@@ -48,7 +51,7 @@ class FrameWriter:
     def send_soon(self) -> None:
         """Have the frames made so far sent (by the writer, at its next turn); never waits."""
         wanted = self._wanted
-        if wanted is not None:
+        if wanted is not None and (self._closing or self._frames.has_data_to_send):
             self._wanted = None
             wanted.set()
 

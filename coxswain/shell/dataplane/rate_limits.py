@@ -98,7 +98,7 @@ class RateLimits:
         if networks is None:
             if len(self._whitelists) >= MAX_ZONES:
                 self._whitelists.clear()
-            networks = self._whitelists[written] = [ipaddress.ip_network(n) for n in written]
+            networks = self._whitelists[written] = _networks(written)
         address = client_address(client)
         return address is not None and any(address in n for n in networks)
 
@@ -113,3 +113,14 @@ def _recent(table: dict[_K, _V], key: _K, most: int, make: Callable[[], _V]) -> 
             del table[next(iter(table))]
     table[key] = found
     return found
+
+
+def _networks(written: tuple[str, ...]) -> list[_Network]:
+    """The whitelist's networks; one that does not parse (a hand-written snapshot) is none."""
+    networks = []
+    for text in written:
+        try:
+            networks.append(ipaddress.ip_network(text, strict=False))
+        except ValueError:
+            continue
+    return networks

@@ -342,13 +342,18 @@ class _Whole:
 
     async def finish(self, stream: UpstreamStream, timer: Timer, wait_limit: float) -> None:
         """Send what :meth:`send_now` could not, within the backend's windows, each wait
-        bounded by ``wait_limit`` through ``timer``."""
+        bounded by ``wait_limit`` through ``timer``; a stream or connection that broke
+        meanwhile fails the response's wait instead."""
         if stream.sent_end:
             return
-        await send_data(stream.connection, stream.stream_id, self.data, timer, wait_limit, stream)
-        self.data = b""
-        self._send(stream)
-        await stream.connection.flush()
+        connection = stream.connection
+        try:
+            await send_data(connection, stream.stream_id, self.data, timer, wait_limit, stream)
+            self.data = b""
+            self._send(stream)
+            await connection.flush()
+        except _BROKEN:
+            pass
 
     def _send(self, stream: UpstreamStream) -> None:
         conn = stream.connection.conn

@@ -143,6 +143,7 @@ class Served:
         "_routes",
         "_subjects",
         "_verified",
+        "auth_answers",
         "endpoints",
         "originations",
         "passthrough",
@@ -165,6 +166,10 @@ class Served:
         self._rng = random.Random()  # new session-affinity keys (.affinity)
         self._certificates = ClientCertificates()
         self._subjects: dict[int, Callable[[str], bool]] = {}
+        # ``auth-cache-key``: (auth id, key) → (until, status, fields), .external_auth
+        self.auth_answers: dict[
+            tuple[int, str], tuple[float, int | None, list[tuple[bytes, bytes]]]
+        ] = {}
         # a plain dict: a persistent map's lookup is four Python calls per request
         self.endpoints: dict[str, Sequence[Endpoint]] = dict(snapshot.endpoints)
         self.table: RouteTable = build_table(

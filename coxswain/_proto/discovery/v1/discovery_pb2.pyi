@@ -1016,6 +1016,8 @@ class ExternalAuth(_message.Message):
     RESPONSE_HEADERS_FIELD_NUMBER: _builtins.int
     REQUEST_REDIRECT_FIELD_NUMBER: _builtins.int
     ALWAYS_SET_COOKIE_FIELD_NUMBER: _builtins.int
+    CACHE_KEY_FIELD_NUMBER: _builtins.int
+    CACHE_DURATIONS_FIELD_NUMBER: _builtins.int
     url: _builtins.str
     host: _builtins.str
     port: _builtins.int
@@ -1026,8 +1028,11 @@ class ExternalAuth(_message.Message):
     signin_param: _builtins.str
     request_redirect: _builtins.str
     always_set_cookie: _builtins.bool
+    cache_key: _builtins.str
     @_builtins.property
     def response_headers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def cache_durations(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     def __init__(
         self,
         *,
@@ -1042,17 +1047,23 @@ class ExternalAuth(_message.Message):
         response_headers: _abc.Iterable[_builtins.str] | None = ...,
         request_redirect: _builtins.str | None = ...,
         always_set_cookie: _builtins.bool = ...,
+        cache_key: _builtins.str | None = ...,
+        cache_durations: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_method", b"_method", "_request_redirect", b"_request_redirect", "_signin", b"_signin", "method", b"method", "request_redirect", b"request_redirect", "signin", b"signin"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_cache_key", b"_cache_key", "_method", b"_method", "_request_redirect", b"_request_redirect", "_signin", b"_signin", "cache_key", b"cache_key", "method", b"method", "request_redirect", b"request_redirect", "signin", b"signin"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_method", b"_method", "_request_redirect", b"_request_redirect", "_signin", b"_signin", "always_set_cookie", b"always_set_cookie", "host", b"host", "method", b"method", "port", b"port", "request_redirect", b"request_redirect", "response_headers", b"response_headers", "signin", b"signin", "signin_param", b"signin_param", "target", b"target", "tls", b"tls", "url", b"url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cache_key", b"_cache_key", "_method", b"_method", "_request_redirect", b"_request_redirect", "_signin", b"_signin", "always_set_cookie", b"always_set_cookie", "cache_durations", b"cache_durations", "cache_key", b"cache_key", "host", b"host", "method", b"method", "port", b"port", "request_redirect", b"request_redirect", "response_headers", b"response_headers", "signin", b"signin", "signin_param", b"signin_param", "target", b"target", "tls", b"tls", "url", b"url"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__cache_key: _TypeAlias = _typing.Literal["cache_key"]  # noqa: Y015
+    _WhichOneofArgType__cache_key: _TypeAlias = _typing.Literal["_cache_key", b"_cache_key"]  # noqa: Y015
     _WhichOneofReturnType__method: _TypeAlias = _typing.Literal["method"]  # noqa: Y015
     _WhichOneofArgType__method: _TypeAlias = _typing.Literal["_method", b"_method"]  # noqa: Y015
     _WhichOneofReturnType__request_redirect: _TypeAlias = _typing.Literal["request_redirect"]  # noqa: Y015
     _WhichOneofArgType__request_redirect: _TypeAlias = _typing.Literal["_request_redirect", b"_request_redirect"]  # noqa: Y015
     _WhichOneofReturnType__signin: _TypeAlias = _typing.Literal["signin"]  # noqa: Y015
     _WhichOneofArgType__signin: _TypeAlias = _typing.Literal["_signin", b"_signin"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__cache_key) -> _WhichOneofReturnType__cache_key | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__method) -> _WhichOneofReturnType__method | None: ...
     @_typing.overload

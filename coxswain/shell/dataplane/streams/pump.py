@@ -75,20 +75,30 @@ class _Way:
 
 
 async def splice_sockets(
-    client: socket.socket, backend: socket.socket, *, idle_timeout: float
+    client: socket.socket,
+    backend: socket.socket,
+    *,
+    first: bytes,
+    scope: trio.CancelScope,
+    idle_timeout: float,
 ) -> Spliced:
-    """Forward both ways until both directions ended (see the module docstring); the bytes
-    each way, and whether the idle timeout ended it. Raises ``OSError`` when a socket
-    failed."""
+    """Send ``first`` to the backend, then forward both ways until both directions ended
+    (see the module docstring); the bytes each way (``first`` not counted), and whether the
+    idle timeout ended it. ``scope`` is entered here and given the idle deadline: its owner
+    may end the connection by cancelling it. Raises ``OSError`` when a socket failed."""
     done = Spliced()
-    with trio.CancelScope(deadline=trio.current_time() + idle_timeout) as scope:
-        await _pump((_Way(client, backend, True), _Way(backend, client, False)), done, scope)
+    ways = (_Way(client, backend, True), _Way(backend, client, False))
+    ways[0].pending = first  # sent before anything the client sends next, with backpressure
+    with scope:
+        scope.deadline = trio.current_time() + idle_timeout
+        await _pump(ways, done, scope, idle_timeout)
     done.idle = scope.cancelled_caught and trio.current_time() >= scope.deadline
     return done
 
 
-async def _pump(ways: tuple[_Way, _Way], done: Spliced, scope: trio.CancelScope) -> None:
-    idle_timeout = scope.deadline - trio.current_time()
+async def _pump(
+    ways: tuple[_Way, _Way], done: Spliced, scope: trio.CancelScope, idle_timeout: float
+) -> None:
     poller = select.epoll(2)
     masks = {way.source.fileno(): 0 for way in ways}  # 0: not in the set
     try:

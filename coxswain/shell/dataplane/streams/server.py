@@ -221,9 +221,8 @@ class StreamServer:
         """Accept connections on one listening socket, each handled in a task of its own."""
         assert self._nursery is not None
         while True:
-            conn = await accept(listening)
+            conn = await accept(listening)  # yields, whether or not it waited
             self._nursery.start_soon(self._handle, conn, port, protocol)
-            await trio.lowlevel.checkpoint()  # accept() may not have waited: yield once
 
     async def _handle(self, conn: socket.socket, port: int, protocol: str) -> None:
         if self._connections >= self.settings.max_connections:
@@ -361,18 +360,23 @@ class StreamServer:
         decision: StreamDecision,
     ) -> None:
         assert decision.action is not None
-        scope = trio.CancelScope()
+        scope = trio.CancelScope()  # rule 4 ends it; for plain sockets, the idle timeout too
         idle = self.settings.idle_timeout
         try:
-            with self.holding(port, decision.action.route, scope), scope:
+            with self.holding(port, decision.action.route, scope):
                 try:
-                    if first:
-                        await send_all(backend, first)
                     if isinstance(client, socket.socket):
-                        done = await splice_sockets(client, backend, idle_timeout=idle)
+                        done = await splice_sockets(
+                            client, backend, first=first, scope=scope, idle_timeout=idle
+                        )
                     else:
-                        to_backend = trio.SocketStream(trio.socket.from_stdlib_socket(backend))
-                        done = await splice(client, to_backend, idle_timeout=idle)
+                        with scope:
+                            if first:
+                                await send_all(backend, first)
+                            stream = trio.socket.from_stdlib_socket(backend)
+                            done = await splice(
+                                client, trio.SocketStream(stream), idle_timeout=idle
+                            )
                     self.metrics.forwarded(
                         port, decision.label, done.upstream + len(first), done.downstream
                     )

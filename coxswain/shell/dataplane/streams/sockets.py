@@ -41,17 +41,23 @@ def _tune(sock: socket.socket) -> socket.socket:
 
 
 async def accept(listening: socket.socket) -> socket.socket:
-    """The next connection on a non-blocking listening socket, non-blocking itself."""
+    """The next connection on a non-blocking listening socket, non-blocking itself; yields
+    once at least, as the receiving calls do (the module docstring)."""
+    waited = False
     while True:
         try:
             conn, _ = listening.accept()
         except BlockingIOError:
             await trio.lowlevel.wait_readable(listening)
+            waited = True
         except OSError as err:
             if err.errno not in _OUT_OF_RESOURCES:
                 raise
             await trio.sleep(_ACCEPT_PAUSE)
+            waited = True
         else:
+            if not waited:
+                await trio.lowlevel.checkpoint()
             return _tune(conn)
 
 
@@ -64,9 +70,12 @@ async def connect(address: str, port: int) -> socket.socket:
         try:
             sock.connect((address, port))
         except BlockingIOError:
-            await trio.lowlevel.wait_writable(sock)
-            if code := sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
-                raise OSError(code, os.strerror(code)) from None
+            try:  # a peer on this machine has often answered within the call: no wait then
+                sock.getpeername()
+            except OSError:
+                await trio.lowlevel.wait_writable(sock)
+                if code := sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+                    raise OSError(code, os.strerror(code)) from None
     except BaseException:
         close(sock)
         raise
