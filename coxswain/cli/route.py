@@ -271,7 +271,10 @@ def _tls_line(tls: dict[str, Any]) -> str:
         return str(tls["problem"])
     names = ", ".join(tls["subject_alt_names"]) or tls["server_name"]
     client = tls["client_certificate"] or "none"
+    sni = tls["server_name"] if tls["sni"] else "none"
+    if tls["trust"] == "none":  # ingress-nginx's proxy-ssl-verify off
+        return f"SNI {sni}, certificate unchecked, client certificate {client} ({tls['policy']})"
     return (
-        f"SNI {tls['server_name']}, trusting the {tls['trust'].replace('_', ' ')}, "
+        f"SNI {sni}, trusting the {tls['trust'].replace('_', ' ')}, "
         f"verifying {names}, client certificate {client} ({tls['policy']})"
     )

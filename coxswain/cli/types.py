@@ -228,6 +228,26 @@ def seconds(text: str) -> float:
     return value
 
 
+def seconds_or_none(text: str) -> float:
+    """:func:`seconds`, or 0 (none set) for an empty text or ``0``."""
+    return 0.0 if text in ("", "0") else seconds(text)
+
+
+_SIZE: Final = re.compile(r"([0-9]{1,15})([kKmMgG]?)")
+_SIZE_UNITS: Final = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def body_size(text: str) -> int:
+    """nginx's size syntax, as ingress-nginx's ``proxy-body-size``: bytes, or a number with
+    ``k``, ``m`` or ``g``; empty or ``0``: no limit (0)."""
+    if not text:
+        return 0
+    matched = _SIZE.fullmatch(text)
+    if matched is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (bytes, or with k, m or g)")
+    return int(matched.group(1)) * _SIZE_UNITS[matched.group(2).lower()]
+
+
 def scope(text: str) -> Scope:
     """``shared`` or ``NAMESPACE/NAME`` (a Gateway's own scope)."""
     found = parse_scope(text)

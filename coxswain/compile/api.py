@@ -122,7 +122,7 @@ def compile_parts(
     certificates, tls_found, secrets_read = ingress_certificates(ingresses, state)
     services = index_services(state)
     hosts, rules_found, services_read = ingress_hosts(
-        ingresses, services, certificates, state.secrets
+        ingresses, services, certificates, state.secrets, config.ingress_defaults
     )
     model = analyse_gateways(state, config, services, scope, cache)
     cells = build_cells(model, None if earlier is None else earlier.cells)
@@ -132,6 +132,7 @@ def compile_parts(
         for rule in (*vhost.paths, *((vhost.default,) if vhost.default else ()))
     ]
     backends = [rule.backend for rule in rules]
+    backends.extend(v.passthrough.backend for v in hosts.values() if v.passthrough is not None)
     backends.extend(r.actions.canary.backend for r in rules if r.actions and r.actions.canary)
     backends.extend(cells.backends)
     tls = dict(cells.tls)

@@ -9,6 +9,9 @@ Rules:
    port's name (``""`` for the unnamed port), ready endpoints only (discovery.k8s.io/v1).
 3. An ExternalName Service has one endpoint: its DNS name, on the Service port.
 4. Endpoints are deduplicated and sorted, so slice boundaries never show in the snapshot.
+   A backend with ``cluster_ip`` (ingress-nginx's ``service-upstream``) has one endpoint: the
+   Service's cluster IP on the Service port (none for a headless Service); an ExternalName
+   Service keeps its DNS name.
 5. A Service port whose ``appProtocol`` is ``kubernetes.io/h2c`` (KEP-3726, "Standard
    Application Protocols": HTTP/2 over cleartext with prior knowledge) is spoken to in HTTP/2
    (``BackendProtocol.H2C``), whoever routes to it (Gateway API
@@ -140,7 +143,11 @@ def endpoints_table(
         key = backend.endpoints_key
         if not backend.valid or key in table:
             continue
-        table[key] = entry(index, backend.namespace, backend.service, backend.port)
+        if backend.cluster_ip:
+            value = _cluster_ip(index, backend)
+            table[key] = earlier[key] if earlier and earlier.get(key) == value else value
+        else:
+            table[key] = entry(index, backend.namespace, backend.service, backend.port)
     if earlier is None:
         return pmap(table)
     evolver = earlier.evolver()
@@ -152,6 +159,15 @@ def endpoints_table(
             if key not in table:
                 del evolver[key]
     return evolver.persistent()
+
+
+def _cluster_ip(index: ServiceIndex, backend: Backend) -> PVector[Endpoint]:
+    service = index.service(backend.namespace, backend.service)
+    if service is None or service.type == "ExternalName":
+        return service_endpoints(index, backend.namespace, backend.service, backend.port)
+    if not service.cluster_ip or service.cluster_ip == "None":
+        return pvector()
+    return pvector([Endpoint(service.cluster_ip, backend.port)])
 
 
 def service_endpoints(

@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_SHARED_PORTS_PER_NAMESPACE",
     "DEFAULT_SHARED_PROXY_SELECTOR",
     "CompileConfig",
+    "IngressDefaults",
 ]
 
 DEFAULT_INGRESS_CONTROLLER: Final = "coxswain-labs.dev/ingress-controller"
@@ -29,6 +30,27 @@ DEFAULT_SHARED_PROXY_SELECTOR: Final = {
     "app.kubernetes.io/name": "coxswain",
     "app.kubernetes.io/component": "shared-proxy",
 }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IngressDefaults:
+    """What ingress-nginx kept in its ConfigMap, for every Ingress that does not set the
+    annotation (docs/migrating-from-ingress-nginx.md, "Global defaults").
+
+    Attributes:
+        body_size: ``proxy-body-size`` (ConfigMap ``proxy-body-size``), bytes; 0: no limit.
+        connect_timeout: ``proxy-connect-timeout``, seconds; 0 keeps the proxy's own. So do
+            the next two.
+        read_timeout: ``proxy-read-timeout``.
+        send_timeout: ``proxy-send-timeout``.
+        ssl_redirect: ``ssl-redirect`` (ConfigMap ``ssl-redirect``).
+    """
+
+    body_size: int = 0
+    connect_timeout: float = 0
+    read_timeout: float = 0
+    send_timeout: float = 0
+    ssl_redirect: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,6 +71,8 @@ class CompileConfig:
             without editing them (docs/migrating-from-ingress-nginx.md, "Taking over").
         ingress_without_class: Ingresses that name no class are ours even when no default
             IngressClass is (``--ingress-without-class``).
+        ingress_defaults: the annotations' values for Ingresses that set none
+            (``--ingress-default-*``, ingress-nginx's ConfigMap keys).
         gateway_controller: ``GatewayClass.spec.controllerName`` value that marks a class as ours.
         ingress_http_port: the port Ingress HTTP traffic is advertised on (80).
         ingress_https_port: the port Ingress HTTPS traffic is advertised on (443); the key of
@@ -89,6 +113,7 @@ class CompileConfig:
     ingress_controller: str = DEFAULT_INGRESS_CONTROLLER
     ingress_class_names: tuple[str, ...] = ()
     ingress_without_class: bool = False
+    ingress_defaults: IngressDefaults = IngressDefaults()
     gateway_controller: str = DEFAULT_GATEWAY_CONTROLLER
     ingress_http_port: int = 80
     ingress_https_port: int = 443

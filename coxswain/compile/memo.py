@@ -456,8 +456,9 @@ class CompileMemo:
         )
         endpoint_keys: dict[tuple[str, str], list[tuple[str, int]]] = {}
         for key in parts.snapshot.endpoints:
-            namespace, name, port = key.split("/")
-            endpoint_keys.setdefault((namespace, name), []).append((key, int(port)))
+            namespace, name, port, *cluster_ip = key.split("/")
+            if not cluster_ip:  # a cluster IP is the Service's alone, no slice changes it
+                endpoint_keys.setdefault((namespace, name), []).append((key, int(port)))
         parents: set[tuple[str, str]] = set()
         named: set[ObjectKey] = set()
         if isinstance(scope, GatewayScope):

@@ -107,6 +107,8 @@ class Backend:
     (``backendRefs[].filters``) and the TLS the proxy originates to them (``tls``); ``protocol``
     is what the proxy speaks to them (:class:`BackendProtocol`); ``proxy_protocol`` asks for a
     PROXY protocol v2 header before a layer-4 connection's bytes (``route.proxy_protocol``).
+    ``cluster_ip`` sends to the Service's cluster IP instead of its endpoints (ingress-nginx's
+    ``service-upstream``), an entry of the endpoints table of its own.
     """
 
     namespace: str
@@ -119,9 +121,12 @@ class Backend:
     tls: UpstreamTLS | None = None
     protocol: BackendProtocol = BackendProtocol.HTTP1
     proxy_protocol: bool = False
+    cluster_ip: bool = False
 
     @property
     def endpoints_key(self) -> str:
+        if self.cluster_ip:
+            return f"{self.namespace}/{self.service}/{self.port}/cluster-ip"
         return f"{self.namespace}/{self.service}/{self.port}"
 
 
@@ -147,6 +152,12 @@ class UpstreamTLS:
     when the backend asks for one. ``policy`` is ``ns/name`` of the policy; ``problem`` says why
     the policy cannot be honoured (then the backend is invalid and answered, never sent
     plaintext).
+
+    ingress-nginx's ``backend-protocol: HTTPS``/``GRPCS`` with its ``proxy-ssl-*`` annotations
+    (docs/migrating-from-ingress-nginx.md, "Backends") may relax two things a policy never
+    does: ``verify`` False takes the backend's certificate unchecked (``proxy-ssl-verify: off``,
+    nginx's default), and ``sni`` False sends no server name (``proxy-ssl-server-name: off``);
+    ``server_name`` is then only the name verified. ``policy`` names the Ingress then.
     """
 
     policy: str
@@ -155,6 +166,8 @@ class UpstreamTLS:
     subject_alt_names: PVector[SubjectAltName] = pvector()
     client_certificate: Certificate | None = None
     problem: str | None = None
+    verify: bool = True
+    sni: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -373,12 +386,16 @@ class VirtualHost:
 
     ``paths`` is in precedence order: Exact paths first, then prefixes longest first (Kubernetes
     Ingress spec, "Multiple matches"). ``default`` serves the host's misses (``defaultBackend``
-    of an Ingress that names this host).
+    of an Ingress that names this host). With ``passthrough``, a TLS connection to the Ingress
+    HTTPS port whose SNI is this host is not terminated: its bytes go to that rule's backend,
+    which completes the handshake with its own certificate (ingress-nginx's
+    ``ssl-passthrough``).
     """
 
     host: str
     paths: PVector[PathRule] = pvector()
     default: PathRule | None = None
+    passthrough: PathRule | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -222,10 +222,13 @@ def snapshot_to_data(snapshot: Snapshot) -> dict[str, Any]:
 
 
 def _vhost_data(vhost: VirtualHost) -> dict[str, Any]:
-    return {
+    data = {
         "paths": [_rule_data(rule) for rule in vhost.paths],
         "default_backend": None if vhost.default is None else _rule_data(vhost.default),
     }
+    if vhost.passthrough is not None:  # written only when set: older snapshots keep their form
+        data["passthrough"] = _rule_data(vhost.passthrough)
+    return data
 
 
 def _rule_data(rule: PathRule) -> dict[str, Any]:
@@ -295,12 +298,14 @@ def _backend_data(backend: Backend) -> dict[str, Any]:
         data["protocol"] = str(backend.protocol)
     if backend.proxy_protocol:
         data["proxy_protocol"] = True
+    if backend.cluster_ip:
+        data["cluster_ip"] = True
     return data
 
 
 def _upstream_tls_data(tls: UpstreamTLS) -> dict[str, Any]:
     client = tls.client_certificate
-    return {
+    data: dict[str, Any] = {
         "policy": tls.policy,
         "server_name": tls.server_name,
         "ca_bundle": tls.ca_pem,
@@ -308,6 +313,11 @@ def _upstream_tls_data(tls: UpstreamTLS) -> dict[str, Any]:
         "client_certificate": None if client is None else _certificate_data(client),
         "problem": tls.problem,
     }
+    if not tls.verify:  # written only when relaxed, as a policy never is
+        data["verify"] = False
+    if not tls.sni:
+        data["sni"] = False
+    return data
 
 
 def _certificate_data(certificate: Certificate) -> dict[str, Any]:

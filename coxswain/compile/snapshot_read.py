@@ -151,6 +151,7 @@ def _scope(value: object) -> Scope:
 def _vhost(host: str, data: Mapping[str, Any]) -> VirtualHost:
     where = f"ingress.hosts[{host!r}]"
     default = data.get("default_backend")
+    passthrough = data.get("passthrough")
     return VirtualHost(
         host=host,
         paths=pvector(
@@ -160,6 +161,9 @@ def _vhost(host: str, data: Mapping[str, Any]) -> VirtualHost:
         default=None
         if default is None
         else _rule(_object(default, f"{where}.default_backend"), f"{where}.default_backend"),
+        passthrough=None
+        if passthrough is None
+        else _rule(_object(passthrough, f"{where}.passthrough"), f"{where}.passthrough"),
     )
 
 
@@ -308,6 +312,7 @@ def _backend(data: Mapping[str, Any], where: str) -> Backend:
         tls=None if data.get("tls") is None else _upstream_tls(data["tls"], f"{where}.tls"),
         protocol=_protocol(data.get("protocol", "http1"), f"{where}.protocol"),
         proxy_protocol=_typed(data.get("proxy_protocol", False), bool, f"{where}.proxy_protocol"),
+        cluster_ip=_typed(data.get("cluster_ip", False), bool, f"{where}.cluster_ip"),
     )
 
 
@@ -342,6 +347,8 @@ def _upstream_tls(value: object, where: str) -> UpstreamTLS:
             _object(client, f"{where}.client_certificate"), f"{where}.client_certificate"
         ),
         problem=_optional(data.get("problem"), str, f"{where}.problem"),
+        verify=_typed(data.get("verify", True), bool, f"{where}.verify"),
+        sni=_typed(data.get("sni", True), bool, f"{where}.sni"),
     )
 
 

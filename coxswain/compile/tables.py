@@ -71,6 +71,8 @@ def routing_table(snapshot: Snapshot) -> str:
         for rule in (*vhost.paths, *((vhost.default,) if vhost.default else ())):
             match = "default" if rule is vhost.default else f"{rule.match} {rule.path}"
             notes = ["https redirect"] if rule.tls_redirect else []
+            if rule == vhost.passthrough:
+                notes.append("TLS passed through")
             if rule.actions is not None:
                 notes.extend(_ingress_action_notes(rule.actions))
             redirect = f" ({'; '.join(notes)})" if notes else ""
@@ -218,6 +220,7 @@ def _backends(backends: tuple[Backend, ...]) -> str:
         f"{b.namespace}/{b.service}:{b.port}"
         + (f"*{b.weight}" if len(backends) > 1 else "")
         + ("" if b.protocol is BackendProtocol.HTTP1 else f" {b.protocol}")
+        + (" cluster-ip" if b.cluster_ip else "")
         + ("" if b.valid else " (invalid)")
         for b in backends
     )

@@ -171,6 +171,11 @@ class ChunkedBody:
             if event is not None:
                 return event
 
+    def limit(self, max_body: int) -> None:
+        """Lower the body limit to ``max_body`` bytes (a limit already lower stays)."""
+        if self._max_body is None or max_body < self._max_body:
+            self._max_body = max_body
+
     def take(self, data: bytes) -> Data | None:
         """``data`` as the next piece when it lies inside the current chunk, else None."""
         if self._state != self._DATA or len(data) > self._in_chunk:

@@ -272,6 +272,13 @@ class RequestParser(_MessageParser):
     def __init__(self, codec: HeadCodec, *, limits: Limits = DEFAULT_LIMITS) -> None:
         super().__init__(codec, limits, 400)
 
+    def limit_body(self, max_body: int) -> None:
+        """Lower the limit of the chunked body of the request just parsed to ``max_body`` bytes
+        (a route's own, as ingress-nginx's ``proxy-body-size``): the chunk that passes it is a
+        413 error. A declared Content-Length is the router's to check."""
+        if isinstance(self._body, ChunkedBody):
+            self._body.limit(max_body)
+
     def _on_head(self, head: bytes) -> Event:
         error = check_request_syntax(head, raw_lengths=self._raw_lengths)
         if error is not None:

@@ -38,8 +38,9 @@ class Decision:
         checks: an Ingress path's actions whose per-request checks (client address,
             credentials, body size: ``route.ingress_access``) the proxy runs on each request
             before forwarding; None when there are none.
-        timeouts: an Ingress path's (connect, read) timeouts in seconds, each 0 to keep the
-            proxy's own (``proxy-connect-timeout``, ``proxy-read-timeout``); None: none set.
+        timeouts: an Ingress path's (connect, read, send) timeouts in seconds, each 0 to keep
+            the proxy's own (``proxy-connect-timeout``, ``proxy-read-timeout``,
+            ``proxy-send-timeout``); None: none set.
         external_auth: the sub-request the proxy sends before forwarding, whose answer
             decides (``auth-url``, ``route.external_auth``); None when there is none.
     """
@@ -56,5 +57,5 @@ class Decision:
     authority: str | None = None
     response_fields: tuple[tuple[bytes, bytes], ...] = ()
     checks: IngressActions | None = None
-    timeouts: tuple[float, float] | None = None
+    timeouts: tuple[float, float, float] | None = None
     external_auth: ExternalAuth | None = None

@@ -112,7 +112,8 @@ def _tls(tls: UpstreamTLS | None) -> dict[str, Any] | None:
     return {
         "policy": tls.policy,
         "server_name": tls.server_name,
-        "trust": "system" if tls.ca_pem is None else "ca_bundle",
+        "trust": ("system" if tls.ca_pem is None else "ca_bundle") if tls.verify else "none",
+        "sni": tls.sni,
         "subject_alt_names": [f"{n.type}:{n.value}" for n in tls.subject_alt_names],
         "client_certificate": None if client is None else client.secret,
         "problem": tls.problem,

@@ -171,7 +171,7 @@ def _select(table: RouteTable, head: RequestHead) -> Decision:
         return _forward(table, rule, where, host_header, forwarded_path)
     sent = forwarding(rule, groups, host_header=host_header, path=path, query=query)
     decision = _forward(table, rule, where, sent.host, sent.target)
-    timeouts = (actions.connect_timeout, actions.read_timeout)
+    timeouts = (actions.connect_timeout, actions.read_timeout, actions.send_timeout)
     if sent.action is None and not actions.checks_each_request and not any(timeouts):
         return decision
     canary = actions.canary
@@ -231,7 +231,8 @@ def _forward(table: RouteTable, rule: PathRule, where: str, host: str, path: str
     service = f"Service {backend.namespace}/{backend.service}"
     status: int | None = None
     if not backend.valid:
-        status, reason = 503, f"{where}: {service} or its port does not exist"
+        problem = backend.tls.problem if backend.tls is not None else None
+        status, reason = 503, f"{where}: {problem or f'{service} or its port does not exist'}"
     elif not table.snapshot.endpoints.get(backend.endpoints_key):
         status, reason = 503, f"{where}: {service} port {backend.port} has no ready endpoint"
     else:

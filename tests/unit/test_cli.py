@@ -1217,6 +1217,29 @@ def test_the_controllers_caps_on_discovery_streams_reach_its_settings(monkeypatc
     )
 
 
+def test_the_ingress_nginx_configmap_defaults_reach_the_compile_config(monkeypatch):
+    from coxswain.cli import _parser
+    from coxswain.cli.controller import _controller_settings
+    from coxswain.compile.config import IngressDefaults
+
+    settings = _controller_settings(_parser().parse_args(["controller"]))
+    assert settings.compile.ingress_defaults == IngressDefaults()
+    monkeypatch.setenv("COXSWAIN_INGRESS_DEFAULT_SSL_REDIRECT", "false")
+    argv = [
+        "controller",
+        "--ingress-default-body-size=1m",
+        "--ingress-default-connect-timeout=5",
+        "--ingress-default-read-timeout=0",
+        "--ingress-default-send-timeout=30",
+    ]
+    settings = _controller_settings(_parser().parse_args(argv))
+    assert settings.compile.ingress_defaults == IngressDefaults(
+        body_size=1 << 20, connect_timeout=5, send_timeout=30, ssl_redirect=False
+    )
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["controller", "--ingress-default-body-size=1 MB"])
+
+
 def test_help_of_the_controller_shows_the_built_in_default_and_the_variable(monkeypatch):
     monkeypatch.setenv("COXSWAIN_HEALTH_PORT", "9999")
     block = " ".join(help_blocks("controller")["--health-port"].split())

@@ -365,6 +365,36 @@ def test_proxies_hold_no_credentials(installed: Installed) -> None:
 # --- the controller -----------------------------------------------------------------------------
 
 
+def test_ingress_nginx_configmap_defaults_become_controller_flags() -> None:
+    defaults = {
+        "proxyBodySize": "8m",
+        "proxyConnectTimeout": 5,
+        "proxyReadTimeout": "120",
+        "proxySendTimeout": 0.5,
+        "sslRedirect": False,
+    }
+    args = controller_args(render({"ingress": {"defaults": defaults}}, name="edge"), "edge")
+    assert {k: v for k, v in args.items() if k.startswith("--ingress-default-")} == {
+        "--ingress-default-body-size": ["8m"],
+        "--ingress-default-connect-timeout": ["5"],
+        "--ingress-default-read-timeout": ["120"],
+        "--ingress-default-send-timeout": ["0.5"],
+        "--ingress-default-ssl-redirect": ["false"],
+    }
+    plain = controller_args(render({}, name="edge"), "edge")
+    assert not any(k.startswith("--ingress-default-") for k in plain)
+
+
+@pytest.mark.parametrize(
+    "defaults",
+    [{"proxyBodySize": "8 megabytes"}, {"proxyReadTimeout": "2m"}, {"sslRedirect": "no"}],
+)
+def test_ingress_defaults_that_the_controller_would_refuse_are_refused_by_the_schema(
+    defaults: dict[str, object],
+) -> None:
+    assert "defaults" in schema_error({"ingress": {"defaults": defaults}})
+
+
 def test_every_controller_flag_comes_from_values() -> None:
     rendered = render(
         {

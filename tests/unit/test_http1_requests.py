@@ -400,6 +400,24 @@ def test_413_when_declared_or_streamed_body_over_limit(codec: HeadCodec) -> None
     assert verdict(codec, chunked, max_body_bytes=10) == 413
 
 
+def test_a_chunked_body_limit_lowered_after_the_head_holds_and_a_lower_limit_stays(
+    codec: HeadCodec,
+) -> None:
+    def limited(connection: int | None, route: int, body: bytes) -> Event:
+        parser = RequestParser(codec, limits=Limits(max_body_bytes=connection))
+        parser.receive_data(C + body)
+        assert isinstance(parser.next_event(), RequestHead)
+        parser.limit_body(route)
+        return drain(parser)[-1]
+
+    body = b"6\r\n012345\r\n6\r\n012345\r\n0\r\n\r\n"
+    assert limited(None, 12, body) == EndOfMessage()
+    over = limited(None, 11, body)
+    assert isinstance(over, ProtocolError)
+    assert over.status == 413
+    assert isinstance(limited(8, 100, body), ProtocolError)  # the connection's stays
+
+
 def test_error_repeats_and_later_bytes_ignored_when_failed(codec: HeadCodec) -> None:
     parser = RequestParser(codec)
     parser.receive_data(b"GET / HTTP/1.1\r\n\r\n")

@@ -148,7 +148,7 @@ def test_basic_auth_reads_the_htpasswd_secret_and_skips_unsupported_users() -> N
     assert actions.max_body == 8 << 20
 
 
-def test_backend_protocol_grpc_speaks_h2c_and_https_fails_closed() -> None:
+def test_backend_protocol_grpc_speaks_h2c_and_fcgi_fails_closed() -> None:
     shop = ingress(
         "shop",
         rule("shop.example.com", path("/", "web")),
@@ -157,7 +157,7 @@ def test_backend_protocol_grpc_speaks_h2c_and_https_fails_closed() -> None:
     snapshot = compile(build_state([INGRESS_CLASS, shop, *service("web")]), SharedPool()).snapshot
     (served,) = snapshot.ingress.hosts["shop.example.com"].paths
     assert (str(served.backend.protocol), served.actions) == ("h2c", None)
-    actions = actions_of({NGINX + "backend-protocol": "HTTPS"})
+    actions = actions_of({NGINX + "backend-protocol": "FCGI"})
     assert actions is not None
     assert actions.denied is not None
     assert "backend-protocol" in actions.denied

@@ -165,13 +165,14 @@ def test_timeouts_and_next_upstream_become_the_decisions_policy() -> None:
         {
             NGINX + "proxy-connect-timeout": "3",
             NGINX + "proxy-read-timeout": "120",
+            NGINX + "proxy-send-timeout": "7",
             NGINX + "proxy-next-upstream": "error http_502 http_504 non_idempotent",
             NGINX + "proxy-next-upstream-timeout": "9",
         },
         path("/", "a"),
     )
     decision = decide(table, "shop.example.com", "/x")
-    assert decision.timeouts == (3.0, 120.0)
+    assert decision.timeouts == (3.0, 120.0, 7.0)
     assert decision.action is not None
     retry = decision.action.retry
     assert retry is not None

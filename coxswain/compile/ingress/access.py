@@ -17,10 +17,10 @@ Rules:
    every path of the Ingress answer 503 (``denied``), as ingress-nginx denies a location
    whose authentication annotations fail rather than serve it open. The diagnostic says
    which.
-4. ``backend-protocol``: ``HTTP`` (the default) and ``GRPC`` (HTTP/2 with prior knowledge,
-   ``compile.ingress.rules``) are served; ``HTTPS``, ``GRPCS``, ``AUTO_HTTP`` and ``FCGI`` are
-   not implemented yet and fail closed as in rule 3, rather than send a backend that expects
-   TLS its traffic in clear; another value is refused the same way.
+4. ``backend-protocol``: ``HTTP`` (the default), ``HTTPS``, ``GRPC`` and ``GRPCS`` are served
+   (``compile.ingress.backend_settings``); ``AUTO_HTTP`` and ``FCGI`` are not implemented yet and
+   fail closed as in rule 3, rather than send a backend traffic it does not expect; another
+   value is refused the same way.
 5. ``proxy-body-size``: nginx's size syntax (a number of bytes, or with ``k``, ``m`` or ``g``);
    ``0`` lifts the limit. A bad value is reported and dropped.
 """
@@ -81,8 +81,8 @@ def read_access(
     problems: list[tuple[str, str]] = []  # (annotation key, why): rule 3
     not_yet: list[str] = []
     protocol = annotation_value(ingress, "backend-protocol")
-    if protocol is not None and protocol[0].upper() not in ("HTTP", "GRPC"):
-        if protocol[0].upper() in ("HTTPS", "GRPCS", "AUTO_HTTP", "FCGI"):
+    if protocol is not None and protocol[0].upper() not in ("HTTP", "HTTPS", "GRPC", "GRPCS"):
+        if protocol[0].upper() in ("AUTO_HTTP", "FCGI"):
             not_yet.append(protocol[1])
         else:
             problems.append((protocol[1], f"{protocol[0][:20]!r} is not a backend protocol"))

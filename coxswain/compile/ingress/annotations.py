@@ -104,6 +104,7 @@ def parse_options(ingress: Ingress) -> tuple[IngressOptions, list[Diagnostic]]:
         upstream_vhost=read.text("upstream-vhost", _authority),
         cors=read.cors(),
         connect_timeout=read.seconds("proxy-connect-timeout"),
+        send_timeout=read.seconds("proxy-send-timeout"),
         read_timeout=read.seconds("proxy-read-timeout"),
         **read.next_upstream(),
         rate_limit=read_rate_limit(ingress, found),

@@ -120,25 +120,33 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     "relative-redirects": AnnotationInfo(_N),
     # Backends
     "backend-protocol": AnnotationInfo(
-        _D,
-        "HTTP and GRPC (HTTP/2 with prior knowledge); HTTPS, GRPCS, AUTO_HTTP and FCGI are not "
-        "implemented yet and answer 503 rather than send TLS traffic in clear",
+        _D, "HTTP, HTTPS, GRPC and GRPCS; AUTO_HTTP and FCGI are not implemented yet, answer 503"
     ),
-    "service-upstream": AnnotationInfo(_N),
+    "service-upstream": AnnotationInfo(_H),
     "load-balance": AnnotationInfo(_I, "Coxswain balances with its own algorithm"),
     "upstream-hash-by": AnnotationInfo(_N),
     "upstream-hash-by-subset": AnnotationInfo(_N),
     "upstream-hash-by-subset-size": AnnotationInfo(_N),
     "proxy-http-version": AnnotationInfo(_I, "Coxswain speaks HTTP/1.1 or HTTP/2 to backends"),
-    "proxy-ssl-secret": AnnotationInfo(_N),
-    "proxy-ssl-verify": AnnotationInfo(_N),
-    "proxy-ssl-verify-depth": AnnotationInfo(_N),
-    "proxy-ssl-name": AnnotationInfo(_N),
-    "proxy-ssl-server-name": AnnotationInfo(_N),
+    "proxy-ssl-secret": AnnotationInfo(_H),
+    "proxy-ssl-verify": AnnotationInfo(_H),
+    "proxy-ssl-verify-depth": AnnotationInfo(
+        _D, "checked as a number; the chain is verified to the Secret's CA at any depth"
+    ),
+    "proxy-ssl-name": AnnotationInfo(
+        _D,
+        "a host name (nginx variables are refused); without it the name verified is the "
+        "Service's <name>.<namespace>.svc, where nginx has its upstream's name",
+    ),
+    "proxy-ssl-server-name": AnnotationInfo(_H),
     "proxy-ssl-ciphers": AnnotationInfo(_I, _NO_TLS_KNOBS),
     "proxy-ssl-protocols": AnnotationInfo(_I, _NO_TLS_KNOBS),
     "proxy-ssl-session-reuse": AnnotationInfo(_I, _NO_TLS_KNOBS),
-    "ssl-passthrough": AnnotationInfo(_N),
+    "ssl-passthrough": AnnotationInfo(
+        _D,
+        "to the Service's endpoints, where ingress-nginx connects to its cluster IP (add "
+        "service-upstream for that)",
+    ),
     "default-backend": AnnotationInfo(_N),
     "custom-http-errors": AnnotationInfo(_N),
     "disable-proxy-intercept-errors": AnnotationInfo(_N),
@@ -147,11 +155,12 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     # Limits and timeouts
     "proxy-body-size": AnnotationInfo(
         _D,
-        "a declared Content-Length over the limit gets 413; a chunked body is not counted yet, "
-        "and an Ingress without the annotation has no limit of its own (ingress-nginx: 1m)",
+        "a chunked body is streamed until it passes the limit, then 413; an HTTP/2 body "
+        "without content-length is not counted; without the annotation the proxy's own "
+        "--max-body-bytes applies (ingress-nginx: 1m)",
     ),
     "proxy-connect-timeout": AnnotationInfo(_D, _H1_ONLY),
-    "proxy-send-timeout": AnnotationInfo(_N),
+    "proxy-send-timeout": AnnotationInfo(_D, _H1_ONLY),
     "proxy-read-timeout": AnnotationInfo(_D, _H1_ONLY),
     "proxy-next-upstream": AnnotationInfo(
         _D,

@@ -24,13 +24,20 @@ Rules:
    ones and before prefixes, longest first (ingress-nginx orders its regex locations by
    descending length and nginx takes the first that matches). A ``rewrite-target`` naming a
    capture group its path does not have is dropped for that path.
-9. ``backend-protocol: GRPC`` makes the Ingress's path backends HTTP/2 with prior knowledge
-   (``BackendProtocol.H2C``), as gRPC needs.
+9. ``backend-protocol`` and the ``proxy-ssl-*`` annotations set the protocol and TLS of the
+   Ingress's path and default backends, and of the canary backends attached to its paths
+   (``compile.ingress.backend_settings``).
 10. Canary Ingresses serve nothing of their own: their paths become canary backends of the
    same paths of main Ingresses (``compile.ingress.canary``).
 11. Annotation actions (``snapshot.IngressActions``) go on every path of their Ingress and on
-   its default backend (without the rewrite, which needs a path's pattern);
+   its default backend (without the rewrite, which needs a path's pattern); the installation's
+   ``IngressDefaults`` stand in for ``proxy-body-size``, the proxy timeouts and
+   ``ssl-redirect`` where the Ingress does not set them (ingress-nginx's ConfigMap);
    ``server-alias`` and ``from-to-www-redirect`` add hosts (``compile.ingress.aliases``).
+12. ``ssl-passthrough``: each host of the Ingress passes TLS connections through to the
+   backend of its ``/`` path (``Prefix`` or ``ImplementationSpecific``), as ingress-nginx
+   passes only its root location; a host without one, or the catch-all host (no SNI to
+   match), is reported. The oldest Ingress's path wins a host several ask for.
 """
 
 from __future__ import annotations
@@ -43,10 +50,12 @@ from typing import TYPE_CHECKING, Final
 from pyrsistent import pmap, pvector
 
 from coxswain.compile.backends import resolve_backend
+from coxswain.compile.config import IngressDefaults
 from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.ingress.access import Access, read_access
 from coxswain.compile.ingress.aliases import HostExtras, add_host_extras
 from coxswain.compile.ingress.annotations import IngressOptions, parse_options
+from coxswain.compile.ingress.backend_settings import BackendSettings, read_backend_settings
 from coxswain.compile.ingress.canary import CanaryPaths, attach_canaries, is_canary
 from coxswain.compile.ingress.certificates import has_certificate
 from coxswain.compile.ingress.registry import annotation_value
@@ -55,7 +64,6 @@ from coxswain.compile.regex import compile_prefix_pattern
 from coxswain.compile.snapshot import (
     CATCH_ALL,
     Backend,
-    BackendProtocol,
     IngressActions,
     PathMatch,
     PathRule,
@@ -77,6 +85,8 @@ __all__ = ["IngressHosts", "ingress_hosts"]
 IngressHosts = tuple["PMap[str, VirtualHost]", list[Diagnostic], set[ObjectKey]]
 
 _GROUP_REFERENCE: Final = re.compile(r"\$(\d)")
+_NO_DEFAULTS: Final = IngressDefaults()
+_AS_IS: Final = BackendSettings()
 
 
 def ingress_hosts(
@@ -84,6 +94,7 @@ def ingress_hosts(
     services: ServiceIndex,
     certificates: PMap[str, Certificate],
     secrets: PMap[ObjectKey, Secret],
+    given: IngressDefaults = _NO_DEFAULTS,
 ) -> IngressHosts:
     """Build the virtual hosts of our Ingresses. Pure.
 
@@ -91,7 +102,9 @@ def ingress_hosts(
         ingresses: our Ingresses, oldest first (precedence order).
         services: Services and their slices.
         certificates: the Ingress HTTPS port's certificates, to decide TLS redirects.
-        secrets: every Secret, for basic authentication (``compile.ingress.access``).
+        secrets: every Secret, for basic authentication (``compile.ingress.access``) and
+            backend TLS (``compile.ingress.backend_settings``).
+        given: the values of annotations an Ingress does not set (rule 11).
 
     Returns:
         Virtual hosts by host key, the findings, and the keys of the Services read.
@@ -102,6 +115,8 @@ def ingress_hosts(
     read: set[ObjectKey] = set()
     extras: list[HostExtras] = []
     canaries: list[CanaryPaths] = []
+    passthroughs: dict[str, PathRule] = {}
+    reached: dict[tuple[str, str], BackendSettings] = {}  # Ingresses with settings of their own
     for ingress in ingresses:
         options, problems = parse_options(ingress)
         found.extend(problems)
@@ -116,8 +131,11 @@ def ingress_hosts(
             canaries.append(CanaryPaths(ingress=ingress, paths=keyed))
             continue
         options = _with_access(options, read_access(ingress, secrets, found, read))
-        read_protocol = annotation_value(ingress, "backend-protocol")
-        grpc = read_protocol is not None and read_protocol[0].upper() == "GRPC"
+        if given != _NO_DEFAULTS:
+            options = _with_defaults(ingress, options, given)
+        settings = read_backend_settings(ingress, secrets, found, read)
+        if settings != _AS_IS:
+            reached[(ingress.meta.key.namespace, ingress.meta.key.name)] = settings
         own_hosts: list[str] = []
         served: dict[str, PathRule] = {}  # host → the Ingress's first path served there
         for rule in ingress.rules:
@@ -128,8 +146,7 @@ def ingress_hosts(
                 backend = _backend(ingress, path.backend, services, found, read)
                 if backend is None:
                     continue
-                if grpc:
-                    backend = dataclasses.replace(backend, protocol=BackendProtocol.H2C)
+                backend = settings.apply(backend)
                 match, value = _path_match(options, path)
                 actions = options.actions
                 if match is PathMatch.REGEX:
@@ -156,6 +173,15 @@ def ingress_hosts(
                     actions=actions,
                 )
                 served.setdefault(host, paths[host][(match, value)])
+                if (
+                    settings.passthrough
+                    and host != CATCH_ALL
+                    and value == "/"
+                    and match is not PathMatch.EXACT
+                ):
+                    passthroughs.setdefault(host, paths[host][(match, value)])
+        if settings.passthrough:
+            _report_passthrough(ingress, own_hosts, passthroughs, found)
         if options.from_to_www or options.server_aliases:
             extras.append(HostExtras(ingress=ingress, options=options, served=served))
         if ingress.default_backend is None:
@@ -163,6 +189,7 @@ def ingress_hosts(
         backend = _backend(ingress, ingress.default_backend, services, found, read)
         if backend is None:
             continue
+        backend = settings.apply(backend)
         for host in dict.fromkeys(own_hosts if ingress.has_rules else [CATCH_ALL]):
             holder = defaults.get(host)
             if holder is not None:
@@ -197,15 +224,73 @@ def ingress_hosts(
         lambda ingress, path: _backend(ingress, path.backend, services, found, read),
         found,
     )
+    if reached:
+        _reach_canaries(paths, reached)
     hosts = {
         host: VirtualHost(
             host=host,
             paths=pvector(sorted(paths.get(host, {}).values(), key=_precedence)),
             default=defaults.get(host),
+            passthrough=passthroughs.get(host),
         )
         for host in sorted(paths.keys() | defaults.keys())
     }
     return pmap(add_host_extras(hosts, extras, found)), found, read
+
+
+def _reach_canaries(
+    paths: dict[str, dict[tuple[PathMatch, str], PathRule]],
+    reached: dict[tuple[str, str], BackendSettings],
+) -> None:
+    """A canary backend is reached as its main path's backend is (rule 9): in ingress-nginx
+    it is another upstream of the same location, whose protocol and TLS are the main
+    Ingress's."""
+    for rules in paths.values():
+        for key, rule in rules.items():
+            actions = rule.actions
+            settings = reached.get((rule.route.namespace, rule.route.name))
+            if actions is None or actions.canary is None or settings is None:
+                continue
+            canary = actions.canary
+            moved = dataclasses.replace(canary, backend=settings.apply(canary.backend))
+            rules[key] = dataclasses.replace(
+                rule, actions=dataclasses.replace(actions, canary=moved)
+            )
+
+
+def _report_passthrough(
+    ingress: Ingress,
+    hosts: list[str],
+    passthroughs: dict[str, PathRule],
+    found: list[Diagnostic],
+) -> None:
+    """A warning for each host of ``ingress`` that is not passed through (rule 12)."""
+    named = annotation_value(ingress, "ssl-passthrough")
+    key = "ssl-passthrough" if named is None else named[1]
+    for host in dict.fromkeys(hosts):
+        rule = passthroughs.get(host)
+        if rule is not None and (rule.route.namespace, rule.route.name) == (
+            ingress.meta.key.namespace,
+            ingress.meta.key.name,
+        ):
+            continue
+        why = (
+            "the catch-all host has no server name to pass through by"
+            if host == CATCH_ALL
+            else f"host {host!r} has no / path of this Ingress served"
+            if rule is None
+            else f"host {host!r} is passed through to Ingress {rule.route.namespace}/"
+            f"{rule.route.name} already, which takes precedence"
+        )
+        found.append(
+            Diagnostic(
+                key=ingress.meta.key,
+                field=f"metadata.annotations[{key!r}]",
+                severity=Severity.WARNING,
+                reason="PassthroughNotApplied",
+                message=f"{why}; its TLS connections are terminated as usual",
+            )
+        )
 
 
 def _precedence(rule: PathRule) -> tuple[int, int, str]:
@@ -283,6 +368,30 @@ def _with_access(options: IngressOptions, access: Access) -> IngressOptions:
         client_tls=access.client_tls,
     )
     return dataclasses.replace(options, actions=None if actions == IngressActions() else actions)
+
+
+def _with_defaults(
+    ingress: Ingress, options: IngressOptions, defaults: IngressDefaults
+) -> IngressOptions:
+    """``options`` with the installation's defaults where ``ingress`` sets no annotation
+    (rule 11); a value that did not parse keeps the default too, as in ingress-nginx."""
+    actions = options.actions or IngressActions()
+    unset = annotation_value(ingress, "proxy-body-size") is None
+    actions = dataclasses.replace(
+        actions,
+        max_body=defaults.body_size if unset else actions.max_body,
+        connect_timeout=actions.connect_timeout or defaults.connect_timeout,
+        read_timeout=actions.read_timeout or defaults.read_timeout,
+        send_timeout=actions.send_timeout or defaults.send_timeout,
+    )
+    ssl_redirect = options.ssl_redirect
+    if annotation_value(ingress, "ssl-redirect") is None:
+        ssl_redirect = defaults.ssl_redirect
+    return dataclasses.replace(
+        options,
+        ssl_redirect=ssl_redirect,
+        actions=None if actions == IngressActions() else actions,
+    )
 
 
 def _without_rewrite(options: IngressOptions) -> IngressActions | None:

@@ -360,8 +360,9 @@ def _secret(
     data = _secret_data(fields, raw)
     keypair: KeyPair | None = None
     problem: str | None = None
-    if secret_type == "kubernetes.io/tls":
-        chain, key = data.get("tls.crt"), data.get("tls.key")
+    chain, key = data.get("tls.crt"), data.get("tls.key")
+    # any type may hold a pair: ingress-nginx's proxy-ssl-secret is often a generic Secret
+    if secret_type == "kubernetes.io/tls" or (chain and key):
         if not chain or not key:
             problem = "the Secret has no tls.crt or no tls.key"
         else:

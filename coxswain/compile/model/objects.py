@@ -212,9 +212,11 @@ class EndpointSlice:
 class Secret:
     """A Secret reduced to what routing reads.
 
-    ``keypair`` holds a ``kubernetes.io/tls`` Secret's certificate chain and key once they parsed
-    and matched; ``problem`` says why they did not. ``ca_bundle`` is the ``ca.crt`` PEM, if any.
-    ``htpasswd`` is the ``auth`` key, the users of ingress-nginx's basic authentication.
+    ``keypair`` holds the ``tls.crt`` chain and ``tls.key`` key once they parsed and matched
+    (every ``kubernetes.io/tls`` Secret has them; a Secret of another type may, which only
+    ingress-nginx's ``proxy-ssl-secret`` accepts); ``problem`` says why they did not.
+    ``ca_bundle`` is the ``ca.crt`` PEM, if any. ``htpasswd`` is the ``auth`` key, the users
+    of ingress-nginx's basic authentication.
     """
 
     meta: Meta

@@ -238,6 +238,10 @@ async def _request(
             proxy.forwarder, served, routed, head, scheme=scheme, client=client
         )
     decision = routed.decision
+    if decision.checks is not None and decision.checks.max_body and head.chunked:
+        parser = reader.parser  # proxy-body-size, counted as the chunks arrive
+        if isinstance(parser, RequestParser):
+            parser.limit_body(decision.checks.max_body)
     keep_alive = head.keep_alive
     exchange = Exchange()
     answer: Answer | None = None

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         Endpoint,
         ExternalAuth,
         HeaderEdits,
+        PathRule,
         RouteAction,
         Snapshot,
     )
@@ -145,6 +146,7 @@ class Served:
         "auth_answers",
         "endpoints",
         "originations",
+        "passthrough",
         "snapshot",
         "specs",
         "table",
@@ -179,6 +181,11 @@ class Served:
             snapshot, ingress_http_port=ingress_http_port, ingress_https_port=ingress_https_port
         )
         self._fronts: dict[int, ssl.SSLContext] = {}
+        self.passthrough: dict[str, PathRule] = {
+            host: vhost.passthrough
+            for host, vhost in snapshot.ingress.hosts.items()
+            if vhost.passthrough is not None
+        }
         self._header_ports = frozenset(
             port
             for port, tables in snapshot.gateways.items()
@@ -351,6 +358,13 @@ class Served:
         if port == self.table.ingress_https_port and port not in self.snapshot.gateways:
             return self.snapshot.ingress.https_port
         return port
+
+    def passing(self, port: int) -> dict[str, PathRule] | None:
+        """The hosts passed through on ``port`` (:mod:`.passthrough`), or None when it
+        terminates every TLS connection: it is not the Ingress HTTPS port, or no Ingress asks."""
+        if not self.passthrough or port != self.table.ingress_https_port:
+            return None
+        return None if port in self.snapshot.gateways else self.passthrough
 
     def admits(
         self, port: int, server_name: str | None, peer_der: bytes | None, verified: bool

@@ -58,6 +58,8 @@ from coxswain.shell.dataplane.http1_connection import serve_http1
 from coxswain.shell.dataplane.listen import ListenError, open_reuseport_listeners
 from coxswain.shell.dataplane.metrics import Metrics
 from coxswain.shell.dataplane.mirror import Mirrors
+from coxswain.shell.dataplane.passthrough import pass_through, passed_rule
+from coxswain.shell.dataplane.peek import Peeked, Replay, read_client_hello
 from coxswain.shell.dataplane.pool import UpstreamPool
 from coxswain.shell.dataplane.rate_limits import RateLimits
 from coxswain.shell.dataplane.relay_h2 import H2Relay
@@ -415,8 +417,27 @@ class Proxy:
                 served = self.served
                 if served is None:
                     return
+                source: trio.abc.Stream = stream
+                passing = served.passing(spec.port)
+                if passing is not None:  # ingress-nginx's ssl-passthrough (.passthrough)
+                    peeked = await self._client_hello(stream)
+                    if peeked is None:
+                        return
+                    rule = passed_rule(passing, peeked.sni)
+                    if rule is not None:
+                        await pass_through(
+                            stream,
+                            peeked.first,
+                            rule,
+                            served.endpoints,
+                            self.rng,
+                            connect_within=self.config.timeouts.connect,
+                            idle_timeout=self.config.timeouts.tunnel_idle,
+                        )
+                        return
+                    source = Replay(stream, peeked.first)
                 tls = trio.SSLStream(
-                    stream, served.front(spec.port), server_side=True, https_compatible=True
+                    source, served.front(spec.port), server_side=True, https_compatible=True
                 )
                 handshake_sni.set(None)
                 handshook = False
@@ -459,6 +480,17 @@ class Proxy:
             if not self._open:
                 self._quiet.set()
             await trio.aclose_forcefully(conn)
+
+    async def _client_hello(self, stream: trio.abc.ReceiveStream) -> Peeked | None:
+        """A TLS connection's ClientHello, read within the handshake timeout (the connection
+        may give way for room meanwhile, as in a handshake); None without one."""
+        with trio.CancelScope() as scope:
+            self._capacity.waiting(scope)
+            try:
+                peeked = await read_client_hello(stream, self.config.handshake_timeout)
+            finally:
+                self._capacity.working(scope)
+        return None if scope.cancelled_caught or isinstance(peeked, str) else peeked
 
     async def _first_bytes(self, stream: trio.abc.ReceiveStream) -> bytes:
         """A cleartext connection's first bytes, enough to tell the HTTP/2 connection preface

@@ -46,7 +46,10 @@ Rules (docs/architecture.md, "Data-plane rules"):
   bytes, each wait for the client's body bytes, each wait for either peer to take bytes
   (:meth:`.Connection.bound_sends`), a silent tunnel; the route's ``request`` and
   ``backend_request`` timeouts (the smaller) bound the whole exchange, except under a retry
-  policy (above).
+  policy (above). An Ingress path's ``proxy-connect-timeout``, ``proxy-read-timeout`` and
+  ``proxy-send-timeout`` (``Decision.timeouts``) replace the proxy's own for its requests;
+  the send bound holds while the request is sent, and the connection is pooled again with
+  the proxy's own.
 - **Errors.** Before the response head reached the client, a failure becomes an answer of the
   proxy: 502 when no endpoint accepted the connection or the upstream broke HTTP, 504 when the
   route's timeout expired, the upstream stalled (sending or taking bytes), or every endpoint
@@ -403,9 +406,11 @@ class Forwarder:
             None if retry is None else Tries(retry, per_try, back_off=self.back_off, timer=timer)
         )
         connect_within, read_timeout = self.timeouts.connect, self.timeouts.read
+        send_timeout = 0.0  # the connection's own bound, self.timeouts.send
         if decision.timeouts is not None:  # an Ingress path's (route.decision)
             connect_within = decision.timeouts[0] or connect_within
             read_timeout = decision.timeouts[1] or read_timeout
+            send_timeout = decision.timeouts[2]
         while True:
             upstream: Upstream | None = None
             reusable = False
@@ -423,7 +428,9 @@ class Forwarder:
                     except ConnectFailed as err:
                         failure = Answer(504 if err.timed_out else 502, str(err))
                     else:
-                        if not reused:
+                        if send_timeout:  # for this request only: reset once it is sent
+                            upstream.bound_sends(self.watchdog, send_timeout)
+                        elif not reused:
                             upstream.bound_sends(self.watchdog, self.timeouts.send)
                         exchange.upstream = f"{endpoint[0]}:{endpoint[1]}"
                         try:
@@ -438,6 +445,8 @@ class Forwarder:
                                 else:  # no body: the parser has the request's end already
                                     client.skip_end()
                                 body_read = True
+                            if send_timeout:  # pooled again with the proxy's own bound
+                                upstream.bound_sends(self.watchdog, self.timeouts.send)
                             reader, parser = self._response_reader(upstream, timer)
                             reader.read_timeout = read_timeout
                             parser.expect_response(head.method)

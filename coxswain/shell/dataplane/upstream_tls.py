@@ -19,6 +19,10 @@ Rules:
   name, so that check reads the peer certificate after the handshake (``cryptography``).
 - **Client certificate.** The Gateway's backend client certificate, when the backend carries
   one, is loaded into the context and presented when the backend asks.
+- **ingress-nginx's relaxations** (``UpstreamTLS.verify`` and ``sni``, from ``proxy-ssl-verify``
+  and ``proxy-ssl-server-name``, both off by default as in nginx): without ``verify`` the
+  certificate is taken unchecked; without ``sni`` no server name is sent, and when verifying,
+  the name is checked on the certificate after the handshake like a subject alternative name.
 - **Bounded.** The handshake runs inside the connect timeout of its endpoint (:mod:`.pool`); a
   handshake or verification failure is a failed connection: the next endpoint is tried, and
   when none is left the request is answered 502 with the reason.
@@ -104,7 +108,7 @@ class Origination:
     """The client context of one :class:`~coxswain.compile.snapshot.UpstreamTLS` and the
     handshake with it."""
 
-    __slots__ = ("_h2_context", "_tls", "context", "key", "names", "server_name", "uris")
+    __slots__ = ("_h2_context", "_sni", "_tls", "context", "key", "names", "server_name", "uris")
 
     def __init__(self, tls: UpstreamTLS) -> None:
         self._tls = tls
@@ -112,7 +116,10 @@ class Origination:
         self.context = self._context(tls, _ALPN)
         self.names = tuple(n.value for n in tls.subject_alt_names if n.type == "Hostname")
         self.uris = tuple(n.value for n in tls.subject_alt_names if n.type == "URI")
+        if tls.verify and not tls.sni and not tls.subject_alt_names:
+            self.names = (tls.server_name,)  # ssl checks the name only together with SNI
         self.server_name = tls.server_name
+        self._sni = tls.server_name if tls.sni else None
         client = tls.client_certificate
         self.key = hashlib.sha256(
             json.dumps(
@@ -121,6 +128,8 @@ class Origination:
                     tls.ca_pem,
                     [[n.type, n.value] for n in tls.subject_alt_names],
                     None if client is None else [client.chain_pem, client.key_pem],
+                    tls.verify,
+                    tls.sni,
                 ]
             ).encode()
         ).hexdigest()
@@ -130,13 +139,17 @@ class Origination:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.set_alpn_protocols(alpn)
-        if tls.ca_pem is None:
+        if not tls.verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        elif tls.ca_pem is None:
             context.load_default_certs(ssl.Purpose.SERVER_AUTH)
         else:
             context.load_verify_locations(cadata=tls.ca_pem)
-        # with subjectAltNames the hostname is for SNI only; the names are checked after
-        context.check_hostname = not tls.subject_alt_names
-        context.verify_mode = ssl.CERT_REQUIRED
+        if tls.verify:
+            # with subjectAltNames (or no SNI) the names are checked after the handshake
+            context.check_hostname = tls.sni and not tls.subject_alt_names
+            context.verify_mode = ssl.CERT_REQUIRED
         if tls.client_certificate is not None:
             load_chain(context, tls.client_certificate)
         return context
@@ -155,7 +168,7 @@ class Origination:
                 self._h2_context = self._context(self._tls, _ALPN_H2)
             context = self._h2_context
         stream = trio.SSLStream(
-            transport, context, server_hostname=self.server_name, https_compatible=True
+            transport, context, server_hostname=self._sni, https_compatible=True
         )
         try:
             await stream.do_handshake()

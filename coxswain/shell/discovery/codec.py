@@ -126,6 +126,8 @@ def _vhost(vhost: VirtualHost) -> pb.VirtualHost:
     message = pb.VirtualHost(paths=[_path_rule(r) for r in vhost.paths])
     if vhost.default is not None:
         message.default_backend.CopyFrom(_path_rule(vhost.default))
+    if vhost.passthrough is not None:
+        message.passthrough.CopyFrom(_path_rule(vhost.passthrough))
     return message
 
 
@@ -185,6 +187,8 @@ def _backend(backend: Backend) -> pb.Backend:
         message.protocol = _PROTOCOL_TO_WIRE[backend.protocol]
     if backend.proxy_protocol:
         message.proxy_protocol = True
+    if backend.cluster_ip:
+        message.cluster_ip = True
     return message
 
 
@@ -202,6 +206,8 @@ def _upstream_tls(tls: UpstreamTLS) -> pb.UpstreamTLS:
         message.client_certificate.CopyFrom(_certificate(tls.client_certificate))
     if tls.problem is not None:
         message.problem = tls.problem
+    message.skip_verify = not tls.verify
+    message.no_sni = not tls.sni
     return message
 
 

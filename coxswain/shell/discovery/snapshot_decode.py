@@ -144,6 +144,8 @@ def _read_upstream_tls(message: pb.UpstreamTLS) -> UpstreamTLS:
         if message.HasField("client_certificate")
         else None,
         problem=message.problem if message.HasField("problem") else None,
+        verify=not message.skip_verify,
+        sni=not message.no_sni,
     )
 
 
@@ -166,6 +168,7 @@ def _read_backend(message: pb.Backend) -> Backend:
         tls=_read_upstream_tls(message.tls) if message.HasField("tls") else None,
         protocol=protocol,
         proxy_protocol=message.proxy_protocol,
+        cluster_ip=message.cluster_ip,
     )
 
 
@@ -389,6 +392,9 @@ def _read_vhost(host: str, message: pb.VirtualHost) -> VirtualHost:
         paths=pvector([_read_path_rule(r) for r in message.paths]),
         default=_read_path_rule(message.default_backend)
         if message.HasField("default_backend")
+        else None,
+        passthrough=_read_path_rule(message.passthrough)
+        if message.HasField("passthrough")
         else None,
     )
 

@@ -515,6 +515,7 @@ class Backend(_message.Message):
     TLS_FIELD_NUMBER: _builtins.int
     PROTOCOL_FIELD_NUMBER: _builtins.int
     PROXY_PROTOCOL_FIELD_NUMBER: _builtins.int
+    CLUSTER_IP_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     service: _builtins.str
     port: _builtins.int
@@ -528,6 +529,10 @@ class Backend(_message.Message):
     proxy_protocol: _builtins.bool
     """A PROXY protocol v2 header before a layer-4 connection's bytes (the Service's annotation
     coxswain-labs.dev/proxy-protocol: v2); absent: none.
+    """
+    cluster_ip: _builtins.bool
+    """The Service's cluster IP is the one endpoint (ingress-nginx's service-upstream); its
+    entry of the endpoints table is keyed namespace/service/port/cluster-ip.
     """
     @_builtins.property
     def request_headers(self) -> Global___HeaderEdits: ...
@@ -550,10 +555,11 @@ class Backend(_message.Message):
         tls: Global___UpstreamTLS | None = ...,
         protocol: Global___BackendProtocol.ValueType = ...,
         proxy_protocol: _builtins.bool = ...,
+        cluster_ip: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers", "_response_headers", b"_response_headers", "_tls", b"_tls", "request_headers", b"request_headers", "response_headers", b"response_headers", "tls", b"tls"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers", "_response_headers", b"_response_headers", "_tls", b"_tls", "namespace", b"namespace", "port", b"port", "protocol", b"protocol", "proxy_protocol", b"proxy_protocol", "request_headers", b"request_headers", "response_headers", b"response_headers", "service", b"service", "tls", b"tls", "valid", b"valid", "weight", b"weight"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers", "_response_headers", b"_response_headers", "_tls", b"_tls", "cluster_ip", b"cluster_ip", "namespace", b"namespace", "port", b"port", "protocol", b"protocol", "proxy_protocol", b"proxy_protocol", "request_headers", b"request_headers", "response_headers", b"response_headers", "service", b"service", "tls", b"tls", "valid", b"valid", "weight", b"weight"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__request_headers: _TypeAlias = _typing.Literal["request_headers"]  # noqa: Y015
     _WhichOneofArgType__request_headers: _TypeAlias = _typing.Literal["_request_headers", b"_request_headers"]  # noqa: Y015
@@ -582,6 +588,8 @@ class UpstreamTLS(_message.Message):
     SUBJECT_ALT_NAMES_FIELD_NUMBER: _builtins.int
     CLIENT_CERTIFICATE_FIELD_NUMBER: _builtins.int
     PROBLEM_FIELD_NUMBER: _builtins.int
+    SKIP_VERIFY_FIELD_NUMBER: _builtins.int
+    NO_SNI_FIELD_NUMBER: _builtins.int
     policy: _builtins.str
     """ns/name of the BackendTLSPolicy"""
     server_name: _builtins.str
@@ -590,6 +598,10 @@ class UpstreamTLS(_message.Message):
     """PEM; absent: the system's trusted CAs"""
     problem: _builtins.str
     """why the policy cannot be honoured (the backend is invalid)"""
+    skip_verify: _builtins.bool
+    """the certificate is taken unchecked (ingress-nginx proxy-ssl-verify off)"""
+    no_sni: _builtins.bool
+    """no server name is sent (ingress-nginx proxy-ssl-server-name off)"""
     @_builtins.property
     def subject_alt_names(self) -> _containers.RepeatedCompositeFieldContainer[Global___SubjectAltName]:
         """one of them must be in the certificate"""
@@ -607,10 +619,12 @@ class UpstreamTLS(_message.Message):
         subject_alt_names: _abc.Iterable[Global___SubjectAltName] | None = ...,
         client_certificate: Global___Certificate | None = ...,
         problem: _builtins.str | None = ...,
+        skip_verify: _builtins.bool = ...,
+        no_sni: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_ca_bundle", b"_ca_bundle", "_client_certificate", b"_client_certificate", "_problem", b"_problem", "ca_bundle", b"ca_bundle", "client_certificate", b"client_certificate", "problem", b"problem"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_ca_bundle", b"_ca_bundle", "_client_certificate", b"_client_certificate", "_problem", b"_problem", "ca_bundle", b"ca_bundle", "client_certificate", b"client_certificate", "policy", b"policy", "problem", b"problem", "server_name", b"server_name", "subject_alt_names", b"subject_alt_names"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_ca_bundle", b"_ca_bundle", "_client_certificate", b"_client_certificate", "_problem", b"_problem", "ca_bundle", b"ca_bundle", "client_certificate", b"client_certificate", "no_sni", b"no_sni", "policy", b"policy", "problem", b"problem", "server_name", b"server_name", "skip_verify", b"skip_verify", "subject_alt_names", b"subject_alt_names"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__ca_bundle: _TypeAlias = _typing.Literal["ca_bundle"]  # noqa: Y015
     _WhichOneofArgType__ca_bundle: _TypeAlias = _typing.Literal["_ca_bundle", b"_ca_bundle"]  # noqa: Y015
@@ -1148,23 +1162,36 @@ class VirtualHost(_message.Message):
 
     PATHS_FIELD_NUMBER: _builtins.int
     DEFAULT_BACKEND_FIELD_NUMBER: _builtins.int
+    PASSTHROUGH_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def paths(self) -> _containers.RepeatedCompositeFieldContainer[Global___PathRule]: ...
     @_builtins.property
     def default_backend(self) -> Global___PathRule: ...
+    @_builtins.property
+    def passthrough(self) -> Global___PathRule:
+        """TLS connections whose SNI is this host are passed through to this rule's backend, not
+        terminated (ingress-nginx's ssl-passthrough); absent: terminated as usual.
+        """
+
     def __init__(
         self,
         *,
         paths: _abc.Iterable[Global___PathRule] | None = ...,
         default_backend: Global___PathRule | None = ...,
+        passthrough: Global___PathRule | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_default_backend", b"_default_backend", "default_backend", b"default_backend"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_default_backend", b"_default_backend", "_passthrough", b"_passthrough", "default_backend", b"default_backend", "passthrough", b"passthrough"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_default_backend", b"_default_backend", "default_backend", b"default_backend", "paths", b"paths"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_default_backend", b"_default_backend", "_passthrough", b"_passthrough", "default_backend", b"default_backend", "passthrough", b"passthrough", "paths", b"paths"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__default_backend: _TypeAlias = _typing.Literal["default_backend"]  # noqa: Y015
     _WhichOneofArgType__default_backend: _TypeAlias = _typing.Literal["_default_backend", b"_default_backend"]  # noqa: Y015
+    _WhichOneofReturnType__passthrough: _TypeAlias = _typing.Literal["passthrough"]  # noqa: Y015
+    _WhichOneofArgType__passthrough: _TypeAlias = _typing.Literal["_passthrough", b"_passthrough"]  # noqa: Y015
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__default_backend) -> _WhichOneofReturnType__default_backend | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__passthrough) -> _WhichOneofReturnType__passthrough | None: ...
 
 Global___VirtualHost: _TypeAlias = VirtualHost  # noqa: Y015
 

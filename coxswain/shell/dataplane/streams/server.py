@@ -44,6 +44,7 @@ import trio
 from coxswain.route.client_hello import MAX_HELLO, HelloReader, NeedMore, NotHello
 from coxswain.route.proxy_protocol import proxy_header
 from coxswain.shell.dataplane.listen import open_reuseport_listeners
+from coxswain.shell.dataplane.peek import Replay
 from coxswain.shell.dataplane.streams.binding import bind_retrying
 from coxswain.shell.dataplane.streams.metrics import StreamMetrics
 from coxswain.shell.dataplane.streams.pump import splice_sockets
@@ -325,9 +326,9 @@ class StreamServer:
         context: ssl.SSLContext,
         port: int,
         route: str,
-    ) -> trio.SSLStream[_Replay] | None:
+    ) -> trio.SSLStream[Replay] | None:
         stream = trio.SocketStream(trio.socket.from_stdlib_socket(conn))
-        tls = trio.SSLStream(_Replay(stream, first), context, server_side=True)
+        tls = trio.SSLStream(Replay(stream, first), context, server_side=True)
         with trio.move_on_after(self.settings.hello_timeout):
             try:
                 await tls.do_handshake()
@@ -394,27 +395,3 @@ def _proxy_header(conn: socket.socket) -> bytes:
     except OSError:
         return proxy_header(("", 0), ("", 0))  # the LOCAL command: no address
     return proxy_header((str(client[0]), int(client[1])), (str(local[0]), int(local[1])))
-
-
-class _Replay(trio.abc.Stream):
-    """A stream whose first received bytes are ``first`` (already read from ``inner``)."""
-
-    def __init__(self, inner: trio.SocketStream, first: bytes) -> None:
-        self.inner = inner
-        self.first = first
-
-    async def receive_some(self, max_bytes: int | None = None) -> bytes:
-        if self.first:
-            data, self.first = self.first, b""
-            await trio.lowlevel.checkpoint()
-            return data
-        return await self.inner.receive_some(max_bytes)
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        await self.inner.send_all(data)
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await self.inner.wait_send_all_might_not_block()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()

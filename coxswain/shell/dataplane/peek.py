@@ -1,0 +1,108 @@
+"""What TLS passthrough on the Ingress HTTPS port (ingress-nginx's ``ssl-passthrough``,
+:mod:`.passthrough`) needs before it decides, over the HTTP server's trio streams (the
+layer-4 listeners, :mod:`.streams.server`, drive the same sans-IO reader over raw sockets,
+and replay the bytes with :class:`Replay` before a TLS Terminate handshake).
+
+- :func:`read_client_hello` reads a connection's ClientHello without answering it: at most
+  16 KiB (:data:`~coxswain.route.client_hello.MAX_HELLO`), within the caller's time bound,
+  parsed as it arrives (:mod:`coxswain.route.client_hello`), yielding between reads.
+- :class:`Replay` gives the bytes read back to whoever reads the connection next: the backend
+  a connection is passed to gets them first, or the proxy's own TLS handshake reads them.
+- :func:`connect_first` connects to the first endpoint that accepts, each within a bound.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import trio
+
+from coxswain.route.client_hello import MAX_HELLO, HelloReader, NeedMore, NotHello
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from coxswain.compile.snapshot import Endpoint
+
+__all__ = ["Peeked", "Replay", "connect_first", "read_client_hello"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Peeked:
+    """A ClientHello read: its bytes, as received, and its server name (None without one)."""
+
+    first: bytes
+    sni: str | None
+
+
+async def read_client_hello(stream: trio.abc.ReceiveStream, within: float) -> Peeked | str:
+    """The ClientHello of ``stream``, or why there is none: ``"bad_hello"`` (closed, or not a
+    ClientHello; the reason is logged) or ``"hello_timeout"``."""
+    reader = HelloReader()
+    received = bytearray()
+    with trio.move_on_after(within):
+        while True:
+            try:
+                data = await stream.receive_some(MAX_HELLO)
+            except trio.BrokenResourceError:
+                data = b""
+            if not data:
+                return "bad_hello"
+            received += data
+            result = reader.feed(bytes(data))  # no copy of a bytes object
+            if isinstance(result, NotHello):
+                log.info("%s", result.reason)
+                return "bad_hello"
+            if not isinstance(result, NeedMore):
+                return Peeked(bytes(received), result.sni)
+            await trio.lowlevel.checkpoint()
+    return "hello_timeout"
+
+
+class Replay(trio.abc.Stream):
+    """A stream whose first received bytes are ``first`` (already read from ``inner``)."""
+
+    def __init__(self, inner: trio.abc.Stream, first: bytes) -> None:
+        self.inner = inner
+        self.first = first
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        if self.first:
+            data, self.first = self.first, b""
+            await trio.lowlevel.checkpoint()
+            return data
+        return await self.inner.receive_some(max_bytes)
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def connect_first(
+    endpoints: Iterable[Endpoint], each_within: float
+) -> trio.SocketStream | None:
+    """A connection to the first endpoint that accepts one, each tried for ``each_within`` s.
+    Endpoints are addresses (EndpointSlices hold IPs), so a plain connect does: no name
+    lookup, and none of ``open_tcp_stream``'s happy-eyeballs tasks on every connection."""
+    for endpoint in endpoints:
+        family = socket.AF_INET6 if ":" in endpoint.address else socket.AF_INET
+        sock = trio.socket.socket(family, socket.SOCK_STREAM)
+        with trio.move_on_after(each_within):
+            try:
+                await sock.connect((endpoint.address, endpoint.port))
+            except OSError as err:
+                log.info("endpoint %s:%d: %s", endpoint.address, endpoint.port, err)
+            else:
+                return trio.SocketStream(sock)
+        sock.close()
+    return None
