@@ -48,6 +48,8 @@ COMPILED = [
     "coxswain/http2/server.py",
     "coxswain/http2/fields.py",
     "coxswain/http2/request.py",
+    "coxswain/http2/connection.py",
+    "coxswain/http2/client.py",
 ]
 
 if os.environ.get("COXSWAIN_MYPYC") == "1":

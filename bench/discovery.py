@@ -113,12 +113,13 @@ from coxswain.shell.discovery.snapshot_decode import decode_snapshot
 from coxswain.shell.discovery.tls import ClientCredentials, ServerCredentials
 
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable, Iterator
 
     from pyrsistent.typing import PMap
 
     from coxswain.compile.snapshot import Snapshot
-    from coxswain.shell.discovery.server import NodeKey, NodeObservation
+    from coxswain.shell.discovery.fleet import NodeKey, NodeObservation
 
 ROUTES = 10_000
 QUICK_ROUTES = 100
@@ -343,7 +344,7 @@ def worker_fanout(routes: int, subscribers: int, deltas: int) -> dict[str, Any]:
     return {"routes": routes, "subscribers": subscribers, **measured}
 
 
-def _credentials() -> tuple[ServerCredentials, ClientCredentials]:
+def credentials() -> tuple[ServerCredentials, ClientCredentials]:
     now = dt.datetime.now(dt.UTC)
     ca = create_ca(trust_domain="coxswain.bench", now=now)
     issued = ca.issue_server(hosts=["127.0.0.1"], now=now)
@@ -354,7 +355,7 @@ def _credentials() -> tuple[ServerCredentials, ClientCredentials]:
 
 
 async def _fanout(base: Snapshot, subscribers: int, deltas: int) -> dict[str, Any]:
-    server_creds, client_creds = _credentials()
+    server_creds, client_creds = credentials()
     policy = granted_by(lambda: {IDENTITY: SharedPool()})
     nodes = [f"shared-{i}" for i in range(subscribers)]
     probe = _Probe(subscribers=subscribers)
@@ -520,7 +521,7 @@ def worker_fanout_processes(
 async def _fanout_processes(
     base: Snapshot, subscribers: int, deltas: int, processes: int
 ) -> dict[str, Any]:
-    server_creds, client_creds = _credentials()
+    server_creds, client_creds = credentials()
     policy = granted_by(lambda: {IDENTITY: SharedPool()})
     nodes = [f"shared-{i}" for i in range(subscribers)]
     setup = json.dumps(
@@ -537,18 +538,9 @@ async def _fanout_processes(
         try:
             async with trio.open_nursery() as nursery:
                 connect_started = time.monotonic()
-                for first, count in _shares(subscribers, processes):
-                    child = await trio.lowlevel.open_process(
-                        [*_SUBSCRIBE, str(server.port), str(first), str(count)],
-                        stdin=subprocess.PIPE,
-                        stdout=subprocess.PIPE,
-                    )
-                    children.append(child)
-                    assert child.stdin is not None
-                    assert child.stdout is not None
-                    await child.stdin.send_all(setup.encode() + b"\n")
-                    outputs.append(bytearray())
-                    nursery.start_soon(_read_all, child.stdout, outputs[-1])
+                for first, count in shares(subscribers, processes):
+                    argv = [*_SUBSCRIBE, str(server.port), str(first), str(count)]
+                    await start_child(nursery, argv, setup, children, outputs)
                 with trio.fail_after(PUBLISH_TIMEOUT_S):
                     await server.wait_fleet(lambda f: set(nodes) <= {n for _, n in f})
                 measured["connect_s"] = time.monotonic() - connect_started
@@ -558,16 +550,9 @@ async def _fanout_processes(
                 gc.freeze()  # as the in-process variant does between its phases
                 measured["delta"] = await _measure_remote(server, nodes, snapshots[1:], published)
                 measured["refusals"] = _refusals(server)
-                for child in children:
-                    assert child.stdin is not None
-                    await child.stdin.aclose()
-                for child in children:
-                    if await child.wait():
-                        raise SystemExit(f"subscriber process exited with {child.returncode}")
+                await finish_children(children)
         finally:
-            for child in children:
-                if child.returncode is None:
-                    child.kill()
+            kill_children(children)
     records = [r for output in outputs for r in json.loads(output)["records"]]
     for phase in ("full", "delta"):
         _fill_remote(measured[phase], records, published)
@@ -577,7 +562,7 @@ async def _fanout_processes(
 _SUBSCRIBE: tuple[str, ...] = (sys.executable, __file__, "--worker", "subscribe")
 
 
-def _shares(subscribers: int, processes: int) -> list[tuple[int, int]]:
+def shares(subscribers: int, processes: int) -> list[tuple[int, int]]:
     """(first node index, count) per process: ``subscribers`` spread as evenly as can be."""
     processes = max(1, min(processes, subscribers))
     size, extra = divmod(subscribers, processes)
@@ -589,9 +574,45 @@ def _shares(subscribers: int, processes: int) -> list[tuple[int, int]]:
     return shares
 
 
-async def _read_all(stream: trio.abc.ReceiveStream, into: bytearray) -> None:
+async def read_all(stream: trio.abc.ReceiveStream, into: bytearray) -> None:
     while chunk := await stream.receive_some():
         into += chunk
+
+
+async def start_child(
+    nursery: trio.Nursery,
+    argv: list[str],
+    setup: str,
+    children: list[trio.Process],
+    outputs: list[bytearray],
+) -> None:
+    """Start a worker process with ``setup`` as the first line of its stdin; its stdout is
+    gathered, until it exits, into a new last entry of ``outputs``."""
+    child = await trio.lowlevel.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    children.append(child)
+    assert child.stdin is not None
+    assert child.stdout is not None
+    await child.stdin.send_all(setup.encode() + b"\n")
+    outputs.append(bytearray())
+    nursery.start_soon(read_all, child.stdout, outputs[-1])
+
+
+async def finish_children(children: list[trio.Process]) -> None:
+    """Close every worker's stdin (its signal to report and exit) and wait for each; one that
+    fails breaks the run."""
+    for child in children:
+        assert child.stdin is not None
+        await child.stdin.aclose()
+    for child in children:
+        if await child.wait():
+            raise SystemExit(f"worker process exited with {child.returncode}")
+
+
+def kill_children(children: list[trio.Process]) -> None:
+    """Kill the workers still running (a run that broke)."""
+    for child in children:
+        if child.returncode is None:
+            child.kill()
 
 
 async def _measure_remote(
@@ -772,15 +793,16 @@ def _report_targets(codec: dict[str, Any], runs: list[dict[str, Any]], quick: bo
         )
 
 
+def processes_option(meaning: str) -> Callable[[argparse.ArgumentParser], object]:
+    """The ``--processes`` option (default ``PROCESSES``), for ``harness.parse_args``."""
+    return lambda parser: parser.add_argument(
+        "--processes", type=int, default=PROCESSES, help=meaning
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = harness.parse_args(
-        __doc__,
-        argv,
-        lambda parser: parser.add_argument(
-            "--processes", type=int, default=PROCESSES, help="subscriber processes (0: none)"
-        ),
-    )
+    args = harness.parse_args(__doc__, argv, processes_option("subscriber processes (0: none)"))
     if args.worker:
         workers: dict[str, Callable[..., dict[str, Any]]] = {
             "codec": worker_codec,

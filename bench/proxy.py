@@ -11,6 +11,7 @@ Run from the repository root::
     .venv/bin/python bench/proxy.py parts                 # single pieces, µs per call
     .venv/bin/python bench/proxy.py h2                    # HTTP/2 against nginx, h2load
     .venv/bin/python bench/proxy.py grpc                  # gRPC against nginx grpc_pass
+    .venv/bin/python bench/proxy.py grpc-instructions HEAD~1 .   # callgrind, per gRPC call
 
 Why these: on this shared 2-core machine one build's CPU per request swings by ±25% between runs
 minutes apart, more than most changes move it (docs/benchmarks.md, "The machine, and how to
@@ -57,6 +58,8 @@ The modes (results go in docs/benchmarks.md; each prints the command, machine an
   request, medians.
 - ``grpc``: gRPC unary calls against nginx's ``grpc_pass``, and the memory of an idle HTTP/2
   connection (``proxy_grpc.py``).
+- ``grpc-instructions [REV...]``: user-space instructions per gRPC unary call, as
+  ``instructions`` counts them, the calls sent as ``grpc`` sends them (``proxy_grpc.py``).
 
 What runs, all on 127.0.0.1: a backend nginx (one worker, a 100-byte body at /small and a 1 MB
 body at /large, no access log); ``python -m coxswain proxy --shared`` serving a snapshot
@@ -264,6 +267,28 @@ def run_grpc(args: argparse.Namespace, argv: Sequence[str]) -> None:
     with _bench(argv, setup.versions(["."], args.build)) as (root, fleet, folders):
         print(f"Coxswain's HTTP/1.1 codec: {args.build}")
         proxy_grpc.measure(root, fleet, folders[0], args)
+
+
+def run_grpc_instructions(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    """User-space instructions per gRPC unary call through each revision (``proxy_grpc``)."""
+    setup.ensure_tools("nginx", "h2load", "valgrind", "callgrind_control")
+    calls = _pick(args.calls, 2_000, 16, args.quick)
+    runs = setup.versions(args.revisions, args.build)
+    rows = []
+    with _bench(argv, runs) as (root, fleet, folders):
+        snapshot, drive = proxy_grpc.calls_through(root, fleet)
+        for run, folder in zip(runs, folders, strict=True):
+            counted = count(
+                fleet, root, folder, snapshot, SMALL_ROUTES, calls, args.connections, drive
+            )
+            rows.append((run.label, f"{counted:,.0f}"))
+            print(f"  {run.label}: {counted:,.0f} instructions per call", flush=True)
+        print(
+            f"\n{calls:,} gRPC unary calls of 100 B over {args.connections} connections "
+            f"(h2load, {setup.H2_DRIVE_STREAMS} streams each), h2c to the backend, 1 worker, "
+            f"codec {args.build}, user-space instructions (callgrind)"
+        )
+        harness.print_table([("revision", 22), ("instructions/call", 20)], rows)
 
 
 def warm(proxy: Proxy, connections: int, seconds: int) -> None:
@@ -555,8 +580,9 @@ def run_instructions(args: argparse.Namespace, argv: Sequence[str]) -> None:
         for run, folder in zip(runs, folders, strict=True):
             for routes, snapshot in snapshots.items():
                 name = f"{run.label} {routes:,} routes" if len(snapshots) > 1 else run.label
+                drive = setup.drive_h2 if args.http2 else setup.drive
                 counted = count(
-                    fleet, root, folder, snapshot, routes, requests, args.connections, args.http2
+                    fleet, root, folder, snapshot, routes, requests, args.connections, drive
                 )
                 rows.append((name, f"{counted:,.0f}"))
                 print(f"  {name}: {counted:,.0f} instructions per request", flush=True)
@@ -577,11 +603,11 @@ def count(
     routes: int,
     requests: int,
     connections: int,
-    http2: bool,
+    drive: Callable[[int, str, int, int], int],
 ) -> float:
-    """Instructions per request of the proxy in ``checkout``, under callgrind; the requests
-    come over HTTP/1.1 (:func:`setup.drive`) or with ``http2`` over HTTP/2
-    (:func:`setup.drive_h2`)."""
+    """Instructions per request of the proxy in ``checkout``, under callgrind; ``drive`` sends
+    the requests (:func:`setup.drive` over HTTP/1.1, :func:`setup.drive_h2` over HTTP/2,
+    :func:`proxy_grpc.caller` gRPC calls) and says how many it sent."""
     out = root / f"callgrind-{checkout.name}-{routes}.out"
     wrapper = setup.Wrapper(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"],
@@ -590,7 +616,6 @@ def count(
     )
     served = setup.start_coxswain(fleet, snapshot, routes, 1, checkout, wrapper)
     pid = str(served.process.pid)
-    drive = setup.drive_h2 if http2 else setup.drive
     drive(served.port, served.host, CALLGRIND_WARMUP, connections)
     subprocess.run(["callgrind_control", "--zero", pid], check=True, capture_output=True)
     sent = drive(served.port, served.host, requests, connections)
@@ -821,6 +846,14 @@ def command_line() -> argparse.ArgumentParser:
     grpc.add_argument("--streams", type=int, default=10, help="per connection (default 10)")
     grpc.add_argument("--idle", type=int, help="idle connections (default 1,000; --quick 50)")
     grpc.set_defaults(run=run_grpc)
+    grpc_instructions = modes.add_parser(
+        "grpc-instructions",
+        parents=[quick, versioned],
+        help="callgrind instructions per gRPC call",
+    )
+    grpc_instructions.add_argument("--calls", type=int, help="counted (default 2,000; --quick 16)")
+    grpc_instructions.add_argument("--connections", type=int, default=8)
+    grpc_instructions.set_defaults(run=run_grpc_instructions)
     parts = modes.add_parser("parts", parents=[quick], help="single pieces, µs per call")
     parts.set_defaults(run=run_parts)
     return parser

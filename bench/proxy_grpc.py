@@ -15,6 +15,8 @@ the memory an idle HTTP/2 client connection holds in each.
   backend loses a call now and then ("upstream sent frame for unknown stream" in its error
   log: the backend answers before it read the request's end, and resets the stream), a few in
   ten thousand.
+- **Instructions** (``grpc-instructions``): the same calls, ``h2load -n`` in a closed loop,
+  through each revision under callgrind (:func:`calls_through`, ``proxy.count``).
 - **Idle memory.** ``--idle`` connections each send the connection preface and an empty
   SETTINGS, read the proxy's SETTINGS, then stay open without a stream; the resident memory of
   the proxy's processes before they opened and a second after, over their number.
@@ -36,10 +38,10 @@ import proxy_workload as workload
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from pathlib import Path
 
-__all__ = ["measure"]
+__all__ = ["calls_through", "measure"]
 
 MESSAGE = b"m" * 100
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  # + SETTINGS
@@ -49,13 +51,7 @@ SETTLE_S = 1.0
 def measure(root: Path, fleet: processes.Fleet, checkout: Path, args: argparse.Namespace) -> None:
     """Start the backend and both proxies, run the alternated rounds, then the idle
     connections, and print the figures."""
-    backend_prefix = root / "grpc-backend"
-    backend_prefix.mkdir()
-    backend = processes.free_port()
-    setup.start_nginx(
-        fleet, backend_prefix, workload.grpc_backend_config(str(backend_prefix), backend), backend
-    )
-    snapshot = setup.compile_snapshot(root, workload.SMALL_ROUTES, backend, h2c=True)
+    backend, snapshot = _backend(root, fleet)
     front_prefix = root / "grpc-front"
     front = processes.free_port()
     proxies = [
@@ -67,9 +63,7 @@ def measure(root: Path, fleet: processes.Fleet, checkout: Path, args: argparse.N
             front,
         ),
     ]
-    body = root / "call.bin"
-    body.write_bytes(struct.pack(">BI", 0, len(MESSAGE)) + MESSAGE)
-    extra = ["-d", str(body), "-H", "content-type: application/grpc", "-H", "te: trailers"]
+    extra = _call_arguments(root)
     for proxy in proxies:  # warm; its failures not counted
         warm = ["h2load", "-t1", f"-c{args.clients}", f"-m{args.streams}", "-D1", *extra]
         warm += ["-H", f":authority: {proxy.host}", f"http://127.0.0.1:{proxy.port}/small"]
@@ -108,6 +102,37 @@ def measure(root: Path, fleet: processes.Fleet, checkout: Path, args: argparse.N
         print(f"{name:>10} {rate:>10,.0f} {per_call:>12.0f} {idle[name] / 1024:>16.1f} KiB")
     verdict = "PASS" if ours >= theirs / 4 else "FAIL"
     print(f"coxswain / nginx: {ours / theirs:.0%} (target >= 25%: {verdict})")
+
+
+def calls_through(
+    root: Path, fleet: processes.Fleet
+) -> tuple[Path, Callable[[int, str, int, int], int]]:
+    """The gRPC backend started; the snapshot that routes to it over h2c, and how to send
+    calls through a proxy serving it: ``drive(port, host, calls, connections)`` as
+    :func:`proxy_setup.drive_h2` sends requests."""
+    _, snapshot = _backend(root, fleet)
+    extra = _call_arguments(root)
+
+    def drive(port: int, host: str, calls: int, connections: int) -> int:
+        return setup.drive_h2(port, host, calls, connections, extra)
+
+    return snapshot, drive
+
+
+def _backend(root: Path, fleet: processes.Fleet) -> tuple[int, Path]:
+    """The nginx that answers gRPC calls, its port, and the snapshot routing to it (h2c)."""
+    prefix = root / "grpc-backend"
+    prefix.mkdir()
+    port = processes.free_port()
+    setup.start_nginx(fleet, prefix, workload.grpc_backend_config(str(prefix), port), port)
+    return port, setup.compile_snapshot(root, workload.SMALL_ROUTES, port, h2c=True)
+
+
+def _call_arguments(root: Path) -> list[str]:
+    """``h2load``'s arguments that make each request a gRPC call of :data:`MESSAGE`."""
+    body = root / "call.bin"
+    body.write_bytes(struct.pack(">BI", 0, len(MESSAGE)) + MESSAGE)
+    return ["-d", str(body), "-H", "content-type: application/grpc", "-H", "te: trailers"]
 
 
 def idle_bytes(proxy: setup.Proxy, count: int) -> float:

@@ -403,11 +403,15 @@ def run_h2load(
     return H2Cell(result, cpu * 1e6 / result.requests)
 
 
-def drive_h2(port: int, host: str, requests: int, connections: int) -> int:
+def drive_h2(
+    port: int, host: str, requests: int, connections: int, extra: Sequence[str] = ()
+) -> int:
     """The closed loop over HTTP/2 with prior knowledge: ``h2load -n`` sends ``requests`` GETs
     of the small body over ``connections`` connections, :data:`H2_DRIVE_STREAMS` streams at a
-    time on each; every one must succeed with a 2xx. Returns how many were sent."""
+    time on each (``extra`` arguments added: a request body, fields); every one must succeed
+    with a 2xx. Returns how many were sent."""
     command = ["h2load", "-t1", f"-c{connections}", f"-m{H2_DRIVE_STREAMS}", f"-n{requests}"]
+    command += extra
     command += ["-H", f":authority: {host}", f"http://127.0.0.1:{port}{workload.SMALL_PATH}"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=3600, check=False)
     result = workload.parse_h2load(done.stdout) if not done.returncode else None

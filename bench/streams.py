@@ -20,6 +20,11 @@ median of the rounds reported with the ratio Coxswain / nginx and its target
   processes, each sending a datagram and waiting for its answer in a loop (one session per
   client socket). Target ≥ 30 %.
 
+Beside each rate, the CPU time the proxy under test spent for it (all its processes: nginx's
+master and worker, Coxswain's supervisor and worker, from ``/proc``), per connection,
+datagram or MB: on a machine shared with other work the rates move with the neighbours'
+load, the CPU per operation much less.
+
 The clients and the sink are processes of their own (this script, run as ``_client`` or
 ``_sink``), so that neither proxy shares a core's time with them beyond what the machine
 makes it. Coxswain runs ``coxswain proxy --gateway bench/edge --snapshot FILE`` with a snapshot
@@ -53,6 +58,7 @@ CHUNK: Final = 1 << 20
 SNI: Final = "bulk.bench"
 TARGETS: Final = {"bulk": 0.50, "connect": 0.30, "udp": 0.30}
 UNITS: Final = {"bulk": "MB/s", "connect": "conn/s", "udp": "datagrams/s"}
+PER: Final = {"bulk": "MB", "connect": "connection", "udp": "datagram"}
 
 
 # --- the processes a run starts ----------------------------------------------------------------
@@ -67,14 +73,17 @@ def _nginx_main(prefix: Path) -> str:
     )
 
 
-def _start_nginx(fleet: processes.Fleet, prefix: Path, stream: str, port: int) -> None:
+def _start_nginx(
+    fleet: processes.Fleet, prefix: Path, stream: str, port: int
+) -> subprocess.Popen[bytes]:
     prefix.mkdir(parents=True, exist_ok=True)
     (prefix / "nginx.conf").write_text(_nginx_main(prefix) + "stream {\n" + stream + "}\n")
     command = ["nginx", "-p", str(prefix), "-c", str(prefix / "nginx.conf")]
-    fleet.start(prefix.name, [*command, "-e", str(fleet.log(prefix.name))], REPO)
+    started = fleet.start(prefix.name, [*command, "-e", str(fleet.log(prefix.name))], REPO)
     processes.wait_until(
         lambda: _accepts(port), f"nginx {prefix.name}", timeout=30, every=0.05, fleet=fleet
     )
+    return started
 
 
 def _accepts(port: int) -> bool:
@@ -153,14 +162,14 @@ def _snapshot(ports: dict[str, int], backends: dict[str, int]) -> dict[str, obje
 
 def _start_coxswain(
     fleet: processes.Fleet, root: Path, ports: dict[str, int], backends: dict[str, int]
-) -> None:
+) -> subprocess.Popen[bytes]:
     file = root / "snapshot.json"
     file.write_text(json.dumps(_snapshot(ports, backends)))
     admin = processes.free_port()
     command = [sys.executable, "-m", "coxswain", "proxy", "--gateway", "bench/edge"]
     command += ["--snapshot", str(file), "--bind", "127.0.0.1", "--admin-port", str(admin)]
     command += ["--drain-timeout", "1", "--workers", "1"]
-    fleet.start("coxswain", command, REPO)
+    started = fleet.start("coxswain", command, REPO)
 
     def ready() -> bool:
         with suppress(OSError):
@@ -169,6 +178,20 @@ def _start_coxswain(
         return False
 
     processes.wait_until(ready, "coxswain proxy ready", timeout=60, every=0.1, fleet=fleet)
+    return started
+
+
+def _group_cpu(group: int) -> float:
+    """CPU seconds (user and system) of the live processes of process group ``group``."""
+    ticks = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with suppress(OSError):
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == group:  # pgrp; utime and stime follow at 11 and 12
+                ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 # --- the clients and the sink ------------------------------------------------------------------
@@ -283,9 +306,11 @@ def main() -> None:
     _report(results, args)
 
 
-def _measure(
-    fleet: processes.Fleet, root: Path, rounds: int, seconds: float
-) -> dict[tuple[str, str], list[float]]:
+Results = dict[tuple[str, str], list[tuple[float, float]]]
+"""Each round's (rate, CPU µs per operation) by (proxy, workload)."""
+
+
+def _measure(fleet: processes.Fleet, root: Path, rounds: int, seconds: float) -> Results:
     sink_port, tcp_back, udp_back = (processes.free_port() for _ in range(3))
     report = root / "sink.txt"
     fleet.start("sink", [sys.executable, __file__, "_sink", str(sink_port), str(report)], REPO)
@@ -300,8 +325,8 @@ def _measure(
     backends = {"TLS": sink_port, "TCP": tcp_back, "UDP": udp_back}
     cox = {protocol: processes.free_port() for protocol in backends}
     ngx = {protocol: processes.free_port() for protocol in backends}
-    _start_coxswain(fleet, root, cox, backends)
-    _start_nginx(
+    groups = {"coxswain": _start_coxswain(fleet, root, cox, backends).pid}
+    groups["nginx"] = _start_nginx(
         fleet,
         root / "front",
         f"  map $ssl_preread_server_name $tls_backend {{ default 127.0.0.1:{sink_port}; }}\n"
@@ -311,36 +336,49 @@ def _measure(
         f"  server {{ listen 127.0.0.1:{ngx['UDP']} udp; proxy_pass 127.0.0.1:{udp_back}; "
         "proxy_responses 1; }\n",
         ngx["TCP"],
-    )
+    ).pid
     ports = {"coxswain": cox, "nginx": ngx}
     protocol_of = {"bulk": "TLS", "connect": "TCP", "udp": "UDP"}
-    results: dict[tuple[str, str], list[float]] = {}
+    results: Results = {}
     for number in range(rounds):
         order = ["coxswain", "nginx"] if number % 2 == 0 else ["nginx", "coxswain"]
         for kind in ("bulk", "connect", "udp"):
             for proxy in order:
                 port = ports[proxy][protocol_of[kind]]
+                before = _group_cpu(groups[proxy])
                 rate = _run_clients(kind, port, seconds, report)
-                results.setdefault((proxy, kind), []).append(rate)
-                print(f"round {number + 1} {kind:<8} {proxy:<9} {rate:>12,.1f} {UNITS[kind]}")
+                spent = _group_cpu(groups[proxy]) - before
+                cpu = spent / (rate * seconds) * 1e6 if rate else 0.0
+                results.setdefault((proxy, kind), []).append((rate, cpu))
+                print(
+                    f"round {number + 1} {kind:<8} {proxy:<9} {rate:>12,.1f} {UNITS[kind]:<12} "
+                    f"CPU {cpu:>9,.1f} us per {PER[kind]}"
+                )
                 fleet.check()
     return results
 
 
-def _report(results: dict[tuple[str, str], list[float]], args: argparse.Namespace) -> None:
+def _report(results: Results, args: argparse.Namespace) -> None:
     print(
         f"\n{args.rounds} rounds of {args.seconds:g} s, medians "
         f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}):"
     )
-    print(f"{'workload':<9} {'coxswain':>12} {'nginx':>12} {'unit':<12} {'ratio':>6} target")
+    print(
+        f"{'workload':<9} {'coxswain':>12} {'nginx':>12} {'unit':<12} {'ratio':>6} "
+        f"{'target':<14} {'CPU us/op':>10} {'nginx':>8} {'ratio':>6}"
+    )
     for kind in ("bulk", "connect", "udp"):
-        ours = statistics.median(results["coxswain", kind])
-        theirs = statistics.median(results["nginx", kind])
+        ours = statistics.median(rate for rate, _ in results["coxswain", kind])
+        theirs = statistics.median(rate for rate, _ in results["nginx", kind])
         ratio = ours / theirs if theirs else 0.0
         verdict = "met" if ratio >= TARGETS[kind] else "MISSED"
+        our_cpu = statistics.median(cpu for _, cpu in results["coxswain", kind])
+        their_cpu = statistics.median(cpu for _, cpu in results["nginx", kind])
+        cpu_ratio = their_cpu / our_cpu if our_cpu else 0.0
         print(
             f"{kind:<9} {ours:>12,.1f} {theirs:>12,.1f} {UNITS[kind]:<12} {ratio:>6.0%} "
-            f">= {TARGETS[kind]:.0%} {verdict}"
+            f">= {TARGETS[kind]:.0%} {verdict:<7} {our_cpu:>10,.1f} {their_cpu:>8,.1f} "
+            f"{cpu_ratio:>6.0%}"
         )
 
 

@@ -77,7 +77,7 @@ TIMEOUT_FLAGS: Final = (
     (
         "--stream-drain-timeout",
         30.0,
-        "close a TLS or TCP listener's connection this long after a snapshot removed its route",
+        "close a layer-4 connection or UDP session this long after a snapshot removed its route",
     ),
     (
         "--udp-idle-timeout",

@@ -38,8 +38,9 @@ if TYPE_CHECKING:
 
     from pyrsistent.typing import PVector
 
-    from coxswain.compile.backends import ServiceIndex
+    from coxswain.compile.backends import EndpointsCache, ServiceIndex
     from coxswain.compile.diagnostics import Diagnostic
+    from coxswain.compile.gateway.cells import GatewayCells
     from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.gateway.route_kinds import RouteCache
     from coxswain.compile.model.keys import ObjectKey
@@ -86,13 +87,15 @@ def compile(  # noqa: A001 - the name the architecture gives the core's one entr
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompileParts:
     """A scope's compile before sealing: the snapshot (``version`` empty), its findings but
-    those about EndpointSlices, the Services whose slices' findings it reports, and the
-    analysis it was read from (what ``compile.memo`` needs to reuse or patch it)."""
+    those about EndpointSlices, the Services whose slices' findings it reports, the analysis
+    it was read from and its Gateway API cells (what ``compile.memo`` needs to reuse
+    or patch it)."""
 
     snapshot: Snapshot
     found: tuple[Diagnostic, ...]
     services_read: frozenset[ObjectKey]
     model: GatewayModel
+    cells: GatewayCells
 
 
 def findings(parts: CompileParts, slices: Iterable[Diagnostic]) -> PVector[Diagnostic]:
@@ -105,8 +108,14 @@ def compile_parts(
     scope: Scope,
     config: CompileConfig = _DEFAULT_CONFIG,
     cache: RouteCache | None = None,
+    *,
+    earlier: CompileParts | None = None,
+    endpoints: EndpointsCache | None = None,
 ) -> CompileParts:
-    """``compile`` up to the seal; ``cache`` remembers compiled routes (``compile.memo``)."""
+    """``compile`` up to the seal; ``cache`` remembers compiled routes, ``earlier`` is an
+    earlier compile of the same scope whose listener tables (``gateway.cells``) and endpoints
+    map are reused where their inputs are the same, ``endpoints`` remembers endpoint entries
+    (all three from ``compile.memo``; the parts are the same without them)."""
     ingresses, found = (
         select_ingresses(state, config) if isinstance(scope, SharedPool) else ([], [])
     )
@@ -116,7 +125,7 @@ def compile_parts(
         ingresses, services, certificates, state.secrets
     )
     model = analyse_gateways(state, config, services, scope, cache)
-    cells = build_cells(model)
+    cells = build_cells(model, None if earlier is None else earlier.cells)
     rules = [
         rule
         for vhost in hosts.values()
@@ -138,7 +147,12 @@ def compile_parts(
         tls=pmap({port: pmap(by_host) for port, by_host in tls.items()}),
         client_certs=cells.client_certs,
         listener_health=cells.listener_health,
-        endpoints=endpoints_table(services, backends),
+        endpoints=endpoints_table(
+            services,
+            backends,
+            endpoints,
+            None if earlier is None else earlier.snapshot.endpoints,
+        ),
     )
     for verdicts in model.listeners.values():
         for verdict in verdicts:
@@ -171,6 +185,7 @@ def compile_parts(
         found=tuple(diagnostics),
         services_read=frozenset(services_read),
         model=model,
+        cells=cells,
     )
 
 

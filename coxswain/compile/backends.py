@@ -19,7 +19,7 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from pyrsistent import pmap, pvector
 
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from coxswain.compile.model.state import ClusterState
 
 __all__ = [
+    "EndpointsCache",
     "ServiceIndex",
     "endpoints_table",
     "index_services",
@@ -112,17 +113,45 @@ def _service_port(service: Service, number: int | None, name: str | None) -> Ser
     return None
 
 
+class EndpointsCache(Protocol):
+    """Where endpoint entries may be remembered between compiles (``compile.memo.CompileMemo``,
+    which forgets a Service's entries when the Service or one of its slices changes); the
+    answer must be what ``service_endpoints`` would give."""
+
+    def endpoints(
+        self, index: ServiceIndex, namespace: str, name: str, port_number: int
+    ) -> PVector[Endpoint]:
+        """``service_endpoints(index, namespace, name, port_number)``."""
+        ...
+
+
 def endpoints_table(
-    index: ServiceIndex, backends: Iterable[Backend]
+    index: ServiceIndex,
+    backends: Iterable[Backend],
+    cache: EndpointsCache | None = None,
+    earlier: PMap[str, PVector[Endpoint]] | None = None,
 ) -> PMap[str, PVector[Endpoint]]:
-    """The endpoints of every valid backend, keyed by ``namespace/service/port``. Pure."""
+    """The endpoints of every valid backend, keyed by ``namespace/service/port``. Pure.
+    ``cache``: entries remembered from earlier compiles; ``earlier``: an earlier table, whose
+    structure the new one shares (itself when every entry is the same object)."""
+    entry = service_endpoints if cache is None else cache.endpoints
     table: dict[str, PVector[Endpoint]] = {}
     for backend in backends:
         key = backend.endpoints_key
         if not backend.valid or key in table:
             continue
-        table[key] = service_endpoints(index, backend.namespace, backend.service, backend.port)
-    return pmap(table)
+        table[key] = entry(index, backend.namespace, backend.service, backend.port)
+    if earlier is None:
+        return pmap(table)
+    evolver = earlier.evolver()
+    for key, value in table.items():
+        if earlier.get(key) is not value:
+            evolver[key] = value
+    if len(evolver) != len(table):  # some earlier keys are gone
+        for key in earlier:
+            if key not in table:
+                del evolver[key]
+    return evolver.persistent()
 
 
 def service_endpoints(

@@ -18,6 +18,14 @@ What is remembered, and when it is reused:
 - **Rule JSON texts** for the snapshot's content hash (``snapshot_json.RuleTexts``), by rule
   object: a reused route's rules are not encoded again. Texts not used for a whole state are
   dropped.
+- **Endpoint entries and slice findings** (``endpoints``; ``backends.EndpointsCache``), by
+  Service: reused until the Service or one of its EndpointSlices changes.
+- **Listener tables** (``gateway.cells.Fragment``), per scope and slot (internal port,
+  listener hostname): a table whose listener and rule entries are the same objects as at the
+  scope's last compile is that table; with its hashed pieces (``snapshot_json.TableTexts``)
+  and the scope's endpoint lists' (``endpoint_pieces``), each kept from the scope's last seal,
+  an unchanged table or list is neither built nor encoded again, and the discovery server's
+  delta (``shell.discovery.resources``) finds it unchanged by identity.
 - **Scopes' results** (``compile``), each with the inputs it read (its relevance): the Gateway
   and ListenerSets it serves, the Gateways its routes name, the Services whose endpoints it
   lists. From one state to the next the changed keys are found by identity (persistent maps:
@@ -42,7 +50,7 @@ from __future__ import annotations
 
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from coxswain.compile.api import (
     CompileResult,
@@ -55,13 +63,24 @@ from coxswain.compile.api import (
 from coxswain.compile.backends import ServiceIndex, index_services, service_endpoints
 from coxswain.compile.gateway.refgrants import Grants
 from coxswain.compile.gateway.route_kinds import ROUTE_COMPILERS, compile_any_route
-from coxswain.compile.model.gateway_objects import GATEWAY_GROUP, CommonRoute, Gateway
+from coxswain.compile.model.gateway_objects import CommonRoute, Gateway
 from coxswain.compile.model.keys import ObjectKey
-from coxswain.compile.model.objects import EndpointSlice
-from coxswain.compile.model.state import TABLE_NAMES, TABLES
 from coxswain.compile.provision import provision
 from coxswain.compile.scope import GatewayScope
-from coxswain.compile.snapshot_json import head_digest, sealed_with
+from coxswain.compile.snapshot_json import (
+    endpoint_piece,
+    endpoint_pieces,
+    head_digest,
+    sealed_with,
+)
+from coxswain.compile.state_changes import (
+    both,
+    changes,
+    lookup,
+    named_gateways,
+    names_parent,
+    slice_services,
+)
 
 if TYPE_CHECKING:
     from _hashlib import HASH
@@ -74,14 +93,17 @@ if TYPE_CHECKING:
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.gateway.route_rules import CompiledRoute
-    from coxswain.compile.model.objects import Service
+    from coxswain.compile.model.objects import EndpointSlice, Service
     from coxswain.compile.model.state import ClusterState
     from coxswain.compile.provision import DesiredObjects
     from coxswain.compile.scope import Scope
-    from coxswain.compile.snapshot import GatewayRule
+    from coxswain.compile.snapshot import Endpoint, GatewayRule, ListenerTable
+    from coxswain.compile.snapshot_json import EndpointPieces
     from coxswain.compile.status import ObjectStatus
 
 __all__ = ["CompileMemo"]
+
+_V = TypeVar("_V")
 
 _SCOPED_KINDS: Final = frozenset({"Gateway", "EndpointSlice", "Ingress", "IngressClass"})
 """Kinds whose changes a Gateway's scope checks against what it read; with the route kinds.
@@ -141,6 +163,16 @@ class _ScopeEntry:
     endpoint_keys: dict[tuple[str, str], list[tuple[str, int]]]
     parents: frozenset[tuple[str, str]]
     named: frozenset[ObjectKey]
+    table_texts: dict[int, tuple[ListenerTable, int, str, bytes]]
+    endpoint_pieces: EndpointPieces
+
+
+@dataclass(slots=True)
+class _ServiceEntry:
+    """One Service's endpoint entries by port, and its slices' findings, as last computed."""
+
+    endpoints: dict[int, PVector[Endpoint]] = field(default_factory=dict)
+    slice_found: tuple[Diagnostic, ...] | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -154,21 +186,22 @@ class _Outputs:
     provision: tuple[object, DesiredObjects] | None = None
 
 
-class _Texts(MutableMapping[int, tuple["GatewayRule", str]]):
-    """Rule texts used for the current state, falling back on those of the previous state
-    (``snapshot_json.RuleTexts``): texts no compile of a whole state used are dropped."""
+class _Texts(MutableMapping[int, _V]):
+    """Texts (``snapshot_json``'s ``RuleTexts``, ``TableTexts``) used now,
+    falling back on those used the time before: texts the last use did not ask for are
+    dropped, so the map never outgrows what one snapshot holds."""
 
-    def __init__(self, older: dict[int, tuple[GatewayRule, str]]) -> None:
-        self.now: dict[int, tuple[GatewayRule, str]] = {}
+    def __init__(self, older: dict[int, _V]) -> None:
+        self.now: dict[int, _V] = {}
         self.older = older
 
-    def __getitem__(self, key: int) -> tuple[GatewayRule, str]:
+    def __getitem__(self, key: int) -> _V:
         found = self.now.get(key)
         if found is None:
             found = self.now[key] = self.older[key]
         return found
 
-    def __setitem__(self, key: int, value: tuple[GatewayRule, str]) -> None:
+    def __setitem__(self, key: int, value: _V) -> None:
         self.now[key] = value
 
     def __delitem__(self, key: int) -> None:
@@ -192,12 +225,16 @@ class CompileMemo:
         self._state: ClusterState | None = None
         self._previous: ClusterState | None = None
         self._changed: frozenset[ObjectKey] | None = None  # None: everything
+        self._hint: tuple[ClusterState, ClusterState, frozenset[ObjectKey]] | None = None
+        # when only EndpointSlices changed: the Services they belong to (before or after)
+        self._slices_only: set[tuple[str, str]] | None = None
         self._routes: dict[ObjectKey, _RouteEntry] = {}
         self._readers: dict[_Read, set[ObjectKey]] = {}  # what routes read → those routes
         self._granted: set[ObjectKey] = set()  # routes that asked a ReferenceGrant question
         self._texts_state: ClusterState | None = None
-        self._texts = _Texts({})
+        self._texts: _Texts[tuple[GatewayRule, str]] = _Texts({})
         self._scopes: dict[Scope, _ScopeEntry] = {}
+        self._services: dict[tuple[str, str], _ServiceEntry] = {}  # by namespace, name
         self._outputs: _Outputs | None = None
 
     # --- the pure functions' answers ------------------------------------------------------------
@@ -206,12 +243,14 @@ class CompileMemo:
         """``compile(state, scope, config)``."""
         self._advance(state)
         entry = self._scopes.get(scope)
-        if entry is not None and entry.config == config:
+        if entry is not None and (entry.config is config or entry.config == config):
             if entry.state is state:
                 self.reused += 1
                 return entry.result
             if entry.state is self._previous and self._changed is not None:
-                touched = self._touched(entry, self._changed)
+                touched = self._slices_only
+                if touched is None:
+                    touched = self._touched(entry, self._changed)
                 if touched is not None:
                     self.reused += 1
                     return self._patched(entry, state, touched)
@@ -255,9 +294,18 @@ class CompileMemo:
             outputs.provision = (key, provision(state, config, shared_served, outputs.model))
         return outputs.provision[1]
 
+    def changed(self, base: ClusterState, state: ClusterState, keys: Collection[ObjectKey]) -> None:
+        """Say that ``state`` is ``base`` with at most the objects of ``keys`` added, edited or
+        deleted (events folded in with ``model.state.apply``, which touches nothing else):
+        moving from ``base`` to ``state`` then reads ``keys`` instead of comparing every
+        table of the two states. A superset of the changed keys is fine; an object changed
+        and left out would be missed, so a caller that cannot say passes nothing."""
+        self._hint = (base, state, frozenset(keys))
+
     def forget(self, keep: Collection[Scope]) -> None:
         """Drop the results of every scope but ``keep`` (scopes no proxy may ask for)."""
-        for scope in [s for s in self._scopes if s not in keep]:
+        kept = set(keep)
+        for scope in [s for s in self._scopes if s not in kept]:
             del self._scopes[scope]
 
     # --- gateway.route_kinds.RouteCache -------------------------------------------------------
@@ -281,6 +329,28 @@ class CompileMemo:
             self._granted.add(key)
         return compiled
 
+    # --- backends.EndpointsCache ------------------------------------------------------------------
+
+    def endpoints(
+        self, index: ServiceIndex, namespace: str, name: str, port_number: int
+    ) -> PVector[Endpoint]:
+        """A Service port's endpoint entry, reused until the Service or one of its slices
+        changes (``_advance`` drops the Service's entries then)."""
+        entry = self._services.setdefault((namespace, name), _ServiceEntry())
+        found = entry.endpoints.get(port_number)
+        if found is None:
+            found = entry.endpoints[port_number] = service_endpoints(
+                index, namespace, name, port_number
+            )
+        return found
+
+    def _slice_findings(self, services: ServiceIndex, key: ObjectKey) -> tuple[Diagnostic, ...]:
+        """``slice_findings`` of one Service, reused as its endpoint entries are."""
+        entry = self._services.setdefault((key.namespace, key.name), _ServiceEntry())
+        if entry.slice_found is None:
+            entry.slice_found = tuple(slice_findings(services, (key,)))
+        return entry.slice_found
+
     # --- inside ----------------------------------------------------------------------------------
 
     def _advance(self, state: ClusterState) -> None:
@@ -288,22 +358,43 @@ class CompileMemo:
         if state is self._state:
             return
         self._previous, self._state = self._state, state
-        self._changed = None if self._previous is None else _changes(self._previous, state)
+        hint, self._hint = self._hint, None
+        previous = self._previous
+        if previous is None or (previous.gateway_api, previous.input_diagnostics) != (
+            state.gateway_api,
+            state.input_diagnostics,
+        ):
+            self._changed = None  # something outside the tables changed
+        elif hint is not None and hint[0] is previous and hint[1] is state:
+            self._changed = frozenset(
+                k for k in hint[2] if lookup(previous, k) is not lookup(state, k)
+            )
+        else:
+            self._changed = changes(previous, state)
+        self._slices_only = None
         if self._changed is None:
             for key in list(self._routes):
                 self._drop_route(key)
+            self._services.clear()
             return
+        assert previous is not None  # changes are found between two states
+        if all(k.kind == "EndpointSlice" for k in self._changed):
+            self._slices_only = {
+                service for k in self._changed for service in slice_services(k, previous, state)
+            }
         for key in self._changed:
-            if key.kind in ROUTE_COMPILERS and _lookup(state, key) is None:
+            if key.kind in ROUTE_COMPILERS and lookup(state, key) is None:
                 self._drop_route(key)  # deleted
             elif key.kind == "ReferenceGrant":
                 for reader in list(self._granted):
                     self._drop_route(reader)
             elif key.kind == "Service":
                 self._drop_readers(("Service", key.namespace, key.name))
+                self._services.pop((key.namespace, key.name), None)
             elif key.kind == "EndpointSlice" and self._previous is not None:
-                for namespace, name in _slice_services(key, self._previous, state):
+                for namespace, name in slice_services(key, self._previous, state):
                     self._drop_readers(("EndpointSlice", namespace, name))
+                    self._services.pop((namespace, name), None)
 
     def _drop_readers(self, read: _Read) -> None:
         for reader in list(self._readers.get(read, ())):
@@ -343,12 +434,24 @@ class CompileMemo:
         if self._texts_state is not state:  # the first full compile of this state
             self._texts_state = state
             self._texts = _Texts(self._texts.now)
-        parts = compile_parts(state, scope, config, self)
+        earlier = self._scopes.get(scope)
+        parts = compile_parts(
+            state,
+            scope,
+            config,
+            self,
+            earlier=None if earlier is None else earlier.parts,
+            endpoints=self,
+        )
         services = index_services(state)
-        slice_found = {key: tuple(slice_findings(services, (key,))) for key in parts.services_read}
-        head = head_digest(parts.snapshot, self._texts)
+        slice_found = {key: self._slice_findings(services, key) for key in parts.services_read}
+        tables = _Texts({} if earlier is None else earlier.table_texts)
+        head = head_digest(parts.snapshot, self._texts, tables)
+        pieces = endpoint_pieces(
+            parts.snapshot.endpoints, None if earlier is None else earlier.endpoint_pieces
+        )
         result = CompileResult(
-            snapshot=sealed_with(parts.snapshot, head),
+            snapshot=sealed_with(parts.snapshot, head, pieces),
             diagnostics=findings(parts, (d for found in slice_found.values() for d in found)),
         )
         endpoint_keys: dict[tuple[str, str], list[tuple[str, int]]] = {}
@@ -365,9 +468,9 @@ class CompileMemo:
             )
             for parent in parents:
                 for route_key in state.routes_by_parent.get(parent, ()):
-                    route = _lookup(state, route_key)
+                    route = lookup(state, route_key)
                     if isinstance(route, CommonRoute):
-                        named.update(_named_gateways(route))
+                        named.update(named_gateways(route))
         self._scopes[scope] = _ScopeEntry(
             state=state,
             config=config,
@@ -378,6 +481,8 @@ class CompileMemo:
             endpoint_keys=endpoint_keys,
             parents=frozenset(parents),
             named=frozenset(named),
+            table_texts=tables.now,
+            endpoint_pieces=pieces,
         )
         return result
 
@@ -393,15 +498,15 @@ class CompileMemo:
         services: set[tuple[str, str]] = set()
         for key in changed:
             if key.kind == "EndpointSlice":
-                services.update(_slice_services(key, previous, state))
+                services.update(slice_services(key, previous, state))
                 continue
             if shared:
                 return None
             if key.kind in ROUTE_COMPILERS:
-                if any(_names_parent(r, entry.parents) for r in _both(key, previous, state)):
+                if any(names_parent(r, entry.parents) for r in both(key, previous, state)):
                     return None
             elif key.kind == "Gateway":
-                gateways = list(_both(key, previous, state))
+                gateways = list(both(key, previous, state))
                 if key in entry.named or any(
                     isinstance(g, Gateway) and (g.addresses or _serves(g, entry)) for g in gateways
                 ):
@@ -416,16 +521,18 @@ class CompileMemo:
         """The entry carried to ``state``, its endpoints and slices' findings of ``touched``
         Services recomputed."""
         entry.state = state
-        services = index_services(state)
         listed = [pair for pair in touched if pair in entry.endpoint_keys]
+        read = [ObjectKey("Service", *pair) for pair in touched]
+        read = [key for key in read if key in entry.slice_found]
+        if not listed and not read:
+            return entry.result
+        services = index_services(state)
         found_changed = False
-        for namespace, name in touched:
-            key = ObjectKey("Service", namespace, name)
-            if key in entry.slice_found:
-                now = tuple(slice_findings(services, (key,)))
-                if now != entry.slice_found[key]:
-                    entry.slice_found[key] = now
-                    found_changed = True
+        for key in read:
+            now = self._slice_findings(services, key)
+            if now != entry.slice_found[key]:
+                entry.slice_found[key] = now
+                found_changed = True
         if not listed and not found_changed:
             return entry.result
         snapshot = entry.parts.snapshot
@@ -433,66 +540,23 @@ class CompileMemo:
             endpoints = snapshot.endpoints.evolver()
             for namespace, name in listed:
                 for text, port in entry.endpoint_keys[(namespace, name)]:
-                    endpoints[text] = service_endpoints(services, namespace, name, port)
+                    endpoints[text] = self.endpoints(services, namespace, name, port)
+                    if entry.endpoint_pieces[text][0] is not endpoints[text]:
+                        entry.endpoint_pieces[text] = endpoint_piece(text, endpoints[text])
             snapshot = replace(snapshot, endpoints=endpoints.persistent())
             entry.parts = replace(entry.parts, snapshot=snapshot)
         diagnostics = entry.result.diagnostics
         if found_changed:
             diagnostics = findings(entry.parts, (d for f in entry.slice_found.values() for d in f))
         entry.result = CompileResult(
-            snapshot=sealed_with(snapshot, entry.head) if listed else entry.result.snapshot,
+            snapshot=(
+                sealed_with(snapshot, entry.head, entry.endpoint_pieces)
+                if listed
+                else entry.result.snapshot
+            ),
             diagnostics=diagnostics,
         )
         return entry.result
-
-
-def _changes(old: ClusterState, new: ClusterState) -> frozenset[ObjectKey] | None:
-    """The keys whose object differs (by identity) between two states; None when something
-    outside the tables changed (the input's findings, the Gateway API's presence)."""
-    if old.gateway_api != new.gateway_api or old.input_diagnostics != new.input_diagnostics:
-        return None
-    changed: set[ObjectKey] = set()
-    for name in TABLE_NAMES:
-        before, after = getattr(old, name), getattr(new, name)
-        if before is after:
-            continue
-        changed.update(k for k, v in after.items() if before.get(k) is not v)
-        changed.update(k for k in before if k not in after)
-    return frozenset(changed)
-
-
-def _lookup(state: ClusterState, key: ObjectKey) -> object:
-    table = getattr(state, TABLES.get(key.kind, ""), None)
-    return None if table is None else table.get(key)
-
-
-def _both(key: ObjectKey, previous: ClusterState, state: ClusterState) -> Iterator[object]:
-    """The object before and after the change, those that exist."""
-    for holder in (previous, state):
-        if (found := _lookup(holder, key)) is not None:
-            yield found
-
-
-def _slice_services(
-    key: ObjectKey, previous: ClusterState, state: ClusterState
-) -> Iterator[tuple[str, str]]:
-    for found in _both(key, previous, state):
-        if isinstance(found, EndpointSlice) and found.service_name:
-            yield (key.namespace, found.service_name)
-
-
-def _names_parent(route: object, parents: frozenset[tuple[str, str]]) -> bool:
-    if not isinstance(route, CommonRoute):
-        return False
-    namespace = route.meta.key.namespace
-    return any((r.namespace or namespace, r.name) in parents for r in route.parent_refs)
-
-
-def _named_gateways(route: CommonRoute) -> Iterator[ObjectKey]:
-    namespace = route.meta.key.namespace
-    for ref in route.parent_refs:
-        if (ref.group, ref.kind) == (GATEWAY_GROUP, "Gateway"):
-            yield ObjectKey("Gateway", ref.namespace or namespace, ref.name)
 
 
 def _serves(gateway: Gateway, entry: _ScopeEntry) -> bool:

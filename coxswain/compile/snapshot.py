@@ -34,15 +34,19 @@ if TYPE_CHECKING:
 __all__ = [
     "CATCH_ALL",
     "INGRESS_ACTION_FIELDS",
+    "Affinity",
     "Backend",
     "BackendProtocol",
     "Canary",
     "Certificate",
+    "ClientTLS",
     "Endpoint",
+    "ExternalAuth",
     "IngressActions",
     "IngressTable",
     "PathMatch",
     "PathRule",
+    "RateLimit",
     "RouteRef",
     "Snapshot",
     "SubjectAltName",
@@ -171,6 +175,91 @@ class Canary:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ExternalAuth:
+    """ingress-nginx's external authentication (``auth-url`` and its companions; the proxy's
+    side: ``route.external_auth``): before forwarding, a sub-request without body to ``url``
+    (``host``, ``port`` and ``target`` its parts; over TLS when ``tls``) decides. ``method``
+    replaces the request's (``auth-method``; GET, as nginx's subrequests, when None);
+    ``signin`` is where a 401 redirects (``auth-signin``, the original URL in the query
+    parameter ``signin_param``); ``response_headers`` are copied from the auth response to
+    the forwarded request (names lower-case); ``request_redirect`` is the
+    ``X-Auth-Request-Redirect`` sent (default: the request's URI); ``always_set_cookie`` adds
+    the auth response's ``Set-Cookie`` to every answer, not only successful ones.
+    ``cache_key`` (nginx variables in it) keys remembered auth responses, each remembered for
+    the seconds ``cache_durations`` gives its status (entries ``<status>:<seconds>``, or
+    ``any:<seconds>``)."""
+
+    url: str
+    host: str
+    port: int
+    target: str
+    tls: bool = False
+    method: str | None = None
+    signin: str | None = None
+    signin_param: str = "rd"
+    response_headers: PVector[str] = pvector()
+    request_redirect: str | None = None
+    always_set_cookie: bool = False
+    cache_key: str | None = None
+    cache_durations: PVector[str] = pvector()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RateLimit:
+    """ingress-nginx's rate limits of one Ingress, per proxy replica and client address (the
+    proxy's side: ``shell.dataplane.rate_limits``): ``rps`` and ``rpm`` requests a second
+    and a minute (nginx ``limit_req … nodelay``, each with a burst of ``burst_multiplier``
+    times its rate), ``connections`` requests in progress at once (``limit_conn``); 0 is no
+    limit. Clients in ``whitelist`` (networks) are not limited. ``zone`` names the Ingress
+    (``namespace/name``): its paths share the counts, as ingress-nginx's zones do."""
+
+    zone: str
+    rps: int = 0
+    rpm: int = 0
+    connections: int = 0
+    burst_multiplier: int = 5
+    whitelist: PVector[str] = pvector()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Affinity:
+    """ingress-nginx's cookie session affinity (``affinity: cookie``; the proxy's side:
+    ``route.affinity``): requests carrying the cookie ``cookie_name`` go to the endpoint it
+    names. ``mode`` ``balanced`` names it by a key hashed onto the endpoints (a scale-up moves
+    some sessions), ``persistent`` by the endpoint itself (sessions stay until it goes). The
+    cookie's ``path`` (the Ingress path when not set), ``domain``, ``expires`` and ``max_age``
+    (seconds; 0: not sent), ``samesite`` and ``secure`` (None: on HTTPS requests) are its
+    attributes; it is always ``HttpOnly``."""
+
+    mode: str = "balanced"
+    cookie_name: str = "INGRESSCOOKIE"
+    path: str | None = None
+    domain: str | None = None
+    expires: int = 0
+    max_age: int = 0
+    samesite: str | None = None
+    secure: bool | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientTLS:
+    """ingress-nginx's client-certificate authentication (``auth-tls-secret``; the proxy's
+    side: ``route.client_tls``): ``ca_pem`` is the Secret's ``ca.crt``; ``verify`` is
+    ``on``, ``off``, ``optional`` or ``optional_no_ca`` (``auth-tls-verify-client``);
+    ``depth`` the ``auth-tls-verify-depth``; ``error_page`` where a failed check is
+    redirected instead of answered 400; ``pass_certificate`` sends the certificate to the
+    backend (``ssl-client-cert``); ``match_cn`` is an RE2 pattern the certificate's subject
+    must contain a match of, else 403 (``auth-tls-match-cn``)."""
+
+    ca_pem: str
+    verify: str = "on"
+    depth: int = 1
+    error_page: str | None = None
+    pass_certificate: bool = False
+    match_cn: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class IngressActions:
     """What an Ingress path does besides forwarding, from ingress-nginx's annotations
     (docs/migrating-from-ingress-nginx.md; the proxy's side: ``route.ingress_actions``).
@@ -211,6 +300,10 @@ class IngressActions:
             (``proxy-next-upstream-timeout``; 0: no bound).
         canary: another Ingress's canary backend for this path.
         cors: ``enable-cors`` and the ``cors-*`` annotations, as a CORS filter.
+        external_auth: the sub-request that authorizes each request (``auth-url``).
+        rate_limit: the request rates and concurrency each client gets (``limit-*``).
+        affinity: the cookie that keeps a client on one endpoint (``affinity: cookie``).
+        client_tls: the client certificate HTTPS requests must present (``auth-tls-*``).
     """
 
     app_root: str | None = None
@@ -234,6 +327,10 @@ class IngressActions:
     next_upstream_timeout: float = 0
     canary: Canary | None = None
     cors: Cors | None = None
+    external_auth: ExternalAuth | None = None
+    rate_limit: RateLimit | None = None
+    affinity: Affinity | None = None
+    client_tls: ClientTLS | None = None
 
     @property
     def checks_each_request(self) -> bool:
@@ -246,6 +343,10 @@ class IngressActions:
             or self.max_body
             or self.canary is not None
             or self.cors is not None
+            or self.external_auth is not None
+            or self.rate_limit is not None
+            or self.affinity is not None
+            or self.client_tls is not None
         )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from coxswain.compile.snapshot import INGRESS_ACTION_FIELDS, BackendProtocol
@@ -19,13 +19,16 @@ from coxswain.compile.snapshot_read import SnapshotFormatError, snapshot_from_da
 
 if TYPE_CHECKING:
     from _hashlib import HASH
-    from collections.abc import Iterator, MutableMapping
+    from collections.abc import Iterator, Mapping, MutableMapping
+
+    from pyrsistent.typing import PVector
 
     from coxswain.compile.snapshot import (
         Backend,
         Canary,
         Certificate,
         Cors,
+        Endpoint,
         GatewayRule,
         HeaderEdits,
         IngressActions,
@@ -41,10 +44,16 @@ if TYPE_CHECKING:
 
     # ``id`` of a rule → the rule (which keeps the ``id`` from being reused) and its JSON text.
     RuleTexts = MutableMapping[int, tuple[GatewayRule, str]]
+    # ``id`` of a listener table → the table, its port and hostname, and its hashed pieces.
+    TableTexts = MutableMapping[int, tuple[ListenerTable, int, str, bytes]]
+    # endpoints key → its list and its hashed piece, in key order.
+    EndpointPieces = dict[str, tuple[PVector[Endpoint], bytes]]
 
 __all__ = [
     "SnapshotFormatError",
     "dump_snapshot",
+    "endpoint_piece",
+    "endpoint_pieces",
     "head_digest",
     "seal",
     "sealed_with",
@@ -68,45 +77,93 @@ def seal(snapshot: Snapshot, texts: RuleTexts | None = None) -> Snapshot:
     return sealed_with(snapshot, head_digest(snapshot, texts))
 
 
-def head_digest(snapshot: Snapshot, texts: RuleTexts | None = None) -> HASH:
+def head_digest(
+    snapshot: Snapshot, texts: RuleTexts | None = None, tables: TableTexts | None = None
+) -> HASH:
     """The hash of everything but the endpoints table, the last cell hashed: an endpoint
-    change then re-hashes only the endpoints (``sealed_with`` on a copy)."""
+    change then re-hashes only the endpoints (``sealed_with`` on a copy). ``tables`` keeps the
+    hashed pieces of listener tables across calls, as ``texts`` does rules' (``seal``)."""
     digest = hashlib.sha256()
-    for piece in _content_pieces(snapshot, {} if texts is None else texts):
-        digest.update(piece.encode())
-        digest.update(b"\n")
+    for piece in _content_pieces(snapshot, {} if texts is None else texts, tables):
+        digest.update(piece.encode() if isinstance(piece, str) else piece)
     return digest
 
 
-def sealed_with(snapshot: Snapshot, head: HASH) -> Snapshot:
-    """``snapshot`` sealed, ``head`` being its ``head_digest`` (left as it is)."""
+def sealed_with(snapshot: Snapshot, head: HASH, pieces: EndpointPieces | None = None) -> Snapshot:
+    """``snapshot`` sealed, ``head`` being its ``head_digest`` (left as it is). ``pieces``:
+    ``endpoint_pieces`` of the snapshot's endpoints, when the caller keeps them."""
     digest = head.copy()
-    encode = _CANONICAL.encode
-    for key, endpoints in sorted(snapshot.endpoints.items()):
-        digest.update(encode(["endpoints", key, [[e.address, e.port] for e in endpoints]]).encode())
-        digest.update(b"\n")
+    if pieces is None:
+        pieces = endpoint_pieces(snapshot.endpoints)
+    digest.update(b"".join(piece for _, piece in pieces.values()))
     return replace(snapshot, version=f"sha256:{digest.hexdigest()}")
 
 
-def _content_pieces(snapshot: Snapshot, texts: RuleTexts) -> Iterator[str]:
+def endpoint_pieces(
+    endpoints: Mapping[str, PVector[Endpoint]], earlier: EndpointPieces | None = None
+) -> EndpointPieces:
+    """Each endpoints entry's hashed piece, in key order (the order ``sealed_with`` hashes
+    them in); ``earlier``'s piece is kept for an entry that is the same list. A caller may
+    replace the value of a key in place (an endpoint change keeps the keys)."""
+    pieces: EndpointPieces = {}
+    for key, value in sorted(endpoints.items()):
+        known = None if earlier is None else earlier.get(key)
+        pieces[key] = (
+            known if known is not None and known[0] is value else endpoint_piece(key, value)
+        )
+    return pieces
+
+
+def endpoint_piece(key: str, endpoints: PVector[Endpoint]) -> tuple[PVector[Endpoint], bytes]:
+    """One endpoints entry and its hashed piece."""
+    piece = ["endpoints", key, [[e.address, e.port] for e in endpoints]]
+    return endpoints, _CANONICAL.encode(piece).encode() + b"\n"
+
+
+def _content_pieces(
+    snapshot: Snapshot, texts: RuleTexts, tables: TableTexts | None
+) -> Iterator[str | bytes]:
     """Everything ``snapshot_to_data`` holds but ``version`` and ``endpoints``, as canonical
-    JSON pieces; ``texts`` holds rules encoded already."""
+    JSON pieces each followed by a newline (which compact JSON never holds), a listener table's
+    as bytes; ``texts`` holds rules encoded already, ``tables`` listener tables'."""
     encode = _CANONICAL.encode
     ingress = snapshot.ingress
-    yield encode(["scope", str(snapshot.scope), ingress.http_port, ingress.https_port])
+    yield encode(["scope", str(snapshot.scope), ingress.http_port, ingress.https_port]) + "\n"
     for host, vhost in sorted(ingress.hosts.items()):
-        yield encode(["ingress", host, _vhost_data(vhost)])
-    for port, tables in sorted(snapshot.gateways.items()):
-        yield encode(["gateways", port, len(tables)])  # empty maps count as content too
-        for hostname, table in sorted(tables.items()):
-            yield encode(["listener", port, hostname, _listener_head(table)])
-            for host, rules in sorted(table.hosts.items()):
-                yield encode(["host", host, len(rules)])
-                for rule in rules:
-                    known = texts.get(id(rule))
-                    if known is None or known[0] is not rule:
-                        known = texts[id(rule)] = (rule, encode(_gateway_rule_data(rule)))
-                    yield known[1]
+        yield encode(["ingress", host, _vhost_data(vhost)]) + "\n"
+    for port, by_hostname in sorted(snapshot.gateways.items()):
+        yield encode(["gateways", port, len(by_hostname)]) + "\n"  # empty maps count too
+        for hostname, table in sorted(by_hostname.items()):
+            if tables is None:
+                yield "".join(_table_pieces(port, hostname, table, texts))
+                continue
+            known = tables.get(id(table))
+            if known is None or known[0] is not table or known[1:3] != (port, hostname):
+                text = "".join(_table_pieces(port, hostname, table, texts)).encode()
+                known = tables[id(table)] = (table, port, hostname, text)
+            yield known[3]
+    for piece in _other_pieces(snapshot):
+        yield piece + "\n"
+
+
+def _table_pieces(
+    port: int, hostname: str, table: ListenerTable, texts: RuleTexts
+) -> Iterator[str]:
+    """One listener table's pieces, each followed by a newline."""
+    encode = _CANONICAL.encode
+    yield encode(["listener", port, hostname, _listener_head(table)]) + "\n"
+    for host, rules in sorted(table.hosts.items()):
+        yield encode(["host", host, len(rules)]) + "\n"
+        for rule in rules:
+            known = texts.get(id(rule))
+            if known is None or known[0] is not rule:
+                known = texts[id(rule)] = (rule, encode(_gateway_rule_data(rule)))
+            yield known[1] + "\n"
+
+
+def _other_pieces(snapshot: Snapshot) -> Iterator[str]:
+    """The pieces after the listener tables, without their newlines."""
+    encode = _CANONICAL.encode
     for port, validations in sorted(snapshot.client_certs.items()):
         yield encode(["client_certs", port, len(validations)])
         for host, c in sorted(validations.items()):
@@ -189,7 +246,14 @@ def _ingress_actions_data(actions: IngressActions) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for name in INGRESS_ACTION_FIELDS:
         value = getattr(actions, name)
-        if name in ("canary", "cors"):
+        if name in ("external_auth", "rate_limit", "affinity", "client_tls"):
+            if value is not None:
+                data[name] = {
+                    f.name: v if isinstance(v, str | int) else list(v)
+                    for f in fields(value)
+                    if (v := getattr(value, f.name)) is not None
+                }
+        elif name in ("canary", "cors"):
             if value is not None:
                 data[name] = _canary_data(value) if name == "canary" else _cors_data(value)
         elif isinstance(value, str | int | float):

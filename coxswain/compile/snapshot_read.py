@@ -7,6 +7,7 @@ last good snapshot and says why the new one was refused.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -18,13 +19,16 @@ if TYPE_CHECKING:
 from coxswain.compile.scope import Scope, parse_scope
 from coxswain.compile.snapshot import (
     INGRESS_ACTION_FIELDS,
+    Affinity,
     Backend,
     BackendProtocol,
     Canary,
     Certificate,
+    ClientTLS,
     ClientValidation,
     Cors,
     Endpoint,
+    ExternalAuth,
     GatewayRule,
     HeaderEdits,
     IngressActions,
@@ -35,6 +39,7 @@ from coxswain.compile.snapshot import (
     PathEdit,
     PathMatch,
     PathRule,
+    RateLimit,
     Redirect,
     Retry,
     Rewrite,
@@ -246,7 +251,38 @@ def _ingress_actions(value: object, where: str) -> IngressActions | None:
         or 0,
         canary=_canary(data.get("canary"), f"{where}.canary"),
         cors=_cors(data.get("cors"), f"{where}.cors"),
+        external_auth=_flat(ExternalAuth, data.get("external_auth"), f"{where}.external_auth"),
+        rate_limit=_flat(RateLimit, data.get("rate_limit"), f"{where}.rate_limit"),
+        affinity=_flat(Affinity, data.get("affinity"), f"{where}.affinity"),
+        client_tls=_flat(ClientTLS, data.get("client_tls"), f"{where}.client_tls"),
     )
+
+
+def _flat(kind: type[_T], value: object, where: str) -> _T | None:
+    """A dataclass of ``IngressActions`` whose fields are text, numbers, flags, optional ones
+    of those and lists of text (``ExternalAuth``, ``RateLimit``, ``Affinity``,
+    ``ClientTLS``), read by its fields' names and types; absent fields take their defaults."""
+    if value is None:
+        return None
+    data = _object(value, where)
+    unknown = set(data) - {f.name for f in dataclasses.fields(kind)}  # type: ignore[arg-type]
+    if unknown:
+        raise SnapshotFormatError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    read: dict[str, Any] = {}
+    for field in dataclasses.fields(kind):  # type: ignore[arg-type]
+        if field.name not in data:
+            continue
+        named, written = f"{where}.{field.name}", data[field.name]
+        if field.type == "PVector[str]":
+            read[field.name] = _strings(written, named)
+        elif str(field.type).endswith(" | None"):
+            read[field.name] = _optional(written, _FLAT_TYPES[field.type[:-7]], named)
+        else:
+            read[field.name] = _typed(written, _FLAT_TYPES[str(field.type)], named)
+    return kind(**read)
+
+
+_FLAT_TYPES: Final[Mapping[str, type]] = {"str": str, "int": int, "bool": bool}
 
 
 def _strings(value: object, where: str) -> PVector[str]:

@@ -4,8 +4,9 @@ Towards clients the protocol is the proxy's own, sans I/O, compiled with mypyc l
 HTTP/1.1 codec (setup.py): :mod:`.server` (the connection's states, flow control and bounds),
 :mod:`.frames`, :mod:`.hpack` with :mod:`.hpack_tables`, the :mod:`.events` it yields,
 and :mod:`.request` with :mod:`.fields`, which check every request's fields; its loop is
-:mod:`coxswain.shell.dataplane.h2_connection`. Towards backends the ``h2`` library keeps
-the protocol's state, under :mod:`coxswain.shell.dataplane.h2_upstream`. Here also:
+:mod:`coxswain.shell.dataplane.h2_connection`. Towards backends the proxy's own client side,
+:mod:`.client`, on :mod:`.connection` (what both ends do alike) and the same frames and HPACK,
+under :mod:`coxswain.shell.dataplane.h2_upstream`. Here also:
 
 - :mod:`.fields`: one field checked, whichever peer sent it;
 - :mod:`.request`: a client stream's header list checked and turned into the
@@ -22,6 +23,8 @@ from __future__ import annotations
 from typing import Final
 
 from coxswain.http2 import (
+    client,
+    connection,
     events,
     fields,
     frames,
@@ -34,4 +37,6 @@ from coxswain.http2 import (
 __all__ = ["NATIVE_MODULES"]
 
 # setup.py's COMPILED of this package, as modules (tests/unit/test_build.py checks the lists)
-NATIVE_MODULES: Final = (events, frames, hpack_tables, hpack, server, fields, request)
+NATIVE_MODULES: Final = (
+    events, frames, hpack_tables, hpack, server, fields, request, connection, client,
+)  # fmt: skip

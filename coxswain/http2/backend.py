@@ -11,7 +11,7 @@ form on the wire differs:
    client (RFC 9110 §10.1.4), and gRPC servers require the field (gRPC's PROTOCOL-HTTP2,
    "Requests"). A sized body keeps its ``content-length``; an unsized one needs no framing.
 2. **Response head** (:func:`response_head`): the backend's header list checked field by field
-   (:mod:`.fields`: ``h2``'s validation is off) and turned into the
+   (:mod:`.fields`: :mod:`.client` checks frames only) and turned into the
    :class:`~coxswain.http1.ResponseHead` the relay takes from an HTTP/1.1 backend, so that both
    protocols are relayed by one code path. A response whose HEADERS ended the stream has no
    body (a gRPC "Trailers-Only" answer among them); so has one to ``HEAD``, or a 204 or 304.

@@ -1,9 +1,9 @@
 """One HTTP/2 field checked, whichever peer sent it (RFC 9113 §8.2).
 
-The ``h2`` library's header validation is off on both sides of the proxy (its clients',
-:mod:`coxswain.shell.dataplane.h2_connection`, and its backends', :mod:`coxswain.shell.dataplane.
-h2_upstream`), so every field is checked here, once, by the rules the HTTP/1.1 parser applies,
-since a field may be relayed to an HTTP/1.1 peer:
+The proxy's HTTP/2 codecs check frames, not fields, on both sides of the proxy (its clients',
+:mod:`coxswain.http2.server`, and its backends', :mod:`coxswain.http2.client`), so every field
+is checked here, once, by the rules the HTTP/1.1 parser applies, since a field may be relayed
+to an HTTP/1.1 peer:
 
 - names are lower-case tokens (RFC 9113 §8.2.1);
 - values are visible ASCII, obs-text, space and tab, without leading or trailing whitespace

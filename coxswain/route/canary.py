@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING
 from coxswain.compile.regex import compile_pattern
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from coxswain.compile.regex import FullMatch
     from coxswain.compile.snapshot import Canary
 
-__all__ = ["CanaryCheck"]
+__all__ = ["CanaryCheck", "cookie_value"]
 
 
 class CanaryCheck:
@@ -54,13 +56,13 @@ class CanaryCheck:
                 elif text in ("always", "never"):
                     return text == "always"
         if self._cookie is not None:
-            cookie = _cookie(headers, self._cookie)
+            cookie = cookie_value(headers, self._cookie)
             if cookie in ("always", "never"):
                 return cookie == "always"
         return None
 
 
-def _cookie(headers: tuple[tuple[bytes, bytes], ...], name: str) -> str | None:
+def cookie_value(headers: Sequence[tuple[bytes, bytes]], name: str) -> str | None:
     """The value of cookie ``name`` in the Cookie fields (RFC 6265 §5.4), the first one."""
     for field, value in headers:
         if field.lower() != b"cookie":

@@ -80,8 +80,9 @@ def cors_outcome(cors: Cors, method: str, origin: str, headers: Mapping[str, str
 
 def with_cors(headers: list[tuple[bytes, bytes]], fields: Fields) -> list[tuple[bytes, bytes]]:
     """A response's ``headers`` with the CORS ``fields`` (rule 2): fields of the same names
-    replaced, ``Vary`` added to the backend's."""
-    replaced = {name for name, _ in fields if name != b"vary"}
+    replaced, ``Vary`` added to the backend's, and so is ``Set-Cookie`` (an external
+    authentication's, ``route.external_auth`` rule 6, which rides along)."""
+    replaced = {name for name, _ in fields if name not in (b"vary", b"set-cookie")}
     kept = [(n, v) for n, v in headers if n not in replaced]
     kept.extend(fields)
     return kept

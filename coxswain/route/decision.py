@@ -6,7 +6,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from coxswain.compile.snapshot import Backend, IngressActions, RouteAction, RouteRef
+    from coxswain.compile.snapshot import (
+        Backend,
+        ExternalAuth,
+        IngressActions,
+        RouteAction,
+        RouteRef,
+    )
 
 __all__ = ["Decision"]
 
@@ -34,6 +40,8 @@ class Decision:
             before forwarding; None when there are none.
         timeouts: an Ingress path's (connect, read) timeouts in seconds, each 0 to keep the
             proxy's own (``proxy-connect-timeout``, ``proxy-read-timeout``); None: none set.
+        external_auth: the sub-request the proxy sends before forwarding, whose answer
+            decides (``auth-url``, ``route.external_auth``); None when there is none.
     """
 
     matched: bool
@@ -49,3 +57,4 @@ class Decision:
     response_fields: tuple[tuple[bytes, bytes], ...] = ()
     checks: IngressActions | None = None
     timeouts: tuple[float, float] | None = None
+    external_auth: ExternalAuth | None = None

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.snapshot import IngressActions
 
-__all__ = ["AccessCheck", "Refusal"]
+__all__ = ["AccessCheck", "Refusal", "client_address"]
 
 _MAX_CREDENTIALS: Final = 4096
 
@@ -64,7 +64,7 @@ class AccessCheck:
     ) -> Refusal | None:
         """Why this request is refused (rules 1 to 4), or None to forward it."""
         if self._deny or self._allow:
-            address = _address(client)
+            address = client_address(client)
             if address is None or any(address in n for n in self._deny):
                 return Refusal(403, f"the client {client} is refused by denylist-source-range")
             if self._allow and not any(address in n for n in self._allow):
@@ -92,7 +92,8 @@ class AccessCheck:
         return bool(colon) and hashed is not None and verify(password, hashed)
 
 
-def _address(client: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+def client_address(client: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The peer's address, an IPv4-mapped IPv6 one as IPv4; None when it is none."""
     if client is None:
         return None
     try:

@@ -5,15 +5,18 @@ Order, nginx's as ingress-nginx configures it:
 1. CORS (``enable-cors``): a preflight is answered 204 or 403 (``route.cors``, rule 1), in
    nginx's rewrite phase, so before authentication: browsers send preflights without
    credentials;
-2. the access checks: 403, 401, 413 (``route.ingress_access``);
+2. the rate limits (``limit-rps``, ``limit-rpm``; 503), in nginx's preaccess phase, then the
+   access checks: 403, 401, 413 (``route.ingress_access``);
 3. CORS fields for the forwarded response (``route.cors``, rule 2);
-4. the canary's header and cookie (``route.canary``); the weighted draw is the proxy's.
+4. the canary's header and cookie (``route.canary``); the weighted draw is the proxy's;
+5. external authentication (``auth-url``): the decision carries it, and the proxy sends the
+   sub-request before forwarding (``route.external_auth``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from coxswain.route.cors import cors_outcome
 
@@ -25,7 +28,10 @@ if TYPE_CHECKING:
     from coxswain.route.decision import Decision
     from coxswain.route.ingress_access import AccessCheck
 
-__all__ = ["checked"]
+__all__ = ["LIMITED", "answered", "checked"]
+
+LIMITED: Final = 503
+"""ingress-nginx's ``limit-req-status-code`` and ``limit-conn-status-code``."""
 
 
 def checked(
@@ -39,8 +45,10 @@ def checked(
     headers: tuple[tuple[bytes, bytes], ...],
     content_length: int | None,
     verify: Callable[[bytes, str], bool],
+    limit: Callable[[], str | None] | None = None,
 ) -> Decision | None:
-    """The decision for this request, or None when it is ``decision`` unchanged."""
+    """The decision for this request, or None when it is ``decision`` unchanged. ``limit``
+    says why the request is over its rate limits (``shell.dataplane.rate_limits``)."""
     fields: tuple[tuple[bytes, bytes], ...] = ()
     if actions.cors is not None:
         named = {n.decode("latin-1").lower(): v.decode("latin-1") for n, v in headers}
@@ -48,14 +56,16 @@ def checked(
         if origin is not None:
             outcome = cors_outcome(actions.cors, method, origin, named)
             if outcome.status is not None:
-                return _answer(decision, outcome.status, outcome.reason, outcome.fields)
+                return answered(decision, outcome.status, outcome.reason, outcome.fields)
             fields = outcome.fields
+    if limit is not None and (over := limit()) is not None:
+        return answered(decision, LIMITED, f"refused: {over}", ())
     authorization = next(
         (v.decode("latin-1") for n, v in headers if n.lower() == b"authorization"), None
     )
     refused = access.refusal(client, authorization, content_length, verify)
     if refused is not None:
-        return _answer(decision, refused.status, f"refused: {refused.reason}", refused.fields)
+        return answered(decision, refused.status, f"refused: {refused.reason}", refused.fields)
     backends = decision.backends
     if canary is not None and len(backends) == 2:  # forwarded, main and canary weighed
         to_canary = canary.choice(headers)
@@ -68,13 +78,15 @@ def checked(
     )
 
 
-def _answer(
-    decision: Decision, status: int, reason: str, fields: tuple[tuple[bytes, bytes], ...]
+def answered(
+    decision: Decision, status: int, reason: str, fields: tuple[tuple[bytes, bytes], ...] = ()
 ) -> Decision:
+    """``decision`` turned into the proxy's own answer ``status``."""
     return dataclasses.replace(
         decision,
         status=status,
         reason=f"{decision.reason}; {reason}",
         response_fields=fields,
         checks=None,
+        external_auth=None,
     )

@@ -180,6 +180,7 @@ def _select(table: RouteTable, head: RequestHead) -> Decision:
         action=sent.action,
         checks=actions if actions.checks_each_request else None,
         timeouts=timeouts if any(timeouts) else None,
+        external_auth=actions.external_auth,
         backends=decision.backends
         if canary is None or decision.status is not None
         else _weighted(rule.backend, canary),

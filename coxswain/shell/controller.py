@@ -17,6 +17,8 @@ is how ``Programmed`` follows the proxies.
 
 The compile work of a round (analysis, scopes, status, provision) runs in a worker thread
 (:mod:`.offload`), so the loop keeps renewing the Lease and answering ``/healthz`` meanwhile.
+Each round is handed the keys its events changed (:mod:`.cluster_view`), so the memo finds
+what changed at the cost of the change.
 
 Nothing here loses the last good snapshot: a failing API call is logged and retried at the
 next round; the discovery server keeps what it last published.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import gc
 import logging
 import random
 import signal
@@ -75,7 +78,8 @@ if TYPE_CHECKING:
 
     from coxswain.compile import CompileConfig, Scope, Snapshot
     from coxswain.shell.discovery.ca import CertificateAuthority
-    from coxswain.shell.discovery.server import DiscoveryServer, NodeKey, NodeObservation
+    from coxswain.shell.discovery.fleet import NodeKey, NodeObservation
+    from coxswain.shell.discovery.server import DiscoveryServer
 
 __all__ = ["ControllerSettings", "run_controller", "run_until_terminated"]
 
@@ -279,6 +283,10 @@ class _Reconciler:
             for informer in list(self._informers.values()):
                 await informer.synced.wait()
             failed = await self._reconcile(server)
+            # The first round's state and memo are millions of long-lived objects: frozen, a
+            # full collection no longer scans them all (a pause of seconds at 1,000 Gateways,
+            # docs/benchmarks.md); they hold no reference cycles to collect.
+            gc.freeze()
             self._health.serving = True
             task_status.started(server.port)
             delay = RETRY[0]
@@ -382,8 +390,9 @@ class _Reconciler:
             gateway_api_channel=self._release.channel,
         )
         self.publisher.config = config
-        state = self._view.state
+        base, state, changed = self._view.take()
         memo = self.publisher.memo
+        memo.changed(base, state, changed)
         # one cluster-wide analysis for grants, status and provision
         model = await offload(memo.analyse, state, config)
         snapshots = await offload(self.publisher.compile, state, None, model)

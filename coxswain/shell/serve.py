@@ -1,7 +1,7 @@
 """``coxswain serve``: the standalone control plane and a shared proxy in one process.
 
 The cluster is a folder of manifests (:mod:`.manifest_folder`): each time it changes, every
-scope is compiled (:class:`.Publisher`), the shared pool's snapshot is applied to the proxy in
+scope is compiled again (:class:`.Publisher`), the shared pool's snapshot is applied to the proxy in
 this process, and, with ``--discovery-port``, every scope's snapshot is published to the
 discovery server so that proxies elsewhere (more shared ones, dedicated ones) follow the same
 folder. Discovery is mutual TLS with the CA of ``--issue-certs DIR`` (:mod:`.cert_folder`),
@@ -12,10 +12,10 @@ Order (docs/architecture.md): the discovery server starts first (so its port is 
 state is published), then the proxy with the folder as its feed, then the admin port; SIGTERM
 or SIGINT drain the proxy (:func:`.run_until_terminated`) and close the server last.
 
-Compiling runs in a worker thread (:mod:`.offload`), through the publisher's memo, the folder's
-objects carried over from the previous read where they did not change
-(``model.state.carried_over``): an edited file costs what its objects cost, and the in-process
-proxy keeps serving meanwhile.
+Compiling runs in a worker thread (:mod:`.offload`), through the publisher's memo: only the
+files that changed are read and decoded again (:mod:`.folder_state`), every other object stays
+the object it was, so the memo reuses what was compiled from it, and the in-process proxy keeps
+serving meanwhile.
 """
 
 from __future__ import annotations
@@ -29,8 +29,6 @@ from typing import TYPE_CHECKING, NoReturn
 
 import trio
 
-from coxswain.compile import ClusterState
-from coxswain.compile.model.state import carried_over
 from coxswain.compile.scope import SharedPool
 from coxswain.shell.discovery.server import granted_by, open_discovery_server
 from coxswain.shell.offload import offload
@@ -40,7 +38,9 @@ from coxswain.shell.standalone.cert_folder import RENEW_CHECK_INTERVAL, Certific
 from coxswain.shell.standalone.manifest_folder import POLL_INTERVAL, watch_manifests
 
 if TYPE_CHECKING:
-    from coxswain.compile import CompileConfig
+    from collections.abc import Mapping
+
+    from coxswain.compile import ClusterState, CompileConfig, Scope, Snapshot
     from coxswain.compile.model.manifests import SourcedBody
     from coxswain.shell.dataplane.server import Proxy, ProxyConfig
     from coxswain.shell.discovery.server import DiscoveryServer
@@ -126,18 +126,12 @@ def _folder_feed(
 ) -> Feed:
     """The proxy's feed: the folder, compiled for every scope at each change."""
 
-    last = ClusterState()
-
     async def on_state(proxy: Proxy, state: ClusterState, bodies: list[SourcedBody]) -> None:
-        nonlocal last
-        # the objects of unchanged files are those compiled before: the memo reuses their work
-        last = state = await offload(carried_over, last, state)
         snapshots = await offload(publisher.compile, state, bodies)
         if certificates is not None:
             _issue_proxy_certificates(certificates, publisher)
-        if server is not None:
-            for scope, snapshot in snapshots.items():
-                server.publish(scope, snapshot)
+        if server is not None:  # the first publish encodes every resource: seconds at scale
+            await offload(_publish, server, snapshots)
         shared = snapshots[SharedPool()]
         await proxy.apply(shared)
         log.info(
@@ -156,6 +150,11 @@ def _folder_feed(
         )
 
     return feed
+
+
+def _publish(server: DiscoveryServer, snapshots: Mapping[Scope, Snapshot]) -> None:
+    for scope, snapshot in snapshots.items():
+        server.publish(scope, snapshot)
 
 
 def _issue_proxy_certificates(certificates: CertificateFolder, publisher: Publisher) -> None:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.diagnostics import Diagnostic
 
-__all__ = ["MANIFEST_SUFFIXES", "LoadError", "located", "read_manifests"]
+__all__ = ["MANIFEST_SUFFIXES", "LoadError", "located", "read_file", "read_manifests"]
 
 MANIFEST_SUFFIXES: Final = (".yaml", ".yml", ".json")
 
@@ -38,11 +38,24 @@ def read_manifests(paths: list[str]) -> list[SourcedBody]:
     found: list[SourcedBody] = []
     for name in paths:
         for path, text in _texts(name):
-            parsed = parse_manifests(text, path)
-            if isinstance(parsed, ManifestSyntaxError):
-                raise LoadError(str(parsed))
-            found.extend(parsed)
+            found.extend(_parsed(text, path))
     return found
+
+
+def read_file(path: str) -> list[SourcedBody]:
+    """Read and parse one manifest file.
+
+    Raises:
+        LoadError: it cannot be read, or holds a syntax error.
+    """
+    return _parsed(_read_text(Path(path)), path)
+
+
+def _parsed(text: str, path: str) -> list[SourcedBody]:
+    parsed = parse_manifests(text, path)
+    if isinstance(parsed, ManifestSyntaxError):
+        raise LoadError(str(parsed))
+    return parsed
 
 
 def _texts(name: str) -> list[tuple[str, str]]:
@@ -57,13 +70,14 @@ def _texts(name: str) -> list[tuple[str, str]]:
         files = [root]
     else:
         raise LoadError(f"{name}: no such file or directory")
-    texts = []
-    for path in files:
-        try:
-            texts.append((str(path), path.read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError) as err:
-            raise LoadError(f"{path}: cannot be read: {err}") from err
-    return texts
+    return [(str(path), _read_text(path)) for path in files]
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise LoadError(f"{path}: cannot be read: {err}") from err
 
 
 def located(diagnostics: Sequence[Diagnostic], bodies: list[SourcedBody]) -> list[str]:

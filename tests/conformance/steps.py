@@ -21,6 +21,7 @@ from tests.conformance.compare import compare_round_trip, is_failure
 from tests.conformance.echo import encode_frame, pod_name, take_frame
 from tests.conformance.exchange import Handshake, Target, calculate_host, round_trip
 from tests.conformance.status_checks import STATUS_CHECKS
+from tests.conformance.steps_l4 import L4_STEPS
 from tests.conformance.world import GATEWAY_ADDRESS
 
 if TYPE_CHECKING:
@@ -58,6 +59,9 @@ class Session:
             if kind in STATUS_CHECKS:
                 if problem := STATUS_CHECKS[kind](self.compiled, **args):
                     self.failures.append(f"{where}: {problem}")
+            elif kind in L4_STEPS:
+                problems = L4_STEPS[kind](self._port, self.running, **args)
+                self.failures.extend(f"{where}: {problem}" for problem in problems)
             elif kind == "requests":
                 self._requests(where, **args)
             elif kind == "weights":
@@ -76,6 +80,10 @@ class Session:
                 self.compiled = self.recompile()
             else:
                 raise ValueError(f"{where}: unknown step")
+
+    def _port(self, gateway: str, listener: str | None) -> int:
+        """The proxy's port for a Gateway's listener (the one named, else its first)."""
+        return self.compiled.target_port(gateway, self.world.listener(gateway, listener)[0])
 
     def _target(self, gateway: str, listener: str | None, tls: str | None) -> Target:
         name, port = self.world.listener(gateway, listener)

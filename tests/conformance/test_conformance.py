@@ -1,6 +1,6 @@
-"""The Gateway API v1.6.1 conformance sweep of the GATEWAY-HTTP profile (docs/quality.md), and
-the status checks of the GATEWAY-TLS, GATEWAY-TCP and GATEWAY-UDP scenarios (their traffic is
-tests/integration/test_streams.py's, on its own echo backends).
+"""The Gateway API v1.6.1 conformance sweep (docs/quality.md): the GATEWAY-HTTP profile, and
+the GATEWAY-TLS, GATEWAY-TCP and GATEWAY-UDP scenarios, their traffic through the proxy's
+layer-4 listeners to the stand-ins of upstream's TCP, UDP and DNS pods (:mod:`.echo_l4`).
 
 One test per upstream test (``scenarios/<ShortName>.yaml``): its manifests compiled by the
 real compiler (:mod:`.world`), the status it expects checked on the compiler's status, its
@@ -11,13 +11,14 @@ reason; those it gets wrong are strict xfails naming the bug.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 import pytest
 
 from coxswain.compile.gateway.status import supported_features
 from tests.conformance.certificates import server_context
-from tests.conformance.echo import serve_conformance_echo
+from tests.conformance.echo_l4 import serve_scenario_echo
 from tests.conformance.scenario import Scenario, read_scenarios
 from tests.conformance.steps import Session
 from tests.conformance.world import band_port, load_world, scenario_config
@@ -63,7 +64,7 @@ def test_conformance(scenario: Scenario, tmp_path: Path) -> None:
         return compiled[-1]
 
     def make_snapshot(ports: dict[str, int]) -> dict[str, object]:
-        echo_ports.update((key, ports[key]) for key in world.deployments)
+        echo_ports.update((key, ports[key]) for key in world.echoes)
         return compile_world().snapshot
 
     def client(running: Running) -> None:
@@ -81,7 +82,7 @@ def test_conformance(scenario: Scenario, tmp_path: Path) -> None:
         tmp_path,
         make_snapshot,
         client,
-        backends=tuple(world.deployments),
+        backends=tuple(world.echoes),
         tls_backends={key: server_context(*serving) for key, serving in world.tls.items()},
-        echo=serve_conformance_echo,
+        echo=partial(serve_scenario_echo, world.echoes),
     )

@@ -15,6 +15,9 @@ stand-ins for what a cluster would add:
 - a Deployment with ``TLS_SERVER_CERT`` (``echo-basic`` serving HTTPS) is an echo behind TLS
   only, with the certificate of the Secret its pods mount, and, with ``TLS_CLIENT_CACERTS``,
   asking clients for a certificate of the CA ConfigMap they mount (``tls``);
+- the layer-4 pods (``TCP_ECHO_SERVER``, ``UDP_ECHO_SERVER``, ``coredns``) are the stand-ins
+  of :mod:`.echo_l4` (``echoes``); a TCP echo with ``TLS_SERVER_CERT`` is two, the plain one
+  and ``<deployment>#tls``, which the Service port targeting ``TLS_PORT`` (8443) reaches;
 - a VIP Service per Gateway in the controller's namespace, as the controller provisions them
   (docs/contracts.md, "Owned objects"): it is the compiler's memory of internal ports, so each
   Gateway listener port gets a free one from the shared pool's band, and its load-balancer
@@ -36,8 +39,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import random
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -50,6 +51,8 @@ from coxswain.compile.model.manifests import parse_manifests
 from coxswain.compile.provision import provision
 from coxswain.compile.snapshot_json import snapshot_to_data
 from tests.conformance.certificates import suite_objects
+from tests.conformance.echo_l4 import TLS_SUFFIX, Echo
+from tests.integration.proxy_harness import free_port
 
 __all__ = [
     "GATEWAY_ADDRESS", "MANIFESTS", "UNUSABLE_ADDRESS", "USABLE_ADDRESS", "Compiled", "World",
@@ -66,8 +69,8 @@ _FAKE_ADDRESS_TYPE: Final = "test/fake-invalid-type"
 # The upper part of the shared pool's band (30000-32767): the suite's fixed_ports tests take
 # the lowest ports of it, and the kernel's ephemeral ports start above it (32768).
 _BAND: Final = range(31000, 32768)
-_draw = random.Random()  # spreads concurrent test runs apart; no secret
 _GATEWAY_GROUP: Final = "gateway.networking.k8s.io"
+_TLS_PORT: Final = "8443"  # echo-basic's TLS_PORT default, the TCP echo's TLS port
 
 Body = dict[str, Any]
 
@@ -115,16 +118,9 @@ def scenario_config(overrides: dict[str, Any]) -> CompileConfig:
 
 
 def band_port() -> int:
-    """A port of the band nothing is bound to right now on 127.0.0.1."""
-    for _ in range(1000):
-        port = _draw.choice(_BAND)
-        with socket.socket() as probe:
-            try:
-                probe.bind((GATEWAY_ADDRESS, port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"no free port in {_BAND}")
+    """A port of the band nothing is bound to right now on 127.0.0.1, never one handed out
+    before in this process."""
+    return free_port(_BAND)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,14 +146,16 @@ class World:
     """The objects of one scenario, the Deployments taken out: ``deployments`` holds the pod
     labels of each by ``namespace/name``; ``fill`` names the Deployment whose pods a test puts
     in an EndpointSlice of its manifests, by the slice's ``namespace/name``; ``tls`` the
-    Deployments that serve TLS, with the Secret they serve and the CA ConfigMap they check
-    clients with (None: they ask for no client certificate); ``external_ips`` the static
-    addresses the controller gave each Gateway's VIP Service."""
+    echoes that serve TLS, with the Secret they serve and the CA ConfigMap they check
+    clients with (None: they ask for no client certificate); ``echoes`` every echo to run, by
+    name (a Deployment's ``namespace/name``, or that and ``#tls``); ``external_ips`` the
+    static addresses the controller gave each Gateway's VIP Service."""
 
     objects: list[Body]
     deployments: dict[str, dict[str, str]]
     fill: dict[str, str]
     tls: dict[str, tuple[str, str | None]]
+    echoes: dict[str, Echo]
     config: CompileConfig = CONFIG
     external_ips: dict[str, list[str]] = field(default_factory=dict)
 
@@ -285,6 +283,7 @@ class World:
             if deployment is None:
                 continue
             namespace, name = _key(body).split("/")
+            secured = deployment + TLS_SUFFIX
             slices.append(
                 {
                     "apiVersion": "discovery.k8s.io/v1",
@@ -299,8 +298,13 @@ class World:
                     "ports": [
                         {
                             "name": p.get("name", ""),
-                            "port": echo_ports[deployment],
-                            "protocol": "TCP",
+                            "port": echo_ports[
+                                secured
+                                if secured in self.echoes
+                                and str(p.get("targetPort", p["port"])) == _TLS_PORT
+                                else deployment
+                            ],
+                            "protocol": p.get("protocol", "TCP"),
                         }
                         for p in body["spec"].get("ports", [])
                     ],
@@ -361,7 +365,7 @@ def _serving(deployment: Body) -> tuple[str, str | None] | None:
     """The Secret an ``echo-basic`` Deployment serves TLS with and the CA ConfigMap it checks
     clients with, from the volumes its pods mount; None when it serves no TLS."""
     spec = deployment["spec"]["template"]["spec"]
-    env = {e["name"] for c in spec["containers"] for e in c.get("env", [])}
+    env = _env(deployment)
     if "TLS_SERVER_CERT" not in env:
         return None
     namespace = deployment["metadata"]["namespace"]
@@ -372,16 +376,50 @@ def _serving(deployment: Body) -> tuple[str, str | None] | None:
     return f"{namespace}/{secret}", client_ca
 
 
+def _env(deployment: Body) -> dict[str, str]:
+    """The environment of a Deployment's containers (a value from a field reads as "")."""
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    return {e["name"]: str(e.get("value", "")) for c in containers for e in c.get("env", [])}
+
+
+def _echoes(
+    deployment: Body,
+) -> tuple[dict[str, Echo], dict[str, tuple[str, str | None]]]:
+    """The echoes standing in for a Deployment's pods, and those of them serving TLS."""
+    key, env = _key(deployment), _env(deployment)
+    service = env.get("SERVICE_NAME", "")
+    serving = _serving(deployment)
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    images = " ".join(c.get("image", "") for c in containers)
+    if "/coredns" in images:
+        return {key: Echo("dns")}, {}
+    if "UDP_ECHO_SERVER" in env:
+        return {key: Echo("udp", service)}, {}
+    if "TCP_ECHO_SERVER" in env:
+        if serving is None:
+            return {key: Echo("tcp", service)}, {}
+        secured = key + TLS_SUFFIX
+        return {key: Echo("tcp", service), secured: Echo("tcp", service)}, {secured: serving}
+    return {key: Echo("http", service)}, {} if serving is None else {key: serving}
+
+
 def load_world(
     manifests: list[str], fill: dict[str, str] | None = None, config: CompileConfig = CONFIG
 ) -> World:
     """The base manifests and a test's, without their Deployments."""
     objects = [body for relative in ["base/manifests.yaml", *manifests] for body in _read(relative)]
     deployments = [b for b in objects if b["kind"] == "Deployment"]
+    echoes: dict[str, Echo] = {}
+    tls: dict[str, tuple[str, str | None]] = {}
+    for body in deployments:
+        runs, serving = _echoes(body)
+        echoes.update(runs)
+        tls.update(serving)
     return World(
         [b for b in objects if b["kind"] != "Deployment"],
         {_key(b): b["spec"]["template"]["metadata"].get("labels", {}) for b in deployments},
         dict(fill or {}),
-        {_key(b): serving for b in deployments if (serving := _serving(b)) is not None},
+        tls,
+        echoes,
         config,
     )

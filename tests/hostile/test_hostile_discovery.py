@@ -22,13 +22,9 @@ from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile.scope import GatewayScope, Scope, SharedPool
 from coxswain.shell.discovery.ca import CertificateAuthority, ProxyIdentity, create_ca
 from coxswain.shell.discovery.codec import encode_scope
-from coxswain.shell.discovery.server import (
-    MAX_NODE_ID,
-    WIRE_VERSION,
-    granted_by,
-    open_discovery_server,
-)
+from coxswain.shell.discovery.server import MAX_NODE_ID, granted_by, open_discovery_server
 from coxswain.shell.discovery.tls import ClientCredentials, ServerCredentials
+from coxswain.shell.discovery.wire import WIRE_VERSION
 from tests.integration.discovery_harness import TIMEOUT, RawClient, listening
 
 if TYPE_CHECKING:

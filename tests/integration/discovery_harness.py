@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.scope import Scope
     from coxswain.shell.discovery.ca import CertificateAuthority, ProxyIdentity
-    from coxswain.shell.discovery.server import NodeKey, NodeObservation
+    from coxswain.shell.discovery.fleet import NodeKey, NodeObservation
     from coxswain.shell.discovery.tls import ClientCredentials
 
 NOW = datetime.datetime.now(datetime.UTC)

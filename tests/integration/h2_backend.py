@@ -39,12 +39,14 @@ class H2Backend:
     """Serve with :meth:`serve` (``nursery.start``: the port); read what happened after."""
 
     max_streams: int = 100
+    initial_window: int = 65535  # each stream's window for the proxy's request body
     goaway_after: int | None = None
     goaway_at: int | None = None
     delay: float = 0.0
     refuse_first: int = 0  # streams reset with REFUSED_STREAM before any is answered
     unavailable_first: int = 0  # answers 503 before the others are 200
     late_answer: bool = False
+    push_first: bool = False  # the first request answered with a PUSH_PROMISE (refused push)
     late_sent: trio.Event = field(default_factory=trio.Event)
     connections: int = 0
     peak_streams: int = 0
@@ -66,7 +68,12 @@ class H2Backend:
             h2.config.H2Configuration(client_side=False, header_encoding=None)
         )
         conn.initiate_connection()
-        conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: self.max_streams})
+        conn.update_settings(
+            {
+                h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: self.max_streams,
+                h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: self.initial_window,
+            }
+        )
         sending = trio.Lock()
         answered = 0
         open_streams: set[int] = set()
@@ -96,6 +103,7 @@ class H2Backend:
                 conn.close_connection(last_stream_id=stream_id)
             await flush()
             if going_away and not open_streams:
+                await flush()  # another stream's answer made while this flush waited
                 await stream.aclose()
 
         await flush()
@@ -144,6 +152,14 @@ class H2Backend:
                         self.late_sent.set()
                     elif isinstance(event, h2.events.RequestReceived) and self.late_answer:
                         pass  # answered only once reset
+                    elif isinstance(event, h2.events.RequestReceived) and self.push_first:
+                        self.push_first = False
+                        promise = hyperframe.frame.PushPromiseFrame(event.stream_id)
+                        promise.promised_stream_id = 2
+                        promise.data = conn.encoder.encode([(b":method", b"GET")])
+                        promise.flags.add("END_HEADERS")
+                        async with sending:
+                            await stream.send_all(conn.data_to_send() + promise.serialize())
                     elif isinstance(event, h2.events.RequestReceived) and self.refuse_first:
                         self.refuse_first -= 1
                         conn.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)

@@ -47,12 +47,12 @@ _draw = random.Random()  # spreads concurrent test runs apart; no secret
 _given: set[int] = set()  # ports handed out in this process, never handed out twice
 
 
-def free_port() -> int:
-    """A port nothing is bound to right now on 127.0.0.1, outside the ephemeral range, and
-    never one this process handed out before: a test draws several ports before anything binds
-    them, and the probe's bind cannot see a port drawn a moment earlier."""
+def free_port(ports: range = _PORTS) -> int:
+    """A port of ``ports`` nothing is bound to right now on 127.0.0.1 (by default outside the
+    ephemeral range), and never one this process handed out before: a test draws several ports
+    before anything binds them, and the probe's bind cannot see a port drawn a moment earlier."""
     for _ in range(1000):
-        port = _draw.choice(_PORTS)
+        port = _draw.choice(ports)
         if port in _given:
             continue
         with socket.socket() as probe:
@@ -62,7 +62,7 @@ def free_port() -> int:
                 continue
         _given.add(port)
         return port
-    raise RuntimeError(f"no free port in {_PORTS} on 127.0.0.1")
+    raise RuntimeError(f"no free port in {ports} on 127.0.0.1")
 
 
 # --- echo backend -------------------------------------------------------------------------------

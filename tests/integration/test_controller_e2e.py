@@ -6,7 +6,8 @@ dedicated proxy started with the arguments of the Deployment the controller prov
 Secret's files standing in for the mounted volume). Objects are created through the API and
 traffic flows; status is written; VIP Services and identities are created, relabelled and
 pruned; a route with a missing backend is reported while the rest keeps working; the controller
-is killed and restarted while requests keep flowing, none failing.
+is killed and restarted while requests keep flowing, none failing. TCP and UDP listeners
+(TCPRoute, UDPRoute) carry their traffic on both the shared pool and a dedicated proxy.
 
 Each proxy binds its own loopback address: the shared pool's internal ports are fixed.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import signal
+import socket
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -34,6 +36,7 @@ from .manifests import (
     own_parameters,
 )
 from .proxy_harness import free_port, reaped, serve_echo
+from .streams_harness import read_exactly, tcp_backend, udp_backend
 
 pytestmark = pytest.mark.fixed_ports  # the shared pool's internal ports (tests/conftest.py)
 
@@ -134,6 +137,15 @@ def shared_proxy(discovery: int, certs: Path, http_port: int) -> list[str]:
         "--ingress-https-port", str(free_port()), "--admin-port", "0", "--workers", "1",
         "--tls-cert", str(certs / "tls.crt"), "--tls-key", str(certs / "tls.key"),
         "--tls-ca", str(certs / "ca.crt"),
+    )  # fmt: skip
+
+
+def controller(api: ApiServer, folder: Path, discovery: int, *extra: str) -> list[str]:
+    """``coxswain controller`` against the emulator, its discovery server on ``discovery``."""
+    return coxswain(
+        "controller", "--kubeconfig", str(api.kubeconfig(folder / "kube")),
+        "--namespace", NAMESPACE, "--discovery-port", str(discovery), "--health-port", "0",
+        "--discovery-address", f"127.0.0.1:{discovery}", *extra,
     )  # fmt: skip
 
 
@@ -317,21 +329,7 @@ def test_a_gateway_moves_to_a_dedicated_proxy_and_back_without_a_failed_request(
             for body in cluster_objects(ports, edge_port):
                 api.put_object(body)
             api.put_object(gateway("edge", edge_port))  # shared, to begin with
-            await start(
-                coxswain(
-                    "controller",
-                    "--kubeconfig",
-                    str(api.kubeconfig(tmp_path / "kube")),
-                    "--namespace",
-                    NAMESPACE,
-                    "--discovery-port",
-                    str(discovery),
-                    "--health-port",
-                    "0",
-                    "--discovery-address",
-                    f"127.0.0.1:{discovery}",
-                )
-            )
+            await start(controller(api, tmp_path, discovery))
             shared = await eventually(
                 lambda: secret_files(
                     api, NAMESPACE, "coxswain-proxy-discovery-tls", tmp_path / "shared"
@@ -390,6 +388,115 @@ def test_a_gateway_moves_to_a_dedicated_proxy_and_back_without_a_failed_request(
             stop.set()
             assert len(answered) > 20
             assert set(answered) == {200}, [s for s in answered if s != 200]
+            nursery.cancel_scope.cancel()
+
+    run_with_crds(main)
+
+
+def l4_gateway(name: str, tcp: int, udp: int, **spec: Any) -> list[dict[str, Any]]:
+    """A Gateway ``app/name`` with a TCP and a UDP listener, a TCPRoute and a UDPRoute to the
+    Services ``tcp`` and ``udp``."""
+
+    def route(kind: str, section: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": kind,
+            "metadata": {"name": f"{name}-{section}", "namespace": "app"},
+            "spec": {
+                "parentRefs": [{"name": name, "sectionName": section}],
+                "rules": [{"backendRefs": [{"name": section, "port": 80}]}],
+            },
+        }
+
+    body = gateway(name, tcp, **spec)
+    body["spec"]["listeners"] = [
+        {"name": "tcp", "port": tcp, "protocol": "TCP"},
+        {"name": "udp", "port": udp, "protocol": "UDP"},
+    ]
+    return [body, route("TCPRoute", "tcp"), route("UDPRoute", "udp")]
+
+
+async def carries_tcp_and_udp(address: str, tcp: int, udp: int) -> None:
+    """A TCP connection through ``address:tcp`` reaches the TCP echo and a datagram through
+    ``address:udp`` the UDP echo, trying again until both do (the proxy may still be
+    binding), within the test's timeout."""
+    with trio.fail_after(TIMEOUT):
+        while True:
+            try:
+                stream = await trio.open_tcp_stream(address, tcp)
+            except OSError:
+                await trio.sleep(0.1)
+                continue
+            async with stream:
+                await stream.send_all(b"ping")
+                if await read_exactly(stream, 8) == b"tcp:ping":
+                    break
+        client = trio.socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        with client:
+            await client.connect((address, udp))
+            while True:
+                await client.send(b"ping")
+                with trio.move_on_after(0.5):
+                    if await client.recv(100) == b"udp:ping":
+                        return
+
+
+def test_tcp_and_udp_routes_carry_traffic_on_the_shared_pool_and_a_dedicated_proxy(
+    tmp_path: Path,
+) -> None:
+    discovery = free_port()
+    ports = {name: free_port() for name in ("pool_tcp", "pool_udp", "edge_tcp", "edge_udp")}
+
+    def internal(api: ApiServer, gateway: str) -> dict[str, int] | None:
+        """The VIP Service's target port by protocol: the shared pool's internal ports."""
+        for service in api.objects("Service", NAMESPACE):
+            if service["metadata"].get("annotations", {}).get(GATEWAY) == gateway:
+                found = {
+                    p.get("protocol", "TCP"): int(p["targetPort"]) for p in service["spec"]["ports"]
+                }
+                return found if len(found) == 2 else None
+        return None
+
+    async def main(api: ApiServer) -> None:
+        async with reaped() as start, trio.open_nursery() as nursery:
+            for body in [
+                *backend("tcp", await tcp_backend(nursery, "tcp")),
+                *backend("udp", await udp_backend(nursery, "udp")),
+                gateway_class(),
+                own_parameters({"replicas": 1}),
+                *l4_gateway("pool", ports["pool_tcp"], ports["pool_udp"]),
+                *l4_gateway(
+                    "edge", ports["edge_tcp"], ports["edge_udp"],
+                    infrastructure=own_infrastructure(),
+                ),
+            ]:  # fmt: skip
+                api.put_object(body)
+            await start(
+                controller(api, tmp_path, discovery, "--shared-vip-service-type", "ClusterIP")
+            )
+            shared_certs = await eventually(
+                lambda: secret_files(
+                    api, NAMESPACE, "coxswain-proxy-discovery-tls", tmp_path / "shared"
+                ),
+                "the shared pool's certificate Secret",
+            )
+            await start(shared_proxy(discovery, shared_certs, free_port()))
+            edge_certs = await eventually(
+                lambda: secret_files(api, "app", "edge-coxswain-discovery-tls", tmp_path / "edge"),
+                "the dedicated proxy's certificate Secret",
+            )
+            await start(await eventually(lambda: dedicated_command(api, edge_certs), "Deployment"))
+            pool = await eventually(lambda: internal(api, "app/pool"), "the pool's VIP ports")
+            await carries_tcp_and_udp(SHARED, pool["TCP"], pool["UDP"])
+            await carries_tcp_and_udp(DEDICATED, ports["edge_tcp"], ports["edge_udp"])
+            for name in ("pool", "edge"):
+                await eventually(
+                    lambda name=name: (
+                        conditions(api.get("Gateway", name, "app")).get("Programmed") == "True"
+                    ),
+                    f"{name} Programmed",
+                    lambda name=name: api.get("Gateway", name, "app"),
+                )
             nursery.cancel_scope.cancel()
 
     run_with_crds(main)

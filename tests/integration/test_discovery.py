@@ -26,13 +26,9 @@ from coxswain.shell.discovery import aio_bridge
 from coxswain.shell.discovery import client as discovery_client
 from coxswain.shell.discovery.ca import CertificateAuthority, ProxyIdentity, create_ca
 from coxswain.shell.discovery.client import DiscoveryRefusedError, stream_snapshots
-from coxswain.shell.discovery.server import (
-    WIRE_VERSION,
-    NodeObservation,
-    granted_by,
-    open_discovery_server,
-)
+from coxswain.shell.discovery.server import granted_by, open_discovery_server
 from coxswain.shell.discovery.tls import ClientCredentials, ServerCredentials
+from coxswain.shell.discovery.wire import WIRE_VERSION
 
 from .discovery_harness import RawClient, entries, entry, listening
 
@@ -40,6 +36,8 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from pyrsistent.typing import PMap
+
+    from coxswain.shell.discovery.fleet import NodeObservation
 
 NOW = datetime.datetime.now(datetime.UTC)
 TIMEOUT = 30  # an upper bound for what must happen, generous for a loaded machine

@@ -7,55 +7,11 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any
 
-from coxswain.compile import SharedPool, build_state, compile
-from coxswain.compile.snapshot_json import snapshot_to_data
-
-from .manifests import backend as manifest_backend
-from .manifests import ingress_class
+from .nginx_harness import NGINX, compiled, shop
 from .proxy_harness import Running, echoed, request, run_proxy
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from pathlib import Path
-
-NGINX = "nginx.ingress.kubernetes.io/"
-
-
-def shop(annotations: dict[str, str], *paths: tuple[str, str, str]) -> dict[str, Any]:
-    """Ingress ``app/shop`` on shop.example.com: (path, pathType, service) each."""
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "Ingress",
-        "metadata": {"name": "shop", "namespace": "app", "annotations": annotations},
-        "spec": {
-            "ingressClassName": "coxswain",
-            "rules": [
-                {
-                    "host": "shop.example.com",
-                    "http": {
-                        "paths": [
-                            {
-                                "path": p,
-                                "pathType": kind,
-                                "backend": {"service": {"name": s, "port": {"number": 80}}},
-                            }
-                            for p, kind, s in paths
-                        ]
-                    },
-                }
-            ],
-        },
-    }
-
-
-def compiled(*ingresses: dict[str, Any]) -> Callable[[dict[str, int]], dict[str, Any]]:
-    def make(ports: dict[str, int]) -> dict[str, Any]:
-        bodies = [ingress_class(), *ingresses]
-        for name in ("one", "two"):
-            bodies += manifest_backend(name, ports[name])
-        return snapshot_to_data(compile(build_state(bodies), SharedPool()).snapshot)
-
-    return make
 
 
 def get(run: Running, target: str, host: str = "shop.example.com") -> tuple[int, Any, bytes]:
@@ -211,7 +167,7 @@ def test_basic_auth_source_ranges_and_body_size_are_checked_per_request(tmp_path
 
 
 def test_an_auth_annotation_coxswain_cannot_honour_answers_503(tmp_path: Path) -> None:
-    ingress = shop({NGINX + "auth-url": "http://auth.example/check"}, ("/", "Prefix", "one"))
+    ingress = shop({NGINX + "auth-tls-secret": "app/ca"}, ("/", "Prefix", "one"))
 
     def client(run: Running) -> None:
         status, _, _ = get(run, "/")

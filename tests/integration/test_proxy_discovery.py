@@ -15,7 +15,7 @@ import trio
 from coxswain.compile.scope import SharedPool
 from coxswain.compile.snapshot_json import snapshot_from_data
 from coxswain.shell.discovery.ca import create_ca
-from coxswain.shell.discovery.server import NodeKey, NodeObservation, open_discovery_server
+from coxswain.shell.discovery.server import open_discovery_server
 from coxswain.shell.discovery.tls import ServerCredentials
 
 from .discovery_harness import NOW, TIMEOUT, allow, command, entries, entry, proxy_files
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from pyrsistent.typing import PMap
+
+    from coxswain.shell.discovery.fleet import NodeKey, NodeObservation
 
 
 def get(port: int) -> tuple[int, bytes]:

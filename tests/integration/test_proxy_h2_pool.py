@@ -197,7 +197,7 @@ def test_streams_cancelled_anywhere_leave_their_connection() -> None:
             waiting.cancel_scope.cancel()
         assert pool.stream_count() == 0
         (connection,) = pool.connections()
-        assert connection.conn.open_outbound_streams == 0
+        assert connection.conn.open_streams == 0
 
     with_pool(backend, check)
 
@@ -217,5 +217,24 @@ def test_an_answer_that_crosses_the_streams_reset_leaves_the_connection_working(
         assert await fetch(pool, endpoints, watchdog) == b"connection 1 stream 3"
         assert backend.late_sent.is_set()
         assert await fetch(pool, endpoints, watchdog) == b"connection 1 stream 5"
+
+    with_pool(backend, check)
+
+
+def test_a_backend_that_breaks_http2_fails_its_own_connection_only() -> None:
+    """A PUSH_PROMISE after the proxy said SETTINGS_ENABLE_PUSH 0 is a connection error
+    (RFC 9113 §8.4, §5.4.1): the stream on that connection fails with the reason, and the
+    next request goes out on a new connection."""
+    backend = H2Backend(push_first=True)
+
+    async def check(pool: H2Pool, endpoints: list[Endpoint], watchdog: Watchdog) -> None:
+        stream = await pool.open_stream(endpoints, REQUEST, end_stream=True, within=5, tls=None)
+        with pytest.raises(StreamFailed) as failed:
+            await stream.head(Timer(watchdog))
+        assert "the backend broke HTTP/2" in failed.value.reason
+        assert not failed.value.refused
+        stream.connection.forget(stream)
+        assert await fetch(pool, endpoints, watchdog) == b"connection 2 stream 1"
+        assert backend.goaways_received == 1  # the proxy said why
 
     with_pool(backend, check)

@@ -25,7 +25,7 @@ import yaml
 
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain._proto.discovery.v1 import discovery_pb2_grpc as pb_grpc
-from coxswain.shell.discovery.server import WIRE_VERSION
+from coxswain.shell.discovery.wire import WIRE_VERSION
 
 from .e2e_harness import coxswain, served_by
 from .manifests import (

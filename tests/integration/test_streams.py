@@ -1,12 +1,16 @@
 """The layer-4 data plane on real sockets: TLS Passthrough (the client sees the backend's own
 certificate), SNI exact, wildcard and miss, a ClientHello in many segments, a silent client,
 TLS Terminate, TCP half-close, routing kept across snapshots and the drain of removed
-routes, UDP sessions and their expiry."""
+routes (TCP connections and UDP sessions), UDP sessions and their expiry."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import socket
 import ssl
+from typing import TYPE_CHECKING
 
 import pytest
 import trio
@@ -26,6 +30,11 @@ from tests.integration.streams_harness import (
     tcp_backend,
     udp_backend,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from prometheus_client import CollectorRegistry
 
 CA = trustme.CA()
 SETTINGS = StreamSettings(hello_timeout=2.0, drain=0.2, udp=UdpSettings(idle_timeout=0.3))
@@ -64,6 +73,28 @@ async def _tls_exchange(
                 break
             greeting += data
     return bytes(greeting), san
+
+
+@contextlib.asynccontextmanager
+async def _udp_client(port: int) -> AsyncIterator[trio.socket.SocketType]:
+    """A UDP socket connected to the proxy's ``port``, for at most 30 s."""
+    client = trio.socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    with client, trio.fail_after(30):
+        await client.connect(("127.0.0.1", port))
+        yield client
+
+
+async def _ask(client: trio.socket.SocketType, datagram: bytes) -> bytes:
+    """Send one datagram on a connected UDP socket; the answer."""
+    await client.send(datagram)
+    return await client.recv(100)
+
+
+async def _no_udp_session_open(registry: CollectorRegistry) -> None:
+    """Until the gauge of open UDP sessions is 0 (what shows a session ended: no event to
+    wait on)."""
+    while registry.get_sample_value("coxswain_udp_open_sessions") != 0:  # noqa: ASYNC110
+        await trio.sleep(0.05)
 
 
 def test_passthrough_routes_by_sni_and_the_client_sees_the_backends_certificate() -> None:
@@ -174,6 +205,56 @@ async def _tcp_half_close_is_passed_on_both_ways() -> None:
         nursery.cancel_scope.cancel()
 
 
+def test_a_tcp_connection_carries_megabytes_both_ways_at_once() -> None:
+    trio.run(_a_tcp_connection_carries_megabytes_both_ways_at_once)
+
+
+async def _a_tcp_connection_carries_megabytes_both_ways_at_once() -> None:
+    """Both directions full at once, more than the sockets' buffers hold: every byte arrives,
+    in order, and a stalled direction does not stall the other (one task drives both). The
+    client reads only once it has sent everything, so the backend's bytes back up in the
+    proxy meanwhile."""
+    size, chunk = 32 << 20, os.urandom(1 << 16)
+    expected = hashlib.sha256(chunk * (size // len(chunk))).hexdigest()
+
+    async def send_and_digest(stream: trio.SocketStream, *, read_after: bool = False) -> str:
+        async def send() -> None:
+            for _ in range(size // len(chunk)):
+                await stream.send_all(chunk)
+            await stream.send_eof()
+
+        digest = hashlib.sha256()
+        async with trio.open_nursery() as nursery:
+            if read_after:
+                await send()
+            else:
+                nursery.start_soon(send)
+            while data := await stream.receive_some(1 << 16):
+                digest.update(data)
+        return digest.hexdigest()
+
+    digests: list[str] = []
+
+    async def backend(stream: trio.SocketStream) -> None:
+        async with stream:
+            digests.append(await send_and_digest(stream))
+
+    async with trio.open_nursery() as nursery:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        nursery.start_soon(trio.serve_listeners, backend, listeners)
+        port = free_port()
+        async with running_proxy(SETTINGS) as proxy:
+            target = listeners[0].socket.getsockname()[1]
+            await proxy.apply(stream_snapshot(port, "TCP", [Route("*", "db", (target,))]))
+            with trio.fail_after(60):
+                async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+                    assert await send_and_digest(stream, read_after=True) == expected
+                while not digests:  # noqa: ASYNC110 - the backend's task ends on its own
+                    await trio.sleep(0.01)
+        assert digests == [expected]
+        nursery.cancel_scope.cancel()
+
+
 def test_a_new_snapshot_keeps_connections_and_drains_removed_routes() -> None:
     trio.run(_a_new_snapshot_keeps_connections_and_drains_removed_routes)
 
@@ -217,21 +298,40 @@ async def _udp_sessions_forward_both_ways_and_expire_when_idle() -> None:
         port = free_port()
         async with running_proxy(SETTINGS) as proxy:
             await proxy.apply(stream_snapshot(port, "UDP", [Route("*", "dns", (backend,))]))
-            client = trio.socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            with client, trio.fail_after(30):
-                await client.connect(("127.0.0.1", port))
-                await client.send(b"q1")
-                assert await client.recv(100) == b"dns:q1"
-                await client.send(b"q2")
-                assert await client.recv(100) == b"dns:q2"
-                registry = proxy.metrics.registry
-                # the idle session ends (the gauge is what shows it: no event to wait on)
-                while registry.get_sample_value("coxswain_udp_open_sessions") != 0:  # noqa: ASYNC110
-                    await trio.sleep(0.05)
-                await client.send(b"q3")
-                assert await client.recv(100) == b"dns:q3"
+            async with _udp_client(port) as client:
+                assert await _ask(client, b"q1") == b"dns:q1"
+                assert await _ask(client, b"q2") == b"dns:q2"
+                # the idle session ends
+                await _no_udp_session_open(proxy.metrics.registry)
+                assert await _ask(client, b"q3") == b"dns:q3"
             exposition = proxy.metrics.exposition().decode()
             assert 'outcome="opened",route="UDPRoute app/dns"} 2.0' in exposition
+        nursery.cancel_scope.cancel()
+
+
+def test_a_udp_session_whose_route_is_removed_ends_after_the_drain_period() -> None:
+    trio.run(_a_udp_session_whose_route_is_removed_ends_after_the_drain_period)
+
+
+async def _a_udp_session_whose_route_is_removed_ends_after_the_drain_period() -> None:
+    settings = StreamSettings(drain=0.2, udp=UdpSettings(idle_timeout=600.0))
+    async with trio.open_nursery() as nursery:
+        first, second = [await udp_backend(nursery, name) for name in ("first", "second")]
+        port = free_port()
+        async with running_proxy(settings) as proxy:
+            await proxy.apply(stream_snapshot(port, "UDP", [Route("*", "dns", (first,))]))
+            async with _udp_client(port) as client:
+                assert await _ask(client, b"q1") == b"first:q1"
+                # the same route to another backend: the open session stays where it was
+                moved = [Route("*", "dns", (second,))]
+                await proxy.apply(stream_snapshot(port, "UDP", moved, version="sha256:2"))
+                assert await _ask(client, b"q2") == b"first:q2"
+                # the route is gone: the session ends after the drain period, long before
+                # it would be idle, and the client's next datagram takes the new route
+                removed = [Route("*", "other", (second,))]
+                await proxy.apply(stream_snapshot(port, "UDP", removed, version="sha256:3"))
+                await _no_udp_session_open(proxy.metrics.registry)
+                assert await _ask(client, b"q3") == b"second:q3"
         nursery.cancel_scope.cancel()
 
 

@@ -4,7 +4,8 @@ Random event sequences (objects of every kind the compiler reads added, edited a
 some re-sent unchanged as a resync does) are folded into a state with ``apply``, one at a time;
 after each, one ``CompileMemo`` kept across the whole sequence answers ``compile`` for the
 shared pool and every Gateway's scope, ``status`` and ``provision``, and each answer must be
-byte-identical to the pure function's on the same state.
+byte-identical to the pure function's on the same state. The memo is told the keys each
+event touched at some steps (as the controller tells it), and finds them itself at the others.
 """
 
 from __future__ import annotations
@@ -105,20 +106,27 @@ _events = st.one_of(
 
 
 def _step(
-    state: ClusterState, bodies: dict[ObjectKey, dict[str, Any]], event: tuple[str, Any]
+    state: ClusterState,
+    bodies: dict[ObjectKey, dict[str, Any]],
+    event: tuple[str, Any],
+    touched: set[ObjectKey] | None = None,
 ) -> ClusterState:
-    """Fold one event in, keeping ``bodies`` (the objects present, raw) in step."""
+    """Fold one event in, keeping ``bodies`` (the objects present, raw) in step; the keys of
+    the objects upserted or deleted are added to ``touched``."""
+    touched = set() if touched is None else touched
     kind, value = event
     if kind == "upsert":
         for body in value:
             decoded = decode_object(body)
             if isinstance(decoded, Decoded):
                 bodies[decoded.obj.meta.key] = body
+                touched.add(decoded.obj.meta.key)
                 state = apply(state, Upserted(decoded.obj))
         return state
     if not bodies:
         return state
     key = sorted(bodies)[value % len(bodies)]
+    touched.add(key)
     if kind == "delete":
         del bodies[key]
         return apply(state, Deleted(key))
@@ -150,14 +158,27 @@ def _same(memo: CompileMemo, state: ClusterState) -> None:
 
 
 @settings(max_examples=50)
-@given(world=sc.worlds(), extra=gw.worlds, events=st.lists(_events, min_size=1, max_size=8))
+@given(
+    world=sc.worlds(),
+    extra=gw.worlds,
+    events=st.lists(_events, min_size=1, max_size=8),
+    hinted=st.lists(st.booleans(), min_size=8, max_size=8),
+)
 def test_incremental_compile_equals_compile_from_scratch(
-    world: list[dict[str, Any]], extra: list[dict[str, Any]], events: list[tuple[str, Any]]
+    world: list[dict[str, Any]],
+    extra: list[dict[str, Any]],
+    events: list[tuple[str, Any]],
+    hinted: list[bool],
 ) -> None:
+    """Each step either tells the memo which keys its event touched (``CompileMemo.changed``,
+    as the controller does) or leaves it to compare the two states."""
     bodies: dict[ObjectKey, dict[str, Any]] = {}
     state = _step(build_state([]), bodies, ("upsert", [*world, *extra]))
     memo = CompileMemo()
     _same(memo, state)
-    for event in events:
-        state = _step(state, bodies, event)
+    for event, hint in zip(events, hinted, strict=False):
+        touched: set[ObjectKey] = set()
+        base, state = state, _step(state, bodies, event, touched)
+        if hint:
+            memo.changed(base, state, touched)
         _same(memo, state)

@@ -21,3 +21,11 @@ def run_quick(
         timeout=timeout,
         check=False,
     )
+
+
+def check_quick_run(script: Path, timeout: int, shows: str) -> None:
+    """``script --quick`` exits 0, skips the targets and prints ``shows`` (one of its tables)."""
+    done = run_quick(script, timeout)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "SKIP" in done.stdout
+    assert shows in done.stdout, done.stdout

@@ -1,5 +1,6 @@
-"""bench/discovery.py still runs (its --quick mode: 100 routes, 1 and 3 subscribers over mutual
-TLS on 127.0.0.1, a few publishes), so that the discovery benchmark cannot rot unnoticed. Kept
+"""bench/discovery.py and bench/discovery_fleet.py still run (their --quick modes: 100 routes,
+a few subscribers or streams over mutual TLS on 127.0.0.1, a few publishes), so that the
+discovery benchmarks cannot rot unnoticed. Kept
 apart from test_bench_smoke.py, which runs the compile_*.py scripts.
 
 No figure is asserted: they belong in docs/benchmarks.md.
@@ -7,7 +8,7 @@ No figure is asserted: they belong in docs/benchmarks.md.
 
 from __future__ import annotations
 
-from tests.unit.bench_smoke import BENCH, run_quick
+from tests.unit.bench_smoke import BENCH, check_quick_run, run_quick
 
 SCRIPT = BENCH / "discovery.py"
 
@@ -17,3 +18,7 @@ def test_discovery_benchmark_runs_in_quick_mode() -> None:
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "SKIP" in done.stdout
     assert "Publish to applied" in done.stdout, done.stdout
+
+
+def test_discovery_fleet_benchmark_runs_in_quick_mode() -> None:
+    check_quick_run(BENCH / "discovery_fleet.py", timeout=120, shows="Cold start")

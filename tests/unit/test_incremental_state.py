@@ -13,6 +13,8 @@ from coxswain.compile import CompileConfig, build_state
 from coxswain.compile.model.decode import Decoded, decode_object
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.model.state import Deleted, Upserted, apply, carried_over
+from coxswain.shell.control import kinds
+from coxswain.shell.control.cluster_view import ClusterView
 from coxswain.shell.offload import offload
 from coxswain.shell.publisher import Publisher
 from tests.integration.manifests import gateway, gateway_class, http_route
@@ -82,3 +84,19 @@ def test_offload_gives_the_result_of_the_call() -> None:
         assert await offload(sorted, [3, 1, 2]) == [1, 2, 3]
 
     trio.run(main)
+
+
+def test_the_cluster_view_hands_out_the_keys_its_events_changed() -> None:
+    view = ClusterView()
+    first = view.state
+    view.event(kinds.HTTP_ROUTE, ("app", "r1"), _route("r1"))
+    view.event(kinds.HTTP_ROUTE, ("app", "r2"), _route("r2"))
+    base, state, changed = view.take()
+    assert base is first
+    assert state is view.state
+    assert changed == {ObjectKey("HTTPRoute", "app", "r1"), ObjectKey("HTTPRoute", "app", "r2")}
+    view.event(kinds.HTTP_ROUTE, ("app", "r1"), _route("r1"))  # a resync: nothing changed
+    view.event(kinds.HTTP_ROUTE, ("app", "r2"), None)
+    base, _, changed = view.take()
+    assert base is state
+    assert changed == {ObjectKey("HTTPRoute", "app", "r2")}

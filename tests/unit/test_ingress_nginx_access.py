@@ -104,8 +104,13 @@ def actions_of(annotations: dict[str, str], *extra: dict[str, object]) -> Ingres
         ({"auth-type": "basic", "auth-secret": "missing"}, "has no auth key"),
         ({"auth-type": "basic", "auth-secret": "other/users"}, "outside"),
         ({"auth-type": "digest", "auth-secret": "users"}, "digest"),
-        ({"auth-url": "http://auth.example/check"}, "not implemented"),
-        ({"auth-tls-secret": "apps/ca"}, "not implemented"),
+        ({"auth-url": "http://$host/check"}, "nginx variables"),
+        ({"auth-url": "ftp://auth.example/check"}, "not an http(s) URL"),
+        ({"auth-url": "http://auth.example/", "auth-method": "FETCH"}, "not an HTTP method"),
+        ({"auth-url": "http://a/", "auth-response-headers": "X-A, X:B"}, "header names"),
+        ({"auth-url": "http://a/", "auth-cache-duration": "5 minutes"}, "[status ...] time"),
+        ({"auth-tls-secret": "apps/ca"}, "no ca.crt"),
+        ({"auth-tls-secret": "other/ca"}, "outside"),
     ],
 )
 def test_security_annotations_that_cannot_be_honoured_fail_closed(

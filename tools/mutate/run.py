@@ -52,6 +52,8 @@ ROOT: Final = Path(__file__).resolve().parents[2]
 MUTANTS: Final = ROOT / "mutants"
 REPORT_DIR: Final = ROOT / "build" / "mutate"
 EQUIVALENT_FILE: Final = Path(__file__).resolve().parent / "equivalent.toml"
+CPU_LOG: Final = REPORT_DIR / "cpu.jsonl"
+LOG_ENV: Final = "COXSWAIN_MUTATE_CPU_LOG"  # as tools/mutate/accounting.py reads it
 
 # mutmut's exit codes (mutmut/stats.py), sorted into the report's columns. A test run that
 # errors (3) is a kill; a worker killed on its CPU limit is a timeout; a mutant no selected test
@@ -210,6 +212,39 @@ def build_report(
     return Report(packages=packages, files=files, survivors=survivors, stale=stale)
 
 
+def cpu_lines(log: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The report's section on cost: CPU-seconds per setup phase, per tested mutant by verdict,
+    and per file (tools/mutate/accounting.py writes the log)."""
+    out = ["## CPU time", ""]
+    for r in (r for r in log if "phase" in r):
+        timed = (
+            f": {r['cpu']:.0f} CPU-s ({r['wall']:.0f} s wall)"
+            if "wall" in r
+            else f": {r['cpu']:.0f} CPU-s since the start"
+            if "cpu" in r
+            else ""
+        )
+        out.append(f"- {r['phase']}{timed}")
+    mutants = [r for r in log if "mutant" in r]
+    by_column: dict[str, list[float]] = {}
+    by_file: dict[str, list[float]] = {}
+    for r in mutants:
+        by_column.setdefault(column_of(r["exit"], False), []).append(r["cpu"])
+        module = r["mutant"].rpartition(".")[0]
+        by_file.setdefault(module, []).append(r["cpu"])
+    total = sum(r["cpu"] for r in mutants)
+    out.append(f"- mutants tested: {len(mutants)}, {total:.0f} CPU-s in their workers")
+    for column, cpus in sorted(by_column.items()):
+        out.append(
+            f"  - {column}: {len(cpus)}, {sum(cpus):.0f} CPU-s, "
+            f"{sum(cpus) / len(cpus):.2f} CPU-s each"
+        )
+    out += ["", "| module | mutants tested | CPU-s | CPU-s each |", "|---|---:|---:|---:|"]
+    for module, cpus in sorted(by_file.items(), key=lambda kv: -sum(kv[1]))[:25]:
+        out.append(f"| `{module}` | {len(cpus)} | {sum(cpus):.0f} | {sum(cpus) / len(cpus):.2f} |")
+    return [*out, ""]
+
+
 def _table(title: str, tallies: Mapping[str, Tally]) -> Iterable[str]:
     yield f"| {title} | " + " | ".join(COLUMNS) + " | score |"
     yield "|---" * (len(COLUMNS) + 2) + "|"
@@ -255,12 +290,16 @@ def cpu_model() -> str:
 
 
 def run_mutmut(patterns: Sequence[str], children: int) -> int:
-    """Run mutmut; its exit code."""
+    """Run mutmut under tools/mutate/accounting.py (CPU time per phase and mutant); its exit
+    code."""
     env = dict(os.environ, HYPOTHESIS_PROFILE="mutate")
+    env[LOG_ENV] = str(CPU_LOG)
     # type_check_command runs `mypy`: the one next to this interpreter.
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    command = [str(Path(sys.executable).parent / "mutmut"), "run", "--max-children"]
-    done = subprocess.run([*command, str(children), *patterns], cwd=ROOT, env=env)
+    CPU_LOG.parent.mkdir(parents=True, exist_ok=True)
+    CPU_LOG.unlink(missing_ok=True)
+    command = [sys.executable, str(Path(__file__).resolve().parent / "accounting.py"), "run"]
+    done = subprocess.run([*command, "--max-children", str(children), *patterns], cwd=ROOT, env=env)
     return done.returncode
 
 
@@ -307,7 +346,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"- machine: {os.cpu_count()} cores, {cpu_model()}",
     ]
     REPORT_DIR.mkdir(parents=True, exist_ok=True)
-    (REPORT_DIR / "report.md").write_text(render_markdown(report, header), "utf-8")
+    log = (
+        [json.loads(line) for line in CPU_LOG.read_text("utf-8").splitlines() if line.strip()]
+        if CPU_LOG.exists()
+        else []
+    )
+    markdown = render_markdown(report, [*header, "", *cpu_lines(log)])
+    (REPORT_DIR / "report.md").write_text(markdown, "utf-8")
     data = {"header": header, **report.as_json()}
     (REPORT_DIR / "report.json").write_text(json.dumps(data, indent=2) + "\n", "utf-8")
     print("\n".join(header))

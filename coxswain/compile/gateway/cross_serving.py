@@ -46,6 +46,8 @@ _REASON = "HostnameConflict"
 def settle_cross_serving(routes: Sequence[RouteVerdict]) -> tuple[RouteVerdict, ...]:
     """The routes with their attachments that lose to a route of the other kind dropped, in
     the order given. Pure."""
+    if len({route.compiled.route.meta.key.kind for route in routes}) < 2:
+        return tuple(routes)  # one kind: nothing to settle
     held: dict[int, dict[str, list[str]]] = {}  # id(listener verdict) → kind → hostnames
     lost: set[tuple[int, int, int]] = set()  # (route, parentRef, attachment) positions
     order = sorted(range(len(routes)), key=lambda i: routes[i].compiled.route.meta.age_order)

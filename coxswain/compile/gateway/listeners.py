@@ -8,10 +8,16 @@ Rules (Gateway API v1, ``Listener`` and ``ListenerStatus``):
    ``Accepted=False/UnsupportedProtocol``.
 2. Listeners of one Gateway on one port must be distinct: different protocols on one port are
    ``Conflicted=True/ProtocolConflict``; the same protocol and hostname twice is
-   ``Conflicted=True/HostnameConflict``. Every indistinct listener of one object is refused,
-   never a winner. Across objects precedence decides (GEP-1713, "Listener and ListenerSet
-   Conflicts"): a listener indistinct from one an earlier object holds (``claimed``) is
-   Conflicted, whatever else is wrong with it, and the earlier one keeps serving.
+   ``Conflicted=True/HostnameConflict``. TLS listeners in Passthrough and Terminate mode on
+   one port (GEP-2643, "TLSRoute + Mixed Termination", the Extended feature
+   ``TLSRouteModeMixed``) are served where the experimental channel is installed
+   (``mixed``: the stream listeners pick the listener by SNI, then pass through or
+   terminate) and otherwise conflict as two protocols do, ``ProtocolConflict``, as the GEP
+   requires of an implementation that does not support the mode. Every indistinct listener
+   of one object is refused, never a winner. Across objects precedence decides (GEP-1713,
+   "Listener and ListenerSet Conflicts"): a listener indistinct from one an earlier object
+   holds (``claimed``) is Conflicted, whatever else is wrong with it, and the earlier one
+   keeps serving.
 3. HTTPS terminates TLS with ``certificateRefs`` to ``kubernetes.io/tls`` Secrets (core group);
    another namespace needs a ReferenceGrant (``RefNotPermitted``); a missing, wrong-kind or
    malformed reference is ``InvalidCertificateRef``. Passthrough on HTTPS is refused. A TLS
@@ -144,18 +150,28 @@ def judge_listeners(
     *,
     listener_set: ListenerSet | None = None,
     claimed: Sequence[ListenerVerdict] = (),
+    mixed: bool = False,
 ) -> list[ListenerVerdict]:
     """Judge the listeners of one of our Gateways, or of ``listener_set`` attached to it, whose
-    objects of higher precedence hold the listeners ``claimed`` (rule 2). Pure."""
+    objects of higher precedence hold the listeners ``claimed`` (rule 2; ``mixed``: TLS modes
+    may share a port). Pure."""
     owner, listeners = (
         (gateway.meta.key, gateway.listeners)
         if listener_set is None
         else (listener_set.meta.key, listener_set.listeners)
     )
     verdicts = [_judge(gateway, owner, listener, state, grants) for listener in listeners]
-    _mark_claimed(claimed, verdicts)
-    _mark_conflicts([v for v in verdicts if v.accepted.status and not v.conflicted.status])
+    _mark_claimed(claimed, verdicts, mixed)
+    _mark_conflicts([v for v in verdicts if v.accepted.status and not v.conflicted.status], mixed)
     return verdicts
+
+
+def _protocol(listener: Listener, mixed: bool) -> str:
+    """What must be the same of listeners sharing a port (rule 2): the protocol, and a TLS
+    listener's mode unless modes may mix."""
+    if listener.protocol != "TLS" or mixed:
+        return listener.protocol
+    return f"TLS ({listener.tls_mode or 'Terminate'})"
 
 
 def holds_claim(verdict: ListenerVerdict) -> bool:
@@ -383,7 +399,9 @@ def _judge_frontend(verdict: ListenerVerdict, state: ClusterState, grants: Grant
     )
 
 
-def _mark_claimed(claimed: Sequence[ListenerVerdict], verdicts: list[ListenerVerdict]) -> None:
+def _mark_claimed(
+    claimed: Sequence[ListenerVerdict], verdicts: list[ListenerVerdict], mixed: bool
+) -> None:
     """Rule 2 across objects: a listener on a port an earlier object holds with another
     protocol, or with the same protocol and hostname, is Conflicted, even one refused for
     another reason (the conflict is the more specific finding). The message names neither the
@@ -392,14 +410,14 @@ def _mark_claimed(claimed: Sequence[ListenerVerdict], verdicts: list[ListenerVer
     protocols: dict[int, str] = {}
     hosts: set[tuple[int, str, str]] = set()
     for holder in claimed:
-        protocols.setdefault(holder.listener.port, holder.listener.protocol)
+        protocols.setdefault(holder.listener.port, _protocol(holder.listener, mixed))
         hosts.add((holder.listener.port, holder.listener.protocol, holder.host_key))
     for verdict in verdicts:
         listener = verdict.listener
         held = protocols.get(listener.port)
         if held is None:
             continue
-        if held != listener.protocol:
+        if held != _protocol(listener, mixed):
             _conflict(
                 verdict,
                 "ProtocolConflict",
@@ -415,12 +433,12 @@ def _mark_claimed(claimed: Sequence[ListenerVerdict], verdicts: list[ListenerVer
             )
 
 
-def _mark_conflicts(verdicts: list[ListenerVerdict]) -> None:
+def _mark_conflicts(verdicts: list[ListenerVerdict], mixed: bool) -> None:
     by_port: dict[int, list[ListenerVerdict]] = defaultdict(list)
     for verdict in verdicts:
         by_port[verdict.listener.port].append(verdict)
     for port, group in by_port.items():
-        protocols = {v.listener.protocol for v in group}
+        protocols = {_protocol(v.listener, mixed) for v in group}
         if len(protocols) > 1:
             for verdict in group:
                 _conflict(

@@ -85,10 +85,11 @@ def join_listener_sets(
     grants: Grants,
     *,
     gateway_refused: bool,
+    mixed: bool = False,
 ) -> tuple[list[ListenerSetVerdict], list[ListenerVerdict]]:
     """The ListenerSets of ``gateway``, judged (rules 2-4), and the Gateway's merged listeners:
     ``own`` (its own, judged) first, then those of the ListenerSets that joined, in
-    precedence order. Pure."""
+    precedence order (``mixed``: as :func:`.listeners.judge_listeners`). Pure."""
     key = gateway.meta.key
     found = [
         state.listener_sets[k]
@@ -113,6 +114,7 @@ def join_listener_sets(
             grants,
             listener_set=listener_set,
             claimed=[v for v in merged if holds_claim(v)],
+            mixed=mixed,
         )
         merged.extend(judged)
         if gateway_refused:

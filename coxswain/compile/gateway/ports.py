@@ -43,9 +43,14 @@ def outside_share(
         by_namespace.setdefault(pair[0].partition("/")[0], []).append(pair)
     refused: set[PortPair] = set()
     for found in by_namespace.values():
-        found.sort(key=lambda pair: (existing.get(pair) not in PORT_BAND, pair))
+        # ``None in range`` scans the whole band: test for None first.
+        found.sort(key=lambda pair: (not _in_band(existing.get(pair)), pair))
         refused.update(found[max(share, 0) :])
     return frozenset(refused)
+
+
+def _in_band(port: int | None) -> bool:
+    return port is not None and port in PORT_BAND
 
 
 def allocate_ports(

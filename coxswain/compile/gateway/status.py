@@ -117,9 +117,12 @@ EXPERIMENTAL_FEATURES: Final = (
     "HTTPRouteRetry",
     "HTTPRouteRetryBackendTimeout",
     "HTTPRouteRetryConnectionError",
+    "TLSRouteModeMixed",
 )
 """Features whose fields only the experimental channel's CRDs have (``parentRefs[].port`` on
-HTTPRoute, ``rules[].retry``): declared only when the cluster has that channel installed."""
+HTTPRoute, ``rules[].retry``), and ``TLSRouteModeMixed``, an experimental-channel feature
+(GEP-2643; Passthrough and Terminate TLS listeners on one port conflict elsewhere,
+:mod:`.listeners` rule 2): declared only when the cluster has that channel installed."""
 HTTP2_FEATURES: Final = ("GRPCRoute", "GRPCRouteNamedRouteRule", "HTTPRouteBackendProtocolH2C")
 """GRPCRoute (the core of the ``GATEWAY-GRPC`` conformance profile), its named rules, and HTTP/2
 with prior knowledge to ``kubernetes.io/h2c`` Service ports (KEP-3726): compiled and reported

@@ -11,10 +11,12 @@ Rules:
    ``htpasswd`` writes; a user with another (DES crypt, SHA-crypt, plain text) is left out
    and reported.
 3. Fail closed: a security annotation Coxswain cannot honour — a value that does not parse,
-   a missing or foreign Secret, ``auth-type: digest``, ``auth-secret-type: auth-map``, or
-   ``auth-url`` / ``auth-tls-secret`` (not implemented yet) — makes every path of the Ingress
-   answer 503 (``denied``), as ingress-nginx denies a location whose authentication
-   annotations fail rather than serve it open. The diagnostic says which.
+   a missing or foreign Secret, ``auth-type: digest``, ``auth-secret-type: auth-map``, an
+   ``auth-url`` that does not parse (``compile.ingress.external_auth``), or an
+   ``auth-tls-secret`` without a usable ``ca.crt`` (``compile.ingress.client_tls``) — makes
+   every path of the Ingress answer 503 (``denied``), as ingress-nginx denies a location
+   whose authentication annotations fail rather than serve it open. The diagnostic says
+   which.
 4. ``backend-protocol``: ``HTTP`` (the default) and ``GRPC`` (HTTP/2 with prior knowledge,
    ``compile.ingress.rules``) are served; ``HTTPS``, ``GRPCS``, ``AUTO_HTTP`` and ``FCGI`` are
    not implemented yet and fail closed as in rule 3, rather than send a backend that expects
@@ -33,6 +35,8 @@ from typing import TYPE_CHECKING, Final
 from pyrsistent import pvector
 
 from coxswain.compile.diagnostics import Diagnostic, Severity
+from coxswain.compile.ingress.client_tls import read_client_tls
+from coxswain.compile.ingress.external_auth import read_external_auth
 from coxswain.compile.ingress.registry import annotation_value
 from coxswain.compile.model.keys import ObjectKey
 
@@ -40,6 +44,7 @@ if TYPE_CHECKING:
     from pyrsistent.typing import PMap, PVector
 
     from coxswain.compile.model.objects import Ingress, Secret
+    from coxswain.compile.snapshot import ClientTLS, ExternalAuth
 
 __all__ = ["Access", "read_access"]
 
@@ -49,7 +54,6 @@ _SIZE: Final = re.compile(r"([0-9]{1,15})([kKmMgG]?)")
 _UNITS: Final = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 _HASHES: Final = ("$2a$", "$2b$", "$2y$", "$apr1$", "$1$", "{SHA}")
 _REALM_UNSAFE: Final = re.compile(r'["\\\x00-\x1f\x7f]')
-_NOT_YET: Final = ("auth-url", "auth-tls-secret")
 
 
 @dataclass(slots=True, kw_only=True)
@@ -62,6 +66,8 @@ class Access:
     auth_realm: str | None = None
     auth_users: PVector[tuple[str, str]] = field(default_factory=pvector)
     max_body: int = 0
+    external_auth: ExternalAuth | None = None
+    client_tls: ClientTLS | None = None
 
 
 def read_access(
@@ -73,7 +79,7 @@ def read_access(
     """The access fields of ``ingress`` (rules 1 to 5). Pure."""
     access = Access(max_body=_body_size(ingress, found))
     problems: list[tuple[str, str]] = []  # (annotation key, why): rule 3
-    not_yet = [v[1] for name in _NOT_YET if (v := annotation_value(ingress, name)) is not None]
+    not_yet: list[str] = []
     protocol = annotation_value(ingress, "backend-protocol")
     if protocol is not None and protocol[0].upper() not in ("HTTP", "GRPC"):
         if protocol[0].upper() in ("HTTPS", "GRPCS", "AUTO_HTTP", "FCGI"):
@@ -86,6 +92,8 @@ def read_access(
     access.allow_sources = _networks(allow, problems)
     access.deny_sources = _networks(annotation_value(ingress, "denylist-source-range"), problems)
     _basic_auth(ingress, secrets, access, problems, found, read)
+    access.external_auth = read_external_auth(ingress, problems, found)
+    access.client_tls = read_client_tls(ingress, secrets, problems, found, read)
     for key, why in problems:  # the registry reports those not implemented yet
         found.append(
             _finding(

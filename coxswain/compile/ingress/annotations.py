@@ -20,6 +20,8 @@ from pyrsistent import pvector
 from coxswain.compile.cors import cors_problem
 from coxswain.compile.diagnostics import Diagnostic, Severity
 from coxswain.compile.hostnames import ascii_lower, is_hostname
+from coxswain.compile.ingress.affinity import read_affinity
+from coxswain.compile.ingress.rate_limits import read_rate_limit
 from coxswain.compile.ingress.registry import annotation_value, classify
 from coxswain.compile.snapshot import Cors, IngressActions
 
@@ -104,6 +106,8 @@ def parse_options(ingress: Ingress) -> tuple[IngressOptions, list[Diagnostic]]:
         connect_timeout=read.seconds("proxy-connect-timeout"),
         read_timeout=read.seconds("proxy-read-timeout"),
         **read.next_upstream(),
+        rate_limit=read_rate_limit(ingress, found),
+        affinity=read_affinity(ingress, found),
     )
     options = IngressOptions(
         ssl_redirect=read.boolean("ssl-redirect", default=True),

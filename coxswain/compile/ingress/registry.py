@@ -43,6 +43,7 @@ __all__ = [
     "ClassifiedAnnotation",
     "annotation_value",
     "classify",
+    "invalid_annotation",
 ]
 
 PREFIXES: Final = ("coxswain-labs.dev/", "nginx.ingress.kubernetes.io/")
@@ -198,27 +199,55 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     ),
     "auth-secret-type": AnnotationInfo(_D, "auth-file; auth-map is not implemented, answers 503"),
     "auth-realm": AnnotationInfo(_H),
-    "auth-url": AnnotationInfo(_N, _FAIL_CLOSED),
-    "auth-signin": AnnotationInfo(_N),
-    "auth-signin-redirect-param": AnnotationInfo(_N),
-    "auth-method": AnnotationInfo(_N),
-    "auth-response-headers": AnnotationInfo(_N),
-    "auth-request-redirect": AnnotationInfo(_N),
+    "auth-url": AnnotationInfo(
+        _D,
+        "an https URL's certificate is verified against the system's CAs (nginx verifies "
+        "none); nginx variables in the URL are refused and the Ingress's paths answer 503",
+    ),
+    "auth-signin": AnnotationInfo(
+        _D,
+        "of nginx variables only $host, $http_host, $scheme, $request_uri and "
+        "$escaped_request_uri are expanded; others are refused with a diagnostic",
+    ),
+    "auth-signin-redirect-param": AnnotationInfo(_H),
+    "auth-method": AnnotationInfo(_H),
+    "auth-response-headers": AnnotationInfo(_H),
+    "auth-request-redirect": AnnotationInfo(
+        _D, "a literal URL or path; nginx variables are refused"
+    ),
     "auth-proxy-set-headers": AnnotationInfo(_N),
-    "auth-always-set-cookie": AnnotationInfo(_N),
-    "auth-cache-key": AnnotationInfo(_N),
-    "auth-cache-duration": AnnotationInfo(_N),
+    "auth-always-set-cookie": AnnotationInfo(
+        _D,
+        "without it the auth service's Set-Cookie is added to every forwarded response, "
+        "where nginx adds it to 2xx and 3xx ones only",
+    ),
+    "auth-cache-key": AnnotationInfo(
+        _D,
+        "of nginx variables $remote_addr, $host, $http_host, $scheme, $request_uri, $uri, "
+        "$args, $http_* and $cookie_* are expanded; answers are remembered per proxy process",
+    ),
+    "auth-cache-duration": AnnotationInfo(_H),
     "auth-keepalive": AnnotationInfo(_I, "Coxswain pools its connections to auth services"),
     "auth-keepalive-share-vars": AnnotationInfo(_I, "an nginx subrequest setting"),
     "auth-keepalive-requests": AnnotationInfo(_I, "Coxswain pools its own connections"),
     "auth-keepalive-timeout": AnnotationInfo(_I, "Coxswain pools its own connections"),
-    "enable-global-auth": AnnotationInfo(_N),
-    "auth-tls-secret": AnnotationInfo(_N, _FAIL_CLOSED),
-    "auth-tls-verify-client": AnnotationInfo(_N),
-    "auth-tls-verify-depth": AnnotationInfo(_N),
-    "auth-tls-error-page": AnnotationInfo(_N),
-    "auth-tls-pass-certificate-to-upstream": AnnotationInfo(_N),
-    "auth-tls-match-cn": AnnotationInfo(_N),
+    "enable-global-auth": AnnotationInfo(
+        _I, "Coxswain has no global auth-url (ingress-nginx's ConfigMap global-auth-url)"
+    ),
+    "auth-tls-secret": AnnotationInfo(
+        _D,
+        "the client certificate must be issued directly by a CA of ca.crt (intermediates go "
+        "there); a Secret without ca.crt makes the Ingress's paths answer 503",
+    ),
+    "auth-tls-verify-client": AnnotationInfo(_H),
+    "auth-tls-verify-depth": AnnotationInfo(
+        _D, "accepted; the certificate's issuer must be in ca.crt, whatever the depth"
+    ),
+    "auth-tls-error-page": AnnotationInfo(
+        _D, "a 302 to it, also for a path (nginx serves a path internally)"
+    ),
+    "auth-tls-pass-certificate-to-upstream": AnnotationInfo(_H),
+    "auth-tls-match-cn": AnnotationInfo(_D, "RE2 syntax, where ingress-nginx has PCRE"),
     "satisfy": AnnotationInfo(_N),
     "enable-cors": AnnotationInfo(_D, _CORS),
     "cors-allow-origin": AnnotationInfo(_D, _CORS),
@@ -229,24 +258,29 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     "cors-max-age": AnnotationInfo(_H),
     "custom-headers": AnnotationInfo(_N),
     # Sessions and rate limits
-    "affinity": AnnotationInfo(_N),
-    "affinity-mode": AnnotationInfo(_N),
+    "affinity": AnnotationInfo(
+        _D,
+        "balanced keys are hashed onto the endpoints by rendezvous hashing, not ingress-nginx's "
+        "ring, so a balanced session of ingress-nginx's may move once; on a path with a canary "
+        "the canary decides",
+    ),
+    "affinity-mode": AnnotationInfo(_H),
     "affinity-canary-behavior": AnnotationInfo(_N),
-    "session-cookie-name": AnnotationInfo(_N),
-    "session-cookie-path": AnnotationInfo(_N),
-    "session-cookie-domain": AnnotationInfo(_N),
-    "session-cookie-expires": AnnotationInfo(_N),
-    "session-cookie-max-age": AnnotationInfo(_N),
-    "session-cookie-samesite": AnnotationInfo(_N),
+    "session-cookie-name": AnnotationInfo(_H),
+    "session-cookie-path": AnnotationInfo(_H),
+    "session-cookie-domain": AnnotationInfo(_H),
+    "session-cookie-expires": AnnotationInfo(_H),
+    "session-cookie-max-age": AnnotationInfo(_H),
+    "session-cookie-samesite": AnnotationInfo(_H),
     "session-cookie-conditional-samesite-none": AnnotationInfo(_N),
-    "session-cookie-secure": AnnotationInfo(_N),
+    "session-cookie-secure": AnnotationInfo(_H),
     "session-cookie-change-on-failure": AnnotationInfo(_N),
-    "limit-rps": AnnotationInfo(_N),
-    "limit-rpm": AnnotationInfo(_N),
-    "limit-connections": AnnotationInfo(_N),
-    "limit-burst-multiplier": AnnotationInfo(_N),
-    "limit-whitelist": AnnotationInfo(_N),
-    "limit-allowlist": AnnotationInfo(_N),
+    "limit-rps": AnnotationInfo(_H),
+    "limit-rpm": AnnotationInfo(_H),
+    "limit-connections": AnnotationInfo(_H),
+    "limit-burst-multiplier": AnnotationInfo(_H),
+    "limit-whitelist": AnnotationInfo(_D, _PEER),
+    "limit-allowlist": AnnotationInfo(_D, _PEER),
     "limit-rate": AnnotationInfo(_N),
     "limit-rate-after": AnnotationInfo(_N),
     # TLS towards clients
@@ -344,3 +378,16 @@ def annotation_value(ingress: Ingress, name: str) -> tuple[str, str] | None:
         if value is not None:
             return value, prefix + name
     return None
+
+
+def invalid_annotation(
+    ingress: Ingress, key: str, message: str, severity: Severity = Severity.WARNING
+) -> Diagnostic:
+    """The ``InvalidAnnotation`` finding of an annotation whose value does not parse."""
+    return Diagnostic(
+        key=ingress.meta.key,
+        field=f"metadata.annotations[{key!r}]",
+        severity=severity,
+        reason="InvalidAnnotation",
+        message=message,
+    )

@@ -137,6 +137,10 @@ def ingress_hosts(
                     if isinstance(checked, str):
                         continue
                     actions = checked
+                if actions is not None and actions.affinity and actions.affinity.path is None:
+                    cookie_path = "/" if match is PathMatch.REGEX else value  # ingress-nginx's
+                    affinity = dataclasses.replace(actions.affinity, path=cookie_path)
+                    actions = dataclasses.replace(actions, affinity=affinity)
                 holder = paths[host].get((match, value))
                 if holder is not None:
                     found.append(_conflict(ingress, path.field, host, match, value, holder.route))
@@ -275,6 +279,8 @@ def _with_access(options: IngressOptions, access: Access) -> IngressOptions:
         auth_realm=access.auth_realm,
         auth_users=access.auth_users,
         max_body=access.max_body,
+        external_auth=access.external_auth,
+        client_tls=access.client_tls,
     )
     return dataclasses.replace(options, actions=None if actions == IngressActions() else actions)
 

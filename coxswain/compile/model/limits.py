@@ -126,10 +126,6 @@ def _below(field: str, key: object, depth: int) -> str:
     return f"{field}.{name}" if depth == 2 else name
 
 
-def _too_large(max_size: int) -> str:
-    return f"is larger than {max_size} (values plus characters)"
-
-
 def preview(value: object) -> str:
     """The ``repr`` of any value cut to 60 characters, in time independent of its size:
     containers are shown two levels deep and a few items wide (a plain ``repr`` walks them

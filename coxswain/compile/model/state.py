@@ -351,7 +351,7 @@ def build_state(bodies: Iterable[object]) -> ClusterState:
             values: then the findings about bodies that are not objects, and about skipped
             kinds, name the file and line (the first one's, for a kind skipped several times).
     """
-    chosen: dict[ObjectKey, tuple[str, StateObject]] = {}
+    chosen: dict[ObjectKey, tuple[object, StateObject]] = {}  # the body kept, its object
     duplicates: Counter[ObjectKey] = Counter()
     skipped: Counter[str] = Counter()
     first_skipped: dict[str, tuple[str, int]] = {}
@@ -364,12 +364,11 @@ def build_state(bodies: Iterable[object]) -> ClusterState:
             problems.append(replace(result.diagnostic, file=file, line=line))
         elif isinstance(result, Decoded):
             key = result.obj.meta.key
-            canonical = canonical_json(body)
-            if key in chosen:
+            if key in chosen:  # canonical forms only then: most inputs hold no duplicate
                 duplicates[key] += 1
-                if canonical <= chosen[key][0]:
+                if canonical_json(body) <= canonical_json(chosen[key][0]):
                     continue
-            chosen[key] = (canonical, result.obj)
+            chosen[key] = (body, result.obj)
         else:
             kind_version = f"{result.api_version} {result.kind}"
             skipped[kind_version] += 1

@@ -9,6 +9,10 @@ writes and the proxies' certificate Secrets.
 
 A body the decoder cannot read as an object (no kind or name) replaces nothing and is logged;
 objects of kinds the compiler does not read are ignored.
+
+The view also keeps the keys of the objects its events changed since the last ``take``: a
+round hands them to ``compile.memo.CompileMemo.changed``, so that finding what changed costs
+what the change costs, not a comparison of every table of two states.
 """
 
 from __future__ import annotations
@@ -39,6 +43,16 @@ class ClusterView:
         self.state = ClusterState()
         self.statuses: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.certificates: dict[tuple[str, str], dict[str, Any]] = {}
+        self._base = self.state
+        self._changed: set[ObjectKey] = set()
+
+    def take(self) -> tuple[ClusterState, ClusterState, frozenset[ObjectKey]]:
+        """The state of the last ``take`` (or the empty state), the state now, and the keys of
+        the objects changed between the two; the next ``take`` starts from now."""
+        taken = (self._base, self.state, frozenset(self._changed))
+        self._base = self.state
+        self._changed.clear()
+        return taken
 
     def event(self, resource: Resource, key: tuple[str, str], body: dict[str, Any] | None) -> None:
         """Fold one informer event in (``informers.Sink``)."""
@@ -56,10 +70,16 @@ class ClusterView:
             else:
                 self.certificates.pop(key, None)
         if body is None:
-            self.state = apply(self.state, Deleted(object_key))
+            self._fold(object_key, Deleted(object_key))
             return
         decoded = decode_object(body)
         if isinstance(decoded, Decoded):
-            self.state = apply(self.state, Upserted(decoded.obj))
+            self._fold(decoded.obj.meta.key, Upserted(decoded.obj))
         elif isinstance(decoded, Malformed):
             log.warning("%s %s/%s: %s", resource.kind, namespace, name, decoded.diagnostic)
+
+    def _fold(self, key: ObjectKey, event: Upserted | Deleted) -> None:
+        state = apply(self.state, event)
+        if state is not self.state:
+            self._changed.add(key)
+            self.state = state

@@ -80,6 +80,7 @@ from coxswain.http2.response import grpc_trailers
 from coxswain.http2.server import ServerConnection
 from coxswain.route.grpc_status import grpc_code
 from coxswain.shell.dataplane.downstream import Exchange
+from coxswain.shell.dataplane.external_auth import authorized
 from coxswain.shell.dataplane.h2_answers import in_grpc, own_answer
 from coxswain.shell.dataplane.h2_sender import H2Sender
 from coxswain.shell.dataplane.h2_stream import H2Body, H2Downstream
@@ -422,6 +423,15 @@ class H2Session(H2Sender):
         assert served is not None
         spec = self.spec
         routed = served.route(spec.port, head, tls=spec.tls, sni=self.sni, client=self.client)
+        if routed.decision.external_auth is not None:  # ``auth-url``: its answer decides
+            routed, head = await authorized(
+                proxy.forwarder,
+                served,
+                routed,
+                head,
+                scheme=b"https" if spec.tls else b"http",
+                client=self.client,
+            )
         decision = routed.decision
         exchange = Exchange()
         answer: Answer | None = None

@@ -105,9 +105,11 @@ class H2Pool:
         end_stream: bool,
         within: float,
         tls: Origination | None,
+        then: Callable[[UpstreamStream], None] | None = None,
     ) -> UpstreamStream:
         """A stream carrying the request's HEADERS (``end_stream``: the request has no body)
-        on the first endpoint that has or takes a connection.
+        on the first endpoint that has or takes a connection; ``then`` makes more of the
+        stream's frames (its body) to go out in the same write.
 
         Raises:
             ConnectFailed: no endpoint took a connection.
@@ -131,6 +133,8 @@ class H2Pool:
                     )
                 except StreamFailed:
                     continue  # it began closing meanwhile: another connection
+                if then is not None:
+                    then(stream)
                 try:
                     await connection.flush()
                 except trio.ClosedResourceError:  # closed before: nothing of it went out

@@ -1,7 +1,7 @@
 """What both kinds of the proxy's HTTP/2 connections share (RFC 9113): a client's
 (:mod:`.h2_connection`, on the proxy's own :mod:`coxswain.http2.server`) and a backend's
-(:mod:`.h2_peer`, on the ``h2`` library). Both protocol machines make frames into a buffer
-(``data_to_send``):
+(:mod:`.h2_upstream`, on :mod:`coxswain.http2.client`). Both protocol machines make frames into
+a buffer (``data_to_send``):
 
 - frames go out through :meth:`H2Sender.flush`, one sender at a time, in the order they were
   made (a client's connection overrides it: its frames go out through its one writer,

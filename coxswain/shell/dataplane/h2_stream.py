@@ -40,8 +40,8 @@ __all__ = ["ClientSession", "H2Body", "H2Downstream", "Sender", "Session", "send
 
 class Sender(Protocol):
     """What a stream's halves send through: the proxy's own server connection towards a client
-    (:class:`coxswain.http2.server.ServerConnection`), or the ``h2`` library's connection
-    towards a backend (:mod:`.h2_upstream`), which has the same methods."""
+    (:class:`coxswain.http2.server.ServerConnection`), or its client connection towards a
+    backend (:class:`coxswain.http2.client.ClientConnection`), which has the same methods."""
 
     @property
     def max_outbound_frame_size(self) -> int: ...

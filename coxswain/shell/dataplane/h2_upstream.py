@@ -10,20 +10,19 @@ Design:
   backend's ``SETTINGS_MAX_CONCURRENT_STREAMS`` (RFC 9113 §6.5.2), capped at
   :data:`STREAM_LIMIT`; :mod:`.h2_pool` opens another connection past it.
 - **One reader.** :meth:`H2Upstream.run`, a task of the proxy's long-lived nursery, reads the
-  backend's frames and hands each stream its own; frames go out through
-  :meth:`H2Upstream.flush`, one sender at a time, in the order ``h2`` made them.
+  backend's frames and hands each stream its own; the protocol is the proxy's own sans-IO
+  client (:mod:`coxswain.http2.client`), and frames go out through :meth:`H2Upstream.flush`,
+  one sender at a time, in the order it made them.
 - **Flow control both ways** (RFC 9113 §5.2). Response DATA is given back to the backend's
   windows only as the relay takes it, so a client that reads slowly slows its stream's
   backend down and the proxy holds at most a stream window (:data:`STREAM_WINDOW`) per
   stream; the connection window is as large as all of them, so one stalled stream never
   stalls the others. The request body goes out only as the backend's windows open.
-- **Checked once.** ``h2``'s header validation is off; the response head and trailers are
+- **Checked once.** The codec checks frames only; the response head and trailers are
   checked field by field (:mod:`coxswain.http2.backend`), as a client's request is.
 - **Ends.** A GOAWAY from the backend (RFC 9113 §6.8) closes the connection to new streams:
   those it did not process (above its last stream id) are refused, and may be sent again on
-  another connection, since the backend never saw them; the others finish (``h2`` closes its
-  state machine on a GOAWAY and would refuse their frames: :class:`_Connection` keeps it
-  open). A stream reset by
+  another connection, since the backend never saw them; the others finish. A stream reset by
   the backend fails alone (``REFUSED_STREAM`` counts as refused, RFC 9113 §8.7). A broken
   connection, or one that broke HTTP/2, fails every stream it carries. A connection without
   a stream for ``idle_timeout`` is closed with GOAWAY ``NO_ERROR``. Sends are bounded by the
@@ -38,34 +37,30 @@ import math
 from typing import TYPE_CHECKING, Final
 
 import trio
-from h2.connection import ConnectionState, H2Connection, _decode_headers
-from h2.errors import ErrorCodes
-from h2.events import (
+
+from coxswain.http1 import DEFAULT_LIMITS
+from coxswain.http2.client import ClientConnection, ResponseReceived
+from coxswain.http2.events import (
     ConnectionTerminated,
     DataReceived,
-    RemoteSettingsChanged,
-    ResponseReceived,
+    GoAwayReceived,
+    SettingsReceived,
     StreamEnded,
     StreamReset,
     TrailersReceived,
     WindowUpdated,
 )
-from h2.exceptions import H2Error
-from h2.settings import SettingCodes
-
-from coxswain.http1 import DEFAULT_LIMITS
+from coxswain.http2.frames import CANCEL, NO_ERROR, PROTOCOL_ERROR, REFUSED_STREAM
 from coxswain.http2.request import trailer_fields
 from coxswain.route.grpc_status import status_label
-from coxswain.shell.dataplane.h2_peer import H2Peer
+from coxswain.shell.dataplane.h2_sender import H2Sender
 from coxswain.shell.dataplane.h2_stream import H2Body
 from coxswain.shell.dataplane.wire import RECEIVE_SIZE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from h2.events import Event as H2Event
-    from hyperframe.frame import Frame, GoAwayFrame, HeadersFrame
-
+    from coxswain.http2.events import Event
     from coxswain.shell.dataplane.pool import Upstream
     from coxswain.shell.dataplane.wire import Timer
 
@@ -76,44 +71,6 @@ STREAM_LIMIT: Final = 100
 fewer than 100; Envoy's default per connection is 100 as well)."""
 
 STREAM_WINDOW: Final = 64 * 1024
-SETTINGS: Final[dict[SettingCodes | int, int]] = {
-    SettingCodes.ENABLE_PUSH: 0,
-    SettingCodes.MAX_CONCURRENT_STREAMS: 0,  # the backend opens no stream towards the proxy
-    SettingCodes.INITIAL_WINDOW_SIZE: STREAM_WINDOW,
-    SettingCodes.MAX_HEADER_LIST_SIZE: DEFAULT_LIMITS.max_head_bytes,
-}
-
-
-class _Connection(H2Connection):
-    """``h2``'s protocol machine, for a connection to a backend, with two of its reactions
-    changed: to a late answer on a stream the proxy reset, and to a GOAWAY while streams are
-    in flight (each method says why)."""
-
-    def _receive_headers_frame(self, frame: HeadersFrame) -> tuple[list[Frame], list[H2Event]]:
-        """A header block on a stream the proxy opened and ``h2`` has forgotten since it
-        closed (reset by the proxy while its answer was on the way) is decoded, so that the
-        connection's HPACK state moves on (RFC 7541 §2.2), and dropped (RFC 9113 §5.1,
-        "closed"). ``h2`` would take it for a stream the backend opens, past the proxy's
-        ``SETTINGS_MAX_CONCURRENT_STREAMS`` of 0, and end the whole connection."""
-        stream_id = frame.stream_id
-        ours = stream_id % 2 and stream_id <= self.highest_outbound_stream_id
-        if ours and stream_id not in self.streams:
-            _decode_headers(self.decoder, frame.data)
-            return [], []
-        return super()._receive_headers_frame(frame)
-
-    def _receive_goaway_frame(self, frame: GoAwayFrame) -> tuple[list[Frame], list[H2Event]]:
-        """``h2`` closes the connection's state machine on a GOAWAY and drops the frames it
-        had made and not yet sent; RFC 9113 §6.8 has the streams up to the GOAWAY's last
-        stream id complete. So the machine stays open, its frames kept (a request body's
-        DATA, a window given back); :attr:`H2Upstream.closing` keeps new streams off."""
-        state = self.state_machine.state
-        pending = self.data_to_send()
-        frames, events = super()._receive_goaway_frame(frame)
-        if state is ConnectionState.CLIENT_OPEN:
-            self.state_machine.state = state
-        self._data_to_send[:0] = pending
-        return frames, events
 
 
 class StreamFailed(Exception):
@@ -192,10 +149,11 @@ class UpstreamStream:
             self._arrived = None
 
 
-class H2Upstream(H2Peer):
+class H2Upstream(H2Sender):
     """One HTTP/2 connection to a backend endpoint; see the module's design."""
 
-    RESET = ErrorCodes.CANCEL  # the client went, or the response ended first (RFC 9113 §8.1)
+    conn: ClientConnection
+    stream: Upstream
 
     def __init__(
         self,
@@ -207,8 +165,12 @@ class H2Upstream(H2Peer):
         closed: Callable[[H2Upstream], None],
         record: Callable[[str], None] = lambda _: None,
     ) -> None:
-        super().__init__(transport, client_side=True)
-        self.conn = _Connection(self.conn.config)
+        self.conn = ClientConnection(
+            initial_window=STREAM_WINDOW,
+            connection_window=STREAM_LIMIT * STREAM_WINDOW,
+            max_header_list_size=DEFAULT_LIMITS.max_head_bytes,
+        )
+        self.stream = transport  # where H2Sender.flush writes
         self.transport = transport
         self.name = name  # address:port, for the access log
         self.read_timeout = read_timeout
@@ -216,15 +178,17 @@ class H2Upstream(H2Peer):
         self.streams: dict[int, UpstreamStream] = {}
         self.closing = False  # no new stream: GOAWAY either way, or the connection broke
         self.settled = trio.Event()  # the backend's first SETTINGS arrived (or it ended first)
+        self._sending = trio.Lock()
+        self._windows: dict[int, trio.Event] = {}
         self._closed = closed
         self._record = record  # "goaway" received, a stream "refused"
         self._receiving: trio.CancelScope | None = None
-        self.start(SETTINGS, STREAM_LIMIT * STREAM_WINDOW)
+        self.conn.initiate()
 
     @property
     def limit(self) -> int:
         """How many streams the connection may carry at once."""
-        return min(self.conn.remote_settings.max_concurrent_streams, STREAM_LIMIT)
+        return min(self.conn.peer_max_concurrent_streams, STREAM_LIMIT)
 
     def room(self) -> bool:
         """Whether the connection takes one more stream."""
@@ -240,11 +204,9 @@ class H2Upstream(H2Peer):
         """
         if self.closing:
             raise StreamFailed("the connection is closing", refused=True)
-        try:
-            stream_id = self.conn.get_next_available_stream_id()
-            self.conn.send_headers(stream_id, fields, end_stream=end_stream)
-        except H2Error as err:  # too many streams since the backend's settings changed
-            raise StreamFailed(f"the backend refused a stream: {err}", refused=True) from err
+        stream_id = self.conn.send_request(list(fields), end_stream)
+        if not stream_id:  # the backend's limit lowered meanwhile, or identifiers spent
+            raise StreamFailed("the backend takes no more streams here", refused=True)
         stream = UpstreamStream(self, stream_id, self.read_timeout)
         stream.sent_end = end_stream
         self.streams[stream_id] = stream
@@ -266,10 +228,27 @@ class H2Upstream(H2Peer):
         unread = stream.body.unread()
         if unread:
             self.acknowledge(stream_id, unread)
-        if stream.sent_end and stream.body.ended:
+        if not self.conn.is_open(stream_id):
             return bool(unread)
         self.reset(stream_id)
         return True
+
+    def acknowledge(self, stream_id: int, flow: int) -> None:
+        """Body bytes were taken (or dropped): open the backend's windows again by as much."""
+        if flow:
+            self.conn.acknowledge_received_data(flow, stream_id)
+
+    def reset(self, stream_id: int, code: int = CANCEL) -> None:
+        """Reset the stream (``CANCEL``: the client went, or the response ended first, RFC 9113
+        §8.1); a closed one stays closed."""
+        self.conn.reset_stream(stream_id, code)
+
+    async def flush(self) -> None:
+        """Send the frames made so far, in order; with none made, return at once, without
+        the sender's lock (whose checkpoint would cost a trip through the scheduler): a
+        relay waits or sends right after each flush, and this one has nothing to wait for."""
+        if self.conn.has_data_to_send:
+            await super().flush()
 
     async def flush_quietly(self) -> None:
         """:meth:`flush`, for a task of its own: a connection that broke meanwhile has
@@ -289,16 +268,13 @@ class H2Upstream(H2Peer):
                 data = await self._receive()
                 if not data:
                     break
-                try:
-                    events = self.conn.receive_data(data)
-                except H2Error as err:
-                    reason = f"the backend broke HTTP/2: {err}"
-                    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                        await self.flush()  # the GOAWAY h2 made
-                    break
-                for event in events:
+                for event in self.conn.receive_data(data):
+                    if type(event) is ConnectionTerminated:
+                        reason = f"the backend broke HTTP/2: {event.reason}"
                     self._dispatch(event)
                 await self.flush()
+                if self.conn.terminated:
+                    break
                 await trio.lowlevel.checkpoint()  # frames that ask for no answer must not hog
                 if self.closing and not self.streams:
                     break
@@ -329,67 +305,80 @@ class H2Upstream(H2Peer):
                 self._receiving = None
             if not self.streams:  # idle for idle_timeout
                 self.closing = True
-                with contextlib.suppress(H2Error):
-                    self.conn.close_connection(ErrorCodes.NO_ERROR)
+                self.conn.close_connection(NO_ERROR)
                 await self.flush()
                 return b""
 
-    def _dispatch(self, event: H2Event) -> None:
-        if type(event) is DataReceived:
-            stream = self.streams.get(event.stream_id or 0)
-            flow = event.flow_controlled_length or 0
+    def _dispatch(self, event: Event) -> None:
+        kind = type(event)
+        if kind is DataReceived:
+            assert isinstance(event, DataReceived)
+            stream = self.streams.get(event.stream_id)
             if stream is not None:
-                stream.body.feed(event.data or b"", flow)
+                stream.body.feed(event.data, event.flow)
             else:
-                self.acknowledge(event.stream_id or 0, flow)
-        elif type(event) is ResponseReceived:
-            stream = self.streams.get(event.stream_id or 0)
+                self.acknowledge(event.stream_id, event.flow)
+        elif kind is ResponseReceived:
+            assert isinstance(event, ResponseReceived)
+            stream = self.streams.get(event.stream_id)
             if stream is not None:
-                stream.received_head(event.headers or (), event.stream_ended is not None)
-        elif type(event) is TrailersReceived:
+                stream.received_head(event.headers, event.ended)
+        elif kind is TrailersReceived:
+            assert isinstance(event, TrailersReceived)
             self._trailers(event)
-        elif type(event) is StreamEnded:
-            stream = self.streams.get(event.stream_id or 0)
+        elif kind is StreamEnded:
+            assert isinstance(event, StreamEnded)
+            stream = self.streams.get(event.stream_id)
             if stream is not None:
                 stream.body.end()
-        elif type(event) is WindowUpdated:
-            self.open_window(event.stream_id or 0)
-        elif type(event) is StreamReset:
-            stream = self.streams.get(event.stream_id or 0)
-            if stream is not None:
-                code = event.error_code
-                refused = code == ErrorCodes.REFUSED_STREAM
-                if refused:
-                    self._record("refused")
-                stream.failed(f"the backend reset the stream ({code!s})", refused=refused)
-        elif type(event) is RemoteSettingsChanged:
+        elif kind is WindowUpdated:
+            assert isinstance(event, WindowUpdated)
+            self.open_window(event.stream_id)
+        elif kind is StreamReset:
+            assert isinstance(event, StreamReset)
+            self._reset(event)
+        elif kind is SettingsReceived:
             self.open_window(0)  # the initial window may have grown
             self.settled.set()
-        elif type(event) is ConnectionTerminated:
+        elif kind is GoAwayReceived:
+            assert isinstance(event, GoAwayReceived)
             self._goaway(event)
 
+    def _reset(self, event: StreamReset) -> None:
+        """A stream the backend reset (or the connection reset, for a rule it broke) fails
+        alone; one refused was never processed (RFC 9113 §8.7)."""
+        stream = self.streams.get(event.stream_id)
+        if stream is None:
+            return
+        code = event.error_code
+        refused = code == REFUSED_STREAM and event.remote
+        if refused:
+            self._record("refused")
+        who = "the backend reset the stream" if event.remote else "the backend broke the stream"
+        stream.failed(f"{who} (error code {code})", refused=refused)
+
     def _trailers(self, event: TrailersReceived) -> None:
-        stream_id = event.stream_id or 0
+        stream_id = event.stream_id
         stream = self.streams.get(stream_id)
         if stream is None:
             return
-        trailers = trailer_fields(event.headers or ())
+        trailers = trailer_fields(event.headers)
         if isinstance(trailers, str):
-            self.reset(stream_id, ErrorCodes.PROTOCOL_ERROR)
+            self.reset(stream_id, PROTOCOL_ERROR)
             stream.failed(f"malformed trailers from the backend: {trailers}")
             return
         stream.grpc_status = status_label(trailers)
         stream.body.end(trailers)
 
-    def _goaway(self, event: ConnectionTerminated) -> None:
+    def _goaway(self, event: GoAwayReceived) -> None:
         """New streams go elsewhere; those the backend did not process are refused."""
         self.closing = True
         self._closed(self)
         self._record("goaway")
-        last = event.last_stream_id or 0
+        last = event.last_stream_id
         for stream_id, stream in list(self.streams.items()):
             if stream_id > last:
                 self._record("refused")
                 stream.failed("the backend sent GOAWAY before this stream", refused=True)
-            elif event.error_code != ErrorCodes.NO_ERROR:
-                stream.failed(f"the backend sent GOAWAY ({event.error_code!s})")
+            elif event.error_code != NO_ERROR:
+                stream.failed(f"the backend sent GOAWAY (error code {event.error_code})")

@@ -32,6 +32,7 @@ from coxswain.http1 import (
     RequestParser,
 )
 from coxswain.shell.dataplane.downstream import Exchange, Http1Downstream
+from coxswain.shell.dataplane.external_auth import authorized
 from coxswain.shell.dataplane.h2_connection import Proxy as ConnectionProxy
 from coxswain.shell.dataplane.tries import Answer, ClientProtocolError
 from coxswain.shell.dataplane.wire import RECEIVE_SIZE, EventReader, Timer, own_answer
@@ -231,6 +232,11 @@ async def _request(
     served = proxy.served
     assert served is not None
     routed = served.route(spec.port, head, tls=spec.tls, sni=sni, client=client)
+    if routed.decision.external_auth is not None:  # ``auth-url``: its answer decides
+        scheme = b"https" if spec.tls else b"http"
+        routed, head = await authorized(
+            proxy.forwarder, served, routed, head, scheme=scheme, client=client
+        )
     decision = routed.decision
     keep_alive = head.keep_alive
     exchange = Exchange()

@@ -11,7 +11,9 @@ over from its HTTP/1.1 one:
   relayed, so that streaming both ways works (a gRPC bidirectional call answers each message
   before the client sends the next); each side waits on its own timer, both within the
   exchange's scope. A response that ends before the request body is complete ends the
-  exchange; the stream is then reset (RFC 9113 §8.1).
+  exchange; the stream is then reset (RFC 9113 §8.1). A small body an HTTP/2 client sent
+  whole before its exchange began (a gRPC unary call's) needs no task: it goes out in the
+  same write as the HEADERS when the backend's windows take it (:class:`_Whole`).
 - **Response.** Its head (:func:`coxswain.http2.backend.response_head`) and body go to the
   same :class:`~.downstream.Downstream`, the body read from the stream
   (:class:`~.h2_stream.H2Body`): DATA as it comes, trailers at the end (an HTTP/2 client gets
@@ -33,15 +35,15 @@ over from its HTTP/1.1 one:
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
-from h2.errors import ErrorCodes
-from h2.exceptions import H2Error
 
-from coxswain.http1 import Data
+from coxswain.http1 import Data, EndOfMessage
 from coxswain.http2.backend import request_fields, response_head, trailer_list
-from coxswain.shell.dataplane.h2_stream import send_data
+from coxswain.http2.frames import PROTOCOL_ERROR
+from coxswain.shell.dataplane.h2_stream import H2Body, send_data
 from coxswain.shell.dataplane.h2_upstream import StreamFailed
 from coxswain.shell.dataplane.pool import ConnectFailed
 from coxswain.shell.dataplane.tries import (
@@ -58,7 +60,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from coxswain.compile.snapshot import Backend, Endpoint, Retry
-    from coxswain.http1 import RequestHead, ResponseHead
+    from coxswain.http1 import Headers, RequestHead, ResponseHead
     from coxswain.route import Decision
     from coxswain.route.forward import Fields
     from coxswain.shell.dataplane.downstream import BodySource, Downstream, Exchange
@@ -70,8 +72,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Forwarder", "H2Relay"]
 
-_BROKEN: Final = (trio.BrokenResourceError, trio.ClosedResourceError, H2Error, StreamFailed)
+_BROKEN: Final = (trio.BrokenResourceError, trio.ClosedResourceError, StreamFailed)
 _REFUSALS: Final = 3  # a request without a body sent again after its stream was refused
+_WHOLE_BYTES: Final = 16384  # a body sent with its HEADERS at most (one frame, RFC 9113 §4.2)
 
 
 class Forwarder(Protocol):
@@ -137,6 +140,7 @@ class H2Relay:
             client.skip_end()
             if tee is not None:
                 tee.end()
+        whole = _Whole.take(client, head, tee) if has_body else None
         tries = (
             None
             if retry is None
@@ -156,6 +160,7 @@ class H2Relay:
                             end_stream=not has_body,
                             within=self.connect_timeout,
                             tls=tls,
+                            then=None if whole is None else whole.send_now,
                         )
                     except ConnectFailed as err:
                         failure = Answer(504 if err.timed_out else 502, str(err))
@@ -168,6 +173,7 @@ class H2Relay:
                                 forwarder,
                                 stream,
                                 client=client,
+                                whole=whole,
                                 downstream=downstream,
                                 head=head,
                                 served=served,
@@ -205,6 +211,7 @@ class H2Relay:
         stream: UpstreamStream,
         *,
         client: BodySource,
+        whole: _Whole | None,
         downstream: Downstream,
         head: RequestHead,
         served: Served,
@@ -214,19 +221,23 @@ class H2Relay:
         tee: Tee | None,
         timer: Timer,
     ) -> None:
-        """The body sent by a task of its own while the response is relayed."""
+        """The body sent by a task of its own while the response is relayed; a ``whole``
+        body went with the HEADERS, or goes before the response is awaited."""
+        respond = partial(
+            _respond, forwarder, stream, downstream, head, served, decision, backend, exchange
+        )
+        if whole is not None:
+            await whole.finish(stream, timer, self.send_timeout)
+            await respond(timer)
+            return
         sender = _BodySender(stream, client, tee, timer, self.send_timeout)
-        failure: Answer | H2Error | None = None
+        failure: Answer | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(sender.run, downstream, head, nursery.cancel_scope)
             try:
-                response = await _final_head(stream, head, timer)
-                relayed = forwarder.response_fields(response, served, backend, decision)
-                await downstream.respond(stream.body, head, response, relayed, exchange)
-            except (Answer, H2Error) as err:  # raised as they came once the nursery is closed,
-                failure = err  # not wrapped in an exception group with the sender's end
-            except StreamFailed as err:  # refused, but the body is partly read: not again
-                failure = Answer(502, err.reason, stream.connection.name)
+                await respond(timer)
+            except Answer as err:  # raised as it came once the nursery is closed, not
+                failure = err  # wrapped in an exception group with the sender's end
             nursery.cancel_scope.cancel()  # the response is complete: the body is not needed
         if sender.error is not None:
             raise sender.error
@@ -240,6 +251,31 @@ class H2Relay:
         connection = stream.connection
         if connection.forget(stream):
             self.pool.flush_soon(connection)
+
+
+async def _respond(
+    forwarder: Forwarder,
+    stream: UpstreamStream,
+    downstream: Downstream,
+    head: RequestHead,
+    served: Served,
+    decision: Decision,
+    backend: Backend,
+    exchange: Exchange,
+    timer: Timer,
+) -> None:
+    """The response of a request with a body, relayed; ``timer`` the exchange's.
+
+    Raises:
+        Answer: the stream broke or was refused before the head (502: the body is read, so
+            the request is not sent again), or the head is malformed.
+    """
+    try:
+        response = await _final_head(stream, head, timer)
+    except StreamFailed as err:
+        raise Answer(502, err.reason, stream.connection.name) from err
+    relayed = forwarder.response_fields(response, served, backend, decision)
+    await downstream.respond(stream.body, head, response, relayed, exchange)
 
 
 async def _final_head(stream: UpstreamStream, head: RequestHead, timer: Timer) -> ResponseHead:
@@ -258,9 +294,77 @@ async def _final_head(stream: UpstreamStream, head: RequestHead, timer: Timer) -
         raise Answer(502, err.reason, stream.connection.name) from err
     response = response_head(fields, ended=ended, head_request=head.method == b"HEAD")
     if isinstance(response, str):
-        stream.connection.reset(stream.stream_id, ErrorCodes.PROTOCOL_ERROR)
+        stream.connection.reset(stream.stream_id, PROTOCOL_ERROR)
         raise Answer(502, f"the upstream sent a malformed head: {response}", stream.connection.name)
     return response
+
+
+class _Whole:
+    """A request body that was all here when its exchange began, as a gRPC unary call's
+    usually is (the client sent HEADERS and DATA together): it goes out in the same write as
+    the request's HEADERS when the backend's windows take it (:meth:`send_now`), instead of by
+    a task of its own in writes of their own; a body of at most :data:`_WHOLE_BYTES`, from an
+    HTTP/2 client, without mirrors or ``Expect: 100-continue``. Read into memory, it is no
+    longer the client's to send again: such a request is not retried, as any with a body."""
+
+    __slots__ = ("data", "trailers")
+
+    def __init__(self, data: bytes, trailers: Headers) -> None:
+        self.data = data
+        self.trailers = trailers
+
+    @staticmethod
+    def take(client: BodySource, head: RequestHead, tee: Tee | None) -> _Whole | None:
+        """The body, read, when it is all here already and may go whole; else None, nothing
+        read."""
+        if (
+            tee is not None
+            or head.expect_continue
+            or not isinstance(client, H2Body)
+            or not client.ended
+            or client.unread() > _WHOLE_BYTES
+        ):
+            return None
+        chunks = []
+        event = client.next_event()  # never NEED_DATA: the stream has ended
+        while type(event) is Data:
+            chunks.append(event.data)
+            event = client.next_event()
+        return _Whole(b"".join(chunks), event.trailers if type(event) is EndOfMessage else ())
+
+    def send_now(self, stream: UpstreamStream) -> None:
+        """Make the body's frames right after the stream's HEADERS, if the backend's windows
+        take it now (RFC 9113 §5.2); else :meth:`finish` sends it."""
+        conn = stream.connection.conn
+        room = min(conn.local_flow_control_window(stream.stream_id), conn.max_outbound_frame_size)
+        if len(self.data) <= room:
+            self._send(stream)
+
+    async def finish(self, stream: UpstreamStream, timer: Timer, wait_limit: float) -> None:
+        """Send what :meth:`send_now` could not, within the backend's windows, each wait
+        bounded by ``wait_limit`` through ``timer``; a stream or connection that broke
+        meanwhile fails the response's wait instead."""
+        if stream.sent_end:
+            return
+        connection = stream.connection
+        try:
+            await send_data(connection, stream.stream_id, self.data, timer, wait_limit, stream)
+            self.data = b""
+            self._send(stream)
+            await connection.flush()
+        except _BROKEN:
+            pass
+
+    def _send(self, stream: UpstreamStream) -> None:
+        conn = stream.connection.conn
+        stream_id = stream.stream_id
+        if self.trailers:
+            if self.data:
+                conn.send_data(stream_id, self.data)
+            conn.send_headers(stream_id, trailer_list(self.trailers), end_stream=True)
+        else:
+            conn.send_data(stream_id, self.data, end_stream=True)
+        stream.sent_end = True
 
 
 class _BodySender:

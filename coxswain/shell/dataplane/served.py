@@ -21,27 +21,43 @@ them too, so no memo outlives the routing it was computed from (docs/architectur
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import hashlib
 import math
+import random
+from functools import partial
 from typing import TYPE_CHECKING, Final
 
+from coxswain.compile.regex import compile_pattern
+from coxswain.compile.snapshot import UpstreamTLS
 from coxswain.http1.serialize import check_fields
 from coxswain.route import RequestHead as RouteHead
 from coxswain.route import build_table, select
 from coxswain.route.canary import CanaryCheck
+from coxswain.route.client_tls import PASSED_FIELDS, client_tls_outcome
 from coxswain.route.forward import WireEdits, wire_edits
 from coxswain.route.htpasswd import verify
 from coxswain.route.ingress_access import AccessCheck
-from coxswain.route.ingress_request import checked
+from coxswain.route.ingress_request import LIMITED, answered, checked
 from coxswain.route.plan import listener_specs
+from coxswain.shell.dataplane.affinity import pinned
+from coxswain.shell.dataplane.client_tls import ClientCertificates
+from coxswain.shell.dataplane.rate_limits import RateLimits
 from coxswain.shell.dataplane.tls import TLSContexts
-from coxswain.shell.dataplane.upstream_tls import Originations
+from coxswain.shell.dataplane.upstream_tls import Origination, Originations
 
 if TYPE_CHECKING:
     import ssl
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
-    from coxswain.compile.snapshot import Endpoint, HeaderEdits, RouteAction, Snapshot
+    from coxswain.compile.snapshot import (
+        ClientTLS,
+        Endpoint,
+        ExternalAuth,
+        HeaderEdits,
+        RouteAction,
+        Snapshot,
+    )
     from coxswain.http1 import RequestHead
     from coxswain.route import Decision
     from coxswain.route.table import RouteTable
@@ -64,19 +80,25 @@ class Routed:
     ``host`` and ``target`` are the Host and request-target to forward as bytes, None when
     they cannot be written on the wire (not Latin-1); ``timeout`` bounds the whole exchange
     (:func:`route_timeout`); ``backends`` are the decision's backends with a weight above 0,
-    ``weights`` their weights, for the weighted choice.
+    ``weights`` their weights, for the weighted choice. ``place``, when set, is the routing
+    this one replaced, which holds the request's place under ``limit-connections``
+    (:mod:`.rate_limits`) while the request lasts.
     """
 
     __slots__ = (
+        "__weakref__",  # a request's place under limit-connections (.rate_limits)
         "backends",
         "decision",
         "host",
         "label",
         "metric",
+        "place",
         "target",
         "timeout",
         "weights",
     )
+
+    place: Routed  # set only on a routing that replaced another
 
     def __init__(self, decision: Decision) -> None:
         self.decision = decision
@@ -109,12 +131,18 @@ class Served:
 
     __slots__ = (
         "_access",
+        "_auth_tls",
         "_canaries",
+        "_certificates",
         "_edits",
         "_fronts",
         "_header_ports",
+        "_limits",
+        "_rng",
         "_routes",
+        "_subjects",
         "_verified",
+        "auth_answers",
         "endpoints",
         "originations",
         "snapshot",
@@ -124,9 +152,22 @@ class Served:
     )
 
     def __init__(
-        self, snapshot: Snapshot, *, ingress_http_port: int, ingress_https_port: int
+        self,
+        snapshot: Snapshot,
+        *,
+        ingress_http_port: int,
+        ingress_https_port: int,
+        rate_limits: RateLimits | None = None,
     ) -> None:
         self.snapshot = snapshot
+        self._limits = RateLimits() if rate_limits is None else rate_limits
+        self._rng = random.Random()  # new session-affinity keys (.affinity)
+        self._certificates = ClientCertificates()
+        self._subjects: dict[int, Callable[[str], bool]] = {}
+        # ``auth-cache-key``: (auth id, key) → (until, status, fields), .external_auth
+        self.auth_answers: dict[
+            tuple[int, str], tuple[float, int | None, list[tuple[bytes, bytes]]]
+        ] = {}
         # a plain dict: a persistent map's lookup is four Python calls per request
         self.endpoints: dict[str, Sequence[Endpoint]] = dict(snapshot.endpoints)
         self.table: RouteTable = build_table(
@@ -153,6 +194,7 @@ class Served:
         self._access: dict[int, AccessCheck] = {}
         self._canaries: dict[int, CanaryCheck] = {}
         self._verified: dict[bytes, bool] = {}
+        self._auth_tls: dict[int, Origination] = {}
 
     def route(
         self, port: int, head: RequestHead, *, tls: bool, sni: str | None, client: str | None = None
@@ -171,6 +213,7 @@ class Served:
             canary = self._canaries.get(id(checks.canary))
             if canary is None:
                 canary = self._canaries[id(checks.canary)] = CanaryCheck(checks.canary)
+        limits = checks.rate_limit
         decision = checked(
             routed.decision,
             checks,
@@ -181,8 +224,70 @@ class Served:
             headers=head.headers,
             content_length=head.content_length,
             verify=self._verify,
+            limit=None if limits is None else partial(self._limits.refusal, limits, client),
         )
-        return routed if decision is None else Routed(decision)
+        if checks.client_tls is not None:
+            decision = self._client_tls(
+                routed.decision if decision is None else decision, checks.client_tls, head, tls
+            )
+        if checks.affinity is not None:
+            decision = pinned(
+                self.endpoints,
+                routed.decision if decision is None else decision,
+                checks.affinity,
+                head.headers,
+                https=tls,
+                rng=self._rng,
+            )
+        if limits is None or not limits.connections:
+            return routed if decision is None else Routed(decision)
+        fresh = Routed(routed.decision if decision is None else decision)  # one per request
+        if fresh.decision.status is None:
+            over = self._limits.hold(limits, client, fresh)
+            if over is not None:
+                return Routed(answered(fresh.decision, LIMITED, f"refused: {over}"))
+        return fresh
+
+    def _client_tls(
+        self, decision: Decision, check: ClientTLS, head: RequestHead, tls: bool
+    ) -> Decision:
+        """``auth-tls-*`` (``route.client_tls``): the decision answered 400 (or redirected
+        to the error page), or forwarded with the certificate's fields, set on ``head``."""
+        if decision.status is not None:
+            return decision
+        certificate = self._certificates.read(check.ca_pem) if tls else None
+        matcher = None
+        if check.match_cn is not None:
+            matcher = self._subjects.get(id(check))  # the snapshot keeps every action alive
+            if matcher is None:
+                found = compile_pattern(f"(?s).*(?:{check.match_cn}).*")
+                matcher = self._subjects[id(check)] = (
+                    (lambda _: False) if isinstance(found, str) else found.matches
+                )
+        status, location, fields = client_tls_outcome(
+            check, certificate, https=tls, subject_matches=matcher
+        )
+        if status is not None:
+            answer = answered(decision, status, "refused: the client certificate check failed")
+            return dataclasses.replace(answer, redirect=location)
+        kept = [(n, v) for n, v in head.headers if n.lower() not in PASSED_FIELDS]
+        head.headers = (*kept, *fields)  # the parsed head is this request's own
+        return decision
+
+    def auth_origination(self, auth: ExternalAuth) -> Origination | None:
+        """The TLS towards an ``https`` auth URL (``shell.dataplane.external_auth``): verified
+        against the system's CAs, the URL's host as SNI and name; None for ``http``.
+
+        Raises:
+            ssl.SSLError: the system's CAs cannot be loaded.
+        """
+        if not auth.tls:
+            return None
+        found = self._auth_tls.get(id(auth))  # the snapshot keeps every action alive: ids hold
+        if found is None:
+            tls = UpstreamTLS(policy=f"auth-url {auth.url}", server_name=auth.host)
+            found = self._auth_tls[id(auth)] = self.originations.get(tls)
+        return found
 
     def _verify(self, password: bytes, hashed: str) -> bool:
         """``htpasswd.verify``, remembered: a bcrypt check costs tens of milliseconds of the

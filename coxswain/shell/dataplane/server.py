@@ -49,6 +49,7 @@ from coxswain.route.plan import ListenerSpec, diff_listeners
 from coxswain.shell.dataplane import capacity
 from coxswain.shell.dataplane.access_log import AccessLog
 from coxswain.shell.dataplane.capacity import Capacity
+from coxswain.shell.dataplane.client_tls import handshake_peer
 from coxswain.shell.dataplane.connection import Connection
 from coxswain.shell.dataplane.connection_limits import DEFAULT_MAX_CONNECTIONS
 from coxswain.shell.dataplane.h2_connection import PREFACE, H2Session
@@ -58,6 +59,7 @@ from coxswain.shell.dataplane.listen import ListenError, open_reuseport_listener
 from coxswain.shell.dataplane.metrics import Metrics
 from coxswain.shell.dataplane.mirror import Mirrors
 from coxswain.shell.dataplane.pool import UpstreamPool
+from coxswain.shell.dataplane.rate_limits import RateLimits
 from coxswain.shell.dataplane.relay_h2 import H2Relay
 from coxswain.shell.dataplane.served import Routed, Served, handshake_sni
 from coxswain.shell.dataplane.streams import StreamServer, StreamSettings
@@ -125,6 +127,7 @@ class Proxy:
     rng: random.Random = field(default_factory=random.Random)
     metrics: Metrics = field(default_factory=Metrics)
     access: AccessLog = field(default_factory=lambda: AccessLog(None))
+    rate_limits: RateLimits = field(default_factory=RateLimits)  # outlive snapshots
     draining: bool = False
     drain_started: trio.Event = field(default_factory=trio.Event)  # set with draining
     admin_port: int | None = None  # the admin port bound for this proxy, if any
@@ -285,6 +288,7 @@ class Proxy:
             snapshot,
             ingress_http_port=self.config.ingress_http_port,
             ingress_https_port=self.config.ingress_https_port,
+            rate_limits=self.rate_limits,
         )
         current = {port: entry.spec for port, entry in self.listeners.items()}
         plan = diff_listeners(current, served.specs)
@@ -426,8 +430,10 @@ class Proxy:
                 if not handshook:
                     return
                 sni = handshake_sni.get()
-                if not served.admits(spec.port, sni, *peer_certificate(tls)):
+                peer = peer_certificate(tls)
+                if not served.admits(spec.port, sni, *peer):
                     return
+                handshake_peer.set(peer)  # ingress-nginx's auth-tls-* read it (.client_tls)
                 conn = tls
                 received = b""
                 http2 = tls.selected_alpn_protocol() == "h2"

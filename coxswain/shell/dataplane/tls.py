@@ -10,7 +10,11 @@ shared between ports and hosts.
 Python's ``ssl`` module loads certificate chains from files only: each chain and key is written
 to a private temporary directory, loaded, and removed at once.
 
-Rules: TLS 1.2 or later (RFC 8996 retired 1.0 and 1.1); ALPN offers ``http/1.1``. Frontend
+Rules: TLS 1.2 or later (RFC 8996 retired 1.0 and 1.1); ALPN offers ``http/1.1``. On the
+Ingress HTTPS port, the ``ca.crt`` of every Ingress with ingress-nginx's ``auth-tls-secret``
+is a bundle of the port with fallback: the handshake admits any client, and each request is
+checked against its own Ingress's CA (``route.client_tls``), as nginx answers a failed
+check with 400 rather than end the handshake. Frontend
 client-certificate validation (GEP-91) is per listener, but several listeners share a port: the
 handshake asks for a certificate trusted by any bundle of the port, and ``admits`` checks, after
 the handshake, that it verified and chains to the bundle of the listener the SNI selected
@@ -41,7 +45,7 @@ if TYPE_CHECKING:
     from coxswain.compile.snapshot import Certificate
     from coxswain.route.table import RouteTable
 
-__all__ = ["TLSContexts", "load_chain", "peer_certificate"]
+__all__ = ["TLSContexts", "issued_by", "load_chain", "peer_certificate"]
 
 _ALPN = ["h2", "http/1.1"]  # HTTP/2 first (.h2_connection)
 _FALLBACK = "AllowInsecureFallback"
@@ -54,6 +58,7 @@ class TLSContexts:
         self._table = table
         self._by_material: dict[tuple[str, str, str, bool], ssl.SSLContext] = {}
         self._front: dict[int, ssl.SSLContext] = {}
+        self._ingress_cas: str | None = None
 
     def front(self, port: int) -> ssl.SSLContext:
         """The context a TLS listener on ``port`` wraps its connections with.
@@ -89,7 +94,7 @@ class TLSContexts:
         validation = self._table.client_validation(port, server_name)
         if validation is None or validation.mode == _FALLBACK:
             return True
-        return peer_der is not None and verified and _issued_by(peer_der, validation.ca_pem)
+        return peer_der is not None and verified and issued_by(peer_der, validation.ca_pem)
 
     def _chooser(
         self, port: int, fallback: bool
@@ -108,14 +113,30 @@ class TLSContexts:
     def _bundles(self, port: int) -> str:
         """The CA bundles of every listener of ``port``, concatenated ('' when none)."""
         validations = self._table.snapshot.client_certs.get(port)
-        if validations is None:
-            return ""
-        return "".join(sorted({v.ca_pem for v in validations.values()}))
+        found = set() if validations is None else {v.ca_pem for v in validations.values()}
+        return "".join(sorted(found)) + self._ingress_bundles(port)
 
     def _falls_back(self, port: int) -> bool:
         """Whether a listener of ``port`` admits clients whose certificate does not verify."""
         validations = self._table.snapshot.client_certs.get(port)
-        return validations is not None and any(v.mode == _FALLBACK for v in validations.values())
+        return bool(self._ingress_bundles(port)) or (
+            validations is not None and any(v.mode == _FALLBACK for v in validations.values())
+        )
+
+    def _ingress_bundles(self, port: int) -> str:
+        """The ``auth-tls-secret`` CAs of the Ingresses, on the Ingress HTTPS port."""
+        snapshot = self._table.snapshot
+        if port != snapshot.ingress.https_port or port in snapshot.gateways:
+            return ""
+        if self._ingress_cas is None:
+            found = {
+                rule.actions.client_tls.ca_pem
+                for vhost in snapshot.ingress.hosts.values()
+                for rule in (*vhost.paths, *((vhost.default,) if vhost.default else ()))
+                if rule.actions is not None and rule.actions.client_tls is not None
+            }
+            self._ingress_cas = "".join(sorted(found))
+        return self._ingress_cas
 
     @staticmethod
     def _base(bundles: str) -> ssl.SSLContext:
@@ -153,7 +174,7 @@ def peer_certificate(connection: trio.SSLStream[Any]) -> tuple[bytes | None, boo
     return der, der is not None and connection.getpeercert() != {}
 
 
-def _issued_by(peer_der: bytes, bundle_pem: str) -> bool:
+def issued_by(peer_der: bytes, bundle_pem: str) -> bool:
     """Whether a client certificate was issued by one of a bundle's CAs and is in its validity
     period (RFC 5280 §6.1 for a one-link path: signature, issuer name, validity).
 

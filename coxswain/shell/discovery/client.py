@@ -25,9 +25,9 @@ from coxswain.shell.backoff import Backoff
 from coxswain.shell.discovery.aio_bridge import AsyncioThread, client_bridge
 from coxswain.shell.discovery.codec import encode_scope
 from coxswain.shell.discovery.resources import apply_delta
-from coxswain.shell.discovery.server import CLIENT_GRPC_OPTIONS, WIRE_VERSION
 from coxswain.shell.discovery.snapshot_decode import decode_snapshot
 from coxswain.shell.discovery.tls import channel_credentials
+from coxswain.shell.discovery.wire import CLIENT_GRPC_OPTIONS, WIRE_VERSION
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator

@@ -13,7 +13,8 @@ Optional fields map to None; maps keyed by port use the port number.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+import dataclasses
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile.scope import GatewayScope, Scope
@@ -26,6 +27,7 @@ from coxswain.compile.snapshot import (
     ClientValidation,
     Cors,
     Endpoint,
+    ExternalAuth,
     GatewayRule,
     HeaderEdits,
     ListenerHealth,
@@ -50,6 +52,8 @@ __all__ = [
     "encode_scope",
     "encode_snapshot",
 ]
+
+_M = TypeVar("_M", bound="Message")
 
 _PROTOCOL_TO_WIRE: Final[dict[BackendProtocol, pb.BackendProtocol.ValueType]] = {
     BackendProtocol.HTTP1: pb.BACKEND_PROTOCOL_HTTP1,
@@ -214,6 +218,14 @@ def _path_rule(rule: PathRule) -> pb.PathRule:
         fields["auth_users"] = [pb.Credential(user=u, hash=h) for u, h in rule.actions.auth_users]
         fields["canary"] = None if rule.actions.canary is None else _canary(rule.actions.canary)
         fields["cors"] = None if rule.actions.cors is None else _cors(rule.actions.cors)
+        auth = rule.actions.external_auth
+        fields["external_auth"] = None if auth is None else _external_auth(auth)
+        limit = rule.actions.rate_limit
+        fields["rate_limit"] = None if limit is None else _flat(pb.RateLimit, limit)
+        sticky = rule.actions.affinity
+        fields["affinity"] = None if sticky is None else _flat(pb.Affinity, sticky)
+        mtls = rule.actions.client_tls
+        fields["client_tls"] = None if mtls is None else _flat(pb.ClientTLS, mtls)
         message.actions.CopyFrom(
             pb.IngressActions(**{n: v for n, v in fields.items() if v is not None})
         )
@@ -294,6 +306,16 @@ def _cors(c: Cors) -> pb.Cors:
         allow_credentials=c.allow_credentials,
         max_age=c.max_age,
     )
+
+
+def _external_auth(auth: ExternalAuth) -> pb.ExternalAuth:
+    return _flat(pb.ExternalAuth, auth)
+
+
+def _flat(kind: Callable[..., _M], value: Any) -> _M:
+    """The message of a dataclass whose fields are scalars and lists of them, by name."""
+    fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    return kind(**{n: v for n, v in fields.items() if v is not None})
 
 
 def _health(health: ListenerHealth) -> pb.ListenerHealth:

@@ -1,5 +1,5 @@
 """The discovery transport's server, trio-facing (docs/contracts.md); the client is
-:mod:`.client`, the wire constants both share are here.
+:mod:`.client`, the wire constants both share are :mod:`.wire`.
 
 Design (the trio ↔ asyncio bridge itself is :mod:`.aio_bridge`):
 - ``grpc.aio`` rather than the threaded ``grpc.server``: a stream needs to wait on two things at
@@ -33,14 +33,9 @@ that reconnects still has the previous version's ports bound until the new one i
 fleet is keyed by (identity, node id), so one identity cannot write another's entry, and an
 entry is removed when its last stream ends: the fleet holds at most one entry per open stream.
 
-Incremental delivery (``shell.discovery.resources``; for latency at 10,000 routes and 100
-subscribers): a stream whose Subscribe set ``accept_deltas`` gets, after its first full
-Snapshot, a Delta against the version it last Acked, as long as the server still holds that
-version (the current one, the Acked bases of open streams, at most ``_RETAINED`` of them);
-otherwise, and after a Nacked Delta, a full Snapshot. Each message is serialised once per
-(base, version) and the same bytes are written to every stream that needs them: ``Stream`` is
-registered with a pass-through response serializer. Encoding happens in :meth:`publish`, on the
-publisher's thread and only for changed resources, so the loop only splices and writes.
+Delivery of versions to streams (full Snapshots, Deltas, one message in flight per stream) is
+:mod:`.delivery`; the wire version and message limits both ends share are :mod:`.wire`; the
+fleet's entries are :mod:`.fleet`.
 """
 
 from __future__ import annotations
@@ -61,15 +56,18 @@ from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile.scope import Scope, SharedPool
 from coxswain.shell.discovery.aio_bridge import AsyncioThread
 from coxswain.shell.discovery.ca import IdentityError, ProxyIdentity, identity_from_certificate
+from coxswain.shell.discovery.delivery import ScopeSlot, StreamState, settle
+from coxswain.shell.discovery.fleet import NodeKey, NodeObservation
 from coxswain.shell.discovery.limits import (
     IDENTITY_STREAMS,
     SERVER_STREAMS,
     LogBudget,
     StreamCounts,
 )
-from coxswain.shell.discovery.resources import EncodedVersion, ResourceCache
+from coxswain.shell.discovery.resources import ResourceCache
 from coxswain.shell.discovery.snapshot_decode import decode_scope
 from coxswain.shell.discovery.tls import server_credentials
+from coxswain.shell.discovery.wire import SERVER_GRPC_OPTIONS, WIRE_VERSION
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping
@@ -83,18 +81,13 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "CLIENT_GRPC_OPTIONS",
     "LOG_INTERVAL",
     "MAX_NODE_ID",
     "MAX_STREAMS",
     "REFUSAL_REASONS",
     "REVOKED_GRACE",
-    "SERVER_GRPC_OPTIONS",
     "STREAMS_PER_IDENTITY",
-    "WIRE_VERSION",
     "DiscoveryServer",
-    "NodeKey",
-    "NodeObservation",
     "ScopePolicy",
     "granted_by",
     "open_discovery_server",
@@ -102,34 +95,11 @@ __all__ = [
 
 _log = logging.getLogger("coxswain.shell.discovery")
 
-# Bumped on any incompatible change to discovery.proto's meaning (as xDS versions its API).
-# Deltas did not bump it: they are opt-in (Subscribe.accept_deltas), so old proxies still get
-# full Snapshots, and an old server ignores the flag and a new client takes its full Snapshots.
-WIRE_VERSION: Final = 1
-
-# gRPC's default receive limit is 4 MiB; a 10,000-route snapshot is already 2 MB, so snapshots
-# (server to client) may be up to 256 MiB. What a client sends (Subscribe, Ack, Nack,
-# NodeStatus) is small, and the client is the untrusted side: the server receives at most
-# 4 MiB, so a client cannot make it buffer more.
-_SNAPSHOT_LIMIT: Final = 256 * 1024 * 1024
-_REPORT_LIMIT: Final = 4 * 1024 * 1024
-SERVER_GRPC_OPTIONS: Final = (
-    ("grpc.max_send_message_length", _SNAPSHOT_LIMIT),
-    ("grpc.max_receive_message_length", _REPORT_LIMIT),
-)
-CLIENT_GRPC_OPTIONS: Final = (
-    ("grpc.max_send_message_length", _REPORT_LIMIT),
-    ("grpc.max_receive_message_length", _SNAPSHOT_LIMIT),
-)
 # POLICY: how long a stream whose identity lost the scope's grant is kept (getting nothing
 # newer) before it is ended with PERMISSION_DENIED. Grants flicker while a Gateway changes
 # (docs/contracts.md); a grant that stays away this long is gone. The grant is asked at least
 # this often, so such a stream ends between one and two of these after the grant went.
 REVOKED_GRACE: Final = 30.0
-# POLICY: how many versions a scope keeps as delta bases (each is one dict of parts; the
-# encoded resources themselves are shared between versions). A stream further behind gets a
-# full Snapshot.
-_RETAINED: Final = 8
 # POLICY: how many streams one identity may have open. Every worker of every proxy pod holds a
 # stream of its own (coxswain/shell/dataplane/workers.py) and the shared pool's pods share one
 # identity: 1,024 fits 100 pods of 8 workers through a rolling update's 25% surge (1,000
@@ -160,9 +130,6 @@ _CLAIMED: Final = 4096
 ScopePolicy = Callable[[ProxyIdentity, Scope], bool]
 """Whether an identity may subscribe to a scope (the server's authorisation rule)."""
 
-NodeKey = tuple["ProxyIdentity | None", str]
-"""A fleet entry's key: the stream's identity (None without TLS) and the Subscribe's node id."""
-
 
 def granted_by(grants: Callable[[], Mapping[tuple[str, str], Scope]]) -> ScopePolicy:
     """The production policy: an identity may subscribe to the one scope ``grants()`` gives
@@ -175,80 +142,7 @@ def granted_by(grants: Callable[[], Mapping[tuple[str, str], Scope]]) -> ScopePo
     return allowed
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NodeObservation:
-    """What the server knows of one connected proxy (one identity's node id)."""
-
-    node_id: str
-    scope: Scope
-    identity: ProxyIdentity | None
-    live: int = 0  # streams open now: a proxy that reconnects before its old stream ends has two
-    acked_version: str | None = None
-    bound_ports: frozenset[int] = frozenset()
-    streams: int = 0  # streams opened since the entry appeared; a Nack must not add one
-    last_nack: str | None = None  # "<version>: <detail>" of the latest Nack
-
-    @property
-    def connected(self) -> bool:
-        """Some stream of the node is open (the end of an older one does not disconnect it;
-        the entry is removed when the last one ends)."""
-        return self.live > 0
-
-
 # --- the server -----------------------------------------------------------------------------------
-
-
-class _Slot:
-    """The latest encoded version of one scope, the versions kept as delta bases, and the
-    streams waiting for a newer one."""
-
-    def __init__(self) -> None:
-        self.current: EncodedVersion | None = None
-        self.bases: dict[str, EncodedVersion] = {}  # oldest first; includes current
-        self.streams: set[_StreamState] = set()
-        self.waiters: set[asyncio.Event] = set()
-
-    def put(self, encoded: EncodedVersion) -> None:
-        """Make ``encoded`` current; keep as bases only the versions some stream has Acked or
-        has in flight (its Ack is on the way), and the current one, at most ``_RETAINED``:
-        memory stays bounded."""
-        self.current = encoded
-        self.bases.pop(encoded.version, None)
-        self.bases[encoded.version] = encoded
-        needed = {s.base for s in self.streams} | {s.sent for s in self.streams}
-        needed.add(encoded.version)
-        kept = [v for v in self.bases.values() if v.version in needed][-_RETAINED:]
-        self.bases = {v.version: v for v in kept}
-        for waiter in self.waiters:
-            waiter.set()
-
-    def message_for(self, state: _StreamState) -> tuple[EncodedVersion, bytes, bool]:
-        """The current version and the message that brings ``state``'s client to it: a
-        Delta from its Acked base when it takes deltas and the base is kept, else full."""
-        current = self.current
-        assert current is not None
-        base = self.bases.get(state.base) if state.deltas and state.base is not None else None
-        if base is None:
-            return current, current.full_message(), False
-        return current, current.delta_message(base), True
-
-
-@dataclass(slots=True, eq=False)
-class _StreamState:
-    """One stream's progress; touched only by its two tasks on the loop thread."""
-
-    key: NodeKey  # its fleet entry
-    scope: Scope
-    label: str  # for logs: identity, node id and the stream's number
-    deltas: bool  # the client set Subscribe.accept_deltas
-    sent: str | None = None  # the version last written
-    sent_delta: bool = False  # ... as a Delta
-    sent_ports: frozenset[int] = frozenset()  # ... its listener ports
-    base: str | None = None  # the version last Acked on this stream: the next Delta's base
-    base_ports: frozenset[int] = frozenset()  # ... its listener ports
-    in_flight: bool = False  # written and neither Acked nor Nacked yet
-    claimed: frozenset[int] = frozenset()  # the ports of the client's last NodeStatus
-    closed: bool = False  # the client half-closed or the call ended
 
 
 class _Aborts(Protocol):
@@ -285,8 +179,8 @@ class DiscoveryServer:
             per_identity=bounds.streams_per_identity, total=bounds.max_streams
         )
         self._warnings = LogBudget(_log, bounds.log_interval)  # loop thread only
-        self._slots: dict[Scope, _Slot] = {}  # loop thread only
-        self._caches: dict[Scope, ResourceCache] = {}  # publisher (trio) thread only
+        self._slots: dict[Scope, ScopeSlot] = {}  # loop thread only
+        self._caches: dict[Scope, ResourceCache] = {}  # one publish() at a time
         self._fleet: PMap[NodeKey, NodeObservation] = pmap()
         self._fleet_changed = trio.Event()
         self.port = 0
@@ -312,6 +206,7 @@ class DiscoveryServer:
         The resources that changed since the scope's previous publish are encoded here, on the
         caller's thread: that costs what the change costs (all of it only at the first
         publish), and it keeps the server's loop, which every stream's Acks go through, free.
+        A caller may run it in a worker thread (``shell.offload``), one call at a time.
         """
         cache = self._caches.setdefault(scope, ResourceCache())
         if cache.version == snapshot.version:
@@ -339,8 +234,8 @@ class DiscoveryServer:
 
     # loop side
 
-    def _slot(self, scope: Scope) -> _Slot:
-        return self._slots.setdefault(scope, _Slot())
+    def _slot(self, scope: Scope) -> ScopeSlot:
+        return self._slots.setdefault(scope, ScopeSlot())
 
     def _set_fleet(self, fleet: PMap[NodeKey, NodeObservation]) -> None:
         self._fleet = fleet
@@ -350,7 +245,7 @@ class DiscoveryServer:
     def _observe(self, key: NodeKey, **changes: Any) -> None:
         self._set_fleet(self._fleet.set(key, replace(self._fleet[key], **changes)))
 
-    def _ignore(self, state: _StreamState, what: str) -> None:
+    def _ignore(self, state: StreamState, what: str) -> None:
         """A report not bound to its stream: counted, and logged within its identity's budget
         (a client that sends such reports in a loop, on one stream or many, cannot flood the
         log)."""
@@ -381,7 +276,7 @@ class DiscoveryServer:
             known = replace(known, scope=scope, live=known.live + 1, streams=known.streams + 1)
             self._set_fleet(self._fleet.set(key, known))
             label = f"{who} node {subscribe.node_id!r} stream {known.streams} of {scope}"
-            state = _StreamState(key=key, scope=scope, label=label, deltas=subscribe.accept_deltas)
+            state = StreamState(key=key, scope=scope, label=label, deltas=subscribe.accept_deltas)
             allowed = self._still_allowed(identity, scope)
             await self._serve_stream(context, self._slot(scope), state, allowed)
         finally:  # on the server's one asyncio thread: no other stream changes these meanwhile
@@ -483,7 +378,7 @@ class DiscoveryServer:
 
         return allowed
 
-    def _report(self, state: _StreamState, kind: str, message: pb.ClientMessage) -> None:
+    def _report(self, state: StreamState, kind: str, message: pb.ClientMessage) -> None:
         """Apply one Ack, Nack or NodeStatus of the stream, if it is bound to the stream."""
         if kind in ("ack", "nack"):
             body = getattr(message, kind)
@@ -492,7 +387,7 @@ class DiscoveryServer:
                 self._ignore(state, f"{kind} of {version}, not the version it was sent")
                 return
             if state.in_flight:
-                _settle(state, acked=kind == "ack")
+                settle(state, acked=kind == "ack")
             if kind == "ack":
                 self._observe(state.key, acked_version=body.version)
             else:
@@ -509,7 +404,7 @@ class DiscoveryServer:
             state.claimed = frozenset(claimed)
             self._bind_ports(state, log=True)
 
-    def _bind_ports(self, state: _StreamState, *, log: bool) -> None:
+    def _bind_ports(self, state: StreamState, *, log: bool) -> None:
         """The entry's bound ports: those the client claims that its scope has (the ports of
         the versions sent on the stream and of the scope's current one). Asked again at each
         version sent, so that a claim that came first (a proxy reports its ports as soon as it
@@ -530,8 +425,8 @@ class DiscoveryServer:
     async def _serve_stream(
         self,
         context: Any,
-        slot: _Slot,
-        state: _StreamState,
+        slot: ScopeSlot,
+        state: StreamState,
         allowed: Callable[[], bool],
     ) -> None:
         wake = asyncio.Event()
@@ -588,18 +483,6 @@ class DiscoveryServer:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, grpc.RpcError):
                 await reader
-
-
-def _settle(state: _StreamState, *, acked: bool) -> None:
-    """The client answered the message in flight. An Ack makes its version the next Delta's
-    base; a Nacked Delta is followed by the same version in full (forgetting ``sent`` makes it
-    due again, forgetting ``base`` makes it full), so a client that could not apply the Delta
-    recovers at once; a Nacked full Snapshot waits for a newer version, as before deltas."""
-    state.in_flight = False
-    if acked:
-        state.base, state.base_ports = state.sent, state.sent_ports
-    elif state.sent_delta:
-        state.sent = state.base = None
 
 
 def _cut(text: str, most: int = _SHOWN) -> str:

@@ -717,6 +717,10 @@ class IngressActions(_message.Message):
     NEXT_UPSTREAM_TIMEOUT_FIELD_NUMBER: _builtins.int
     CANARY_FIELD_NUMBER: _builtins.int
     CORS_FIELD_NUMBER: _builtins.int
+    EXTERNAL_AUTH_FIELD_NUMBER: _builtins.int
+    RATE_LIMIT_FIELD_NUMBER: _builtins.int
+    AFFINITY_FIELD_NUMBER: _builtins.int
+    CLIENT_TLS_FIELD_NUMBER: _builtins.int
     app_root: _builtins.str
     redirect: _builtins.str
     redirect_status: _builtins.int
@@ -744,6 +748,14 @@ class IngressActions(_message.Message):
     def canary(self) -> Global___Canary: ...
     @_builtins.property
     def cors(self) -> Global___Cors: ...
+    @_builtins.property
+    def external_auth(self) -> Global___ExternalAuth: ...
+    @_builtins.property
+    def rate_limit(self) -> Global___RateLimit: ...
+    @_builtins.property
+    def affinity(self) -> Global___Affinity: ...
+    @_builtins.property
+    def client_tls(self) -> Global___ClientTLS: ...
     def __init__(
         self,
         *,
@@ -768,23 +780,35 @@ class IngressActions(_message.Message):
         next_upstream_timeout: _builtins.float = ...,
         canary: Global___Canary | None = ...,
         cors: Global___Cors | None = ...,
+        external_auth: Global___ExternalAuth | None = ...,
+        rate_limit: Global___RateLimit | None = ...,
+        affinity: Global___Affinity | None = ...,
+        client_tls: Global___ClientTLS | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_cors", b"_cors", "_denied", b"_denied", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "app_root", b"app_root", "auth_realm", b"auth_realm", "canary", b"canary", "cors", b"cors", "denied", b"denied", "host_redirect", b"host_redirect", "redirect", b"redirect", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_affinity", b"_affinity", "_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_client_tls", b"_client_tls", "_cors", b"_cors", "_denied", b"_denied", "_external_auth", b"_external_auth", "_host_redirect", b"_host_redirect", "_rate_limit", b"_rate_limit", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "affinity", b"affinity", "app_root", b"app_root", "auth_realm", b"auth_realm", "canary", b"canary", "client_tls", b"client_tls", "cors", b"cors", "denied", b"denied", "external_auth", b"external_auth", "host_redirect", b"host_redirect", "rate_limit", b"rate_limit", "redirect", b"redirect", "rewrite_target", b"rewrite_target", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_cors", b"_cors", "_denied", b"_denied", "_host_redirect", b"_host_redirect", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "allow_sources", b"allow_sources", "app_root", b"app_root", "auth_realm", b"auth_realm", "auth_users", b"auth_users", "canary", b"canary", "connect_timeout", b"connect_timeout", "cors", b"cors", "denied", b"denied", "deny_sources", b"deny_sources", "host_redirect", b"host_redirect", "max_body", b"max_body", "next_upstream_codes", b"next_upstream_codes", "next_upstream_timeout", b"next_upstream_timeout", "next_upstream_tries", b"next_upstream_tries", "read_timeout", b"read_timeout", "redirect", b"redirect", "redirect_status", b"redirect_status", "rewrite_target", b"rewrite_target", "send_timeout", b"send_timeout", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_affinity", b"_affinity", "_app_root", b"_app_root", "_auth_realm", b"_auth_realm", "_canary", b"_canary", "_client_tls", b"_client_tls", "_cors", b"_cors", "_denied", b"_denied", "_external_auth", b"_external_auth", "_host_redirect", b"_host_redirect", "_rate_limit", b"_rate_limit", "_redirect", b"_redirect", "_rewrite_target", b"_rewrite_target", "_upstream_vhost", b"_upstream_vhost", "_x_forwarded_prefix", b"_x_forwarded_prefix", "affinity", b"affinity", "allow_sources", b"allow_sources", "app_root", b"app_root", "auth_realm", b"auth_realm", "auth_users", b"auth_users", "canary", b"canary", "client_tls", b"client_tls", "connect_timeout", b"connect_timeout", "cors", b"cors", "denied", b"denied", "deny_sources", b"deny_sources", "external_auth", b"external_auth", "host_redirect", b"host_redirect", "max_body", b"max_body", "next_upstream_codes", b"next_upstream_codes", "next_upstream_timeout", b"next_upstream_timeout", "next_upstream_tries", b"next_upstream_tries", "rate_limit", b"rate_limit", "read_timeout", b"read_timeout", "redirect", b"redirect", "redirect_status", b"redirect_status", "rewrite_target", b"rewrite_target", "send_timeout", b"send_timeout", "upstream_vhost", b"upstream_vhost", "x_forwarded_prefix", b"x_forwarded_prefix"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__affinity: _TypeAlias = _typing.Literal["affinity"]  # noqa: Y015
+    _WhichOneofArgType__affinity: _TypeAlias = _typing.Literal["_affinity", b"_affinity"]  # noqa: Y015
     _WhichOneofReturnType__app_root: _TypeAlias = _typing.Literal["app_root"]  # noqa: Y015
     _WhichOneofArgType__app_root: _TypeAlias = _typing.Literal["_app_root", b"_app_root"]  # noqa: Y015
     _WhichOneofReturnType__auth_realm: _TypeAlias = _typing.Literal["auth_realm"]  # noqa: Y015
     _WhichOneofArgType__auth_realm: _TypeAlias = _typing.Literal["_auth_realm", b"_auth_realm"]  # noqa: Y015
     _WhichOneofReturnType__canary: _TypeAlias = _typing.Literal["canary"]  # noqa: Y015
     _WhichOneofArgType__canary: _TypeAlias = _typing.Literal["_canary", b"_canary"]  # noqa: Y015
+    _WhichOneofReturnType__client_tls: _TypeAlias = _typing.Literal["client_tls"]  # noqa: Y015
+    _WhichOneofArgType__client_tls: _TypeAlias = _typing.Literal["_client_tls", b"_client_tls"]  # noqa: Y015
     _WhichOneofReturnType__cors: _TypeAlias = _typing.Literal["cors"]  # noqa: Y015
     _WhichOneofArgType__cors: _TypeAlias = _typing.Literal["_cors", b"_cors"]  # noqa: Y015
     _WhichOneofReturnType__denied: _TypeAlias = _typing.Literal["denied"]  # noqa: Y015
     _WhichOneofArgType__denied: _TypeAlias = _typing.Literal["_denied", b"_denied"]  # noqa: Y015
+    _WhichOneofReturnType__external_auth: _TypeAlias = _typing.Literal["external_auth"]  # noqa: Y015
+    _WhichOneofArgType__external_auth: _TypeAlias = _typing.Literal["_external_auth", b"_external_auth"]  # noqa: Y015
     _WhichOneofReturnType__host_redirect: _TypeAlias = _typing.Literal["host_redirect"]  # noqa: Y015
     _WhichOneofArgType__host_redirect: _TypeAlias = _typing.Literal["_host_redirect", b"_host_redirect"]  # noqa: Y015
+    _WhichOneofReturnType__rate_limit: _TypeAlias = _typing.Literal["rate_limit"]  # noqa: Y015
+    _WhichOneofArgType__rate_limit: _TypeAlias = _typing.Literal["_rate_limit", b"_rate_limit"]  # noqa: Y015
     _WhichOneofReturnType__redirect: _TypeAlias = _typing.Literal["redirect"]  # noqa: Y015
     _WhichOneofArgType__redirect: _TypeAlias = _typing.Literal["_redirect", b"_redirect"]  # noqa: Y015
     _WhichOneofReturnType__rewrite_target: _TypeAlias = _typing.Literal["rewrite_target"]  # noqa: Y015
@@ -794,17 +818,25 @@ class IngressActions(_message.Message):
     _WhichOneofReturnType__x_forwarded_prefix: _TypeAlias = _typing.Literal["x_forwarded_prefix"]  # noqa: Y015
     _WhichOneofArgType__x_forwarded_prefix: _TypeAlias = _typing.Literal["_x_forwarded_prefix", b"_x_forwarded_prefix"]  # noqa: Y015
     @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__affinity) -> _WhichOneofReturnType__affinity | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__app_root) -> _WhichOneofReturnType__app_root | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__auth_realm) -> _WhichOneofReturnType__auth_realm | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__canary) -> _WhichOneofReturnType__canary | None: ...
     @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__client_tls) -> _WhichOneofReturnType__client_tls | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__cors) -> _WhichOneofReturnType__cors | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__denied) -> _WhichOneofReturnType__denied | None: ...
     @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__external_auth) -> _WhichOneofReturnType__external_auth | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__host_redirect) -> _WhichOneofReturnType__host_redirect | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__rate_limit) -> _WhichOneofReturnType__rate_limit | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__redirect) -> _WhichOneofReturnType__redirect | None: ...
     @_typing.overload
@@ -815,6 +847,217 @@ class IngressActions(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__x_forwarded_prefix) -> _WhichOneofReturnType__x_forwarded_prefix | None: ...
 
 Global___IngressActions: _TypeAlias = IngressActions  # noqa: Y015
+
+@_typing.final
+class ClientTLS(_message.Message):
+    """ingress-nginx's auth-tls-* annotations (coxswain.compile.snapshot.ClientTLS)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CA_PEM_FIELD_NUMBER: _builtins.int
+    VERIFY_FIELD_NUMBER: _builtins.int
+    DEPTH_FIELD_NUMBER: _builtins.int
+    ERROR_PAGE_FIELD_NUMBER: _builtins.int
+    PASS_CERTIFICATE_FIELD_NUMBER: _builtins.int
+    MATCH_CN_FIELD_NUMBER: _builtins.int
+    ca_pem: _builtins.str
+    verify: _builtins.str
+    depth: _builtins.int
+    error_page: _builtins.str
+    pass_certificate: _builtins.bool
+    match_cn: _builtins.str
+    def __init__(
+        self,
+        *,
+        ca_pem: _builtins.str = ...,
+        verify: _builtins.str = ...,
+        depth: _builtins.int = ...,
+        error_page: _builtins.str | None = ...,
+        pass_certificate: _builtins.bool = ...,
+        match_cn: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_error_page", b"_error_page", "_match_cn", b"_match_cn", "error_page", b"error_page", "match_cn", b"match_cn"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_error_page", b"_error_page", "_match_cn", b"_match_cn", "ca_pem", b"ca_pem", "depth", b"depth", "error_page", b"error_page", "match_cn", b"match_cn", "pass_certificate", b"pass_certificate", "verify", b"verify"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__error_page: _TypeAlias = _typing.Literal["error_page"]  # noqa: Y015
+    _WhichOneofArgType__error_page: _TypeAlias = _typing.Literal["_error_page", b"_error_page"]  # noqa: Y015
+    _WhichOneofReturnType__match_cn: _TypeAlias = _typing.Literal["match_cn"]  # noqa: Y015
+    _WhichOneofArgType__match_cn: _TypeAlias = _typing.Literal["_match_cn", b"_match_cn"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__error_page) -> _WhichOneofReturnType__error_page | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__match_cn) -> _WhichOneofReturnType__match_cn | None: ...
+
+Global___ClientTLS: _TypeAlias = ClientTLS  # noqa: Y015
+
+@_typing.final
+class Affinity(_message.Message):
+    """ingress-nginx's cookie session affinity (coxswain.compile.snapshot.Affinity)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MODE_FIELD_NUMBER: _builtins.int
+    COOKIE_NAME_FIELD_NUMBER: _builtins.int
+    PATH_FIELD_NUMBER: _builtins.int
+    DOMAIN_FIELD_NUMBER: _builtins.int
+    EXPIRES_FIELD_NUMBER: _builtins.int
+    MAX_AGE_FIELD_NUMBER: _builtins.int
+    SAMESITE_FIELD_NUMBER: _builtins.int
+    SECURE_FIELD_NUMBER: _builtins.int
+    mode: _builtins.str
+    cookie_name: _builtins.str
+    path: _builtins.str
+    domain: _builtins.str
+    expires: _builtins.int
+    max_age: _builtins.int
+    samesite: _builtins.str
+    secure: _builtins.bool
+    def __init__(
+        self,
+        *,
+        mode: _builtins.str = ...,
+        cookie_name: _builtins.str = ...,
+        path: _builtins.str | None = ...,
+        domain: _builtins.str | None = ...,
+        expires: _builtins.int = ...,
+        max_age: _builtins.int = ...,
+        samesite: _builtins.str | None = ...,
+        secure: _builtins.bool | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_domain", b"_domain", "_path", b"_path", "_samesite", b"_samesite", "_secure", b"_secure", "domain", b"domain", "path", b"path", "samesite", b"samesite", "secure", b"secure"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_domain", b"_domain", "_path", b"_path", "_samesite", b"_samesite", "_secure", b"_secure", "cookie_name", b"cookie_name", "domain", b"domain", "expires", b"expires", "max_age", b"max_age", "mode", b"mode", "path", b"path", "samesite", b"samesite", "secure", b"secure"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__domain: _TypeAlias = _typing.Literal["domain"]  # noqa: Y015
+    _WhichOneofArgType__domain: _TypeAlias = _typing.Literal["_domain", b"_domain"]  # noqa: Y015
+    _WhichOneofReturnType__path: _TypeAlias = _typing.Literal["path"]  # noqa: Y015
+    _WhichOneofArgType__path: _TypeAlias = _typing.Literal["_path", b"_path"]  # noqa: Y015
+    _WhichOneofReturnType__samesite: _TypeAlias = _typing.Literal["samesite"]  # noqa: Y015
+    _WhichOneofArgType__samesite: _TypeAlias = _typing.Literal["_samesite", b"_samesite"]  # noqa: Y015
+    _WhichOneofReturnType__secure: _TypeAlias = _typing.Literal["secure"]  # noqa: Y015
+    _WhichOneofArgType__secure: _TypeAlias = _typing.Literal["_secure", b"_secure"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__domain) -> _WhichOneofReturnType__domain | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__path) -> _WhichOneofReturnType__path | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__samesite) -> _WhichOneofReturnType__samesite | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__secure) -> _WhichOneofReturnType__secure | None: ...
+
+Global___Affinity: _TypeAlias = Affinity  # noqa: Y015
+
+@_typing.final
+class RateLimit(_message.Message):
+    """ingress-nginx's limit-* annotations (coxswain.compile.snapshot.RateLimit)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ZONE_FIELD_NUMBER: _builtins.int
+    RPS_FIELD_NUMBER: _builtins.int
+    RPM_FIELD_NUMBER: _builtins.int
+    CONNECTIONS_FIELD_NUMBER: _builtins.int
+    BURST_MULTIPLIER_FIELD_NUMBER: _builtins.int
+    WHITELIST_FIELD_NUMBER: _builtins.int
+    zone: _builtins.str
+    rps: _builtins.int
+    rpm: _builtins.int
+    connections: _builtins.int
+    burst_multiplier: _builtins.int
+    @_builtins.property
+    def whitelist(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        zone: _builtins.str = ...,
+        rps: _builtins.int = ...,
+        rpm: _builtins.int = ...,
+        connections: _builtins.int = ...,
+        burst_multiplier: _builtins.int = ...,
+        whitelist: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["burst_multiplier", b"burst_multiplier", "connections", b"connections", "rpm", b"rpm", "rps", b"rps", "whitelist", b"whitelist", "zone", b"zone"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RateLimit: _TypeAlias = RateLimit  # noqa: Y015
+
+@_typing.final
+class ExternalAuth(_message.Message):
+    """ingress-nginx's auth-url and its companions (coxswain.compile.snapshot.ExternalAuth)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    URL_FIELD_NUMBER: _builtins.int
+    HOST_FIELD_NUMBER: _builtins.int
+    PORT_FIELD_NUMBER: _builtins.int
+    TARGET_FIELD_NUMBER: _builtins.int
+    TLS_FIELD_NUMBER: _builtins.int
+    METHOD_FIELD_NUMBER: _builtins.int
+    SIGNIN_FIELD_NUMBER: _builtins.int
+    SIGNIN_PARAM_FIELD_NUMBER: _builtins.int
+    RESPONSE_HEADERS_FIELD_NUMBER: _builtins.int
+    REQUEST_REDIRECT_FIELD_NUMBER: _builtins.int
+    ALWAYS_SET_COOKIE_FIELD_NUMBER: _builtins.int
+    CACHE_KEY_FIELD_NUMBER: _builtins.int
+    CACHE_DURATIONS_FIELD_NUMBER: _builtins.int
+    url: _builtins.str
+    host: _builtins.str
+    port: _builtins.int
+    target: _builtins.str
+    tls: _builtins.bool
+    method: _builtins.str
+    signin: _builtins.str
+    signin_param: _builtins.str
+    request_redirect: _builtins.str
+    always_set_cookie: _builtins.bool
+    cache_key: _builtins.str
+    @_builtins.property
+    def response_headers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def cache_durations(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        url: _builtins.str = ...,
+        host: _builtins.str = ...,
+        port: _builtins.int = ...,
+        target: _builtins.str = ...,
+        tls: _builtins.bool = ...,
+        method: _builtins.str | None = ...,
+        signin: _builtins.str | None = ...,
+        signin_param: _builtins.str = ...,
+        response_headers: _abc.Iterable[_builtins.str] | None = ...,
+        request_redirect: _builtins.str | None = ...,
+        always_set_cookie: _builtins.bool = ...,
+        cache_key: _builtins.str | None = ...,
+        cache_durations: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_cache_key", b"_cache_key", "_method", b"_method", "_request_redirect", b"_request_redirect", "_signin", b"_signin", "cache_key", b"cache_key", "method", b"method", "request_redirect", b"request_redirect", "signin", b"signin"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cache_key", b"_cache_key", "_method", b"_method", "_request_redirect", b"_request_redirect", "_signin", b"_signin", "always_set_cookie", b"always_set_cookie", "cache_durations", b"cache_durations", "cache_key", b"cache_key", "host", b"host", "method", b"method", "port", b"port", "request_redirect", b"request_redirect", "response_headers", b"response_headers", "signin", b"signin", "signin_param", b"signin_param", "target", b"target", "tls", b"tls", "url", b"url"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__cache_key: _TypeAlias = _typing.Literal["cache_key"]  # noqa: Y015
+    _WhichOneofArgType__cache_key: _TypeAlias = _typing.Literal["_cache_key", b"_cache_key"]  # noqa: Y015
+    _WhichOneofReturnType__method: _TypeAlias = _typing.Literal["method"]  # noqa: Y015
+    _WhichOneofArgType__method: _TypeAlias = _typing.Literal["_method", b"_method"]  # noqa: Y015
+    _WhichOneofReturnType__request_redirect: _TypeAlias = _typing.Literal["request_redirect"]  # noqa: Y015
+    _WhichOneofArgType__request_redirect: _TypeAlias = _typing.Literal["_request_redirect", b"_request_redirect"]  # noqa: Y015
+    _WhichOneofReturnType__signin: _TypeAlias = _typing.Literal["signin"]  # noqa: Y015
+    _WhichOneofArgType__signin: _TypeAlias = _typing.Literal["_signin", b"_signin"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__cache_key) -> _WhichOneofReturnType__cache_key | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__method) -> _WhichOneofReturnType__method | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__request_redirect) -> _WhichOneofReturnType__request_redirect | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__signin) -> _WhichOneofReturnType__signin | None: ...
+
+Global___ExternalAuth: _TypeAlias = ExternalAuth  # noqa: Y015
 
 @_typing.final
 class Canary(_message.Message):

@@ -10,12 +10,15 @@
   ``upstream`` (client to backend) or ``downstream``;
 - ``coxswain_udp_sessions_total{listener, route, outcome}``: UDP sessions ``opened``,
   ``no_route``, ``no_backend``, ``evicted`` (the table was full);
-- ``coxswain_udp_sessions``: UDP sessions open now.
+- ``coxswain_udp_open_sessions``: UDP sessions open now.
+
+A child series is found once per label set and kept (``labels()`` takes a lock and builds
+a key each call): a connection's outcome and bytes cost a dictionary lookup each.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from prometheus_client import Counter, Gauge
 
@@ -48,25 +51,33 @@ class StreamMetrics:
             registry=registry,
         )
         self._children: dict[tuple[int, str, str, str], Counter] = {}
+        self._bytes: dict[tuple[int, str, str], Counter] = {}
+        self._sessions: dict[tuple[int, str, str], Counter] = {}
         self.udp_open = Gauge(
             "coxswain_udp_open_sessions", "UDP sessions open now.", registry=registry
         )
 
     def connection(self, port: int, protocol: str, route: str, outcome: str) -> None:
-        key = (port, protocol, route, outcome)
-        child = self._children.get(key)
-        if child is None:  # a child per label set, found once: labels() takes a lock
-            child = self._children[key] = self.connections.labels(
-                str(port), protocol, route, outcome
-            )
-        child.inc()
+        _child(self._children, self.connections, (port, protocol, route, outcome)).inc()
 
     def forwarded(self, port: int, route: str, upstream: int, downstream: int) -> None:
         """The bytes of one finished connection or session."""
         if upstream:
-            self.bytes.labels(str(port), route, "upstream").inc(upstream)
+            _child(self._bytes, self.bytes, (port, route, "upstream")).inc(upstream)
         if downstream:
-            self.bytes.labels(str(port), route, "downstream").inc(downstream)
+            _child(self._bytes, self.bytes, (port, route, "downstream")).inc(downstream)
 
     def session(self, port: int, route: str, outcome: str) -> None:
-        self.udp_sessions.labels(str(port), route, outcome).inc()
+        _child(self._sessions, self.udp_sessions, (port, route, outcome)).inc()
+
+
+_Key = TypeVar("_Key", bound=tuple[Any, ...])
+
+
+def _child(children: dict[_Key, Counter], counter: Counter, key: _Key) -> Counter:
+    """The child series of ``counter`` for ``key`` (its labels, the port first), kept in
+    ``children``."""
+    child = children.get(key)
+    if child is None:
+        child = children[key] = counter.labels(*(str(value) for value in key))
+    return child

@@ -15,10 +15,14 @@ snapshots. Rules (Gateway API v1 TLSRoute, TCPRoute, UDPRoute; docs/architecture
 3. A backend is chosen by weight among the route's (an invalid one, or one without ready
    endpoints, refuses the connection: its share of connections is refused, as the spec
    requires of requests); its endpoints are tried in turn, each within ``connect_timeout``.
-4. Routing is decided once, when the connection starts: a new snapshot changes nothing for
-   established connections, but one whose route (or port) the new snapshot no longer serves
-   is closed after ``drain`` seconds.
+4. Routing is decided once, when the connection (or UDP session) starts: a new snapshot
+   changes nothing for established connections and sessions, but one whose route (or port)
+   the new snapshot no longer serves is closed after ``drain`` seconds.
 5. Both directions are spliced (:mod:`.splice`): backpressure, half-close, idle timeout.
+   Connections are plain non-blocking sockets (:mod:`.sockets`), accepted by one loop per
+   listening socket into the server's nursery: one task per connection, both directions
+   driven from one wait (:mod:`.pump`); only a TLS stream the proxy terminates is a trio
+   stream, and its two directions take two tasks (:func:`.splice.splice`).
 6. At most ``max_connections`` TLS and TCP connections are open at once; a connection past
    it is closed at once (``over_capacity``), so a flood of silent clients costs bounded
    descriptors and leaves the HTTP listeners theirs.
@@ -29,6 +33,7 @@ snapshots. Rules (Gateway API v1 TLSRoute, TCPRoute, UDPRoute; docs/architecture
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 from dataclasses import dataclass, field
@@ -41,7 +46,9 @@ from coxswain.route.proxy_protocol import proxy_header
 from coxswain.shell.dataplane.listen import open_reuseport_listeners
 from coxswain.shell.dataplane.streams.binding import bind_retrying
 from coxswain.shell.dataplane.streams.metrics import StreamMetrics
+from coxswain.shell.dataplane.streams.pump import splice_sockets
 from coxswain.shell.dataplane.streams.served import StreamServed
+from coxswain.shell.dataplane.streams.sockets import accept, close, connect, receive, send_all
 from coxswain.shell.dataplane.streams.splice import splice
 from coxswain.shell.dataplane.streams.udp import UdpSettings, serve_udp
 from coxswain.shell.dataplane.upstream import pick_backend
@@ -49,7 +56,7 @@ from coxswain.shell.dataplane.upstream import pick_backend
 if TYPE_CHECKING:
     import random
     import ssl
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Iterator
 
     from prometheus_client import CollectorRegistry
 
@@ -88,7 +95,8 @@ class _Socket:
 
 @dataclass(slots=True)
 class _Live:
-    """An established connection: where it came and what it is forwarded for."""
+    """An established connection or UDP session: where it came and what it is forwarded
+    for."""
 
     port: int
     route: RouteRef
@@ -149,6 +157,17 @@ class StreamServer:
         if removed:
             self._nursery.start_soon(self._drain, removed)
 
+    @contextlib.contextmanager
+    def holding(self, port: int, route: RouteRef, scope: trio.CancelScope) -> Iterator[None]:
+        """While the block runs, a connection or session of ``route`` on ``port``, which
+        ``scope`` ends, is drained when a snapshot removes its route (rule 4)."""
+        live = _Live(port, route, scope)
+        self._live[id(live)] = live
+        try:
+            yield
+        finally:
+            del self._live[id(live)]
+
     async def _drain(self, removed: list[_Live]) -> None:
         await trio.sleep(self.settings.drain)
         served = self.served
@@ -177,11 +196,17 @@ class StreamServer:
                 listeners, task_status = await bind_retrying(
                     lambda: self._open(port), f"TCP port {port}", task_status
                 )
+                listening = [socket.socket(fileno=lis.socket.detach()) for lis in listeners]
                 entry.bound = True
                 task_status.started()
-                assert self._nursery is not None
-                handler = self._handler(port, protocol)
-                await trio.serve_listeners(handler, listeners, handler_nursery=self._nursery)
+                try:
+                    async with trio.open_nursery() as accepting:
+                        for sock in listening:
+                            sock.setblocking(False)
+                            accepting.start_soon(self._accept, sock, port, protocol)
+                finally:
+                    for sock in listening:
+                        close(sock)
         finally:
             entry.closed.set()
 
@@ -191,26 +216,32 @@ class StreamServer:
             return await open_reuseport_listeners(port, host=bind)
         return await trio.open_tcp_listeners(port, host=bind)
 
-    def _handler(self, port: int, protocol: str) -> Callable[[trio.SocketStream], Awaitable[None]]:
-        async def handle(stream: trio.SocketStream) -> None:
-            if self._connections >= self.settings.max_connections:
-                self.metrics.connection(port, protocol, "-", "over_capacity")
-                await trio.aclose_forcefully(stream)
-                return
-            self._connections += 1
-            try:
-                await self._connection(stream, port, protocol)
-            finally:
-                self._connections -= 1
-                await trio.aclose_forcefully(stream)
+    async def _accept(self, listening: socket.socket, port: int, protocol: str) -> None:
+        """Accept connections on one listening socket, each handled in a task of its own."""
+        assert self._nursery is not None
+        while True:
+            conn = await accept(listening)  # yields, whether or not it waited
+            self._nursery.start_soon(self._handle, conn, port, protocol)
 
-        return handle
+    async def _handle(self, conn: socket.socket, port: int, protocol: str) -> None:
+        if self._connections >= self.settings.max_connections:
+            self.metrics.connection(port, protocol, "-", "over_capacity")
+            close(conn)
+            return
+        self._connections += 1
+        try:
+            await self._connection(conn, port, protocol)
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as err:
+            log.info("port %d: connection ended: %r", port, err)
+        finally:
+            self._connections -= 1
+            close(conn)
 
-    async def _connection(self, stream: trio.SocketStream, port: int, protocol: str) -> None:
+    async def _connection(self, conn: socket.socket, port: int, protocol: str) -> None:
         first = b""
         sni: str | None = None
         if protocol == "TLS":
-            hello = await self._client_hello(stream, port)
+            hello = await self._client_hello(conn, port)
             if hello is None:
                 return
             first, sni = hello
@@ -228,12 +259,12 @@ class StreamServer:
             self.metrics.connection(port, protocol, route, "no_backend")
             return
         target, endpoints = chosen
-        client: trio.abc.Stream = stream
+        client: socket.socket | trio.abc.Stream = conn
         context = None
         if protocol == "TLS" and decision.table is not None:
             context = served.terminating(port, decision.table)
         if context is not None:
-            terminated = await self._terminate(stream, first, context, port, route)
+            terminated = await self._terminate(conn, first, context, port, route)
             if terminated is None:
                 return
             client, first = terminated, b""
@@ -243,11 +274,11 @@ class StreamServer:
             return
         self.metrics.connection(port, protocol, route, "forwarded")
         if target.proxy_protocol:
-            first = _proxy_header(stream) + first
+            first = _proxy_header(conn) + first
         await self._forward(client, backend, first, port, decision)
 
     async def _client_hello(
-        self, stream: trio.SocketStream, port: int
+        self, conn: socket.socket, port: int
     ) -> tuple[bytes, str | None] | None:
         """The bytes of the ClientHello and its SNI, or None (counted) when there is none."""
         reader = HelloReader()
@@ -255,8 +286,8 @@ class StreamServer:
         with trio.move_on_after(self.settings.hello_timeout):
             while True:
                 try:
-                    data = await stream.receive_some(MAX_HELLO)
-                except trio.BrokenResourceError:
+                    data = await receive(conn, MAX_HELLO)
+                except OSError:
                     data = b""
                 if not data:
                     self.metrics.connection(port, "TLS", "-", "bad_hello")
@@ -289,12 +320,13 @@ class StreamServer:
 
     async def _terminate(
         self,
-        stream: trio.SocketStream,
+        conn: socket.socket,
         first: bytes,
         context: ssl.SSLContext,
         port: int,
         route: str,
     ) -> trio.SSLStream[_Replay] | None:
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(conn))
         tls = trio.SSLStream(_Replay(stream, first), context, server_side=True)
         with trio.move_on_after(self.settings.hello_timeout):
             try:
@@ -306,56 +338,59 @@ class StreamServer:
         self.metrics.connection(port, "TLS", route, "handshake_failed")
         return None
 
-    async def _connect(self, endpoints: list[Endpoint]) -> trio.SocketStream | None:
+    async def _connect(self, endpoints: list[Endpoint]) -> socket.socket | None:
         """A connection to the first endpoint that accepts one. Endpoints are addresses
         (EndpointSlices hold IPs), so a plain connect does: no name lookup, and none of
         ``open_tcp_stream``'s happy-eyeballs tasks on every connection."""
         for endpoint in endpoints:
-            family = socket.AF_INET6 if ":" in endpoint.address else socket.AF_INET
-            sock = trio.socket.socket(family, socket.SOCK_STREAM)
             with trio.move_on_after(self.settings.connect_timeout):
                 try:
-                    await sock.connect((endpoint.address, endpoint.port))
+                    return await connect(endpoint.address, endpoint.port)
                 except OSError as err:
                     log.info("endpoint %s:%d: %s", endpoint.address, endpoint.port, err)
-                else:
-                    return trio.SocketStream(sock)
-            sock.close()
         return None
 
     async def _forward(
         self,
-        client: trio.abc.Stream,
-        backend: trio.SocketStream,
+        client: socket.socket | trio.abc.Stream,
+        backend: socket.socket,
         first: bytes,
         port: int,
         decision: StreamDecision,
     ) -> None:
         assert decision.action is not None
-        live = _Live(port, decision.action.route, trio.CancelScope())
-        self._live[id(live)] = live
+        scope = trio.CancelScope()  # rule 4 ends it; for plain sockets, the idle timeout too
+        idle = self.settings.idle_timeout
         try:
-            with live.scope:
+            with self.holding(port, decision.action.route, scope):
                 try:
-                    if first:
-                        await backend.send_all(first)
-                    done = await splice(client, backend, idle_timeout=self.settings.idle_timeout)
+                    if isinstance(client, socket.socket):
+                        done = await splice_sockets(
+                            client, backend, first=first, scope=scope, idle_timeout=idle
+                        )
+                    else:
+                        with scope:
+                            if first:
+                                await send_all(backend, first)
+                            stream = trio.socket.from_stdlib_socket(backend)
+                            done = await splice(
+                                client, trio.SocketStream(stream), idle_timeout=idle
+                            )
                     self.metrics.forwarded(
                         port, decision.label, done.upstream + len(first), done.downstream
                     )
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
                     pass
         finally:
-            del self._live[id(live)]
-            await trio.aclose_forcefully(backend)  # the client's socket: the handler's to close
+            close(backend)  # the client's socket: the handler's to close
 
 
-def _proxy_header(stream: trio.SocketStream) -> bytes:
+def _proxy_header(conn: socket.socket) -> bytes:
     """The PROXY protocol v2 header of a client connection: the client's address and the
     listening address it reached (rule 7)."""
     try:
-        client = stream.socket.getpeername()
-        local = stream.socket.getsockname()
+        client = conn.getpeername()
+        local = conn.getsockname()
     except OSError:
         return proxy_header(("", 0), ("", 0))  # the LOCAL command: no address
     return proxy_header((str(client[0]), int(client[1])), (str(local[0]), int(local[1])))

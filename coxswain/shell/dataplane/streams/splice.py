@@ -6,17 +6,22 @@ per direction). Half-close is passed on: when one side ends its sending (EOF), t
 is told with ``send_eof`` (a TCP FIN) and the opposite direction carries on until it ends too
 (RFC 9293 §3.6: a half-closed connection still delivers the other way). A side that cannot
 half-close (a TLS stream the proxy terminated: TLS 1.3 has no half-close of its own) is
-closed when the other side ends. The idle timeout counts from the last byte either way.
+closed when the other side ends. The idle timeout counts from the last byte either way
+(give or take a second: :func:`touch`).
+
+:func:`splice` joins trio streams (a TLS stream the proxy terminated); two plain sockets (TCP,
+TLS Passthrough) are joined in one task by :func:`.pump.splice_sockets`.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Final
 
 import trio
 
-__all__ = ["CHUNK", "Spliced", "splice"]
+__all__ = ["CHUNK", "Spliced", "splice", "touch"]
 
 CHUNK: Final = 64 * 1024
 
@@ -45,7 +50,7 @@ async def splice(
                     data = await source.receive_some(CHUNK)
                     if not data:
                         break
-                    scope.deadline = trio.current_time() + idle_timeout
+                    touch(scope, idle_timeout)
                     await target.send_all(data)
                     if upstream:
                         done.upstream += len(data)
@@ -63,3 +68,12 @@ async def splice(
             await copy(backend, client, False)  # in this task: one task less per connection
     done.idle = scope.cancelled_caught and trio.current_time() >= scope.deadline
     return done
+
+
+def touch(scope: trio.CancelScope, idle_timeout: float) -> None:
+    """Push an idle deadline on; at most once a second of it (moving a deadline costs more
+    than a small chunk's own work), so a connection or session ends between
+    ``idle_timeout`` and one second more after its last byte or datagram."""
+    deadline = trio.current_time() + idle_timeout
+    if deadline - scope.deadline >= min(1.0, idle_timeout / 2) or scope.deadline == math.inf:
+        scope.deadline = deadline

@@ -7,12 +7,17 @@ endpoint's answers go back to the address from the listener's socket. A session 
 ``idle_timeout`` seconds without a datagram either way. The table holds at most
 ``max_sessions`` sessions: a new client when it is full ends the least recently active one
 (counted ``evicted``), so a flood of spoofed addresses costs bounded memory and sockets.
-Routing is decided when a session opens: a new snapshot leaves open sessions as they are.
+Sockets are plain non-blocking ones, each call made at once (:mod:`.sockets`): a loop
+waits on readiness only when nothing is there, and yields once per datagram otherwise; a
+datagram that finds a socket's send buffer full is dropped, as a router drops what it cannot
+queue (RFC 768 promises no delivery).
+Routing is decided when a session opens: a new snapshot leaves open sessions as they are,
+except that a session whose route the new snapshot no longer serves on its port ends after
+the drain period, as a TCP connection does (``StreamServer.holding``).
 """
 
 from __future__ import annotations
 
-import math
 import socket
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -21,11 +26,14 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import trio
 
 from coxswain.shell.dataplane.streams.binding import bind_retrying
+from coxswain.shell.dataplane.streams.sockets import close, receive, receive_from
+from coxswain.shell.dataplane.streams.splice import touch
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from contextlib import AbstractContextManager
 
-    from coxswain.compile.snapshot import Backend, Endpoint
+    from coxswain.compile.snapshot import Backend, Endpoint, RouteRef
     from coxswain.route.streams import StreamDecision
     from coxswain.shell.dataplane.streams.metrics import StreamMetrics
     from coxswain.shell.dataplane.streams.served import StreamServed
@@ -57,12 +65,23 @@ class SessionHost(Protocol):
         """The chosen backend and its endpoints, None when there is no usable backend."""
         ...
 
+    def holding(
+        self, port: int, route: RouteRef, scope: trio.CancelScope
+    ) -> AbstractContextManager[None]:
+        """Drain the session (end ``scope``) if a snapshot removes its route."""
+        ...
+
 
 class _Session:
-    __slots__ = ("address", "downstream", "route", "scope", "upstream", "upstream_socket")
+    __slots__ = (
+        "address", "downstream", "ref", "route", "scope", "upstream", "upstream_socket",
+    )  # fmt: skip
 
-    def __init__(self, address: Any, route: str, upstream_socket: trio.socket.SocketType) -> None:
+    def __init__(
+        self, address: Any, ref: RouteRef, route: str, upstream_socket: socket.socket
+    ) -> None:
         self.address = address
+        self.ref = ref
         self.route = route
         self.upstream_socket = upstream_socket
         self.scope = trio.CancelScope()
@@ -84,61 +103,58 @@ async def serve_udp(
     listener, task_status = await bind_retrying(
         lambda: _bound(bind, port, reuse_port), f"UDP port {port}", task_status
     )
-    with listener:
+    try:
         bound()
         task_status.started()
         sessions: OrderedDict[Any, _Session] = OrderedDict()
         async with trio.open_nursery() as nursery:
             while True:
                 try:
-                    data, client = await listener.recvfrom(MAX_DATAGRAM)
+                    data, client = await receive_from(listener, MAX_DATAGRAM)
                 except OSError:  # an error queued on the socket: the next datagram is fine
+                    await trio.lowlevel.checkpoint()
                     continue
                 session = sessions.get(client)
                 if session is None:
-                    session = await _open(server, port, client, sessions, settings)
-                    if session is None:
-                        continue
-                    nursery.start_soon(
-                        _answers, server, port, listener, session, sessions, settings
-                    )
+                    session = _open(server, port, client, sessions, settings)
+                    if session is not None:
+                        nursery.start_soon(
+                            _answers, server, port, listener, session, sessions, settings
+                        )
                 else:
                     sessions.move_to_end(client)
-                _touch(session.scope, settings.idle_timeout)
-                session.upstream += len(data)
-                try:  # a trio socket's send yields, as its recvfrom does: the loop is fair
-                    await session.upstream_socket.send(data)
-                except OSError:
-                    session.scope.cancel()
+                if session is not None:
+                    touch(session.scope, settings.idle_timeout)
+                    session.upstream += len(data)
+                    try:
+                        session.upstream_socket.send(data)
+                    except BlockingIOError:
+                        pass  # dropped: the send buffer is full (the module docstring)
+                    except OSError:
+                        session.scope.cancel()
+    finally:
+        close(listener)
 
 
-def _touch(scope: trio.CancelScope, idle_timeout: float) -> None:
-    """Push the session's idle deadline on; at most once a second of it (moving a deadline
-    costs more than the datagram's own work), so a session ends between ``idle_timeout`` and
-    one second more after its last datagram."""
-    deadline = trio.current_time() + idle_timeout
-    if deadline - scope.deadline >= min(1.0, idle_timeout / 2) or scope.deadline == math.inf:
-        scope.deadline = deadline
-
-
-async def _bound(bind: str, port: int, reuse_port: bool) -> trio.socket.SocketType:
+async def _bound(bind: str, port: int, reuse_port: bool) -> socket.socket:
     infos = await trio.socket.getaddrinfo(
         bind, port, type=socket.SOCK_DGRAM, flags=socket.AI_PASSIVE
     )
     family, kind, proto, _, address = infos[0]
-    listener = trio.socket.socket(family, kind, proto)
+    listener = socket.socket(family, kind, proto)
     try:
+        listener.setblocking(False)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if reuse_port:  # the kernel keeps each client address on one worker
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        await listener.bind(address)
+        listener.bind(address)
     except BaseException:
         listener.close()
         raise
     return listener
 
 
-async def _open(
+def _open(
     server: SessionHost,
     port: int,
     client: Any,
@@ -159,9 +175,10 @@ async def _open(
         return None
     endpoint: Endpoint = chosen[1][0]  # a PROXY header is for TLS and TCP connections only
     family = socket.AF_INET6 if ":" in endpoint.address else socket.AF_INET
-    upstream = trio.socket.socket(family, socket.SOCK_DGRAM)
+    upstream = socket.socket(family, socket.SOCK_DGRAM)
     try:
-        await upstream.connect((endpoint.address, endpoint.port))
+        upstream.setblocking(False)
+        upstream.connect((endpoint.address, endpoint.port))  # UDP: no handshake, no wait
     except OSError:
         upstream.close()
         server.metrics.session(port, decision.label, "no_backend")
@@ -170,7 +187,7 @@ async def _open(
         _, oldest = sessions.popitem(last=False)
         oldest.scope.cancel()
         server.metrics.session(port, oldest.route, "evicted")
-    session = _Session(client, decision.label, upstream)
+    session = _Session(client, decision.action.route, decision.label, upstream)
     sessions[client] = session
     server.metrics.session(port, decision.label, "opened")
     server.metrics.udp_open.inc()
@@ -180,27 +197,31 @@ async def _open(
 async def _answers(
     server: SessionHost,
     port: int,
-    listener: trio.socket.SocketType,
+    listener: socket.socket,
     session: _Session,
     sessions: OrderedDict[Any, _Session],
     settings: UdpSettings,
 ) -> None:
     """Carry the endpoint's datagrams back to the client until the session is idle."""
+    upstream = session.upstream_socket
     try:
-        with session.scope, session.upstream_socket:
+        with server.holding(port, session.ref, session.scope), session.scope:
             while True:
                 try:
-                    data = await session.upstream_socket.recv(MAX_DATAGRAM)
+                    data = await receive(upstream, MAX_DATAGRAM)
                 except OSError:  # an ICMP port unreachable, read as ECONNREFUSED
                     await trio.lowlevel.checkpoint()
                     continue
-                _touch(session.scope, settings.idle_timeout)
+                touch(session.scope, settings.idle_timeout)
                 session.downstream += len(data)
                 try:
-                    await listener.sendto(data, session.address)
+                    listener.sendto(data, session.address)
+                except BlockingIOError:
+                    pass  # dropped: the send buffer is full (the module docstring)
                 except OSError:
                     break
     finally:
+        close(upstream)
         if sessions.get(session.address) is session:
             del sessions[session.address]
         server.metrics.udp_open.dec()

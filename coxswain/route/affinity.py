@@ -1,0 +1,82 @@
+"""Cookie session affinity per request (ingress-nginx's ``affinity: cookie``, its ``sticky``
+balancers; the compiled form: :class:`~coxswain.compile.snapshot.Affinity`,
+docs/migrating-from-ingress-nginx.md, "Session affinity"). Pure: the proxy supplies a random
+draw and the cookie's expiry date.
+
+Rules:
+1. The cookie's value is ``<key>|<backend key>``, the backend key ingress-nginx's
+   (``md5(md5(name) + name)`` of the upstream ``namespace-service-port``).
+2. ``balanced``: the key is hashed onto the backend's endpoints by rendezvous hashing (the
+   endpoint with the highest hash of key and endpoint wins), so a key keeps its endpoint while
+   it exists, and adding endpoints moves only the keys the new ones win. A request without
+   the cookie gets a random key.
+3. ``persistent``: the key names one endpoint (a hash of the upstream name and its address);
+   a request without the cookie, or whose endpoint is gone, gets a random endpoint.
+4. The cookie is set (``Set-Cookie`` on the response) only when a new key was drawn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING
+
+from coxswain.route.canary import cookie_value
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from coxswain.compile.snapshot import Affinity, Backend, Endpoint
+
+__all__ = ["cookie_field", "sticky_endpoint"]
+
+
+def sticky_endpoint(
+    affinity: Affinity,
+    backend: Backend,
+    endpoints: Sequence[Endpoint],
+    headers: Sequence[tuple[bytes, bytes]],
+    draw: int,
+) -> tuple[Endpoint, str | None]:
+    """The endpoint for this request (one of ``endpoints``, not empty) and the cookie value to
+    set, None when the request's cookie stands (rules 2 to 4). ``draw`` is a random number."""
+    name = f"{backend.namespace}-{backend.service}-{backend.port}"
+    written = cookie_value(headers, affinity.cookie_name)
+    key = None if written is None else written.split("|", 1)[0]
+    if affinity.mode == "persistent":
+        named = {_md5(f"{name}{e.address}:{e.port}"): e for e in endpoints}
+        if key is not None and key in named:
+            return named[key], None
+        endpoint = endpoints[draw % len(endpoints)]
+        key = _md5(f"{name}{endpoint.address}:{endpoint.port}")
+        fresh = True
+    else:
+        fresh = key is None
+        if key is None:
+            key = f"{draw:016x}"
+        endpoint = max(endpoints, key=lambda e: _md5(f"{key}|{e.address}:{e.port}"))
+    return endpoint, f"{key}|{_md5(_md5(name) + name)}" if fresh else None
+
+
+def cookie_field(
+    affinity: Affinity, value: str, *, path: str, https: bool, expires_at: str | None
+) -> bytes:
+    """The ``Set-Cookie`` value (RFC 6265 §4.1), its attributes in ingress-nginx's order.
+    ``expires_at``: the HTTP date ``session-cookie-expires`` seconds from now."""
+    parts = [f"{affinity.cookie_name}={value}"]
+    if expires_at is not None:
+        parts.append(f"Expires={expires_at}")
+    if affinity.max_age:
+        parts.append(f"Max-Age={affinity.max_age}")
+    if affinity.domain:
+        parts.append(f"Domain={affinity.domain}")
+    parts.append(f"Path={affinity.path or path}")
+    if https if affinity.secure is None else affinity.secure:
+        parts.append("Secure")
+    parts.append("HttpOnly")
+    if affinity.samesite:
+        parts.append(f"SameSite={affinity.samesite}")
+    return "; ".join(parts).encode("latin-1", "replace")
+
+
+def _md5(text: str) -> str:
+    return hashlib.md5(text.encode("utf-8", "replace"), usedforsecurity=False).hexdigest()

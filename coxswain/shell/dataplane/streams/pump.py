@@ -1,0 +1,150 @@
+"""Both directions of a plain TCP connection in one task: :func:`splice_sockets`.
+
+A task waits on one file descriptor at a time in trio; two directions would need two tasks
+(and a nursery), which cost a short connection about as much as its own forwarding. Here
+the connection gets an epoll instance of its own (Linux ``epoll(7)``, level-triggered)
+holding both sockets, and the task waits on that one descriptor: it becomes readable when
+either socket is ready for what the connection waits on. Each direction is a :class:`_Way`:
+
+- with nothing pending it waits for its source to be readable, reads at most ``CHUNK``
+  bytes and sends what the target takes at once; the rest is pending, and the direction
+  then waits for its target to be writable instead of reading more (backpressure: at most
+  one chunk in flight per direction, and a stalled direction never stalls the other);
+- an EOF (``b""``) is passed on as a half-close (``shutdown(SHUT_WR)``, RFC 9293 §3.6) once
+  nothing is pending, and the other direction carries on;
+- a socket that failed ends the connection. A socket is in the epoll set only while the
+  connection waits on it: one the peer hung up (``EPOLLHUP``, reported whatever the mask)
+  would otherwise wake the task again and again while it waits on the other.
+
+The task yields on every wait, and at least every second iteration that found work without
+waiting (each moves at most a chunk per direction). ``idle_timeout`` closes a connection
+silent both ways, as :func:`.splice.splice` does. The caller closes both sockets.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+
+import trio
+
+from coxswain.shell.dataplane.streams.splice import CHUNK, Spliced, touch
+
+__all__ = ["splice_sockets"]
+
+
+class _Way:
+    """One direction: from ``source`` to ``target``."""
+
+    __slots__ = ("open", "pending", "source", "target", "upstream")
+
+    def __init__(self, source: socket.socket, target: socket.socket, upstream: bool) -> None:
+        self.source = source
+        self.target = target
+        self.upstream = upstream
+        self.open = True  # the source has not ended
+        self.pending = b""  # received, not yet taken by the target
+
+    def step(self) -> int:
+        """Move what can move without waiting: -1 when nothing could, else the bytes
+        received (0 for pending bytes sent, or the EOF passed on). Raises ``OSError`` when a
+        socket failed."""
+        if self.pending:
+            try:
+                sent = self.target.send(self.pending)
+            except BlockingIOError:
+                return -1
+            self.pending = self.pending[sent:]
+            return 0 if sent else -1
+        if not self.open:
+            return -1
+        try:
+            data = self.source.recv(CHUNK)
+        except BlockingIOError:
+            return -1
+        if not data:
+            self.open = False
+            self.target.shutdown(socket.SHUT_WR)
+            return 0
+        try:
+            sent = self.target.send(data)
+        except BlockingIOError:
+            sent = 0
+        self.pending = data[sent:]
+        return len(data)
+
+
+async def splice_sockets(
+    client: socket.socket,
+    backend: socket.socket,
+    *,
+    first: bytes,
+    scope: trio.CancelScope,
+    idle_timeout: float,
+) -> Spliced:
+    """Send ``first`` to the backend, then forward both ways until both directions ended
+    (see the module docstring); the bytes each way (``first`` not counted), and whether the
+    idle timeout ended it. ``scope`` is entered here and given the idle deadline: its owner
+    may end the connection by cancelling it. Raises ``OSError`` when a socket failed."""
+    done = Spliced()
+    ways = (_Way(client, backend, True), _Way(backend, client, False))
+    ways[0].pending = first  # sent before anything the client sends next, with backpressure
+    with scope:
+        scope.deadline = trio.current_time() + idle_timeout
+        await _pump(ways, done, scope, idle_timeout)
+    done.idle = scope.cancelled_caught and trio.current_time() >= scope.deadline
+    return done
+
+
+async def _pump(
+    ways: tuple[_Way, _Way], done: Spliced, scope: trio.CancelScope, idle_timeout: float
+) -> None:
+    poller = select.epoll(2)
+    masks = {way.source.fileno(): 0 for way in ways}  # 0: not in the set
+    try:
+        spun = False
+        while ways[0].open or ways[1].open or ways[0].pending or ways[1].pending:
+            progressed = False
+            for way in ways:
+                got = way.step()
+                if got >= 0:
+                    progressed = True
+                if got > 0:
+                    touch(scope, idle_timeout)
+                    if way.upstream:
+                        done.upstream += got
+                    else:
+                        done.downstream += got
+            if progressed:
+                if spun:
+                    await trio.lowlevel.checkpoint()
+                spun = not spun
+                continue
+            spun = False
+            _want(poller, masks, ways)
+            await trio.lowlevel.wait_readable(poller)
+    finally:
+        trio.lowlevel.notify_closing(poller)
+        poller.close()
+
+
+def _want(poller: select.epoll, masks: dict[int, int], ways: tuple[_Way, _Way]) -> None:
+    """Put in the epoll set what each socket is waited for: readable as an open source with
+    nothing pending, writable as the target of pending bytes; a socket waited for nothing
+    leaves the set."""
+    wanted = dict.fromkeys(masks, 0)
+    for way in ways:
+        if way.pending:
+            wanted[way.target.fileno()] |= select.EPOLLOUT
+        elif way.open:
+            wanted[way.source.fileno()] |= select.EPOLLIN
+    for fd, mask in wanted.items():
+        if masks[fd] == mask:
+            continue
+        if not mask:
+            poller.unregister(fd)
+        elif masks[fd]:
+            poller.modify(fd, mask)
+        else:
+            poller.register(fd, mask)
+        masks[fd] = mask

@@ -1,0 +1,29 @@
+"""What both ends of the discovery transport agree on beyond discovery.proto
+(docs/contracts.md): the wire version a Subscribe carries and the gRPC message-size limits of
+each direction (:mod:`.server`, :mod:`.client`)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["CLIENT_GRPC_OPTIONS", "SERVER_GRPC_OPTIONS", "WIRE_VERSION"]
+
+# Bumped on any incompatible change to discovery.proto's meaning (as xDS versions its API).
+# Deltas did not bump it: they are opt-in (Subscribe.accept_deltas), so old proxies still get
+# full Snapshots, and an old server ignores the flag and a new client takes its full Snapshots.
+WIRE_VERSION: Final = 1
+
+# gRPC's default receive limit is 4 MiB; a 10,000-route snapshot is already 2 MB, so snapshots
+# (server to client) may be up to 256 MiB. What a client sends (Subscribe, Ack, Nack,
+# NodeStatus) is small, and the client is the untrusted side: the server receives at most
+# 4 MiB, so a client cannot make it buffer more.
+_SNAPSHOT_LIMIT: Final = 256 * 1024 * 1024
+_REPORT_LIMIT: Final = 4 * 1024 * 1024
+SERVER_GRPC_OPTIONS: Final = (
+    ("grpc.max_send_message_length", _SNAPSHOT_LIMIT),
+    ("grpc.max_receive_message_length", _REPORT_LIMIT),
+)
+CLIENT_GRPC_OPTIONS: Final = (
+    ("grpc.max_send_message_length", _REPORT_LIMIT),
+    ("grpc.max_receive_message_length", _SNAPSHOT_LIMIT),
+)

@@ -1,0 +1,56 @@
+"""Ingresses written for ingress-nginx, compiled as the controller compiles them, for the live
+tests of its annotations (docs/migrating-from-ingress-nginx.md)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from coxswain.compile import SharedPool, build_state, compile
+from coxswain.compile.snapshot_json import snapshot_to_data
+
+from .manifests import backend as manifest_backend
+from .manifests import ingress_class
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+NGINX = "nginx.ingress.kubernetes.io/"
+
+
+def shop(annotations: dict[str, str], *paths: tuple[str, str, str]) -> dict[str, Any]:
+    """Ingress ``app/shop`` on shop.example.com: (path, pathType, service) each."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {"name": "shop", "namespace": "app", "annotations": annotations},
+        "spec": {
+            "ingressClassName": "coxswain",
+            "rules": [
+                {
+                    "host": "shop.example.com",
+                    "http": {
+                        "paths": [
+                            {
+                                "path": p,
+                                "pathType": kind,
+                                "backend": {"service": {"name": s, "port": {"number": 80}}},
+                            }
+                            for p, kind, s in paths
+                        ]
+                    },
+                }
+            ],
+        },
+    }
+
+
+def compiled(*objects: dict[str, Any]) -> Callable[[dict[str, int]], dict[str, Any]]:
+    """The snapshot of ``objects`` with the echo backends ``one`` and ``two`` as Services."""
+
+    def make(ports: dict[str, int]) -> dict[str, Any]:
+        bodies = [ingress_class(), *objects]
+        for name in ("one", "two"):
+            bodies += manifest_backend(name, ports[name])
+        return snapshot_to_data(compile(build_state(bodies), SharedPool()).snapshot)
+
+    return make

@@ -1,0 +1,46 @@
+"""Cookie session affinity's choices (``coxswain.route.affinity``; ingress-nginx's sticky
+balancers)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from coxswain.compile.snapshot import Affinity, Backend, Endpoint
+from coxswain.route.affinity import cookie_field, sticky_endpoint
+
+BACKEND = Backend(namespace="app", service="web", port=80)
+ENDPOINTS = [Endpoint(f"10.0.0.{n}", 8080) for n in range(1, 5)]
+
+
+@given(st.integers(min_value=0, max_value=2**63 - 1))
+def test_a_balanced_key_keeps_its_endpoint_unless_a_new_one_wins_it(draw: int) -> None:
+    balanced = Affinity()
+    first, value = sticky_endpoint(balanced, BACKEND, ENDPOINTS, (), draw)
+    assert value is not None
+    cookie = ((b"cookie", b"INGRESSCOOKIE=" + value.encode()),)
+    assert sticky_endpoint(balanced, BACKEND, ENDPOINTS, cookie, draw + 1) == (first, None)
+    grown = [*ENDPOINTS, Endpoint("10.0.0.9", 8080)]
+    assert sticky_endpoint(balanced, BACKEND, grown, cookie, 0)[0] in (first, grown[-1])
+
+
+def test_a_persistent_key_names_its_endpoint_until_it_goes() -> None:
+    persistent = Affinity(mode="persistent", cookie_name="route")
+    chosen, value = sticky_endpoint(persistent, BACKEND, ENDPOINTS, (), 2)
+    assert chosen == ENDPOINTS[2]
+    assert value is not None
+    cookie = ((b"cookie", f"x=1; route={value}".encode()),)
+    assert sticky_endpoint(persistent, BACKEND, ENDPOINTS[::-1], cookie, 0) == (chosen, None)
+    others = [e for e in ENDPOINTS if e != chosen]
+    moved, again = sticky_endpoint(persistent, BACKEND, others, cookie, 0)
+    assert moved == others[0]
+    assert again is not None
+
+
+def test_the_cookie_carries_ingress_nginx_s_attributes() -> None:
+    affinity = Affinity(max_age=60, domain="example.com", samesite="None", secure=None)
+    field = cookie_field(affinity, "k|b", path="/p", https=True, expires_at="Thu, 01 Jan 1970")
+    assert field == (
+        b"INGRESSCOOKIE=k|b; Expires=Thu, 01 Jan 1970; Max-Age=60; Domain=example.com; "
+        b"Path=/p; Secure; HttpOnly; SameSite=None"
+    )

@@ -1,0 +1,176 @@
+"""Run ``mutmut`` with CPU accounting: CPU-seconds per phase and per mutant.
+
+Why: the machine this runs on is shared, so wall time says little about what a run costs;
+CPU time does (docs/quality.md, "What a run costs"). mutmut 3.8.1 (pinned by the ``mutate``
+extra) records only wall time per mutant. This wrapper runs mutmut's own command line in this
+process and wraps four of its functions, without changing what they do:
+
+- each setup phase (mutant generation, the mypy pass, the stats run, the clean run, the
+  forced-fail run) is timed in CPU-seconds of this process and its children;
+- each forked worker is reaped with ``os.wait4`` instead of ``os.wait``, which gives the
+  worker's own CPU time along with its exit status.
+
+and changes two things that cost CPU and decide nothing:
+
+- a worker's CPU limit is ``CPU_LIMIT_FACTOR`` × the clean time of its tests +
+  ``CPU_LIMIT_CONSTANT`` seconds, instead of mutmut's 2 × the wall limit (100 CPU-s at least with
+  ``timeout_constant = 10``): an infinite loop is stopped after 10 CPU-s, not 100. The wall limit
+  (``timeout_multiplier`` and ``timeout_constant`` of ``[tool.mutmut]``) stays lax, for a loaded
+  machine, where wall time says little;
+- the clean run of every selected test, which mutmut starts after its stats run, is skipped when
+  that stats run ran every selected test in this same process and they passed (mutmut stops
+  otherwise): it would run the same tests on the same code a second time.
+
+Both go, one JSON object a line, to the file named by ``COXSWAIN_MUTATE_CPU_LOG``;
+tools/mutate/run.py reads it into the report. Usage (run.py does this)::
+
+    python tools/mutate/accounting.py run --max-children 2 'coxswain.route.paths.*'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import sys
+import time
+from datetime import datetime
+from typing import IO, TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+LOG_ENV: Final = "COXSWAIN_MUTATE_CPU_LOG"
+CPU_LIMIT_FACTOR: Final = 3.0
+CPU_LIMIT_CONSTANT: Final = 10.0
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of every child it has reaped."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _write(log: IO[str], record: dict[str, Any]) -> None:
+    log.write(json.dumps(record) + "\n")
+    log.flush()
+
+
+def _phase(log: IO[str], name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        cpu, wall = cpu_seconds(), time.monotonic()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _write(
+                log,
+                {
+                    "phase": name,
+                    "cpu": round(cpu_seconds() - cpu, 3),
+                    "wall": round(time.monotonic() - wall, 3),
+                },
+            )
+
+    return timed
+
+
+def install(log: IO[str]) -> None:
+    """Wrap mutmut's phases and its worker reaping so that both report CPU time to ``log``."""
+    import mutmut.__main__ as main
+    from mutmut.workers import isolation
+
+    for name, phase in (
+        ("create_mutants", "generate mutants"),
+        ("filter_mutants_with_type_checker", "mypy"),
+        ("run_forced_fail_test", "forced-fail run"),
+    ):
+        setattr(main, name, _phase(log, phase, getattr(main, name)))
+    runner = isolation.ForkRunner
+    full_stats = _phase(log, "stats run", main.run_stats_collection)
+    stats_of_all: list[bool] = []
+
+    def run_stats_collection(*args: Any, **kwargs: Any) -> Any:
+        result = full_stats(*args, **kwargs)
+        tests = args[1] if len(args) > 1 else kwargs.get("tests")
+        stats_of_all.append(not tests)  # mutmut's `tests=None` or empty: every selected test
+        return result
+
+    main.run_stats_collection = run_stats_collection
+    timed_clean = _phase(log, "clean run", runner.run_clean_tests)
+
+    def run_clean_tests(self: isolation.ForkRunner, tests: Any) -> int:
+        if stats_of_all and stats_of_all[-1] and not list(tests):
+            _write(log, {"phase": "clean run (skipped: the stats run passed these tests)"})
+            return 0
+        result: int = timed_clean(self, tests)
+        return result
+
+    original_submit = runner.submit
+
+    def submit(
+        self: isolation.ForkRunner,
+        mutant_name: str,
+        tests: list[str],
+        cpu_time_limit: int,
+        estimated_time: float,
+    ) -> None:
+        del cpu_time_limit  # mutmut's: 2 x its wall limit
+        limit = math.ceil(CPU_LIMIT_FACTOR * estimated_time + CPU_LIMIT_CONSTANT)
+        original_submit(self, mutant_name, tests, limit, estimated_time)
+
+    original_startup = runner.startup
+
+    def startup(self: isolation.ForkRunner) -> None:
+        _write(log, {"phase": "mutants start", "cpu": round(cpu_seconds(), 3)})
+        original_startup(self)
+
+    def wait_for_result(
+        self: isolation.ForkRunner, timeout: float | None = None
+    ) -> isolation.MutantResult:
+        # As mutmut's own ForkRunner.wait_for_result, with os.wait4 for the worker's CPU time.
+        if self._no_tests_results:
+            return self._no_tests_results.pop(0)
+        pid, status, usage = os.wait4(-1, 0)
+        exit_code = os.waitstatus_to_exitcode(status)
+        worker = self._running.pop(pid)
+        duration = (datetime.now() - worker.start_time).total_seconds()
+        _write(
+            log,
+            {
+                "mutant": worker.mutant_name,
+                "exit": exit_code,
+                "cpu": round(usage.ru_utime + usage.ru_stime, 3),
+                "wall": round(duration, 3),
+            },
+        )
+        return isolation.MutantResult(
+            mutant_name=worker.mutant_name, exit_code=exit_code, duration=duration
+        )
+
+    runner.run_clean_tests = run_clean_tests  # type: ignore[method-assign, unused-ignore]
+    runner.submit = submit  # type: ignore[method-assign, unused-ignore]
+    runner.startup = startup  # type: ignore[method-assign, unused-ignore]
+    runner.wait_for_result = wait_for_result  # type: ignore[method-assign, unused-ignore]
+
+
+def main() -> int:
+    path = os.environ.get(LOG_ENV)
+    if not path:
+        print(f"{LOG_ENV} names no file to write the CPU log to", file=sys.stderr)
+        return 2
+    with open(path, "a", encoding="utf-8") as log:
+        install(log)
+        from mutmut.__main__ import cli
+
+        try:
+            cli.main(args=sys.argv[1:], prog_name="mutmut", standalone_mode=False)
+        except SystemExit as stop:
+            return stop.code if isinstance(stop.code, int) else 1
+        _write(log, {"phase": "end", "cpu": round(cpu_seconds(), 3)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
