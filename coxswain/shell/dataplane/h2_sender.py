@@ -4,7 +4,8 @@
 a buffer (``data_to_send``):
 
 - frames go out through :meth:`H2Sender.flush`, one sender at a time, in the order they were
-  made;
+  made (a client's connection overrides it: its frames go out through its one writer,
+  :mod:`.h2_writer`);
 - a stream that may not send waits on :meth:`H2Sender.window`; the connection's reader wakes it
   when the peer opens a window (:meth:`H2Sender.open_window`, RFC 9113 §5.2).
 """
