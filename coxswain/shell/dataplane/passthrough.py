@@ -3,14 +3,14 @@ compiled side: ``VirtualHost.passthrough``, docs/migrating-from-ingress-nginx.md
 
 Rules, as ingress-nginx's ``--enable-ssl-passthrough`` behaves:
 1. Only while some Ingress host asks for it does the HTTPS port read each ClientHello before
-   the handshake (:func:`.peek.read_client_hello`: 16 KiB at most, within the handshake
+   the handshake (:func:`.streams.peek.read_client_hello`: 16 KiB at most, within the handshake
    timeout); without one the port handshakes at once, as it always did.
 2. A ClientHello whose server name is a passed-through host (exactly, or under a ``*.``
    host) is not answered: its bytes go first to the backend of that host's ``/`` path, which
    completes the handshake with its own certificate, and both directions are spliced
    (:mod:`.streams.splice`: backpressure, half-close, the tunnel idle timeout).
 3. Any other ClientHello — another name, or none — is handshaken by the proxy as usual, the
-   bytes read given back to the TLS layer (:class:`.peek.Replay`).
+   bytes read given back to the TLS layer (:class:`.streams.peek.Replay`).
 4. An invalid backend, one without ready endpoints, or one none of whose endpoints accepts
    within the connect timeout closes the connection, as a layer-4 proxy can only do.
 """
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from coxswain.shell.dataplane.peek import connect_first
+from coxswain.shell.dataplane.streams.peek import connect_first
 from coxswain.shell.dataplane.streams.splice import splice
 
 if TYPE_CHECKING:
@@ -64,9 +64,10 @@ async def pass_through(
         log.info("passthrough to %s: no ready endpoint", backend.endpoints_key)
         return
     start = rng.randrange(len(found))
-    upstream = await connect_first([*found[start:], *found[:start]], connect_within)
-    if upstream is None:
+    connected = await connect_first([*found[start:], *found[:start]], connect_within)
+    if connected is None:
         return
+    upstream = trio.SocketStream(trio.socket.from_stdlib_socket(connected))
     try:
         await upstream.send_all(first)
         await splice(client, upstream, idle_timeout=idle_timeout)

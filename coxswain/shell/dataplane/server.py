@@ -59,12 +59,12 @@ from coxswain.shell.dataplane.listen import ListenError, open_reuseport_listener
 from coxswain.shell.dataplane.metrics import Metrics
 from coxswain.shell.dataplane.mirror import Mirrors
 from coxswain.shell.dataplane.passthrough import pass_through, passed_rule
-from coxswain.shell.dataplane.peek import Peeked, Replay, read_client_hello
 from coxswain.shell.dataplane.pool import UpstreamPool
 from coxswain.shell.dataplane.rate_limits import RateLimits
 from coxswain.shell.dataplane.relay_h2 import H2Relay
 from coxswain.shell.dataplane.served import Routed, Served, handshake_sni
 from coxswain.shell.dataplane.streams import StreamServer, StreamSettings
+from coxswain.shell.dataplane.streams.peek import Peeked, Replay, read_client_hello
 from coxswain.shell.dataplane.tls import peer_certificate
 from coxswain.shell.dataplane.upstream import Forwarder, Timeouts
 from coxswain.shell.dataplane.wire import RECEIVE_SIZE, Watchdog
@@ -487,7 +487,7 @@ class Proxy:
         with trio.CancelScope() as scope:
             self._capacity.waiting(scope)
             try:
-                peeked = await read_client_hello(stream, self.config.handshake_timeout)
+                peeked = await read_client_hello(stream.receive_some, self.config.handshake_timeout)
             finally:
                 self._capacity.working(scope)
         return None if scope.cancelled_caught or isinstance(peeked, str) else peeked

@@ -37,19 +37,19 @@ import contextlib
 import logging
 import socket
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 import trio
 
-from coxswain.route.client_hello import MAX_HELLO, HelloReader, NeedMore, NotHello
 from coxswain.route.proxy_protocol import proxy_header
 from coxswain.shell.dataplane.listen import open_reuseport_listeners
-from coxswain.shell.dataplane.peek import Replay
 from coxswain.shell.dataplane.streams.binding import bind_retrying
 from coxswain.shell.dataplane.streams.metrics import StreamMetrics
+from coxswain.shell.dataplane.streams.peek import Replay, connect_first, read_client_hello
 from coxswain.shell.dataplane.streams.pump import splice_sockets
 from coxswain.shell.dataplane.streams.served import StreamServed
-from coxswain.shell.dataplane.streams.sockets import accept, close, connect, receive, send_all
+from coxswain.shell.dataplane.streams.sockets import accept, close, receive, send_all
 from coxswain.shell.dataplane.streams.splice import splice
 from coxswain.shell.dataplane.streams.udp import UdpSettings, serve_udp
 from coxswain.shell.dataplane.upstream import pick_backend
@@ -282,28 +282,11 @@ class StreamServer:
         self, conn: socket.socket, port: int
     ) -> tuple[bytes, str | None] | None:
         """The bytes of the ClientHello and its SNI, or None (counted) when there is none."""
-        reader = HelloReader()
-        received = bytearray()
-        with trio.move_on_after(self.settings.hello_timeout):
-            while True:
-                try:
-                    data = await receive(conn, MAX_HELLO)
-                except OSError:
-                    data = b""
-                if not data:
-                    self.metrics.connection(port, "TLS", "-", "bad_hello")
-                    return None
-                received += data
-                result = reader.feed(data)
-                if isinstance(result, NotHello):
-                    log.info("port %d: %s", port, result.reason)
-                    self.metrics.connection(port, "TLS", "-", "bad_hello")
-                    return None
-                if not isinstance(result, NeedMore):
-                    return bytes(received), result.sni
-                await trio.lowlevel.checkpoint()
-        self.metrics.connection(port, "TLS", "-", "hello_timeout")
-        return None
+        peeked = await read_client_hello(partial(receive, conn), self.settings.hello_timeout)
+        if isinstance(peeked, str):
+            self.metrics.connection(port, "TLS", "-", peeked)
+            return None
+        return peeked.first, peeked.sni
 
     def endpoints(
         self, served: StreamServed, decision: StreamDecision
@@ -340,16 +323,8 @@ class StreamServer:
         return None
 
     async def _connect(self, endpoints: list[Endpoint]) -> socket.socket | None:
-        """A connection to the first endpoint that accepts one. Endpoints are addresses
-        (EndpointSlices hold IPs), so a plain connect does: no name lookup, and none of
-        ``open_tcp_stream``'s happy-eyeballs tasks on every connection."""
-        for endpoint in endpoints:
-            with trio.move_on_after(self.settings.connect_timeout):
-                try:
-                    return await connect(endpoint.address, endpoint.port)
-                except OSError as err:
-                    log.info("endpoint %s:%d: %s", endpoint.address, endpoint.port, err)
-        return None
+        """A connection to the first endpoint that accepts one (rule 3)."""
+        return await connect_first(endpoints, self.settings.connect_timeout)
 
     async def _forward(
         self,

@@ -1,7 +1,7 @@
-"""What TLS passthrough on the Ingress HTTPS port (ingress-nginx's ``ssl-passthrough``,
-:mod:`.passthrough`) needs before it decides, over the HTTP server's trio streams (the
-layer-4 listeners, :mod:`.streams.server`, drive the same sans-IO reader over raw sockets,
-and replay the bytes with :class:`Replay` before a TLS Terminate handshake).
+"""What TLS passthrough needs before it decides, shared by the layer-4 listeners
+(:mod:`.server`, Gateway API TLSRoute, over raw sockets) and the Ingress HTTPS port
+(ingress-nginx's ``ssl-passthrough``, :mod:`..passthrough`, over the HTTP server's trio
+streams).
 
 - :func:`read_client_hello` reads a connection's ClientHello without answering it: at most
   16 KiB (:data:`~coxswain.route.client_hello.MAX_HELLO`), within the caller's time bound,
@@ -14,16 +14,17 @@ and replay the bytes with :class:`Replay` before a TLS Terminate handshake).
 from __future__ import annotations
 
 import logging
-import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import trio
 
 from coxswain.route.client_hello import MAX_HELLO, HelloReader, NeedMore, NotHello
+from coxswain.shell.dataplane.streams.sockets import connect
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    import socket
+    from collections.abc import Awaitable, Callable, Iterable
 
     from coxswain.compile.snapshot import Endpoint
 
@@ -40,16 +41,20 @@ class Peeked:
     sni: str | None
 
 
-async def read_client_hello(stream: trio.abc.ReceiveStream, within: float) -> Peeked | str:
-    """The ClientHello of ``stream``, or why there is none: ``"bad_hello"`` (closed, or not a
-    ClientHello; the reason is logged) or ``"hello_timeout"``."""
+async def read_client_hello(
+    receive: Callable[[int], Awaitable[bytes | bytearray]], within: float
+) -> Peeked | str:
+    """The ClientHello that ``receive(size)`` brings, or why there is none: ``"bad_hello"``
+    (closed, or not a ClientHello; the reason is logged) or ``"hello_timeout"``. ``receive``
+    yields on every call (a trio stream's ``receive_some``, or :func:`.sockets.receive`
+    on a raw socket), so the loop does too."""
     reader = HelloReader()
     received = bytearray()
     with trio.move_on_after(within):
         while True:
             try:
-                data = await stream.receive_some(MAX_HELLO)
-            except trio.BrokenResourceError:
+                data = await receive(MAX_HELLO)
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
                 data = b""
             if not data:
                 return "bad_hello"
@@ -60,7 +65,6 @@ async def read_client_hello(stream: trio.abc.ReceiveStream, within: float) -> Pe
                 return "bad_hello"
             if not isinstance(result, NeedMore):
                 return Peeked(bytes(received), result.sni)
-            await trio.lowlevel.checkpoint()
     return "hello_timeout"
 
 
@@ -88,21 +92,15 @@ class Replay(trio.abc.Stream):
         await self.inner.aclose()
 
 
-async def connect_first(
-    endpoints: Iterable[Endpoint], each_within: float
-) -> trio.SocketStream | None:
-    """A connection to the first endpoint that accepts one, each tried for ``each_within`` s.
-    Endpoints are addresses (EndpointSlices hold IPs), so a plain connect does: no name
-    lookup, and none of ``open_tcp_stream``'s happy-eyeballs tasks on every connection."""
+async def connect_first(endpoints: Iterable[Endpoint], each_within: float) -> socket.socket | None:
+    """A connection to the first endpoint that accepts one, each tried for ``each_within`` s:
+    a non-blocking standard-library socket (:mod:`.sockets`). Endpoints are addresses
+    (EndpointSlices hold IPs), so a plain connect does: no name lookup, and none of
+    ``open_tcp_stream``'s happy-eyeballs tasks on every connection."""
     for endpoint in endpoints:
-        family = socket.AF_INET6 if ":" in endpoint.address else socket.AF_INET
-        sock = trio.socket.socket(family, socket.SOCK_STREAM)
         with trio.move_on_after(each_within):
             try:
-                await sock.connect((endpoint.address, endpoint.port))
+                return await connect(endpoint.address, endpoint.port)
             except OSError as err:
                 log.info("endpoint %s:%d: %s", endpoint.address, endpoint.port, err)
-            else:
-                return trio.SocketStream(sock)
-        sock.close()
     return None
