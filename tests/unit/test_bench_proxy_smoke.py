@@ -37,7 +37,7 @@ MODES = {
     "h2": (
         ("h2", "--build", "interpreted"),
         ("nginx", "h2load"),
-        r"^\s+10\s+[\d,]+\s+[\d,]+\s+\d+%",
+        r"^\s+\S+\s+10\s+[\d,]+\s+[\d,]+\s+\d+%",  # revision, streams, req/s, nginx, ratio
     ),
     "grpc": (
         ("grpc", "--build", "interpreted"),
