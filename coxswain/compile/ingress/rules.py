@@ -43,28 +43,27 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections import defaultdict
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Protocol
 
 from pyrsistent import pmap, pvector
 
-from coxswain.compile.backends import resolve_backend
-from coxswain.compile.config import IngressDefaults
 from coxswain.compile.diagnostics import Diagnostic, Severity
-from coxswain.compile.ingress.access import Access, read_access
 from coxswain.compile.ingress.aliases import HostExtras, add_host_extras
-from coxswain.compile.ingress.annotations import IngressOptions, parse_options
-from coxswain.compile.ingress.backend_settings import BackendSettings, read_backend_settings
-from coxswain.compile.ingress.canary import CanaryPaths, attach_canaries, is_canary
+from coxswain.compile.ingress.backend_settings import BackendSettings
+from coxswain.compile.ingress.canary import CanaryPaths, attach_canaries
 from coxswain.compile.ingress.certificates import has_certificate
+from coxswain.compile.ingress.fragments import (
+    NO_DEFAULTS,
+    IngressFragment,
+    ingress_fragment,
+    path_backend,
+)
 from coxswain.compile.ingress.registry import annotation_value
 from coxswain.compile.model.keys import ObjectKey
-from coxswain.compile.regex import compile_prefix_pattern
 from coxswain.compile.snapshot import (
     CATCH_ALL,
-    Backend,
-    IngressActions,
+    Certificate,
     PathMatch,
     PathRule,
     RouteRef,
@@ -77,16 +76,26 @@ if TYPE_CHECKING:
     from pyrsistent.typing import PMap
 
     from coxswain.compile.backends import ServiceIndex
-    from coxswain.compile.model.objects import Ingress, IngressBackend, IngressPath, Secret
-    from coxswain.compile.snapshot import Certificate
+    from coxswain.compile.config import IngressDefaults
+    from coxswain.compile.model.objects import Ingress, Secret
 
-__all__ = ["IngressHosts", "ingress_hosts"]
+__all__ = ["FragmentCache", "IngressHosts", "ingress_hosts"]
 
 IngressHosts = tuple["PMap[str, VirtualHost]", list[Diagnostic], set[ObjectKey]]
 
-_GROUP_REFERENCE: Final = re.compile(r"\$(\d)")
-_NO_DEFAULTS: Final = IngressDefaults()
-_AS_IS: Final = BackendSettings()
+
+class FragmentCache(Protocol):
+    """Gives each Ingress's fragment, as ``ingress_fragment`` would (``compile.ingress.memo``
+    reuses those whose inputs are the same objects)."""
+
+    def fragments(
+        self,
+        ingresses: Sequence[Ingress],
+        services: ServiceIndex,
+        certificates: PMap[str, Certificate],
+        secrets: PMap[ObjectKey, Secret],
+        given: IngressDefaults,
+    ) -> list[IngressFragment]: ...
 
 
 def ingress_hosts(
@@ -94,7 +103,8 @@ def ingress_hosts(
     services: ServiceIndex,
     certificates: PMap[str, Certificate],
     secrets: PMap[ObjectKey, Secret],
-    given: IngressDefaults = _NO_DEFAULTS,
+    given: IngressDefaults = NO_DEFAULTS,
+    cache: FragmentCache | None = None,
 ) -> IngressHosts:
     """Build the virtual hosts of our Ingresses. Pure.
 
@@ -105,10 +115,25 @@ def ingress_hosts(
         secrets: every Secret, for basic authentication (``compile.ingress.access``) and
             backend TLS (``compile.ingress.backend_settings``).
         given: the values of annotations an Ingress does not set (rule 11).
+        cache: where each Ingress's fragment comes from; computed afresh without one.
 
     Returns:
         Virtual hosts by host key, the findings, and the keys of the Services read.
     """
+    if cache is None:
+
+        def certified(host: str) -> bool:
+            return has_certificate(certificates, host)
+
+        fragments = [ingress_fragment(i, services, certified, secrets, given) for i in ingresses]
+    else:
+        fragments = cache.fragments(ingresses, services, certificates, secrets, given)
+    return _assembled(fragments, services)
+
+
+def _assembled(fragments: list[IngressFragment], services: ServiceIndex) -> IngressHosts:
+    """The table from the fragments, oldest Ingress first: precedence between Ingresses
+    (rules 3, 5, 10, 12) and host extras (rule 11)."""
     paths: dict[str, dict[tuple[PathMatch, str], PathRule]] = defaultdict(dict)
     defaults: dict[str, PathRule] = {}
     found: list[Diagnostic] = []
@@ -117,80 +142,41 @@ def ingress_hosts(
     canaries: list[CanaryPaths] = []
     passthroughs: dict[str, PathRule] = {}
     reached: dict[tuple[str, str], BackendSettings] = {}  # Ingresses with settings of their own
-    for ingress in ingresses:
-        options, problems = parse_options(ingress)
-        found.extend(problems)
-        if is_canary(
-            ingress
-        ):  # served as other Ingresses' canary backends (compile.ingress.canary)
-            keyed = [
-                (r.host or CATCH_ALL, _path_match(options, p), p)
-                for r in ingress.rules
-                for p in r.paths
-            ]
-            canaries.append(CanaryPaths(ingress=ingress, paths=keyed))
+    as_is = BackendSettings()
+    for fragment in fragments:
+        found.extend(fragment.found)
+        read |= fragment.read
+        if fragment.canary is not None:
+            canaries.append(fragment.canary)
             continue
-        options = _with_access(options, read_access(ingress, secrets, found, read))
-        if given != _NO_DEFAULTS:
-            options = _with_defaults(ingress, options, given)
-        settings = read_backend_settings(ingress, secrets, found, read)
-        if settings != _AS_IS:
+        ingress, settings = fragment.ingress, fragment.settings
+        if settings != as_is:
             reached[(ingress.meta.key.namespace, ingress.meta.key.name)] = settings
-        own_hosts: list[str] = []
         served: dict[str, PathRule] = {}  # host → the Ingress's first path served there
-        for rule in ingress.rules:
-            host = rule.host or CATCH_ALL
-            own_hosts.append(host)
-            redirect = _tls_redirect(options, certificates, host)
-            for path in rule.paths:
-                backend = _backend(ingress, path.backend, services, found, read)
-                if backend is None:
-                    continue
-                backend = settings.apply(backend)
-                match, value = _path_match(options, path)
-                actions = options.actions
-                if match is PathMatch.REGEX:
-                    checked = _regex_actions(ingress, path, options, found)
-                    if isinstance(checked, str):
-                        continue
-                    actions = checked
-                if actions is not None and actions.affinity and actions.affinity.path is None:
-                    cookie_path = "/" if match is PathMatch.REGEX else value  # ingress-nginx's
-                    affinity = dataclasses.replace(actions.affinity, path=cookie_path)
-                    actions = dataclasses.replace(actions, affinity=affinity)
-                holder = paths[host].get((match, value))
-                if holder is not None:
-                    found.append(_conflict(ingress, path.field, host, match, value, holder.route))
-                    continue
-                paths[host][(match, value)] = PathRule(
-                    path=value,
-                    match=match,
-                    backend=backend,
-                    route=RouteRef(
-                        "Ingress", ingress.meta.key.namespace, ingress.meta.key.name, path.field
-                    ),
-                    tls_redirect=redirect,
-                    actions=actions,
+        for candidate in fragment.paths:
+            rule, host = candidate.rule, candidate.host
+            held = paths[host]
+            holder = held.get((rule.match, rule.path))
+            if holder is not None:
+                found.append(
+                    _conflict(ingress, candidate.field, host, rule.match, rule.path, holder.route)
                 )
-                served.setdefault(host, paths[host][(match, value)])
-                if (
-                    settings.passthrough
-                    and host != CATCH_ALL
-                    and value == "/"
-                    and match is not PathMatch.EXACT
-                ):
-                    passthroughs.setdefault(host, paths[host][(match, value)])
+                continue
+            held[(rule.match, rule.path)] = rule
+            served.setdefault(host, rule)
+            if (
+                settings.passthrough
+                and host != CATCH_ALL
+                and rule.path == "/"
+                and rule.match is not PathMatch.EXACT
+            ):
+                passthroughs.setdefault(host, rule)
         if settings.passthrough:
-            _report_passthrough(ingress, own_hosts, passthroughs, found)
-        if options.from_to_www or options.server_aliases:
+            _report_passthrough(ingress, fragment.own_hosts, passthroughs, found)
+        options = fragment.options
+        if options is not None and (options.from_to_www or options.server_aliases):
             extras.append(HostExtras(ingress=ingress, options=options, served=served))
-        if ingress.default_backend is None:
-            continue
-        backend = _backend(ingress, ingress.default_backend, services, found, read)
-        if backend is None:
-            continue
-        backend = settings.apply(backend)
-        for host in dict.fromkeys(own_hosts if ingress.has_rules else [CATCH_ALL]):
+        for host, default in fragment.defaults:
             holder = defaults.get(host)
             if holder is not None:
                 found.append(
@@ -205,23 +191,11 @@ def ingress_hosts(
                     )
                 )
                 continue
-            defaults[host] = PathRule(
-                path="/",
-                match=PathMatch.PREFIX,
-                backend=backend,
-                route=RouteRef(
-                    "Ingress",
-                    ingress.meta.key.namespace,
-                    ingress.meta.key.name,
-                    "spec.defaultBackend",
-                ),
-                tls_redirect=_tls_redirect(options, certificates, host),
-                actions=_without_rewrite(options),
-            )
+            defaults[host] = default
     attach_canaries(
         paths,
         canaries,
-        lambda ingress, path: _backend(ingress, path.backend, services, found, read),
+        lambda ingress, path: path_backend(ingress, path.backend, services, found, read),
         found,
     )
     if reached:
@@ -260,7 +234,7 @@ def _reach_canaries(
 
 def _report_passthrough(
     ingress: Ingress,
-    hosts: list[str],
+    hosts: Sequence[str],
     passthroughs: dict[str, PathRule],
     found: list[Diagnostic],
 ) -> None:
@@ -299,148 +273,6 @@ def _precedence(rule: PathRule) -> tuple[int, int, str]:
     if rule.match is PathMatch.EXACT:
         return (0, 0, rule.path)
     return (1 if rule.match is PathMatch.REGEX else 2, -len(rule.path), rule.path)
-
-
-def _tls_redirect(options: IngressOptions, certificates: PMap[str, Certificate], host: str) -> bool:
-    return options.force_ssl_redirect or (
-        options.ssl_redirect and has_certificate(certificates, host)
-    )
-
-
-def _path_match(options: IngressOptions, path: IngressPath) -> tuple[PathMatch, str]:
-    if options.regex:
-        return PathMatch.REGEX, path.path
-    if path.path_type == "Exact":
-        return PathMatch.EXACT, path.path
-    return PathMatch.PREFIX, path.path.rstrip("/") or "/"
-
-
-def _regex_actions(
-    ingress: Ingress, path: IngressPath, options: IngressOptions, found: list[Diagnostic]
-) -> IngressActions | str | None:
-    """The path's actions once its pattern compiles (rule 8), or why it does not."""
-    pattern = compile_prefix_pattern(path.path)
-    if isinstance(pattern, str):
-        found.append(
-            Diagnostic(
-                key=ingress.meta.key,
-                field=f"{path.field}.path",
-                severity=Severity.ERROR,
-                reason="InvalidRegex",
-                message=f"{path.path[:80]!r} is not a regular expression Coxswain can run "
-                f"({pattern}); this path is not served",
-            )
-        )
-        return pattern
-    actions = options.actions
-    target = actions.rewrite_target if actions is not None else None
-    if actions is None or target is None:
-        return actions
-    if target == path.path:  # ingress-nginx: no rewrite when the target is the path itself
-        return dataclasses.replace(actions, rewrite_target=None, x_forwarded_prefix=None)
-    missing = sorted({int(n) for n in _GROUP_REFERENCE.findall(target) if int(n) > pattern.groups})
-    if not missing:
-        return actions
-    found.append(
-        Diagnostic(
-            key=ingress.meta.key,
-            field=f"{path.field}.path",
-            severity=Severity.WARNING,
-            reason="InvalidAnnotation",
-            message=f"rewrite-target {target[:80]!r} names capture group(s) "
-            f"{', '.join(f'${n}' for n in missing)} that this path's pattern has not; "
-            "this path is forwarded without the rewrite",
-        )
-    )
-    return dataclasses.replace(actions, rewrite_target=None, x_forwarded_prefix=None)
-
-
-def _with_access(options: IngressOptions, access: Access) -> IngressOptions:
-    actions = dataclasses.replace(
-        options.actions or IngressActions(),
-        denied=access.denied,
-        allow_sources=access.allow_sources,
-        deny_sources=access.deny_sources,
-        auth_realm=access.auth_realm,
-        auth_users=access.auth_users,
-        max_body=access.max_body,
-        external_auth=access.external_auth,
-        client_tls=access.client_tls,
-    )
-    return dataclasses.replace(options, actions=None if actions == IngressActions() else actions)
-
-
-def _with_defaults(
-    ingress: Ingress, options: IngressOptions, defaults: IngressDefaults
-) -> IngressOptions:
-    """``options`` with the installation's defaults where ``ingress`` sets no annotation
-    (rule 11); a value that did not parse keeps the default too, as in ingress-nginx."""
-    actions = options.actions or IngressActions()
-    unset = annotation_value(ingress, "proxy-body-size") is None
-    actions = dataclasses.replace(
-        actions,
-        max_body=defaults.body_size if unset else actions.max_body,
-        connect_timeout=actions.connect_timeout or defaults.connect_timeout,
-        read_timeout=actions.read_timeout or defaults.read_timeout,
-        send_timeout=actions.send_timeout or defaults.send_timeout,
-    )
-    ssl_redirect = options.ssl_redirect
-    if annotation_value(ingress, "ssl-redirect") is None:
-        ssl_redirect = defaults.ssl_redirect
-    return dataclasses.replace(
-        options,
-        ssl_redirect=ssl_redirect,
-        actions=None if actions == IngressActions() else actions,
-    )
-
-
-def _without_rewrite(options: IngressOptions) -> IngressActions | None:
-    actions = options.actions
-    if actions is None or actions.rewrite_target is None:
-        return actions
-    stripped = dataclasses.replace(actions, rewrite_target=None, x_forwarded_prefix=None)
-    return None if stripped == IngressActions() else stripped
-
-
-def _backend(
-    ingress: Ingress,
-    backend: IngressBackend,
-    services: ServiceIndex,
-    found: list[Diagnostic],
-    read: set[ObjectKey],
-) -> Backend | None:
-    if backend.service is None:
-        found.append(
-            Diagnostic(
-                key=ingress.meta.key,
-                field=f"{backend.field}.resource",
-                severity=Severity.ERROR,
-                reason="UnsupportedBackend",
-                message=f"resource backend {backend.resource} is not supported; only Services "
-                "are; the path is not served",
-            )
-        )
-        return None
-    namespace = ingress.meta.key.namespace
-    read.add(ObjectKey("Service", namespace, backend.service.name))
-    resolved, problem = resolve_backend(
-        services,
-        namespace=namespace,
-        service=backend.service.name,
-        port_number=backend.service.port_number,
-        port_name=backend.service.port_name,
-    )
-    if problem is not None:
-        found.append(
-            Diagnostic(
-                key=ingress.meta.key,
-                field=f"{backend.field}.service",
-                severity=Severity.ERROR,
-                reason="BackendNotFound",
-                message=f"{problem}; requests here are answered 503",
-            )
-        )
-    return resolved
 
 
 def _conflict(
