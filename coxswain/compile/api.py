@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from coxswain.compile.gateway.cells import GatewayCells
     from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.gateway.route_kinds import RouteCache
+    from coxswain.compile.ingress.rules import FragmentCache
     from coxswain.compile.model.keys import ObjectKey
     from coxswain.compile.model.state import ClusterState
     from coxswain.compile.status import ObjectStatus
@@ -111,18 +112,20 @@ def compile_parts(
     *,
     earlier: CompileParts | None = None,
     endpoints: EndpointsCache | None = None,
+    fragments: FragmentCache | None = None,
 ) -> CompileParts:
     """``compile`` up to the seal; ``cache`` remembers compiled routes, ``earlier`` is an
     earlier compile of the same scope whose listener tables (``gateway.cells``) and endpoints
-    map are reused where their inputs are the same, ``endpoints`` remembers endpoint entries
-    (all three from ``compile.memo``; the parts are the same without them)."""
+    map are reused where their inputs are the same, ``endpoints`` remembers endpoint entries,
+    ``fragments`` Ingress fragments (all four from ``compile.memo``; the parts are the same
+    without them)."""
     ingresses, found = (
         select_ingresses(state, config) if isinstance(scope, SharedPool) else ([], [])
     )
     certificates, tls_found, secrets_read = ingress_certificates(ingresses, state)
     services = index_services(state)
     hosts, rules_found, services_read = ingress_hosts(
-        ingresses, services, certificates, state.secrets, config.ingress_defaults
+        ingresses, services, certificates, state.secrets, config.ingress_defaults, fragments
     )
     model = analyse_gateways(state, config, services, scope, cache)
     cells = build_cells(model, None if earlier is None else earlier.cells)

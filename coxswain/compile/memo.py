@@ -40,6 +40,9 @@ What is remembered, and when it is reused:
     ListenerSets, workloads), and to a Gateway with ``spec.addresses`` (addresses are judged
     against every Gateway's), make every scope compile again.
 
+- **Ingress fragments** (``compile.ingress.memo``): a scope with Ingresses compiles again when
+  one changes, but the fragment of each Ingress whose inputs are the same objects is reused and
+  only the table is assembled again.
 - **The cluster-wide analysis, status and provision**: reused when only EndpointSlices changed
   (none of them reads a slice) and their other inputs are equal.
 
@@ -63,6 +66,7 @@ from coxswain.compile.api import (
 from coxswain.compile.backends import ServiceIndex, index_services, service_endpoints
 from coxswain.compile.gateway.refgrants import Grants
 from coxswain.compile.gateway.route_kinds import ROUTE_COMPILERS, compile_any_route
+from coxswain.compile.ingress.memo import IngressMemo
 from coxswain.compile.model.gateway_objects import CommonRoute, Gateway
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.provision import provision
@@ -236,6 +240,7 @@ class CompileMemo:
         self._scopes: dict[Scope, _ScopeEntry] = {}
         self._services: dict[tuple[str, str], _ServiceEntry] = {}  # by namespace, name
         self._outputs: _Outputs | None = None
+        self.ingresses = IngressMemo()  # Ingress fragments (compile.ingress.memo)
 
     # --- the pure functions' answers ------------------------------------------------------------
 
@@ -442,6 +447,7 @@ class CompileMemo:
             self,
             earlier=None if earlier is None else earlier.parts,
             endpoints=self,
+            fragments=self.ingresses,
         )
         services = index_services(state)
         slice_found = {key: self._slice_findings(services, key) for key in parts.services_read}
