@@ -51,6 +51,7 @@ class IngressMemo:
         self.reused = 0  # fragments reused, since creation
         self._entries: dict[ObjectKey, _Entry] = {}
         self._given: IngressDefaults | None = None
+        self._certificates: PMap[str, Certificate] | None = None
 
     def fragments(
         self,
@@ -64,6 +65,11 @@ class IngressMemo:
         if self._given is not given and self._given != given:
             self._entries.clear()
         self._given = given
+        # certificates equal to the last call's give every host the answers it had
+        kept_certificates = self._certificates is not None and (
+            self._certificates is certificates or self._certificates == certificates
+        )
+        self._certificates = certificates
 
         def certified(host: str) -> bool:
             return has_certificate(certificates, host)
@@ -82,7 +88,10 @@ class IngressMemo:
                 entry is not None
                 and entry.fragment.ingress is ingress
                 and all(named(k) is obj for k, obj in entry.objects)
-                and all(certified(host) is was for host, was in entry.fragment.certified)
+                and (
+                    kept_certificates
+                    or all(certified(host) is was for host, was in entry.fragment.certified)
+                )
             ):
                 self.reused += 1
             else:
