@@ -52,6 +52,7 @@ class IngressMemo:
         self._entries: dict[ObjectKey, _Entry] = {}
         self._given: IngressDefaults | None = None
         self._certificates: PMap[str, Certificate] | None = None
+        self._read_from: tuple[object, object] = (None, None)  # the Services and Secrets maps
 
     def fragments(
         self,
@@ -70,6 +71,10 @@ class IngressMemo:
             self._certificates is certificates or self._certificates == certificates
         )
         self._certificates = certificates
+        # the same maps of Services and Secrets name the same objects under every key
+        read_from = (services.state.services, secrets)
+        kept_reads = all(a is b for a, b in zip(read_from, self._read_from, strict=True))
+        self._read_from = read_from
 
         def certified(host: str) -> bool:
             return has_certificate(certificates, host)
@@ -87,7 +92,7 @@ class IngressMemo:
             if (
                 entry is not None
                 and entry.fragment.ingress is ingress
-                and all(named(k) is obj for k, obj in entry.objects)
+                and (kept_reads or all(named(k) is obj for k, obj in entry.objects))
                 and (
                     kept_certificates
                     or all(certified(host) is was for host, was in entry.fragment.certified)
