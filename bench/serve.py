@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python bench/serve.py            # full run (several minutes)
     .venv/bin/python bench/serve.py --quick    # tiny sizes: a smoke run
+    .venv/bin/python bench/serve.py --only "new Ingress" --only "new HTTPRoute"  # some changes
 
 ``coxswain serve --manifests DIR`` runs as a subprocess (bound to 127.0.0.9, as the shared
 pool's internal ports are fixed; its log in a temporary folder) over a folder of routes, one
@@ -34,13 +35,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import api_objects as objects
 import harness
 import processes
 import yaml
 from controller import echo_backend, proc_status
+
+if TYPE_CHECKING:
+    import argparse
 
 # change: (routes, paths a route, changes)
 SIZES = {"new Ingress": (1_000, 1, 20), "new HTTPRoute": (1_000, 1, 20),
@@ -187,10 +191,17 @@ def report(runs: list[dict[str, Any]], quick: bool) -> None:
     harness.print_targets(lines)
 
 
+def _options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--only", action="append", choices=sorted(SIZES),
+                        help="run only this change (repeatable)")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = harness.parse_args(__doc__, argv)
+    args = harness.parse_args(__doc__, argv, _options)
     sizes = QUICK_SIZES if args.quick else SIZES
+    if args.only:
+        sizes = {kind: size for kind, size in sizes.items() if kind in args.only}
     with harness.session(__file__, argv):
         runs = []
         for kind, (routes, paths, changes) in sizes.items():
