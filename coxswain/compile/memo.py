@@ -452,7 +452,7 @@ class CompileMemo:
         services = index_services(state)
         slice_found = {key: self._slice_findings(services, key) for key in parts.services_read}
         tables = _Texts({} if earlier is None else earlier.table_texts)
-        head = head_digest(parts.snapshot, self._texts, tables)
+        head = head_digest(parts.snapshot, self._texts, tables, self.ingresses.texts)
         pieces = endpoint_pieces(
             parts.snapshot.endpoints, None if earlier is None else earlier.endpoint_pieces
         )

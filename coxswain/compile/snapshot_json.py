@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     RuleTexts = MutableMapping[int, tuple[GatewayRule, str]]
     # ``id`` of a listener table → the table, its port and hostname, and its hashed pieces.
     TableTexts = MutableMapping[int, tuple[ListenerTable, int, str, bytes]]
+    # Ingress host → its virtual host and its hashed piece.
+    HostTexts = MutableMapping[str, tuple[VirtualHost, str]]
     # endpoints key → its list and its hashed piece, in key order.
     EndpointPieces = dict[str, tuple[PVector[Endpoint], bytes]]
 
@@ -78,13 +80,17 @@ def seal(snapshot: Snapshot, texts: RuleTexts | None = None) -> Snapshot:
 
 
 def head_digest(
-    snapshot: Snapshot, texts: RuleTexts | None = None, tables: TableTexts | None = None
+    snapshot: Snapshot,
+    texts: RuleTexts | None = None,
+    tables: TableTexts | None = None,
+    hosts: HostTexts | None = None,
 ) -> HASH:
     """The hash of everything but the endpoints table, the last cell hashed: an endpoint
     change then re-hashes only the endpoints (``sealed_with`` on a copy). ``tables`` keeps the
-    hashed pieces of listener tables across calls, as ``texts`` does rules' (``seal``)."""
+    hashed pieces of listener tables across calls, as ``texts`` does rules' (``seal``), and
+    ``hosts`` the Ingress virtual hosts' by host."""
     digest = hashlib.sha256()
-    for piece in _content_pieces(snapshot, {} if texts is None else texts, tables):
+    for piece in _content_pieces(snapshot, {} if texts is None else texts, tables, hosts):
         digest.update(piece.encode() if isinstance(piece, str) else piece)
     return digest
 
@@ -121,7 +127,7 @@ def endpoint_piece(key: str, endpoints: PVector[Endpoint]) -> tuple[PVector[Endp
 
 
 def _content_pieces(
-    snapshot: Snapshot, texts: RuleTexts, tables: TableTexts | None
+    snapshot: Snapshot, texts: RuleTexts, tables: TableTexts | None, hosts: HostTexts | None
 ) -> Iterator[str | bytes]:
     """Everything ``snapshot_to_data`` holds but ``version`` and ``endpoints``, as canonical
     JSON pieces each followed by a newline (which compact JSON never holds), a listener table's
@@ -130,7 +136,12 @@ def _content_pieces(
     ingress = snapshot.ingress
     yield encode(["scope", str(snapshot.scope), ingress.http_port, ingress.https_port]) + "\n"
     for host, vhost in sorted(ingress.hosts.items()):
-        yield encode(["ingress", host, _vhost_data(vhost)]) + "\n"
+        hashed = None if hosts is None else hosts.get(host)
+        if hashed is None or hashed[0] is not vhost:
+            hashed = (vhost, encode(["ingress", host, _vhost_data(vhost)]) + "\n")
+            if hosts is not None:
+                hosts[host] = hashed
+        yield hashed[1]
     for port, by_hostname in sorted(snapshot.gateways.items()):
         yield encode(["gateways", port, len(by_hostname)]) + "\n"  # empty maps count too
         for hostname, table in sorted(by_hostname.items()):

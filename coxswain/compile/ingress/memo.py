@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from coxswain.compile.ingress.fragments import IngressFragment
     from coxswain.compile.model.keys import ObjectKey
     from coxswain.compile.model.objects import Ingress, Secret
-    from coxswain.compile.snapshot import Certificate
+    from coxswain.compile.snapshot import Certificate, VirtualHost
 
 __all__ = ["IngressMemo"]
 
@@ -53,6 +53,7 @@ class IngressMemo:
         self._given: IngressDefaults | None = None
         self._certificates: PMap[str, Certificate] | None = None
         self._read_from: tuple[object, object] = (None, None)  # the Services and Secrets maps
+        self.texts: dict[str, tuple[VirtualHost, str]] = {}  # snapshot_json.HostTexts
 
     def fragments(
         self,
@@ -107,3 +108,28 @@ class IngressMemo:
             answer.append(entry.fragment)
         self._entries = kept
         return answer
+
+    def kept(self, hosts: dict[str, VirtualHost]) -> dict[str, VirtualHost]:
+        """``hosts``, each made of the same rules as the last call's virtual host of its name
+        replaced by that one, whose hashed piece ``texts`` holds; the texts of hosts gone are
+        dropped."""
+        texts: dict[str, tuple[VirtualHost, str]] = {}
+        for host, vhost in hosts.items():
+            known = self.texts.get(host)
+            if known is None:
+                continue
+            texts[host] = known
+            if _same_parts(known[0], vhost):
+                hosts[host] = known[0]
+        self.texts = texts
+        return hosts
+
+
+def _same_parts(old: VirtualHost, new: VirtualHost) -> bool:
+    """Whether two virtual hosts of one host hold the very same rules (so are equal)."""
+    return (
+        old.default is new.default
+        and old.passthrough is new.passthrough
+        and len(old.paths) == len(new.paths)
+        and all(a is b for a, b in zip(old.paths, new.paths, strict=True))
+    )

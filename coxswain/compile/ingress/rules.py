@@ -97,6 +97,11 @@ class FragmentCache(Protocol):
         given: IngressDefaults,
     ) -> list[IngressFragment]: ...
 
+    def kept(self, hosts: dict[str, VirtualHost]) -> dict[str, VirtualHost]:
+        """``hosts``, each virtual host made of the very rules of the last call's being that
+        one (its hashed piece is then known: ``snapshot_json.head_digest``)."""
+        ...
+
 
 def ingress_hosts(
     ingresses: Sequence[Ingress],
@@ -128,10 +133,13 @@ def ingress_hosts(
         fragments = [ingress_fragment(i, services, certified, secrets, given) for i in ingresses]
     else:
         fragments = cache.fragments(ingresses, services, certificates, secrets, given)
-    return _assembled(fragments, services)
+    hosts, found, read = _assembled(fragments, services)
+    return pmap(hosts if cache is None else cache.kept(hosts)), found, read
 
 
-def _assembled(fragments: list[IngressFragment], services: ServiceIndex) -> IngressHosts:
+def _assembled(
+    fragments: list[IngressFragment], services: ServiceIndex
+) -> tuple[dict[str, VirtualHost], list[Diagnostic], set[ObjectKey]]:
     """The table from the fragments, oldest Ingress first: precedence between Ingresses
     (rules 3, 5, 10, 12) and host extras (rule 11)."""
     paths: dict[str, dict[tuple[PathMatch, str], PathRule]] = defaultdict(dict)
@@ -209,7 +217,7 @@ def _assembled(fragments: list[IngressFragment], services: ServiceIndex) -> Ingr
         )
         for host in sorted(paths.keys() | defaults.keys())
     }
-    return pmap(add_host_extras(hosts, extras, found)), found, read
+    return add_host_extras(hosts, extras, found), found, read
 
 
 def _reach_canaries(
