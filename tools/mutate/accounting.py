@@ -132,7 +132,7 @@ def install(log: IO[str]) -> None:
         ("run_forced_fail_test", "forced-fail run"),
     ):
         setattr(main, name, _phase(log, phase, getattr(main, name)))
-    main.filter_mutants_with_type_checker = _phase(  # type: ignore[attr-defined]
+    main.filter_mutants_with_type_checker = _phase(  # type: ignore[attr-defined, unused-ignore]
         log, "mypy", type_check_by_spans
     )
     runner = isolation.ForkRunner
