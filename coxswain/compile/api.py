@@ -111,11 +111,13 @@ def compile_parts(
     *,
     earlier: CompileParts | None = None,
     endpoints: EndpointsCache | None = None,
+    model: GatewayModel | None = None,
 ) -> CompileParts:
     """``compile`` up to the seal; ``cache`` remembers compiled routes, ``earlier`` is an
     earlier compile of the same scope whose listener tables (``gateway.cells``) and endpoints
     map are reused where their inputs are the same, ``endpoints`` remembers endpoint entries
-    (all three from ``compile.memo``; the parts are the same without them)."""
+    (all three from ``compile.memo``; the parts are the same without them); ``model`` is the
+    scope's ``analyse_gateways`` when the caller has it."""
     ingresses, found = (
         select_ingresses(state, config) if isinstance(scope, SharedPool) else ([], [])
     )
@@ -124,7 +126,8 @@ def compile_parts(
     hosts, rules_found, services_read = ingress_hosts(
         ingresses, services, certificates, state.secrets, config.ingress_defaults
     )
-    model = analyse_gateways(state, config, services, scope, cache)
+    if model is None:
+        model = analyse_gateways(state, config, services, scope, cache)
     cells = build_cells(model, None if earlier is None else earlier.cells)
     rules = [
         rule

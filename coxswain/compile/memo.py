@@ -40,8 +40,11 @@ What is remembered, and when it is reused:
     ListenerSets, workloads), and to a Gateway with ``spec.addresses`` (addresses are judged
     against every Gateway's), make every scope compile again.
 
-- **The cluster-wide analysis, status and provision**: reused when only EndpointSlices changed
-  (none of them reads a slice) and their other inputs are equal.
+- **The Gateway API analyses** of the cluster and of the shared pool (``analysis_memo``):
+  patched when only routes changed (the changed routes detached and attached again against
+  the remembered listener verdicts), kept when only EndpointSlices changed.
+- **The cluster-wide status and provision**: reused when only EndpointSlices changed (none of
+  them reads a slice) and their other inputs are equal.
 
 Work stays bounded: each map holds at most one entry per object or scope that exists.
 """
@@ -52,9 +55,9 @@ from collections.abc import MutableMapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final, TypeVar
 
+from coxswain.compile.analysis_memo import AnalysisMemory
 from coxswain.compile.api import (
     CompileResult,
-    analyse,
     compile_parts,
     findings,
     slice_findings,
@@ -66,7 +69,7 @@ from coxswain.compile.gateway.route_kinds import ROUTE_COMPILERS, compile_any_ro
 from coxswain.compile.model.gateway_objects import CommonRoute, Gateway
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.provision import provision
-from coxswain.compile.scope import GatewayScope
+from coxswain.compile.scope import GatewayScope, SharedPool
 from coxswain.compile.snapshot_json import (
     endpoint_piece,
     endpoint_pieces,
@@ -236,6 +239,13 @@ class CompileMemo:
         self._scopes: dict[Scope, _ScopeEntry] = {}
         self._services: dict[tuple[str, str], _ServiceEntry] = {}  # by namespace, name
         self._outputs: _Outputs | None = None
+        self._analyses = AnalysisMemory()  # the cluster's and the shared pool's analyses
+
+    @property
+    def analyses_patched(self) -> int:
+        """Gateway API analyses patched for changed routes rather than run whole, since
+        creation (``analysis_memo``)."""
+        return self._analyses.patched
 
     # --- the pure functions' answers ------------------------------------------------------------
 
@@ -264,7 +274,7 @@ class CompileMemo:
         if outputs is not None and outputs.config == config and self._carried(outputs.state):
             outputs.state = state
             return outputs.model
-        model = analyse(state, config, self)
+        model = self._analyses.model(state, config, None, self._since(), self)
         self._outputs = _Outputs(state=state, config=config, model=model)
         return model
 
@@ -382,6 +392,7 @@ class CompileMemo:
             self._slices_only = {
                 service for k in self._changed for service in slice_services(k, previous, state)
             }
+            self._analyses.carry(previous, state)
         for key in self._changed:
             if key.kind in ROUTE_COMPILERS and lookup(state, key) is None:
                 self._drop_route(key)  # deleted
@@ -424,6 +435,12 @@ class CompileMemo:
             and all(k.kind == "EndpointSlice" for k in self._changed)
         )
 
+    def _since(self) -> tuple[ClusterState, frozenset[ObjectKey]] | None:
+        """The state before the current one and the keys changed since, when known."""
+        if self._previous is None or self._changed is None:
+            return None
+        return self._previous, self._changed
+
     def _current_outputs(self, state: ClusterState, config: CompileConfig) -> _Outputs:
         self.analyse(state, config)
         outputs = self._outputs
@@ -442,6 +459,11 @@ class CompileMemo:
             self,
             earlier=None if earlier is None else earlier.parts,
             endpoints=self,
+            model=(
+                self._analyses.model(state, config, scope, self._since(), self)
+                if isinstance(scope, SharedPool)
+                else None
+            ),
         )
         services = index_services(state)
         slice_found = {key: self._slice_findings(services, key) for key in parts.services_read}
