@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from coxswain.compile.gateway.cells import GatewayCells
     from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.gateway.route_kinds import RouteCache
+    from coxswain.compile.gateway.status import StatusCache
     from coxswain.compile.model.keys import ObjectKey
     from coxswain.compile.model.state import ClusterState
     from coxswain.compile.status import ObjectStatus
@@ -234,6 +235,7 @@ def status(
     config: CompileConfig = _DEFAULT_CONFIG,
     programmed: Collection[tuple[str, int]] | None = None,
     model: GatewayModel | None = None,
+    cache: StatusCache | None = None,
 ) -> PVector[ObjectStatus]:
     """The desired status of every object we own, in (kind, namespace, name) order. Pure.
 
@@ -244,8 +246,10 @@ def status(
             snapshot of the Gateway's current generation (the fleet observation); None
             offline, when every compiled listener counts as programmed.
         model: the scope-less ``analyse_gateways`` of ``state``, when the caller has it.
+        cache: remembers Gateway API statuses between calls (``compile.status_memo``); the
+            result is the same without it.
     """
     if model is None:
         model = analyse_gateways(state, config, index_services(state))
-    found = [*gateway_statuses(model, config, programmed), *ingress_statuses(state, config)]
+    found = [*gateway_statuses(model, config, programmed, cache), *ingress_statuses(state, config)]
     return pvector(sorted(found, key=lambda s: (s.kind, s.namespace, s.name)))

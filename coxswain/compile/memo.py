@@ -84,6 +84,7 @@ from coxswain.compile.state_changes import (
     names_parent,
     slice_services,
 )
+from coxswain.compile.status_memo import StatusMemory
 
 if TYPE_CHECKING:
     from _hashlib import HASH
@@ -240,12 +241,18 @@ class CompileMemo:
         self._services: dict[tuple[str, str], _ServiceEntry] = {}  # by namespace, name
         self._outputs: _Outputs | None = None
         self._analyses = AnalysisMemory()  # the cluster's and the shared pool's analyses
+        self._statuses = StatusMemory()  # Gateway API statuses per object
 
     @property
     def analyses_patched(self) -> int:
         """Gateway API analyses patched for changed routes rather than run whole, since
         creation (``analysis_memo``)."""
         return self._analyses.patched
+
+    @property
+    def statuses_made(self) -> int:
+        """Gateway API statuses made rather than reused, since creation (``status_memo``)."""
+        return self._statuses.made_again
 
     # --- the pure functions' answers ------------------------------------------------------------
 
@@ -288,7 +295,11 @@ class CompileMemo:
         outputs = self._current_outputs(state, config)
         key = None if programmed is None else frozenset(programmed)
         if outputs.status is None or outputs.status[0] != key:
-            outputs.status = (key, status(state, config, programmed, outputs.model))
+            self._statuses.begin()
+            outputs.status = (
+                key,
+                status(state, config, programmed, outputs.model, self._statuses),
+            )
         return outputs.status[1]
 
     def provision(

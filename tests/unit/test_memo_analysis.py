@@ -97,3 +97,27 @@ def test_a_gateway_edit_runs_the_analysis_whole() -> None:
     after = _told(memo, state, moved, {ObjectKey("Gateway", "app", "east")})
     assert memo.analyses_patched == 0
     assert after.listeners is not before.listeners
+
+
+def test_after_a_route_edit_only_its_status_is_made_again() -> None:
+    memo = CompileMemo()
+    state, _ = _first(memo)
+    before = {s.name: s for s in memo.status(state, CONFIG)}
+    made = memo.statuses_made
+    edited = _upsert(state, http_route("r1", "east", "svc1", hostnames=["edited.example.com"]))
+    _told(memo, state, edited, {ObjectKey("HTTPRoute", "app", "r1")})
+    after = {s.name: s for s in memo.status(edited, CONFIG)}
+    assert memo.statuses_made == made + 1  # the route's; its Gateway still counts one route
+    assert after["r2"] is before["r2"]
+    assert after["east"] is before["east"]
+    assert after["r1"] is not before["r1"]  # made again, equal: the same conditions
+
+
+def test_a_route_moved_to_another_gateway_makes_both_gateways_statuses_again() -> None:
+    memo = CompileMemo()
+    state, _ = _first(memo)
+    memo.status(state, CONFIG)
+    made = memo.statuses_made
+    moved = _upsert(state, http_route("r1", "west", "svc1", hostnames=["one.example.com"]))
+    _told(memo, state, moved, {ObjectKey("HTTPRoute", "app", "r1")})
+    assert memo.statuses_made == made + 3  # the route and both Gateways' attachedRoutes
