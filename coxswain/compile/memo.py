@@ -43,17 +43,20 @@ What is remembered, and when it is reused:
 - **The Gateway API analyses** of the cluster and of the shared pool (``analysis_memo``):
   patched when only routes changed (the changed routes detached and attached again against
   the remembered listener verdicts), kept when only EndpointSlices changed.
-- **The cluster-wide status and provision**: reused when only EndpointSlices changed (none of
-  them reads a slice) and their other inputs are equal.
+- **The cluster-wide status**: reused when only EndpointSlices changed (none of them reads a
+  slice) and its other inputs are equal; otherwise each Gateway API status is reused while
+  its inputs are (``status_memo``).
+- **The cluster-wide provision**: it reads the passes before the routes' and Services,
+  ServiceAccounts and Deployments only, so it is reused while those are the same objects
+  (the analysis patched for routes keeps them) and its other inputs are equal.
 
 Work stays bounded: each map holds at most one entry per object or scope that exists.
 """
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Final
 
 from coxswain.compile.analysis_memo import AnalysisMemory
 from coxswain.compile.api import (
@@ -85,10 +88,11 @@ from coxswain.compile.state_changes import (
     slice_services,
 )
 from coxswain.compile.status_memo import StatusMemory
+from coxswain.compile.texts_memo import Texts
 
 if TYPE_CHECKING:
     from _hashlib import HASH
-    from collections.abc import Collection, Iterator
+    from collections.abc import Collection
 
     from pyrsistent.typing import PVector
 
@@ -106,8 +110,6 @@ if TYPE_CHECKING:
     from coxswain.compile.status import ObjectStatus
 
 __all__ = ["CompileMemo"]
-
-_V = TypeVar("_V")
 
 _SCOPED_KINDS: Final = frozenset({"Gateway", "EndpointSlice", "Ingress", "IngressClass"})
 """Kinds whose changes a Gateway's scope checks against what it read; with the route kinds.
@@ -190,34 +192,6 @@ class _Outputs:
     provision: tuple[object, DesiredObjects] | None = None
 
 
-class _Texts(MutableMapping[int, _V]):
-    """Texts (``snapshot_json``'s ``RuleTexts``, ``TableTexts``) used now,
-    falling back on those used the time before: texts the last use did not ask for are
-    dropped, so the map never outgrows what one snapshot holds."""
-
-    def __init__(self, older: dict[int, _V]) -> None:
-        self.now: dict[int, _V] = {}
-        self.older = older
-
-    def __getitem__(self, key: int) -> _V:
-        found = self.now.get(key)
-        if found is None:
-            found = self.now[key] = self.older[key]
-        return found
-
-    def __setitem__(self, key: int, value: _V) -> None:
-        self.now[key] = value
-
-    def __delitem__(self, key: int) -> None:
-        del self.now[key]
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.now)
-
-    def __len__(self) -> int:
-        return len(self.now)
-
-
 class CompileMemo:
     """Earlier results and what they read; ``compile``, ``analyse``, ``status`` and
     ``provision`` answer as the pure functions of the same names do. Not thread-safe: one
@@ -236,7 +210,7 @@ class CompileMemo:
         self._readers: dict[_Read, set[ObjectKey]] = {}  # what routes read → those routes
         self._granted: set[ObjectKey] = set()  # routes that asked a ReferenceGrant question
         self._texts_state: ClusterState | None = None
-        self._texts: _Texts[tuple[GatewayRule, str]] = _Texts({})
+        self._texts: Texts[tuple[GatewayRule, str]] = Texts({})
         self._scopes: dict[Scope, _ScopeEntry] = {}
         self._services: dict[tuple[str, str], _ServiceEntry] = {}  # by namespace, name
         self._outputs: _Outputs | None = None
@@ -283,6 +257,13 @@ class CompileMemo:
             return outputs.model
         model = self._analyses.model(state, config, None, self._since(), self)
         self._outputs = _Outputs(state=state, config=config, model=model)
+        if (
+            outputs is not None
+            and outputs.config == config
+            and outputs.model.listeners is model.listeners  # the same passes before routes'
+            and _same_objects(_provision_reads(outputs.state), _provision_reads(state))
+        ):
+            self._outputs.provision = outputs.provision
         return model
 
     def status(
@@ -461,7 +442,7 @@ class CompileMemo:
     def _compiled(self, state: ClusterState, scope: Scope, config: CompileConfig) -> CompileResult:
         if self._texts_state is not state:  # the first full compile of this state
             self._texts_state = state
-            self._texts = _Texts(self._texts.now)
+            self._texts = Texts(self._texts.now)
         earlier = self._scopes.get(scope)
         parts = compile_parts(
             state,
@@ -478,7 +459,7 @@ class CompileMemo:
         )
         services = index_services(state)
         slice_found = {key: self._slice_findings(services, key) for key in parts.services_read}
-        tables = _Texts({} if earlier is None else earlier.table_texts)
+        tables = Texts({} if earlier is None else earlier.table_texts)
         head = head_digest(parts.snapshot, self._texts, tables)
         pieces = endpoint_pieces(
             parts.snapshot.endpoints, None if earlier is None else earlier.endpoint_pieces
@@ -591,6 +572,15 @@ class CompileMemo:
             diagnostics=diagnostics,
         )
         return entry.result
+
+
+def _provision_reads(state: ClusterState) -> tuple[object, ...]:
+    """The tables ``provision`` reads besides the analysis' passes before the routes'."""
+    return (state.services, state.service_accounts, state.deployments)
+
+
+def _same_objects(first: tuple[object, ...], second: tuple[object, ...]) -> bool:
+    return all(a is b for a, b in zip(first, second, strict=True))
 
 
 def _serves(gateway: Gateway, entry: _ScopeEntry) -> bool:

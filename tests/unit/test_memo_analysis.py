@@ -121,3 +121,15 @@ def test_a_route_moved_to_another_gateway_makes_both_gateways_statuses_again() -
     moved = _upsert(state, http_route("r1", "west", "svc1", hostnames=["one.example.com"]))
     _told(memo, state, moved, {ObjectKey("HTTPRoute", "app", "r1")})
     assert memo.statuses_made == made + 3  # the route and both Gateways' attachedRoutes
+
+
+def test_a_route_edit_reuses_the_provision_and_a_gateway_edit_does_not() -> None:
+    memo = CompileMemo()
+    state, _ = _first(memo)
+    before = memo.provision(state, CONFIG)
+    edited = _upsert(state, http_route("r1", "east", "svc1", hostnames=["edited.example.com"]))
+    _told(memo, state, edited, {ObjectKey("HTTPRoute", "app", "r1")})
+    assert memo.provision(edited, CONFIG) is before
+    moved = _upsert(edited, gateway("east", 8080))
+    _told(memo, edited, moved, {ObjectKey("Gateway", "app", "east")})
+    assert memo.provision(moved, CONFIG) is not before
