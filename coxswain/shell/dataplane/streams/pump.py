@@ -16,6 +16,11 @@ either socket is ready for what the connection waits on. Each direction is a :cl
   connection waits on it: one the peer hung up (``EPOLLHUP``, reported whatever the mask)
   would otherwise wake the task again and again while it waits on the other.
 
+A socket is read only once epoll reported it readable (a read shorter than ``CHUNK`` counts
+as drained until epoll says otherwise), and sent to again after a partial send only once
+reported writable: no call fails with ``EAGAIN`` on the way, and before each wait a poll
+without timeout finds what is ready at once, without a run-loop turn.
+
 The task yields on every wait, and at least every second iteration that found work without
 waiting (each moves at most a chunk per direction). ``idle_timeout`` closes a connection
 silent both ways, as :func:`.splice.splice` does. The caller closes both sockets.
@@ -33,45 +38,70 @@ from coxswain.shell.dataplane.streams.splice import CHUNK, Spliced, touch
 __all__ = ["splice_sockets"]
 
 
-class _Way:
-    """One direction: from ``source`` to ``target``."""
+_READABLE = select.EPOLLIN | select.EPOLLHUP | select.EPOLLERR
+_WRITABLE = select.EPOLLOUT | select.EPOLLHUP | select.EPOLLERR
 
-    __slots__ = ("open", "pending", "source", "target", "upstream")
+
+class _Way:
+    """One direction: from ``source`` to ``target``, and what is known of their readiness."""
+
+    __slots__ = (
+        "open", "pending", "readable", "source", "source_fd", "target", "target_fd", "upstream",
+        "writable",
+    )  # fmt: skip
 
     def __init__(self, source: socket.socket, target: socket.socket, upstream: bool) -> None:
         self.source = source
         self.target = target
+        self.source_fd = source.fileno()
+        self.target_fd = target.fileno()
         self.upstream = upstream
         self.open = True  # the source has not ended
         self.pending = b""  # received, not yet taken by the target
+        self.readable = False  # the source has bytes or its end: only epoll says so
+        self.writable = True  # the target takes bytes: a new socket's buffer is empty
 
     def step(self) -> int:
         """Move what can move without waiting: -1 when nothing could, else the bytes
         received (0 for pending bytes sent, or the EOF passed on). Raises ``OSError`` when a
         socket failed."""
         if self.pending:
+            if not self.writable:
+                return -1
             try:
                 sent = self.target.send(self.pending)
             except BlockingIOError:
-                return -1
+                sent = 0
             self.pending = self.pending[sent:]
+            self.writable = not self.pending
             return 0 if sent else -1
-        if not self.open:
+        if not (self.open and self.readable):
             return -1
         try:
             data = self.source.recv(CHUNK)
         except BlockingIOError:
+            self.readable = False
             return -1
         if not data:
             self.open = False
             self.target.shutdown(socket.SHUT_WR)
             return 0
+        if len(data) < CHUNK:
+            self.readable = False  # most likely drained; level-triggered epoll says if not
         try:
             sent = self.target.send(data)
         except BlockingIOError:
             sent = 0
         self.pending = data[sent:]
+        self.writable = not self.pending
         return len(data)
+
+    def ready(self, fd: int, events: int) -> None:
+        """Note what epoll reported of ``fd``."""
+        if fd == self.source_fd and events & _READABLE:
+            self.readable = True
+        if fd == self.target_fd and events & _WRITABLE:
+            self.writable = True
 
 
 async def splice_sockets(
@@ -100,9 +130,10 @@ async def _pump(
     ways: tuple[_Way, _Way], done: Spliced, scope: trio.CancelScope, idle_timeout: float
 ) -> None:
     poller = select.epoll(2)
-    masks = {way.source.fileno(): 0 for way in ways}  # 0: not in the set
+    masks = {way.source_fd: 0 for way in ways}  # 0: not in the set
     try:
         spun = False
+        polled = False  # the last poll found events without a wait
         while ways[0].open or ways[1].open or ways[0].pending or ways[1].pending:
             progressed = False
             for way in ways:
@@ -122,7 +153,16 @@ async def _pump(
                 continue
             spun = False
             _want(poller, masks, ways)
-            await trio.lowlevel.wait_readable(poller)
+            # what is ready now costs a poll, not a failed call per socket nor a turn; after
+            # a poll that moved nothing, wait (which yields)
+            events = [] if polled else poller.poll(0)
+            polled = bool(events)
+            if not events:
+                await trio.lowlevel.wait_readable(poller)
+                events = poller.poll(0)
+            for fd, mask in events:
+                ways[0].ready(fd, mask)
+                ways[1].ready(fd, mask)
     finally:
         trio.lowlevel.notify_closing(poller)
         poller.close()
@@ -135,9 +175,9 @@ def _want(poller: select.epoll, masks: dict[int, int], ways: tuple[_Way, _Way]) 
     wanted = dict.fromkeys(masks, 0)
     for way in ways:
         if way.pending:
-            wanted[way.target.fileno()] |= select.EPOLLOUT
+            wanted[way.target_fd] |= select.EPOLLOUT
         elif way.open:
-            wanted[way.source.fileno()] |= select.EPOLLIN
+            wanted[way.source_fd] |= select.EPOLLIN
     for fd, mask in wanted.items():
         if masks[fd] == mask:
             continue

@@ -23,7 +23,15 @@ import trio
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["accept", "close", "connect", "receive", "receive_from", "send_all"]
+__all__ = [
+    "accept",
+    "close",
+    "finish_connect",
+    "receive",
+    "receive_from",
+    "send_all",
+    "start_connect",
+]
 
 _Got = TypeVar("_Got")
 
@@ -52,17 +60,24 @@ def _tune(sock: socket.socket) -> socket.socket:
     return sock
 
 
-async def accept(listening: socket.socket) -> socket.socket:
-    """The next connection on a non-blocking listening socket, non-blocking itself; yields
-    once at least, as the receiving calls do (the module docstring)."""
+async def accept(listening: socket.socket, most: int = 1) -> list[socket.socket]:
+    """The connections waiting on a non-blocking listening socket, at least one and at most
+    ``most``, non-blocking themselves. One yield per batch, as the receiving calls make one
+    per call (the module docstring): under a burst of new connections the accept loop takes
+    several per run-loop turn instead of a turn each, and the bound keeps one wake-up short."""
+    taken: list[socket.socket] = []
     waited = False
-    while True:
+    while len(taken) < most:
         try:
             conn, _ = listening.accept()
         except BlockingIOError:
+            if taken:
+                break
             await trio.lowlevel.wait_readable(listening)
             waited = True
         except OSError as err:
+            if taken:
+                break  # the next call meets it again, with nothing in hand
             if err.errno in _CONNECTION_LOST:
                 await trio.lowlevel.checkpoint()
             elif err.errno in _OUT_OF_RESOURCES:
@@ -71,13 +86,20 @@ async def accept(listening: socket.socket) -> socket.socket:
                 raise
             waited = True
         else:
-            if not waited:
-                await trio.lowlevel.checkpoint()
-            return _tune(conn)
+            try:
+                taken.append(_tune(conn))
+            except OSError:  # reset before it was tuned: that connection only is lost
+                conn.close()
+    if not waited:
+        await trio.lowlevel.checkpoint()
+    return taken
 
 
-async def connect(address: str, port: int) -> socket.socket:
-    """A connected non-blocking TCP socket to an IP ``address`` (no name lookup)."""
+def start_connect(address: str, port: int) -> tuple[socket.socket, bool]:
+    """A non-blocking TCP socket connecting to an IP ``address`` (no name lookup), and
+    whether it is connected already: a peer on this machine has often answered within the
+    call, and the caller then needs neither a wait nor a time bound around one. Raises
+    ``OSError`` when the connection failed at once."""
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -85,16 +107,27 @@ async def connect(address: str, port: int) -> socket.socket:
         try:
             sock.connect((address, port))
         except BlockingIOError:
-            try:  # a peer on this machine has often answered within the call: no wait then
+            try:
                 sock.getpeername()
             except OSError:
-                await trio.lowlevel.wait_writable(sock)
-                if code := sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
-                    raise OSError(code, os.strerror(code)) from None
+                return sock, False
+        return _tune(sock), True
+    except BaseException:
+        sock.close()
+        raise
+
+
+async def finish_connect(sock: socket.socket) -> socket.socket:
+    """Wait until the connection :func:`start_connect` began is made; closes ``sock`` and
+    raises ``OSError`` when it failed (or ``Cancelled`` when the caller's bound ran out)."""
+    try:
+        await trio.lowlevel.wait_writable(sock)
+        if code := sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+            raise OSError(code, os.strerror(code))
+        return _tune(sock)
     except BaseException:
         close(sock)
         raise
-    return _tune(sock)
 
 
 async def receive(sock: socket.socket, size: int) -> bytes:
