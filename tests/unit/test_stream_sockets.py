@@ -13,7 +13,7 @@ import pytest
 import trio
 import trio.testing
 
-from coxswain.shell.dataplane.streams.sockets import accept
+from coxswain.shell.dataplane.streams.sockets import accept, listening
 
 if TYPE_CHECKING:
     from typing import Any
@@ -63,8 +63,7 @@ def test_accept_raises_any_other_error() -> None:
 
 
 def test_accept_takes_the_waiting_connections_up_to_its_bound_in_one_yield() -> None:
-    with socket.create_server(("127.0.0.1", 0)) as server:
-        server.setblocking(False)
+    with listening(socket.create_server(("127.0.0.1", 0))) as server:
         clients = [socket.create_connection(server.getsockname()) for _ in range(5)]
 
         async def main() -> tuple[list[socket.socket], list[socket.socket], int]:
@@ -75,7 +74,9 @@ def test_accept_takes_the_waiting_connections_up_to_its_bound_in_one_yield() -> 
         first, second, total = trio.run(main)
         try:
             assert (len(first), len(second), total) == (3, 2, 5)
-            assert all(not conn.getblocking() for conn in first + second)
+            for conn in first + second:
+                assert not conn.getblocking()
+                assert conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)  # inherited
         finally:
             for sock in clients + first + second:
                 sock.close()

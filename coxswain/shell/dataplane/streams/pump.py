@@ -21,21 +21,27 @@ as drained until epoll says otherwise), and sent to again after a partial send o
 reported writable: no call fails with ``EAGAIN`` on the way, and before each wait a poll
 without timeout finds what is ready at once, without a run-loop turn.
 
-The task yields on every wait, and at least every second iteration that found work without
-waiting (each moves at most a chunk per direction). ``idle_timeout`` closes a connection
-silent both ways, as :func:`.splice.splice` does. The caller closes both sockets.
+The task yields on every wait, and at least every second iteration that received bytes
+without waiting (each moves at most a chunk per direction; the iterations between that only
+send what is pending or pass an EOF on are at most two per direction). ``idle_timeout``
+closes a connection silent both ways, as :func:`.splice.splice` does. Epoll instances come
+from a :class:`Pollers` and go back to it. The caller closes both sockets.
 """
 
 from __future__ import annotations
 
 import select
 import socket
+from typing import TYPE_CHECKING
 
 import trio
 
 from coxswain.shell.dataplane.streams.splice import CHUNK, Spliced, touch
 
-__all__ = ["splice_sockets"]
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["Pollers", "splice_sockets"]
 
 
 _READABLE = select.EPOLLIN | select.EPOLLHUP | select.EPOLLERR
@@ -104,6 +110,44 @@ class _Way:
             self.writable = True
 
 
+class Pollers:
+    """Idle epoll instances, kept for the next connections (at most ``keep``): a connection
+    takes one and gives it back emptied, which costs an ``epoll_ctl`` per socket still in
+    its set instead of creating, registering with trio's own epoll, and closing one per
+    connection. :meth:`close` closes them (the stream server's end)."""
+
+    __slots__ = ("_idle", "keep")
+
+    def __init__(self, keep: int = 256) -> None:
+        self.keep = keep
+        self._idle: list[select.epoll] = []
+
+    def take(self) -> select.epoll:
+        return self._idle.pop() if self._idle else select.epoll(2)
+
+    def give(self, poller: select.epoll, registered: Iterable[int]) -> None:
+        """Take back ``poller``, whose set holds the ``registered`` descriptors."""
+        try:
+            for fd in registered:
+                poller.unregister(fd)
+        except OSError:  # a descriptor closed behind its back: not reusable as it is
+            _close(poller)
+            return
+        if len(self._idle) < self.keep:
+            self._idle.append(poller)
+        else:
+            _close(poller)
+
+    def close(self) -> None:
+        while self._idle:
+            _close(self._idle.pop())
+
+
+def _close(poller: select.epoll) -> None:
+    trio.lowlevel.notify_closing(poller)
+    poller.close()
+
+
 async def splice_sockets(
     client: socket.socket,
     backend: socket.socket,
@@ -111,45 +155,53 @@ async def splice_sockets(
     first: bytes,
     scope: trio.CancelScope,
     idle_timeout: float,
+    pollers: Pollers,
 ) -> Spliced:
     """Send ``first`` to the backend, then forward both ways until both directions ended
     (see the module docstring); the bytes each way (``first`` not counted), and whether the
     idle timeout ended it. ``scope`` is entered here and given the idle deadline: its owner
-    may end the connection by cancelling it. Raises ``OSError`` when a socket failed."""
+    may end the connection by cancelling it; its epoll instance comes from ``pollers``.
+    Raises ``OSError`` when a socket failed."""
     done = Spliced()
     ways = (_Way(client, backend, True), _Way(backend, client, False))
     ways[0].pending = first  # sent before anything the client sends next, with backpressure
     with scope:
         scope.deadline = trio.current_time() + idle_timeout
-        await _pump(ways, done, scope, idle_timeout)
+        await _pump(ways, done, scope, idle_timeout, pollers)
     done.idle = scope.cancelled_caught and trio.current_time() >= scope.deadline
     return done
 
 
 async def _pump(
-    ways: tuple[_Way, _Way], done: Spliced, scope: trio.CancelScope, idle_timeout: float
+    ways: tuple[_Way, _Way],
+    done: Spliced,
+    scope: trio.CancelScope,
+    idle_timeout: float,
+    pollers: Pollers,
 ) -> None:
-    poller = select.epoll(2)
+    poller = pollers.take()
     masks = {way.source_fd: 0 for way in ways}  # 0: not in the set
     try:
-        spun = False
+        spun = False  # an iteration that received bytes without waiting went unyielded
         polled = False  # the last poll found events without a wait
         while ways[0].open or ways[1].open or ways[0].pending or ways[1].pending:
-            progressed = False
+            progressed = received = False
             for way in ways:
                 got = way.step()
                 if got >= 0:
                     progressed = True
                 if got > 0:
+                    received = True
                     touch(scope, idle_timeout)
                     if way.upstream:
                         done.upstream += got
                     else:
                         done.downstream += got
             if progressed:
-                if spun:
-                    await trio.lowlevel.checkpoint()
-                spun = not spun
+                if received:  # sends of what is pending and EOFs are bounded: not counted
+                    if spun:
+                        await trio.lowlevel.checkpoint()
+                    spun = not spun
                 continue
             spun = False
             _want(poller, masks, ways)
@@ -164,8 +216,7 @@ async def _pump(
                 ways[0].ready(fd, mask)
                 ways[1].ready(fd, mask)
     finally:
-        trio.lowlevel.notify_closing(poller)
-        poller.close()
+        pollers.give(poller, [fd for fd, mask in masks.items() if mask])
 
 
 def _want(poller: select.epoll, masks: dict[int, int], ways: tuple[_Way, _Way]) -> None:

@@ -48,9 +48,10 @@ from coxswain.shell.dataplane.listen import open_reuseport_listeners
 from coxswain.shell.dataplane.streams.binding import bind_retrying
 from coxswain.shell.dataplane.streams.metrics import StreamMetrics
 from coxswain.shell.dataplane.streams.peek import Replay, connect_first, read_client_hello
-from coxswain.shell.dataplane.streams.pump import splice_sockets
+from coxswain.shell.dataplane.streams.pump import Pollers, splice_sockets
 from coxswain.shell.dataplane.streams.served import StreamServed
 from coxswain.shell.dataplane.streams.sockets import accept, close, receive, send_all
+from coxswain.shell.dataplane.streams.sockets import listening as made_listening
 from coxswain.shell.dataplane.streams.splice import splice
 from coxswain.shell.dataplane.streams.udp import UdpSettings, serve_udp
 from coxswain.shell.dataplane.upstream import pick_backend
@@ -123,13 +124,17 @@ class StreamServer:
         self._live: dict[int, _Live] = {}
         self._connections = 0
         self._nursery: trio.Nursery | None = None
+        self._pollers = Pollers()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Hold the listeners and connections until cancelled."""
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            task_status.started()
-            await trio.sleep_forever()
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                task_status.started()
+                await trio.sleep_forever()
+        finally:
+            self._pollers.close()
 
     def bound_ports(self) -> frozenset[int]:
         return frozenset(port for port, entry in self.sockets.items() if entry.bound)
@@ -202,13 +207,14 @@ class StreamServer:
                 listeners, task_status = await bind_retrying(
                     lambda: self._open(port), f"TCP port {port}", task_status
                 )
-                listening = [socket.socket(fileno=lis.socket.detach()) for lis in listeners]
+                listening = [
+                    made_listening(socket.socket(fileno=lis.socket.detach())) for lis in listeners
+                ]
                 entry.bound = True
                 task_status.started()
                 try:
                     async with trio.open_nursery() as accepting:
                         for sock in listening:
-                            sock.setblocking(False)
                             accepting.start_soon(self._accept, sock, port, protocol)
                 finally:
                     for sock in listening:
@@ -348,7 +354,12 @@ class StreamServer:
                 try:
                     if isinstance(client, socket.socket):
                         done = await splice_sockets(
-                            client, backend, first=first, scope=scope, idle_timeout=idle
+                            client,
+                            backend,
+                            first=first,
+                            scope=scope,
+                            idle_timeout=idle,
+                            pollers=self._pollers,
                         )
                     else:
                         with scope:

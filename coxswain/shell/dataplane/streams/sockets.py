@@ -27,6 +27,7 @@ __all__ = [
     "accept",
     "close",
     "finish_connect",
+    "listening",
     "receive",
     "receive_from",
     "send_all",
@@ -54,14 +55,24 @@ _CONNECTION_LOST: Final = frozenset(
 
 
 def _tune(sock: socket.socket) -> socket.socket:
+    """A connected TCP socket made non-blocking, without Nagle's delay (as trio.SocketStream)."""
+    sock.setblocking(False)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def listening(sock: socket.socket) -> socket.socket:
+    """A listening socket made ready for :func:`accept`: non-blocking, and ``TCP_NODELAY``
+    set once here, which the connections it accepts inherit (Linux ``tcp(7)``), so an
+    accepted socket costs one call less."""
     sock.setblocking(False)
     if sock.family in (socket.AF_INET, socket.AF_INET6):
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as trio.SocketStream
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
 
 
 async def accept(listening: socket.socket, most: int = 1) -> list[socket.socket]:
-    """The connections waiting on a non-blocking listening socket, at least one and at most
+    """The connections waiting on a socket made :func:`listening`, at least one and at most
     ``most``, non-blocking themselves. One yield per batch, as the receiving calls make one
     per call (the module docstring): under a burst of new connections the accept loop takes
     several per run-loop turn instead of a turn each, and the bound keeps one wake-up short."""
@@ -86,10 +97,8 @@ async def accept(listening: socket.socket, most: int = 1) -> list[socket.socket]
                 raise
             waited = True
         else:
-            try:
-                taken.append(_tune(conn))
-            except OSError:  # reset before it was tuned: that connection only is lost
-                conn.close()
+            conn.setblocking(False)  # TCP_NODELAY it has from the listening socket
+            taken.append(conn)
     if not waited:
         await trio.lowlevel.checkpoint()
     return taken
