@@ -48,7 +48,7 @@ from coxswain.shell.dataplane.listen import open_reuseport_listeners
 from coxswain.shell.dataplane.streams.binding import bind_retrying
 from coxswain.shell.dataplane.streams.metrics import StreamMetrics
 from coxswain.shell.dataplane.streams.peek import Replay, connect_first, read_client_hello
-from coxswain.shell.dataplane.streams.pump import Pollers, splice_sockets
+from coxswain.shell.dataplane.streams.pump import Reactor, splice_sockets
 from coxswain.shell.dataplane.streams.served import StreamServed
 from coxswain.shell.dataplane.streams.sockets import accept, close, receive, send_all
 from coxswain.shell.dataplane.streams.sockets import listening as made_listening
@@ -124,17 +124,16 @@ class StreamServer:
         self._live: dict[int, _Live] = {}
         self._connections = 0
         self._nursery: trio.Nursery | None = None
-        self._pollers = Pollers()
+        self._reactor: Reactor | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Hold the listeners and connections until cancelled."""
-        try:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                task_status.started()
-                await trio.sleep_forever()
-        finally:
-            self._pollers.close()
+        async with trio.open_nursery() as nursery:
+            self._reactor = Reactor()
+            nursery.start_soon(self._reactor.run)
+            self._nursery = nursery
+            task_status.started()
+            await trio.sleep_forever()
 
     def bound_ports(self) -> frozenset[int]:
         return frozenset(port for port, entry in self.sockets.items() if entry.bound)
@@ -353,13 +352,14 @@ class StreamServer:
             with self.holding(port, decision.action.route, scope):
                 try:
                     if isinstance(client, socket.socket):
+                        assert self._reactor is not None
                         done = await splice_sockets(
                             client,
                             backend,
                             first=first,
                             scope=scope,
                             idle_timeout=idle,
-                            pollers=self._pollers,
+                            reactor=self._reactor,
                         )
                     else:
                         with scope:
