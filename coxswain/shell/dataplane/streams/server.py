@@ -34,7 +34,6 @@ snapshots. Rules (Gateway API v1 TLSRoute, TCPRoute, UDPRoute; docs/architecture
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import socket
 from dataclasses import dataclass, field
@@ -50,7 +49,13 @@ from coxswain.shell.dataplane.streams.metrics import StreamMetrics
 from coxswain.shell.dataplane.streams.peek import Replay, connect_first, read_client_hello
 from coxswain.shell.dataplane.streams.pump import Reactor, splice_sockets
 from coxswain.shell.dataplane.streams.served import StreamServed
-from coxswain.shell.dataplane.streams.sockets import accept, close, receive, send_all
+from coxswain.shell.dataplane.streams.sockets import (
+    accept,
+    close,
+    receive,
+    release,
+    send_all,
+)
 from coxswain.shell.dataplane.streams.sockets import listening as made_listening
 from coxswain.shell.dataplane.streams.splice import splice
 from coxswain.shell.dataplane.streams.udp import UdpSettings, serve_udp
@@ -59,7 +64,6 @@ from coxswain.shell.dataplane.upstream import pick_backend
 if TYPE_CHECKING:
     import random
     import ssl
-    from collections.abc import Iterator
 
     from prometheus_client import CollectorRegistry
 
@@ -108,6 +112,23 @@ class _Live:
     port: int
     route: RouteRef
     scope: trio.CancelScope
+
+
+class _Holding:
+    """The block of :meth:`StreamServer.holding`: a plain context manager, made once per
+    connection (a generator's costs more)."""
+
+    __slots__ = ("live", "registry")
+
+    def __init__(self, registry: dict[int, _Live], live: _Live) -> None:
+        self.registry = registry
+        self.live = live
+
+    def __enter__(self) -> None:
+        self.registry[id(self.live)] = self.live
+
+    def __exit__(self, *_: object) -> None:
+        del self.registry[id(self.live)]
 
 
 class StreamServer:
@@ -167,16 +188,10 @@ class StreamServer:
         if removed:
             self._nursery.start_soon(self._drain, removed)
 
-    @contextlib.contextmanager
-    def holding(self, port: int, route: RouteRef, scope: trio.CancelScope) -> Iterator[None]:
+    def holding(self, port: int, route: RouteRef, scope: trio.CancelScope) -> _Holding:
         """While the block runs, a connection or session of ``route`` on ``port``, which
         ``scope`` ends, is drained when a snapshot removes its route (rule 4)."""
-        live = _Live(port, route, scope)
-        self._live[id(live)] = live
-        try:
-            yield
-        finally:
-            del self._live[id(live)]
+        return _Holding(self._live, _Live(port, route, scope))
 
     async def _drain(self, removed: list[_Live]) -> None:
         await trio.sleep(self.settings.drain)
@@ -247,7 +262,7 @@ class StreamServer:
             log.info("port %d: connection ended: %r", port, err)
         finally:
             self._connections -= 1
-            close(conn)
+            release(conn)  # this task alone used it, and it waits on nothing now
 
     async def _connection(self, conn: socket.socket, port: int, protocol: str) -> None:
         first = b""
@@ -375,7 +390,7 @@ class StreamServer:
                 except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
                     pass
         finally:
-            close(backend)  # the client's socket: the handler's to close
+            release(backend)  # the tasks that used it are done; the client's: the handler's
 
 
 def _proxy_header(conn: socket.socket) -> bytes:

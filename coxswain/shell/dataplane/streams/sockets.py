@@ -30,6 +30,7 @@ __all__ = [
     "listening",
     "receive",
     "receive_from",
+    "release",
     "send_all",
     "start_connect",
 ]
@@ -176,6 +177,13 @@ async def send_all(sock: socket.socket, data: bytes) -> None:
             await trio.lowlevel.wait_writable(sock)
         else:
             view = view[sent:]
+
+
+def release(sock: socket.socket) -> None:
+    """Close a connection's socket that its one task is done with: no task can be waiting on
+    it, so trio has no registration of it to drop (a descriptor leaves an epoll set as it is
+    closed), and the exception :func:`close` makes for waiters is not needed."""
+    sock.close()
 
 
 def close(sock: socket.socket) -> None:
