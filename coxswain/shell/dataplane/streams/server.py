@@ -325,6 +325,8 @@ class StreamServer:
         endpoints = served.endpoints.get(backend.endpoints_key, ())
         if not endpoints:
             return None
+        if len(endpoints) == 1:
+            return backend, [endpoints[0]]
         start = self.rng.randrange(len(endpoints))
         return backend, [*endpoints[start:], *endpoints[:start]]
 

@@ -114,13 +114,14 @@ def start_connect(address: str, port: int) -> tuple[socket.socket, bool]:
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setblocking(False)
-        try:
-            sock.connect((address, port))
-        except BlockingIOError:
+        code = sock.connect_ex((address, port))  # an error number: no exception to build
+        if code == errno.EINPROGRESS:
             try:
                 sock.getpeername()
             except OSError:
                 return sock, False
+        elif code:
+            raise OSError(code, os.strerror(code))
         return _tune(sock), True
     except BaseException:
         sock.close()
