@@ -459,3 +459,20 @@ async def _a_silent_client_delays_none_of_the_connections_accepted_with_it() -> 
                 )
                 assert 'outcome="hello_timeout"' not in exposition  # the silent one waits on
         nursery.cancel_scope.cancel()
+
+
+def test_a_backend_that_refuses_is_counted_and_the_client_closed() -> None:
+    trio.run(_a_backend_that_refuses_is_counted_and_the_client_closed)
+
+
+async def _a_backend_that_refuses_is_counted_and_the_client_closed() -> None:
+    port, nobody = free_port(), free_port()  # nothing listens on the backend's port
+    async with running_proxy(SETTINGS) as proxy:
+        await proxy.apply(stream_snapshot(port, "TCP", [Route("*", "gone", (nobody,))]))
+        with trio.fail_after(30):
+            async with await trio.open_tcp_stream("127.0.0.1", port) as client:
+                assert await client.receive_some(10) == b""
+        exposition = proxy.metrics.exposition().decode()
+        assert 'outcome="connect_failed",protocol="TCP",route="TCPRoute app/gone"} 1.0' in (
+            exposition
+        )
