@@ -124,6 +124,10 @@ _SHOWN: Final = 200  # characters of a client's text (a scope's names) shown in 
 # _CLAIMED ports, more than any scope has (the shared pool's internal band is 2,768 ports, plus
 # its two Ingress ports; a Gateway has at most 64 listeners), else it is ignored whole.
 MAX_NODE_ID: Final = 512
+# POLICY: how long fleet changes are gathered before trio hears of them (:meth:`_set_fleet`):
+# the controller's reading of the fleet (listeners' Programmed conditions) is not latency
+# critical, and a wake per Ack of a large fleet costs its waiters a read of the whole fleet each.
+_FLEET_SIGNAL: Final = 0.01
 _DETAIL: Final = 1024
 _CLAIMED: Final = 4096
 
@@ -183,6 +187,7 @@ class DiscoveryServer:
         self._caches: dict[Scope, ResourceCache] = {}  # one publish() at a time
         self._fleet: PMap[NodeKey, NodeObservation] = pmap()
         self._fleet_changed = trio.Event()
+        self._signal_due = False  # loop thread only: a fleet signal to trio is scheduled
         self.port = 0
         # Counters, written on the loop thread and read anywhere:
         self.refused = Counter(
@@ -238,7 +243,16 @@ class DiscoveryServer:
         return self._slots.setdefault(scope, ScopeSlot())
 
     def _set_fleet(self, fleet: PMap[NodeKey, NodeObservation]) -> None:
+        """Replace the fleet; trio hears of it within ``_FLEET_SIGNAL``, once for every change
+        made meanwhile: a version reaching 1,000 streams brings 1,000 Acks, and a waiter
+        wakes to read the whole fleet (docs/benchmarks.md, "Discovery")."""
         self._fleet = fleet
+        if not self._signal_due:
+            self._signal_due = True
+            asyncio.get_running_loop().call_later(_FLEET_SIGNAL, self._send_fleet_signal)
+
+    def _send_fleet_signal(self) -> None:
+        self._signal_due = False
         with contextlib.suppress(trio.RunFinishedError):
             self._bridge.to_trio(self._signal_fleet)
 
@@ -438,7 +452,15 @@ class DiscoveryServer:
                     kind = message.WhichOneof("message")
                     if kind in ("ack", "nack", "node_status"):
                         self._report(state, kind, message)
-                    wake.set()
+                    current = slot.current
+                    # The writer wakes only when a version is due: most Acks are of the
+                    # current one, and a wake per Ack is a loop turn per stream per version.
+                    if (
+                        not state.in_flight
+                        and current is not None
+                        and current.version != state.sent
+                    ):
+                        wake.set()
             finally:
                 state.closed = True
                 wake.set()
