@@ -237,7 +237,10 @@ class DiscoveryServer:
     # loop side
 
     def _slot(self, scope: Scope) -> ScopeSlot:
-        return self._slots.setdefault(scope, ScopeSlot())
+        slot = self._slots.get(scope)  # asked at every write: no ScopeSlot built to be dropped
+        if slot is None:
+            slot = self._slots[scope] = ScopeSlot()
+        return slot
 
     def _set_fleet(self, fleet: PMap[NodeKey, NodeObservation]) -> None:
         """Replace the fleet; trio hears of it within ``_FLEET_SIGNAL``, once for all changes
