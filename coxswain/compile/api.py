@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from coxswain.compile.gateway.cells import GatewayCells
     from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.gateway.route_kinds import RouteCache
+    from coxswain.compile.gateway.status import StatusCache
     from coxswain.compile.ingress.rules import FragmentCache
     from coxswain.compile.model.keys import ObjectKey
     from coxswain.compile.model.state import ClusterState
@@ -112,13 +113,14 @@ def compile_parts(
     *,
     earlier: CompileParts | None = None,
     endpoints: EndpointsCache | None = None,
+    model: GatewayModel | None = None,
     fragments: FragmentCache | None = None,
 ) -> CompileParts:
     """``compile`` up to the seal; ``cache`` remembers compiled routes, ``earlier`` is an
     earlier compile of the same scope whose listener tables (``gateway.cells``) and endpoints
     map are reused where their inputs are the same, ``endpoints`` remembers endpoint entries,
     ``fragments`` Ingress fragments (all four from ``compile.memo``; the parts are the same
-    without them)."""
+    without them); ``model`` is the scope's ``analyse_gateways`` when the caller has it."""
     ingresses, found = (
         select_ingresses(state, config) if isinstance(scope, SharedPool) else ([], [])
     )
@@ -127,7 +129,8 @@ def compile_parts(
     hosts, rules_found, services_read = ingress_hosts(
         ingresses, services, certificates, state.secrets, config.ingress_defaults, fragments
     )
-    model = analyse_gateways(state, config, services, scope, cache)
+    if model is None:
+        model = analyse_gateways(state, config, services, scope, cache)
     cells = build_cells(model, None if earlier is None else earlier.cells)
     rules = [
         rule
@@ -234,6 +237,7 @@ def status(
     config: CompileConfig = _DEFAULT_CONFIG,
     programmed: Collection[tuple[str, int]] | None = None,
     model: GatewayModel | None = None,
+    cache: StatusCache | None = None,
 ) -> PVector[ObjectStatus]:
     """The desired status of every object we own, in (kind, namespace, name) order. Pure.
 
@@ -244,8 +248,10 @@ def status(
             snapshot of the Gateway's current generation (the fleet observation); None
             offline, when every compiled listener counts as programmed.
         model: the scope-less ``analyse_gateways`` of ``state``, when the caller has it.
+        cache: remembers Gateway API statuses between calls (``compile.status_memo``); the
+            result is the same without it.
     """
     if model is None:
         model = analyse_gateways(state, config, index_services(state))
-    found = [*gateway_statuses(model, config, programmed), *ingress_statuses(state, config)]
+    found = [*gateway_statuses(model, config, programmed, cache), *ingress_statuses(state, config)]
     return pvector(sorted(found, key=lambda s: (s.kind, s.namespace, s.name)))
