@@ -1,7 +1,7 @@
 """What both ends of an HTTP/2 connection (RFC 9113) do alike, sans I/O: framing, the control
 frames, flow control both ways, stream and connection errors. Pure; the client side
-(:mod:`.client`, the proxy towards a backend) is built on it, and the server side
-(:mod:`.server`) keeps the same rules.
+(:mod:`.client`, the proxy towards a backend) and the server side (:mod:`.server`, the proxy
+towards a client) are built on it.
 
 - **Framing.** Frames of at most the default 16,384 bytes (the proxy advertises no more,
   §4.2); a header block of at most ``max_header_frames`` CONTINUATION frames and twice the
@@ -143,7 +143,9 @@ class Connection:
         self._send_window = DEFAULT_WINDOW
         self._receive_window = connection_window
         self._pending = 0
-        self._goaway_id = 0  # the stream a GOAWAY of the proxy's names as the last processed
+        self.highest_stream_id = 0
+        """The highest stream the peer opened: the last one a GOAWAY of the proxy's names as
+        processed (on the client side always 0: a backend opens none)."""
         self._block_stream = 0  # the stream whose header block is being assembled
         self._block: list[bytes] = []
         self._block_size = 0
@@ -531,5 +533,5 @@ class Connection:
         """A connection error (§5.4.1): GOAWAY, and nothing more read."""
         self.terminated = True
         self._buffer = b""
-        self._out.append(goaway(self._goaway_id, code))
+        self._out.append(goaway(self.highest_stream_id, code))
         events.append(ConnectionTerminated(code, reason))
