@@ -41,9 +41,9 @@ from typing import TYPE_CHECKING, Final, Protocol
 import trio
 
 from coxswain.http1 import Data, EndOfMessage
-from coxswain.http2.backend import request_fields, response_head, trailer_list
+from coxswain.http2.backend import request_fields, response_head
 from coxswain.http2.frames import PROTOCOL_ERROR
-from coxswain.shell.dataplane.h2_stream import H2Body, send_data
+from coxswain.shell.dataplane.h2_stream import H2Body, send_data, send_end
 from coxswain.shell.dataplane.h2_upstream import StreamFailed
 from coxswain.shell.dataplane.pool import ConnectFailed
 from coxswain.shell.dataplane.tries import (
@@ -356,14 +356,7 @@ class _Whole:
             pass
 
     def _send(self, stream: UpstreamStream) -> None:
-        conn = stream.connection.conn
-        stream_id = stream.stream_id
-        if self.trailers:
-            if self.data:
-                conn.send_data(stream_id, self.data)
-            conn.send_headers(stream_id, trailer_list(self.trailers), end_stream=True)
-        else:
-            conn.send_data(stream_id, self.data, end_stream=True)
+        send_end(stream.connection.conn, stream.stream_id, self.data, self.trailers)
         stream.sent_end = True
 
 
@@ -430,11 +423,7 @@ class _BodySender:
                 continue
             if tee is not None:  # whole: the mirrors finish even if the answer ends this task
                 tee.end(event.trailers)
-            if event.trailers:
-                trailers = trailer_list(event.trailers)
-                connection.conn.send_headers(stream_id, trailers, end_stream=True)
-            else:
-                connection.conn.end_stream(stream_id)
+            send_end(connection.conn, stream_id, b"", event.trailers)
             stream.sent_end = True
             await connection.flush()
             return
