@@ -243,13 +243,6 @@ class H2Upstream(H2Sender):
         §8.1); a closed one stays closed."""
         self.conn.reset_stream(stream_id, code)
 
-    async def flush(self) -> None:
-        """Send the frames made so far, in order; with none made, return at once, without
-        the sender's lock (whose checkpoint would cost a trip through the scheduler): a
-        relay waits or sends right after each flush, and this one has nothing to wait for."""
-        if self.conn.has_data_to_send:
-            await super().flush()
-
     async def flush_quietly(self) -> None:
         """:meth:`flush`, for a task of its own: a connection that broke meanwhile has
         nothing left to say."""
@@ -272,10 +265,12 @@ class H2Upstream(H2Sender):
                     if type(event) is ConnectionTerminated:
                         reason = f"the backend broke HTTP/2: {event.reason}"
                     self._dispatch(event)
-                await self.flush()
+                if self.conn.has_data_to_send:
+                    await self.flush()  # a send: it yields
+                else:  # frames that ask for no answer must not hog the loop
+                    await trio.lowlevel.checkpoint()
                 if self.conn.terminated:
                     break
-                await trio.lowlevel.checkpoint()  # frames that ask for no answer must not hog
                 if self.closing and not self.streams:
                     break
         except (trio.BrokenResourceError, trio.ClosedResourceError) as err:
