@@ -246,11 +246,12 @@ class H2Relay:
 
     def _done(self, stream: UpstreamStream) -> None:
         """The exchange is over: the stream leaves its connection, reset when still open;
-        the reset goes out from the connection's own nursery, so that a client that went
-        away (a cancelled exchange) still has its stream cancelled towards the backend."""
+        the reset goes out through the connection's writer, which runs in the connection's own
+        nursery, so that a client that went away (a cancelled exchange) still has its stream
+        cancelled towards the backend."""
         connection = stream.connection
         if connection.forget(stream):
-            self.pool.flush_soon(connection)
+            connection.send_soon()
 
 
 async def _respond(
