@@ -253,7 +253,10 @@ class H2Downstream:
                         and len(data) <= conn.max_outbound_frame_size
                     ):  # the whole body is here: it and the trailers (a gRPC answer's) end the
                         # stream, in one send with the head
-                        send_end(conn, self.stream_id, data, event.trailers)
+                        if event.trailers:
+                            send_end(conn, self.stream_id, data, event.trailers)
+                        else:
+                            conn.send_data(self.stream_id, data, end_stream=True)
                         session.send_soon()
                         return response.keep_alive
                     await self.send_data(data)
