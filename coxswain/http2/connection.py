@@ -72,6 +72,7 @@ from coxswain.http2.frames import (
     header_frames,
     ping,
     rst_stream,
+    settings,
     settings_fields,
     u31,
     unpadded,
@@ -153,6 +154,13 @@ class Connection:
         self._block_ended = False
 
     # --- what the proxy does ------------------------------------------------------------------
+
+    def _initiate(self, fields: list[tuple[int, int]]) -> None:
+        """Queue the proxy's SETTINGS (§3.4), and the connection window beyond the default one
+        (§6.9.2: only WINDOW_UPDATE changes it)."""
+        self._out.append(settings(fields))
+        if self.connection_window > DEFAULT_WINDOW:
+            self._out.append(window_update(0, self.connection_window - DEFAULT_WINDOW))
 
     @property
     def has_data_to_send(self) -> bool:

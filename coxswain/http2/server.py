@@ -19,7 +19,7 @@ on the client side (:mod:`.client`). What is the server's, and deliberately not:
 
 from __future__ import annotations
 
-from coxswain.http2.connection import DEFAULT_WINDOW, Connection, Stream
+from coxswain.http2.connection import Connection, Stream
 from coxswain.http2.events import (
     Event,
     GoAwayReceived,
@@ -39,8 +39,6 @@ from coxswain.http2.frames import (
     goaway,
     goaway_fields,
     rst_stream,
-    settings,
-    window_update,
 )
 from coxswain.http2.hpack import DecodeError
 
@@ -73,19 +71,15 @@ class ServerConnection(Connection):
 
     def initiate(self) -> None:
         """Queue the server's preface: its SETTINGS (§3.4), and the connection window beyond
-        the default one (§6.9.2: only WINDOW_UPDATE changes it)."""
-        self._out.append(
-            settings(
-                [
-                    (SETTINGS_MAX_CONCURRENT_STREAMS, self.max_concurrent_streams),
-                    (SETTINGS_INITIAL_WINDOW_SIZE, self.initial_window),
-                    (SETTINGS_MAX_HEADER_LIST_SIZE, self.max_header_list_size),
-                    (SETTINGS_ENABLE_PUSH, 0),
-                ]
-            )
+        the default one."""
+        self._initiate(
+            [
+                (SETTINGS_MAX_CONCURRENT_STREAMS, self.max_concurrent_streams),
+                (SETTINGS_INITIAL_WINDOW_SIZE, self.initial_window),
+                (SETTINGS_MAX_HEADER_LIST_SIZE, self.max_header_list_size),
+                (SETTINGS_ENABLE_PUSH, 0),
+            ]
         )
-        if self.connection_window > DEFAULT_WINDOW:
-            self._out.append(window_update(0, self.connection_window - DEFAULT_WINDOW))
 
     def close_connection(self, error_code: int, last_stream_id: int | None = None) -> None:
         """GOAWAY naming ``last_stream_id`` (by default the highest stream the client opened):
