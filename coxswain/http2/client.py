@@ -23,7 +23,7 @@ once, by the proxy's own rules (:mod:`coxswain.http2.backend`), not here. What i
 
 from __future__ import annotations
 
-from coxswain.http2.connection import DEFAULT_WINDOW, Connection, Stream
+from coxswain.http2.connection import Connection, Stream
 from coxswain.http2.events import Event, GoAwayReceived, TrailersReceived
 from coxswain.http2.frames import (
     MAX_WINDOW,
@@ -36,8 +36,6 @@ from coxswain.http2.frames import (
     STREAM_CLOSED,
     goaway,
     goaway_fields,
-    settings,
-    window_update,
 )
 from coxswain.http2.hpack import DecodeError
 
@@ -82,18 +80,14 @@ class ClientConnection(Connection):
         no stream and pushes nothing), and the connection window beyond the default one
         (§6.9.2: only WINDOW_UPDATE changes it)."""
         self._out.append(PREFACE)
-        self._out.append(
-            settings(
-                [
-                    (SETTINGS_ENABLE_PUSH, 0),
-                    (SETTINGS_MAX_CONCURRENT_STREAMS, 0),
-                    (SETTINGS_INITIAL_WINDOW_SIZE, self.initial_window),
-                    (SETTINGS_MAX_HEADER_LIST_SIZE, self.max_header_list_size),
-                ]
-            )
+        self._initiate(
+            [
+                (SETTINGS_ENABLE_PUSH, 0),
+                (SETTINGS_MAX_CONCURRENT_STREAMS, 0),
+                (SETTINGS_INITIAL_WINDOW_SIZE, self.initial_window),
+                (SETTINGS_MAX_HEADER_LIST_SIZE, self.max_header_list_size),
+            ]
         )
-        if self.connection_window > DEFAULT_WINDOW:
-            self._out.append(window_update(0, self.connection_window - DEFAULT_WINDOW))
 
     def send_request(self, headers: list[tuple[bytes, bytes]], end_stream: bool) -> int:
         """Open a stream with the request's header list; its identifier, or 0 when the

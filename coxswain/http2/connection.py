@@ -1,7 +1,7 @@
 """What both ends of an HTTP/2 connection (RFC 9113) do alike, sans I/O: framing, the control
 frames, flow control both ways, stream and connection errors. Pure; the client side
-(:mod:`.client`, the proxy towards a backend) is built on it, and the server side
-(:mod:`.server`) keeps the same rules.
+(:mod:`.client`, the proxy towards a backend) and the server side (:mod:`.server`, the proxy
+towards a client) are built on it.
 
 - **Framing.** Frames of at most the default 16,384 bytes (the proxy advertises no more,
   §4.2); a header block of at most ``max_header_frames`` CONTINUATION frames and twice the
@@ -72,6 +72,7 @@ from coxswain.http2.frames import (
     header_frames,
     ping,
     rst_stream,
+    settings,
     settings_fields,
     u31,
     unpadded,
@@ -143,7 +144,9 @@ class Connection:
         self._send_window = DEFAULT_WINDOW
         self._receive_window = connection_window
         self._pending = 0
-        self._goaway_id = 0  # the stream a GOAWAY of the proxy's names as the last processed
+        self.highest_stream_id = 0
+        """The highest stream the peer opened: the last one a GOAWAY of the proxy's names as
+        processed (on the client side always 0: a backend opens none)."""
         self._block_stream = 0  # the stream whose header block is being assembled
         self._block: list[bytes] = []
         self._block_size = 0
@@ -151,6 +154,13 @@ class Connection:
         self._block_ended = False
 
     # --- what the proxy does ------------------------------------------------------------------
+
+    def _initiate(self, fields: list[tuple[int, int]]) -> None:
+        """Queue the proxy's SETTINGS (§3.4), and the connection window beyond the default one
+        (§6.9.2: only WINDOW_UPDATE changes it)."""
+        self._out.append(settings(fields))
+        if self.connection_window > DEFAULT_WINDOW:
+            self._out.append(window_update(0, self.connection_window - DEFAULT_WINDOW))
 
     @property
     def has_data_to_send(self) -> bool:
@@ -531,5 +541,5 @@ class Connection:
         """A connection error (§5.4.1): GOAWAY, and nothing more read."""
         self.terminated = True
         self._buffer = b""
-        self._out.append(goaway(self._goaway_id, code))
+        self._out.append(goaway(self.highest_stream_id, code))
         events.append(ConnectionTerminated(code, reason))

@@ -16,6 +16,7 @@ import random
 import signal
 import socket
 import sys
+import time
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
@@ -446,6 +447,16 @@ def signals_survived(*numbers: signal.Signals) -> Iterator[None]:
 
 
 TIMEOUT = 30  # an upper bound for what must happen, generous for a loaded machine
+
+
+def eventually(check: Callable[[], object]) -> None:
+    """Poll ``check`` (from a client's thread) until it is true, for what no answer the client
+    waits for tells: a mirror's request, the rest of a body a backend answered before it
+    ended."""
+    deadline = time.monotonic() + TIMEOUT
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
 
 
 def request(

@@ -20,7 +20,15 @@ from coxswain.route.grpc_timeout import grpc_timeout
 from .grpc_backend import GrpcBackend, channel_options
 from .h2_backend import H2Backend
 from .h2_client import H2Client
-from .proxy_harness import TIMEOUT, backend, gateway_rule, request, run_proxy, snapshot
+from .proxy_harness import (
+    TIMEOUT,
+    backend,
+    eventually,
+    gateway_rule,
+    request,
+    run_proxy,
+    snapshot,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -249,6 +257,7 @@ def test_a_whole_body_waits_for_the_backends_window(tmp_path: Path) -> None:
             assert [response.status for response in h2.wait(*streams)] == [200, 200]
         finally:
             h2.close()
+        eventually(lambda: len(h2c.requests) == 2)  # the backend answers before the body ends
         assert sorted(body for _, body in h2c.requests) == [large, small]
 
     run_proxy(tmp_path, make, client, backends=("one",), echo=serve)

@@ -4,7 +4,6 @@ HTTP/2 connections, body and all, and the client's answer never waits for it."""
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from .grpc_backend import GrpcBackend, proxy_channel
@@ -13,6 +12,7 @@ from .proxy_harness import (
     TIMEOUT,
     backend,
     echoed,
+    eventually,
     gateway_rule,
     request,
     run_proxy,
@@ -26,14 +26,6 @@ if TYPE_CHECKING:
     import trio
 
     from .proxy_harness import Running
-
-
-def eventually(check: Any) -> None:
-    """Poll ``check`` until it is true: a mirror's request is never awaited by the client."""
-    deadline = time.monotonic() + TIMEOUT
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
 
 
 def mirror_count(run: Running, result: str) -> float:

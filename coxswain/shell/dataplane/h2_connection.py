@@ -217,14 +217,6 @@ class H2Session(H2Sender):
         """Reset the stream; a closed one stays closed."""
         self.conn.reset_stream(stream_id, code)
 
-    async def flush(self) -> None:
-        """Hand the frames made so far to the writer (:meth:`.FrameWriter.flush`)."""
-        await self.writer.flush()
-
-    def send_soon(self) -> None:
-        """Have the frames made so far sent, without waiting (:meth:`.FrameWriter.send_soon`)."""
-        self.writer.send_soon()
-
     # --- the connection -----------------------------------------------------------------------
 
     async def run(self, received: bytes) -> None:

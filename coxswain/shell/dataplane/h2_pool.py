@@ -136,17 +136,12 @@ class H2Pool:
                 if then is not None:
                     then(stream)
                 try:
-                    await connection.flush()
-                except trio.ClosedResourceError:  # closed before: nothing of it went out
-                    connection.forget(stream)
-                    continue
-                except trio.BrokenResourceError as err:
-                    connection.forget(stream)
-                    raise StreamFailed(f"the backend connection broke: {err}") from err
+                    await trio.lowlevel.checkpoint_if_cancelled()
                 except BaseException:  # cancelled: the stream never reached its caller
                     if connection.forget(stream):
-                        self.flush_soon(connection)
+                        connection.send_soon()
                     raise
+                connection.send_soon()  # in one send with what other streams made this turn
                 return stream
             else:
                 raise StreamFailed("the backend refused the stream on every connection")
@@ -246,11 +241,6 @@ class H2Pool:
             await connection.run()
         finally:
             self._live.discard(connection)
-
-    def flush_soon(self, connection: H2Upstream) -> None:
-        """Send what ``connection`` has made (a stream's reset, windows given back) from the
-        long-lived nursery: the request that made it may be cancelled already."""
-        self._nursery.start_soon(connection.flush_quietly)
 
     def _forget(self, key: PoolKey, connection: H2Upstream) -> None:
         """``connection`` takes no new stream any more: it leaves the pool."""

@@ -3,45 +3,40 @@
 (:mod:`.h2_upstream`, on :mod:`coxswain.http2.client`). Both protocol machines make frames into
 a buffer (``data_to_send``):
 
-- frames go out through :meth:`H2Sender.flush`, one sender at a time, in the order they were
-  made (a client's connection overrides it: its frames go out through its one writer,
-  :mod:`.h2_writer`);
+- frames go out through the connection's one writer (:mod:`.h2_writer`): a stream hands its
+  frames over (:meth:`H2Sender.send_soon`), or hands them over and waits while the writer is
+  inside a send (:meth:`H2Sender.flush`), so that the frames many streams make in one turn of
+  the scheduler leave in one send, in the order they were made;
 - a stream that may not send waits on :meth:`H2Sender.window`; the connection's reader wakes it
   when the peer opens a window (:meth:`H2Sender.open_window`, RFC 9113 §5.2).
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 import trio
+
+if TYPE_CHECKING:
+    from coxswain.shell.dataplane.h2_writer import FrameWriter
 
 __all__ = ["H2Sender"]
 
 
-class _Frames(Protocol):
-    def data_to_send(self) -> bytes: ...
-
-
-class _Sink(Protocol):
-    async def send_all(self, data: bytes) -> None: ...
-
-
 class H2Sender:
-    """The sender and the window waits of one connection; a base of the connection classes,
+    """The writer and the window waits of one connection; a base of the connection classes,
     which set the attributes."""
 
-    conn: _Frames
-    stream: _Sink
-    _sending: trio.Lock
+    writer: FrameWriter
     _windows: dict[int, trio.Event]
 
     async def flush(self) -> None:
-        """Send the frames made so far, in order."""
-        async with self._sending:
-            data = self.conn.data_to_send()
-            if data:
-                await self.stream.send_all(data)
+        """Hand the frames made so far to the writer (:meth:`.FrameWriter.flush`)."""
+        await self.writer.flush()
+
+    def send_soon(self) -> None:
+        """Have the frames made so far sent, without waiting (:meth:`.FrameWriter.send_soon`)."""
+        self.writer.send_soon()
 
     async def window(self, stream_id: int) -> None:
         """Wait for the peer to open the stream's or the connection's window."""

@@ -12,7 +12,8 @@
   (:mod:`.h2_writer`): a piece of body waits while the writer is inside a send, the frames that
   end the stream are handed over without waiting. A stream whose window stays shut for
   ``timeouts.client_send`` is cut as an HTTP/1.1 client that stops reading is.
-  :func:`send_data`, the DATA within a peer's windows, serves requests to backends too.
+  :func:`send_data`, the DATA within a peer's windows, and :func:`send_end`, a stream's last
+  DATA and trailers, serve requests to backends too.
 
 Both wait on the exchange's :class:`~.wire.Timer`, whose scope bounds the whole exchange and
 which the connection cancels when the client resets the stream.
@@ -35,7 +36,15 @@ if TYPE_CHECKING:
     from coxswain.shell.dataplane.downstream import Exchange, ResponseSource
     from coxswain.shell.dataplane.wire import Timer
 
-__all__ = ["ClientSession", "H2Body", "H2Downstream", "Sender", "Session", "send_data"]
+__all__ = [
+    "ClientSession",
+    "H2Body",
+    "H2Downstream",
+    "Sender",
+    "Session",
+    "send_data",
+    "send_end",
+]
 
 
 class Sender(Protocol):
@@ -53,8 +62,6 @@ class Sender(Protocol):
     ) -> None: ...
 
     def send_data(self, stream_id: int, data: bytes, end_stream: bool = False) -> None: ...
-
-    def end_stream(self, stream_id: int) -> None: ...
 
 
 class Session(Protocol):
@@ -242,21 +249,20 @@ class H2Downstream:
                     event = parser.next_event()
                     if (
                         type(event) is EndOfMessage
-                        and not event.trailers
                         and len(data) <= conn.local_flow_control_window(self.stream_id)
                         and len(data) <= conn.max_outbound_frame_size
-                    ):  # the whole body is here: it ends the stream, in one send with the head
-                        conn.send_data(self.stream_id, data, end_stream=True)
+                    ):  # the whole body is here: it and the trailers (a gRPC answer's) end the
+                        # stream, in one send with the head
+                        if event.trailers:
+                            send_end(conn, self.stream_id, data, event.trailers)
+                        else:
+                            conn.send_data(self.stream_id, data, end_stream=True)
                         session.send_soon()
                         return response.keep_alive
                     await self.send_data(data)
                     continue
                 if type(event) is EndOfMessage:
-                    if event.trailers:
-                        trailers = trailer_list(event.trailers)
-                        conn.send_headers(self.stream_id, trailers, end_stream=True)
-                    else:
-                        conn.end_stream(self.stream_id)
+                    send_end(conn, self.stream_id, b"", event.trailers)
                     session.send_soon()
                     return response.keep_alive
                 else:  # a broken body: the client learns it from the stream's reset
@@ -269,6 +275,17 @@ class H2Downstream:
     async def send_data(self, data: bytes) -> None:
         """Send ``data`` within the client's windows (:func:`send_data`)."""
         await send_data(self._session, self.stream_id, data, self.timer, self.send_timeout, self)
+
+
+def send_end(conn: Sender, stream_id: int, data: bytes, trailers: Headers) -> None:
+    """End the stream: its last piece of body (within the peer's windows), then the trailers if
+    there are some (RFC 9113 §8.1), else END_STREAM on that DATA."""
+    if not trailers:
+        conn.send_data(stream_id, data, end_stream=True)
+        return
+    if data:
+        conn.send_data(stream_id, data)
+    conn.send_headers(stream_id, trailer_list(trailers), end_stream=True)
 
 
 async def send_data(

@@ -11,8 +11,9 @@ Design:
   :data:`STREAM_LIMIT`; :mod:`.h2_pool` opens another connection past it.
 - **One reader.** :meth:`H2Upstream.run`, a task of the proxy's long-lived nursery, reads the
   backend's frames and hands each stream its own; the protocol is the proxy's own sans-IO
-  client (:mod:`coxswain.http2.client`), and frames go out through :meth:`H2Upstream.flush`,
-  one sender at a time, in the order it made them.
+  client (:mod:`coxswain.http2.client`), and frames go out through the connection's one
+  writer (:mod:`.h2_writer`), those its streams make in one turn of the scheduler in one
+  send, in the order they were made.
 - **Flow control both ways** (RFC 9113 §5.2). Response DATA is given back to the backend's
   windows only as the relay takes it, so a client that reads slowly slows its stream's
   backend down and the proxy holds at most a stream window (:data:`STREAM_WINDOW`) per
@@ -32,7 +33,6 @@ Design:
 
 from __future__ import annotations
 
-import contextlib
 import math
 from typing import TYPE_CHECKING, Final
 
@@ -55,6 +55,7 @@ from coxswain.http2.request import trailer_fields
 from coxswain.route.grpc_status import status_label
 from coxswain.shell.dataplane.h2_sender import H2Sender
 from coxswain.shell.dataplane.h2_stream import H2Body
+from coxswain.shell.dataplane.h2_writer import FrameWriter
 from coxswain.shell.dataplane.wire import RECEIVE_SIZE
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ class UpstreamStream:
         """
         self.body.timer = timer
         if self._head is None and self._failure is None:
-            await self.connection.flush()
+            self.connection.send_soon()
             while self._head is None and self._failure is None:
                 arrived = self._arrived = trio.Event()
                 timer.arm(self, self.body.read_timeout)
@@ -153,7 +154,6 @@ class H2Upstream(H2Sender):
     """One HTTP/2 connection to a backend endpoint; see the module's design."""
 
     conn: ClientConnection
-    stream: Upstream
 
     def __init__(
         self,
@@ -170,7 +170,7 @@ class H2Upstream(H2Sender):
             connection_window=STREAM_LIMIT * STREAM_WINDOW,
             max_header_list_size=DEFAULT_LIMITS.max_head_bytes,
         )
-        self.stream = transport  # where H2Sender.flush writes
+        self.writer = FrameWriter(self.conn, transport)
         self.transport = transport
         self.name = name  # address:port, for the access log
         self.read_timeout = read_timeout
@@ -178,7 +178,6 @@ class H2Upstream(H2Sender):
         self.streams: dict[int, UpstreamStream] = {}
         self.closing = False  # no new stream: GOAWAY either way, or the connection broke
         self.settled = trio.Event()  # the backend's first SETTINGS arrived (or it ended first)
-        self._sending = trio.Lock()
         self._windows: dict[int, trio.Event] = {}
         self._closed = closed
         self._record = record  # "goaway" received, a stream "refused"
@@ -192,7 +191,7 @@ class H2Upstream(H2Sender):
 
     def room(self) -> bool:
         """Whether the connection takes one more stream."""
-        return not self.closing and len(self.streams) < self.limit
+        return not self.closing and not self.writer.broken and len(self.streams) < self.limit
 
     # --- streams --------------------------------------------------------------------------------
 
@@ -202,7 +201,7 @@ class H2Upstream(H2Sender):
         Raises:
             StreamFailed: the connection can take no new stream (refused: try another).
         """
-        if self.closing:
+        if self.closing or self.writer.broken:
             raise StreamFailed("the connection is closing", refused=True)
         stream_id = self.conn.send_request(list(fields), end_stream)
         if not stream_id:  # the backend's limit lowered meanwhile, or identifiers spent
@@ -218,13 +217,15 @@ class H2Upstream(H2Sender):
         """The relay is done with ``stream``: give back the window of DATA nobody read, and
         reset the stream if it is still open either way (``CANCEL``, RFC 9113 §8.1: the
         client went, or the response ended before the request). Whether that made frames
-        to send (:meth:`flush_quietly`)."""
+        to send (:meth:`send_soon`)."""
         stream_id = stream.stream_id
         if self.streams.pop(stream_id, None) is None:
             return False
         self._windows.pop(stream_id, None)
         if not self.streams and self._receiving is not None:
             self._receiving.deadline = trio.current_time() + self.idle_timeout
+        if self.conn.terminated:  # broken: its GOAWAY is its last frame (RFC 9113 §5.4.1)
+            return False
         unread = stream.body.unread()
         if unread:
             self.acknowledge(stream_id, unread)
@@ -244,17 +245,15 @@ class H2Upstream(H2Sender):
         self.conn.reset_stream(stream_id, code)
 
     async def flush(self) -> None:
-        """Send the frames made so far, in order; with none made, return at once, without
-        the sender's lock (whose checkpoint would cost a trip through the scheduler): a
-        relay waits or sends right after each flush, and this one has nothing to wait for."""
-        if self.conn.has_data_to_send:
-            await super().flush()
+        """Hand the frames made so far to the writer and wait while it is inside a send
+        (:meth:`.FrameWriter.flush`); with none made, return at once, without a trip through
+        the scheduler: a relay waits or sends right after each flush.
 
-    async def flush_quietly(self) -> None:
-        """:meth:`flush`, for a task of its own: a connection that broke meanwhile has
-        nothing left to say."""
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await self.flush()
+        Raises:
+            trio.BrokenResourceError: the connection broke.
+        """
+        if self.conn.has_data_to_send:
+            await self.writer.flush()
 
     # --- the reader -----------------------------------------------------------------------------
 
@@ -262,31 +261,38 @@ class H2Upstream(H2Sender):
         """Read the backend's frames until the connection ends; then fail what is left and
         close the transport."""
         reason = "the backend closed the connection"
+        writer = self.writer
         try:
-            await self.flush()  # the preface: a backend may wait for it before its SETTINGS
-            while True:
-                data = await self._receive()
-                if not data:
-                    break
-                for event in self.conn.receive_data(data):
-                    if type(event) is ConnectionTerminated:
-                        reason = f"the backend broke HTTP/2: {event.reason}"
-                    self._dispatch(event)
-                await self.flush()
-                if self.conn.terminated:
-                    break
-                await trio.lowlevel.checkpoint()  # frames that ask for no answer must not hog
-                if self.closing and not self.streams:
-                    break
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as err:
-            reason = f"the backend connection broke: {err}"
+            async with trio.open_nursery() as sending:
+                sending.start_soon(writer.run)  # the preface first, which a backend may await
+                try:
+                    while True:
+                        data = await self._receive()
+                        if not data:
+                            break
+                        for event in self.conn.receive_data(data):
+                            if type(event) is ConnectionTerminated:
+                                reason = f"the backend broke HTTP/2: {event.reason}"
+                            self._dispatch(event)
+                        if self.conn.terminated:
+                            break
+                        # the answers (acknowledgements, window updates) go out; a backend
+                        # whose socket is full is not read further meanwhile; and frames that
+                        # ask for no answer must not hog the loop: this yields
+                        await writer.flush()
+                        if self.closing and not self.streams:
+                            break
+                except (trio.BrokenResourceError, trio.ClosedResourceError) as err:
+                    reason = f"the backend connection broke: {err}"
+                finally:
+                    self.closing = True
+                    self.settled.set()
+                    self._closed(self)
+                    for stream in list(self.streams.values()):
+                        stream.failed(reason)
+                    self.open_window(0)
+                    writer.close()  # what is left (a GOAWAY) goes out first
         finally:
-            self.closing = True
-            self.settled.set()
-            self._closed(self)
-            for stream in list(self.streams.values()):
-                stream.failed(reason)
-            self.open_window(0)
             self.transport.close()
 
     async def _receive(self) -> bytes:
@@ -305,8 +311,7 @@ class H2Upstream(H2Sender):
                 self._receiving = None
             if not self.streams:  # idle for idle_timeout
                 self.closing = True
-                self.conn.close_connection(NO_ERROR)
-                await self.flush()
+                self.conn.close_connection(NO_ERROR)  # sent by the writer as it stops
                 return b""
 
     def _dispatch(self, event: Event) -> None:

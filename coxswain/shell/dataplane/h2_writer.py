@@ -1,5 +1,6 @@
-"""The one writer of a client's HTTP/2 connection (RFC 9113): every frame the connection's
-streams and its reader make goes out through it, those of many streams in one send.
+"""The one writer of an HTTP/2 connection (RFC 9113), a client's or a backend's: every frame the
+connection's streams and its reader make goes out through it, those of many streams in one
+send.
 
 Why: the streams of one connection share its socket, and only one task may send on a socket at
 a time. A lock around each stream's send costs every response a wait for the lock and a send
@@ -9,7 +10,7 @@ of its own; with one writer, a stream puts its frames in the protocol machine's 
 one ``send_all``, in the order they were made.
 
 Backpressure stays: a stream relaying a body calls :meth:`FrameWriter.flush` after each piece,
-which waits while the writer is inside a send (the client's socket buffer full), so what waits
+which waits while the writer is inside a send (the peer's socket buffer full), so what waits
 for the kernel is at most one piece per stream besides the send in progress; the reader waits
 the same way before it reads more (:mod:`.h2_connection`). A send that takes no byte for the
 connection's send timeout closes the connection (:meth:`.Connection.bound_sends`); the writer
@@ -63,7 +64,7 @@ class FrameWriter:
             trio.BrokenResourceError: the connection broke or was closed; nothing more is sent.
         """
         if self._broken:
-            raise trio.BrokenResourceError("the client's connection is closed")
+            raise trio.BrokenResourceError("the connection is closed")
         self.send_soon()
         if self._writing:
             written = self._written
@@ -71,7 +72,7 @@ class FrameWriter:
                 written = self._written = trio.Event()
             await written.wait()
             if self._broken:
-                raise trio.BrokenResourceError("the client's connection is closed")
+                raise trio.BrokenResourceError("the connection is closed")
         else:
             await trio.lowlevel.checkpoint()
 

@@ -320,7 +320,7 @@ class Mirrors:
         finally:
             timer.disarm()
             if stream.connection.forget(stream):
-                pool.flush_soon(stream.connection)
+                stream.connection.send_soon()
 
 
 async def _mirror_stream(

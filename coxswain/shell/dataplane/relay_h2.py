@@ -41,9 +41,9 @@ from typing import TYPE_CHECKING, Final, Protocol
 import trio
 
 from coxswain.http1 import Data, EndOfMessage
-from coxswain.http2.backend import request_fields, response_head, trailer_list
+from coxswain.http2.backend import request_fields, response_head
 from coxswain.http2.frames import PROTOCOL_ERROR
-from coxswain.shell.dataplane.h2_stream import H2Body, send_data
+from coxswain.shell.dataplane.h2_stream import H2Body, send_data, send_end
 from coxswain.shell.dataplane.h2_upstream import StreamFailed
 from coxswain.shell.dataplane.pool import ConnectFailed
 from coxswain.shell.dataplane.tries import (
@@ -246,11 +246,12 @@ class H2Relay:
 
     def _done(self, stream: UpstreamStream) -> None:
         """The exchange is over: the stream leaves its connection, reset when still open;
-        the reset goes out from the connection's own nursery, so that a client that went
-        away (a cancelled exchange) still has its stream cancelled towards the backend."""
+        the reset goes out through the connection's writer, which runs in the connection's own
+        nursery, so that a client that went away (a cancelled exchange) still has its stream
+        cancelled towards the backend."""
         connection = stream.connection
         if connection.forget(stream):
-            self.pool.flush_soon(connection)
+            connection.send_soon()
 
 
 async def _respond(
@@ -356,14 +357,7 @@ class _Whole:
             pass
 
     def _send(self, stream: UpstreamStream) -> None:
-        conn = stream.connection.conn
-        stream_id = stream.stream_id
-        if self.trailers:
-            if self.data:
-                conn.send_data(stream_id, self.data)
-            conn.send_headers(stream_id, trailer_list(self.trailers), end_stream=True)
-        else:
-            conn.send_data(stream_id, self.data, end_stream=True)
+        send_end(stream.connection.conn, stream.stream_id, self.data, self.trailers)
         stream.sent_end = True
 
 
@@ -430,11 +424,7 @@ class _BodySender:
                 continue
             if tee is not None:  # whole: the mirrors finish even if the answer ends this task
                 tee.end(event.trailers)
-            if event.trailers:
-                trailers = trailer_list(event.trailers)
-                connection.conn.send_headers(stream_id, trailers, end_stream=True)
-            else:
-                connection.conn.end_stream(stream_id)
+            send_end(connection.conn, stream_id, b"", event.trailers)
             stream.sent_end = True
             await connection.flush()
             return
