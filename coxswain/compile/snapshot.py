@@ -370,7 +370,9 @@ INGRESS_ACTION_FIELDS = tuple(f.name for f in dataclasses.fields(IngressActions)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PathRule:
     """One Ingress path on one host; ``tls_redirect`` sends plain-HTTP requests to HTTPS;
-    ``actions`` is None on a path that has none (the proxy's fast path)."""
+    ``actions`` is None on a path that has none (the proxy's fast path); ``hsts`` is the
+    ``Strict-Transport-Security`` value its HTTPS responses carry ("" for none; the
+    ``hsts`` default, ``config.IngressDefaults``)."""
 
     path: str
     match: PathMatch
@@ -378,6 +380,7 @@ class PathRule:
     route: RouteRef
     tls_redirect: bool = False
     actions: IngressActions | None = None
+    hsts: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

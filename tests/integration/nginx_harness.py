@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from coxswain.compile import SharedPool, build_state, compile
+from coxswain.compile import CompileConfig, SharedPool, build_state, compile
 from coxswain.compile.snapshot_json import snapshot_to_data
 
 from .manifests import backend as manifest_backend
@@ -44,13 +44,17 @@ def shop(annotations: dict[str, str], *paths: tuple[str, str, str]) -> dict[str,
     }
 
 
-def compiled(*objects: dict[str, Any]) -> Callable[[dict[str, int]], dict[str, Any]]:
-    """The snapshot of ``objects`` with the echo backends ``one`` and ``two`` as Services."""
+def compiled(
+    *objects: dict[str, Any], config: CompileConfig | None = None
+) -> Callable[[dict[str, int]], dict[str, Any]]:
+    """The snapshot of ``objects`` with the echo backends ``one`` and ``two`` as Services,
+    compiled with ``config`` (the controller's flags; its defaults when None)."""
 
     def make(ports: dict[str, int]) -> dict[str, Any]:
         bodies = [ingress_class(), *objects]
         for name in ("one", "two"):
             bodies += manifest_backend(name, ports[name])
-        return snapshot_to_data(compile(build_state(bodies), SharedPool()).snapshot)
+        result = compile(build_state(bodies), SharedPool(), config or CompileConfig())
+        return snapshot_to_data(result.snapshot)
 
     return make

@@ -171,6 +171,7 @@ def ingress_hosts(
                     ),
                     tls_redirect=redirect,
                     actions=actions,
+                    hsts=_hsts(given, certificates, host),
                 )
                 served.setdefault(host, paths[host][(match, value)])
                 if (
@@ -217,6 +218,7 @@ def ingress_hosts(
                 ),
                 tls_redirect=_tls_redirect(options, certificates, host),
                 actions=_without_rewrite(options),
+                hsts=_hsts(given, certificates, host),
             )
     attach_canaries(
         paths,
@@ -299,6 +301,12 @@ def _precedence(rule: PathRule) -> tuple[int, int, str]:
     if rule.match is PathMatch.EXACT:
         return (0, 0, rule.path)
     return (1 if rule.match is PathMatch.REGEX else 2, -len(rule.path), rule.path)
+
+
+def _hsts(given: IngressDefaults, certificates: PMap[str, Certificate], host: str) -> str:
+    """The ``Strict-Transport-Security`` of the host's HTTPS responses: ingress-nginx sends it
+    only where a certificate is configured for the host (its ``hsts`` ConfigMap key)."""
+    return given.hsts_value if given.hsts and has_certificate(certificates, host) else ""
 
 
 def _tls_redirect(options: IngressOptions, certificates: PMap[str, Certificate], host: str) -> bool:

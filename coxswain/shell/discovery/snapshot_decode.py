@@ -184,6 +184,7 @@ def _read_path_rule(message: pb.PathRule) -> PathRule:
         route=_read_route(message.route),
         tls_redirect=message.tls_redirect,
         actions=actions,
+        hsts=message.hsts,
     )
 
 

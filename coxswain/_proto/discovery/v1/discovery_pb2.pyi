@@ -674,10 +674,13 @@ class PathRule(_message.Message):
     ROUTE_FIELD_NUMBER: _builtins.int
     TLS_REDIRECT_FIELD_NUMBER: _builtins.int
     ACTIONS_FIELD_NUMBER: _builtins.int
+    HSTS_FIELD_NUMBER: _builtins.int
     path: _builtins.str
     match: _builtins.str
     """Exact | Prefix | Regex"""
     tls_redirect: _builtins.bool
+    hsts: _builtins.str
+    """The Strict-Transport-Security value of its HTTPS responses; empty: none."""
     @_builtins.property
     def backend(self) -> Global___Backend: ...
     @_builtins.property
@@ -693,10 +696,11 @@ class PathRule(_message.Message):
         route: Global___RouteRef | None = ...,
         tls_redirect: _builtins.bool = ...,
         actions: Global___IngressActions | None = ...,
+        hsts: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_actions", b"_actions", "actions", b"actions", "backend", b"backend", "route", b"route"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_actions", b"_actions", "actions", b"actions", "backend", b"backend", "match", b"match", "path", b"path", "route", b"route", "tls_redirect", b"tls_redirect"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_actions", b"_actions", "actions", b"actions", "backend", b"backend", "hsts", b"hsts", "match", b"match", "path", b"path", "route", b"route", "tls_redirect", b"tls_redirect"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__actions: _TypeAlias = _typing.Literal["actions"]  # noqa: Y015
     _WhichOneofArgType__actions: _TypeAlias = _typing.Literal["_actions", b"_actions"]  # noqa: Y015
