@@ -242,7 +242,8 @@ class Affinity:
     some sessions), ``persistent`` by the endpoint itself (sessions stay until it goes). The
     cookie's ``path`` (the Ingress path when not set), ``domain``, ``expires`` and ``max_age``
     (seconds; 0: not sent), ``samesite`` and ``secure`` (None: on HTTPS requests) are its
-    attributes; it is always ``HttpOnly``."""
+    attributes; it is always ``HttpOnly``. ``conditional_samesite_none`` leaves
+    ``SameSite=None`` out for the browsers that mishandle it (``route.affinity``)."""
 
     mode: str = "balanced"
     cookie_name: str = "INGRESSCOOKIE"
@@ -252,6 +253,7 @@ class Affinity:
     max_age: int = 0
     samesite: str | None = None
     secure: bool | None = None
+    conditional_samesite_none: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -281,7 +281,7 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     "session-cookie-expires": AnnotationInfo(_H),
     "session-cookie-max-age": AnnotationInfo(_H),
     "session-cookie-samesite": AnnotationInfo(_H),
-    "session-cookie-conditional-samesite-none": AnnotationInfo(_N),
+    "session-cookie-conditional-samesite-none": AnnotationInfo(_H),
     "session-cookie-secure": AnnotationInfo(_H),
     "session-cookie-change-on-failure": AnnotationInfo(_N),
     "limit-rps": AnnotationInfo(_H),

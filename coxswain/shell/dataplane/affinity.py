@@ -69,7 +69,15 @@ def pinned(
     expires = None
     if affinity.expires:
         expires = formatdate(time.time() + affinity.expires, usegmt=True)
-    cookie = cookie_field(affinity, value, path="/", https=https, expires_at=expires)
+    agent = next((v for n, v in headers if n.lower() == b"user-agent"), None)
+    cookie = cookie_field(
+        affinity,
+        value,
+        path="/",
+        https=https,
+        expires_at=expires,
+        user_agent=None if agent is None else agent.decode("latin-1"),
+    )
     return dataclasses.replace(
         decision, response_fields=(*decision.response_fields, (b"set-cookie", cookie))
     )

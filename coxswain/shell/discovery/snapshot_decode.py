@@ -254,6 +254,7 @@ def _read_affinity(wire: pb.Affinity) -> Affinity:
         max_age=wire.max_age,
         samesite=wire.samesite if wire.HasField("samesite") else None,
         secure=wire.secure if wire.HasField("secure") else None,
+        conditional_samesite_none=wire.conditional_samesite_none,
     )
 
 
