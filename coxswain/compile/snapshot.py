@@ -243,7 +243,9 @@ class Affinity:
     cookie's ``path`` (the Ingress path when not set), ``domain``, ``expires`` and ``max_age``
     (seconds; 0: not sent), ``samesite`` and ``secure`` (None: on HTTPS requests) are its
     attributes; it is always ``HttpOnly``. ``conditional_samesite_none`` leaves
-    ``SameSite=None`` out for the browsers that mishandle it (``route.affinity``)."""
+    ``SameSite=None`` out for the browsers that mishandle it (``route.affinity``).
+    ``change_on_failure``: a request whose endpoint fails goes to another, and the cookie
+    moves the client there (``shell.dataplane.affinity``)."""
 
     mode: str = "balanced"
     cookie_name: str = "INGRESSCOOKIE"
@@ -254,6 +256,7 @@ class Affinity:
     samesite: str | None = None
     secure: bool | None = None
     conditional_samesite_none: bool = False
+    change_on_failure: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

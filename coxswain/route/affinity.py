@@ -17,6 +17,11 @@ Rules:
    ``User-Agent`` is one of the browsers that reject a cookie carrying it or read it as
    ``Strict`` (Chrome 40 to 69, iOS 12, Safari on macOS 10.14: the list of "SameSite=None:
    Known Incompatible Clients" that ingress-nginx checks, by the same substrings).
+6. ``change_on_failure``: the request that another endpoint served after its own failed gets
+   a cookie naming that endpoint (:func:`value_for`), as ingress-nginx's balancer sets one
+   for the upstream it picks anew: ``persistent`` names it; ``balanced`` draws keys until one
+   hashes onto it, a bounded number of hashes (as ingress-nginx draws a bounded number of
+   times), and sets none if no draw did.
 """
 
 from __future__ import annotations
@@ -31,8 +36,9 @@ if TYPE_CHECKING:
 
     from coxswain.compile.snapshot import Affinity, Backend, Endpoint
 
-__all__ = ["cookie_field", "samesite_none_refused", "sticky_endpoint"]
+__all__ = ["cookie_field", "samesite_none_refused", "sticky_endpoint", "value_for"]
 
+_HASHES: Final = 4096  # the most hashes spent looking for a balanced key (rule 6)
 _SAMESITE_NONE_REFUSED: Final = (
     "Chrome/4",
     "Chrome/5",
@@ -67,6 +73,26 @@ def sticky_endpoint(
             key = f"{draw:016x}"
         endpoint = max(endpoints, key=lambda e: _md5(f"{key}|{e.address}:{e.port}"))
     return endpoint, f"{key}|{_md5(_md5(name) + name)}" if fresh else None
+
+
+def value_for(
+    affinity: Affinity,
+    backend: Backend,
+    endpoints: Sequence[Endpoint],
+    served: Endpoint,
+    draw: int,
+) -> str | None:
+    """The cookie value that names ``served``, one of ``endpoints`` (rule 6), or None when
+    no key was found for it. ``draw`` is a random number."""
+    name = f"{backend.namespace}-{backend.service}-{backend.port}"
+    suffix = f"|{_md5(_md5(name) + name)}"
+    if affinity.mode == "persistent":
+        return _md5(f"{name}{served.address}:{served.port}") + suffix
+    for step in range(max(1, _HASHES // max(1, len(endpoints)))):
+        key = f"{(draw + step) % 2**64:016x}"
+        if max(endpoints, key=lambda e: _md5(f"{key}|{e.address}:{e.port}")) == served:
+            return key + suffix
+    return None
 
 
 def cookie_field(

@@ -58,3 +58,30 @@ def compiled(
         return snapshot_to_data(result.snapshot)
 
     return make
+
+
+def spread_service(service: str, ports: dict[str, int]) -> list[dict[str, Any]]:
+    """Service ``app/<service>`` with one endpoint on 127.0.0.1 per port of ``ports`` (one
+    EndpointSlice each, named after its key)."""
+    slices = [
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": f"{service}-{name}",
+                "namespace": "app",
+                "labels": {"kubernetes.io/service-name": service},
+            },
+            "addressType": "IPv4",
+            "ports": [{"name": "", "port": port}],
+            "endpoints": [{"addresses": ["127.0.0.1"]}],
+        }
+        for name, port in ports.items()
+    ]
+    body = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": service, "namespace": "app"},
+        "spec": {"ports": [{"port": 80}]},
+    }
+    return [body, *slices]

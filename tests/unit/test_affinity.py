@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from coxswain.compile.snapshot import Affinity, Backend, Endpoint
-from coxswain.route.affinity import cookie_field, sticky_endpoint
+from coxswain.route.affinity import cookie_field, sticky_endpoint, value_for
 
 BACKEND = Backend(namespace="app", service="web", port=80)
 ENDPOINTS = [Endpoint(f"10.0.0.{n}", 8080) for n in range(1, 5)]
@@ -72,3 +72,14 @@ def test_conditional_samesite_none_leaves_it_out_for_the_browsers_that_mishandle
     lax = Affinity(samesite="Lax", conditional_samesite_none=True)
     field = cookie_field(lax, "k|b", path="/", https=False, expires_at=None, user_agent=OLD_CHROME)
     assert field.endswith(b"; SameSite=Lax")  # only None is conditional
+
+
+@given(st.integers(min_value=0, max_value=2**63 - 1), st.sampled_from(ENDPOINTS))
+def test_the_value_for_a_served_endpoint_sends_its_client_there(
+    draw: int, served: Endpoint
+) -> None:
+    for affinity in (Affinity(), Affinity(mode="persistent")):
+        value = value_for(affinity, BACKEND, ENDPOINTS, served, draw)
+        assert value is not None  # 1,024 draws for 4 endpoints
+        cookie = ((b"cookie", b"INGRESSCOOKIE=" + value.encode()),)
+        assert sticky_endpoint(affinity, BACKEND, ENDPOINTS, cookie, draw) == (served, None)

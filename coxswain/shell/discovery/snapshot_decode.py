@@ -255,6 +255,7 @@ def _read_affinity(wire: pb.Affinity) -> Affinity:
         samesite=wire.samesite if wire.HasField("samesite") else None,
         secure=wire.secure if wire.HasField("secure") else None,
         conditional_samesite_none=wire.conditional_samesite_none,
+        change_on_failure=wire.change_on_failure,
     )
 
 

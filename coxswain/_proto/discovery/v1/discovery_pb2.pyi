@@ -924,6 +924,7 @@ class Affinity(_message.Message):
     SAMESITE_FIELD_NUMBER: _builtins.int
     SECURE_FIELD_NUMBER: _builtins.int
     CONDITIONAL_SAMESITE_NONE_FIELD_NUMBER: _builtins.int
+    CHANGE_ON_FAILURE_FIELD_NUMBER: _builtins.int
     mode: _builtins.str
     cookie_name: _builtins.str
     path: _builtins.str
@@ -933,6 +934,7 @@ class Affinity(_message.Message):
     samesite: _builtins.str
     secure: _builtins.bool
     conditional_samesite_none: _builtins.bool
+    change_on_failure: _builtins.bool
     def __init__(
         self,
         *,
@@ -945,10 +947,11 @@ class Affinity(_message.Message):
         samesite: _builtins.str | None = ...,
         secure: _builtins.bool | None = ...,
         conditional_samesite_none: _builtins.bool = ...,
+        change_on_failure: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_domain", b"_domain", "_path", b"_path", "_samesite", b"_samesite", "_secure", b"_secure", "domain", b"domain", "path", b"path", "samesite", b"samesite", "secure", b"secure"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_domain", b"_domain", "_path", b"_path", "_samesite", b"_samesite", "_secure", b"_secure", "conditional_samesite_none", b"conditional_samesite_none", "cookie_name", b"cookie_name", "domain", b"domain", "expires", b"expires", "max_age", b"max_age", "mode", b"mode", "path", b"path", "samesite", b"samesite", "secure", b"secure"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_domain", b"_domain", "_path", b"_path", "_samesite", b"_samesite", "_secure", b"_secure", "change_on_failure", b"change_on_failure", "conditional_samesite_none", b"conditional_samesite_none", "cookie_name", b"cookie_name", "domain", b"domain", "expires", b"expires", "max_age", b"max_age", "mode", b"mode", "path", b"path", "samesite", b"samesite", "secure", b"secure"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__domain: _TypeAlias = _typing.Literal["domain"]  # noqa: Y015
     _WhichOneofArgType__domain: _TypeAlias = _typing.Literal["_domain", b"_domain"]  # noqa: Y015
