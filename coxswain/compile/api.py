@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from coxswain.compile.gateway.cells import GatewayCells
     from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.gateway.route_kinds import RouteCache
+    from coxswain.compile.gateway.status import StatusCache
     from coxswain.compile.model.keys import ObjectKey
     from coxswain.compile.model.state import ClusterState
     from coxswain.compile.status import ObjectStatus
@@ -111,11 +112,13 @@ def compile_parts(
     *,
     earlier: CompileParts | None = None,
     endpoints: EndpointsCache | None = None,
+    model: GatewayModel | None = None,
 ) -> CompileParts:
     """``compile`` up to the seal; ``cache`` remembers compiled routes, ``earlier`` is an
     earlier compile of the same scope whose listener tables (``gateway.cells``) and endpoints
     map are reused where their inputs are the same, ``endpoints`` remembers endpoint entries
-    (all three from ``compile.memo``; the parts are the same without them)."""
+    (all three from ``compile.memo``; the parts are the same without them); ``model`` is the
+    scope's ``analyse_gateways`` when the caller has it."""
     ingresses, found = (
         select_ingresses(state, config) if isinstance(scope, SharedPool) else ([], [])
     )
@@ -124,7 +127,8 @@ def compile_parts(
     hosts, rules_found, services_read = ingress_hosts(
         ingresses, services, certificates, state.secrets, config.ingress_defaults
     )
-    model = analyse_gateways(state, config, services, scope, cache)
+    if model is None:
+        model = analyse_gateways(state, config, services, scope, cache)
     cells = build_cells(model, None if earlier is None else earlier.cells)
     rules = [
         rule
@@ -231,6 +235,7 @@ def status(
     config: CompileConfig = _DEFAULT_CONFIG,
     programmed: Collection[tuple[str, int]] | None = None,
     model: GatewayModel | None = None,
+    cache: StatusCache | None = None,
 ) -> PVector[ObjectStatus]:
     """The desired status of every object we own, in (kind, namespace, name) order. Pure.
 
@@ -241,8 +246,10 @@ def status(
             snapshot of the Gateway's current generation (the fleet observation); None
             offline, when every compiled listener counts as programmed.
         model: the scope-less ``analyse_gateways`` of ``state``, when the caller has it.
+        cache: remembers Gateway API statuses between calls (``compile.status_memo``); the
+            result is the same without it.
     """
     if model is None:
         model = analyse_gateways(state, config, index_services(state))
-    found = [*gateway_statuses(model, config, programmed), *ingress_statuses(state, config)]
+    found = [*gateway_statuses(model, config, programmed, cache), *ingress_statuses(state, config)]
     return pvector(sorted(found, key=lambda s: (s.kind, s.namespace, s.name)))

@@ -40,21 +40,27 @@ What is remembered, and when it is reused:
     ListenerSets, workloads), and to a Gateway with ``spec.addresses`` (addresses are judged
     against every Gateway's), make every scope compile again.
 
-- **The cluster-wide analysis, status and provision**: reused when only EndpointSlices changed
-  (none of them reads a slice) and their other inputs are equal.
+- **The Gateway API analyses** of the cluster and of the shared pool (``analysis_memo``):
+  patched when only routes changed (the changed routes detached and attached again against
+  the remembered listener verdicts), kept when only EndpointSlices changed.
+- **The cluster-wide status**: reused when only EndpointSlices changed (none of them reads a
+  slice) and its other inputs are equal; otherwise each Gateway API status is reused while
+  its inputs are (``status_memo``).
+- **The cluster-wide provision**: it reads the passes before the routes' and Services,
+  ServiceAccounts and Deployments only, so it is reused while those are the same objects
+  (the analysis patched for routes keeps them) and its other inputs are equal.
 
 Work stays bounded: each map holds at most one entry per object or scope that exists.
 """
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Final
 
+from coxswain.compile.analysis_memo import AnalysisMemory
 from coxswain.compile.api import (
     CompileResult,
-    analyse,
     compile_parts,
     findings,
     slice_findings,
@@ -66,7 +72,7 @@ from coxswain.compile.gateway.route_kinds import ROUTE_COMPILERS, compile_any_ro
 from coxswain.compile.model.gateway_objects import CommonRoute, Gateway
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.provision import provision
-from coxswain.compile.scope import GatewayScope
+from coxswain.compile.scope import GatewayScope, SharedPool
 from coxswain.compile.snapshot_json import (
     endpoint_piece,
     endpoint_pieces,
@@ -81,10 +87,12 @@ from coxswain.compile.state_changes import (
     names_parent,
     slice_services,
 )
+from coxswain.compile.status_memo import StatusMemory
+from coxswain.compile.texts_memo import Texts
 
 if TYPE_CHECKING:
     from _hashlib import HASH
-    from collections.abc import Collection, Iterator
+    from collections.abc import Collection
 
     from pyrsistent.typing import PVector
 
@@ -102,8 +110,6 @@ if TYPE_CHECKING:
     from coxswain.compile.status import ObjectStatus
 
 __all__ = ["CompileMemo"]
-
-_V = TypeVar("_V")
 
 _SCOPED_KINDS: Final = frozenset({"Gateway", "EndpointSlice", "Ingress", "IngressClass"})
 """Kinds whose changes a Gateway's scope checks against what it read; with the route kinds.
@@ -186,34 +192,6 @@ class _Outputs:
     provision: tuple[object, DesiredObjects] | None = None
 
 
-class _Texts(MutableMapping[int, _V]):
-    """Texts (``snapshot_json``'s ``RuleTexts``, ``TableTexts``) used now,
-    falling back on those used the time before: texts the last use did not ask for are
-    dropped, so the map never outgrows what one snapshot holds."""
-
-    def __init__(self, older: dict[int, _V]) -> None:
-        self.now: dict[int, _V] = {}
-        self.older = older
-
-    def __getitem__(self, key: int) -> _V:
-        found = self.now.get(key)
-        if found is None:
-            found = self.now[key] = self.older[key]
-        return found
-
-    def __setitem__(self, key: int, value: _V) -> None:
-        self.now[key] = value
-
-    def __delitem__(self, key: int) -> None:
-        del self.now[key]
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.now)
-
-    def __len__(self) -> int:
-        return len(self.now)
-
-
 class CompileMemo:
     """Earlier results and what they read; ``compile``, ``analyse``, ``status`` and
     ``provision`` answer as the pure functions of the same names do. Not thread-safe: one
@@ -232,10 +210,23 @@ class CompileMemo:
         self._readers: dict[_Read, set[ObjectKey]] = {}  # what routes read → those routes
         self._granted: set[ObjectKey] = set()  # routes that asked a ReferenceGrant question
         self._texts_state: ClusterState | None = None
-        self._texts: _Texts[tuple[GatewayRule, str]] = _Texts({})
+        self._texts: Texts[tuple[GatewayRule, str]] = Texts({})
         self._scopes: dict[Scope, _ScopeEntry] = {}
         self._services: dict[tuple[str, str], _ServiceEntry] = {}  # by namespace, name
         self._outputs: _Outputs | None = None
+        self._analyses = AnalysisMemory()  # the cluster's and the shared pool's analyses
+        self._statuses = StatusMemory()  # Gateway API statuses per object
+
+    @property
+    def analyses_patched(self) -> int:
+        """Gateway API analyses patched for changed routes rather than run whole, since
+        creation (``analysis_memo``)."""
+        return self._analyses.patched
+
+    @property
+    def statuses_made(self) -> int:
+        """Gateway API statuses made rather than reused, since creation (``status_memo``)."""
+        return self._statuses.made_again
 
     # --- the pure functions' answers ------------------------------------------------------------
 
@@ -264,8 +255,15 @@ class CompileMemo:
         if outputs is not None and outputs.config == config and self._carried(outputs.state):
             outputs.state = state
             return outputs.model
-        model = analyse(state, config, self)
+        model = self._analyses.model(state, config, None, self._since(), self)
         self._outputs = _Outputs(state=state, config=config, model=model)
+        if (
+            outputs is not None
+            and outputs.config == config
+            and outputs.model.listeners is model.listeners  # the same passes before routes'
+            and _same_objects(_provision_reads(outputs.state), _provision_reads(state))
+        ):
+            self._outputs.provision = outputs.provision
         return model
 
     def status(
@@ -278,7 +276,11 @@ class CompileMemo:
         outputs = self._current_outputs(state, config)
         key = None if programmed is None else frozenset(programmed)
         if outputs.status is None or outputs.status[0] != key:
-            outputs.status = (key, status(state, config, programmed, outputs.model))
+            self._statuses.begin()
+            outputs.status = (
+                key,
+                status(state, config, programmed, outputs.model, self._statuses),
+            )
         return outputs.status[1]
 
     def provision(
@@ -382,6 +384,7 @@ class CompileMemo:
             self._slices_only = {
                 service for k in self._changed for service in slice_services(k, previous, state)
             }
+            self._analyses.carry(previous, state)
         for key in self._changed:
             if key.kind in ROUTE_COMPILERS and lookup(state, key) is None:
                 self._drop_route(key)  # deleted
@@ -424,6 +427,12 @@ class CompileMemo:
             and all(k.kind == "EndpointSlice" for k in self._changed)
         )
 
+    def _since(self) -> tuple[ClusterState, frozenset[ObjectKey]] | None:
+        """The state before the current one and the keys changed since, when known."""
+        if self._previous is None or self._changed is None:
+            return None
+        return self._previous, self._changed
+
     def _current_outputs(self, state: ClusterState, config: CompileConfig) -> _Outputs:
         self.analyse(state, config)
         outputs = self._outputs
@@ -433,7 +442,7 @@ class CompileMemo:
     def _compiled(self, state: ClusterState, scope: Scope, config: CompileConfig) -> CompileResult:
         if self._texts_state is not state:  # the first full compile of this state
             self._texts_state = state
-            self._texts = _Texts(self._texts.now)
+            self._texts = Texts(self._texts.now)
         earlier = self._scopes.get(scope)
         parts = compile_parts(
             state,
@@ -442,10 +451,15 @@ class CompileMemo:
             self,
             earlier=None if earlier is None else earlier.parts,
             endpoints=self,
+            model=(
+                self._analyses.model(state, config, scope, self._since(), self)
+                if isinstance(scope, SharedPool)
+                else None
+            ),
         )
         services = index_services(state)
         slice_found = {key: self._slice_findings(services, key) for key in parts.services_read}
-        tables = _Texts({} if earlier is None else earlier.table_texts)
+        tables = Texts({} if earlier is None else earlier.table_texts)
         head = head_digest(parts.snapshot, self._texts, tables)
         pieces = endpoint_pieces(
             parts.snapshot.endpoints, None if earlier is None else earlier.endpoint_pieces
@@ -558,6 +572,15 @@ class CompileMemo:
             diagnostics=diagnostics,
         )
         return entry.result
+
+
+def _provision_reads(state: ClusterState) -> tuple[object, ...]:
+    """The tables ``provision`` reads besides the analysis' passes before the routes'."""
+    return (state.services, state.service_accounts, state.deployments)
+
+
+def _same_objects(first: tuple[object, ...], second: tuple[object, ...]) -> bool:
+    return all(a is b for a, b in zip(first, second, strict=True))
 
 
 def _serves(gateway: Gateway, entry: _ScopeEntry) -> bool:

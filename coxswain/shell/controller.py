@@ -400,11 +400,12 @@ class _Reconciler:
         self._health.scopes.labels(outcome="compiled").inc(compiled)
         self._health.scopes.labels(outcome="reused").inc(reused)
         generations = {g.meta.key.ref: g.meta.generation for g in state.gateways.values()}
-        for scope, snapshot in snapshots.items():
+        for snapshot in snapshots.values():
             # Versions are content digests: a new generation that compiles to the same snapshot
             # (a Gateway's addresses edited, say) is served by whichever proxy acked it already.
             self._served[snapshot.version] = _served_generations(generations, snapshot)
-            server.publish(scope, snapshot)
+        # Encoding costs what changed: every resource of every scope at the first round.
+        await offload(server.publish_many, snapshots)
         fleet = server.fleet
         now = _now()
         desired = await offload(memo.status, state, config, self._programmed(generations, fleet))

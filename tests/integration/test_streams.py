@@ -420,3 +420,59 @@ async def _a_port_held_elsewhere_is_bound_once_it_is_free() -> None:
                     await client.send(b"q")
                     assert await client.recv(100) == b"dns:q"
         nursery.cancel_scope.cancel()
+
+
+def _client_hello(server_name: str) -> bytes:
+    """The first bytes a TLS client naming ``server_name`` sends."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = _client_context().wrap_bio(incoming, outgoing, server_hostname=server_name)
+    with contextlib.suppress(ssl.SSLWantReadError):
+        tls.do_handshake()
+    return outgoing.read()
+
+
+def test_a_silent_client_delays_none_of_the_connections_accepted_with_it() -> None:
+    trio.run(_a_silent_client_delays_none_of_the_connections_accepted_with_it)
+
+
+async def _a_silent_client_delays_none_of_the_connections_accepted_with_it() -> None:
+    async with trio.open_nursery() as nursery:
+        backend = await tcp_backend(nursery, "abc")
+        port = free_port()
+        async with running_proxy(StreamSettings(hello_timeout=60.0)) as proxy:
+            await proxy.apply(stream_snapshot(port, "TLS", [Route("*", "any", (backend,))]))
+            hello = _client_hello("abc.example.com")
+            # all in the listen queue before the proxy runs again: one accept batch, the
+            # silent client first
+            silent = socket.create_connection(("127.0.0.1", port))
+            others = [socket.create_connection(("127.0.0.1", port)) for _ in range(4)]
+            with silent, trio.fail_after(30):
+                for sock in others:
+                    sock.sendall(hello)
+                for sock in others:
+                    stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+                    async with stream:
+                        assert await read_exactly(stream, 4) == b"abc:"
+                exposition = proxy.metrics.exposition().decode()
+                assert 'outcome="forwarded",protocol="TLS",route="TLSRoute app/any"} 4.0' in (
+                    exposition
+                )
+                assert 'outcome="hello_timeout"' not in exposition  # the silent one waits on
+        nursery.cancel_scope.cancel()
+
+
+def test_a_backend_that_refuses_is_counted_and_the_client_closed() -> None:
+    trio.run(_a_backend_that_refuses_is_counted_and_the_client_closed)
+
+
+async def _a_backend_that_refuses_is_counted_and_the_client_closed() -> None:
+    port, nobody = free_port(), free_port()  # nothing listens on the backend's port
+    async with running_proxy(SETTINGS) as proxy:
+        await proxy.apply(stream_snapshot(port, "TCP", [Route("*", "gone", (nobody,))]))
+        with trio.fail_after(30):
+            async with await trio.open_tcp_stream("127.0.0.1", port) as client:
+                assert await client.receive_some(10) == b""
+        exposition = proxy.metrics.exposition().decode()
+        assert 'outcome="connect_failed",protocol="TCP",route="TCPRoute app/gone"} 1.0' in (
+            exposition
+        )

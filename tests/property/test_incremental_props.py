@@ -72,6 +72,8 @@ def _svc_services(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
+_HOSTNAMES = ("a.example.com", "*.example.com", "b.example.com")
+
 _bodies = st.one_of(
     _svc_services(),
     _svc_slices(),
@@ -98,11 +100,20 @@ _bodies = st.one_of(
 )
 """Bodies of every kind; a few names per kind, so that later bodies edit earlier ones."""
 
+_reroutes = st.tuples(
+    st.integers(0, 1_000), st.lists(st.sampled_from(_HOSTNAMES), max_size=2, unique=True)
+).map(lambda e: ("reroute", e))
+
 _events = st.one_of(
     _bodies.map(lambda b: ("upsert", b if isinstance(b, list) else [b])),
     st.integers(0, 1_000).map(lambda i: ("delete", i)),
     st.integers(0, 1_000).map(lambda i: ("resend", i)),
+    _reroutes,
+    _reroutes,
 )
+"""Events: bodies upserted, objects deleted or re-sent unchanged, and an existing HTTPRoute or
+GRPCRoute given other hostnames (a change to routes only: ``compile.analysis_memo`` patches
+the analysis for it)."""
 
 
 def _step(
@@ -125,6 +136,14 @@ def _step(
         return state
     if not bodies:
         return state
+    if kind == "reroute":
+        routes = sorted(k for k in bodies if k.kind in ("HTTPRoute", "GRPCRoute"))
+        if not routes:
+            return state
+        index, hostnames = value
+        body = json.loads(json.dumps(bodies[routes[index % len(routes)]]))
+        body.setdefault("spec", {})["hostnames"] = hostnames
+        return _step(state, bodies, ("upsert", [body]), touched)
     key = sorted(bodies)[value % len(bodies)]
     touched.add(key)
     if kind == "delete":

@@ -13,7 +13,7 @@ the input, are ignored (they may be another controller's) and reported as warnin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import TYPE_CHECKING, Final
 
@@ -49,6 +49,8 @@ from coxswain.compile.scope import GatewayScope
 from coxswain.compile.status import Condition, problem
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from coxswain.compile.backends import ServiceIndex
     from coxswain.compile.config import CompileConfig
     from coxswain.compile.gateway.refgrants import Grants
@@ -58,14 +60,43 @@ if TYPE_CHECKING:
     from coxswain.compile.model.state import ClusterState
     from coxswain.compile.scope import Scope
 
-__all__ = ["GatewayModel", "analyse_gateways", "own_listeners"]
+__all__ = [
+    "GatewayModel",
+    "ParentFrame",
+    "ParentVerdicts",
+    "analyse_gateways",
+    "attach_candidate",
+    "candidate_routes",
+    "finish_model",
+    "judge_parents",
+    "own_listeners",
+    "parents_not_found",
+]
 
 _ORDER: Final = attrgetter("kind", "namespace", "name")
 """``ObjectKey``'s order as a sort key: the same order, without a comparison call per pair."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class GatewayModel:
+class ParentVerdicts:
+    """The passes before the routes': what ``GatewayModel`` and ``ParentFrame`` share (the
+    fields are described on ``GatewayModel``)."""
+
+    classes: tuple[GatewayClass, ...]
+    class_accepted: dict[str, Condition]
+    gateways: tuple[Gateway, ...]
+    unserved: tuple[Gateway, ...]
+    gateway_accepted: dict[ObjectKey, Condition]
+    placements: dict[ObjectKey, Placement]
+    addresses: dict[ObjectKey, Addresses]
+    listeners: dict[ObjectKey, list[ListenerVerdict]]
+    listener_sets: tuple[ListenerSetVerdict, ...]
+    gateway_refs: dict[ObjectKey, GatewayRefs]
+    ports: dict[tuple[str, int], int | None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatewayModel(ParentVerdicts):
     """Everything the Gateway API passes decided, for the Gateways of one scope.
 
     ``class_accepted`` and ``gateway_accepted`` hold the ``Accepted`` condition of each class
@@ -86,17 +117,6 @@ class GatewayModel:
     findings about references to a GatewayClass or a parent Gateway that is not in the input.
     """
 
-    classes: tuple[GatewayClass, ...]
-    class_accepted: dict[str, Condition]
-    gateways: tuple[Gateway, ...]
-    unserved: tuple[Gateway, ...]
-    gateway_accepted: dict[ObjectKey, Condition]
-    placements: dict[ObjectKey, Placement]
-    addresses: dict[ObjectKey, Addresses]
-    listeners: dict[ObjectKey, list[ListenerVerdict]]
-    listener_sets: tuple[ListenerSetVerdict, ...]
-    gateway_refs: dict[ObjectKey, GatewayRefs]
-    ports: dict[tuple[str, int], int | None]
     routes: tuple[RouteVerdict, ...]
     backend_tls: BackendTLS
     dangling: tuple[Diagnostic, ...]
@@ -113,8 +133,42 @@ def analyse_gateways(
 
     ``cache`` remembers compiled routes between calls (``compile.memo``); the model is the same
     with it or without it."""
+    frame = judge_parents(state, config, scope)
+    if frame is None:
+        return _EMPTY
+    candidates = candidate_routes(state, frame)
+    attached = [
+        verdict
+        for route in candidates
+        if (verdict := attach_candidate(route, frame, state, services, cache)) is not None
+    ]
+    missing = [d for route in candidates for d in parents_not_found(route, state)]
+    return finish_model(frame, state, services, attached, missing)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParentFrame(ParentVerdicts):
+    """What a scope's routes are attached against: every pass of ``GatewayModel`` but the
+    routes' (the fields of the same names), the grants, the listeners each of our Gateways
+    and ListenerSets offers a parentRef (``parents_of``), why a ListenerSet has none
+    (``detached``), and the findings about missing GatewayClasses and ListenerSets' missing
+    Gateways. None of it reads a route, so a change to routes alone leaves it valid
+    (``compile.memo`` attaches the changed routes against it)."""
+
+    scope: Scope | None
+    grants: Grants
+    parents_of: dict[ObjectKey, list[ListenerVerdict]]
+    detached: dict[ObjectKey, str]
+    classes_missing: tuple[Diagnostic, ...]
+    sets_missing: tuple[Diagnostic, ...]
+
+
+def judge_parents(
+    state: ClusterState, config: CompileConfig, scope: Scope | None
+) -> ParentFrame | None:
+    """Every pass before the routes' for ``scope``; None when Gateway API is off. Pure."""
     if not (state.gateway_api and config.gateway_api):
-        return _EMPTY  # Ingress-only: the CRDs are absent, or Gateway API is disabled
+        return None  # Ingress-only: the CRDs are absent, or Gateway API is disabled
     classes = tuple(
         c
         for _, c in sorted(state.gateway_classes.items())
@@ -194,14 +248,17 @@ def analyse_gateways(
                     key=verdict.owner,
                     field=f"{verdict.listener.field}.port",
                 )
-    candidate_routes = _candidate_routes(state, scope, listener_sets)
-    routes = _attach_routes(
-        candidate_routes, state, services, grants, listeners, listener_sets, cache
-    )
-    dangling.extend(_parents_not_found(candidate_routes, state))
-    if not isinstance(scope, GatewayScope):
-        dangling.extend(listener_sets_not_found(state.listener_sets.values(), state))
-    return GatewayModel(
+    parents_of = {key: own_listeners(listeners, key) for key in listeners}
+    detached: dict[ObjectKey, str] = {}
+    for joined_set in listener_sets:
+        set_key = joined_set.listener_set.meta.key
+        parents_of[set_key] = list(joined_set.listeners)
+        if not joined_set.joined and joined_set.refusal is not None:
+            detached[set_key] = (
+                f"{set_key} has no listener on its Gateway: {joined_set.refusal.message}"
+            )
+    frame = ParentFrame(
+        scope=scope,
         classes=classes,
         class_accepted=class_refused,
         gateways=gateways,
@@ -216,6 +273,32 @@ def analyse_gateways(
             for g in (*gateways, *unserved)
         },
         ports=ports,
+        grants=grants,
+        parents_of=parents_of,
+        detached=detached,
+        classes_missing=tuple(dangling),
+        sets_missing=(
+            ()
+            if isinstance(scope, GatewayScope)
+            else tuple(listener_sets_not_found(state.listener_sets.values(), state))
+        ),
+    )
+    return frame
+
+
+def finish_model(
+    frame: ParentFrame,
+    state: ClusterState,
+    services: ServiceIndex,
+    attached: Iterable[RouteVerdict],
+    missing: Iterable[Diagnostic],
+) -> GatewayModel:
+    """The model of ``frame`` with its candidate routes' verdicts before cross serving is
+    settled (``attach_candidate``, in candidate order) and the findings about their parentRefs
+    naming no Gateway in the input (``parents_not_found``, in the same order). Pure."""
+    routes = settle_cross_serving(list(attached))
+    return GatewayModel(
+        **{f.name: getattr(frame, f.name) for f in fields(ParentVerdicts)},
         routes=routes,
         backend_tls=judge_backend_tls(
             state,
@@ -227,9 +310,9 @@ def analyse_gateways(
                 for attachment in parent.attachments
                 for backend in route.compiled.backends
             ),
-            one_gateway=isinstance(scope, GatewayScope),
+            one_gateway=isinstance(frame.scope, GatewayScope),
         ),
-        dangling=tuple(dangling),
+        dangling=(*frame.classes_missing, *missing, *frame.sets_missing),
     )
 
 
@@ -311,17 +394,16 @@ def own_listeners(
     return [v for v in listeners.get(gateway, ()) if v.owner == gateway]
 
 
-def _candidate_routes(
-    state: ClusterState, scope: Scope | None, listener_sets: list[ListenerSetVerdict]
-) -> list[Route | StreamRoute]:
-    if isinstance(scope, GatewayScope):
+def candidate_routes(state: ClusterState, frame: ParentFrame) -> list[Route | StreamRoute]:
+    """The routes ``frame``'s scope reads, in key order."""
+    if isinstance(frame.scope, GatewayScope):
         # One Gateway's scope reads only the routes that name it or its ListenerSets (the
         # state's index, by namespace and name: attach_route checks the kind).
         parents = [
-            (scope.namespace, scope.name),
+            (frame.scope.namespace, frame.scope.name),
             *(
                 (s.listener_set.meta.key.namespace, s.listener_set.meta.key.name)
-                for s in listener_sets
+                for s in frame.listener_sets
             ),
         ]
         keys = sorted(
@@ -340,41 +422,29 @@ def _candidate_routes(
     return found
 
 
-def _attach_routes(
-    candidates: list[Route | StreamRoute],
+def attach_candidate(
+    route: Route | StreamRoute,
+    frame: ParentFrame,
     state: ClusterState,
     services: ServiceIndex,
-    grants: Grants,
-    listeners: dict[ObjectKey, list[ListenerVerdict]],
-    listener_sets: list[ListenerSetVerdict],
     cache: RouteCache | None,
-) -> tuple[RouteVerdict, ...]:
-    parents_of = {key: own_listeners(listeners, key) for key in listeners}
-    detached: dict[ObjectKey, str] = {}
-    for verdict in listener_sets:
-        key = verdict.listener_set.meta.key
-        parents_of[key] = list(verdict.listeners)
-        if not verdict.joined and verdict.refusal is not None:
-            detached[key] = f"{key} has no listener on its Gateway: {verdict.refusal.message}"
-    routes: list[RouteVerdict] = []
-    for route in candidates:
-        parents = attach_route(route, parents_of, state.namespaces, detached)
-        if not parents:
-            continue
-        compiled = (
-            compile_any_route(route, services, grants)
-            if cache is None
-            else cache.route(route, services, grants)
-        )
-        if compiled.accepted is not None:
-            parents = [
-                ParentVerdict(
-                    ref=p.ref, parent=p.parent, accepted=compiled.accepted, attachments=()
-                )
-                for p in parents
-            ]
-        routes.append(RouteVerdict(compiled=compiled, parents=tuple(parents)))
-    return settle_cross_serving(routes)
+) -> RouteVerdict | None:
+    """One candidate route attached against ``frame``'s listeners, before cross serving is
+    settled; None when none of its parentRefs names one of our Gateways or ListenerSets."""
+    parents = attach_route(route, frame.parents_of, state.namespaces, frame.detached)
+    if not parents:
+        return None
+    compiled = (
+        compile_any_route(route, services, frame.grants)
+        if cache is None
+        else cache.route(route, services, frame.grants)
+    )
+    if compiled.accepted is not None:
+        parents = [
+            ParentVerdict(ref=p.ref, parent=p.parent, accepted=compiled.accepted, attachments=())
+            for p in parents
+        ]
+    return RouteVerdict(compiled=compiled, parents=tuple(parents))
 
 
 def _class_not_found(gateway: Gateway) -> Diagnostic:
@@ -387,21 +457,21 @@ def _class_not_found(gateway: Gateway) -> Diagnostic:
     )
 
 
-def _parents_not_found(routes: list[Route | StreamRoute], state: ClusterState) -> list[Diagnostic]:
+def parents_not_found(route: Route | StreamRoute, state: ClusterState) -> list[Diagnostic]:
+    """Warnings for ``route``'s parentRefs naming a Gateway that is not in the input."""
     found: list[Diagnostic] = []
-    for route in routes:
-        for ref in route.parent_refs:
-            key = ObjectKey("Gateway", ref.namespace or route.meta.key.namespace, ref.name)
-            if (ref.group, ref.kind) == (GATEWAY_GROUP, "Gateway") and key not in state.gateways:
-                found.append(
-                    Diagnostic(
-                        key=route.meta.key,
-                        field=ref.field,
-                        severity=Severity.WARNING,
-                        reason="GatewayNotFound",
-                        message=f"Gateway {key.ref} is not in the input; this parentRef is ignored",
-                    )
+    for ref in route.parent_refs:
+        key = ObjectKey("Gateway", ref.namespace or route.meta.key.namespace, ref.name)
+        if (ref.group, ref.kind) == (GATEWAY_GROUP, "Gateway") and key not in state.gateways:
+            found.append(
+                Diagnostic(
+                    key=route.meta.key,
+                    field=ref.field,
+                    severity=Severity.WARNING,
+                    reason="GatewayNotFound",
+                    message=f"Gateway {key.ref} is not in the input; this parentRef is ignored",
                 )
+            )
     return found
 
 

@@ -39,7 +39,8 @@ that is not valid), whose causes are reported.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Final
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from coxswain.compile.gateway.cells import attached_counts
 from coxswain.compile.gateway.listenersets import listener_set_accepted
@@ -48,7 +49,7 @@ from coxswain.compile.model.gateway_objects import GATEWAY_GROUP
 from coxswain.compile.status import Condition, ObjectStatus, condition_data
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable
+    from collections.abc import Callable, Collection, Hashable, Iterable
 
     from coxswain.compile.config import CompileConfig
     from coxswain.compile.diagnostics import Diagnostic
@@ -63,6 +64,7 @@ __all__ = [
     "EXPERIMENTAL_FEATURES",
     "HTTP2_FEATURES",
     "SUPPORTED_FEATURES",
+    "StatusCache",
     "gateway_diagnostics",
     "gateway_statuses",
     "supported_features",
@@ -145,8 +147,26 @@ def supported_features(config: CompileConfig) -> list[str]:
     )
 
 
+class StatusCache(Protocol):
+    """Remembers statuses between calls (``compile.status_memo``)."""
+
+    def made(
+        self,
+        key: tuple[str, str, str],
+        same: tuple[object, ...],
+        equal: Hashable,
+        make: Callable[[], ObjectStatus],
+    ) -> ObjectStatus:
+        """The status of ``key`` (kind, namespace, name) that ``make`` gives; that of the
+        last call for ``key`` while ``same`` are the same objects and ``equal`` equal."""
+        ...
+
+
 def gateway_statuses(
-    model: GatewayModel, config: CompileConfig, programmed: Collection[tuple[str, int]] | None
+    model: GatewayModel,
+    config: CompileConfig,
+    programmed: Collection[tuple[str, int]] | None,
+    cache: StatusCache | None = None,
 ) -> list[ObjectStatus]:
     """Every desired status the Gateway API passes own. Pure.
 
@@ -155,6 +175,10 @@ def gateway_statuses(
         config: for the controller name.
         programmed: ``(ns/name, port)`` of each Gateway port some proxy has bound after acking
             a snapshot of the Gateway's current generation; None offline.
+        cache: remembers statuses (the result is the same without it). A Gateway's or
+            ListenerSet's status reads the passes before the routes' (``model.listeners``
+            is theirs: a new analysis makes a new one), its listeners' attached routes and
+            its Gateway's programmed ports; a route's, its verdict.
     """
     found: list[ObjectStatus] = []
     for gateway_class in model.classes:
@@ -173,15 +197,68 @@ def gateway_statuses(
             )
         )
     counts = attached_counts(model)
+    ports = _programmed_ports(programmed)
     for gateway in model.gateways:
-        found.append(_gateway_status(gateway, model, counts, programmed))
+        key = gateway.meta.key
+        found.append(
+            _made(
+                cache,
+                ("Gateway", key.namespace, key.name),
+                (model.listeners, gateway, config),
+                (tuple(counts.get(id(v), 0) for v in model.listeners[key]), ports(key.ref)),
+                partial(_gateway_status, gateway, model, counts, programmed),
+            )
+        )
     for listener_set in model.listener_sets:
-        found.append(_listener_set_status(listener_set, model, counts, programmed))
+        key = listener_set.listener_set.meta.key
+        found.append(
+            _made(
+                cache,
+                ("ListenerSet", key.namespace, key.name),
+                (model.listeners, listener_set, config),
+                (
+                    tuple(counts.get(id(v), 0) for v in listener_set.listeners),
+                    ports(listener_set.gateway.ref),
+                ),
+                partial(_listener_set_status, listener_set, model, counts, programmed),
+            )
+        )
     for route in model.routes:
-        found.append(_route_status(route, config))
+        key = route.compiled.route.meta.key
+        found.append(
+            _made(
+                cache,
+                (key.kind, key.namespace, key.name),
+                (route, config),
+                None,
+                partial(_route_status, route, config),
+            )
+        )
     for policy in model.backend_tls.verdicts:
         found.append(_policy_status(policy, config))
     return found
+
+
+def _made(
+    cache: StatusCache | None,
+    key: tuple[str, str, str],
+    same: tuple[object, ...],
+    equal: Hashable,
+    make: Callable[[], ObjectStatus],
+) -> ObjectStatus:
+    return make() if cache is None else cache.made(key, same, equal, make)
+
+
+def _programmed_ports(
+    programmed: Collection[tuple[str, int]] | None,
+) -> Callable[[str], tuple[int, ...] | None]:
+    """The programmed ports of a Gateway (``ns/name``), in order; None offline."""
+    if programmed is None:
+        return lambda _: None
+    by_gateway: dict[str, list[int]] = {}
+    for gateway, port in programmed:
+        by_gateway.setdefault(gateway, []).append(port)
+    return lambda gateway: tuple(sorted(by_gateway.get(gateway, ())))
 
 
 def gateway_diagnostics(model: GatewayModel) -> list[Diagnostic]:

@@ -9,7 +9,7 @@ straight description of the schema and never raise on what a cluster or a dump m
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from pyrsistent import pmap, pvector
 
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from coxswain.compile.model.keys import ObjectKey
 
 __all__ = ["FieldReader"]
+
+_MAX_KEY_REPR: Final = 253 + 1 + 63 + 2  # a label or annotation key's longest form, quoted
 
 
 class FieldReader:
@@ -139,5 +141,6 @@ class FieldReader:
             elif isinstance(item, str):
                 good[name] = item
             else:
-                self._wrong_type(f"{field}[{name!r:.60}]", "a string", item)
+                # every key Kubernetes accepts is named whole; a longer one is cut
+                self._wrong_type(f"{field}[{name!r:.{_MAX_KEY_REPR}}]", "a string", item)
         return pmap(good)

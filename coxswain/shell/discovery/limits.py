@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     import logging
     from collections.abc import Hashable
 
-__all__ = ["IDENTITY_STREAMS", "SERVER_STREAMS", "LogBudget", "StreamCounts"]
+__all__ = ["IDENTITY_STREAMS", "SERVER_STREAMS", "Bounds", "LogBudget", "StreamCounts", "cut"]
 
 IDENTITY_STREAMS: Final = "identity_streams"  # the identity has its cap of streams open
 SERVER_STREAMS: Final = "server_streams"  # the server has its cap of streams open
@@ -98,3 +98,24 @@ class LogBudget:
                 held.latest,
             )
             self._start(key)
+
+
+# Characters of a client's text (a scope's names, a Nack's detail) shown in a log line.
+_SHOWN: Final = 200
+
+
+def cut(text: str, most: int = _SHOWN) -> str:
+    """``text`` as the server shows and keeps it: at most ``most`` characters of it."""
+    if len(text) <= most:
+        return text
+    return f"{text[:most]}... ({len(text)} characters)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bounds:
+    """The bounds one server holds its clients to (:func:`.server.open_discovery_server`)."""
+
+    revoked_grace: float
+    streams_per_identity: int
+    max_streams: int
+    log_interval: float

@@ -44,7 +44,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol
 
 import grpc
@@ -55,18 +55,20 @@ from pyrsistent import pmap
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile.scope import Scope, SharedPool
 from coxswain.shell.discovery.aio_bridge import AsyncioThread
-from coxswain.shell.discovery.ca import IdentityError, ProxyIdentity, identity_from_certificate
+from coxswain.shell.discovery.ca import ProxyIdentity
 from coxswain.shell.discovery.delivery import ScopeSlot, StreamState, settle
 from coxswain.shell.discovery.fleet import NodeKey, NodeObservation
 from coxswain.shell.discovery.limits import (
     IDENTITY_STREAMS,
     SERVER_STREAMS,
+    Bounds,
     LogBudget,
     StreamCounts,
+    cut,
 )
 from coxswain.shell.discovery.resources import ResourceCache
 from coxswain.shell.discovery.snapshot_decode import decode_scope
-from coxswain.shell.discovery.tls import server_credentials
+from coxswain.shell.discovery.tls import peer_identity, server_credentials
 from coxswain.shell.discovery.wire import SERVER_GRPC_OPTIONS, WIRE_VERSION
 
 if TYPE_CHECKING:
@@ -117,7 +119,9 @@ _BAD_SUBSCRIBE: Final = "bad_subscribe"  # INVALID_ARGUMENT or FAILED_PRECONDITI
 REFUSAL_REASONS: Final = (IDENTITY_STREAMS, SERVER_STREAMS, _NOT_GRANTED, _BAD_SUBSCRIBE)
 """The ``reason`` label of ``coxswain_discovery_refused_streams_total``: a fixed set, never
 the identity (identities are not bounded)."""
-_SHOWN: Final = 200  # characters of a client's text (a scope's names) shown in a log line
+# POLICY: how long fleet changes are gathered before trio hears of them: its readers (listeners'
+# Programmed conditions) are not latency critical, and each wake has them read the whole fleet.
+_FLEET_SIGNAL: Final = 0.01
 # Bounds on what one stream's reports make the server hold (each times the streams open):
 # a node id is a pod name (at most 253 characters) and its worker's slot; a Nack's detail is
 # an error message, kept and logged cut to _DETAIL characters; a NodeStatus claims at most
@@ -151,16 +155,6 @@ class _Aborts(Protocol):
     async def abort(self, code: grpc.StatusCode, details: str) -> NoReturn: ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Bounds:
-    """The server's bounds on what clients make it hold and log (:mod:`.limits`)."""
-
-    revoked_grace: float
-    streams_per_identity: int
-    max_streams: int
-    log_interval: float
-
-
 class DiscoveryServer:
     """A per-scope registry of the latest snapshot, served over gRPC. Build it with
     :func:`open_discovery_server`; :meth:`publish` and :attr:`fleet` are for trio code."""
@@ -169,7 +163,7 @@ class DiscoveryServer:
         self,
         bridge: AsyncioThread,
         policy: ScopePolicy | None,
-        bounds: _Bounds,
+        bounds: Bounds,
         registry: CollectorRegistry,
     ) -> None:
         self._bridge = bridge
@@ -183,6 +177,7 @@ class DiscoveryServer:
         self._caches: dict[Scope, ResourceCache] = {}  # one publish() at a time
         self._fleet: PMap[NodeKey, NodeObservation] = pmap()
         self._fleet_changed = trio.Event()
+        self._signal_due = False  # loop thread only: a fleet signal to trio is scheduled
         self.port = 0
         # Counters, written on the loop thread and read anywhere:
         self.refused = Counter(
@@ -206,13 +201,20 @@ class DiscoveryServer:
         The resources that changed since the scope's previous publish are encoded here, on the
         caller's thread: that costs what the change costs (all of it only at the first
         publish), and it keeps the server's loop, which every stream's Acks go through, free.
-        A caller may run it in a worker thread (``shell.offload``), one call at a time.
+        A caller runs it in a worker thread (``shell.offload``), one call at a time.
         """
         cache = self._caches.setdefault(scope, ResourceCache())
         if cache.version == snapshot.version:
             return
         encoded = cache.encode(snapshot)
+        if encoded.sequence == 1:  # every stream takes the scope's first version in full
+            encoded.full_message()  # spliced here once, not on the loop every stream shares
         self._bridge.call_soon(lambda: self._slot(scope).put(encoded))
+
+    def publish_many(self, snapshots: Mapping[Scope, Snapshot]) -> None:
+        """:meth:`publish` each scope's snapshot, in order (a round's, in one worker thread)."""
+        for scope, snapshot in snapshots.items():
+            self.publish(scope, snapshot)
 
     @property
     def fleet(self) -> PMap[NodeKey, NodeObservation]:
@@ -235,10 +237,21 @@ class DiscoveryServer:
     # loop side
 
     def _slot(self, scope: Scope) -> ScopeSlot:
-        return self._slots.setdefault(scope, ScopeSlot())
+        slot = self._slots.get(scope)  # asked at every write: no ScopeSlot built to be dropped
+        if slot is None:
+            slot = self._slots[scope] = ScopeSlot()
+        return slot
 
     def _set_fleet(self, fleet: PMap[NodeKey, NodeObservation]) -> None:
+        """Replace the fleet; trio hears of it within ``_FLEET_SIGNAL``, once for all changes
+        made meanwhile (a version reaching 1,000 streams brings 1,000 Acks)."""
         self._fleet = fleet
+        if not self._signal_due:
+            self._signal_due = True
+            asyncio.get_running_loop().call_later(_FLEET_SIGNAL, self._send_fleet_signal)
+
+    def _send_fleet_signal(self) -> None:
+        self._signal_due = False
         with contextlib.suppress(trio.RunFinishedError):
             self._bridge.to_trio(self._signal_fleet)
 
@@ -255,7 +268,7 @@ class DiscoveryServer:
         )
 
     async def Stream(self, request_iterator: AsyncIterator[pb.ClientMessage], context: Any) -> None:
-        identity = _peer_identity(context)
+        identity = peer_identity(context)
         who = identity.uri if identity is not None else "an insecure client"
         if (cap := self._streams.open(identity)) is not None:
             detail = (
@@ -335,7 +348,7 @@ class DiscoveryServer:
                 identity,
                 _NOT_GRANTED,
                 grpc.StatusCode.PERMISSION_DENIED,
-                f"{who} may not subscribe to {_cut(str(scope))}",
+                f"{who} may not subscribe to {cut(str(scope))}",
             )
         return subscribe, scope
 
@@ -383,7 +396,7 @@ class DiscoveryServer:
         if kind in ("ack", "nack"):
             body = getattr(message, kind)
             if body.version != state.sent:
-                version = _cut(repr(body.version))
+                version = cut(repr(body.version))
                 self._ignore(state, f"{kind} of {version}, not the version it was sent")
                 return
             if state.in_flight:
@@ -391,7 +404,7 @@ class DiscoveryServer:
             if kind == "ack":
                 self._observe(state.key, acked_version=body.version)
             else:
-                detail = _cut(body.detail, _DETAIL)
+                detail = cut(body.detail, _DETAIL)
                 self._warnings.warning(
                     state.key[0], "Nacks", f"discovery: {state.label} nacked {detail}"
                 )
@@ -438,7 +451,15 @@ class DiscoveryServer:
                     kind = message.WhichOneof("message")
                     if kind in ("ack", "nack", "node_status"):
                         self._report(state, kind, message)
-                    wake.set()
+                    current = slot.current
+                    # The writer wakes only when a version is due: most Acks are of the
+                    # current one, and a wake per Ack is a loop turn per stream per version.
+                    if (
+                        not state.in_flight
+                        and current is not None
+                        and current.version != state.sent
+                    ):
+                        wake.set()
             finally:
                 state.closed = True
                 wake.set()
@@ -485,23 +506,6 @@ class DiscoveryServer:
                 await reader
 
 
-def _cut(text: str, most: int = _SHOWN) -> str:
-    """``text`` as the server shows and keeps it: at most ``most`` characters of it."""
-    if len(text) <= most:
-        return text
-    return f"{text[:most]}... ({len(text)} characters)"
-
-
-def _peer_identity(context: Any) -> ProxyIdentity | None:
-    pems = context.auth_context().get("x509_pem_cert") or []
-    if not pems:
-        return None
-    try:
-        return identity_from_certificate(pems[0])
-    except (IdentityError, ValueError):
-        return None
-
-
 @contextlib.asynccontextmanager
 async def open_discovery_server(
     *,
@@ -538,7 +542,7 @@ async def open_discovery_server(
     if not insecure and (credentials is None or policy is None):
         raise ValueError("mutual TLS needs credentials and a policy (or insecure=True)")
     bridge = AsyncioThread("coxswain-discovery-server")
-    bounds = _Bounds(
+    bounds = Bounds(
         revoked_grace=revoked_grace,
         streams_per_identity=streams_per_identity,
         max_streams=max_streams,

@@ -8,6 +8,7 @@ builds it (docs/contracts.md).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, Final
 
 from pyrsistent import pmap, pvector
@@ -67,6 +68,44 @@ _PATH_MATCHES: Final[dict[str, PathMatch]] = {m.value: m for m in PathMatch}
 through the enum's metaclass for every rule of a full decode."""
 
 
+# --- record construction ------------------------------------------------------------------------
+#
+# A full decode at 10,000 routes builds about 60,000 records of the four kinds below (a path
+# rule, its backend and route, three endpoints per backend). A frozen dataclass's ``__init__``
+# sets each field through ``object.__setattr__``, a generic lookup per field: two thirds of the
+# records' cost (docs/benchmarks.md, "Discovery"). Their readers below set the slots through
+# the slots' descriptors instead, every field given: the same value ``__init__`` builds (none of
+# these classes has a ``__post_init__``; tests/property/test_codec_props.py compares the two).
+
+
+def _setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
+    names = [f.name for f in dataclasses.fields(cls)]
+    if tuple(names) != getattr(cls, "__slots__", None):  # a change to compile.snapshot
+        raise TypeError(f"{cls.__name__}: its slots are not its fields in order")
+    return tuple(getattr(cls, name).__set__ for name in names)
+
+
+_new: Final = object.__new__
+_ep_address, _ep_port = _setters(Endpoint)
+_ref_kind, _ref_namespace, _ref_name, _ref_rule = _setters(RouteRef)
+(_pr_path, _pr_match, _pr_backend, _pr_route, _pr_redirect, _pr_actions, _pr_hsts) = _setters(
+    PathRule
+)
+(
+    _be_namespace,
+    _be_service,
+    _be_port,
+    _be_weight,
+    _be_valid,
+    _be_request,
+    _be_response,
+    _be_tls,
+    _be_protocol,
+    _be_proxy_protocol,
+    _be_cluster_ip,
+) = _setters(Backend)
+
+
 # --- decoding -----------------------------------------------------------------------------------
 
 
@@ -121,7 +160,12 @@ def decode_snapshot(message: pb.Snapshot) -> Snapshot:
 
 
 def _read_route(message: pb.RouteRef) -> RouteRef:
-    return RouteRef(message.kind, message.namespace, message.name, message.rule)
+    route: RouteRef = _new(RouteRef)
+    _ref_kind(route, message.kind)
+    _ref_namespace(route, message.namespace)
+    _ref_name(route, message.name)
+    _ref_rule(route, message.rule)
+    return route
 
 
 def _read_edits(message: pb.HeaderEdits) -> HeaderEdits:
@@ -153,39 +197,43 @@ def _read_backend(message: pb.Backend) -> Backend:
     protocol = _PROTOCOL_FROM_WIRE.get(message.protocol)
     if protocol is None:
         raise ValueError(f"backend protocol {message.protocol} is not HTTP1 or H2C")
-    return Backend(
-        namespace=message.namespace,
-        service=message.service,
-        port=message.port,
-        weight=message.weight,
-        valid=message.valid,
-        request_headers=_read_edits(message.request_headers)
-        if message.HasField("request_headers")
-        else None,
-        response_headers=_read_edits(message.response_headers)
-        if message.HasField("response_headers")
-        else None,
-        tls=_read_upstream_tls(message.tls) if message.HasField("tls") else None,
-        protocol=protocol,
-        proxy_protocol=message.proxy_protocol,
-        cluster_ip=message.cluster_ip,
+    has = message.HasField
+    backend: Backend = _new(Backend)
+    _be_namespace(backend, message.namespace)
+    _be_service(backend, message.service)
+    _be_port(backend, message.port)
+    _be_weight(backend, message.weight)
+    _be_valid(backend, message.valid)
+    _be_request(
+        backend,
+        _read_edits(message.request_headers) if has("request_headers") else None,
     )
+    _be_response(
+        backend,
+        _read_edits(message.response_headers) if has("response_headers") else None,
+    )
+    _be_tls(backend, _read_upstream_tls(message.tls) if has("tls") else None)
+    _be_protocol(backend, protocol)
+    _be_proxy_protocol(backend, message.proxy_protocol)
+    _be_cluster_ip(backend, message.cluster_ip)
+    return backend
 
 
 def _read_path_rule(message: pb.PathRule) -> PathRule:
     match = _PATH_MATCHES.get(message.match)
     if match is None:
         raise ValueError(f"path rule match {message.match!r} is not Exact, Prefix or Regex")
-    actions = _read_ingress_actions(message.actions) if message.HasField("actions") else None
-    return PathRule(
-        path=message.path,
-        match=match,
-        backend=_read_backend(message.backend),
-        route=_read_route(message.route),
-        tls_redirect=message.tls_redirect,
-        actions=actions,
-        hsts=message.hsts,
+    rule: PathRule = _new(PathRule)
+    _pr_path(rule, message.path)
+    _pr_match(rule, match)
+    _pr_backend(rule, _read_backend(message.backend))
+    _pr_route(rule, _read_route(message.route))
+    _pr_redirect(rule, message.tls_redirect)
+    _pr_actions(
+        rule, _read_ingress_actions(message.actions) if message.HasField("actions") else None
     )
+    _pr_hsts(rule, message.hsts)
+    return rule
 
 
 def _read_canary(wire: pb.Canary) -> Canary:
@@ -417,7 +465,13 @@ def _read_validation(message: pb.ClientValidation) -> ClientValidation:
 
 
 def _read_endpoints(message: pb.Endpoints) -> PVector[Endpoint]:
-    return pvector([Endpoint(e.address, e.port) for e in message.endpoints])
+    endpoints = []
+    for wire in message.endpoints:  # the maker inlined: 30,000 calls at 10,000 routes
+        endpoint: Endpoint = _new(Endpoint)
+        _ep_address(endpoint, wire.address)
+        _ep_port(endpoint, wire.port)
+        endpoints.append(endpoint)
+    return pvector(endpoints)
 
 
 def _read_head(message: pb.SnapshotHead) -> tuple[int, int, tuple[int, ...], tuple[int, ...]]:

@@ -22,11 +22,16 @@ import datetime
 import logging
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from coxswain.shell.discovery.ca import renewal_due
+from coxswain.shell.discovery.ca import (
+    IdentityError,
+    ProxyIdentity,
+    identity_from_certificate,
+    renewal_due,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -38,6 +43,7 @@ __all__ = [
     "ServerCertificate",
     "ServerCredentials",
     "channel_credentials",
+    "peer_identity",
     "server_credentials",
 ]
 
@@ -159,3 +165,14 @@ def channel_credentials(source: ClientCredentials | CredentialFiles) -> grpc.Cha
         private_key=credentials.key_pem,
         certificate_chain=credentials.cert_pem,
     )
+
+
+def peer_identity(context: Any) -> ProxyIdentity | None:
+    """The identity of a server call's verified client certificate; None without one."""
+    pems = context.auth_context().get("x509_pem_cert") or []
+    if not pems:
+        return None
+    try:
+        return identity_from_certificate(pems[0])
+    except (IdentityError, ValueError):
+        return None

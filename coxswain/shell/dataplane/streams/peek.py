@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from coxswain.route.client_hello import MAX_HELLO, HelloReader, NeedMore, NotHello
-from coxswain.shell.dataplane.streams.sockets import connect
+from coxswain.shell.dataplane.streams.sockets import finish_connect, start_connect
 
 if TYPE_CHECKING:
     import socket
@@ -98,9 +98,12 @@ async def connect_first(endpoints: Iterable[Endpoint], each_within: float) -> so
     (EndpointSlices hold IPs), so a plain connect does: no name lookup, and none of
     ``open_tcp_stream``'s happy-eyeballs tasks on every connection."""
     for endpoint in endpoints:
-        with trio.move_on_after(each_within):
-            try:
-                return await connect(endpoint.address, endpoint.port)
-            except OSError as err:
-                log.info("endpoint %s:%d: %s", endpoint.address, endpoint.port, err)
+        try:
+            sock, connected = start_connect(endpoint.address, endpoint.port)
+            if connected:
+                return sock  # made within the call: no wait, so no time bound to set up
+            with trio.move_on_after(each_within):
+                return await finish_connect(sock)
+        except OSError as err:
+            log.info("endpoint %s:%d: %s", endpoint.address, endpoint.port, err)
     return None

@@ -6,13 +6,14 @@ TLS, TCP or UDP) to its protocol and the index of its listener tables (``route.g
 connections whose route a new snapshot removed. A TLS listener terminates TLS when the
 snapshot holds a certificate for it (``tls``, by port and listener hostname: TLS listeners in
 ``Terminate`` mode); without one it passes the bytes through. TLS contexts are made on first
-use, one per certificate, and live as long as this snapshot.
+use, one per certificate, and live as long as this snapshot; so do the routing decisions,
+one per port and server name (a bounded number).
 """
 
 from __future__ import annotations
 
 import ssl
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from coxswain.compile.gateway.listeners import STREAM_PROTOCOLS
 from coxswain.route.gateway import index_gateway_port
@@ -25,13 +26,15 @@ if TYPE_CHECKING:
     from coxswain.compile.snapshot import Endpoint, ListenerTable, RouteRef, Snapshot
     from coxswain.route.gateway import GatewayPortIndex
 
-__all__ = ["StreamServed"]
+__all__ = ["DECIDED", "StreamServed"]
+
+DECIDED: Final = 4096  # decisions kept per snapshot (port and server name)
 
 
 class StreamServed:
     """A snapshot as the stream listeners read it; see the module docstring."""
 
-    __slots__ = ("_contexts", "endpoints", "ports", "routes", "snapshot")
+    __slots__ = ("_contexts", "_decided", "endpoints", "ports", "routes", "snapshot")
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
@@ -51,15 +54,24 @@ class StreamServed:
             for rule in rules
         )
         self._contexts: dict[tuple[int, str], ssl.SSLContext] = {}
+        self._decided: dict[tuple[int, str | None], StreamDecision] = {}
 
     def protocols(self) -> dict[int, str]:
         """The protocol of each layer-4 port: the sockets to have open."""
         return {port: protocol for port, (protocol, _) in self.ports.items()}
 
     def decide(self, port: int, sni: str | None) -> StreamDecision:
-        """The route of a connection or session arriving on ``port``."""
-        found = self.ports.get(port)
-        return select_stream(None if found is None else found[1], sni)
+        """The route of a connection or session arriving on ``port``: decided once per port
+        and server name for this snapshot (the decision is pure, and the same for every
+        connection alike), for at most ``DECIDED`` of them: server names are the clients'."""
+        key = (port, sni)
+        decision = self._decided.get(key)
+        if decision is None:
+            found = self.ports.get(port)
+            decision = select_stream(None if found is None else found[1], sni)
+            if len(self._decided) < DECIDED:
+                self._decided[key] = decision
+        return decision
 
     def serves(self, port: int, route: RouteRef) -> bool:
         """Whether this snapshot still serves ``route`` on ``port``."""

@@ -20,7 +20,8 @@ snapshots. Rules (Gateway API v1 TLSRoute, TCPRoute, UDPRoute; docs/architecture
    the new snapshot no longer serves is closed after ``drain`` seconds.
 5. Both directions are spliced (:mod:`.splice`): backpressure, half-close, idle timeout.
    Connections are plain non-blocking sockets (:mod:`.sockets`), accepted by one loop per
-   listening socket into the server's nursery: one task per connection, both directions
+   listening socket into the server's nursery, up to ``ACCEPT_BATCH`` per wake-up: one task
+   per connection (a silent one delays none of its batch), both directions
    driven from one wait (:mod:`.pump`); only a TLS stream the proxy terminates is a trio
    stream, and its two directions take two tasks (:func:`.splice.splice`).
 6. At most ``max_connections`` TLS and TCP connections are open at once; a connection past
@@ -33,12 +34,11 @@ snapshots. Rules (Gateway API v1 TLSRoute, TCPRoute, UDPRoute; docs/architecture
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import socket
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import trio
 
@@ -47,9 +47,16 @@ from coxswain.shell.dataplane.listen import open_reuseport_listeners
 from coxswain.shell.dataplane.streams.binding import bind_retrying
 from coxswain.shell.dataplane.streams.metrics import StreamMetrics
 from coxswain.shell.dataplane.streams.peek import Replay, connect_first, read_client_hello
-from coxswain.shell.dataplane.streams.pump import splice_sockets
+from coxswain.shell.dataplane.streams.pump import Reactor, splice_sockets
 from coxswain.shell.dataplane.streams.served import StreamServed
-from coxswain.shell.dataplane.streams.sockets import accept, close, receive, send_all
+from coxswain.shell.dataplane.streams.sockets import (
+    accept,
+    close,
+    receive,
+    release,
+    send_all,
+)
+from coxswain.shell.dataplane.streams.sockets import listening as made_listening
 from coxswain.shell.dataplane.streams.splice import splice
 from coxswain.shell.dataplane.streams.udp import UdpSettings, serve_udp
 from coxswain.shell.dataplane.upstream import pick_backend
@@ -57,7 +64,6 @@ from coxswain.shell.dataplane.upstream import pick_backend
 if TYPE_CHECKING:
     import random
     import ssl
-    from collections.abc import Iterator
 
     from prometheus_client import CollectorRegistry
 
@@ -67,6 +73,10 @@ if TYPE_CHECKING:
 __all__ = ["StreamServer", "StreamSettings"]
 
 log = logging.getLogger("coxswain.streams")
+
+# connections taken per wake-up of an accept loop (rule 5): a burst costs a run-loop turn
+# per batch, not per connection, and a wake-up stays short (nginx's multi_accept takes all)
+ACCEPT_BATCH: Final = 16
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,6 +114,23 @@ class _Live:
     scope: trio.CancelScope
 
 
+class _Holding:
+    """The block of :meth:`StreamServer.holding`: a plain context manager, made once per
+    connection (a generator's costs more)."""
+
+    __slots__ = ("live", "registry")
+
+    def __init__(self, registry: dict[int, _Live], live: _Live) -> None:
+        self.registry = registry
+        self.live = live
+
+    def __enter__(self) -> None:
+        self.registry[id(self.live)] = self.live
+
+    def __exit__(self, *_: object) -> None:
+        del self.registry[id(self.live)]
+
+
 class StreamServer:
     """The layer-4 listeners of one proxy; run :meth:`run`, then :meth:`apply` snapshots."""
 
@@ -118,10 +145,13 @@ class StreamServer:
         self._live: dict[int, _Live] = {}
         self._connections = 0
         self._nursery: trio.Nursery | None = None
+        self._reactor: Reactor | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Hold the listeners and connections until cancelled."""
         async with trio.open_nursery() as nursery:
+            self._reactor = Reactor()
+            nursery.start_soon(self._reactor.run)
             self._nursery = nursery
             task_status.started()
             await trio.sleep_forever()
@@ -158,16 +188,10 @@ class StreamServer:
         if removed:
             self._nursery.start_soon(self._drain, removed)
 
-    @contextlib.contextmanager
-    def holding(self, port: int, route: RouteRef, scope: trio.CancelScope) -> Iterator[None]:
+    def holding(self, port: int, route: RouteRef, scope: trio.CancelScope) -> _Holding:
         """While the block runs, a connection or session of ``route`` on ``port``, which
         ``scope`` ends, is drained when a snapshot removes its route (rule 4)."""
-        live = _Live(port, route, scope)
-        self._live[id(live)] = live
-        try:
-            yield
-        finally:
-            del self._live[id(live)]
+        return _Holding(self._live, _Live(port, route, scope))
 
     async def _drain(self, removed: list[_Live]) -> None:
         await trio.sleep(self.settings.drain)
@@ -197,13 +221,14 @@ class StreamServer:
                 listeners, task_status = await bind_retrying(
                     lambda: self._open(port), f"TCP port {port}", task_status
                 )
-                listening = [socket.socket(fileno=lis.socket.detach()) for lis in listeners]
+                listening = [
+                    made_listening(socket.socket(fileno=lis.socket.detach())) for lis in listeners
+                ]
                 entry.bound = True
                 task_status.started()
                 try:
                     async with trio.open_nursery() as accepting:
                         for sock in listening:
-                            sock.setblocking(False)
                             accepting.start_soon(self._accept, sock, port, protocol)
                 finally:
                     for sock in listening:
@@ -221,8 +246,9 @@ class StreamServer:
         """Accept connections on one listening socket, each handled in a task of its own."""
         assert self._nursery is not None
         while True:
-            conn = await accept(listening)  # yields, whether or not it waited
-            self._nursery.start_soon(self._handle, conn, port, protocol)
+            # yields once per batch, whether or not it waited; each connection its own task
+            for conn in await accept(listening, ACCEPT_BATCH):
+                self._nursery.start_soon(self._handle, conn, port, protocol)
 
     async def _handle(self, conn: socket.socket, port: int, protocol: str) -> None:
         if self._connections >= self.settings.max_connections:
@@ -236,7 +262,7 @@ class StreamServer:
             log.info("port %d: connection ended: %r", port, err)
         finally:
             self._connections -= 1
-            close(conn)
+            release(conn)  # this task alone used it, and it waits on nothing now
 
     async def _connection(self, conn: socket.socket, port: int, protocol: str) -> None:
         first = b""
@@ -299,6 +325,8 @@ class StreamServer:
         endpoints = served.endpoints.get(backend.endpoints_key, ())
         if not endpoints:
             return None
+        if len(endpoints) == 1:
+            return backend, [endpoints[0]]
         start = self.rng.randrange(len(endpoints))
         return backend, [*endpoints[start:], *endpoints[:start]]
 
@@ -341,8 +369,14 @@ class StreamServer:
             with self.holding(port, decision.action.route, scope):
                 try:
                     if isinstance(client, socket.socket):
+                        assert self._reactor is not None
                         done = await splice_sockets(
-                            client, backend, first=first, scope=scope, idle_timeout=idle
+                            client,
+                            backend,
+                            first=first,
+                            scope=scope,
+                            idle_timeout=idle,
+                            reactor=self._reactor,
                         )
                     else:
                         with scope:
@@ -358,7 +392,7 @@ class StreamServer:
                 except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
                     pass
         finally:
-            close(backend)  # the client's socket: the handler's to close
+            release(backend)  # the tasks that used it are done; the client's: the handler's
 
 
 def _proxy_header(conn: socket.socket) -> bytes:

@@ -23,7 +23,17 @@ import trio
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["accept", "close", "connect", "receive", "receive_from", "send_all"]
+__all__ = [
+    "accept",
+    "close",
+    "finish_connect",
+    "listening",
+    "receive",
+    "receive_from",
+    "release",
+    "send_all",
+    "start_connect",
+]
 
 _Got = TypeVar("_Got")
 
@@ -46,23 +56,40 @@ _CONNECTION_LOST: Final = frozenset(
 
 
 def _tune(sock: socket.socket) -> socket.socket:
+    """A connected TCP socket made non-blocking, without Nagle's delay (as trio.SocketStream)."""
     sock.setblocking(False)
-    if sock.family in (socket.AF_INET, socket.AF_INET6):
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as trio.SocketStream
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
 
 
-async def accept(listening: socket.socket) -> socket.socket:
-    """The next connection on a non-blocking listening socket, non-blocking itself; yields
-    once at least, as the receiving calls do (the module docstring)."""
+def listening(sock: socket.socket) -> socket.socket:
+    """A listening socket made ready for :func:`accept`: non-blocking, and ``TCP_NODELAY``
+    set once here, which the connections it accepts inherit (Linux ``tcp(7)``), so an
+    accepted socket costs one call less."""
+    sock.setblocking(False)
+    if sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+async def accept(listening: socket.socket, most: int = 1) -> list[socket.socket]:
+    """The connections waiting on a socket made :func:`listening`, at least one and at most
+    ``most``, non-blocking themselves. One yield per batch, as the receiving calls make one
+    per call (the module docstring): under a burst of new connections the accept loop takes
+    several per run-loop turn instead of a turn each, and the bound keeps one wake-up short."""
+    taken: list[socket.socket] = []
     waited = False
-    while True:
+    while len(taken) < most:
         try:
             conn, _ = listening.accept()
         except BlockingIOError:
+            if taken:
+                break
             await trio.lowlevel.wait_readable(listening)
             waited = True
         except OSError as err:
+            if taken:
+                break  # the next call meets it again, with nothing in hand
             if err.errno in _CONNECTION_LOST:
                 await trio.lowlevel.checkpoint()
             elif err.errno in _OUT_OF_RESOURCES:
@@ -71,30 +98,47 @@ async def accept(listening: socket.socket) -> socket.socket:
                 raise
             waited = True
         else:
-            if not waited:
-                await trio.lowlevel.checkpoint()
-            return _tune(conn)
+            conn.setblocking(False)  # TCP_NODELAY it has from the listening socket
+            taken.append(conn)
+    if not waited:
+        await trio.lowlevel.checkpoint()
+    return taken
 
 
-async def connect(address: str, port: int) -> socket.socket:
-    """A connected non-blocking TCP socket to an IP ``address`` (no name lookup)."""
+def start_connect(address: str, port: int) -> tuple[socket.socket, bool]:
+    """A non-blocking TCP socket connecting to an IP ``address`` (no name lookup), and
+    whether it is connected already: a peer on this machine has often answered within the
+    call, and the caller then needs neither a wait nor a time bound around one. Raises
+    ``OSError`` when the connection failed at once."""
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setblocking(False)
-        try:
-            sock.connect((address, port))
-        except BlockingIOError:
-            try:  # a peer on this machine has often answered within the call: no wait then
+        code = sock.connect_ex((address, port))  # an error number: no exception to build
+        if code == errno.EINPROGRESS:
+            try:
                 sock.getpeername()
             except OSError:
-                await trio.lowlevel.wait_writable(sock)
-                if code := sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
-                    raise OSError(code, os.strerror(code)) from None
+                return sock, False
+        elif code:
+            raise OSError(code, os.strerror(code))
+        return _tune(sock), True
+    except BaseException:
+        sock.close()
+        raise
+
+
+async def finish_connect(sock: socket.socket) -> socket.socket:
+    """Wait until the connection :func:`start_connect` began is made; closes ``sock`` and
+    raises ``OSError`` when it failed (or ``Cancelled`` when the caller's bound ran out)."""
+    try:
+        await trio.lowlevel.wait_writable(sock)
+        if code := sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+            raise OSError(code, os.strerror(code))
+        return _tune(sock)
     except BaseException:
         close(sock)
         raise
-    return _tune(sock)
 
 
 async def receive(sock: socket.socket, size: int) -> bytes:
@@ -134,6 +178,13 @@ async def send_all(sock: socket.socket, data: bytes) -> None:
             await trio.lowlevel.wait_writable(sock)
         else:
             view = view[sent:]
+
+
+def release(sock: socket.socket) -> None:
+    """Close a connection's socket that its one task is done with: no task can be waiting on
+    it, so trio has no registration of it to drop (a descriptor leaves an epoll set as it is
+    closed), and the exception :func:`close` makes for waiters is not needed."""
+    sock.close()
 
 
 def close(sock: socket.socket) -> None:

@@ -1,0 +1,169 @@
+"""The Gateway API analysis of the cluster and of the shared pool, patched when only routes changed.
+
+Why: docs/architecture.md, "The pure core" (``compile.memo``). The analysis
+(``gateway.model.analyse_gateways``) judges classes, Gateways, ListenerSets, listeners and
+ports — none of which reads a route — and then attaches every route against those verdicts.
+The first part is kept (``gateway.model.ParentFrame``) with each route's attachment before
+cross serving is settled and its findings about missing Gateways, by route key. When the
+changes since the remembered state are routes only (HTTPRoute, GRPCRoute and the layer-4 kinds,
+``gateway.route_kinds.ROUTE_COMPILERS``), nothing a route is attached against changed (no
+Gateway, ListenerSet, Namespace, ReferenceGrant or Service), so only the changed routes are
+attached again; the rest — cross serving (GEP-1016), BackendTLSPolicies (GEP-1897) and the
+findings' order — is finished from those verdicts as ``analyse_gateways`` finishes it, and the
+model is the one a fresh analysis gives. When only EndpointSlices changed the model is kept
+(no pass reads a slice). A GatewayScope's analysis reads the routes naming its parents only and
+is computed whole by its compile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import TYPE_CHECKING, Final
+
+from coxswain.compile.backends import index_services
+from coxswain.compile.gateway.model import (
+    analyse_gateways,
+    attach_candidate,
+    candidate_routes,
+    finish_model,
+    judge_parents,
+    parents_not_found,
+)
+from coxswain.compile.gateway.route_kinds import ROUTE_COMPILERS
+from coxswain.compile.model.gateway_objects import GRPCRoute, HTTPRoute, StreamRoute
+from coxswain.compile.state_changes import lookup
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from coxswain.compile.config import CompileConfig
+    from coxswain.compile.diagnostics import Diagnostic
+    from coxswain.compile.gateway.attach import RouteVerdict
+    from coxswain.compile.gateway.model import GatewayModel, ParentFrame
+    from coxswain.compile.gateway.route_kinds import RouteCache
+    from coxswain.compile.model.gateway_objects import Route
+    from coxswain.compile.model.keys import ObjectKey
+    from coxswain.compile.model.state import ClusterState
+    from coxswain.compile.scope import SharedPool
+
+__all__ = ["AnalysisMemory"]
+
+_ORDER: Final = attrgetter("kind", "namespace", "name")
+
+
+@dataclass(slots=True, kw_only=True)
+class _Analysis:
+    """One scope's analysis and its pieces: each candidate route's attachment (None: it names
+    none of our parents) and its missing-Gateway findings, both in candidate order."""
+
+    state: ClusterState
+    config: CompileConfig
+    frame: ParentFrame
+    attached: dict[ObjectKey, RouteVerdict | None]
+    missing: dict[ObjectKey, tuple[Diagnostic, ...]]
+    model: GatewayModel
+
+
+class AnalysisMemory:
+    """The analyses of the cluster (scope None) and of the shared pool, as last computed."""
+
+    def __init__(self) -> None:
+        self.patched = 0  # analyses patched for changed routes, since creation
+        self._entries: dict[SharedPool | None, _Analysis] = {}
+
+    def model(
+        self,
+        state: ClusterState,
+        config: CompileConfig,
+        scope: SharedPool | None,
+        since: tuple[ClusterState, frozenset[ObjectKey]] | None,
+        cache: RouteCache,
+    ) -> GatewayModel:
+        """``analyse_gateways(state, config, index_services(state), scope, cache)``; ``since``:
+        the state before and the keys changed since (None: unknown)."""
+        entry = self._entries.get(scope)
+        if entry is not None and (entry.config is config or entry.config == config):
+            if entry.state is state:
+                return entry.model
+            if since is not None and entry.state is since[0]:
+                changed = since[1]
+                if all(k.kind == "EndpointSlice" for k in changed):
+                    entry.state = state
+                    return entry.model
+                if all(k.kind in ROUTE_COMPILERS for k in changed):
+                    self.patched += 1
+                    return self._patched(entry, state, changed, cache)
+        frame = judge_parents(state, config, scope)
+        if frame is None:
+            self._entries.pop(scope, None)
+            return analyse_gateways(state, config, index_services(state), scope, cache)
+        services = index_services(state)
+        candidates = candidate_routes(state, frame)
+        attached = {
+            r.meta.key: attach_candidate(r, frame, state, services, cache) for r in candidates
+        }
+        missing = {r.meta.key: tuple(parents_not_found(r, state)) for r in candidates}
+        model = _finished(frame, state, attached, missing)
+        self._entries[scope] = _Analysis(
+            state=state,
+            config=config,
+            frame=frame,
+            attached=attached,
+            missing=missing,
+            model=model,
+        )
+        return model
+
+    def carry(self, previous: ClusterState, state: ClusterState) -> None:
+        """Say that ``state`` differs from ``previous`` in EndpointSlices only, which no pass
+        of the analysis reads: an analysis of ``previous`` holds for ``state``."""
+        for entry in self._entries.values():
+            if entry.state is previous:
+                entry.state = state
+
+    def _patched(
+        self,
+        entry: _Analysis,
+        state: ClusterState,
+        changed: Collection[ObjectKey],
+        cache: RouteCache,
+    ) -> GatewayModel:
+        """``entry`` carried to ``state``, which differs from its state in the routes
+        ``changed`` only: those are detached, and attached again if they still exist."""
+        services = index_services(state)
+        attached = dict(entry.attached)
+        missing = dict(entry.missing)
+        added = False
+        for key in changed:
+            route = lookup(state, key)
+            if not isinstance(route, (HTTPRoute, GRPCRoute, StreamRoute)):  # deleted
+                attached.pop(key, None)
+                missing.pop(key, None)
+                continue
+            candidate: Route | StreamRoute = route
+            added = added or key not in attached
+            attached[key] = attach_candidate(candidate, entry.frame, state, services, cache)
+            missing[key] = tuple(parents_not_found(candidate, state))
+        if added:  # candidates are in key order
+            order = sorted(attached, key=_ORDER)
+            attached = {key: attached[key] for key in order}
+            missing = {key: missing[key] for key in order}
+        entry.state, entry.attached, entry.missing = state, attached, missing
+        entry.model = _finished(entry.frame, state, attached, missing)
+        return entry.model
+
+
+def _finished(
+    frame: ParentFrame,
+    state: ClusterState,
+    attached: dict[ObjectKey, RouteVerdict | None],
+    missing: dict[ObjectKey, tuple[Diagnostic, ...]],
+) -> GatewayModel:
+    return finish_model(
+        frame,
+        state,
+        index_services(state),
+        (verdict for verdict in attached.values() if verdict is not None),
+        (d for found in missing.values() for d in found),
+    )
