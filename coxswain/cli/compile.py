@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyrsistent import pmap
 
+from coxswain.cli.ingress_defaults import add_ingress_default_flags, ingress_defaults
 from coxswain.cli.run import EXIT_OK, EXIT_UNREADABLE
 from coxswain.cli.types import (
     VIP_SERVICE_TYPES,
@@ -154,6 +155,7 @@ def _add_compile_config(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="serve Ingresses that name no class even when no default IngressClass is ours",
     )
+    add_ingress_default_flags(parser)
     parser.add_argument(
         "--controller-name",
         default=DEFAULT_GATEWAY_CONTROLLER,
@@ -235,6 +237,7 @@ def _compile(args: argparse.Namespace) -> int:
         ingress_controller=args.ingress_controller_name,
         ingress_class_names=args.ingress_class,
         ingress_without_class=args.ingress_without_class,
+        ingress_defaults=ingress_defaults(args),
         gateway_controller=args.controller_name,
         namespace=args.namespace,
         shared_proxy_selector=pmap(args.shared_proxy_selector),

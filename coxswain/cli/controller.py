@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pyrsistent import pmap
 
+from coxswain.cli.ingress_defaults import INGRESS_DEFAULT_FLAGS, ingress_defaults
 from coxswain.cli.run import EXIT_UNREADABLE, run_until_done
 from coxswain.cli.types import (
     VIP_SERVICE_TYPES,
     FromEnvironment,
     HelpFormatter,
     add_log_format,
-    body_size,
     boolean,
     class_names,
     count,
@@ -28,7 +28,6 @@ from coxswain.cli.types import (
     port,
     port_share,
     seconds,
-    seconds_or_none,
     selector,
     vip_service_type,
 )
@@ -38,7 +37,6 @@ from coxswain.compile.config import (
     DEFAULT_INGRESS_CONTROLLER,
     DEFAULT_SHARED_PORTS_PER_NAMESPACE,
     DEFAULT_SHARED_PROXY_SELECTOR,
-    IngressDefaults,
 )
 
 if TYPE_CHECKING:
@@ -80,21 +78,8 @@ _FLAGS: Final = (
     _Flag("--ingress-without-class", "false",
           "serve Ingresses that name no class even when no default IngressClass is ours",
           boolean, "true|false"),
-    _Flag("--ingress-default-body-size", "",
-          "the proxy-body-size of Ingresses that set none (ingress-nginx ConfigMap "
-          "proxy-body-size; 413 over it)", body_size, "SIZE", shown="no limit"),
-    _Flag("--ingress-default-connect-timeout", "",
-          "the proxy-connect-timeout of Ingresses that set none (ConfigMap "
-          "proxy-connect-timeout)", seconds_or_none, "SECONDS", shown="the proxy's own"),
-    _Flag("--ingress-default-read-timeout", "",
-          "the proxy-read-timeout of Ingresses that set none (ConfigMap proxy-read-timeout)",
-          seconds_or_none, "SECONDS", shown="the proxy's own"),
-    _Flag("--ingress-default-send-timeout", "",
-          "the proxy-send-timeout of Ingresses that set none (ConfigMap proxy-send-timeout)",
-          seconds_or_none, "SECONDS", shown="the proxy's own"),
-    _Flag("--ingress-default-ssl-redirect", "true",
-          "the ssl-redirect of Ingresses that set none (ConfigMap ssl-redirect)",
-          boolean, "true|false"),
+    *(_Flag(f.name, f.default, f.meaning, f.type, f.metavar, f.shown)
+      for f in INGRESS_DEFAULT_FLAGS),
     _Flag("--shared-proxy-selector",
           ",".join(f"{k}={v}" for k, v in DEFAULT_SHARED_PROXY_SELECTOR.items()),
           "the labels of the shared proxy pods, selected by every VIP Service",
@@ -272,13 +257,7 @@ def _controller_settings(args: argparse.Namespace) -> ControllerSettings:
         ingress_controller=args.ingress_controller_name,
         ingress_class_names=args.ingress_class,
         ingress_without_class=args.ingress_without_class,
-        ingress_defaults=IngressDefaults(
-            body_size=args.ingress_default_body_size,
-            connect_timeout=args.ingress_default_connect_timeout,
-            read_timeout=args.ingress_default_read_timeout,
-            send_timeout=args.ingress_default_send_timeout,
-            ssl_redirect=args.ingress_default_ssl_redirect,
-        ),
+        ingress_defaults=ingress_defaults(args),
         gateway_controller=args.controller_name,
         namespace=namespace,
         shared_proxy_selector=pmap(args.shared_proxy_selector),

@@ -44,6 +44,14 @@ class IngressDefaults:
         read_timeout: ``proxy-read-timeout``.
         send_timeout: ``proxy-send-timeout``.
         ssl_redirect: ``ssl-redirect`` (ConfigMap ``ssl-redirect``).
+        hsts: ConfigMap ``hsts``: HTTPS responses of a host with a certificate carry
+            ``Strict-Transport-Security`` (RFC 6797 §6.1). Off unless asked for, unlike
+            ingress-nginx: browsers remember the header for ``hsts_max_age`` seconds, so
+            Coxswain does not commit its users' hosts to HTTPS on its own
+            (docs/migrating-from-ingress-nginx.md, "Global defaults").
+        hsts_max_age: ConfigMap ``hsts-max-age``, seconds (``max-age``).
+        hsts_include_subdomains: ConfigMap ``hsts-include-subdomains`` (``includeSubDomains``).
+        hsts_preload: ConfigMap ``hsts-preload`` (``preload``).
     """
 
     body_size: int = 0
@@ -51,6 +59,21 @@ class IngressDefaults:
     read_timeout: float = 0
     send_timeout: float = 0
     ssl_redirect: bool = True
+    hsts: bool = False
+    hsts_max_age: int = 31536000
+    hsts_include_subdomains: bool = True
+    hsts_preload: bool = False
+
+    @property
+    def hsts_value(self) -> str:
+        """The ``Strict-Transport-Security`` value (RFC 6797 §6.1), or "" when off; written
+        as ingress-nginx writes it."""
+        if not self.hsts:
+            return ""
+        value = f"max-age={self.hsts_max_age}"
+        if self.hsts_include_subdomains:
+            value += "; includeSubDomains"
+        return value + "; preload" if self.hsts_preload else value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -242,7 +242,10 @@ class Affinity:
     some sessions), ``persistent`` by the endpoint itself (sessions stay until it goes). The
     cookie's ``path`` (the Ingress path when not set), ``domain``, ``expires`` and ``max_age``
     (seconds; 0: not sent), ``samesite`` and ``secure`` (None: on HTTPS requests) are its
-    attributes; it is always ``HttpOnly``."""
+    attributes; it is always ``HttpOnly``. ``conditional_samesite_none`` leaves
+    ``SameSite=None`` out for the browsers that mishandle it (``route.affinity``).
+    ``change_on_failure``: a request whose endpoint fails goes to another, and the cookie
+    moves the client there (``shell.dataplane.affinity``)."""
 
     mode: str = "balanced"
     cookie_name: str = "INGRESSCOOKIE"
@@ -252,6 +255,8 @@ class Affinity:
     max_age: int = 0
     samesite: str | None = None
     secure: bool | None = None
+    conditional_samesite_none: bool = False
+    change_on_failure: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -370,7 +375,9 @@ INGRESS_ACTION_FIELDS = tuple(f.name for f in dataclasses.fields(IngressActions)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PathRule:
     """One Ingress path on one host; ``tls_redirect`` sends plain-HTTP requests to HTTPS;
-    ``actions`` is None on a path that has none (the proxy's fast path)."""
+    ``actions`` is None on a path that has none (the proxy's fast path); ``hsts`` is the
+    ``Strict-Transport-Security`` value its HTTPS responses carry ("" for none; the
+    ``hsts`` default, ``config.IngressDefaults``)."""
 
     path: str
     match: PathMatch
@@ -378,6 +385,7 @@ class PathRule:
     route: RouteRef
     tls_redirect: bool = False
     actions: IngressActions | None = None
+    hsts: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

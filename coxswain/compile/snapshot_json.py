@@ -250,6 +250,8 @@ def _rule_data(rule: PathRule) -> dict[str, Any]:
         "route": _route_data(rule.route),
         "tls_redirect": rule.tls_redirect,
     }
+    if rule.hsts:
+        data["hsts"] = rule.hsts
     if rule.actions is not None:
         data["actions"] = _ingress_actions_data(rule.actions)
     return data

@@ -180,6 +180,7 @@ def _rule(data: Mapping[str, Any], where: str) -> PathRule:
         route=_path_route(data.get("route"), f"{where}.route"),
         tls_redirect=_typed(data.get("tls_redirect", False), bool, f"{where}.tls_redirect"),
         actions=_ingress_actions(data.get("actions"), f"{where}.actions"),
+        hsts=_typed(data.get("hsts", ""), str, f"{where}.hsts"),
     )
 
 

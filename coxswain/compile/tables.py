@@ -71,6 +71,8 @@ def routing_table(snapshot: Snapshot) -> str:
         for rule in (*vhost.paths, *((vhost.default,) if vhost.default else ())):
             match = "default" if rule is vhost.default else f"{rule.match} {rule.path}"
             notes = ["https redirect"] if rule.tls_redirect else []
+            if rule.hsts:
+                notes.append("hsts")
             if rule == vhost.passthrough:
                 notes.append("TLS passed through")
             if rule.actions is not None:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from coxswain.route.decision import Decision
     from coxswain.route.ingress_access import AccessCheck
 
-__all__ = ["LIMITED", "answered", "checked"]
+__all__ = ["LIMITED", "answered", "checked", "kept_fields"]
 
 LIMITED: Final = 503
 """ingress-nginx's ``limit-req-status-code`` and ``limit-conn-status-code``."""
@@ -86,7 +86,15 @@ def answered(
         decision,
         status=status,
         reason=f"{decision.reason}; {reason}",
-        response_fields=fields,
+        response_fields=kept_fields(decision) + fields,
         checks=None,
         external_auth=None,
     )
+
+
+def kept_fields(decision: Decision) -> tuple[tuple[bytes, bytes], ...]:
+    """The fields of ``decision`` that the proxy's own answer keeps too: the
+    ``Strict-Transport-Security`` of an HTTPS request (``route.select``, step 5)."""
+    if not decision.response_fields:
+        return ()
+    return tuple(f for f in decision.response_fields if f[0] == b"strict-transport-security")

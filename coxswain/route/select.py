@@ -25,6 +25,9 @@ Order of decisions for the Ingress ports:
    proxy serves Ingress HTTPS on (``Host: a.example.com:8080`` → ``https://a.example.com:8443``
    for ``--ingress-https-port 8443``).
 4. An invalid backend or one without ready endpoints → 503 (ingress-nginx answers the same).
+5. An HTTPS request on a rule with ``hsts`` (the ``hsts`` default, on a host with a
+   certificate) gets ``Strict-Transport-Security`` on its response, whoever answers, in place
+   of the backend's own (RFC 6797 §6.1; ingress-nginx sets it in its header phase).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Decision", "host_of", "port_of", "select"]
 
+_HSTS = b"strict-transport-security"
 _REDIRECT_STATUS = (
     308  # ingress-nginx's default http-redirect-code; keeps the method (RFC 9110 §15.4.9)
 )
@@ -124,6 +128,25 @@ def _select(table: RouteTable, head: RequestHead) -> Decision:
         )
     how = "default backend" if rule is vhost.default else f"{rule.match} path {rule.path!r}"
     where = f"host {vhost.host!r}, {how} of Ingress {rule.route.namespace}/{rule.route.name}"
+    decision = _ruled(table, head, rule, groups, where, host, host_header, path, query)
+    if rule.hsts and head.tls:  # docstring, step 5
+        hsts = (_HSTS, rule.hsts.encode("latin-1"))
+        return dataclasses.replace(decision, response_fields=(*decision.response_fields, hsts))
+    return decision
+
+
+def _ruled(
+    table: RouteTable,
+    head: RequestHead,
+    rule: PathRule,
+    groups: tuple[str, ...] | None,
+    where: str,
+    host: str,
+    host_header: str,
+    path: str,
+    query: str,
+) -> Decision:
+    forwarded_path = path + query
     actions = rule.actions
     if actions is not None and actions.denied is not None:
         return Decision(

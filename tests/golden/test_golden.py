@@ -23,6 +23,7 @@ Coxswain's own.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import json
@@ -35,7 +36,7 @@ import pytest
 import yaml
 
 from coxswain.compile import SharedPool, build_state, compile, status
-from coxswain.compile.config import CompileConfig
+from coxswain.compile.config import CompileConfig, IngressDefaults
 from coxswain.compile.grants import subscription_grants
 from coxswain.compile.listing import diagnostic_data, infra_list, status_list
 from coxswain.compile.model.manifests import ManifestSyntaxError, SourcedBody, parse_manifests
@@ -70,6 +71,7 @@ HEADER_KEYS: Final = frozenset(
         "schema-invalid",
         "schema-skip",
         "gateway-address-ranges",
+        "ingress-defaults",
     }
 )
 GATEWAY_GROUP: Final = "gateway.networking.k8s.io"
@@ -169,6 +171,11 @@ def _load_case(path: Path, *, resolve: bool = True) -> Case:
     if not isinstance(ranges, list) or not all(isinstance(r, str) for r in ranges):
         problems.append("gateway-address-ranges must be a list of CIDRs")
         ranges = []
+    defaults = header.get("ingress-defaults", {})
+    known = {f.name for f in dataclasses.fields(IngressDefaults)}
+    if not isinstance(defaults, dict) or not set(defaults) <= known:
+        problems.append(f"ingress-defaults must map some of {sorted(known)} to values")
+        defaults = {}
     if problems:
         pytest.fail(f"{where}: bad header: {'; '.join(problems)}")
     bodies: list[SourcedBody] = []
@@ -187,7 +194,9 @@ def _load_case(path: Path, *, resolve: bool = True) -> Case:
         schema_invalid=schema_invalid is True,
         schema_skip=schema_skip,
         bodies=tuple(bodies),
-        config=CompileConfig(gateway_address_ranges=tuple(ranges)),
+        config=CompileConfig(
+            gateway_address_ranges=tuple(ranges), ingress_defaults=IngressDefaults(**defaults)
+        ),
     )
 
 

@@ -166,3 +166,17 @@ def backend(name: str, port: int) -> list[dict[str, Any]]:
             "endpoints": [{"addresses": ["127.0.0.1"]}],
         },
     ]
+
+
+def tls_secret(namespace: str, name: str, leaf: Any) -> dict[str, Any]:
+    """A ``kubernetes.io/tls`` Secret holding a trustme leaf certificate's chain and key."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "type": "kubernetes.io/tls",
+        "stringData": {
+            "tls.crt": "".join(b.bytes().decode() for b in leaf.cert_chain_pems),
+            "tls.key": leaf.private_key_pem.bytes().decode(),
+        },
+    }

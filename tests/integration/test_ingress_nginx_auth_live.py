@@ -19,7 +19,7 @@ import trio
 import trustme
 
 from .h2_client import H2Client
-from .nginx_harness import NGINX, compiled, shop
+from .nginx_harness import NGINX, compiled, shop, spread_service
 from .proxy_harness import (
     TIMEOUT,
     Running,
@@ -277,28 +277,7 @@ def test_limit_connections_bounds_the_requests_in_progress(tmp_path: Path) -> No
 
 def pair(ports: dict[str, int]) -> list[dict[str, Any]]:
     """Service ``app/pair`` whose two endpoints are the echo backends one and two."""
-    slices = [
-        {
-            "apiVersion": "discovery.k8s.io/v1",
-            "kind": "EndpointSlice",
-            "metadata": {
-                "name": f"pair-{name}",
-                "namespace": "app",
-                "labels": {"kubernetes.io/service-name": "pair"},
-            },
-            "addressType": "IPv4",
-            "ports": [{"name": "", "port": ports[name]}],
-            "endpoints": [{"addresses": ["127.0.0.1"]}],
-        }
-        for name in ("one", "two")
-    ]
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": "pair", "namespace": "app"},
-        "spec": {"ports": [{"port": 80}]},
-    }
-    return [service, *slices]
+    return spread_service("pair", {name: ports[name] for name in ("one", "two")})
 
 
 @pytest.mark.parametrize("mode", ["balanced", "persistent"])

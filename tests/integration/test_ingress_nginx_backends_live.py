@@ -17,7 +17,7 @@ from coxswain.compile.snapshot_json import snapshot_to_data
 
 from .grpc_backend import GrpcBackend, channel_options
 from .manifests import backend as manifest_backend
-from .manifests import ingress_class
+from .manifests import ingress_class, tls_secret
 from .proxy_harness import TIMEOUT, Running, echoed, free_port, request, run_proxy
 
 if TYPE_CHECKING:
@@ -258,16 +258,7 @@ def test_ssl_passthrough_hands_the_connection_to_the_backend_by_sni(tmp_path: Pa
     front_leaf = front.issue_cert("shop.example.com")
     backend_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     back.issue_cert("pass.example.com").configure_cert(backend_context)
-    shop_tls = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "shop-tls", "namespace": "app"},
-        "type": "kubernetes.io/tls",
-        "stringData": {
-            "tls.crt": "".join(b.bytes().decode() for b in front_leaf.cert_chain_pems),
-            "tls.key": front_leaf.private_key_pem.bytes().decode(),
-        },
-    }
+    shop_tls = tls_secret("app", "shop-tls", front_leaf)
     shop = _ingress("shop", "one", {})
     shop["spec"]["tls"] = [{"hosts": ["shop.example.com"], "secretName": "shop-tls"}]
     passed = _ingress("pass", "secure", {NGINX + "ssl-passthrough": "true"})

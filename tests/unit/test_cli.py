@@ -1231,13 +1231,45 @@ def test_the_ingress_nginx_configmap_defaults_reach_the_compile_config(monkeypat
         "--ingress-default-connect-timeout=5",
         "--ingress-default-read-timeout=0",
         "--ingress-default-send-timeout=30",
+        "--ingress-default-hsts=true",
+        "--ingress-default-hsts-max-age=600",
+        "--ingress-default-hsts-include-subdomains=false",
     ]
     settings = _controller_settings(_parser().parse_args(argv))
     assert settings.compile.ingress_defaults == IngressDefaults(
-        body_size=1 << 20, connect_timeout=5, send_timeout=30, ssl_redirect=False
+        body_size=1 << 20,
+        connect_timeout=5,
+        send_timeout=30,
+        ssl_redirect=False,
+        hsts=True,
+        hsts_max_age=600,
+        hsts_include_subdomains=False,
     )
     with pytest.raises(SystemExit):
         _parser().parse_args(["controller", "--ingress-default-body-size=1 MB"])
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["controller", "--ingress-default-hsts-max-age=-1"])
+
+
+def test_compile_takes_the_controllers_ingress_default_flags():
+    from coxswain.cli import _parser
+    from coxswain.cli.ingress_defaults import ingress_defaults
+    from coxswain.compile.config import IngressDefaults
+
+    flags = [
+        "--ingress-default-body-size=1m",
+        "--ingress-default-ssl-redirect=false",
+        "--ingress-default-hsts=true",
+        "--ingress-default-hsts-preload=true",
+    ]
+    compiled = ingress_defaults(_parser().parse_args(["compile", "-f", "-", *flags]))
+    controller = ingress_defaults(_parser().parse_args(["controller", *flags]))
+    assert (
+        compiled
+        == controller
+        == IngressDefaults(body_size=1 << 20, ssl_redirect=False, hsts=True, hsts_preload=True)
+    )
+    assert ingress_defaults(_parser().parse_args(["compile", "-f", "-"])) == IngressDefaults()
 
 
 def test_help_of_the_controller_shows_the_built_in_default_and_the_variable(monkeypatch):

@@ -372,6 +372,9 @@ def test_ingress_nginx_configmap_defaults_become_controller_flags() -> None:
         "proxyReadTimeout": "120",
         "proxySendTimeout": 0.5,
         "sslRedirect": False,
+        "hsts": True,
+        "hstsMaxAge": 86400,
+        "hstsPreload": True,
     }
     args = controller_args(render({"ingress": {"defaults": defaults}}, name="edge"), "edge")
     assert {k: v for k, v in args.items() if k.startswith("--ingress-default-")} == {
@@ -380,6 +383,10 @@ def test_ingress_nginx_configmap_defaults_become_controller_flags() -> None:
         "--ingress-default-read-timeout": ["120"],
         "--ingress-default-send-timeout": ["0.5"],
         "--ingress-default-ssl-redirect": ["false"],
+        "--ingress-default-hsts": ["true"],
+        "--ingress-default-hsts-max-age": ["86400"],
+        "--ingress-default-hsts-include-subdomains": ["true"],
+        "--ingress-default-hsts-preload": ["true"],
     }
     plain = controller_args(render({}, name="edge"), "edge")
     assert not any(k.startswith("--ingress-default-") for k in plain)
@@ -387,7 +394,14 @@ def test_ingress_nginx_configmap_defaults_become_controller_flags() -> None:
 
 @pytest.mark.parametrize(
     "defaults",
-    [{"proxyBodySize": "8 megabytes"}, {"proxyReadTimeout": "2m"}, {"sslRedirect": "no"}],
+    [
+        {"proxyBodySize": "8 megabytes"},
+        {"proxyReadTimeout": "2m"},
+        {"sslRedirect": "no"},
+        {"hsts": "yes"},
+        {"hstsMaxAge": -1},
+        {"hstsMaxAge": "1y"},
+    ],
 )
 def test_ingress_defaults_that_the_controller_would_refuse_are_refused_by_the_schema(
     defaults: dict[str, object],

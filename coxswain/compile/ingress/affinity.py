@@ -8,7 +8,11 @@ Rules, ingress-nginx's (its annotation reference):
 3. ``session-cookie-name`` (default ``INGRESSCOOKIE``), ``-path`` (default: the Ingress path;
    ``/`` for a regex path, where ingress-nginx wants one written), ``-domain``, ``-expires``
    and ``-max-age`` (seconds), ``-samesite`` (``None``, ``Lax``, ``Strict``) and ``-secure``
-   (default: on HTTPS requests) are the cookie's.
+   (default: on HTTPS requests) are the cookie's; with
+   ``session-cookie-conditional-samesite-none: "true"``, ``SameSite=None`` is left out for the
+   browsers that reject or misread it (``route.affinity``, rule 5).
+   ``session-cookie-change-on-failure: "true"`` moves a client whose endpoint fails to another
+   (``shell.dataplane.affinity``).
 4. A value that does not parse is reported and dropped (its default applies); a bad
    ``affinity`` turns affinity off.
 """
@@ -60,6 +64,8 @@ def read_affinity(ingress: Ingress, found: list[Diagnostic]) -> Affinity | None:
     mode = text("affinity-mode", re.compile("balanced|persistent"))
     samesite = annotation_value(ingress, "session-cookie-samesite")
     secure = text("session-cookie-secure", re.compile("true|false"))
+    conditional = text("session-cookie-conditional-samesite-none", re.compile("true|false"))
+    change = text("session-cookie-change-on-failure", re.compile("true|false"))
     if samesite is not None and samesite[0].strip().lower() not in _SAMESITE:
         found.append(
             invalid_annotation(
@@ -78,4 +84,6 @@ def read_affinity(ingress: Ingress, found: list[Diagnostic]) -> Affinity | None:
         max_age=int(text("session-cookie-max-age", _SECONDS) or 0),
         samesite=None if samesite is None else _SAMESITE[samesite[0].strip().lower()],
         secure=None if secure is None else secure == "true",
+        conditional_samesite_none=conditional == "true",
+        change_on_failure=change == "true",
     )

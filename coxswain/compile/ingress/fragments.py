@@ -93,7 +93,7 @@ def ingress_fragment(
         ingress: one of our Ingresses.
         services: Services and their slices.
         certified: whether SNI host has a certificate of its own (``has_certificate`` on the
-            Ingress HTTPS port's certificates), to decide TLS redirects.
+            Ingress HTTPS port's certificates), to decide TLS redirects and HSTS.
         secrets: every Secret, for basic authentication and backend TLS.
         given: the values of annotations an Ingress does not set (rule 11).
     """
@@ -119,12 +119,20 @@ def ingress_fragment(
     own_hosts = tuple(rule.host or CATCH_ALL for rule in ingress.rules)
     answers: dict[str, bool] = {}
 
-    def redirect(host: str) -> bool:
-        if options.force_ssl_redirect or not options.ssl_redirect:
-            return options.force_ssl_redirect
+    def has_certificate(host: str) -> bool:
         if host not in answers:
             answers[host] = certified(host)
         return answers[host]
+
+    def redirect(host: str) -> bool:
+        if options.force_ssl_redirect or not options.ssl_redirect:
+            return options.force_ssl_redirect
+        return has_certificate(host)
+
+    def hsts(host: str) -> str:
+        """The host's ``Strict-Transport-Security``: ingress-nginx sends it only where a
+        certificate is configured for the host (its ``hsts`` ConfigMap key)."""
+        return given.hsts_value if given.hsts and has_certificate(host) else ""
 
     candidates: list[PathCandidate] = []
     for rule in ingress.rules:
@@ -155,6 +163,7 @@ def ingress_fragment(
                 route=route,
                 tls_redirect=redirect(host),
                 actions=actions,
+                hsts=hsts(host),
             )
             candidates.append(PathCandidate(host=host, field=path.field, rule=served))
     defaults: list[tuple[str, PathRule]] = []
@@ -173,6 +182,7 @@ def ingress_fragment(
                     route=route,
                     tls_redirect=redirect(host),
                     actions=_without_rewrite(options),
+                    hsts=hsts(host),
                 )
                 defaults.append((host, default))
     return IngressFragment(

@@ -281,9 +281,11 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     "session-cookie-expires": AnnotationInfo(_H),
     "session-cookie-max-age": AnnotationInfo(_H),
     "session-cookie-samesite": AnnotationInfo(_H),
-    "session-cookie-conditional-samesite-none": AnnotationInfo(_N),
+    "session-cookie-conditional-samesite-none": AnnotationInfo(_H),
     "session-cookie-secure": AnnotationInfo(_H),
-    "session-cookie-change-on-failure": AnnotationInfo(_N),
+    "session-cookie-change-on-failure": AnnotationInfo(
+        _D, "over HTTP/2 to the backend the cookie is not moved"
+    ),
     "limit-rps": AnnotationInfo(_H),
     "limit-rpm": AnnotationInfo(_H),
     "limit-connections": AnnotationInfo(_H),

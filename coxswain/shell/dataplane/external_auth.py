@@ -28,6 +28,7 @@ import trio
 from coxswain.compile.snapshot import Endpoint
 from coxswain.http1 import ResponseHead, ResponseParser, frame_request_head
 from coxswain.route.external_auth import auth_outcome, auth_request, cache_key, cache_seconds
+from coxswain.route.ingress_request import kept_fields
 from coxswain.shell.dataplane.pool import ConnectFailed, connect
 from coxswain.shell.dataplane.served import Routed
 from coxswain.shell.dataplane.wire import EventReader
@@ -114,7 +115,7 @@ async def authorized(
             status=outcome.status,
             reason=f"{decision.reason}; {outcome.reason}",
             redirect=outcome.location,
-            response_fields=outcome.fields,
+            response_fields=kept_fields(decision) + outcome.fields,
             checks=None,
             external_auth=None,
         )

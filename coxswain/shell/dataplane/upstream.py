@@ -88,6 +88,7 @@ from coxswain.route.forward import (
 )
 from coxswain.route.grpc_timeout import grpc_timeout
 from coxswain.route.relay import relayed_fields
+from coxswain.shell.dataplane.affinity import PinnedBackend
 from coxswain.shell.dataplane.downstream import Exchange, Http1Downstream
 from coxswain.shell.dataplane.pool import ConnectFailed, connect
 from coxswain.shell.dataplane.tries import (
@@ -308,6 +309,9 @@ class Forwarder:
         # the connection and its owner answers 408/504 outside the scope (.http1_connection).
         timer = client.timer
         assert timer is not None, "the client's reader carries its connection's timer"
+        # a sticky session's endpoints come in their failover order (.affinity)
+        pinned = isinstance(backend, PinnedBackend)
+        ordered = endpoints if pinned else self.round_robin.order(key, endpoints)
         if timeout < math.inf:
             timer.scope.deadline = trio.current_time() + timeout
         try:
@@ -319,7 +323,7 @@ class Forwarder:
                     client=client,
                     decision=decision,
                     downstream=downstream,
-                    endpoints=self.round_robin.order(key, endpoints),
+                    endpoints=ordered,
                     exchange=exchange,
                     head=head,
                     headers=headers,
@@ -343,7 +347,7 @@ class Forwarder:
                 decision=decision,
                 target=routed.target,
                 backend=backend,
-                endpoints=self.round_robin.order(key, endpoints),
+                endpoints=ordered,
                 exchange=exchange,
                 tee=tee,
                 timer=timer,
@@ -489,6 +493,8 @@ class Forwarder:
                 headers = _response_fields(
                     response, served, backend, decision, pass_server=self.pass_server
                 )
+                if isinstance(backend, PinnedBackend):  # the cookie of the endpoint that served
+                    headers = backend.served_fields(exchange.upstream, headers)
                 reusable = await downstream.respond(reader, head, response, headers, exchange)
                 # reused only clean: bytes after the response (a body on a HEAD answer, say)
                 # would be read as the start of the next exchange's response

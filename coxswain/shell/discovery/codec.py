@@ -218,6 +218,7 @@ def _path_rule(rule: PathRule) -> pb.PathRule:
         backend=_backend(rule.backend),
         route=_route(rule.route),
         tls_redirect=rule.tls_redirect,
+        hsts=rule.hsts,
     )
     if rule.actions is not None:
         fields = {n: getattr(rule.actions, n) for n in INGRESS_ACTION_FIELDS}

@@ -88,7 +88,9 @@ def _setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
 _new: Final = object.__new__
 _ep_address, _ep_port = _setters(Endpoint)
 _ref_kind, _ref_namespace, _ref_name, _ref_rule = _setters(RouteRef)
-(_pr_path, _pr_match, _pr_backend, _pr_route, _pr_redirect, _pr_actions) = _setters(PathRule)
+(_pr_path, _pr_match, _pr_backend, _pr_route, _pr_redirect, _pr_actions, _pr_hsts) = _setters(
+    PathRule
+)
 (
     _be_namespace,
     _be_service,
@@ -230,6 +232,7 @@ def _read_path_rule(message: pb.PathRule) -> PathRule:
     _pr_actions(
         rule, _read_ingress_actions(message.actions) if message.HasField("actions") else None
     )
+    _pr_hsts(rule, message.hsts)
     return rule
 
 
@@ -299,6 +302,8 @@ def _read_affinity(wire: pb.Affinity) -> Affinity:
         max_age=wire.max_age,
         samesite=wire.samesite if wire.HasField("samesite") else None,
         secure=wire.secure if wire.HasField("secure") else None,
+        conditional_samesite_none=wire.conditional_samesite_none,
+        change_on_failure=wire.change_on_failure,
     )
 
 

@@ -674,10 +674,13 @@ class PathRule(_message.Message):
     ROUTE_FIELD_NUMBER: _builtins.int
     TLS_REDIRECT_FIELD_NUMBER: _builtins.int
     ACTIONS_FIELD_NUMBER: _builtins.int
+    HSTS_FIELD_NUMBER: _builtins.int
     path: _builtins.str
     match: _builtins.str
     """Exact | Prefix | Regex"""
     tls_redirect: _builtins.bool
+    hsts: _builtins.str
+    """The Strict-Transport-Security value of its HTTPS responses; empty: none."""
     @_builtins.property
     def backend(self) -> Global___Backend: ...
     @_builtins.property
@@ -693,10 +696,11 @@ class PathRule(_message.Message):
         route: Global___RouteRef | None = ...,
         tls_redirect: _builtins.bool = ...,
         actions: Global___IngressActions | None = ...,
+        hsts: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_actions", b"_actions", "actions", b"actions", "backend", b"backend", "route", b"route"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_actions", b"_actions", "actions", b"actions", "backend", b"backend", "match", b"match", "path", b"path", "route", b"route", "tls_redirect", b"tls_redirect"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_actions", b"_actions", "actions", b"actions", "backend", b"backend", "hsts", b"hsts", "match", b"match", "path", b"path", "route", b"route", "tls_redirect", b"tls_redirect"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__actions: _TypeAlias = _typing.Literal["actions"]  # noqa: Y015
     _WhichOneofArgType__actions: _TypeAlias = _typing.Literal["_actions", b"_actions"]  # noqa: Y015
@@ -919,6 +923,8 @@ class Affinity(_message.Message):
     MAX_AGE_FIELD_NUMBER: _builtins.int
     SAMESITE_FIELD_NUMBER: _builtins.int
     SECURE_FIELD_NUMBER: _builtins.int
+    CONDITIONAL_SAMESITE_NONE_FIELD_NUMBER: _builtins.int
+    CHANGE_ON_FAILURE_FIELD_NUMBER: _builtins.int
     mode: _builtins.str
     cookie_name: _builtins.str
     path: _builtins.str
@@ -927,6 +933,8 @@ class Affinity(_message.Message):
     max_age: _builtins.int
     samesite: _builtins.str
     secure: _builtins.bool
+    conditional_samesite_none: _builtins.bool
+    change_on_failure: _builtins.bool
     def __init__(
         self,
         *,
@@ -938,10 +946,12 @@ class Affinity(_message.Message):
         max_age: _builtins.int = ...,
         samesite: _builtins.str | None = ...,
         secure: _builtins.bool | None = ...,
+        conditional_samesite_none: _builtins.bool = ...,
+        change_on_failure: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_domain", b"_domain", "_path", b"_path", "_samesite", b"_samesite", "_secure", b"_secure", "domain", b"domain", "path", b"path", "samesite", b"samesite", "secure", b"secure"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_domain", b"_domain", "_path", b"_path", "_samesite", b"_samesite", "_secure", b"_secure", "cookie_name", b"cookie_name", "domain", b"domain", "expires", b"expires", "max_age", b"max_age", "mode", b"mode", "path", b"path", "samesite", b"samesite", "secure", b"secure"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_domain", b"_domain", "_path", b"_path", "_samesite", b"_samesite", "_secure", b"_secure", "change_on_failure", b"change_on_failure", "conditional_samesite_none", b"conditional_samesite_none", "cookie_name", b"cookie_name", "domain", b"domain", "expires", b"expires", "max_age", b"max_age", "mode", b"mode", "path", b"path", "samesite", b"samesite", "secure", b"secure"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__domain: _TypeAlias = _typing.Literal["domain"]  # noqa: Y015
     _WhichOneofArgType__domain: _TypeAlias = _typing.Literal["_domain", b"_domain"]  # noqa: Y015
