@@ -4,13 +4,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from coxswain.compile import SharedPool, build_state, compile
-from coxswain.compile.snapshot import Canary
 from tests.unit.ingress_world import INGRESS_CLASS, ingress, path, rule, service
+
+if TYPE_CHECKING:
+    from coxswain.compile.snapshot import Canary
 
 NGINX = "nginx.ingress.kubernetes.io/"
 
