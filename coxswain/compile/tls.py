@@ -13,7 +13,7 @@ Rules:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cryptography import x509
@@ -41,7 +41,7 @@ class KeyPair:
     """A certificate chain (leaf first) and its private key, both PEM, plus the leaf's DNS names."""
 
     chain_pem: str
-    key_pem: str
+    key_pem: str = field(repr=False)  # no private key in a log line or a test's failure text
     dns_names: PVector[str]
 
 

@@ -647,7 +647,9 @@ def test_tls_secret_with_unparseable_pem_has_a_problem():
     assert obj.problem == "tls.crt holds no valid PEM certificate"
 
 
-def test_non_tls_secret_keeps_no_key_material(keypair_pem):
+def test_a_generic_secret_with_a_pair_keeps_it_and_no_key_material_shows(keypair_pem):
+    """ingress-nginx's ``proxy-ssl-secret`` is often an Opaque Secret: its pair is read, but
+    neither the key nor any other value is in the decoded object's text."""
     chain, key = keypair_pem
     obj = decoded(
         secret(
@@ -657,12 +659,21 @@ def test_non_tls_secret_keeps_no_key_material(keypair_pem):
         )
     )
     assert obj.type == "Opaque"
-    assert obj.keypair is None
+    assert obj.keypair is not None
+    assert obj.keypair.chain_pem == chain.decode()
+    assert obj.keypair.key_pem == key.decode()
     assert obj.problem is None
     assert obj.ca_bundle is None
     text = repr(obj)
     for material in ("PRIVATE KEY", "hunter2", b64(b"hunter2"), "s3cr3t-token", b64(key)[:40]):
         assert material not in text
+
+
+def test_a_generic_secret_without_a_pair_has_no_keypair_and_no_problem():
+    obj = decoded(secret("Opaque", data={"password": b64(b"hunter2")}))
+    assert obj.keypair is None
+    assert obj.problem is None
+    assert "hunter2" not in repr(obj)
 
 
 def test_secret_type_defaults_to_opaque():
