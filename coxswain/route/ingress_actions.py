@@ -63,7 +63,7 @@ def answer(
 ) -> Answer | None:
     """The redirect of steps 1 to 3, or None to go on."""
     if actions.host_redirect is not None:
-        port = host_header.rpartition(":")[2] if ":" in host_header.lstrip("[") else ""
+        port = host_header.rpartition(":")[2] if ":" in host_header else ""
         uri = path + query
         if uri.endswith("/"):  # ingress-nginx's redirect server drops one trailing slash
             uri = uri[:-1]
