@@ -28,7 +28,10 @@ hold the proxy's event loop for seconds."""
 
 def verify(password: bytes, hashed: str) -> bool:
     """Whether ``password`` is the one ``hashed`` was made from; False for a format not
-    listed in the module docstring."""
+    listed in the module docstring, and for a hash that is not ASCII (no format's is, and the
+    constant-time comparison refuses such text)."""
+    if not hashed.isascii():
+        return False
     if hashed.startswith(("$2a$", "$2b$", "$2y$")):
         cost = hashed[4:6]
         if not cost.isdigit() or int(cost) > _MAX_BCRYPT_COST:

@@ -48,7 +48,17 @@ def test_bcrypt_costs_above_12_are_refused_unchecked() -> None:
 
 
 @pytest.mark.parametrize(
-    "hashed", ["$2b$x4$" + COST_4[7:], COST_4[:-1] + "é", "$2B$" + COST_4[4:], "plain"]
+    "hashed",
+    [
+        "$2b$x4$" + COST_4[7:],
+        COST_4[:-1] + "é",
+        "$2B$" + COST_4[4:],
+        "plain",
+        # a tenant's Secret may hold any text: no format's hash is anything but ASCII
+        "$1$é$abc",
+        "$apr1$abcdefgh$CIVCvG7K/Q5PDj1FiqoKké",
+        "{SHA}é",
+    ],
 )
 def test_a_malformed_hash_is_no_match(hashed: str) -> None:
     assert not verify(b"pw", hashed)
