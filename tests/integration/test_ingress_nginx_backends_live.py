@@ -16,6 +16,7 @@ from coxswain.compile import SharedPool, build_state, compile
 from coxswain.compile.snapshot_json import snapshot_to_data
 
 from .grpc_backend import GrpcBackend, channel_options
+from .h2_client import H2Client
 from .manifests import backend as manifest_backend
 from .manifests import ingress_class, tls_secret
 from .proxy_harness import TIMEOUT, Running, echoed, free_port, request, run_proxy
@@ -181,7 +182,7 @@ def test_proxy_send_timeout_ends_a_backend_that_stops_taking_the_body_with_504(
         run_proxy(tmp_path, make, client, backends=())
 
 
-def test_proxy_body_size_counts_a_chunked_body_and_answers_413_once_it_is_passed(
+def test_proxy_body_size_counts_chunked_and_http2_bodies_and_answers_413_once_passed(
     tmp_path: Path,
 ) -> None:
     limited = _ingress("limited", "one", {NGINX + "proxy-body-size": "1k"})
@@ -206,6 +207,16 @@ def test_proxy_body_size_counts_a_chunked_body_and_answers_413_once_it_is_passed
         assert post(1024) == 200  # the limit itself is admitted
         assert post(1280) == 413
         assert post(1024) == 200  # a later request on the path is served
+        # HTTP/2 bodies need no content-length (RFC 9113 §8.1.1): their DATA are counted
+        h2c = H2Client(run.http_port)
+        host = "limited.example.com"
+        over = h2c.send("POST", "/", authority=host, body=b"x" * 1280)
+        at = h2c.send("POST", "/", authority=host, body=b"x" * 1024)
+        over_answer, at_answer = h2c.wait(over, at)
+        assert over_answer.status == 413
+        assert at_answer.status == 200  # the connection's other streams go on
+        assert h2c.get("/", authority=host).status == 200
+        h2c.close()
 
     run_proxy(tmp_path, _compiled(limited, services=("one",)), client, backends=("one",))
 

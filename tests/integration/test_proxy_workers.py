@@ -34,6 +34,7 @@ from coxswain.shell.discovery.tls import ServerCredentials
 from .discovery_harness import NOW, allow, proxy_files
 from .discovery_harness import TIMEOUT as DISCOVERY_TIMEOUT
 from .discovery_harness import command as discovery_command
+from .h2_client import H2Client
 from .proxy_harness import (
     Running,
     free_port,
@@ -139,7 +140,7 @@ def test_max_body_bytes_answers_413(tmp_path: Path) -> None:
             assert process.wait(TIMEOUT) == 0
 
 
-def test_a_chunked_body_over_the_limit_is_413_and_one_within_is_forwarded(
+def test_a_chunked_or_http2_body_over_the_limit_is_413_and_one_within_is_forwarded(
     tmp_path: Path,
 ) -> None:
     def make(ports: dict[str, int]) -> dict[str, Any]:
@@ -155,6 +156,11 @@ def test_a_chunked_body_over_the_limit_is_413_and_one_within_is_forwarded(
             conn.request("POST", "/", body=chunks, headers={"Host": "a.example.com"})
             assert conn.getresponse().status == status
             conn.close()
+        h2c = H2Client(run.http_port)  # HTTP/2 DATA, no content-length: counted alike
+        within = h2c.send("POST", "/", authority="a.example.com", body=b"x" * 10)
+        over = h2c.send("POST", "/", authority="a.example.com", body=b"x" * 11)
+        assert [answer.status for answer in h2c.wait(within, over)] == [200, 413]
+        h2c.close()
 
     run_proxy(tmp_path, make, client)
 

@@ -155,8 +155,8 @@ ANNOTATIONS: Final[Mapping[str, AnnotationInfo]] = {
     # Limits and timeouts
     "proxy-body-size": AnnotationInfo(
         _D,
-        "a chunked body is streamed until it passes the limit, then 413; an HTTP/2 body "
-        "without content-length is not counted; without the annotation the proxy's own "
+        "a chunked body, or an HTTP/2 body without content-length, is streamed until it "
+        "passes the limit, then 413; without the annotation the proxy's own "
         "--max-body-bytes applies (ingress-nginx: 1m)",
     ),
     "proxy-connect-timeout": AnnotationInfo(_D, _H1_ONLY),

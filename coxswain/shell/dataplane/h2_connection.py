@@ -117,6 +117,9 @@ class _Settings(Protocol):
     @property
     def timeouts(self) -> Timeouts: ...
 
+    @property
+    def max_body_bytes(self) -> int | None: ...
+
 
 class Proxy(Protocol):
     """What a connection uses of the proxy (:class:`.server.Proxy`)."""
@@ -399,7 +402,14 @@ class H2Session(H2Sender):
         state = _Stream(
             stream_id,
             head,
-            H2Body(self, stream_id, timer, ended=ended, read_timeout=timeouts.client_body),
+            H2Body(
+                self,
+                stream_id,
+                timer,
+                ended=ended,
+                read_timeout=timeouts.client_body,
+                limit=proxy.config.max_body_bytes,
+            ),
             H2Downstream(self, stream_id, timer, send_timeout=timeouts.client_send),
             timer,
         )
@@ -425,6 +435,8 @@ class H2Session(H2Sender):
                 client=self.client,
             )
         decision = routed.decision
+        if decision.checks is not None and decision.checks.max_body:
+            state.body.limit(decision.checks.max_body)  # proxy-body-size, counted as DATA come
         exchange = Exchange()
         answer: Answer | None = None
         timer = state.timer

@@ -100,7 +100,10 @@ class H2Body:
         "_chunks",
         "_ended",
         "_failed",
+        "_limit",
+        "_over",
         "_session",
+        "_total",
         "_trailers",
         "read_timeout",
         "stream_id",
@@ -115,6 +118,7 @@ class H2Body:
         *,
         ended: bool,
         read_timeout: float,
+        limit: int | None = None,
     ) -> None:
         self._session = session
         self.stream_id = stream_id
@@ -125,11 +129,37 @@ class H2Body:
         self._trailers: Headers = ()
         self._failed: ProtocolError | None = None
         self._arrived: trio.Event | None = None
+        self._limit = limit
+        self._total = 0
+        self._over = False
+
+    def limit(self, max_body: int) -> None:
+        """Lower the body limit to ``max_body`` bytes (a limit already lower stays): the
+        proxy's ``--max-body-bytes``, or a path's own (ingress-nginx's ``proxy-body-size``).
+        A body may come without ``content-length`` (RFC 9113 §8.1.1), so its DATA are counted."""
+        if self._limit is None or max_body < self._limit:
+            self._limit = max_body
+            self._check()  # DATA may have come before the request was routed
 
     def feed(self, data: bytes, flow: int) -> None:
-        """DATA received: ``data`` and the window it took (padding included)."""
+        """DATA received: ``data`` and the window it took (padding included). Past the limit
+        the body is 413 at once; what came and what still comes is dropped, its window given
+        back, so that the connection's other streams go on."""
+        if self._over:
+            self._session.acknowledge(self.stream_id, flow)
+            return
+        self._total += len(data)
         self._chunks.append((data, flow))
+        self._check()
         self._wake()
+
+    def _check(self) -> None:
+        if not self._over and self._limit is not None and self._total > self._limit:
+            self._over = True
+            self._failed = ProtocolError(413, "request body over the body limit")
+            self._session.acknowledge(self.stream_id, self.unread())
+            self._chunks.clear()
+            self._wake()
 
     def end(self, trailers: Headers = ()) -> None:
         """The peer ended the stream, with ``trailers`` if it sent some (``h2`` tells the
@@ -165,6 +195,9 @@ class H2Body:
     def next_event(self) -> Event | NeedData:
         """The next event if one is there, else ``NEED_DATA``. Taking ``Data`` gives its
         window back (sent with the next flush)."""
+        failed = self._failed
+        if self._over and failed is not None:
+            return failed
         if self._chunks:
             data, flow = self._chunks.popleft()
             self._session.acknowledge(self.stream_id, flow)
