@@ -30,17 +30,13 @@ from coxswain.http1 import (
     codec_named,
 )
 from coxswain.route import Decision
+from coxswain.shell.dataplane.balance import RoundRobin, pick_backend
 from coxswain.shell.dataplane.connection import Connection
 from coxswain.shell.dataplane.http1_connection import _drain
 from coxswain.shell.dataplane.served import Routed
 from coxswain.shell.dataplane.snapshot_file import SnapshotLoadError, load_snapshot
 from coxswain.shell.dataplane.tries import Answer, after_retries
-from coxswain.shell.dataplane.upstream import (
-    Forwarder,
-    RoundRobin,
-    _final_head,
-    pick_backend,
-)
+from coxswain.shell.dataplane.upstream import Forwarder, _final_head
 from coxswain.shell.dataplane.wire import EventReader, Watchdog, http_date, own_answer
 from tests.unit.turns import turn_counter
 

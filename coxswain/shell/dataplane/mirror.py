@@ -149,7 +149,7 @@ class Mirrors:
     ) -> Tee | None:
         """Fire the mirrors of a request forwarded with the fields ``base`` (the rule's edits
         made, the backend's not) to ``host`` and ``target``; ``order`` gives a backend's
-        endpoints in the request's round-robin turn (:class:`.upstream.RoundRobin`)."""
+        endpoints in the request's round-robin turn (:class:`.balance.RoundRobin`)."""
         endpoints_by_key = served.endpoints
 
         def endpoints_of(key: str) -> Sequence[Endpoint]:

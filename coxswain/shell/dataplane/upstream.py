@@ -89,6 +89,7 @@ from coxswain.route.forward import (
 from coxswain.route.grpc_timeout import grpc_timeout
 from coxswain.route.relay import relayed_fields
 from coxswain.shell.dataplane.affinity import PinnedBackend
+from coxswain.shell.dataplane.balance import RoundRobin, pick_backend
 from coxswain.shell.dataplane.downstream import Exchange, Http1Downstream
 from coxswain.shell.dataplane.pool import ConnectFailed, connect
 from coxswain.shell.dataplane.tries import (
@@ -119,42 +120,13 @@ if TYPE_CHECKING:
 __all__ = [
     "Answer",
     "Forwarder",
-    "RoundRobin",
     "Timeouts",
-    "pick_backend",
 ]
 
 _IDEMPOTENT: Final = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
 _SPARE_READERS: Final = 256
 _H2C: Final = BackendProtocol.H2C
 _BACKOFF_CAP: Final = 10  # the longest wait between retries, in backoffs
-
-
-@dataclass(slots=True)
-class RoundRobin:
-    """Per backend, the index of the endpoint the next request starts with."""
-
-    next_index: dict[str, int] = field(default_factory=dict)
-
-    def order(self, key: str, endpoints: Sequence[Endpoint]) -> Sequence[Endpoint]:
-        """The endpoints rotated to start at this backend's turn, then advance the turn."""
-        if len(endpoints) == 1:
-            return endpoints
-        start = self.next_index.get(key, 0) % len(endpoints)
-        self.next_index[key] = start + 1
-        return [*endpoints[start:], *endpoints[:start]]
-
-
-def pick_backend(
-    backends: Sequence[Backend], weights: Sequence[int], rng: random.Random
-) -> Backend | None:
-    """One of ``backends`` (those of a decision with a weight above 0, :class:`~.served.Routed`)
-    chosen at random in proportion to ``weights``; None when there is none."""
-    if len(backends) == 1:
-        return backends[0]
-    if not backends:
-        return None
-    return rng.choices(backends, weights=weights)[0]
 
 
 def _edit(served: Served, headers: Fields, *edits: HeaderEdits | None) -> Fields:

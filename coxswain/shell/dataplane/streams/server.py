@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from coxswain.route.proxy_protocol import proxy_header
+from coxswain.shell.dataplane.balance import pick_backend
 from coxswain.shell.dataplane.listen import open_reuseport_listeners
 from coxswain.shell.dataplane.streams.binding import bind_retrying
 from coxswain.shell.dataplane.streams.metrics import StreamMetrics
@@ -59,7 +60,6 @@ from coxswain.shell.dataplane.streams.sockets import (
 from coxswain.shell.dataplane.streams.sockets import listening as made_listening
 from coxswain.shell.dataplane.streams.splice import splice
 from coxswain.shell.dataplane.streams.udp import UdpSettings, serve_udp
-from coxswain.shell.dataplane.upstream import pick_backend
 
 if TYPE_CHECKING:
     import random
