@@ -26,6 +26,17 @@ from typing import TYPE_CHECKING
 
 from pyrsistent import pmap, pvector
 
+from coxswain.compile.snapshot_filters import (
+    Cors,
+    HeaderEdits,
+    PathEdit,
+    Redirect,
+    Retry,
+    Rewrite,
+    RouteMatch,
+    ValueMatch,
+)
+
 if TYPE_CHECKING:
     from pyrsistent.typing import PMap, PVector
 
@@ -40,17 +51,25 @@ __all__ = [
     "Canary",
     "Certificate",
     "ClientTLS",
+    "Cors",
     "Endpoint",
     "ExternalAuth",
+    "HeaderEdits",
     "IngressActions",
     "IngressTable",
+    "PathEdit",
     "PathMatch",
     "PathRule",
     "RateLimit",
+    "Redirect",
+    "Retry",
+    "Rewrite",
+    "RouteMatch",
     "RouteRef",
     "Snapshot",
     "SubjectAltName",
     "UpstreamTLS",
+    "ValueMatch",
     "VirtualHost",
 ]
 
@@ -434,92 +453,6 @@ class ClientValidation:
 
     ca_pem: str
     mode: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ValueMatch:
-    """A header (name lower-case) or query parameter match: ``Exact`` or ``RegularExpression``."""
-
-    name: str
-    type: str
-    value: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RouteMatch:
-    """One HTTPRoute or GRPCRoute match: path (``Exact``/``PathPrefix``/``RegularExpression``),
-    headers, query parameters and method, all ANDed. A GRPCRoute's service and method are a
-    path match on ``/service/method`` (GEP-1016, "Matcher Types";
-    ``compile.gateway.grpc_matches``)."""
-
-    path_type: str
-    path: str
-    headers: PVector[ValueMatch] = pvector()
-    query: PVector[ValueMatch] = pvector()
-    method: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HeaderEdits:
-    """``set`` replaces, ``add`` appends, ``remove`` deletes (names lower-case)."""
-
-    set: PVector[tuple[str, str]] = pvector()
-    add: PVector[tuple[str, str]] = pvector()
-    remove: PVector[str] = pvector()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PathEdit:
-    """``ReplaceFullPath`` or ``ReplacePrefixMatch`` with its value."""
-
-    type: str
-    value: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Redirect:
-    """A RequestRedirect; None keeps the request's scheme, host or port."""
-
-    status: int
-    scheme: str | None = None
-    hostname: str | None = None
-    port: int | None = None
-    path: PathEdit | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Rewrite:
-    """A URLRewrite of host and/or path."""
-
-    hostname: str | None = None
-    path: PathEdit | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Cors:
-    """A CORS filter (Gateway API ``HTTPCORSFilter``), as written and checked: origins
-    (``*``, or ``scheme://host[:port]`` whose host may start with ``*.``), methods (``*`` or
-    RFC 9110 tokens), header names lower-cased (``*`` alone means any), ``max_age`` in seconds.
-    The proxy answers preflights and marks responses with it (:mod:`coxswain.route.cors`)."""
-
-    allow_origins: PVector[str] = pvector()
-    allow_methods: PVector[str] = pvector()
-    allow_headers: PVector[str] = pvector()
-    expose_headers: PVector[str] = pvector()
-    allow_credentials: bool = False
-    max_age: int = 5
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Retry:
-    """An HTTPRoute rule's ``retry`` (Gateway API ``HTTPRouteRetry``): how many times a failed
-    backend request is tried again (``attempts``, after the first), on which response
-    ``codes`` (and always on connection errors and backend timeouts), waiting at least
-    ``backoff`` seconds before each. The proxy's loop: ``shell.dataplane.upstream``."""
-
-    codes: PVector[int] = pvector()
-    attempts: int = 2
-    backoff: float = 0.025
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
