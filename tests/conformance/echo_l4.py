@@ -32,6 +32,7 @@ from typing import Any, Final
 import trio
 
 from tests.conformance.echo import pod_name, serve_conformance_echo
+from tests.conformance.echo_grpc import serve_grpc_echo
 
 __all__ = ["TLS_SUFFIX", "WELCOME", "Echo", "serve_scenario_echo"]
 
@@ -45,8 +46,9 @@ _sni: contextvars.ContextVar[str] = contextvars.ContextVar("tcp_echo_sni", defau
 
 @dataclass(frozen=True, slots=True)
 class Echo:
-    """What stands in for a Deployment's pods: ``kind`` ``http`` (:mod:`.echo`), ``tcp``,
-    ``udp`` or ``dns``; ``service`` the ``SERVICE_NAME`` they report."""
+    """What stands in for a Deployment's pods: ``kind`` ``http`` (:mod:`.echo`), ``grpc``
+    (:mod:`.echo_grpc`), ``tcp``, ``udp`` or ``dns``; ``service`` the ``SERVICE_NAME`` they
+    report."""
 
     kind: str
     service: str = ""
@@ -69,6 +71,8 @@ async def serve_scenario_echo(
         await _serve_udp_echo(key, echo.service, task_status)
     elif echo.kind == "dns":
         await _serve_dns(task_status)
+    elif echo.kind == "grpc":
+        await serve_grpc_echo(key, task_status)
     else:
         await serve_conformance_echo(key, received, tls=tls, task_status=task_status)
 

@@ -15,8 +15,9 @@
   wrong (strict: the scenario must fail);
 - ``steps``: the test's checks in order: a status check (:data:`.status_checks.STATUS_CHECKS`),
   ``requests`` (a target and its cases, :mod:`.cases`), ``weights`` (a weighted
-  distribution), ``apply`` (a manifest applied), ``patch`` (one field of an object set, its
-  generation bumped), ``copy`` (an object created from another) or ``delete`` (an object
+  distribution), layer-4 traffic (:mod:`.steps_l4`), gRPC calls (:mod:`.steps_grpc`),
+  ``apply`` (a manifest applied), ``patch`` (one field of an object set, its generation
+  bumped), ``copy`` (an object created from another) or ``delete`` (an object
   deleted); after those four everything is recompiled and the proxy reloaded.
 """
 

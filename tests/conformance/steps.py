@@ -21,6 +21,7 @@ from tests.conformance.compare import compare_round_trip, is_failure
 from tests.conformance.echo import encode_frame, pod_name, take_frame
 from tests.conformance.exchange import Handshake, Target, calculate_host, round_trip
 from tests.conformance.status_checks import STATUS_CHECKS
+from tests.conformance.steps_grpc import GRPC_STEPS
 from tests.conformance.steps_l4 import L4_STEPS
 from tests.conformance.world import GATEWAY_ADDRESS
 
@@ -39,6 +40,7 @@ __all__ = ["Session"]
 WEIGHT_TOLERANCE: Final = 0.05
 WEIGHT_REQUESTS: Final = 200
 WEIGHT_SEED: Final = 1
+_TRAFFIC_STEPS: Final = {**L4_STEPS, **GRPC_STEPS}
 MIRROR_WAIT: Final = 5.0  # seconds for a mirrored copy to arrive; upstream's RequestTimeout is 10
 
 
@@ -59,8 +61,8 @@ class Session:
             if kind in STATUS_CHECKS:
                 if problem := STATUS_CHECKS[kind](self.compiled, **args):
                     self.failures.append(f"{where}: {problem}")
-            elif kind in L4_STEPS:
-                problems = L4_STEPS[kind](self._port, self.running, **args)
+            elif kind in _TRAFFIC_STEPS:
+                problems = _TRAFFIC_STEPS[kind](self._port, self.running, **args)
                 self.failures.extend(f"{where}: {problem}" for problem in problems)
             elif kind == "requests":
                 self._requests(where, **args)

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from tests.integration.proxy_harness import Running
 
-__all__ = ["L4_STEPS"]
+__all__ = ["L4_STEPS", "weights_step"]
 
 # As the HTTP weights (.steps): upstream's tolerance, fewer samples than its 500, the proxy's
 # choices seeded so that the verdict is the same on every run.
@@ -96,9 +96,12 @@ def _udp_pod(target: int) -> str:
         return str(json.loads(sock.recv(4096))["pod"])
 
 
-def _weights(
+def weights_step(
     send: Callable[[int], str],
 ) -> Callable[..., list[str]]:
+    """A weights step over ``send``, which sends one sample to a port and returns the pod
+    that answered (raising ``OSError``, ``ValueError`` or ``KeyError`` when it failed)."""
+
     def step(
         port: Callable[[str, str | None], int], running: Running, *, gateway: str,
         weights: dict[str, float], listener: str | None = None,
@@ -130,6 +133,6 @@ L4_STEPS: Final[dict[str, Callable[..., list[str]]]] = {
     "tls_rejected": _tls_rejected,
     "udp": _udp,
     "dns": _dns,
-    "tcp_weights": _weights(tcp_pod),
-    "udp_weights": _weights(_udp_pod),
+    "tcp_weights": weights_step(tcp_pod),
+    "udp_weights": weights_step(_udp_pod),
 }

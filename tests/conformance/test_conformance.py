@@ -1,6 +1,8 @@
-"""The Gateway API v1.6.1 conformance sweep (docs/quality.md): the GATEWAY-HTTP profile, and
-the GATEWAY-TLS, GATEWAY-TCP and GATEWAY-UDP scenarios, their traffic through the proxy's
-layer-4 listeners to the stand-ins of upstream's TCP, UDP and DNS pods (:mod:`.echo_l4`).
+"""The Gateway API v1.6.1 conformance sweep (docs/quality.md): the GATEWAY-HTTP profile, the
+GATEWAY-GRPC profile, its calls over h2c to the stand-in of upstream's gRPC echo
+(:mod:`.echo_grpc`), and the GATEWAY-TLS, GATEWAY-TCP and GATEWAY-UDP scenarios, their traffic
+through the proxy's layer-4 listeners to the stand-ins of upstream's TCP, UDP and DNS pods
+(:mod:`.echo_l4`).
 
 One test per upstream test (``scenarios/<ShortName>.yaml``): its manifests compiled by the
 real compiler (:mod:`.world`), the status it expects checked on the compiler's status, its

@@ -16,7 +16,8 @@ stand-ins for what a cluster would add:
   only, with the certificate of the Secret its pods mount, and, with ``TLS_CLIENT_CACERTS``,
   asking clients for a certificate of the CA ConfigMap they mount (``tls``);
 - the layer-4 pods (``TCP_ECHO_SERVER``, ``UDP_ECHO_SERVER``, ``coredns``) are the stand-ins
-  of :mod:`.echo_l4` (``echoes``); a TCP echo with ``TLS_SERVER_CERT`` is two, the plain one
+  of :mod:`.echo_l4` (``echoes``), the gRPC pods (``GRPC_ECHO_SERVER``) that of
+  :mod:`.echo_grpc`; a TCP echo with ``TLS_SERVER_CERT`` is two, the plain one
   and ``<deployment>#tls``, which the Service port targeting ``TLS_PORT`` (8443) reaches;
 - a VIP Service per Gateway in the controller's namespace, as the controller provisions them
   (docs/contracts.md, "Owned objects"): it is the compiler's memory of internal ports, so each
@@ -395,6 +396,8 @@ def _echoes(
         return {key: Echo("dns")}, {}
     if "UDP_ECHO_SERVER" in env:
         return {key: Echo("udp", service)}, {}
+    if "GRPC_ECHO_SERVER" in env:
+        return {key: Echo("grpc", service)}, {}
     if "TCP_ECHO_SERVER" in env:
         if serving is None:
             return {key: Echo("tcp", service)}, {}
