@@ -36,7 +36,7 @@ from coxswain.compile.snapshot_json import seal
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
 
-    from pyrsistent.typing import PVector
+    from pyrsistent.typing import PMap, PVector
 
     from coxswain.compile.backends import EndpointsCache, ServiceIndex
     from coxswain.compile.diagnostics import Diagnostic
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from coxswain.compile.ingress.rules import FragmentCache
     from coxswain.compile.model.keys import ObjectKey
     from coxswain.compile.model.state import ClusterState
+    from coxswain.compile.snapshot import Certificate, VirtualHost
     from coxswain.compile.status import ObjectStatus
 
 __all__ = [
@@ -98,6 +99,25 @@ class CompileParts:
     services_read: frozenset[ObjectKey]
     model: GatewayModel
     cells: GatewayCells
+    ingress: IngressPart
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IngressPart:
+    """What the Ingress passes (classes, certificates, rules) gave a scope, and what they read:
+    the state's Ingress, IngressClass, Secret, Service and EndpointSlice tables (persistent
+    maps: the same object while nothing in them changed) and the config. A Gateway API
+    change leaves all of them the same objects, so a compile handed its scope's earlier
+    parts reuses this whole."""
+
+    inputs: tuple[object, ...]
+    config: CompileConfig
+    shared: bool
+    hosts: PMap[str, VirtualHost]
+    certificates: PMap[str, Certificate]
+    found: tuple[Diagnostic, ...]
+    secrets_read: frozenset[ObjectKey]
+    services_read: frozenset[ObjectKey]
 
 
 def findings(parts: CompileParts, slices: Iterable[Diagnostic]) -> PVector[Diagnostic]:
@@ -117,18 +137,17 @@ def compile_parts(
     fragments: FragmentCache | None = None,
 ) -> CompileParts:
     """``compile`` up to the seal; ``cache`` remembers compiled routes, ``earlier`` is an
-    earlier compile of the same scope whose listener tables (``gateway.cells``) and endpoints
-    map are reused where their inputs are the same, ``endpoints`` remembers endpoint entries,
-    ``fragments`` Ingress fragments (all four from ``compile.memo``; the parts are the same
-    without them); ``model`` is the scope's ``analyse_gateways`` when the caller has it."""
-    ingresses, found = (
-        select_ingresses(state, config) if isinstance(scope, SharedPool) else ([], [])
-    )
-    certificates, tls_found, secrets_read = ingress_certificates(ingresses, state)
+    earlier compile of the same scope whose Ingress part (``IngressPart``), listener tables
+    (``gateway.cells``) and endpoints map are reused where their inputs are the same,
+    ``endpoints`` remembers endpoint entries, ``fragments`` Ingress fragments (all four from
+    ``compile.memo``; the parts are the same without them); ``model`` is the scope's
+    ``analyse_gateways`` when the caller has it."""
     services = index_services(state)
-    hosts, rules_found, services_read = ingress_hosts(
-        ingresses, services, certificates, state.secrets, config.ingress_defaults, fragments
+    ingress = _ingress_part(
+        state, scope, config, services, fragments, None if earlier is None else earlier.ingress
     )
+    hosts, certificates = ingress.hosts, ingress.certificates
+    secrets_read, services_read = set(ingress.secrets_read), set(ingress.services_read)
     if model is None:
         model = analyse_gateways(state, config, services, scope, cache)
     cells = build_cells(model, None if earlier is None else earlier.cells)
@@ -180,10 +199,7 @@ def compile_parts(
     ]
     diagnostics = [
         *state.input_diagnostics,
-        *found,
-        *(d for i in ingresses for d in i.diagnostics),
-        *tls_found,
-        *rules_found,
+        *ingress.found,
         *gateway_found,
         *_read_objects(state, services, secrets_read, services_read),
     ]
@@ -193,6 +209,56 @@ def compile_parts(
         services_read=frozenset(services_read),
         model=model,
         cells=cells,
+        ingress=ingress,
+    )
+
+
+def _ingress_part(
+    state: ClusterState,
+    scope: Scope,
+    config: CompileConfig,
+    services: ServiceIndex,
+    fragments: FragmentCache | None,
+    earlier: IngressPart | None,
+) -> IngressPart:
+    """Passes 1 to 3 (the Ingresses: classes, certificates, rules); ``earlier``'s when it was
+    computed from the very same tables and an equal config."""
+    inputs = (
+        state.ingresses,
+        state.ingress_classes,
+        state.secrets,
+        state.services,
+        state.endpoint_slices,
+        state.slices_by_service,
+    )
+    if (
+        earlier is not None
+        and all(a is b for a, b in zip(inputs, earlier.inputs, strict=True))
+        and (earlier.config is config or earlier.config == config)
+        and earlier.shared is isinstance(scope, SharedPool)
+    ):
+        return earlier
+    ingresses, found = (
+        select_ingresses(state, config) if isinstance(scope, SharedPool) else ([], [])
+    )
+    certificates, tls_found, secrets_read = ingress_certificates(ingresses, state)
+    hosts, rules_found, services_read = ingress_hosts(
+        ingresses, services, certificates, state.secrets, config.ingress_defaults, fragments
+    )
+    return IngressPart(
+        inputs=inputs,
+        config=config,
+        shared=isinstance(scope, SharedPool),
+        hosts=hosts,
+        certificates=certificates,
+        found=(
+            *found,
+            *(d for i in ingresses for d in i.diagnostics),
+            *tls_found,
+            *rules_found,
+        ),
+        secrets_read=frozenset(secrets_read),
+        services_read=frozenset(services_read),
     )
 
 
