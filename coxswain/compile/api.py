@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 
 from pyrsistent import pmap, pvector
 
-from coxswain.compile.backends import endpoints_table, index_services
+from coxswain.compile.backends import index_services
 from coxswain.compile.config import CompileConfig
 from coxswain.compile.diagnostics import diagnostic_order
+from coxswain.compile.endpoint_uses import EndpointUses, endpoint_uses
 from coxswain.compile.gateway.cells import build_cells
 from coxswain.compile.gateway.model import analyse_gateways
 from coxswain.compile.gateway.status import gateway_diagnostics, gateway_statuses
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from coxswain.compile.ingress.rules import FragmentCache
     from coxswain.compile.model.keys import ObjectKey
     from coxswain.compile.model.state import ClusterState
-    from coxswain.compile.snapshot import Certificate, VirtualHost
+    from coxswain.compile.snapshot import Backend, Certificate, VirtualHost
     from coxswain.compile.status import ObjectStatus
 
 __all__ = [
@@ -100,6 +101,7 @@ class CompileParts:
     model: GatewayModel
     cells: GatewayCells
     ingress: IngressPart
+    endpoint_uses: EndpointUses
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,6 +117,7 @@ class IngressPart:
     shared: bool
     hosts: PMap[str, VirtualHost]
     certificates: PMap[str, Certificate]
+    backends: tuple[Backend, ...]
     found: tuple[Diagnostic, ...]
     secrets_read: frozenset[ObjectKey]
     services_read: frozenset[ObjectKey]
@@ -151,15 +154,13 @@ def compile_parts(
     if model is None:
         model = analyse_gateways(state, config, services, scope, cache)
     cells = build_cells(model, None if earlier is None else earlier.cells)
-    rules = [
-        rule
-        for vhost in hosts.values()
-        for rule in (*vhost.paths, *((vhost.default,) if vhost.default else ()))
-    ]
-    backends = [rule.backend for rule in rules]
-    backends.extend(v.passthrough.backend for v in hosts.values() if v.passthrough is not None)
-    backends.extend(r.actions.canary.backend for r in rules if r.actions and r.actions.canary)
-    backends.extend(cells.backends)
+    uses = endpoint_uses(
+        services,
+        (ingress.backends, *(part.backends for part in cells.parts.values())),
+        endpoints,
+        None if earlier is None else earlier.endpoint_uses,
+        None if earlier is None else earlier.snapshot.endpoints,
+    )
     tls = dict(cells.tls)
     if certificates:
         tls[config.ingress_https_port] = dict(certificates)
@@ -173,12 +174,7 @@ def compile_parts(
         tls=pmap({port: pmap(by_host) for port, by_host in tls.items()}),
         client_certs=cells.client_certs,
         listener_health=cells.listener_health,
-        endpoints=endpoints_table(
-            services,
-            backends,
-            endpoints,
-            None if earlier is None else earlier.snapshot.endpoints,
-        ),
+        endpoints=uses.table,
     )
     for verdicts in model.listeners.values():
         for verdict in verdicts:
@@ -210,6 +206,7 @@ def compile_parts(
         model=model,
         cells=cells,
         ingress=ingress,
+        endpoint_uses=uses,
     )
 
 
@@ -245,12 +242,21 @@ def _ingress_part(
     hosts, rules_found, services_read = ingress_hosts(
         ingresses, services, certificates, state.secrets, config.ingress_defaults, fragments
     )
+    rules = [
+        rule
+        for vhost in hosts.values()
+        for rule in (*vhost.paths, *((vhost.default,) if vhost.default else ()))
+    ]
+    backends = [rule.backend for rule in rules]
+    backends.extend(v.passthrough.backend for v in hosts.values() if v.passthrough is not None)
+    backends.extend(r.actions.canary.backend for r in rules if r.actions and r.actions.canary)
     return IngressPart(
         inputs=inputs,
         config=config,
         shared=isinstance(scope, SharedPool),
         hosts=hosts,
         certificates=certificates,
+        backends=tuple(backends),
         found=(
             *found,
             *(d for i in ingresses for d in i.diagnostics),

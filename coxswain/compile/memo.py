@@ -99,7 +99,7 @@ if TYPE_CHECKING:
     from _hashlib import HASH
     from collections.abc import Collection
 
-    from pyrsistent.typing import PVector
+    from pyrsistent.typing import PMap, PVector
 
     from coxswain.compile.api import CompileParts
     from coxswain.compile.config import CompileConfig
@@ -442,18 +442,18 @@ class CompileMemo:
         others = Texts({} if earlier is None else earlier.other_texts)
         chain = HashChain() if earlier is None else earlier.chain
         head = head_digest(parts.snapshot, self._texts, tables, self.ingresses.texts, chain, others)
-        pieces = endpoint_pieces(
-            parts.snapshot.endpoints, None if earlier is None else earlier.endpoint_pieces
-        )
+        endpoints = parts.snapshot.endpoints
+        same_endpoints = earlier is not None and earlier.parts.snapshot.endpoints is endpoints
+        if earlier is not None and same_endpoints:
+            pieces, endpoint_keys = earlier.endpoint_pieces, earlier.endpoint_keys
+        else:
+            known = None if earlier is None else earlier.endpoint_pieces
+            pieces = endpoint_pieces(endpoints, known)
+            endpoint_keys = _endpoint_keys(endpoints)
         result = CompileResult(
             snapshot=sealed_with(parts.snapshot, head, pieces),
             diagnostics=findings(parts, (d for found in slice_found.values() for d in found)),
         )
-        endpoint_keys: dict[tuple[str, str], list[tuple[str, int]]] = {}
-        for key in parts.snapshot.endpoints:
-            namespace, name, port, *cluster_ip = key.split("/")
-            if not cluster_ip:  # a cluster IP is the Service's alone, no slice changes it
-                endpoint_keys.setdefault((namespace, name), []).append((key, int(port)))
         parents: set[tuple[str, str]] = set()
         named: set[ObjectKey] = set()
         if isinstance(scope, GatewayScope):
@@ -555,6 +555,18 @@ class CompileMemo:
             diagnostics=diagnostics,
         )
         return entry.result
+
+
+def _endpoint_keys(
+    endpoints: PMap[str, PVector[Endpoint]],
+) -> dict[tuple[str, str], list[tuple[str, int]]]:
+    """The endpoints keys of each Service a slice change may change, with their ports."""
+    keys: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    for key in endpoints:
+        namespace, name, port, *cluster_ip = key.split("/")
+        if not cluster_ip:  # a cluster IP is the Service's alone, no slice changes it
+            keys.setdefault((namespace, name), []).append((key, int(port)))
+    return keys
 
 
 def _provision_reads(state: ClusterState) -> tuple[object, ...]:

@@ -99,18 +99,18 @@ class RoutePart:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GatewayCells:
-    """The Gateway API parts of a snapshot, the backends they use, and what an incremental
-    call reads (``context``: the analysis' objects every route's share depends on; ``parts``:
-    ``id`` of a route verdict → its share, in route order; ``rules``: slot → host → entries;
-    ``members``: slot → the ``id`` of the routes adding to it; ``counts``: attached routes by
-    ``id`` of listener verdict; ``health_of``: ``id`` of listener verdict → the verdict, its
-    count and port, and its health entry; ``health_order``: the health entries unsorted)."""
+    """The Gateway API parts of a snapshot (the backends they use: ``parts``' ``backends``),
+    and what an incremental call reads (``context``: the analysis' objects every route's share
+    depends on; ``parts``: ``id`` of a route verdict → its share, in route order; ``rules``:
+    slot → host → entries; ``members``: slot → the ``id`` of the routes adding to it;
+    ``counts``: attached routes by ``id`` of listener verdict; ``health_of``: ``id`` of
+    listener verdict → the verdict, its count and port, and its health entry;
+    ``health_order``: the health entries unsorted)."""
 
     gateways: PMap[int, PMap[str, ListenerTable]]
     tls: dict[int, dict[str, Certificate]]
     client_certs: PMap[int, PMap[str, ClientValidation]]
     listener_health: PVector[ListenerHealth]
-    backends: tuple[Backend, ...]
     fragments: dict[Slot, Fragment]
     context: tuple[object, ...]
     parts: dict[int, RoutePart]
@@ -237,7 +237,6 @@ def build_cells(model: GatewayModel, earlier: GatewayCells | None = None) -> Gat
         tls={p: dict(t) for p, t in tls.items()},
         client_certs=pmap({p: pmap(c) for p, c in client.items()}),
         listener_health=listener_health,
-        backends=tuple(b for part in parts.values() for b in part.backends),
         fragments=fragments,
         context=context,
         parts=parts,
