@@ -35,7 +35,7 @@ from coxswain.compile.snapshot import IngressTable, Snapshot
 from coxswain.compile.snapshot_json import seal
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable
+    from collections.abc import Collection, Iterable, Sequence
 
     from pyrsistent.typing import PMap, PVector
 
@@ -102,6 +102,7 @@ class CompileParts:
     cells: GatewayCells
     ingress: IngressPart
     endpoint_uses: EndpointUses
+    flagged: ServiceFindings
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -193,11 +194,14 @@ def compile_parts(
         *(d for p in model.placements.values() for layer in p.layers for d in layer.diagnostics),
         *gateway_diagnostics(model),
     ]
+    read_found, flagged = _read_objects(
+        state, secrets_read, services_read, None if earlier is None else earlier.flagged
+    )
     diagnostics = [
         *state.input_diagnostics,
         *ingress.found,
         *gateway_found,
-        *_read_objects(state, services, secrets_read, services_read),
+        *read_found,
     ]
     return CompileParts(
         snapshot=snapshot,
@@ -207,6 +211,7 @@ def compile_parts(
         cells=cells,
         ingress=ingress,
         endpoint_uses=uses,
+        flagged=flagged,
     )
 
 
@@ -269,20 +274,38 @@ def _ingress_part(
 
 
 def _read_objects(
-    state: ClusterState, services: ServiceIndex, secrets: set[ObjectKey], read: set[ObjectKey]
-) -> list[Diagnostic]:
+    state: ClusterState,
+    secrets: set[ObjectKey],
+    read: set[ObjectKey],
+    earlier: ServiceFindings | None,
+) -> tuple[list[Diagnostic], ServiceFindings]:
     """Decode findings of the Secrets, ConfigMaps and Services the snapshot was built from
     (``secrets``: the Secrets and ConfigMaps; ``read``: the Services); those of their
-    EndpointSlices are ``slice_findings``."""
+    EndpointSlices are ``slice_findings``. Services are looked up among those that have
+    findings (``ServiceFindings``, ``earlier``'s while the Services table is the same)."""
     found: list[Diagnostic] = []
     for key in secrets:
         holder = state.config_maps.get(key) if key.kind == "ConfigMap" else state.secrets.get(key)
         if holder is not None:
             found.extend(holder.diagnostics)
-    for key in read:
-        if (service := services.service(key.namespace, key.name)) is not None:
-            found.extend(service.diagnostics)
-    return found
+    flagged = earlier
+    if flagged is None or flagged.services is not state.services:
+        flagged = ServiceFindings(
+            state.services, {k: s.diagnostics for k, s in state.services.items() if s.diagnostics}
+        )
+    if len(flagged.found) < len(read):
+        found.extend(d for key, ds in flagged.found.items() if key in read for d in ds)
+    else:
+        found.extend(d for key in read for d in flagged.found.get(key, ()))
+    return found, flagged
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceFindings:
+    """The Services of a Services table that have decode findings, and theirs."""
+
+    services: object
+    found: dict[ObjectKey, Sequence[Diagnostic]]
 
 
 def slice_findings(services: ServiceIndex, read: Iterable[ObjectKey]) -> list[Diagnostic]:
