@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 
 from pyrsistent import pmap, pvector
 
-from coxswain.compile.backends import endpoints_table, index_services
+from coxswain.compile.backends import index_services
 from coxswain.compile.config import CompileConfig
 from coxswain.compile.diagnostics import diagnostic_order
+from coxswain.compile.endpoint_uses import EndpointUses, endpoint_uses
 from coxswain.compile.gateway.cells import build_cells
 from coxswain.compile.gateway.model import analyse_gateways
 from coxswain.compile.gateway.status import gateway_diagnostics, gateway_statuses
@@ -34,9 +35,9 @@ from coxswain.compile.snapshot import IngressTable, Snapshot
 from coxswain.compile.snapshot_json import seal
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable
+    from collections.abc import Collection, Iterable, Sequence
 
-    from pyrsistent.typing import PVector
+    from pyrsistent.typing import PMap, PVector
 
     from coxswain.compile.backends import EndpointsCache, ServiceIndex
     from coxswain.compile.diagnostics import Diagnostic
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from coxswain.compile.ingress.rules import FragmentCache
     from coxswain.compile.model.keys import ObjectKey
     from coxswain.compile.model.state import ClusterState
+    from coxswain.compile.snapshot import Backend, Certificate, VirtualHost
     from coxswain.compile.status import ObjectStatus
 
 __all__ = [
@@ -98,6 +100,28 @@ class CompileParts:
     services_read: frozenset[ObjectKey]
     model: GatewayModel
     cells: GatewayCells
+    ingress: IngressPart
+    endpoint_uses: EndpointUses
+    flagged: ServiceFindings
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IngressPart:
+    """What the Ingress passes (classes, certificates, rules) gave a scope, and what they read:
+    the state's Ingress, IngressClass, Secret, Service and EndpointSlice tables (persistent
+    maps: the same object while nothing in them changed) and the config. A Gateway API
+    change leaves all of them the same objects, so a compile handed its scope's earlier
+    parts reuses this whole."""
+
+    inputs: tuple[object, ...]
+    config: CompileConfig
+    shared: bool
+    hosts: PMap[str, VirtualHost]
+    certificates: PMap[str, Certificate]
+    backends: tuple[Backend, ...]
+    found: tuple[Diagnostic, ...]
+    secrets_read: frozenset[ObjectKey]
+    services_read: frozenset[ObjectKey]
 
 
 def findings(parts: CompileParts, slices: Iterable[Diagnostic]) -> PVector[Diagnostic]:
@@ -117,30 +141,27 @@ def compile_parts(
     fragments: FragmentCache | None = None,
 ) -> CompileParts:
     """``compile`` up to the seal; ``cache`` remembers compiled routes, ``earlier`` is an
-    earlier compile of the same scope whose listener tables (``gateway.cells``) and endpoints
-    map are reused where their inputs are the same, ``endpoints`` remembers endpoint entries,
-    ``fragments`` Ingress fragments (all four from ``compile.memo``; the parts are the same
-    without them); ``model`` is the scope's ``analyse_gateways`` when the caller has it."""
-    ingresses, found = (
-        select_ingresses(state, config) if isinstance(scope, SharedPool) else ([], [])
-    )
-    certificates, tls_found, secrets_read = ingress_certificates(ingresses, state)
+    earlier compile of the same scope whose Ingress part (``IngressPart``), listener tables
+    (``gateway.cells``) and endpoints map are reused where their inputs are the same,
+    ``endpoints`` remembers endpoint entries, ``fragments`` Ingress fragments (all four from
+    ``compile.memo``; the parts are the same without them); ``model`` is the scope's
+    ``analyse_gateways`` when the caller has it."""
     services = index_services(state)
-    hosts, rules_found, services_read = ingress_hosts(
-        ingresses, services, certificates, state.secrets, config.ingress_defaults, fragments
+    ingress = _ingress_part(
+        state, scope, config, services, fragments, None if earlier is None else earlier.ingress
     )
+    hosts, certificates = ingress.hosts, ingress.certificates
+    secrets_read, services_read = set(ingress.secrets_read), set(ingress.services_read)
     if model is None:
         model = analyse_gateways(state, config, services, scope, cache)
     cells = build_cells(model, None if earlier is None else earlier.cells)
-    rules = [
-        rule
-        for vhost in hosts.values()
-        for rule in (*vhost.paths, *((vhost.default,) if vhost.default else ()))
-    ]
-    backends = [rule.backend for rule in rules]
-    backends.extend(v.passthrough.backend for v in hosts.values() if v.passthrough is not None)
-    backends.extend(r.actions.canary.backend for r in rules if r.actions and r.actions.canary)
-    backends.extend(cells.backends)
+    uses = endpoint_uses(
+        services,
+        (ingress.backends, *(part.backends for part in cells.parts.values())),
+        endpoints,
+        None if earlier is None else earlier.endpoint_uses,
+        None if earlier is None else earlier.snapshot.endpoints,
+    )
     tls = dict(cells.tls)
     if certificates:
         tls[config.ingress_https_port] = dict(certificates)
@@ -154,12 +175,7 @@ def compile_parts(
         tls=pmap({port: pmap(by_host) for port, by_host in tls.items()}),
         client_certs=cells.client_certs,
         listener_health=cells.listener_health,
-        endpoints=endpoints_table(
-            services,
-            backends,
-            endpoints,
-            None if earlier is None else earlier.snapshot.endpoints,
-        ),
+        endpoints=uses.table,
     )
     for verdicts in model.listeners.values():
         for verdict in verdicts:
@@ -178,14 +194,14 @@ def compile_parts(
         *(d for p in model.placements.values() for layer in p.layers for d in layer.diagnostics),
         *gateway_diagnostics(model),
     ]
+    read_found, flagged = _read_objects(
+        state, secrets_read, services_read, None if earlier is None else earlier.flagged
+    )
     diagnostics = [
         *state.input_diagnostics,
-        *found,
-        *(d for i in ingresses for d in i.diagnostics),
-        *tls_found,
-        *rules_found,
+        *ingress.found,
         *gateway_found,
-        *_read_objects(state, services, secrets_read, services_read),
+        *read_found,
     ]
     return CompileParts(
         snapshot=snapshot,
@@ -193,24 +209,103 @@ def compile_parts(
         services_read=frozenset(services_read),
         model=model,
         cells=cells,
+        ingress=ingress,
+        endpoint_uses=uses,
+        flagged=flagged,
+    )
+
+
+def _ingress_part(
+    state: ClusterState,
+    scope: Scope,
+    config: CompileConfig,
+    services: ServiceIndex,
+    fragments: FragmentCache | None,
+    earlier: IngressPart | None,
+) -> IngressPart:
+    """Passes 1 to 3 (the Ingresses: classes, certificates, rules); ``earlier``'s when it was
+    computed from the very same tables and an equal config."""
+    inputs = (
+        state.ingresses,
+        state.ingress_classes,
+        state.secrets,
+        state.services,
+        state.endpoint_slices,
+        state.slices_by_service,
+    )
+    if (
+        earlier is not None
+        and all(a is b for a, b in zip(inputs, earlier.inputs, strict=True))
+        and (earlier.config is config or earlier.config == config)
+        and earlier.shared is isinstance(scope, SharedPool)
+    ):
+        return earlier
+    ingresses, found = (
+        select_ingresses(state, config) if isinstance(scope, SharedPool) else ([], [])
+    )
+    certificates, tls_found, secrets_read = ingress_certificates(ingresses, state)
+    hosts, rules_found, services_read = ingress_hosts(
+        ingresses, services, certificates, state.secrets, config.ingress_defaults, fragments
+    )
+    rules = [
+        rule
+        for vhost in hosts.values()
+        for rule in (*vhost.paths, *((vhost.default,) if vhost.default else ()))
+    ]
+    backends = [rule.backend for rule in rules]
+    backends.extend(v.passthrough.backend for v in hosts.values() if v.passthrough is not None)
+    backends.extend(r.actions.canary.backend for r in rules if r.actions and r.actions.canary)
+    return IngressPart(
+        inputs=inputs,
+        config=config,
+        shared=isinstance(scope, SharedPool),
+        hosts=hosts,
+        certificates=certificates,
+        backends=tuple(backends),
+        found=(
+            *found,
+            *(d for i in ingresses for d in i.diagnostics),
+            *tls_found,
+            *rules_found,
+        ),
+        secrets_read=frozenset(secrets_read),
+        services_read=frozenset(services_read),
     )
 
 
 def _read_objects(
-    state: ClusterState, services: ServiceIndex, secrets: set[ObjectKey], read: set[ObjectKey]
-) -> list[Diagnostic]:
+    state: ClusterState,
+    secrets: set[ObjectKey],
+    read: set[ObjectKey],
+    earlier: ServiceFindings | None,
+) -> tuple[list[Diagnostic], ServiceFindings]:
     """Decode findings of the Secrets, ConfigMaps and Services the snapshot was built from
     (``secrets``: the Secrets and ConfigMaps; ``read``: the Services); those of their
-    EndpointSlices are ``slice_findings``."""
+    EndpointSlices are ``slice_findings``. Services are looked up among those that have
+    findings (``ServiceFindings``, ``earlier``'s while the Services table is the same)."""
     found: list[Diagnostic] = []
     for key in secrets:
         holder = state.config_maps.get(key) if key.kind == "ConfigMap" else state.secrets.get(key)
         if holder is not None:
             found.extend(holder.diagnostics)
-    for key in read:
-        if (service := services.service(key.namespace, key.name)) is not None:
-            found.extend(service.diagnostics)
-    return found
+    flagged = earlier
+    if flagged is None or flagged.services is not state.services:
+        flagged = ServiceFindings(
+            state.services, {k: s.diagnostics for k, s in state.services.items() if s.diagnostics}
+        )
+    if len(flagged.found) < len(read):
+        found.extend(d for key, ds in flagged.found.items() if key in read for d in ds)
+    else:
+        found.extend(d for key in read for d in flagged.found.get(key, ()))
+    return found, flagged
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceFindings:
+    """The Services of a Services table that have decode findings, and theirs."""
+
+    services: object
+    found: dict[ObjectKey, Sequence[Diagnostic]]
 
 
 def slice_findings(services: ServiceIndex, read: Iterable[ObjectKey]) -> list[Diagnostic]:

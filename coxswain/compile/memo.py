@@ -23,9 +23,9 @@ What is remembered, and when it is reused:
 - **Listener tables** (``gateway.cells.Fragment``), per scope and slot (internal port,
   listener hostname): a table whose listener and rule entries are the same objects as at the
   scope's last compile is that table; with its hashed pieces (``snapshot_json.TableTexts``)
-  and the scope's endpoint lists' (``endpoint_pieces``), each kept from the scope's last seal,
-  an unchanged table or list is neither built nor encoded again, and the discovery server's
-  delta (``shell.discovery.resources``) finds it unchanged by identity.
+  and the scope's endpoint lists' (``endpoint_pieces``), kept from the scope's last seal, an
+  unchanged table or list is neither built nor encoded again (the discovery server's delta
+  finds it unchanged by identity), and the content hash resumes at the first changed piece.
 - **Scopes' results** (``compile``), each with the inputs it read (its relevance): the Gateway
   and ListenerSets it serves, the Gateways its routes name, the Services whose endpoints it
   lists. From one state to the next the changed keys are found by identity (persistent maps:
@@ -70,12 +70,13 @@ from coxswain.compile.api import (
     status,
 )
 from coxswain.compile.backends import ServiceIndex, index_services, service_endpoints
-from coxswain.compile.gateway.refgrants import Grants
 from coxswain.compile.gateway.route_kinds import ROUTE_COMPILERS, compile_any_route
+from coxswain.compile.hash_chain import HashChain
 from coxswain.compile.ingress.memo import IngressMemo
 from coxswain.compile.model.gateway_objects import CommonRoute, Gateway
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.provision import provision
+from coxswain.compile.recorded import Read, RecordedGrants, RecordedServices
 from coxswain.compile.scope import GatewayScope, SharedPool
 from coxswain.compile.snapshot_json import (
     endpoint_piece,
@@ -98,14 +99,14 @@ if TYPE_CHECKING:
     from _hashlib import HASH
     from collections.abc import Collection
 
-    from pyrsistent.typing import PVector
+    from pyrsistent.typing import PMap, PVector
 
     from coxswain.compile.api import CompileParts
     from coxswain.compile.config import CompileConfig
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.gateway.model import GatewayModel
+    from coxswain.compile.gateway.refgrants import Grants
     from coxswain.compile.gateway.route_rules import CompiledRoute
-    from coxswain.compile.model.objects import EndpointSlice, Service
     from coxswain.compile.model.state import ClusterState
     from coxswain.compile.provision import DesiredObjects
     from coxswain.compile.scope import Scope
@@ -119,36 +120,6 @@ _SCOPED_KINDS: Final = frozenset({"Gateway", "EndpointSlice", "Ingress", "Ingres
 """Kinds whose changes a Gateway's scope checks against what it read; with the route kinds.
 A change to any other kind makes every scope compile again."""
 
-_Read = tuple[str, str, str]
-"""A ``ServiceIndex`` question: ``Service`` or ``EndpointSlice`` (a Service's slices), namespace,
-Service name."""
-
-
-@dataclass(frozen=True, slots=True)
-class _RecordedServices(ServiceIndex):
-    """A ``ServiceIndex`` that records what it answered."""
-
-    calls: set[_Read] = field(default_factory=set)
-
-    def service(self, namespace: str, name: str) -> Service | None:
-        self.calls.add(("Service", namespace, name))
-        return ServiceIndex.service(self, namespace, name)
-
-    def slices(self, namespace: str, name: str) -> list[EndpointSlice]:
-        self.calls.add(("EndpointSlice", namespace, name))
-        return ServiceIndex.slices(self, namespace, name)
-
-
-@dataclass(frozen=True, slots=True)
-class _RecordedGrants(Grants):
-    """``Grants`` that record what they answered."""
-
-    asked: list[bool] = field(default_factory=list)
-
-    def allows(self, *, source: tuple[str, str, str], target: tuple[str, str, str, str]) -> bool:
-        self.asked.append(True)
-        return Grants.allows(self, source=source, target=target)
-
 
 @dataclass(frozen=True, slots=True)
 class _RouteEntry:
@@ -156,7 +127,7 @@ class _RouteEntry:
     asked a ReferenceGrant question."""
 
     route: CommonRoute
-    read: frozenset[_Read]
+    read: frozenset[Read]
     compiled: CompiledRoute
 
 
@@ -174,6 +145,8 @@ class _ScopeEntry:
     parents: frozenset[tuple[str, str]]
     named: frozenset[ObjectKey]
     table_texts: dict[int, tuple[ListenerTable, int, str, bytes]]
+    other_texts: dict[int, tuple[object, tuple[int, str] | None, str]]
+    chain: HashChain
     endpoint_pieces: EndpointPieces
 
 
@@ -211,7 +184,7 @@ class CompileMemo:
         # when only EndpointSlices changed: the Services they belong to (before or after)
         self._slices_only: set[tuple[str, str]] | None = None
         self._routes: dict[ObjectKey, _RouteEntry] = {}
-        self._readers: dict[_Read, set[ObjectKey]] = {}  # what routes read → those routes
+        self._readers: dict[Read, set[ObjectKey]] = {}  # what routes read → those routes
         self._granted: set[ObjectKey] = set()  # routes that asked a ReferenceGrant question
         self._texts_state: ClusterState | None = None
         self._texts: Texts[tuple[GatewayRule, str]] = Texts({})
@@ -324,8 +297,8 @@ class CompileMemo:
         entry = self._routes.get(key)
         if entry is not None and entry.route is route:
             return entry.compiled
-        recorded_services = _RecordedServices(services.state)
-        recorded_grants = _RecordedGrants(grants.by_namespace)
+        recorded_services = RecordedServices(services.state)
+        recorded_grants = RecordedGrants(grants.by_namespace)
         compiled = compile_any_route(route, recorded_services, recorded_grants)
         read = frozenset(recorded_services.calls)
         self._drop_route(key)
@@ -404,7 +377,7 @@ class CompileMemo:
                     self._drop_readers(("EndpointSlice", namespace, name))
                     self._services.pop((namespace, name), None)
 
-    def _drop_readers(self, read: _Read) -> None:
+    def _drop_readers(self, read: Read) -> None:
         for reader in list(self._readers.get(read, ())):
             self._drop_route(reader)
 
@@ -466,19 +439,21 @@ class CompileMemo:
         services = index_services(state)
         slice_found = {key: self._slice_findings(services, key) for key in parts.services_read}
         tables = Texts({} if earlier is None else earlier.table_texts)
-        head = head_digest(parts.snapshot, self._texts, tables, self.ingresses.texts)
-        pieces = endpoint_pieces(
-            parts.snapshot.endpoints, None if earlier is None else earlier.endpoint_pieces
-        )
+        others = Texts({} if earlier is None else earlier.other_texts)
+        chain = HashChain() if earlier is None else earlier.chain
+        head = head_digest(parts.snapshot, self._texts, tables, self.ingresses.texts, chain, others)
+        endpoints = parts.snapshot.endpoints
+        same_endpoints = earlier is not None and earlier.parts.snapshot.endpoints is endpoints
+        if earlier is not None and same_endpoints:
+            pieces, endpoint_keys = earlier.endpoint_pieces, earlier.endpoint_keys
+        else:
+            known = None if earlier is None else earlier.endpoint_pieces
+            pieces = endpoint_pieces(endpoints, known)
+            endpoint_keys = _endpoint_keys(endpoints)
         result = CompileResult(
             snapshot=sealed_with(parts.snapshot, head, pieces),
             diagnostics=findings(parts, (d for found in slice_found.values() for d in found)),
         )
-        endpoint_keys: dict[tuple[str, str], list[tuple[str, int]]] = {}
-        for key in parts.snapshot.endpoints:
-            namespace, name, port, *cluster_ip = key.split("/")
-            if not cluster_ip:  # a cluster IP is the Service's alone, no slice changes it
-                endpoint_keys.setdefault((namespace, name), []).append((key, int(port)))
         parents: set[tuple[str, str]] = set()
         named: set[ObjectKey] = set()
         if isinstance(scope, GatewayScope):
@@ -503,6 +478,8 @@ class CompileMemo:
             parents=frozenset(parents),
             named=frozenset(named),
             table_texts=tables.now,
+            other_texts=others.now,
+            chain=chain,
             endpoint_pieces=pieces,
         )
         return result
@@ -578,6 +555,18 @@ class CompileMemo:
             diagnostics=diagnostics,
         )
         return entry.result
+
+
+def _endpoint_keys(
+    endpoints: PMap[str, PVector[Endpoint]],
+) -> dict[tuple[str, str], list[tuple[str, int]]]:
+    """The endpoints keys of each Service a slice change may change, with their ports."""
+    keys: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    for key in endpoints:
+        namespace, name, port, *cluster_ip = key.split("/")
+        if not cluster_ip:  # a cluster IP is the Service's alone, no slice changes it
+            keys.setdefault((namespace, name), []).append((key, int(port)))
+    return keys
 
 
 def _provision_reads(state: ClusterState) -> tuple[object, ...]:

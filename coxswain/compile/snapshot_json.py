@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from pyrsistent.typing import PVector
 
+    from coxswain.compile.hash_chain import HashChain
     from coxswain.compile.snapshot import (
         Backend,
         Canary,
@@ -48,6 +49,9 @@ if TYPE_CHECKING:
     TableTexts = MutableMapping[int, tuple[ListenerTable, int, str, bytes]]
     # Ingress host → its virtual host and its hashed piece.
     HostTexts = MutableMapping[str, tuple[VirtualHost, str]]
+    # ``id`` of a listener health entry or certificate → it, the certificate's port and host,
+    # and its hashed piece.
+    OtherTexts = MutableMapping[int, tuple[object, tuple[int, str] | None, str]]
     # endpoints key → its list and its hashed piece, in key order.
     EndpointPieces = dict[str, tuple[PVector[Endpoint], bytes]]
 
@@ -84,13 +88,21 @@ def head_digest(
     texts: RuleTexts | None = None,
     tables: TableTexts | None = None,
     hosts: HostTexts | None = None,
+    chain: HashChain | None = None,
+    others: OtherTexts | None = None,
 ) -> HASH:
     """The hash of everything but the endpoints table, the last cell hashed: an endpoint
     change then re-hashes only the endpoints (``sealed_with`` on a copy). ``tables`` keeps the
-    hashed pieces of listener tables across calls, as ``texts`` does rules' (``seal``), and
-    ``hosts`` the Ingress virtual hosts' by host."""
+    hashed pieces of listener tables across calls, as ``texts`` does rules' (``seal``),
+    ``hosts`` the Ingress virtual hosts' by host, ``others`` the listener health entries' and
+    certificates'; ``chain`` the last call's pieces and digests, so that only the pieces from
+    the first changed one on are hashed again (``hash_chain``). The hash is the same with or
+    without them."""
+    pieces = _content_pieces(snapshot, {} if texts is None else texts, tables, hosts, others)
+    if chain is not None:
+        return chain.digest(pieces)
     digest = hashlib.sha256()
-    for piece in _content_pieces(snapshot, {} if texts is None else texts, tables, hosts):
+    for piece in pieces:
         digest.update(piece.encode() if isinstance(piece, str) else piece)
     return digest
 
@@ -127,7 +139,11 @@ def endpoint_piece(key: str, endpoints: PVector[Endpoint]) -> tuple[PVector[Endp
 
 
 def _content_pieces(
-    snapshot: Snapshot, texts: RuleTexts, tables: TableTexts | None, hosts: HostTexts | None
+    snapshot: Snapshot,
+    texts: RuleTexts,
+    tables: TableTexts | None,
+    hosts: HostTexts | None,
+    others: OtherTexts | None,
 ) -> Iterator[str | bytes]:
     """Everything ``snapshot_to_data`` holds but ``version`` and ``endpoints``, as canonical
     JSON pieces each followed by a newline (which compact JSON never holds), a listener table's
@@ -153,8 +169,7 @@ def _content_pieces(
                 text = "".join(_table_pieces(port, hostname, table, texts)).encode()
                 known = tables[id(table)] = (table, port, hostname, text)
             yield known[3]
-    for piece in _other_pieces(snapshot):
-        yield piece + "\n"
+    yield from _other_pieces(snapshot, {} if others is None else others)
 
 
 def _table_pieces(
@@ -172,19 +187,30 @@ def _table_pieces(
             yield known[1] + "\n"
 
 
-def _other_pieces(snapshot: Snapshot) -> Iterator[str]:
-    """The pieces after the listener tables, without their newlines."""
+def _other_pieces(snapshot: Snapshot, others: OtherTexts) -> Iterator[str]:
+    """The pieces after the listener tables, each followed by a newline; ``others`` holds
+    health entries and certificates encoded already."""
     encode = _CANONICAL.encode
     for port, validations in sorted(snapshot.client_certs.items()):
-        yield encode(["client_certs", port, len(validations)])
+        yield encode(["client_certs", port, len(validations)]) + "\n"
         for host, c in sorted(validations.items()):
-            yield encode(["client_cert", port, host, c.ca_pem, c.mode])
+            yield encode(["client_cert", port, host, c.ca_pem, c.mode]) + "\n"
     for health in snapshot.listener_health:
-        yield encode(["health", _health_data(health)])
+        known = others.get(id(health))
+        if known is None or known[0] is not health:
+            text = encode(["health", _health_data(health)]) + "\n"
+            known = others[id(health)] = (health, None, text)
+        yield known[2]
     for port, certificates in sorted(snapshot.tls.items()):
-        yield encode(["tls", port, len(certificates)])
+        yield encode(["tls", port, len(certificates)]) + "\n"
         for host, cert in sorted(certificates.items()):
-            yield encode(["certificate", port, host, cert.chain_pem, cert.key_pem, cert.secret])
+            known = others.get(id(cert))
+            if known is None or known[0] is not cert or known[1] != (port, host):
+                text = encode(
+                    ["certificate", port, host, cert.chain_pem, cert.key_pem, cert.secret]
+                )
+                known = others[id(cert)] = (cert, (port, host), text + "\n")
+            yield known[2]
 
 
 _CANONICAL: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"))

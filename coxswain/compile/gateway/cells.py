@@ -7,12 +7,16 @@
 - ``listener_health``: one entry per listener of every Gateway in scope.
 Only serving listeners with an internal port get table entries; every listener gets health.
 
-Each listener's table is a fragment: ``build_cells`` takes the cells of an earlier call
-(``compile.memo`` keeps them per scope), and a table whose inputs are the very same objects as
-then (the listener's fields, and per host the same rule entries in the same order: a reused
-compiled route hands out the same entries) is that earlier table, not a copy; the backends of
-a route's entries are likewise collected once per entries object. The cells are the same with
-or without earlier ones.
+The cells are built from each route's share (``RoutePart``: per slot and host the entries it
+adds there, its backends, the listeners it attaches to), and ``build_cells`` takes the cells of
+an earlier call (``compile.memo`` keeps them per scope): while the analysis' passes before the
+routes' are the same objects (its ports, listeners and Gateways' references, and the
+BackendTLSPolicies in force are equal), a route verdict that is the same object as then has the
+same share, so only the slots a changed, added or removed route touches are gathered again;
+every other slot keeps its entries, and its listener table is that earlier table, not a copy
+(a table is also kept when its listener and rule entries are the very same objects as then).
+Listener health is kept per listener while its verdict and attached-route count are. The
+cells are the same with or without earlier ones.
 A Gateway's listeners are its own and those of the ListenerSets it takes (GEP-1713), all under
 the Gateway's name; a ListenerSet's listener is named ``ns/listenerset/name`` there
 (``ListenerVerdict.qualified_name``).
@@ -41,6 +45,7 @@ if TYPE_CHECKING:
 
     from pyrsistent.typing import PMap, PVector
 
+    from coxswain.compile.gateway.attach import RouteVerdict
     from coxswain.compile.gateway.listeners import ListenerVerdict
     from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.model.keys import ObjectKey
@@ -57,7 +62,7 @@ Slot = tuple[int, str]
 @dataclass(frozen=True, slots=True)
 class Fragment:
     """One listener's table and the inputs it was built from (``head``: the table's own fields;
-    ``hosts``: host → its entries before sorting)."""
+    ``hosts``: host → its entries before sorting, a map ``build_cells`` never changes)."""
 
     head: tuple[str, str, int, str, str]
     hosts: dict[str, list[Entry]]
@@ -78,19 +83,42 @@ class Fragment:
         return True
 
 
+@dataclass(frozen=True, slots=True)
+class RoutePart:
+    """One route's share of the cells: ``adds`` the entries it puts on each slot's hosts, in
+    the order ``build_cells`` walks its parentRefs and attachments; ``backends`` the backends
+    and mirror backends of those entries, once per Gateway serving it; ``listeners`` the ``id``
+    of the listener verdict of each of its attachments (serving or not: attached-route
+    counts)."""
+
+    route: RouteVerdict
+    adds: tuple[tuple[Slot, str, Sequence[Entry]], ...]
+    backends: tuple[Backend, ...]
+    listeners: tuple[int, ...]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GatewayCells:
-    """The Gateway API parts of a snapshot, and the backends they use."""
+    """The Gateway API parts of a snapshot (the backends they use: ``parts``' ``backends``),
+    and what an incremental call reads (``context``: the analysis' objects every route's share
+    depends on; ``parts``: ``id`` of a route verdict → its share, in route order; ``rules``:
+    slot → host → entries; ``members``: slot → the ``id`` of the routes adding to it;
+    ``counts``: attached routes by ``id`` of listener verdict; ``health_of``: ``id`` of
+    listener verdict → the verdict, its count and port, and its health entry;
+    ``health_order``: the health entries unsorted)."""
 
     gateways: PMap[int, PMap[str, ListenerTable]]
     tls: dict[int, dict[str, Certificate]]
     client_certs: PMap[int, PMap[str, ClientValidation]]
     listener_health: PVector[ListenerHealth]
-    backends: tuple[Backend, ...]
     fragments: dict[Slot, Fragment]
-    route_backends: dict[int, tuple[Sequence[Entry], list[Backend]]]
-    """``id`` of a route's entries → the entries (which keep the ``id`` from being reused)
-    and their backends."""
+    context: tuple[object, ...]
+    parts: dict[int, RoutePart]
+    rules: dict[Slot, dict[str, list[Entry]]]
+    members: dict[Slot, list[int]]
+    counts: dict[int, int]
+    health_of: dict[int, tuple[ListenerVerdict, int, int | None, ListenerHealth]]
+    health_order: tuple[ListenerHealth, ...]
 
 
 def _backends(entries: Sequence[tuple[tuple[object, ...], GatewayRule]]) -> list[Backend]:
@@ -131,69 +159,61 @@ def listener_reason(verdict: ListenerVerdict) -> str:
 
 
 def build_cells(model: GatewayModel, earlier: GatewayCells | None = None) -> GatewayCells:
-    """Build the Gateway API cells; ``earlier``: the cells of an earlier call, whose fragments
-    are reused where their inputs are the same (the module docstring). Pure."""
-    rules: dict[Slot, dict[str, list[Entry]]] = defaultdict(lambda: defaultdict(list))
-    backends: list[Backend] = []
-    route_backends: dict[int, tuple[Sequence[Entry], list[Backend]]] = {}
-    known = {} if earlier is None else earlier.route_backends
-
-    def backends_of(entries: Sequence[Entry]) -> list[Backend]:
-        found = route_backends.get(id(entries)) or known.get(id(entries))
-        if found is None or found[0] is not entries:
-            found = (entries, _backends(entries))
-        route_backends[id(entries)] = found
-        return found[1]
-
+    """Build the Gateway API cells; ``earlier``: the cells of an earlier call, whose shares,
+    slots, tables and health entries are reused where their inputs are the same (the module
+    docstring). Pure."""
+    tls_in_force = model.backend_tls.in_force
+    services = model.backend_tls.services
+    context: tuple[object, ...] = (
+        model.ports,
+        model.listeners,
+        model.gateway_refs,
+        tls_in_force,
+        None if services is None else services.state.services,
+    )
+    known: dict[int, RoutePart] = {}
+    if earlier is not None and _same_context(earlier.context, context):
+        known = earlier.parts
+    parts: dict[int, RoutePart] = {}
+    fresh: list[RoutePart] = []
     for route in model.routes:
-        secured: dict[ObjectKey, Sequence[tuple[tuple[object, ...], GatewayRule]]] = {}
-        for parent in route.parents:
-            for attachment in parent.attachments:
-                verdict = attachment.listener
-                served_by = verdict.gateway.meta.key
-                port = model.ports.get((served_by.ref, verdict.listener.port))
-                if port is None or not verdict.serving:
-                    continue
-                entries = secured.get(served_by)
-                if entries is None and route.compiled.route.meta.key.kind in STREAM_KINDS:
-                    # a layer-4 route's backends get its bytes as they came: no BackendTLSPolicy
-                    entries = secured[served_by] = route.compiled.entries
-                    backends.extend(backends_of(entries))
-                elif entries is None:
-                    # BackendTLSPolicy (GEP-1897): the TLS of the backends, with the client
-                    # certificate of the Gateway that serves them (.backend_tls, rule 5)
-                    refs = model.gateway_refs.get(served_by)
-                    entries = model.backend_tls.secure(
-                        route.compiled.entries, None if refs is None else refs.client_certificate
-                    )
-                    secured[served_by] = entries
-                    backends.extend(backends_of(entries))
-                for host in attachment.hostnames:
-                    rules[(port, verdict.host_key)][host].extend(entries)
-    counts = attached_counts(model)
+        part = known.get(id(route))
+        if part is None or part.route is not route:
+            part = _route_part(route, model)
+            fresh.append(part)
+        parts[id(route)] = part
+    gone = [part for key, part in known.items() if parts.get(key) is not part]
+    positions = {key: i for i, key in enumerate(parts)}
+    if not _in_order(known, parts, positions):  # reused shares moved: gather every slot
+        known, gone, fresh = {}, [], list(parts.values())
+    rules = {} if not known or earlier is None else dict(earlier.rules)
+    members = {} if not known or earlier is None else dict(earlier.members)
+    counts = {} if not known or earlier is None else dict(earlier.counts)
+    _gather(parts, fresh, gone, positions, rules, members)
+    for part in gone:
+        for attached_to in part.listeners:
+            counts[attached_to] -= 1
+    for part in fresh:
+        for attached_to in part.listeners:
+            counts[attached_to] = counts.get(attached_to, 0) + 1
     tables: dict[int, dict[str, Fragment]] = defaultdict(dict)
     tls: dict[int, dict[str, Certificate]] = defaultdict(dict)
     client: dict[int, dict[str, ClientValidation]] = defaultdict(dict)
     health: list[ListenerHealth] = []
+    health_of: dict[int, tuple[ListenerVerdict, int, int | None, ListenerHealth]] = {}
+    known_health = {} if earlier is None else earlier.health_of
     fragments: dict[Slot, Fragment] = {}
     for gateway in model.gateways:
         for verdict in model.listeners[gateway.meta.key]:
             listener = verdict.listener
             port = model.ports.get((gateway.meta.key.ref, listener.port))
             ready = verdict.serving and port is not None
-            health.append(
-                ListenerHealth(
-                    gateway=gateway.meta.key.ref,
-                    listener=verdict.qualified_name,
-                    port=listener.port,
-                    target_port=port or 0,
-                    protocol=listener.protocol,
-                    hostname=listener.hostname,
-                    attached_routes=counts.get(id(verdict), 0),
-                    ready=ready,
-                    reason=listener_reason(verdict),
-                )
-            )
+            count = counts.get(id(verdict), 0)
+            entry = known_health.get(id(verdict))
+            if entry is None or entry[0] is not verdict or entry[1:3] != (count, port):
+                entry = (verdict, count, port, _health(gateway.meta.key.ref, verdict, port, count))
+            health_of[id(verdict)] = entry
+            health.append(entry[3])
             if not ready or port is None:
                 continue
             slot = (port, verdict.host_key)
@@ -207,15 +227,135 @@ def build_cells(model: GatewayModel, earlier: GatewayCells | None = None) -> Gat
                 tls[port][verdict.host_key] = verdict.certificate
             if verdict.client_validation is not None:
                 client[port][verdict.host_key] = verdict.client_validation
+    health_order = tuple(health)
+    if earlier is not None and _same_items(earlier.health_order, health_order):
+        listener_health = earlier.listener_health
+    else:
+        listener_health = pvector(sorted(health, key=lambda h: (h.gateway, h.listener)))
     return GatewayCells(
         gateways=pmap({p: pmap({h: f.table for h, f in t.items()}) for p, t in tables.items()}),
         tls={p: dict(t) for p, t in tls.items()},
         client_certs=pmap({p: pmap(c) for p, c in client.items()}),
-        listener_health=pvector(sorted(health, key=lambda h: (h.gateway, h.listener))),
-        backends=tuple(backends),
+        listener_health=listener_health,
         fragments=fragments,
-        route_backends=route_backends,
+        context=context,
+        parts=parts,
+        rules=rules,
+        members=members,
+        counts=counts,
+        health_of=health_of,
+        health_order=health_order,
     )
+
+
+def _same_context(earlier: tuple[object, ...], now: tuple[object, ...]) -> bool:
+    """Whether every route's share built against ``earlier`` holds against ``now``: the same
+    ports, listeners, Gateways' references and Services, and equal policies in force."""
+    ports, listeners, refs, in_force, services = now
+    was_ports, was_listeners, was_refs, was_in_force, was_services = earlier
+    return (
+        ports is was_ports
+        and listeners is was_listeners
+        and refs is was_refs
+        and (in_force is was_in_force or in_force == was_in_force)
+        and (not in_force or services is was_services)
+    )
+
+
+def _in_order(
+    known: dict[int, RoutePart], parts: dict[int, RoutePart], positions: dict[int, int]
+) -> bool:
+    """Whether the shares reused from ``known`` come in the order they came there."""
+    last = -1
+    for key, part in known.items():
+        if parts.get(key) is part:
+            if positions[key] < last:
+                return False
+            last = positions[key]
+    return True
+
+
+def _route_part(route: RouteVerdict, model: GatewayModel) -> RoutePart:
+    """One route's share of the cells (``RoutePart``)."""
+    adds: list[tuple[Slot, str, Sequence[Entry]]] = []
+    backends: list[Backend] = []
+    listeners: list[int] = []
+    secured: dict[ObjectKey, Sequence[Entry]] = {}
+    for parent in route.parents:
+        for attachment in parent.attachments:
+            verdict = attachment.listener
+            listeners.append(id(verdict))
+            served_by = verdict.gateway.meta.key
+            port = model.ports.get((served_by.ref, verdict.listener.port))
+            if port is None or not verdict.serving:
+                continue
+            entries = secured.get(served_by)
+            if entries is None and route.compiled.route.meta.key.kind in STREAM_KINDS:
+                # a layer-4 route's backends get its bytes as they came: no BackendTLSPolicy
+                entries = secured[served_by] = route.compiled.entries
+                backends.extend(_backends(entries))
+            elif entries is None:
+                # BackendTLSPolicy (GEP-1897): the TLS of the backends, with the client
+                # certificate of the Gateway that serves them (.backend_tls, rule 5)
+                refs = model.gateway_refs.get(served_by)
+                entries = model.backend_tls.secure(
+                    route.compiled.entries, None if refs is None else refs.client_certificate
+                )
+                secured[served_by] = entries
+                backends.extend(_backends(entries))
+            adds.extend(((port, verdict.host_key), host, entries) for host in attachment.hostnames)
+    return RoutePart(route, tuple(adds), tuple(backends), tuple(listeners))
+
+
+def _gather(
+    parts: dict[int, RoutePart],
+    fresh: list[RoutePart],
+    gone: list[RoutePart],
+    positions: dict[int, int],
+    rules: dict[Slot, dict[str, list[Entry]]],
+    members: dict[Slot, list[int]],
+) -> None:
+    """Gather again, in ``rules`` and ``members``, the slots the ``fresh`` and ``gone`` shares
+    add to: each from the shares adding to it now, in route order."""
+    adding: dict[Slot, set[int]] = {}
+    for part in gone:
+        for slot, _, _ in part.adds:
+            adding.setdefault(slot, set())
+    for part in fresh:
+        for slot, _, _ in part.adds:
+            adding.setdefault(slot, set()).add(id(part.route))
+    for slot, added in adding.items():
+        kept = [key for key in members.get(slot, ()) if key in parts and key not in added]
+        now = sorted({*kept, *added}, key=positions.__getitem__)
+        hosts: dict[str, list[Entry]] = defaultdict(list)
+        for key in now:
+            for at, host, entries in parts[key].adds:
+                if at == slot:
+                    hosts[host].extend(entries)
+        if now:
+            members[slot], rules[slot] = now, dict(hosts)
+        else:
+            members.pop(slot, None)
+            rules.pop(slot, None)
+
+
+def _health(gateway: str, verdict: ListenerVerdict, port: int | None, count: int) -> ListenerHealth:
+    listener = verdict.listener
+    return ListenerHealth(
+        gateway=gateway,
+        listener=verdict.qualified_name,
+        port=listener.port,
+        target_port=port or 0,
+        protocol=listener.protocol,
+        hostname=listener.hostname,
+        attached_routes=count,
+        ready=verdict.serving and port is not None,
+        reason=listener_reason(verdict),
+    )
+
+
+def _same_items(first: Sequence[object], second: Sequence[object]) -> bool:
+    return len(first) == len(second) and all(a is b for a, b in zip(first, second, strict=True))
 
 
 def _fragment(
@@ -224,9 +364,12 @@ def _fragment(
     hosts: dict[str, list[Entry]],
     earlier: Fragment | None,
 ) -> Fragment:
-    """The table of the listener at ``slot``, ``earlier``'s when built from the same inputs."""
+    """The table of the listener at ``slot``, ``earlier``'s when built from the same inputs
+    (``hosts`` the very same map, or holding the very same entries)."""
     head = (*listener, slot[1])
-    if earlier is not None and earlier.built_from(head, hosts):
+    if earlier is not None and (
+        (earlier.hosts is hosts and earlier.head == head) or earlier.built_from(head, hosts)
+    ):
         return earlier
     gateway, name, port, protocol = listener
     table = ListenerTable(
@@ -242,4 +385,4 @@ def _fragment(
             }
         ),
     )
-    return Fragment(head, dict(hosts), table)
+    return Fragment(head, hosts, table)
