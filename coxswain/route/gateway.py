@@ -17,21 +17,29 @@ Indexing keeps lookups proportional to the request (labels and path elements), n
 Regular expressions (path, header and query matches) are compiled once, when the port is
 indexed, by the engine the compiler validated them with (``coxswain.compile.regex``: RE2, full
 match, linear time); a pattern it refuses never matches.
+
+Indexing again after a change reuses the previous index's entry for every route host whose
+rules are the very same objects (``previous``): a proxy applying a snapshot in which one route
+changed among 10,000 then indexes that route's hosts, not every host (the compiler keeps the
+rule objects of unchanged routes: docs/architecture.md, "Rules of the core").
 """
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol, TypeVar
 
 from coxswain.compile.regex import FullMatch, compile_pattern
 from coxswain.route.paths import element_prefixes
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Iterator, Mapping, Sequence
 
     from coxswain.compile.snapshot import GatewayRule, ListenerTable, RouteMatch, ValueMatch
+
+_Entry = TypeVar("_Entry", covariant=True)
 
 __all__ = ["GatewayPortIndex", "HostRules", "ListenerIndex", "index_gateway_port", "percent_decode"]
 
@@ -41,13 +49,17 @@ class HostRules:
     """One route host's rules by path kind, each bucket in precedence order, and the compiled
     header and query patterns of its rules (``patterns``, by pattern text). ``ranks`` holds
     each rule's place in the host's list (by ``id``) when that order is not the buckets' (a
-    gRPC host), else None."""
+    gRPC host), else None. ``rules``: the host's list it was built from; ``reads_headers``:
+    whether a rule matches on a request header or answers CORS (its decision then depends on
+    more than the port, host and path)."""
 
     exact: dict[str, list[GatewayRule]] = field(default_factory=dict)
     regex: list[tuple[FullMatch, GatewayRule]] = field(default_factory=list)
     prefix: dict[str, list[GatewayRule]] = field(default_factory=dict)
     patterns: dict[str, FullMatch] = field(default_factory=dict)
     ranks: dict[int, int] | None = None
+    rules: Sequence[GatewayRule] = ()
+    reads_headers: bool = False
 
     def candidates(self, path: str) -> Iterator[GatewayRule]:
         """Rules whose path matches, in precedence order."""
@@ -76,6 +88,10 @@ class ListenerIndex:
     wildcard: dict[str, HostRules]
     any_host: HostRules | None
 
+    def route_hosts(self) -> Iterator[HostRules]:
+        """Every route host's entry."""
+        return _entries(self)
+
     def host_rules(self, host: str) -> Iterator[tuple[str, HostRules]]:
         """Route hosts matching ``host``, most specific first."""
         if (found := self.exact.get(host)) is not None:
@@ -102,6 +118,10 @@ class GatewayPortIndex:
     any_host: ListenerIndex | None
     client_validation: bool = False
 
+    def listeners(self) -> Iterator[ListenerIndex]:
+        """Every listener's index."""
+        return _entries(self)
+
     def find_listener(self, host: str) -> ListenerIndex | None:
         """The most specific listener for ``host``."""
         if (found := self.exact.get(host)) is not None:
@@ -121,14 +141,18 @@ def _suffixes(host: str) -> Iterator[str]:
 
 
 def index_gateway_port(
-    tables: Mapping[str, ListenerTable], *, client_validation: bool = False
+    tables: Mapping[str, ListenerTable],
+    *,
+    client_validation: bool = False,
+    previous: GatewayPortIndex | None = None,
 ) -> GatewayPortIndex:
-    """Index one port's listeners. Pure."""
+    """Index one port's listeners. Pure; ``previous``: this port's last index, whose entries
+    for unchanged route hosts are reused (the result is the same without it)."""
     exact: dict[str, ListenerIndex] = {}
     wildcard: dict[str, ListenerIndex] = {}
     any_host: ListenerIndex | None = None
     for hostname, table in tables.items():
-        index = _index_listener(table)
+        index = _index_listener(table, None if previous is None else _by_name(previous, hostname))
         if hostname == "*":
             any_host = index
         elif hostname.startswith("*."):
@@ -138,32 +162,45 @@ def index_gateway_port(
     return GatewayPortIndex(exact, wildcard, any_host, client_validation)
 
 
-def _index_listener(table: ListenerTable) -> ListenerIndex:
+class _ByHostname(Protocol[_Entry]):
+    """An index by hostname: a listener's route hosts, a port's listeners."""
+
+    @property
+    def exact(self) -> Mapping[str, _Entry]: ...
+    @property
+    def wildcard(self) -> Mapping[str, _Entry]: ...
+    @property
+    def any_host(self) -> _Entry | None: ...
+
+
+def _entries(index: _ByHostname[_Entry]) -> Iterator[_Entry]:
+    yield from index.exact.values()
+    yield from index.wildcard.values()
+    if index.any_host is not None:
+        yield index.any_host
+
+
+def _by_name(index: _ByHostname[_Entry], name: str) -> _Entry | None:
+    """The entry of ``index`` for a listener or route hostname as written (``*``, ``*.x``)."""
+    if name == "*":
+        return index.any_host
+    if name.startswith("*."):
+        return index.wildcard.get(name[2:])
+    return index.exact.get(name)
+
+
+def _index_listener(table: ListenerTable, previous: ListenerIndex | None) -> ListenerIndex:
     exact: dict[str, HostRules] = {}
     wildcard: dict[str, HostRules] = {}
     any_host: HostRules | None = None
     for host, rules in table.hosts.items():
-        index = HostRules()
-        if any(rule.action.grpc for rule in rules):
-            index.ranks = {}
-            for rank, rule in enumerate(rules):
-                index.ranks.setdefault(id(rule), rank)
-        for rule in rules:
-            match = rule.match
-            if match.path_type == "Exact":
-                index.exact.setdefault(match.path, []).append(rule)
-            elif match.path_type == "RegularExpression":
-                if isinstance(pattern := compile_pattern(match.path), FullMatch):
-                    index.regex.append((pattern, rule))
-            else:
-                index.prefix.setdefault(match.path, []).append(rule)
-            for value in (*match.headers, *match.query):
-                if (
-                    value.type == "RegularExpression"
-                    and value.value not in index.patterns
-                    and isinstance(pattern := compile_pattern(value.value), FullMatch)
-                ):
-                    index.patterns[value.value] = pattern
+        index = None if previous is None else _by_name(previous, host)
+        if not (
+            index is not None
+            and len(index.rules) == len(rules)
+            and all(map(operator.is_, index.rules, rules))
+        ):
+            index = _index_host(rules)
         if host == "*":
             any_host = index
         elif host.startswith("*."):
@@ -171,6 +208,33 @@ def _index_listener(table: ListenerTable) -> ListenerIndex:
         else:
             exact[host] = index
     return ListenerIndex(table, exact, wildcard, any_host)
+
+
+def _index_host(rules: Sequence[GatewayRule]) -> HostRules:
+    index = HostRules(rules=rules)
+    if any(rule.action.grpc for rule in rules):
+        index.ranks = {}
+        for rank, rule in enumerate(rules):
+            index.ranks.setdefault(id(rule), rank)
+    for rule in rules:
+        match = rule.match
+        if match.headers or rule.action.cors is not None:
+            index.reads_headers = True
+        if match.path_type == "Exact":
+            index.exact.setdefault(match.path, []).append(rule)
+        elif match.path_type == "RegularExpression":
+            if isinstance(pattern := compile_pattern(match.path), FullMatch):
+                index.regex.append((pattern, rule))
+        else:
+            index.prefix.setdefault(match.path, []).append(rule)
+        for value in (*match.headers, *match.query):
+            if (
+                value.type == "RegularExpression"
+                and value.value not in index.patterns
+                and isinstance(pattern := compile_pattern(value.value), FullMatch)
+            ):
+                index.patterns[value.value] = pattern
+    return index
 
 
 def matches_request(

@@ -82,5 +82,8 @@ def _read_text(path: Path) -> str:
 
 def located(diagnostics: Sequence[Diagnostic], bodies: list[SourcedBody]) -> list[str]:
     """Each diagnostic as a compiler prints it: ``file:line: severity: Kind ns/name …``, the
-    place being where the object it is about starts (no prefix when none is known)."""
+    place being where the object it is about starts (no prefix when none is known); no
+    findings, no look at the bodies (every edit of a large folder, in ``serve``)."""
+    if not diagnostics:
+        return []
     return [str(d) for d in locate(diagnostics, bodies)]

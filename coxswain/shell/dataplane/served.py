@@ -160,7 +160,10 @@ class Served:
         ingress_http_port: int,
         ingress_https_port: int,
         rate_limits: RateLimits | None = None,
+        previous: Served | None = None,
     ) -> None:
+        """``previous``: the one served before, whose index entries for unchanged route hosts
+        are reused (``route.table.build_table``)."""
         self.snapshot = snapshot
         self._limits = RateLimits() if rate_limits is None else rate_limits
         self._rng = random.Random()  # new session-affinity keys (.affinity)
@@ -173,7 +176,10 @@ class Served:
         # a plain dict: a persistent map's lookup is four Python calls per request
         self.endpoints: dict[str, Sequence[Endpoint]] = dict(snapshot.endpoints)
         self.table: RouteTable = build_table(
-            snapshot, ingress_http_port=ingress_http_port, ingress_https_port=ingress_https_port
+            snapshot,
+            ingress_http_port=ingress_http_port,
+            ingress_https_port=ingress_https_port,
+            previous=None if previous is None else previous.table,
         )
         self.tls = TLSContexts(self.table)
         self.originations = Originations()
@@ -188,12 +194,11 @@ class Served:
         }
         self._header_ports = frozenset(
             port
-            for port, tables in snapshot.gateways.items()
+            for port, index in self.table.gateway_ports.items()
             if any(
-                rule.match.headers or rule.action.cors is not None
-                for table in tables.values()
-                for rules in table.hosts.values()
-                for rule in rules
+                host.reads_headers
+                for listener in index.listeners()
+                for host in listener.route_hosts()
             )
         )
         self._routes: dict[tuple[int, bytes, bytes, bytes | None, str | None], Routed] = {}

@@ -291,6 +291,7 @@ class Proxy:
             ingress_http_port=self.config.ingress_http_port,
             ingress_https_port=self.config.ingress_https_port,
             rate_limits=self.rate_limits,
+            previous=self.served,
         )
         current = {port: entry.spec for port, entry in self.listeners.items()}
         plan = diff_listeners(current, served.specs)
