@@ -66,6 +66,7 @@ bench: $(STAMP)
 	$(PY) bench/tls_stacks.py
 	$(PY) bench/discovery.py
 	$(PY) bench/controller.py
+	$(PY) bench/controller_scale.py
 
 ## gateway-api-crds: replace the Gateway API CRDs the chart ships (both channels, with upstream's
 ## LICENSE) by those of tag GATEWAY_API_VERSION in GATEWAY_API_SRC, a clone (or the git directory)

@@ -343,12 +343,12 @@ def wait_for(
     return processes.wait_until(check, what, timeout=TIMEOUT, every=every, fleet=fleet)
 
 
-def wait_idle(port: int, fleet: processes.Fleet) -> None:
-    """Until no reconcile round has completed for ``IDLE_FOR`` seconds (a scrape that times
+def wait_idle(port: int, fleet: processes.Fleet, idle_for: float = IDLE_FOR) -> None:
+    """Until no reconcile round has completed for ``idle_for`` seconds (a scrape that times
     out counts as busy)."""
     last, since = scrape(port, fleet).reconciles, time.perf_counter()
     deadline = since + TIMEOUT
-    while time.perf_counter() - since < IDLE_FOR:
+    while time.perf_counter() - since < idle_for:
         fleet.check()
         if time.perf_counter() > deadline:
             raise SystemExit(f"the controller never went idle\n{fleet.tails()}")
@@ -607,8 +607,13 @@ def report(result: dict[str, Any], quick: bool) -> None:
             hwm < TARGET_RSS_MB,
         ),
     ]
+    print_verdicts(rows, quick)
+
+
+def print_verdicts(rows: list[tuple[str, str, str, bool]], quick: bool) -> None:
+    """The targets' table: what, bar, measured, PASS / MISS (SKIP for a smoke run)."""
     harness.print_table(
-        [("target", 34), ("bar", 9), ("measured", 14), ("verdict", 8)],
+        [("target", 38), ("bar", 10), ("measured", 14), ("verdict", 8)],
         [
             (what, bar, got, "SKIP" if quick else ("PASS" if ok else "MISS"))
             for what, bar, got, ok in rows

@@ -131,6 +131,12 @@ class _Health:
             ["outcome"],
             registry=self.registry,
         )
+        self.published = Gauge(
+            "coxswain_controller_published_scopes",
+            "Scopes whose snapshot the last reconcile round handed to the discovery server "
+            "(encoded, served to every subscriber from then on)",
+            registry=self.registry,
+        )
         self.status_writes = Counter(
             "coxswain_controller_status_writes",
             "Status subresources patched",
@@ -406,6 +412,7 @@ class _Reconciler:
             self._served[snapshot.version] = _served_generations(generations, snapshot)
         # Encoding costs what changed: every resource of every scope at the first round.
         await offload(server.publish_many, snapshots)
+        self._health.published.set(len(snapshots))
         fleet = server.fleet
         now = _now()
         desired = await offload(memo.status, state, config, self._programmed(generations, fleet))

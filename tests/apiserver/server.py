@@ -219,6 +219,12 @@ class ApiServer:
         """Drop the watch history: watching from any older resourceVersion gets 410 Expired."""
         self.store.compact()
 
+    def expire(self) -> None:
+        """Make every resourceVersion handed out so far too old (``Store.expire``) and end every
+        watch: each client watches again, gets 410 Expired, and lists again."""
+        self.store.expire()
+        self.store.drop_watches()
+
     def install_crds(self, *paths: str | Path) -> list[str]:
         """Create or update the CRDs in YAML files (or directories of them); other kinds skipped.
 

@@ -593,6 +593,15 @@ class Store:
             self._history.clear()
             self._oldest = self._rv
 
+    def expire(self) -> None:
+        """Forget all history and move the resourceVersion on: every version handed out so far
+        is too old, so each client's next watch gets 410 Expired and it lists again (an API
+        server restarted with a cold watch cache)."""
+        with self._lock:
+            self._history.clear()
+            self._rv += 1
+            self._oldest = self._rv
+
 
 def parse_version(value: str) -> int:
     """A resourceVersion parameter as the integer the store uses; 400 if it is not one."""

@@ -58,7 +58,8 @@ MERGE_PATCH: Final = "application/merge-patch+json"
 APPLY_PATCH: Final = "application/apply-patch+yaml"
 REQUEST_TIMEOUT: Final = 30.0
 CONNECT_TIMEOUT: Final = 10.0
-POOL_SIZE: Final = 32  # a connection per watch (about 15) and per concurrent request (8)
+POOL_SIZE: Final = 32  # a connection per watch (about 20) and per concurrent request (8 + 1)
+URGENT_REQUESTS: Final = 1  # the leader Lease's own request slot
 _ERROR_SHOWN: Final = 200  # bytes of an error answer that is not a Status, shown as its message
 _T = TypeVar("_T")
 
@@ -147,6 +148,7 @@ class Kube:
     def __init__(self, client: ApiClient, *, max_requests: int = 8) -> None:
         self._client = client
         self._requests = trio.CapacityLimiter(max_requests)
+        self._urgent = trio.CapacityLimiter(URGENT_REQUESTS)
 
     async def request(
         self,
@@ -157,8 +159,11 @@ class Kube:
         body: object = None,
         content_type: str | None = None,
         read_timeout: float = REQUEST_TIMEOUT,
+        urgent: bool = False,
     ) -> dict[str, Any]:
-        """One request; the decoded JSON answer.
+        """One request; the decoded JSON answer. ``urgent`` (the leader Lease's) takes a
+        request slot of its own, so it never waits behind a round's queued writes or a resync's
+        lists.
 
         Raises:
             ApiFailure: a status other than 2xx.
@@ -169,7 +174,9 @@ class Kube:
         if content_type is not None:
             headers["Content-Type"] = content_type
         answer = await self._exchange(
-            lambda: self._send(method, path, query, headers, body, read_timeout), decode_answer
+            lambda: self._send(method, path, query, headers, body, read_timeout),
+            decode_answer,
+            self._urgent if urgent else self._requests,
         )
         if isinstance(answer, Refused):
             raise Undecodable(f"{method} {path}: the answer {answer.why}")
@@ -186,14 +193,19 @@ class Kube:
         """
         headers = {"Accept": "application/json"}
         answer = await self._exchange(
-            lambda: self._send("GET", path, query, headers, None, REQUEST_TIMEOUT), decode_list
+            lambda: self._send("GET", path, query, headers, None, REQUEST_TIMEOUT),
+            decode_list,
+            self._requests,
         )
         if isinstance(answer, Refused):
             raise Undecodable(f"GET {path}: the list {answer.why}")
         return answer
 
     async def _exchange(
-        self, request: Callable[[], urllib3.BaseHTTPResponse], decode: Callable[[bytes], _T]
+        self,
+        request: Callable[[], urllib3.BaseHTTPResponse],
+        decode: Callable[[bytes], _T],
+        limiter: trio.CapacityLimiter,
     ) -> _T:
         """One ``request`` (a call of :meth:`_send`), its successful answer decoded by
         ``decode`` in the request's thread (a big list would hold trio's thread as long as it
@@ -214,7 +226,7 @@ class Kube:
                 return _failure(response.status, data)
             return decode(data)
 
-        answer = await trio.to_thread.run_sync(send, limiter=self._requests)
+        answer = await trio.to_thread.run_sync(send, limiter=limiter)
         if isinstance(answer, ApiFailure):
             raise answer
         return answer

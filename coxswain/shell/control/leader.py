@@ -2,11 +2,13 @@
 
 Only the leader writes (status, provisioned objects, certificates) and serves discovery; a
 standby waits. The leader renews the Lease every ``RENEW_EVERY``; a standby takes over once
-``renewTime + leaseDurationSeconds`` has passed without a renewal, so a dead leader is
-replaced within the lease duration. Every write carries the Lease's ``resourceVersion``: of two
+``renewTime + leaseDurationSeconds`` has passed without a renewal, so a dead leader is replaced
+within the lease duration. Every write carries the Lease's ``resourceVersion``: of two
 candidates racing for it, the API lets one win and answers 409 to the other. A leader that
 cannot renew before its lease runs out stops leading (:class:`LostLeadership`), because
-another may already lead: the process exits and is restarted as a standby.
+another may already lead: the process exits and is restarted as a standby. The Lease's
+requests take ``Kube``'s urgent slot, so a renewal never queues behind a round's status writes
+or a resync's lists.
 
 Times are compared with this process's clock, as client-go does (it trusts clock skew to be
 small against the lease duration).
@@ -95,7 +97,7 @@ class LeaderElection:
     async def _release(self) -> None:
         """Hand the Lease back (a stopping leader: a rolling update fails over at once)."""
         try:
-            lease = await self._kube.request("GET", self._lease)
+            lease = await self._kube.request("GET", self._lease, urgent=True)
         except (ApiFailure, Unreachable):
             return
         spec = lease.get("spec") or {}
@@ -110,7 +112,7 @@ class LeaderElection:
         """Take or renew the Lease; False when someone else holds it or the write lost."""
         now = self._clock()
         try:
-            lease = await self._kube.request("GET", self._lease)
+            lease = await self._kube.request("GET", self._lease, urgent=True)
         except ApiFailure as err:
             if err.status != 404:
                 log.warning("lease: %s", err)
@@ -155,7 +157,7 @@ class LeaderElection:
 
     async def _write(self, method: str, path: str, body: dict[str, Any]) -> bool:
         try:
-            await self._kube.request(method, path, body=body)
+            await self._kube.request(method, path, body=body, urgent=True)
         except ApiFailure as err:
             if err.status != 409:
                 log.warning("lease: %s", err)

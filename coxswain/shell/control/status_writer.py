@@ -17,7 +17,8 @@ status is laid over the object's current one:
   status and desired status are both those of its last write or check is not even compared.
 
 Writes are merge patches of the ``status`` subresource; keys the desired status no longer has
-are removed with ``null``.
+are removed with ``null``; at most ``WRITERS`` are in flight, and the comparison of every
+status checkpoints every few milliseconds (:mod:`.pacing`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import trio
 
 from coxswain.shell.control import kinds
 from coxswain.shell.control.kube import MERGE_PATCH, ApiFailure, Kube, Resource, Unreachable
+from coxswain.shell.control.pacing import Pacer
 
 if TYPE_CHECKING:
     import datetime
@@ -38,9 +40,14 @@ if TYPE_CHECKING:
 
     from coxswain.compile.status import ObjectStatus
 
-__all__ = ["STATUS_RESOURCES", "StatusWriter", "merged_status"]
+__all__ = ["STATUS_RESOURCES", "WRITERS", "StatusWriter", "merged_status"]
 
 log = logging.getLogger("coxswain.status")
+
+WRITERS: Final = 4
+"""Status patches in flight at once: half of ``Kube``'s request slots, so that a round writing
+10,000 statuses leaves the Lease renewal and the informers' requests a slot at once instead of
+a place behind every queued patch."""
 
 STATUS_RESOURCES: Final[dict[str, Resource]] = {
     resource.kind: resource
@@ -137,7 +144,9 @@ class StatusWriter:
             del self._settled[gone]
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
         due: list[tuple[tuple[str, str, str], Resource, dict[str, Any], str]] = []
+        pacer = Pacer()
         for status in desired:
+            await pacer.tick()
             key = (status.kind, status.namespace, status.name)
             if key not in current or (resource := STATUS_RESOURCES.get(status.kind)) is None:
                 continue  # not in the cluster (any more)
@@ -153,9 +162,15 @@ class StatusWriter:
             patch = {"status": {**{k: None for k in old if k not in new}, **new}}
             due.append((key, resource, patch, status.body))
         before = self.writes
+        pending = iter(due)
+
+        async def writer() -> None:
+            for key, resource, patch, body in pending:
+                await self._patch(key, resource, patch, (current[key], body))
+
         async with trio.open_nursery() as nursery:
-            for key, resource, patch, body in due:
-                nursery.start_soon(self._patch, key, resource, patch, (current[key], body))
+            for _ in range(min(WRITERS, len(due))):
+                nursery.start_soon(writer)
         return self.writes - before
 
     async def _patch(
