@@ -3,7 +3,6 @@ the snapshot, the status, the objects to provision or the findings."""
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +37,7 @@ from coxswain.compile.provision import provision
 from coxswain.compile.scope_check import scope_problem, serves_nothing
 from coxswain.compile.snapshot_json import snapshot_to_data
 from coxswain.compile.tables import diagnostics_table, infra_table, routing_table, status_table
-from coxswain.shell.output import dump_yaml
+from coxswain.shell.output import dump_json, dump_yaml
 from coxswain.shell.sources import LoadError, located, read_manifests
 
 if TYPE_CHECKING:
@@ -299,4 +298,4 @@ def _print(output: str, data: object, table: Callable[[], str]) -> None:
     elif output == "yaml":
         sys.stdout.write(dump_yaml(data))
     else:
-        sys.stdout.write(json.dumps(data, sort_keys=True, indent=2) + "\n")
+        sys.stdout.write(dump_json(data))
