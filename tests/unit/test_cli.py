@@ -1283,5 +1283,6 @@ def test_compile_leaves_the_collectors_thresholds_as_it_found_them(workspace, ca
 
     before = gc.get_threshold()
     code, out, _ = compiled(capsys, "-f", str(workspace.manifests), "-o", "json")
-    assert code == 0 and json.loads(out)
+    assert code == 0
+    assert json.loads(out)
     assert gc.get_threshold() == before
