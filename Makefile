@@ -56,6 +56,7 @@ bench: $(STAMP)
 	$(PY) bench/compile_gateway.py
 	$(PY) bench/compile_scopes.py
 	$(PY) bench/compile_incremental.py
+	$(PY) bench/compile_offline.py
 	$(PY) bench/proxy.py full
 	$(PY) bench/proxy.py parts
 	$(PY) bench/proxy.py instructions

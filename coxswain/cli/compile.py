@@ -3,9 +3,9 @@ the snapshot, the status, the objects to provision or the findings."""
 
 from __future__ import annotations
 
-import json
+import gc
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from pyrsistent import pmap
 
@@ -38,7 +38,7 @@ from coxswain.compile.provision import provision
 from coxswain.compile.scope_check import scope_problem, serves_nothing
 from coxswain.compile.snapshot_json import snapshot_to_data
 from coxswain.compile.tables import diagnostics_table, infra_table, routing_table, status_table
-from coxswain.shell.output import dump_yaml
+from coxswain.shell.output import dump_json, dump_yaml
 from coxswain.shell.sources import LoadError, located, read_manifests
 
 if TYPE_CHECKING:
@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     from coxswain.compile.scope import Scope
 
 __all__ = ["add_parser"]
+
+_YOUNG_COLLECTION: Final = 100_000  # allocations between young collections while compiling
 
 _EPILOG = """\
 Reads Kubernetes objects from YAML or JSON dumps (multi-document files, `kind: List`, the output
@@ -221,6 +223,20 @@ def _add_compile_config(parser: argparse.ArgumentParser) -> None:
 
 
 def _compile(args: argparse.Namespace) -> int:
+    """One pass that allocates millions of objects which all live until it ends: the cyclic
+    collector's default young threshold (700 allocations) collects so often, each time
+    promoting and rescanning what survives, that it took 40% of the CPU time of a
+    30,000-rule compile. A rarer young collection keeps the collector (and so the bound on
+    cyclic garbage) at a twentieth of that cost; the threshold is restored on return."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(_YOUNG_COLLECTION, *thresholds[1:])
+    try:
+        return _compile_all(args)
+    finally:
+        gc.set_threshold(*thresholds)
+
+
+def _compile_all(args: argparse.Namespace) -> int:
     if args.scope is not None and args.emit in ("status", "infra", "migration"):
         print(
             f"coxswain compile: --emit {args.emit} covers every object and takes no --scope",
@@ -299,4 +315,4 @@ def _print(output: str, data: object, table: Callable[[], str]) -> None:
     elif output == "yaml":
         sys.stdout.write(dump_yaml(data))
     else:
-        sys.stdout.write(json.dumps(data, sort_keys=True, indent=2) + "\n")
+        sys.stdout.write(dump_json(data))

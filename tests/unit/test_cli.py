@@ -1276,3 +1276,13 @@ def test_help_of_the_controller_shows_the_built_in_default_and_the_variable(monk
     monkeypatch.setenv("COXSWAIN_HEALTH_PORT", "9999")
     block = " ".join(help_blocks("controller")["--health-port"].split())
     assert "(default: 9902; environment: COXSWAIN_HEALTH_PORT, set here to '9999')" in block
+
+
+def test_compile_leaves_the_collectors_thresholds_as_it_found_them(workspace, capsys):
+    import gc
+
+    before = gc.get_threshold()
+    code, out, _ = compiled(capsys, "-f", str(workspace.manifests), "-o", "json")
+    assert code == 0
+    assert json.loads(out)
+    assert gc.get_threshold() == before

@@ -410,3 +410,10 @@ def test_load_error_when_a_file_is_not_utf8(tmp_path):
     bad.write_bytes(b"kind: Namespace\nmetadata:\n  name: caf\xe9\n")
     with pytest.raises(LoadError, match=r"latin1\.yaml"):
         read_manifests([str(bad)])
+
+
+@pytest.mark.parametrize("value", ["!!int x", "!!timestamp x", "1" * 5000])
+def test_a_value_pyyaml_cannot_build_is_a_syntax_error_at_its_line(value):
+    error = parse_error(f"apiVersion: v1\nkind: ConfigMap\ndata:\n  k: {value}\n")
+    assert error.line == 4
+    assert error.message.startswith("cannot construct a tag:yaml.org,2002:")
