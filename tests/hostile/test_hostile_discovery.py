@@ -266,6 +266,35 @@ def test_a_stream_whose_grant_stays_revoked_is_ended(ca: CertificateAuthority) -
     run(main)
 
 
+def test_a_grant_back_within_the_grace_keeps_the_stream_through_later_graces(
+    ca: CertificateAuthority,
+) -> None:
+    """The grant flickers: lost (a version is withheld), back before the grace ends. The
+    stream stays through several graces (the grant asked again as each one ends), gets the
+    withheld version at the next ask, and a later loss ends it after a whole grace again."""
+
+    async def main() -> None:
+        async with attack(ca, revoked_grace=0.2) as at:
+            web = await at.honest(WEB_ID, "web-0", WEB)
+            key = ("team", "web-proxy")
+            scope = at.grants.pop(key)
+            at.server.publish(WEB, snap("g2", WEB, 80))  # the stream asks, and withholds g2
+            at.grants[key] = scope
+            assert (await web.next()).snapshot.version == "g2"  # at the grace's end
+            web.send(pb.ClientMessage(ack=pb.Ack(version="g2")))
+            await trio.sleep(0.7)  # three graces and more with the grant held
+            assert at.server.revoked == 0
+            at.server.publish(WEB, snap("g3", WEB, 80))
+            assert (await web.next()).snapshot.version == "g3"
+            del at.grants[key]
+            with pytest.raises(grpc.RpcError) as ended:
+                await web.next()
+            assert ended.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            assert at.server.revoked == 1
+
+    run(main)
+
+
 def test_an_identity_past_its_cap_of_streams_is_refused_until_one_of_them_ends(
     ca: CertificateAuthority,
 ) -> None:

@@ -43,7 +43,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol
 
@@ -55,7 +54,6 @@ from pyrsistent import pmap
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile.scope import Scope, SharedPool
 from coxswain.shell.discovery.aio_bridge import AsyncioThread
-from coxswain.shell.discovery.ca import ProxyIdentity
 from coxswain.shell.discovery.delivery import ScopeSlot, StreamState, settle
 from coxswain.shell.discovery.fleet import NodeKey, NodeObservation
 from coxswain.shell.discovery.limits import (
@@ -66,17 +64,19 @@ from coxswain.shell.discovery.limits import (
     StreamCounts,
     cut,
 )
+from coxswain.shell.discovery.policy import ScopePolicy, granted_by, still_allowed
 from coxswain.shell.discovery.resources import ResourceCache
 from coxswain.shell.discovery.snapshot_decode import decode_scope
 from coxswain.shell.discovery.tls import peer_identity, server_credentials
 from coxswain.shell.discovery.wire import SERVER_GRPC_OPTIONS, WIRE_VERSION
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping
+    from collections.abc import AsyncIterator, Callable, Mapping
 
     from pyrsistent.typing import PMap
 
     from coxswain.compile.snapshot import Snapshot
+    from coxswain.shell.discovery.ca import ProxyIdentity
     from coxswain.shell.discovery.tls import (
         ServerCertificate,
         ServerCredentials,
@@ -130,21 +130,6 @@ _FLEET_SIGNAL: Final = 0.01
 MAX_NODE_ID: Final = 512
 _DETAIL: Final = 1024
 _CLAIMED: Final = 4096
-
-ScopePolicy = Callable[[ProxyIdentity, Scope], bool]
-"""Whether an identity may subscribe to a scope (the server's authorisation rule)."""
-
-
-def granted_by(grants: Callable[[], Mapping[tuple[str, str], Scope]]) -> ScopePolicy:
-    """The production policy: an identity may subscribe to the one scope ``grants()`` gives
-    its ServiceAccount (``compile.grants.subscription_grants`` of the current state, read at
-    each subscription so that it follows the cluster)."""
-
-    def allowed(identity: ProxyIdentity, scope: Scope) -> bool:
-        return grants().get((identity.namespace, identity.name)) == scope
-
-    return allowed
-
 
 # --- the server -----------------------------------------------------------------------------------
 
@@ -290,7 +275,7 @@ class DiscoveryServer:
             self._set_fleet(self._fleet.set(key, known))
             label = f"{who} node {subscribe.node_id!r} stream {known.streams} of {scope}"
             state = StreamState(key=key, scope=scope, label=label, deltas=subscribe.accept_deltas)
-            allowed = self._still_allowed(identity, scope)
+            allowed = still_allowed(self._policy, self._warnings, identity, scope)
             await self._serve_stream(context, self._slot(scope), state, allowed)
         finally:  # on the server's one asyncio thread: no other stream changes these meanwhile
             self._streams.close(identity)
@@ -368,29 +353,6 @@ class DiscoveryServer:
         )
         await context.abort(code, detail)
 
-    def _still_allowed(self, identity: ProxyIdentity | None, scope: Scope) -> Callable[[], bool]:
-        """Whether the stream's identity may still have the scope: grants follow the cluster,
-        so a stream that lost its grant gets no newer version (it keeps the last one, as after a
-        disconnect) until the grant comes back; logged at each change."""
-        policy = self._policy
-        if policy is None:  # insecure: every subscription allowed
-            return lambda: True
-        if identity is None:  # refused at the subscription already
-            return lambda: False
-        withheld = [False]
-
-        def allowed() -> bool:
-            now = policy(identity, scope)
-            if now == withheld[0]:
-                withheld[0] = not now
-                change = "may have again" if now else "lost the grant of"
-                self._warnings.warning(
-                    identity, "grant changes", f"discovery: {identity.uri} {change} scope {scope}"
-                )
-            return now
-
-        return allowed
-
     def _report(self, state: StreamState, kind: str, message: pb.ClientMessage) -> None:
         """Apply one Ack, Nack or NodeStatus of the stream, if it is bound to the stream."""
         if kind in ("ack", "nack"):
@@ -423,11 +385,15 @@ class DiscoveryServer:
         version sent, so that a claim that came first (a proxy reports its ports as soon as it
         reconnects) counts once the version shows them; before any version it is not logged."""
         current = self._fleet[state.key]
-        slot = self._slot(state.scope)
-        scope_ports = state.sent_ports | state.base_ports
-        if slot.current is not None:
-            scope_ports |= slot.current.ports
-        ports = state.claimed & scope_ports
+        ports = state.claimed
+        if not ports <= state.sent_ports:  # else all are the sent version's (the usual case,
+            # cheaper than the union: the shared pool's versions have thousands of ports, and
+            # this runs for every stream a version reaches)
+            slot = self._slot(state.scope)
+            scope_ports = state.sent_ports | state.base_ports
+            if slot.current is not None:
+                scope_ports |= slot.current.ports
+            ports = ports & scope_ports
         if log and ports != state.claimed and state.sent is not None:
             outside = sorted(state.claimed - ports)
             shown = ", ".join(map(str, outside[:8])) + (", ..." if len(outside) > 8 else "")
@@ -465,31 +431,43 @@ class DiscoveryServer:
                 wake.set()
 
         loop = asyncio.get_running_loop()
+        grace = self._revoked_grace
+        # The grant is asked at least every ``grace``: a timer wakes the stream, re-armed when
+        # it has rung (one timer per grace, not one per wait: a version reaching 1,000 streams
+        # is 1,000 waits).
+        rung = [False]
+
+        def ring() -> None:
+            rung[0] = True
+            wake.set()
+
+        timer = loop.call_later(grace, ring)
         slot.waiters.add(wake)
         slot.streams.add(state)
         reader = loop.create_task(read())
-        revoked_at: float | None = None
+        revoked = False  # the grant was found missing, and the timer then set to ``grace``
         try:
             while True:
-                grace = self._revoked_grace
-                if revoked_at is not None:
-                    grace = max(0.0, revoked_at + grace - loop.time())
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(grace):  # the grant is asked at least this often
-                        await wake.wait()
+                await wake.wait()
                 wake.clear()
                 if state.closed:
                     return
+                expired, rung[0] = rung[0], False
                 if not allowed():
-                    revoked_at = loop.time() if revoked_at is None else revoked_at
-                    if loop.time() - revoked_at >= self._revoked_grace:
+                    if revoked and expired:
                         self.revoked += 1
                         await context.abort(
                             grpc.StatusCode.PERMISSION_DENIED,
                             f"{state.label}: the grant stayed revoked",
                         )
+                    if not revoked or expired:
+                        revoked = True
+                        timer.cancel()
+                        timer = loop.call_later(grace, ring)
                     continue  # a new publish or the grace's end wakes the stream
-                revoked_at = None
+                revoked = False
+                if expired:
+                    timer = loop.call_later(grace, ring)
                 current = slot.current
                 if state.in_flight or current is None or current.version == state.sent:
                     continue
@@ -499,6 +477,7 @@ class DiscoveryServer:
                 self._bind_ports(state, log=False)
                 await context.write(message)
         finally:
+            timer.cancel()
             slot.waiters.discard(wake)
             slot.streams.discard(state)
             reader.cancel()
