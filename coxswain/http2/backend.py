@@ -61,7 +61,7 @@ def request_fields(
     fields = [(b":method", method), (b":scheme", scheme), (b":authority", authority)]
     fields.append((b":path", path))
     for name, value in headers:
-        lower = name.lower()
+        lower = name if name.islower() else name.lower()  # an HTTP/2 client's are already
         if lower not in _DROPPED:
             fields.append((lower, value))
     fields.append(_TE_TRAILERS)
@@ -116,7 +116,7 @@ def trailer_list(trailers: Headers) -> list[tuple[bytes, bytes]]:
     """A trailer section for an HTTP/2 peer (rule 3). Pure."""
     out = []
     for name, value in trailers:
-        lower = name.lower()
+        lower = name if name.islower() else name.lower()
         if lower not in _DROPPED:
             out.append((lower, value))
     return out

@@ -120,12 +120,14 @@ class H2Pool:
         for endpoint in endpoints:
             key = _key(endpoint, tls)
             for _ in range(_REFUSALS):
-                try:
-                    connection = await self._connection(endpoint, key, within=within, tls=tls)
-                except ConnectFailed as err:
-                    failures.append(str(err))
-                    timeouts += err.timed_out
-                    break
+                connection = self._with_room(key)
+                if connection is None:
+                    try:
+                        connection = await self._connection(endpoint, key, within=within, tls=tls)
+                    except ConnectFailed as err:
+                        failures.append(str(err))
+                        timeouts += err.timed_out
+                        break
                 remaining = trio.current_effective_deadline() - trio.current_time()
                 try:
                     stream = connection.open(
@@ -159,9 +161,9 @@ class H2Pool:
             ConnectFailed: connecting to the endpoint failed (one message, the endpoint's).
         """
         while True:
-            for connection in self._connections.get(key, ()):
-                if connection.room():
-                    return connection
+            ready = self._with_room(key)
+            if ready is not None:
+                return ready
             opening = self._opening.get(key)
             if opening is None:
                 break
@@ -183,6 +185,14 @@ class H2Pool:
         finally:  # cancelled meanwhile, the waiters find no connection and open their own
             del self._opening[key]
             opening.done.set()
+
+    def _with_room(self, key: PoolKey) -> H2Upstream | None:
+        """A live connection to the endpoint that takes one more stream, if there is one
+        (looked up without a coroutine: the common case of every request)."""
+        for connection in self._connections.get(key, ()):
+            if connection.room():
+                return connection
+        return None
 
     async def _settled(
         self, endpoint: Endpoint, key: PoolKey, *, within: float, tls: Origination | None

@@ -223,13 +223,16 @@ class H2Relay:
     ) -> None:
         """The body sent by a task of its own while the response is relayed; a ``whole``
         body went with the HEADERS, or goes before the response is awaited."""
+        if whole is not None:
+            if not stream.sent_end:
+                await whole.finish(stream, timer, self.send_timeout)
+            await _respond(
+                forwarder, stream, downstream, head, served, decision, backend, exchange, timer
+            )
+            return
         respond = partial(
             _respond, forwarder, stream, downstream, head, served, decision, backend, exchange
         )
-        if whole is not None:
-            await whole.finish(stream, timer, self.send_timeout)
-            await respond(timer)
-            return
         sender = _BodySender(stream, client, tee, timer, self.send_timeout)
         failure: Answer | None = None
         async with trio.open_nursery() as nursery:
@@ -342,11 +345,9 @@ class _Whole:
             self._send(stream)
 
     async def finish(self, stream: UpstreamStream, timer: Timer, wait_limit: float) -> None:
-        """Send what :meth:`send_now` could not, within the backend's windows, each wait
-        bounded by ``wait_limit`` through ``timer``; a stream or connection that broke
-        meanwhile fails the response's wait instead."""
-        if stream.sent_end:
-            return
+        """Send what :meth:`send_now` could not (the request's END_STREAM has not gone out),
+        within the backend's windows, each wait bounded by ``wait_limit`` through ``timer``; a
+        stream or connection that broke meanwhile fails the response's wait instead."""
         connection = stream.connection
         try:
             await send_data(connection, stream.stream_id, self.data, timer, wait_limit, stream)
