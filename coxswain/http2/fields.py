@@ -31,8 +31,9 @@ def _marks(allowed: bytes) -> bytes:
 
 _NAME: Final = _marks(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")  # a token's
 _VALUE: Final = _marks(b"\t" + bytes(range(0x20, 0x7F)) + bytes(range(0x80, 0x100)))
-_REFUSED: Final = b"\x01"
-_EDGES: Final = b" \t"  # whitespace a value neither starts nor ends with
+_REFUSED: Final = 1  # an int: ``in`` a bytes object is then a memchr, without a TypeError first
+_SPACE: Final = 0x20
+_TAB: Final = 0x09  # whitespace a value neither starts nor ends with
 _CONNECTION_SPECIFIC: Final = frozenset(
     {b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"}
 )
@@ -42,8 +43,11 @@ def field_problem(name: bytes, value: bytes) -> str | None:
     """Why the regular field ``name: value`` is malformed, or None. Pure."""
     if not name or _REFUSED in name.translate(_NAME):
         return f"invalid field name {quoted(name)}"
-    if value and (_REFUSED in value.translate(_VALUE) or value[0] in _EDGES or value[-1] in _EDGES):
-        return f"invalid value of field {quoted(name)}"
+    if value:
+        first = value[0]  # ints: compared, not looked up in a bytes object
+        last = value[-1]
+        if _REFUSED in value.translate(_VALUE) or first in (_SPACE, _TAB) or last in (_SPACE, _TAB):
+            return f"invalid value of field {quoted(name)}"
     if name in _CONNECTION_SPECIFIC:
         return f"connection-specific field {quoted(name)}"
     if name == b"te" and value != b"trailers":

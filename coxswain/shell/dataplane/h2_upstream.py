@@ -191,7 +191,11 @@ class H2Upstream(H2Sender):
 
     def room(self) -> bool:
         """Whether the connection takes one more stream."""
-        return not self.closing and not self.writer.broken and len(self.streams) < self.limit
+        return (
+            not self.closing
+            and not self.writer.broken
+            and len(self.streams) < min(self.conn.peer_max_concurrent_streams, STREAM_LIMIT)
+        )  # the limit inlined: asked on every request
 
     # --- streams --------------------------------------------------------------------------------
 
