@@ -16,7 +16,9 @@ Rules:
   waited for it.
 - **Deadline.** A request's ``grpc-timeout`` is what remains of the caller's deadline (its
   cancel scopes': the route's or the call's own timeout, a try's) when its HEADERS are made,
-  after the wait for a connection (:func:`coxswain.route.grpc_timeout.forwarded_fields`).
+  after the wait for a connection (:func:`coxswain.route.grpc_timeout.forwarded_fields`). The
+  relay names those scopes' deadline itself: asking trio for the task's effective deadline
+  walks every enclosing scope, two property calls each, on every request.
 - **Ownership.** Each connection's reader (:meth:`.h2_upstream.H2Upstream.run`) runs in the
   proxy's long-lived nursery, so that a connection outlives the request that opened it;
   a connection that ends (idle, GOAWAY, broken) leaves the pool at once. Connections are
@@ -106,10 +108,13 @@ class H2Pool:
         within: float,
         tls: Origination | None,
         then: Callable[[UpstreamStream], None] | None = None,
+        deadline: float | None = None,
     ) -> UpstreamStream:
         """A stream carrying the request's HEADERS (``end_stream``: the request has no body)
         on the first endpoint that has or takes a connection; ``then`` makes more of the
-        stream's frames (its body) to go out in the same write.
+        stream's frames (its body) to go out in the same write. ``deadline``: the caller's
+        (the module's **Deadline**) when it knows it from its own scopes (the relay: its
+        exchange's and its try's); else the task's effective deadline, every scope walked.
 
         Raises:
             ConnectFailed: no endpoint took a connection.
@@ -128,7 +133,9 @@ class H2Pool:
                         failures.append(str(err))
                         timeouts += err.timed_out
                         break
-                remaining = trio.current_effective_deadline() - trio.current_time()
+                remaining = (
+                    trio.current_effective_deadline() if deadline is None else deadline
+                ) - trio.current_time()
                 try:
                     stream = connection.open(
                         forwarded_fields(fields, remaining), end_stream=end_stream

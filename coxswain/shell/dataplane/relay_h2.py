@@ -161,6 +161,9 @@ class H2Relay:
                             within=self.connect_timeout,
                             tls=tls,
                             then=None if whole is None else whole.send_now,
+                            deadline=timer.scope.deadline
+                            if scope is None
+                            else min(timer.scope.deadline, scope.deadline),
                         )
                     except ConnectFailed as err:
                         failure = Answer(504 if err.timed_out else 502, str(err))
