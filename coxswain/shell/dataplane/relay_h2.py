@@ -171,12 +171,26 @@ class H2Relay:
                         failure = Answer(502, err.reason)
                     else:
                         exchange.upstream = stream.connection.name
+                        if whole is not None:  # went with the HEADERS, or goes now; once
+                            if not stream.sent_end:
+                                await whole.finish(stream, timer, self.send_timeout)
+                            await _respond(
+                                forwarder,
+                                stream,
+                                downstream,
+                                head,
+                                served,
+                                decision,
+                                backend,
+                                exchange,
+                                timer,
+                            )
+                            return
                         if has_body:  # streamed through once, never tried again
                             await self._with_body(
                                 forwarder,
                                 stream,
                                 client=client,
-                                whole=whole,
                                 downstream=downstream,
                                 head=head,
                                 served=served,
@@ -214,7 +228,6 @@ class H2Relay:
         stream: UpstreamStream,
         *,
         client: BodySource,
-        whole: _Whole | None,
         downstream: Downstream,
         head: RequestHead,
         served: Served,
@@ -224,15 +237,7 @@ class H2Relay:
         tee: Tee | None,
         timer: Timer,
     ) -> None:
-        """The body sent by a task of its own while the response is relayed; a ``whole``
-        body went with the HEADERS, or goes before the response is awaited."""
-        if whole is not None:
-            if not stream.sent_end:
-                await whole.finish(stream, timer, self.send_timeout)
-            await _respond(
-                forwarder, stream, downstream, head, served, decision, backend, exchange, timer
-            )
-            return
+        """The body sent by a task of its own while the response is relayed."""
         respond = partial(
             _respond, forwarder, stream, downstream, head, served, decision, backend, exchange
         )
