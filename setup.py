@@ -50,6 +50,7 @@ COMPILED = [
     "coxswain/http2/request.py",
     "coxswain/http2/connection.py",
     "coxswain/http2/client.py",
+    "coxswain/http2/backend.py",
 ]
 
 if os.environ.get("COXSWAIN_MYPYC") == "1":

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Final
 
 from coxswain.http2 import (
+    backend,
     client,
     connection,
     events,
@@ -38,5 +39,5 @@ __all__ = ["NATIVE_MODULES"]
 
 # setup.py's COMPILED of this package, as modules (tests/unit/test_build.py checks the lists)
 NATIVE_MODULES: Final = (
-    events, frames, hpack_tables, hpack, server, fields, request, connection, client,
+    events, frames, hpack_tables, hpack, server, fields, request, connection, client, backend,
 )  # fmt: skip

@@ -47,6 +47,7 @@ _DROPPED: Final = frozenset(
 _TE_TRAILERS: Final = (b"te", b"trailers")
 _NO_CONTENT: Final = frozenset({204, 304})
 _DIGITS: Final = frozenset(b"0123456789")
+_STATUS: Final = {b"%03d" % code: code for code in range(1000)}  # three digits (§8.3.2)
 
 
 def request_fields(
@@ -61,7 +62,7 @@ def request_fields(
     fields = [(b":method", method), (b":scheme", scheme), (b":authority", authority)]
     fields.append((b":path", path))
     for name, value in headers:
-        lower = name.lower()
+        lower = name if name.islower() else name.lower()  # an HTTP/2 client's are already
         if lower not in _DROPPED:
             fields.append((lower, value))
     fields.append(_TE_TRAILERS)
@@ -85,9 +86,9 @@ def response_head(
         if name[:1] == b":":
             if name != b":status" or status is not None or fields:
                 return f"unexpected pseudo-header field {quoted(name)}"
-            if len(value) != 3 or not _DIGITS.issuperset(value):
+            status = _STATUS.get(value)
+            if status is None:
                 return "invalid :status"
-            status = int(value)
             continue
         problem = field_problem(name, value)
         if problem is not None:
@@ -116,7 +117,7 @@ def trailer_list(trailers: Headers) -> list[tuple[bytes, bytes]]:
     """A trailer section for an HTTP/2 peer (rule 3). Pure."""
     out = []
     for name, value in trailers:
-        lower = name.lower()
+        lower = name if name.islower() else name.lower()
         if lower not in _DROPPED:
             out.append((lower, value))
     return out

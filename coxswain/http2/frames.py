@@ -105,16 +105,25 @@ MAX_WINDOW: Final = 2**31 - 1
 def frame(kind: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
     """One frame: the header (RFC 9113 §4.1) then ``payload``."""
     size = len(payload)
-    return (
-        bytes((size >> 16, (size >> 8) & 0xFF, size & 0xFF, kind, flags))
-        + stream_id.to_bytes(4, "big")
-        + payload
-    )
+    header = bytes(
+        (
+            size >> 16,
+            (size >> 8) & 0xFF,
+            size & 0xFF,
+            kind,
+            flags,
+            stream_id >> 24,
+            (stream_id >> 16) & 0xFF,
+            (stream_id >> 8) & 0xFF,
+            stream_id & 0xFF,
+        )
+    )  # byte by byte: compiled, no method call (to_bytes) per frame
+    return header + payload if payload else header
 
 
 def u31(data: bytes, at: int) -> int:
     """The 31-bit number at ``at`` (the reserved bit dropped, RFC 9113 §4.1)."""
-    return int.from_bytes(data[at : at + 4], "big") & MAX_WINDOW
+    return (data[at] & 0x7F) << 24 | data[at + 1] << 16 | data[at + 2] << 8 | data[at + 3]
 
 
 def unpadded(payload: bytes, flags: int) -> bytes | None:

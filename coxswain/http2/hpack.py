@@ -11,7 +11,11 @@ Decoder (:class:`Decoder`), every input hostile:
   RFC 9113 §6.5.2 counts it: name, value and 32 bytes per field): a few bytes of indexed fields
   that would decode to megabytes (an "HPACK bomb") stop at the bound with ``ENHANCE_YOUR_CALM``;
 - Huffman strings (RFC 7541 §5.2) decode four bits at a time through a table built once from the
-  code (:data:`~.hpack_tables.HUFFMAN`): linear in the input, padding checked, EOS refused.
+  code (:data:`~.hpack_tables.HUFFMAN`): linear in the input, padding checked, EOS refused;
+  a connection's decoder remembers the short ones it decoded (a peer sends its ``server``,
+  ``content-type``, this second's ``date`` coded alike on every message): at most
+  :data:`HUFFMAN_MEMO_STRINGS` of at most :data:`HUFFMAN_MEMO_BYTES` coded bytes, forgotten all
+  at once when full, so that a peer sending ever new strings makes it no larger.
 
 Encoder (:func:`encode`): a field that is an entry of the static table is that entry's index, a
 field whose name is one is "literal without indexing" with the name's index, any other a literal
@@ -27,6 +31,8 @@ from coxswain.http2.frames import COMPRESSION_ERROR, ENHANCE_YOUR_CALM
 from coxswain.http2.hpack_tables import HUFFMAN, STATIC
 
 __all__ = [
+    "HUFFMAN_MEMO_BYTES",
+    "HUFFMAN_MEMO_STRINGS",
     "MEMO_BYTES",
     "MEMO_FIELDS",
     "DecodeError",
@@ -40,6 +46,8 @@ _STATIC_SIZE: Final = len(STATIC)
 _PAIRS: Final = {pair: index + 1 for index, pair in reversed(list(enumerate(STATIC)))}
 _NAMES: Final = {name: index + 1 for index, (name, _) in reversed(list(enumerate(STATIC)))}
 _ENTRY_OVERHEAD: Final = 32  # RFC 7541 §4.1
+HUFFMAN_MEMO_STRINGS: Final = 32
+HUFFMAN_MEMO_BYTES: Final = 64
 
 
 def _huffman_machine() -> tuple[tuple[int, ...], tuple[bool, ...]]:
@@ -125,7 +133,7 @@ class DecodeError:
 class Decoder:
     """The decoding context of one connection: its dynamic table (RFC 7541 §2.3.2)."""
 
-    __slots__ = ("_entries", "_size", "max_list_size", "max_table_size", "table_size")
+    __slots__ = ("_entries", "_huffman", "_size", "max_list_size", "max_table_size", "table_size")
 
     def __init__(self, *, max_table_size: int = 4096, max_list_size: int) -> None:
         self.max_table_size = max_table_size
@@ -135,6 +143,7 @@ class Decoder:
         self.max_list_size = max_list_size
         self._entries: list[tuple[bytes, bytes]] = []  # newest last
         self._size = 0
+        self._huffman: dict[bytes, bytes] = {}  # coded -> decoded, the module's memo
 
     def decode(self, block: bytes) -> list[tuple[bytes, bytes]] | DecodeError:
         """The header list of one complete header block."""
@@ -143,6 +152,7 @@ class Decoder:
         at = 0
         end = len(block)
         limit = self.max_list_size
+        memo = self._huffman
         while at < end:
             first = block[at]
             if first & 0x80:  # indexed field (§6.1)
@@ -172,11 +182,11 @@ class Decoder:
                         return DecodeError(COMPRESSION_ERROR, "invalid index")
                     name = named[0]
                 else:
-                    text, at = _string(block, at, limit)
+                    text, at = _string(block, at, limit, memo)
                     if text is None:
                         return DecodeError(COMPRESSION_ERROR, "invalid string")
                     name = text
-                value, at = _string(block, at, limit)
+                value, at = _string(block, at, limit, memo)
                 if value is None:
                     return DecodeError(COMPRESSION_ERROR, "invalid string")
                 field = (name, value)
@@ -242,9 +252,12 @@ def _integer(block: bytes, at: int, prefix: int) -> tuple[int, int]:
     return -1, len(block)
 
 
-def _string(block: bytes, at: int, limit: int) -> tuple[bytes | None, int]:
+def _string(
+    block: bytes, at: int, limit: int, memo: dict[bytes, bytes]
+) -> tuple[bytes | None, int]:
     """The string literal at ``at`` (RFC 7541 §5.2) and where it ends; None when it is cut
-    short, badly coded, or would decode past ``limit`` bytes."""
+    short, badly coded, or would decode past ``limit`` bytes. A short Huffman string is looked
+    up in, or added to, the decoder's ``memo``."""
     if at >= len(block):
         return None, at
     huffman = block[at] & 0x80
@@ -257,7 +270,16 @@ def _string(block: bytes, at: int, limit: int) -> tuple[bytes | None, int]:
         return raw, at
     if length * 8 // 5 > limit:  # the longest a string of that many bytes decodes to
         return None, at
-    return huffman_decode(raw), at
+    if length > HUFFMAN_MEMO_BYTES:
+        return huffman_decode(raw), at
+    text = memo.get(raw)
+    if text is None:
+        text = huffman_decode(raw)
+        if text is not None:
+            if len(memo) >= HUFFMAN_MEMO_STRINGS:
+                memo.clear()
+            memo[raw] = text
+    return text, at
 
 
 def encode(fields: list[tuple[bytes, bytes]]) -> bytes:

@@ -8,6 +8,8 @@ import pytest
 
 from coxswain.http2.frames import COMPRESSION_ERROR, ENHANCE_YOUR_CALM
 from coxswain.http2.hpack import (
+    HUFFMAN_MEMO_BYTES,
+    HUFFMAN_MEMO_STRINGS,
     MEMO_BYTES,
     MEMO_FIELDS,
     DecodeError,
@@ -114,6 +116,22 @@ def test_malformed_blocks_are_compression_errors(text: str) -> None:
     result = decoder().decode(block(text))
     assert isinstance(result, DecodeError)
     assert result.code == COMPRESSION_ERROR
+
+
+def test_the_decoder_remembers_huffman_strings_and_decodes_alike_past_its_bound() -> None:
+    """The same coded strings again, more distinct ones than it keeps (cleared, refilled), and
+    longer ones than it keeps: every list as the reference wrote it; a bad coding is refused
+    whatever the decoder remembers."""
+    peer = reference.Encoder()
+    ours = decoder()
+    long = b"x" * (HUFFMAN_MEMO_BYTES * 2)
+    for number in range(3 * HUFFMAN_MEMO_STRINGS):
+        fields = [(b"server", b"nginx"), (b"x-number", str(number).encode()), (b"x-long", long)]
+        for _ in range(2):
+            coded = peer.encode(fields, huffman=True)
+            assert ours.decode(coded) == fields
+    bad = bytes([0x00, 0x81, 0x61, 0x81, 0xFF])  # literal, name "a" raw, value 8 bits of padding
+    assert isinstance(ours.decode(bad), DecodeError)
 
 
 def test_huffman_decodes_every_symbol_and_refuses_long_padding() -> None:

@@ -16,7 +16,9 @@ Rules:
   waited for it.
 - **Deadline.** A request's ``grpc-timeout`` is what remains of the caller's deadline (its
   cancel scopes': the route's or the call's own timeout, a try's) when its HEADERS are made,
-  after the wait for a connection (:func:`coxswain.route.grpc_timeout.forwarded_fields`).
+  after the wait for a connection (:func:`coxswain.route.grpc_timeout.forwarded_fields`). The
+  relay names those scopes' deadline itself: asking trio for the task's effective deadline
+  walks every enclosing scope, two property calls each, on every request.
 - **Ownership.** Each connection's reader (:meth:`.h2_upstream.H2Upstream.run`) runs in the
   proxy's long-lived nursery, so that a connection outlives the request that opened it;
   a connection that ends (idle, GOAWAY, broken) leaves the pool at once. Connections are
@@ -106,10 +108,13 @@ class H2Pool:
         within: float,
         tls: Origination | None,
         then: Callable[[UpstreamStream], None] | None = None,
+        deadline: float | None = None,
     ) -> UpstreamStream:
         """A stream carrying the request's HEADERS (``end_stream``: the request has no body)
         on the first endpoint that has or takes a connection; ``then`` makes more of the
-        stream's frames (its body) to go out in the same write.
+        stream's frames (its body) to go out in the same write. ``deadline``: the caller's
+        (the module's **Deadline**) when it knows it from its own scopes (the relay: its
+        exchange's and its try's); else the task's effective deadline, every scope walked.
 
         Raises:
             ConnectFailed: no endpoint took a connection.
@@ -120,13 +125,17 @@ class H2Pool:
         for endpoint in endpoints:
             key = _key(endpoint, tls)
             for _ in range(_REFUSALS):
-                try:
-                    connection = await self._connection(endpoint, key, within=within, tls=tls)
-                except ConnectFailed as err:
-                    failures.append(str(err))
-                    timeouts += err.timed_out
-                    break
-                remaining = trio.current_effective_deadline() - trio.current_time()
+                connection = self._with_room(key)
+                if connection is None:
+                    try:
+                        connection = await self._connection(endpoint, key, within=within, tls=tls)
+                    except ConnectFailed as err:
+                        failures.append(str(err))
+                        timeouts += err.timed_out
+                        break
+                remaining = (
+                    trio.current_effective_deadline() if deadline is None else deadline
+                ) - trio.current_time()
                 try:
                     stream = connection.open(
                         forwarded_fields(fields, remaining), end_stream=end_stream
@@ -159,9 +168,9 @@ class H2Pool:
             ConnectFailed: connecting to the endpoint failed (one message, the endpoint's).
         """
         while True:
-            for connection in self._connections.get(key, ()):
-                if connection.room():
-                    return connection
+            ready = self._with_room(key)
+            if ready is not None:
+                return ready
             opening = self._opening.get(key)
             if opening is None:
                 break
@@ -183,6 +192,14 @@ class H2Pool:
         finally:  # cancelled meanwhile, the waiters find no connection and open their own
             del self._opening[key]
             opening.done.set()
+
+    def _with_room(self, key: PoolKey) -> H2Upstream | None:
+        """A live connection to the endpoint that takes one more stream, if there is one
+        (looked up without a coroutine: the common case of every request)."""
+        for connection in self._connections.get(key, ()):
+            if connection.room():
+                return connection
+        return None
 
     async def _settled(
         self, endpoint: Endpoint, key: PoolKey, *, within: float, tls: Origination | None

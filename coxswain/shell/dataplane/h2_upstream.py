@@ -191,7 +191,11 @@ class H2Upstream(H2Sender):
 
     def room(self) -> bool:
         """Whether the connection takes one more stream."""
-        return not self.closing and not self.writer.broken and len(self.streams) < self.limit
+        return (
+            not self.closing
+            and not self.writer.broken
+            and len(self.streams) < min(self.conn.peer_max_concurrent_streams, STREAM_LIMIT)
+        )  # the limit inlined: asked on every request
 
     # --- streams --------------------------------------------------------------------------------
 
@@ -203,7 +207,9 @@ class H2Upstream(H2Sender):
         """
         if self.closing or self.writer.broken:
             raise StreamFailed("the connection is closing", refused=True)
-        stream_id = self.conn.send_request(list(fields), end_stream)
+        stream_id = self.conn.send_request(
+            fields if isinstance(fields, list) else list(fields), end_stream
+        )
         if not stream_id:  # the backend's limit lowered meanwhile, or identifiers spent
             raise StreamFailed("the backend takes no more streams here", refused=True)
         stream = UpstreamStream(self, stream_id, self.read_timeout)

@@ -38,7 +38,7 @@ class FrameWriter:
     """The writer of one connection: :meth:`run` in the connection's nursery until
     :meth:`close`."""
 
-    __slots__ = ("_broken", "_closing", "_frames", "_sink", "_wanted", "_writing", "_written")
+    __slots__ = ("_closing", "_frames", "_sink", "_wanted", "_writing", "_written", "broken")
 
     def __init__(self, frames: _Frames, sink: trio.abc.SendStream) -> None:
         self._frames = frames
@@ -46,7 +46,9 @@ class FrameWriter:
         self._wanted: trio.Event | None = None  # set to wake the writer, while it waits
         self._writing = False  # inside a send
         self._written: trio.Event | None = None  # set when that send ends
-        self._broken = False
+        self.broken = False
+        """The connection broke or was closed: nothing more is sent (set by the writer only;
+        an attribute, not a property: every stream's open and flush reads it)."""
         self._closing = False
 
     def send_soon(self) -> None:
@@ -63,7 +65,7 @@ class FrameWriter:
         Raises:
             trio.BrokenResourceError: the connection broke or was closed; nothing more is sent.
         """
-        if self._broken:
+        if self.broken:
             raise trio.BrokenResourceError("the connection is closed")
         self.send_soon()
         if self._writing:
@@ -71,7 +73,7 @@ class FrameWriter:
             if written is None:
                 written = self._written = trio.Event()
             await written.wait()
-            if self._broken:
+            if self.broken:
                 raise trio.BrokenResourceError("the connection is closed")
         else:
             await trio.lowlevel.checkpoint()
@@ -80,11 +82,6 @@ class FrameWriter:
         """Send what is left, then stop (:meth:`run` returns)."""
         self._closing = True
         self.send_soon()
-
-    @property
-    def broken(self) -> bool:
-        """The connection broke or was closed: nothing more is sent."""
-        return self._broken
 
     async def run(self) -> None:
         """Send the frames as they are made, until :meth:`close` (what is left sent first) or
@@ -110,4 +107,4 @@ class FrameWriter:
                 wanted = self._wanted = trio.Event()
                 await wanted.wait()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self._broken = True
+            self.broken = True

@@ -161,6 +161,9 @@ class H2Relay:
                             within=self.connect_timeout,
                             tls=tls,
                             then=None if whole is None else whole.send_now,
+                            deadline=timer.scope.deadline
+                            if scope is None
+                            else min(timer.scope.deadline, scope.deadline),
                         )
                     except ConnectFailed as err:
                         failure = Answer(504 if err.timed_out else 502, str(err))
@@ -168,12 +171,26 @@ class H2Relay:
                         failure = Answer(502, err.reason)
                     else:
                         exchange.upstream = stream.connection.name
+                        if whole is not None:  # went with the HEADERS, or goes now; once
+                            if not stream.sent_end:
+                                await whole.finish(stream, timer, self.send_timeout)
+                            await _respond(
+                                forwarder,
+                                stream,
+                                downstream,
+                                head,
+                                served,
+                                decision,
+                                backend,
+                                exchange,
+                                timer,
+                            )
+                            return
                         if has_body:  # streamed through once, never tried again
                             await self._with_body(
                                 forwarder,
                                 stream,
                                 client=client,
-                                whole=whole,
                                 downstream=downstream,
                                 head=head,
                                 served=served,
@@ -211,7 +228,6 @@ class H2Relay:
         stream: UpstreamStream,
         *,
         client: BodySource,
-        whole: _Whole | None,
         downstream: Downstream,
         head: RequestHead,
         served: Served,
@@ -221,15 +237,10 @@ class H2Relay:
         tee: Tee | None,
         timer: Timer,
     ) -> None:
-        """The body sent by a task of its own while the response is relayed; a ``whole``
-        body went with the HEADERS, or goes before the response is awaited."""
+        """The body sent by a task of its own while the response is relayed."""
         respond = partial(
             _respond, forwarder, stream, downstream, head, served, decision, backend, exchange
         )
-        if whole is not None:
-            await whole.finish(stream, timer, self.send_timeout)
-            await respond(timer)
-            return
         sender = _BodySender(stream, client, tee, timer, self.send_timeout)
         failure: Answer | None = None
         async with trio.open_nursery() as nursery:
@@ -342,11 +353,9 @@ class _Whole:
             self._send(stream)
 
     async def finish(self, stream: UpstreamStream, timer: Timer, wait_limit: float) -> None:
-        """Send what :meth:`send_now` could not, within the backend's windows, each wait
-        bounded by ``wait_limit`` through ``timer``; a stream or connection that broke
-        meanwhile fails the response's wait instead."""
-        if stream.sent_end:
-            return
+        """Send what :meth:`send_now` could not (the request's END_STREAM has not gone out),
+        within the backend's windows, each wait bounded by ``wait_limit`` through ``timer``; a
+        stream or connection that broke meanwhile fails the response's wait instead."""
         connection = stream.connection
         try:
             await send_data(connection, stream.stream_id, self.data, timer, wait_limit, stream)
