@@ -36,7 +36,13 @@ from coxswain.http1.events import (
     ResponseHead,
 )
 from coxswain.http1.interface import HeadCodec, HeadRejected
-from coxswain.http1.parser import DEFAULT_LIMITS, Limits, RequestParser, ResponseParser
+from coxswain.http1.parser import (
+    DEFAULT_LIMITS,
+    HeadMemo,
+    Limits,
+    RequestParser,
+    ResponseParser,
+)
 from coxswain.http1.serialize import (
     frame_chunk,
     frame_last_chunk,
@@ -57,6 +63,7 @@ __all__ = [
     "EndOfMessage",
     "Event",
     "HeadCodec",
+    "HeadMemo",
     "HeadRejected",
     "Headers",
     "Limits",

@@ -75,7 +75,7 @@ from coxswain.http2.frames import (
     PREFACE,
     PROTOCOL_ERROR,
 )
-from coxswain.http2.request import CONNECT_REFUSED, request_head, trailer_fields
+from coxswain.http2.request import CONNECT_REFUSED, RequestHeads, trailer_fields
 from coxswain.http2.response import grpc_trailers
 from coxswain.http2.server import ServerConnection
 from coxswain.route.grpc_status import grpc_code
@@ -203,6 +203,7 @@ class H2Session(H2Sender):
         self.sni = sni
         self.trusted = trusted
         self._streams: dict[int, _Stream] = {}
+        self._heads = RequestHeads()  # the last request's head, for the next identical one
         self._budget = Budget(trio.current_time())
         self._receiving: trio.CancelScope | None = None
         self._idle_wait = False
@@ -387,7 +388,7 @@ class H2Session(H2Sender):
     def _request(self, nursery: trio.Nursery, event: RequestReceived) -> None:
         stream_id = event.stream_id
         ended = event.ended
-        head = request_head(event.headers, ended=ended)
+        head = self._heads.head(event.headers, ended=ended)
         if isinstance(head, str):
             if head == CONNECT_REFUSED:
                 own_answer(self.conn, stream_id, 501, head, False)

@@ -72,6 +72,7 @@ from coxswain.http1 import (
     NEED_DATA,
     Data,
     EndOfMessage,
+    HeadMemo,
     ProtocolError,
     ResponseHead,
     ResponseParser,
@@ -194,6 +195,9 @@ class Forwarder:
     # response readers left clean by a complete keep-alive exchange, for the next exchange
     # (cheaper than building a parser and its reader: ``bench/proxy.py parts``)
     _readers: list[tuple[EventReader, ResponseParser]] = field(default_factory=list)
+    # the last response head parsed, shared by the readers: the next identical one is not
+    # parsed again (coxswain.http1.parser.HeadMemo)
+    _heads: HeadMemo = field(default_factory=HeadMemo)
 
     async def forward(
         self,
@@ -511,7 +515,7 @@ class Forwarder:
             reader.stream = upstream
             reader.timer = timer
             return reader, parser
-        parser = ResponseParser(self.codec)
+        parser = ResponseParser(self.codec, memo=self._heads)
         reader = EventReader(upstream, parser, read_timeout=self.timeouts.read, timer=timer)
         return reader, parser
 
