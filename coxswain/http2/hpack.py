@@ -125,7 +125,7 @@ class DecodeError:
 class Decoder:
     """The decoding context of one connection: its dynamic table (RFC 7541 §2.3.2)."""
 
-    __slots__ = ("_entries", "_size", "max_list_size", "max_table_size", "table_size")
+    __slots__ = ("_coded", "_entries", "_size", "max_list_size", "max_table_size", "table_size")
 
     def __init__(self, *, max_table_size: int = 4096, max_list_size: int) -> None:
         self.max_table_size = max_table_size
@@ -135,6 +135,7 @@ class Decoder:
         self.max_list_size = max_list_size
         self._entries: list[tuple[bytes, bytes]] = []  # newest last
         self._size = 0
+        self._coded = _Coded()
 
     def decode(self, block: bytes) -> list[tuple[bytes, bytes]] | DecodeError:
         """The header list of one complete header block."""
@@ -172,11 +173,11 @@ class Decoder:
                         return DecodeError(COMPRESSION_ERROR, "invalid index")
                     name = named[0]
                 else:
-                    text, at = _string(block, at, limit)
+                    text, at = _string(block, at, limit, self._coded)
                     if text is None:
                         return DecodeError(COMPRESSION_ERROR, "invalid string")
                     name = text
-                value, at = _string(block, at, limit)
+                value, at = _string(block, at, limit, self._coded)
                 if value is None:
                     return DecodeError(COMPRESSION_ERROR, "invalid string")
                 field = (name, value)
@@ -242,9 +243,21 @@ def _integer(block: bytes, at: int, prefix: int) -> tuple[int, int]:
     return -1, len(block)
 
 
-def _string(block: bytes, at: int, limit: int) -> tuple[bytes | None, int]:
+class _Coded:
+    """The last Huffman-coded string a decoder decoded, and its text: a client sends a value it
+    does not index (a request's ``:path``, say) coded alike again and again."""
+
+    __slots__ = ("raw", "text")
+
+    def __init__(self) -> None:
+        self.raw = b""
+        self.text = b""
+
+
+def _string(block: bytes, at: int, limit: int, coded: _Coded) -> tuple[bytes | None, int]:
     """The string literal at ``at`` (RFC 7541 §5.2) and where it ends; None when it is cut
-    short, badly coded, or would decode past ``limit`` bytes."""
+    short, badly coded, or would decode past ``limit`` bytes. ``coded``: the last Huffman
+    coding decoded, decoded again without the work."""
     if at >= len(block):
         return None, at
     huffman = block[at] & 0x80
@@ -257,7 +270,12 @@ def _string(block: bytes, at: int, limit: int) -> tuple[bytes | None, int]:
         return raw, at
     if length * 8 // 5 > limit:  # the longest a string of that many bytes decodes to
         return None, at
-    return huffman_decode(raw), at
+    if raw == coded.raw:
+        return coded.text, at
+    text = huffman_decode(raw)
+    if text is not None:
+        coded.raw, coded.text = raw, text
+    return text, at
 
 
 def encode(fields: list[tuple[bytes, bytes]]) -> bytes:
@@ -288,15 +306,26 @@ def encode(fields: list[tuple[bytes, bytes]]) -> bytes:
 class Encoder:
     """:func:`encode` with a memory of the fields a connection sends again and again (its
     ``server``, ``content-type``, this second's ``date``…): at most :data:`MEMO_FIELDS` of at
-    most :data:`MEMO_BYTES` each, forgotten all at once when full. The output is
+    most :data:`MEMO_BYTES` each, forgotten all at once when full; and the last list with its
+    block, since a connection's responses (or requests) repeat whole lists. The output is
     :func:`encode`'s."""
 
-    __slots__ = ("_memo",)
+    __slots__ = ("_last", "_last_block", "_memo")
 
     def __init__(self) -> None:
         self._memo: dict[tuple[bytes, bytes], bytes] = {}
+        self._last: list[tuple[bytes, bytes]] = []
+        self._last_block = b""
 
     def encode(self, fields: list[tuple[bytes, bytes]]) -> bytes:
+        if fields == self._last and self._last_block:
+            return self._last_block
+        block = self._encode(fields)
+        self._last = list(fields)  # the caller's list may change after
+        self._last_block = block
+        return block
+
+    def _encode(self, fields: list[tuple[bytes, bytes]]) -> bytes:
         memo = self._memo
         parts = []
         for field in fields:
