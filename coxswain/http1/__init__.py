@@ -44,6 +44,7 @@ from coxswain.http1.parser import (
     ResponseParser,
 )
 from coxswain.http1.serialize import (
+    RequestFramer,
     frame_chunk,
     frame_last_chunk,
     frame_request_head,
@@ -70,6 +71,7 @@ __all__ = [
     "NeedData",
     "Paused",
     "ProtocolError",
+    "RequestFramer",
     "RequestHead",
     "RequestParser",
     "ResponseHead",

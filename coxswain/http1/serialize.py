@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = [
+    "RequestFramer",
     "check_fields",
     "frame_chunk",
     "frame_last_chunk",
@@ -78,6 +79,41 @@ def frame_request_head(
     if _TOKEN.fullmatch(method) is None or _TARGET.fullmatch(target) is None:
         raise ValueError(f"invalid request line {method!r} {target!r}")
     return _head(b"%s %s HTTP/%s\r\n" % (method, target, http_version), headers, validate)
+
+
+class RequestFramer:
+    """:func:`frame_request_head` without field checks (``validate=False``), the last head
+    written kept with what it was written from. Why: a forwarder sends a backend the same
+    request again and again (a client's repeated request, the same forwarding fields), and a
+    head is a pure function of its method, target and fields, so equal ones get the last
+    bytes; comparing the fields costs a fraction of writing them. The fields are copied: the
+    caller's list may change after."""
+
+    __slots__ = ("_headers", "_method", "_target", "_written")
+
+    def __init__(self) -> None:
+        self._method = b""
+        self._target = b""
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._written = b""
+
+    def frame(self, method: bytes, target: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
+        """The request head (:func:`frame_request_head`, fields known valid).
+
+        Raises:
+            ValueError: the request line cannot be written.
+        """
+        if (
+            self._written
+            and method == self._method
+            and target == self._target
+            and headers == self._headers
+        ):
+            return self._written
+        written = frame_request_head(method=method, target=target, headers=headers, validate=False)
+        self._method, self._target, self._headers = method, target, list(headers)
+        self._written = written
+        return written
 
 
 def frame_response_head(
