@@ -200,6 +200,7 @@ class H2Session(H2Sender):
         self.proxy = proxy
         self.spec = spec
         self.client = client
+        self._address = None if client is None else client.encode("latin-1")
         self.sni = sni
         self.trusted = trusted
         self._streams: dict[int, _Stream] = {}
@@ -415,7 +416,7 @@ class H2Session(H2Sender):
             timer,
         )
         self._streams[stream_id] = state
-        nursery.start_soon(self._stream, state)
+        nursery.start_soon(self._stream, state, name="coxswain h2 stream")  # no name to format
 
     async def _stream(self, state: _Stream) -> None:
         stream_id = state.stream_id
@@ -446,7 +447,26 @@ class H2Session(H2Sender):
                 if decision.status is not None:
                     answer = Answer(decision.status, decision.reason)
                 else:
-                    answer = await self._forward(head, routed, state, exchange)
+                    try:
+                        await proxy.forwarder.forward(
+                            client=state.body,
+                            downstream=state.downstream,
+                            head=head,
+                            routed=routed,
+                            served=served,
+                            proto=b"https" if spec.tls else b"http",
+                            client_address=self._address,
+                            trusted=self.trusted,
+                            exchange=exchange,
+                        )
+                    except Answer as err:
+                        exchange.upstream = err.upstream or exchange.upstream
+                        if exchange.response_started:
+                            self.reset(stream_id)
+                        else:
+                            answer = err
+                    except ClientProtocolError as err:
+                        answer = Answer(err.error.status, err.error.reason)
                     proxy.metrics.forwarded(time.perf_counter() - started)
                 if answer is not None:
                     redirect = decision.status is not None
@@ -479,34 +499,6 @@ class H2Session(H2Sender):
         finally:
             timer.disarm()
             self._finish(stream_id, state)
-
-    async def _forward(
-        self, head: RequestHead, routed: Routed, state: _Stream, exchange: Exchange
-    ) -> Answer | None:
-        proxy = self.proxy
-        served = proxy.served
-        assert served is not None
-        try:
-            await proxy.forwarder.forward(
-                client=state.body,
-                downstream=state.downstream,
-                head=head,
-                routed=routed,
-                served=served,
-                proto=b"https" if self.spec.tls else b"http",
-                client_address=None if self.client is None else self.client.encode("latin-1"),
-                trusted=self.trusted,
-                exchange=exchange,
-            )
-        except Answer as err:
-            exchange.upstream = err.upstream or exchange.upstream
-            if exchange.response_started:
-                self.reset(state.body.stream_id)
-                return None
-            return err
-        except ClientProtocolError as err:
-            return Answer(err.error.status, err.error.reason)
-        return None
 
     def _cut(
         self,
