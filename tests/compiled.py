@@ -47,6 +47,7 @@ TESTS = (
     "tests/integration/test_proxy_metrics.py",
     "tests/unit/test_http2_hpack.py",
     "tests/unit/test_http2_server.py",
+    "tests/unit/test_http2_request.py",
     "tests/unit/test_http2_client.py",
     "tests/property/test_http2_hpack_props.py",
     "tests/integration/test_proxy_http2.py",

@@ -36,8 +36,15 @@ from coxswain.http1.events import (
     ResponseHead,
 )
 from coxswain.http1.interface import HeadCodec, HeadRejected
-from coxswain.http1.parser import DEFAULT_LIMITS, Limits, RequestParser, ResponseParser
+from coxswain.http1.parser import (
+    DEFAULT_LIMITS,
+    HeadMemo,
+    Limits,
+    RequestParser,
+    ResponseParser,
+)
 from coxswain.http1.serialize import (
+    RequestFramer,
     frame_chunk,
     frame_last_chunk,
     frame_request_head,
@@ -57,12 +64,14 @@ __all__ = [
     "EndOfMessage",
     "Event",
     "HeadCodec",
+    "HeadMemo",
     "HeadRejected",
     "Headers",
     "Limits",
     "NeedData",
     "Paused",
     "ProtocolError",
+    "RequestFramer",
     "RequestHead",
     "RequestParser",
     "ResponseHead",

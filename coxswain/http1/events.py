@@ -16,6 +16,9 @@ Rules:
 - Heads are not frozen: nobody changes an event after the parser made it, but a frozen
   dataclass of a head's fields takes several times as long to construct, and the proxy
   makes two heads per request (docs/benchmarks.md, "Measurements behind the design").
+- The events a message makes for every request write their ``__init__`` out: mypyc compiles
+  a written one, while the one ``dataclass`` generates stays interpreted (about ten times
+  slower to call from the compiled codec); ``dataclass`` keeps it and adds the rest.
 
 Pure values only: nothing here parses or performs I/O.
 """
@@ -72,6 +75,33 @@ class RequestHead:
     expect_continue: bool
     upgrade: bytes | None
 
+    def __init__(  # see "written out" above
+        self,
+        *,
+        method: bytes,
+        target: bytes,
+        http_version: bytes,
+        headers: Headers,
+        host: bytes | None,
+        connection: tuple[bytes, ...],
+        keep_alive: bool,
+        content_length: int | None,
+        chunked: bool,
+        expect_continue: bool,
+        upgrade: bytes | None,
+    ) -> None:
+        self.method = method
+        self.target = target
+        self.http_version = http_version
+        self.headers = headers
+        self.host = host
+        self.connection = connection
+        self.keep_alive = keep_alive
+        self.content_length = content_length
+        self.chunked = chunked
+        self.expect_continue = expect_continue
+        self.upgrade = upgrade
+
 
 @dataclass(slots=True, kw_only=True)  # not frozen: see "Heads are not frozen" above
 class ResponseHead:
@@ -93,12 +123,38 @@ class ResponseHead:
     chunked: bool
     has_body: bool
 
+    def __init__(  # see "written out" above
+        self,
+        *,
+        status: int,
+        reason: bytes,
+        http_version: bytes,
+        headers: Headers,
+        connection: tuple[bytes, ...],
+        keep_alive: bool,
+        content_length: int | None,
+        chunked: bool,
+        has_body: bool,
+    ) -> None:
+        self.status = status
+        self.reason = reason
+        self.http_version = http_version
+        self.headers = headers
+        self.connection = connection
+        self.keep_alive = keep_alive
+        self.content_length = content_length
+        self.chunked = chunked
+        self.has_body = has_body
+
 
 @dataclass(frozen=True, slots=True)
 class Data:
     """A piece of a message body, already de-chunked; pieces follow the bytes as they arrive."""
 
     data: bytes
+
+    def __init__(self, data: bytes) -> None:  # see "written out" above
+        object.__setattr__(self, "data", data)  # frozen: as the generated one does
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,7 +47,7 @@ from coxswain.http1.syntax import (
     frame_response,
 )
 
-__all__ = ["DEFAULT_LIMITS", "Limits", "RequestParser", "ResponseParser"]
+__all__ = ["DEFAULT_LIMITS", "HeadMemo", "Limits", "RequestParser", "ResponseParser"]
 
 # Precedent: Envoy's max_request_headers_kb defaults to 60 KiB.
 DEFAULT_MAX_HEAD_BYTES: Final = 60 * 1024
@@ -304,18 +304,44 @@ class RequestParser(_MessageParser):
         return event
 
 
+class HeadMemo:
+    """The last final response head that :class:`ResponseParser` objects sharing this memo
+    parsed: its bytes, the method of the request it answered, and its event.
+
+    Why: a backend answers the same resource with the same head, byte for byte, until its
+    ``Date`` moves on (RFC 9110 §6.6.1, once a second), and the lexical check, the codec's
+    parse and the framing rules cost more than the rest of a small exchange's relay. They are a
+    pure function of the head and the method (HEAD decides whether a body follows, RFC 9112
+    §6.3), so the next identical head gets the same event without them: events are never
+    changed once made (:mod:`.events`). One entry, the head's bytes kept once: a head that
+    differs costs one comparison. Share a memo only between parsers of the same codec and
+    limits (a forwarder's).
+    """
+
+    __slots__ = ("event", "head", "method")
+
+    def __init__(self) -> None:
+        self.head = b""
+        self.method = b""
+        self.event: ResponseHead | None = None
+
+
 class ResponseParser(_MessageParser):
     """Client side: parses responses from an upstream (RFC 9112 §4); every error is 502.
 
     Call :meth:`expect_response` with the method of each request sent (in order, pipelining
-    allowed) so HEAD responses are read without a body (RFC 9112 §6.3 rule 1).
+    allowed) so HEAD responses are read without a body (RFC 9112 §6.3 rule 1). ``memo``: the
+    last final head parsed by this parser or others sharing it (:class:`HeadMemo`).
     """
 
-    __slots__ = ("_methods",)
+    __slots__ = ("_memo", "_methods")
 
-    def __init__(self, codec: HeadCodec, *, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self, codec: HeadCodec, *, limits: Limits = DEFAULT_LIMITS, memo: HeadMemo | None = None
+    ) -> None:
         super().__init__(codec, limits, 502)
         self._methods: deque[bytes] = deque()
+        self._memo = memo
 
     def expect_response(self, method: bytes) -> None:
         """Record that a request with ``method`` was sent and its response is due."""
@@ -327,21 +353,17 @@ class ResponseParser(_MessageParser):
     def _on_head(self, head: bytes) -> Event:
         if not self._methods:
             return self._fail(ProtocolError(502, "upstream: response without a request"))
-        error = check_response_syntax(head, raw_lengths=self._raw_lengths)
-        if error is not None:
-            return self._fail(error)
-        try:
-            status, reason, version, headers = self._codec.parse_response_head(head)
-        except HeadRejected as exc:
-            return self._fail(ProtocolError(502, f"upstream: {self._codec.name}: {exc}"))
-        event = frame_response(
-            status=status,
-            reason=reason,
-            http_version=version,
-            headers=headers,
-            request_method=self._methods[0],
-        )
+        method = self._methods[0]
+        memo = self._memo
+        event: ResponseHead | ProtocolError | None = None
+        if memo is not None and memo.head == head and memo.method == method:
+            event = memo.event  # None before the first head
+        if event is None:
+            event = self._parse_head(head, method)
+            if memo is not None and isinstance(event, ResponseHead) and event.status >= 200:
+                memo.head, memo.method, memo.event = head, method, event
         if isinstance(event, ResponseHead):
+            status = event.status
             if status < 200 and status != 101:
                 return event  # informational: the final response follows
             self._methods.popleft()
@@ -354,3 +376,19 @@ class ResponseParser(_MessageParser):
             )
             return event
         return self._fail(event)
+
+    def _parse_head(self, head: bytes, method: bytes) -> ResponseHead | ProtocolError:
+        error = check_response_syntax(head, raw_lengths=self._raw_lengths)
+        if error is not None:
+            return error
+        try:
+            status, reason, version, headers = self._codec.parse_response_head(head)
+        except HeadRejected as exc:
+            return ProtocolError(502, f"upstream: {self._codec.name}: {exc}")
+        return frame_response(
+            status=status,
+            reason=reason,
+            http_version=version,
+            headers=headers,
+            request_method=method,
+        )

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = [
+    "RequestFramer",
     "check_fields",
     "frame_chunk",
     "frame_last_chunk",
@@ -39,10 +40,18 @@ def check_fields(headers: Sequence[tuple[bytes, bytes]]) -> None:
             raise ValueError(f"invalid header field {name!r}: {value!r}")
 
 
-def _field_lines(headers: Sequence[tuple[bytes, bytes]], validate: bool) -> list[bytes]:
+def _head(start: bytes, headers: Sequence[tuple[bytes, bytes]], validate: bool) -> bytes:
+    """``start``, the field lines, the empty line: one join of the pieces (no formatting)."""
     if validate:
         check_fields(headers)
-    return [b"%s: %s\r\n" % field for field in headers]
+    parts = [start]
+    for name, value in headers:
+        parts.append(name)
+        parts.append(b": ")
+        parts.append(value)
+        parts.append(b"\r\n")
+    parts.append(b"\r\n")
+    return b"".join(parts)
 
 
 def frame_request_head(
@@ -69,8 +78,42 @@ def frame_request_head(
     """
     if _TOKEN.fullmatch(method) is None or _TARGET.fullmatch(target) is None:
         raise ValueError(f"invalid request line {method!r} {target!r}")
-    start = b"%s %s HTTP/%s\r\n" % (method, target, http_version)
-    return b"".join([start, *_field_lines(headers, validate), b"\r\n"])
+    return _head(b"%s %s HTTP/%s\r\n" % (method, target, http_version), headers, validate)
+
+
+class RequestFramer:
+    """:func:`frame_request_head` without field checks (``validate=False``), the last head
+    written kept with what it was written from. Why: a forwarder sends a backend the same
+    request again and again (a client's repeated request, the same forwarding fields), and a
+    head is a pure function of its method, target and fields, so equal ones get the last
+    bytes; comparing the fields costs a fraction of writing them. The fields are copied: the
+    caller's list may change after."""
+
+    __slots__ = ("_headers", "_method", "_target", "_written")
+
+    def __init__(self) -> None:
+        self._method = b""
+        self._target = b""
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._written = b""
+
+    def frame(self, method: bytes, target: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
+        """The request head (:func:`frame_request_head`, fields known valid).
+
+        Raises:
+            ValueError: the request line cannot be written.
+        """
+        if (
+            self._written
+            and method == self._method
+            and target == self._target
+            and headers == self._headers
+        ):
+            return self._written
+        written = frame_request_head(method=method, target=target, headers=headers, validate=False)
+        self._method, self._target, self._headers = method, target, list(headers)
+        self._written = written
+        return written
 
 
 def frame_response_head(
@@ -102,8 +145,7 @@ def frame_response_head(
             reason = b""
     if _REASON.fullmatch(reason) is None:
         raise ValueError(f"invalid reason phrase {reason!r}")
-    start = b"HTTP/%s %d %s\r\n" % (http_version, status, reason)
-    return b"".join([start, *_field_lines(headers, validate), b"\r\n"])
+    return _head(b"HTTP/%s %d %s\r\n" % (http_version, status, reason), headers, validate)
 
 
 def frame_chunk(data: bytes) -> bytes:
@@ -115,4 +157,4 @@ def frame_chunk(data: bytes) -> bytes:
 
 def frame_last_chunk(trailers: Sequence[tuple[bytes, bytes]] = ()) -> bytes:
     """The last chunk and the trailer section (RFC 9112 §7.1.2)."""
-    return b"".join([b"0\r\n", *_field_lines(trailers, True), b"\r\n"])
+    return _head(b"0\r\n", trailers, True)

@@ -310,15 +310,26 @@ def encode(fields: list[tuple[bytes, bytes]]) -> bytes:
 class Encoder:
     """:func:`encode` with a memory of the fields a connection sends again and again (its
     ``server``, ``content-type``, this second's ``date``…): at most :data:`MEMO_FIELDS` of at
-    most :data:`MEMO_BYTES` each, forgotten all at once when full. The output is
+    most :data:`MEMO_BYTES` each, forgotten all at once when full; and the last list with its
+    block, since a connection's responses (or requests) repeat whole lists. The output is
     :func:`encode`'s."""
 
-    __slots__ = ("_memo",)
+    __slots__ = ("_last", "_last_block", "_memo")
 
     def __init__(self) -> None:
         self._memo: dict[tuple[bytes, bytes], bytes] = {}
+        self._last: list[tuple[bytes, bytes]] = []
+        self._last_block = b""
 
     def encode(self, fields: list[tuple[bytes, bytes]]) -> bytes:
+        if fields == self._last and self._last_block:
+            return self._last_block
+        block = self._encode(fields)
+        self._last = list(fields)  # the caller's list may change after
+        self._last_block = block
+        return block
+
+    def _encode(self, fields: list[tuple[bytes, bytes]]) -> bytes:
         memo = self._memo
         parts = []
         for field in fields:

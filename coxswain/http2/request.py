@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     from coxswain.http1 import Headers
 
-__all__ = ["CONNECT_REFUSED", "request_head", "trailer_fields"]
+__all__ = ["CONNECT_REFUSED", "RequestHeads", "request_head", "trailer_fields"]
 
 CONNECT_REFUSED: Final = "CONNECT (and WebSocket over HTTP/2, RFC 8441) is not served"
 """The reason :func:`request_head` gives for a ``CONNECT``, which the caller answers 501."""
@@ -124,6 +124,49 @@ def request_head(headers: Sequence[tuple[bytes, bytes]], *, ended: bool) -> Requ
         expect_continue=expect and not ended,
         upgrade=None,
     )
+
+
+class RequestHeads:
+    """:func:`request_head` for one connection, with the last header list it accepted kept.
+
+    Why: a client repeats its requests' header lists on a connection (HPACK makes that cheap
+    for it, RFC 7541 §2.3.2: the decoder hands back the same table entries), and checking
+    every field costs more than the rest of a small request's path through the connection.
+    The head is a pure function of the list and ``ended``, so an equal list gets the head
+    made for the last one, without the checks; a list that differs costs one comparison. Each
+    call returns a head of its own: the proxy may set a request's fields (the client
+    certificate's, :mod:`coxswain.shell.dataplane.served`).
+    """
+
+    __slots__ = ("_ended", "_fields", "_head")
+
+    def __init__(self) -> None:
+        self._fields: Sequence[tuple[bytes, bytes]] = ()
+        self._ended = False
+        self._head: RequestHead | None = None
+
+    def head(self, headers: Sequence[tuple[bytes, bytes]], *, ended: bool) -> RequestHead | str:
+        """:func:`request_head` of ``headers``."""
+        last = self._head
+        if last is None or ended != self._ended or headers != self._fields:
+            made = request_head(headers, ended=ended)
+            if isinstance(made, str):
+                return made
+            self._fields, self._ended, self._head = headers, ended, made
+            last = made
+        return RequestHead(
+            method=last.method,
+            target=last.target,
+            http_version=last.http_version,
+            headers=last.headers,
+            host=last.host,
+            connection=last.connection,
+            keep_alive=last.keep_alive,
+            content_length=last.content_length,
+            chunked=last.chunked,
+            expect_continue=last.expect_continue,
+            upgrade=last.upgrade,
+        )
 
 
 def trailer_fields(headers: Sequence[tuple[bytes, bytes]]) -> Headers | str:

@@ -13,6 +13,7 @@ from coxswain.http1 import (
     EndOfMessage,
     Event,
     HeadCodec,
+    HeadMemo,
     Limits,
     ProtocolError,
     ResponseHead,
@@ -175,3 +176,41 @@ def test_502_when_response_without_request(codec: HeadCodec) -> None:
     event = parser.next_event()
     assert isinstance(event, ProtocolError)
     assert event.status == 502
+
+
+def _first_event(codec: HeadCodec, memo: HeadMemo, data: bytes, method: bytes) -> Event:
+    parser = ResponseParser(codec, memo=memo)
+    parser.expect_response(method)
+    parser.receive_data(data)
+    return parser.next_event()
+
+
+def test_parsers_sharing_a_memo_parse_an_identical_head_once(codec: HeadCodec) -> None:
+    memo = HeadMemo()
+    data = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi"
+    first = _first_event(codec, memo, data, b"GET")
+    again = _first_event(codec, memo, data, b"GET")
+    assert again is first
+    other = _first_event(codec, memo, data.replace(b"OK", b"Ok"), b"GET")
+    assert isinstance(other, ResponseHead)
+    assert other.reason == b"Ok"
+
+
+def test_a_memo_tells_a_head_response_from_a_get_response(codec: HeadCodec) -> None:
+    memo = HeadMemo()
+    data = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
+    to_get = _first_event(codec, memo, data, b"GET")
+    to_head = _first_event(codec, memo, data, b"HEAD")
+    assert isinstance(to_get, ResponseHead)
+    assert isinstance(to_head, ResponseHead)
+    assert (to_get.has_body, to_head.has_body) == (True, False)
+    assert to_head.content_length is None
+
+
+def test_a_memo_keeps_no_malformed_head(codec: HeadCodec) -> None:
+    memo = HeadMemo()
+    data = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n"
+    for _ in range(2):
+        event = _first_event(codec, memo, data, b"GET")
+        assert isinstance(event, ProtocolError)
+    assert memo.event is None

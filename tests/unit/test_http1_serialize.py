@@ -9,6 +9,7 @@ from coxswain.http1 import (
     NEED_DATA,
     Data,
     EndOfMessage,
+    RequestFramer,
     RequestHead,
     RequestParser,
     ResponseHead,
@@ -88,3 +89,22 @@ def test_round_trip_when_serialized_then_parsed(name: str) -> None:
     assert response.status == 201
     assert client.next_event() == Data(b"!")
     assert client.next_event() == EndOfMessage()
+
+
+def test_a_request_framer_writes_what_frame_request_head_writes() -> None:
+    framer = RequestFramer()
+    fields = [(b"host", b"a.example"), (b"x-forwarded-for", b"10.0.0.1")]
+    first = framer.frame(b"GET", b"/a", fields)
+    assert first == frame_request_head(method=b"GET", target=b"/a", headers=fields)
+    assert framer.frame(b"GET", b"/a", list(fields)) is first
+    fields[1] = (b"x-forwarded-for", b"10.0.0.2")  # the caller's own list
+    assert framer.frame(b"GET", b"/a", fields) == frame_request_head(
+        method=b"GET", target=b"/a", headers=fields
+    )
+    for method, target in ((b"HEAD", b"/a"), (b"GET", b"/b")):
+        assert framer.frame(method, target, fields) == frame_request_head(
+            method=method, target=target, headers=fields
+        )
+    for _ in range(2):
+        with pytest.raises(ValueError, match="request line"):
+            framer.frame(b"GET", b"/a b", fields)

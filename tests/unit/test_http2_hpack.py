@@ -167,3 +167,24 @@ def test_the_remembering_encoder_writes_what_encode_writes_within_its_bound() ->
         field = [(b"date", str(number).encode())]
         assert encoder.encode(field) == encode(field)
     assert encoder.encode(fields) == encode(fields)
+
+
+def test_the_remembering_encoder_follows_a_list_changed_after_it_was_encoded() -> None:
+    encoder = Encoder()
+    fields = [(b":status", b"200"), (b"date", b"Sun, 06 Dec 2026 05:40:00 GMT")]
+    first = encoder.encode(fields)
+    fields[1] = (b"date", b"Sun, 06 Dec 2026 05:40:01 GMT")  # the caller's own list
+    assert encoder.encode(fields) == encode(fields) != first
+    assert encoder.encode([*fields, (b"x", b"y")]) == encode([*fields, (b"x", b"y")])
+    assert encoder.encode(fields) == encode(fields)
+
+
+def test_a_decoder_decodes_a_repeated_huffman_coding_alike() -> None:
+    ours = decoder()
+    theirs = reference.Encoder()
+    for path in (b"/small", b"/small", b"/large", b"/small", b""):
+        fields = [(b":path", path), (b"user-agent", path + b"-agent")]
+        block = theirs.encode(
+            [reference.NeverIndexedHeaderTuple(n, v) for n, v in fields], huffman=True
+        )
+        assert ours.decode(block) == fields

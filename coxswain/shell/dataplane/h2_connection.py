@@ -75,7 +75,7 @@ from coxswain.http2.frames import (
     PREFACE,
     PROTOCOL_ERROR,
 )
-from coxswain.http2.request import CONNECT_REFUSED, request_head, trailer_fields
+from coxswain.http2.request import CONNECT_REFUSED, RequestHeads, trailer_fields
 from coxswain.http2.response import grpc_trailers
 from coxswain.http2.server import ServerConnection
 from coxswain.route.grpc_status import grpc_code
@@ -200,9 +200,11 @@ class H2Session(H2Sender):
         self.proxy = proxy
         self.spec = spec
         self.client = client
+        self._address = None if client is None else client.encode("latin-1")
         self.sni = sni
         self.trusted = trusted
         self._streams: dict[int, _Stream] = {}
+        self._heads = RequestHeads()  # the last request's head, for the next identical one
         self._budget = Budget(trio.current_time())
         self._receiving: trio.CancelScope | None = None
         self._idle_wait = False
@@ -387,7 +389,7 @@ class H2Session(H2Sender):
     def _request(self, nursery: trio.Nursery, event: RequestReceived) -> None:
         stream_id = event.stream_id
         ended = event.ended
-        head = request_head(event.headers, ended=ended)
+        head = self._heads.head(event.headers, ended=ended)
         if isinstance(head, str):
             if head == CONNECT_REFUSED:
                 own_answer(self.conn, stream_id, 501, head, False)
@@ -414,7 +416,7 @@ class H2Session(H2Sender):
             timer,
         )
         self._streams[stream_id] = state
-        nursery.start_soon(self._stream, state)
+        nursery.start_soon(self._stream, state, name="coxswain h2 stream")  # no name to format
 
     async def _stream(self, state: _Stream) -> None:
         stream_id = state.stream_id
@@ -445,7 +447,26 @@ class H2Session(H2Sender):
                 if decision.status is not None:
                     answer = Answer(decision.status, decision.reason)
                 else:
-                    answer = await self._forward(head, routed, state, exchange)
+                    try:
+                        await proxy.forwarder.forward(
+                            client=state.body,
+                            downstream=state.downstream,
+                            head=head,
+                            routed=routed,
+                            served=served,
+                            proto=b"https" if spec.tls else b"http",
+                            client_address=self._address,
+                            trusted=self.trusted,
+                            exchange=exchange,
+                        )
+                    except Answer as err:
+                        exchange.upstream = err.upstream or exchange.upstream
+                        if exchange.response_started:
+                            self.reset(stream_id)
+                        else:
+                            answer = err
+                    except ClientProtocolError as err:
+                        answer = Answer(err.error.status, err.error.reason)
                     proxy.metrics.forwarded(time.perf_counter() - started)
                 if answer is not None:
                     redirect = decision.status is not None
@@ -478,34 +499,6 @@ class H2Session(H2Sender):
         finally:
             timer.disarm()
             self._finish(stream_id, state)
-
-    async def _forward(
-        self, head: RequestHead, routed: Routed, state: _Stream, exchange: Exchange
-    ) -> Answer | None:
-        proxy = self.proxy
-        served = proxy.served
-        assert served is not None
-        try:
-            await proxy.forwarder.forward(
-                client=state.body,
-                downstream=state.downstream,
-                head=head,
-                routed=routed,
-                served=served,
-                proto=b"https" if self.spec.tls else b"http",
-                client_address=None if self.client is None else self.client.encode("latin-1"),
-                trusted=self.trusted,
-                exchange=exchange,
-            )
-        except Answer as err:
-            exchange.upstream = err.upstream or exchange.upstream
-            if exchange.response_started:
-                self.reset(state.body.stream_id)
-                return None
-            return err
-        except ClientProtocolError as err:
-            return Answer(err.error.status, err.error.reason)
-        return None
 
     def _cut(
         self,

@@ -180,7 +180,8 @@ class H2Body:
     def unread(self) -> int:
         """The window taken by DATA not read: the connection gives it back when the stream
         ends before the forwarder read it all."""
-        return sum(flow for _, flow in self._chunks)
+        chunks = self._chunks
+        return sum(flow for _, flow in chunks) if chunks else 0
 
     @property
     def ended(self) -> bool:

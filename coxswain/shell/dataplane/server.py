@@ -83,13 +83,13 @@ HANDSHAKE_TIMEOUT: Final = 10.0
 BIND_RETRY_MIN: Final = 0.1
 BIND_RETRY_MAX: Final = 5.0
 SETTLE_INTERVAL: Final = 60.0
-YOUNG_COLLECTION: Final = 10_000
-"""Container objects allocated (net) between two collections of the youngest generation;
-CPython's default is 700. A collection walks every young object still alive, which on a busy
-proxy are those of the requests in flight whatever the threshold, so the cost is per
-collection: at 700 a gRPC call through an HTTP/2 backend paid about 6% of its instructions in
-the collector (docs/benchmarks.md, "gRPC against nginx"). Garbage without cycles is freed at
-once either way; cyclic garbage waits a little longer."""
+GC_THRESHOLDS: Final = (20_000, 20, 10)
+"""The cyclic collector's thresholds while serving (:func:`gc.set_threshold`; CPython's are
+700, 10, 10). A request's objects die by reference counting, but every young collection walks
+the objects of each request in flight, whatever the threshold, so the cost is per collection:
+at 700 allocations a gRPC call through an HTTP/2 backend paid about 6% of its instructions in
+the collector, a small HTTP/2 request about 3.5% (docs/benchmarks.md, "gRPC against nginx" and
+"HTTP/2 against nginx"). What waits longer is cyclic garbage, 20,000 young objects at most."""
 
 log = logging.getLogger("coxswain.proxy")
 
@@ -197,6 +197,7 @@ class Proxy:
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the listeners and connections until cancelled; never returns."""
+        gc.set_threshold(*GC_THRESHOLDS)
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -328,8 +329,7 @@ class Proxy:
     def _settle_heap(self) -> None:
         """After an apply: freeze what is alive, so that the cyclic collector stops walking
         the snapshot's objects at every full collection (tens of milliseconds each with a
-        10,000-route table loaded: docs/benchmarks.md, "Measurements behind the design"),
-        and collect the young generation less often (:data:`YOUNG_COLLECTION`).
+        10,000-route table loaded: docs/benchmarks.md, "Measurements behind the design").
 
         Frozen objects that later become cyclic garbage (the previous snapshot, requests that
         were in flight) are never collected while frozen; at most every ``SETTLE_INTERVAL``
@@ -338,7 +338,6 @@ class Proxy:
         bursts.
         """
         now = trio.current_time()
-        gc.set_threshold(YOUNG_COLLECTION)  # the older generations' thresholds kept
         if now - self._settled_at >= SETTLE_INTERVAL:
             gc.unfreeze()
             gc.collect()

@@ -72,12 +72,13 @@ from coxswain.http1 import (
     NEED_DATA,
     Data,
     EndOfMessage,
+    HeadMemo,
     ProtocolError,
+    RequestFramer,
     ResponseHead,
     ResponseParser,
     frame_chunk,
     frame_last_chunk,
-    frame_request_head,
 )
 from coxswain.route.cors import with_cors
 from coxswain.route.forward import (
@@ -194,6 +195,10 @@ class Forwarder:
     # response readers left clean by a complete keep-alive exchange, for the next exchange
     # (cheaper than building a parser and its reader: ``bench/proxy.py parts``)
     _readers: list[tuple[EventReader, ResponseParser]] = field(default_factory=list)
+    # the last response head parsed, shared by the readers: the next identical one is not
+    # parsed again (coxswain.http1.parser.HeadMemo)
+    _heads: HeadMemo = field(default_factory=HeadMemo)
+    _framer: RequestFramer = field(default_factory=RequestFramer)  # the last request head
 
     async def forward(
         self,
@@ -366,9 +371,7 @@ class Forwarder:
         elif pool is None:
             headers.append((b"connection", b"close"))
         try:  # every field came from the parser or passed Served.edits: only the line is checked
-            request_head = frame_request_head(
-                method=head.method, target=target, headers=headers, validate=False
-            )
+            request_head = self._framer.frame(head.method, target, headers)
         except ValueError as err:  # a rewrite or header edit of the snapshot made it unsendable
             raise Answer(500, f"the request cannot be forwarded as configured: {err}") from err
         has_body = head.chunked or bool(head.content_length)
@@ -511,7 +514,7 @@ class Forwarder:
             reader.stream = upstream
             reader.timer = timer
             return reader, parser
-        parser = ResponseParser(self.codec)
+        parser = ResponseParser(self.codec, memo=self._heads)
         reader = EventReader(upstream, parser, read_timeout=self.timeouts.read, timer=timer)
         return reader, parser
 
