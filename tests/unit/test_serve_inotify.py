@@ -25,8 +25,16 @@ if TYPE_CHECKING:
 
     from coxswain.compile.model.manifests import SourcedBody
 
+
+def _has_inotify() -> bool:
+    found = open_inotify()
+    if found is not None:
+        found.close()
+    return found is not None
+
+
 pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or open_inotify() is None, reason="inotify is Linux's"
+    not sys.platform.startswith("linux") or not _has_inotify(), reason="inotify is Linux's"
 )
 
 NEVER = 3600.0  # seconds: no poll, no periodic whole look within a test
