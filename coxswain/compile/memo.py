@@ -326,7 +326,9 @@ class CompileMemo:
 
     def _slice_findings(self, services: ServiceIndex, key: ObjectKey) -> tuple[Diagnostic, ...]:
         """``slice_findings`` of one Service, reused as its endpoint entries are."""
-        entry = self._services.setdefault((key.namespace, key.name), _ServiceEntry())
+        entry = self._services.get((key.namespace, key.name))
+        if entry is None:
+            entry = self._services[(key.namespace, key.name)] = _ServiceEntry()
         if entry.slice_found is None:
             entry.slice_found = tuple(slice_findings(services, (key,)))
         return entry.slice_found
@@ -437,7 +439,16 @@ class CompileMemo:
             fragments=self.ingresses,
         )
         services = index_services(state)
-        slice_found = {key: self._slice_findings(services, key) for key in parts.services_read}
+        if (
+            earlier is not None
+            and earlier.state is self._previous
+            and self._changed is not None
+            and all(k.kind in ROUTE_COMPILERS for k in self._changed)  # no slice changed
+            and earlier.parts.services_read == parts.services_read
+        ):
+            slice_found = dict(earlier.slice_found)
+        else:
+            slice_found = {k: self._slice_findings(services, k) for k in parts.services_read}
         tables = Texts({} if earlier is None else earlier.table_texts)
         others = Texts({} if earlier is None else earlier.other_texts)
         chain = HashChain() if earlier is None else earlier.chain

@@ -123,3 +123,19 @@ def test_a_service_edit_invalidates_its_endpoints_not_the_others() -> None:
     after = _compiled(memo, _upsert(state, moved))
     assert after.endpoints["app/svc2/80"] is before.endpoints["app/svc2/80"]
     assert after.endpoints["app/svc1/80"] is not before.endpoints["app/svc1/80"]
+
+
+def test_a_route_and_a_slice_changed_together_report_the_slices_new_findings() -> None:
+    """One step that edits a route and breaks an EndpointSlice of a Service the scope reads
+    compiles the scope again; the slice's findings are those of the new slice."""
+    memo = CompileMemo()
+    base = build_state(_world())
+    _compiled(memo, base)
+    broken = _slice("svc1", "10.0.0.1")
+    broken["ports"] = [{"name": "", "port": "x"}]
+    edited = http_route("r1", "one", "svc1", hostnames=["edited.example.com"])
+    state = _upsert(_upsert(base, edited), broken)
+    memo.changed(base, state, {*state.endpoint_slices, *state.httproutes})
+    found = memo.compile(state, SharedPool(), CONFIG).diagnostics
+    assert found == compile(state, SharedPool(), CONFIG).diagnostics
+    assert any(d.key.kind == "EndpointSlice" for d in found)
