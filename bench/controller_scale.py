@@ -23,9 +23,9 @@ each new ``renewTime``.
 
 1. **Cold start**: from the controller's start until its ``/metrics`` says every scope is
    published (``coxswain_controller_published_scopes`` at the count expected: the shared pool
-   and each ready dedicated Gateway; the first round handed their snapshots to the discovery
-   server), and until ``/readyz`` answers 200 (the first round finished: status written,
-   proxies provisioned). Then until the controller is idle (no round for 2 s).
+   and each dedicated Gateway, ready or rolling out; the first round handed their snapshots to
+   the discovery server), and until ``/readyz`` answers 200 (the first round finished: status
+   written, proxies provisioned). Then until the controller is idle (no round for 2 s).
 2. **Full resync**: the emulator forgets its watch history and ends every watch
    (``ApiServer.expire``): each informer's new watch gets 410 Gone and
    lists its resource again, as after an API server restart with a cold watch cache. The
@@ -263,7 +263,7 @@ def _run(
     result: dict[str, Any],
 ) -> None:
     loaded = emulated.loaded
-    expected_scopes = 1 + int(loaded["ready"])
+    expected_scopes = 1 + int(loaded["ready"]) + int(loaded["pending"])
     wall0, started = time.time(), time.perf_counter()
     process = fleet.start(
         "controller",

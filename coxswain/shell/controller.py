@@ -398,7 +398,7 @@ class _Reconciler:
         self.publisher.config = config
         base, state, changed = self._view.take()
         memo = self.publisher.memo
-        memo.changed(base, state, changed)
+        await offload(memo.changed, base, state, changed)
         # one cluster-wide analysis for grants, status and provision
         model = await offload(memo.analyse, state, config)
         snapshots = await offload(self.publisher.compile, state, None, model)
