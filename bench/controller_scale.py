@@ -195,6 +195,14 @@ def ready(port: int) -> bool:
     return status == 200
 
 
+def wait_idle(port: int, fleet: processes.Fleet) -> None:
+    """Until no round has run for ``IDLE_FOR`` seconds: none in progress
+    (``coxswain_controller_reconciling``) and none completed meanwhile."""
+    bench_controller.wait_idle(
+        port, fleet, IDLE_FOR, lambda: gauge(port, "coxswain_controller_reconciling") != 0
+    )
+
+
 def _renew_time(text: str) -> float:
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
@@ -285,7 +293,7 @@ def _run(
     result["published_s"] = time.perf_counter() - started
     processes.wait_until(lambda: ready(health), "/readyz", timeout=TIMEOUT, every=0.1, fleet=fleet)
     result["ready_s"] = time.perf_counter() - started
-    bench_controller.wait_idle(health, fleet, IDLE_FOR)
+    wait_idle(health, fleet)
     result["idle_s"] = time.perf_counter() - started
     result["scopes"] = gauge(health, "coxswain_controller_published_scopes")
     cold = bench_controller.scrape(health, fleet)
@@ -303,7 +311,7 @@ def _run(
         "every resource listed again", timeout=TIMEOUT, every=0.2, fleet=fleet,
     )  # fmt: skip
     result["relisted_s"] = time.perf_counter() - since
-    bench_controller.wait_idle(health, fleet, IDLE_FOR)
+    wait_idle(health, fleet)
     result["resync_s"] = time.perf_counter() - since
     time.sleep(RENEW_EVERY_S)  # the renewal after it
     after = bench_controller.scrape(health, fleet)
