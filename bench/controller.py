@@ -343,9 +343,14 @@ def wait_for(
     return processes.wait_until(check, what, timeout=TIMEOUT, every=every, fleet=fleet)
 
 
-def wait_idle(port: int, fleet: processes.Fleet, idle_for: float = IDLE_FOR) -> None:
+def wait_idle(
+    port: int,
+    fleet: processes.Fleet,
+    idle_for: float = IDLE_FOR,
+    busy: Callable[[], bool] = lambda: False,
+) -> None:
     """Until no reconcile round has completed for ``idle_for`` seconds (a scrape that times
-    out counts as busy)."""
+    out counts as busy, and so does ``busy()``: a round in progress, say)."""
     last, since = scrape(port, fleet).reconciles, time.perf_counter()
     deadline = since + TIMEOUT
     while time.perf_counter() - since < idle_for:
@@ -354,7 +359,7 @@ def wait_idle(port: int, fleet: processes.Fleet, idle_for: float = IDLE_FOR) -> 
             raise SystemExit(f"the controller never went idle\n{fleet.tails()}")
         time.sleep(0.1)
         found = metrics(port)
-        if found is None or found.reconciles != last:
+        if found is None or busy() or found.reconciles != last:
             last, since = (found.reconciles if found else -1.0), time.perf_counter()
 
 

@@ -131,6 +131,11 @@ class _Health:
             ["outcome"],
             registry=self.registry,
         )
+        self.reconciling = Gauge(
+            "coxswain_controller_reconciling",
+            "1 while a reconcile round runs",
+            registry=self.registry,
+        )
         self.published = Gauge(
             "coxswain_controller_published_scopes",
             "Scopes whose snapshot the last reconcile round handed to the discovery server "
@@ -288,10 +293,12 @@ class _Reconciler:
             nursery.start_soon(self._follow_fleet, server)
             for informer in list(self._informers.values()):
                 await informer.synced.wait()
-            failed = await self._reconcile(server)
-            # The first round's state and memo are millions of long-lived objects: frozen, a
-            # full collection no longer scans them all (a pause of seconds at 1,000 Gateways,
+            # The state the lists built and, after the first round, its memo are millions of
+            # long-lived objects: frozen, a full collection no longer scans them all (a pause
+            # of seconds at 1,000 Gateways, holding the interpreter the event loop needs,
             # docs/benchmarks.md); they hold no reference cycles to collect.
+            gc.freeze()
+            failed = await self._reconcile(server)
             gc.freeze()
             self._health.serving = True
             task_status.started(server.port)
@@ -388,6 +395,10 @@ class _Reconciler:
 
     async def _reconcile(self, server: DiscoveryServer) -> bool:
         """One round; True when some API call failed (a retry round follows soon)."""
+        with self._health.reconciling.track_inprogress():
+            return await self._round(server)
+
+    async def _round(self, server: DiscoveryServer) -> bool:
         started = trio.current_time()
         failures = self._status.failures + self._provisioner.failures
         config = replace(
@@ -398,7 +409,7 @@ class _Reconciler:
         self.publisher.config = config
         base, state, changed = self._view.take()
         memo = self.publisher.memo
-        memo.changed(base, state, changed)
+        await offload(memo.changed, base, state, changed)
         # one cluster-wide analysis for grants, status and provision
         model = await offload(memo.analyse, state, config)
         snapshots = await offload(self.publisher.compile, state, None, model)

@@ -32,6 +32,7 @@ import yaml
 from . import patch, resources
 from .deep_values import dumps
 from .errors import ApiError, expired
+from .pages import continue_token, continued, page_limit
 from .selectors import Predicate, field_selector, label_selector
 from .store import Bookmark, Event, Store, Watcher, parse_version, served_as
 
@@ -418,7 +419,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._watch(target, query, matches)
             return
         self._check_list_version(query)
-        items, rv = store.list_objects(rt, target.namespace, matches)
+        meta: Obj = {}
+        if limit := page_limit(query.get("limit")):
+            rv, after = continued(query.get("continue"))
+            items, now, more = store.list_page(rt, target.namespace, matches, after, limit)
+            rv = rv or now
+            if more is not None:
+                meta["continue"] = continue_token(rv, more)
+        else:
+            items, rv = store.list_objects(rt, target.namespace, matches)
         if not rt.custom:
             items = [{k: v for k, v in i.items() if k not in ("apiVersion", "kind")} for i in items]
         else:
@@ -428,7 +437,7 @@ class _Handler(BaseHTTPRequestHandler):
             {
                 "kind": f"{rt.kind}List",
                 "apiVersion": rt.api_version(target.version),
-                "metadata": {"resourceVersion": str(rv)},
+                "metadata": {"resourceVersion": str(rv), **meta},
                 "items": items,
             },
         )

@@ -181,6 +181,34 @@ class Store:
             items = [clone(o) for o in self._scan(rt.key, namespace) if matches(o)]
             return items, self._rv
 
+    def list_page(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        matches: Callable[[Obj], bool],
+        after: Key | None,
+        limit: int,
+    ) -> tuple[list[Obj], int, Key | None]:
+        """Up to ``limit`` matching objects after the key ``after`` (namespace, name), in the
+        order of ``list_objects``; the resourceVersion now; and the key to continue after (None
+        on the last page). The pages show the store as it is when each is asked, not as it was
+        at the first: a client that watches from the first page's resourceVersion is replayed
+        every change since, so it ends up where a consistent list would have left it."""
+        with self._lock:
+            found: list[Obj] = []
+            for (ns, name), obj in sorted(self._objects[rt.key].items()):
+                if (namespace is not None and ns != namespace) or (
+                    after is not None and (ns, name) <= after
+                ):
+                    continue
+                if not matches(obj):
+                    continue
+                if len(found) == limit:
+                    last = found[-1]["metadata"]
+                    return found, self._rv, (last.get("namespace") or "", last["name"])
+                found.append(clone(obj))
+            return found, self._rv, None
+
     def _scan(self, key: Key, namespace: str | None) -> Iterator[Obj]:
         for (ns, _), obj in sorted(self._objects[key].items()):
             if namespace is None or ns == namespace:

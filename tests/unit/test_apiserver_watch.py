@@ -237,3 +237,40 @@ def test_faults_can_target_watch_requests(api: ApiServer, core: k8s.CoreV1Api) -
     assert unavailable.value.status == 503
     core.create_namespaced_config_map("default", config_map("a"))
     assert collect(core.list_namespaced_config_map, 1, namespace="default") == [("ADDED", "a")]
+
+
+def test_expire_makes_even_the_latest_version_too_old_and_a_new_list_watchable(
+    api: ApiServer, core: k8s.CoreV1Api
+) -> None:
+    core.create_namespaced_config_map("default", config_map("a"))
+    latest = core.list_namespaced_config_map("default").metadata.resource_version
+    api.expire()
+    with pytest.raises(ApiException) as expired:
+        collect(core.list_namespaced_config_map, 1, namespace="default", resource_version=latest)
+    assert expired.value.status == 410
+    relisted = core.list_namespaced_config_map("default").metadata.resource_version
+    core.create_namespaced_config_map("default", config_map("b"))
+    assert collect(
+        core.list_namespaced_config_map, 1, namespace="default", resource_version=relisted
+    ) == [("ADDED", "b")]
+
+
+def test_a_list_in_pages_gives_every_object_once_at_the_first_pages_version(
+    core: k8s.CoreV1Api,
+) -> None:
+    for name in "edcba":
+        core.create_namespaced_config_map("default", config_map(name))
+    first = core.list_namespaced_config_map("default", limit=2)
+    names = [item.metadata.name for item in first.items]
+    version, token = first.metadata.resource_version, first.metadata._continue
+    assert names == ["a", "b"]
+    assert token
+    while token:
+        page = core.list_namespaced_config_map("default", limit=2, _continue=token)
+        assert page.metadata.resource_version == version
+        names += [item.metadata.name for item in page.items]
+        token = page.metadata._continue
+    assert names == ["a", "b", "c", "d", "e"]
+    with pytest.raises(ApiException) as refused:
+        core.list_namespaced_config_map("default", limit=2, _continue="not-a-token")
+    assert refused.value.status == 400

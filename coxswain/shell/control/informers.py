@@ -46,6 +46,7 @@ __all__ = ["GATEWAY_API", "GATEWAY_API_OPTIONAL", "INFORMED", "PROVISIONING", "I
 log = logging.getLogger("coxswain.informers")
 
 WATCH_SECONDS: Final = 300
+PAGE: Final = 500  # objects per list page (client-go's reflector asks for as many)
 BACKOFF: Final = (0.2, 30.0)
 
 
@@ -161,21 +162,36 @@ class Informer:
         )
 
     async def _list(self) -> None:
-        listing = await self._kube.list(self.watched.resource.path(), query=self._query())
-        listed = {key: item for item in listing.items if (key := _key(item))}
-        for refused in listing.refused:
-            self._refuse(refused, _KEPT)
-        kept = {key for refused in listing.refused if (key := refused.key)}
+        """List in pages of ``PAGE`` (as client-go's reflector does): each page is decoded on
+        its own, in the request's thread, so no decode of a whole resource holds the
+        interpreter for long, and only one page of raw objects is held at a time."""
+        seen: set[tuple[str, str]] = set()
         pacer = Pacer()
-        for gone in self.versions.keys() - listed.keys() - kept:
+        token, version = "", ""
+        while True:
+            paging = [("limit", str(PAGE)), *([("continue", token)] if token else [])]
+            listing = await self._kube.list(
+                self.watched.resource.path(), query=[*self._query(), *paging]
+            )
+            version = version or listing.version
+            for refused in listing.refused:
+                self._refuse(refused, _KEPT)
+                if (key := refused.key) is not None:
+                    seen.add(key)
+            for item in listing.items:
+                if (key := _key(item)) is None:
+                    continue
+                seen.add(key)
+                listed = _version(item)
+                if not listed or self.versions.get(key) != listed:
+                    self._emit(key, item)
+                await pacer.tick()
+            if not (token := listing.next):
+                break
+        for gone in self.versions.keys() - seen:
             self._emit(gone, None)
             await pacer.tick()
-        for key, item in listed.items():
-            version = _version(item)
-            if not version or self.versions.get(key) != version:
-                self._emit(key, item)
-            await pacer.tick()
-        self._version = listing.version
+        self._version = version
         self.synced.set()
 
     def _skipped(self, refused: Refused) -> bool:

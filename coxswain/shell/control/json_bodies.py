@@ -86,12 +86,13 @@ class Refused:
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """A list answer: the items decoded (objects only), the list's resourceVersion, and the
-    items refused."""
+    """A list answer: the items decoded (objects only), the list's resourceVersion, the
+    items refused, and the token of the next page."""
 
     items: list[dict[str, Any]]
     version: str
     refused: list[Refused] = field(default_factory=list)
+    next: str = ""  # ``metadata.continue``: the token of the next page ("" on the last)
 
 
 def nesting(data: bytes) -> int:
@@ -161,11 +162,12 @@ def _parsed(data: bytes) -> dict[str, Any] | Refused:
 def _listing(answer: dict[str, Any], refused: list[Refused]) -> Listing:
     items = answer.get("items")
     meta = answer.get("metadata")
-    version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
     return Listing(
         items=[i for i in items if isinstance(i, dict)] if isinstance(items, list) else [],
-        version=str(version or ""),
+        version=str(meta.get("resourceVersion") or ""),
         refused=refused,
+        next=str(meta.get("continue") or ""),
     )
 
 
