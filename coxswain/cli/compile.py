@@ -315,4 +315,5 @@ def _print(output: str, data: object, table: Callable[[], str]) -> None:
     elif output == "yaml":
         sys.stdout.write(dump_yaml(data))
     else:
-        sys.stdout.write(dump_json(data))
+        sys.stdout.flush()
+        sys.stdout.buffer.write(dump_json(data))
