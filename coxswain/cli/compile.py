@@ -297,6 +297,9 @@ def _compile_all(args: argparse.Namespace) -> int:
     else:
         for line in located(found, bodies):
             print(line, file=sys.stderr)
+        # Neither is read again: their memory (a fifth of the peak at 30,000 rules) is free
+        # before the snapshot's data and text are built.
+        del bodies, state
         snapshot = result.snapshot
         _print(args.output, snapshot_to_data(snapshot), lambda: routing_table(snapshot))
     if serves_nothing(result.snapshot):
@@ -315,4 +318,5 @@ def _print(output: str, data: object, table: Callable[[], str]) -> None:
     elif output == "yaml":
         sys.stdout.write(dump_yaml(data))
     else:
-        sys.stdout.write(dump_json(data))
+        sys.stdout.flush()
+        sys.stdout.buffer.write(dump_json(data))

@@ -14,8 +14,9 @@ __all__ = ["dump_json", "dump_yaml"]
 _JSON_OPTIONS: Final = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 
 
-def dump_json(data: Any) -> str:
-    """JSON text of plain data (string keys), byte-stable, ending with a newline: the text of
+def dump_json(data: Any) -> bytes:
+    """JSON text of plain data (string keys), as ASCII bytes (a 100,000-rule snapshot is 340 MB:
+    one copy, not a ``str`` beside them), byte-stable, ending with a newline: the text of
     ``json.dumps(data, sort_keys=True, indent=2)``, written by orjson, whose output is that
     text whenever it is ASCII (the standard library escapes every other character, and it
     writes what orjson refuses: integers past 64 bits). Floats print as their shortest
@@ -24,10 +25,12 @@ def dump_json(data: Any) -> str:
     try:
         text = orjson.dumps(data, option=_JSON_OPTIONS)
     except orjson.JSONEncodeError:
-        return json.dumps(data, sort_keys=True, indent=2) + "\n"
-    if text.isascii():
-        return text.decode("ascii")
-    return json.dumps(data, sort_keys=True, indent=2) + "\n"
+        return _standard_json(data)
+    return text if text.isascii() else _standard_json(data)
+
+
+def _standard_json(data: Any) -> bytes:
+    return (json.dumps(data, sort_keys=True, indent=2) + "\n").encode("ascii")
 
 
 class _Dumper(yaml.SafeDumper):

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from coxswain.shell.output import dump_json
 
 
-def reference(data: object) -> str:
-    return json.dumps(data, sort_keys=True, indent=2) + "\n"
+def reference(data: object) -> bytes:
+    return (json.dumps(data, sort_keys=True, indent=2) + "\n").encode("ascii")
 
 
 _SCALARS = (
