@@ -7,11 +7,24 @@ rule with header edits, mirrors and timeouts, an Ingress redirect and a miss.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from pyrsistent import pvector
+
 from coxswain.compile import SharedPool, build_state, compile
+from coxswain.compile.snapshot import (
+    Backend,
+    Certificate,
+    Mirror,
+    RouteAction,
+    RouteRef,
+    SubjectAltName,
+    UpstreamTLS,
+)
 from coxswain.route import RequestHead, build_table, select
-from coxswain.route.explain import explain
+from coxswain.route.decision import Decision
+from coxswain.route.explain import backend_data, explain
 from coxswain.route.forward import apply_edits, connection_named, forwarded_headers, wire_edits
 from tests.integration.manifests import gateway, gateway_class, ingress_class
 from tests.unit.boundary_objects import tls_secret
@@ -336,3 +349,85 @@ def test_apply_edits_replaces_set_names_case_insensitively_then_appends():
         (b"x-set", b"s"),
         (b"x-add", b"a"),
     ]
+
+
+def test_a_grpc_call_that_matches_nothing_shows_its_grpc_status():
+    head = RequestHead(port=80, method="POST", target="/", host="nowhere.example.com")
+    got = _explained(head, [("Content-Type", "application/grpc+proto")])
+    assert (got["status"], got["grpc_status"]) == (404, 12)  # UNIMPLEMENTED
+    assert _explained(head, [("Content-Type", "text/plain")])["grpc_status"] is None
+
+
+REF = RouteRef(kind="HTTPRoute", namespace="app", name="r", rule="spec.rules[0]")
+POLICY_TLS = UpstreamTLS(
+    policy="app/p",
+    server_name="b.example",
+    ca_pem="PEM",
+    subject_alt_names=pvector(
+        [
+            SubjectAltName(type="Hostname", value="*.b.example"),
+            SubjectAltName(type="URI", value="spiffe://x"),
+        ]
+    ),
+    client_certificate=Certificate(chain_pem="c", key_pem="k", secret="app/client"),
+    problem="no CA",
+    sni=False,
+)
+POLICY_JSON = {
+    "policy": "app/p",
+    "server_name": "b.example",
+    "trust": "ca_bundle",
+    "sni": False,
+    "subject_alt_names": ["Hostname:*.b.example", "URI:spiffe://x"],
+    "client_certificate": "app/client",
+    "problem": "no CA",
+}
+
+
+def test_a_decision_shows_its_authority_cors_fields_and_each_backends_tls():
+    table = build_table(compile(build_state(WORLD), SharedPool()).snapshot)
+    backend = Backend(namespace="app", service="one", port=80, tls=POLICY_TLS)
+    decision = Decision(
+        matched=True,
+        status=None,
+        reason="r",
+        host="h.example",
+        path="/",
+        route=REF,
+        backends=(backend,),
+        action=RouteAction(route=REF, mirrors=pvector([Mirror(backend=backend, percent=5.0)])),
+        authority="auth.example:8443",
+        response_fields=((b"access-control-allow-origin", b"https://\xe9.example"),),
+    )
+    head = RequestHead(port=80, method="GET", target="http://auth.example:8443/", host="h.example")
+    got = explain(table, head, [("Host", "h.example")], decision)
+    assert got["request_headers"] == {
+        "host": ["h.example"],
+        "x-forwarded-proto": ["http"],
+        "x-forwarded-host": ["auth.example:8443"],  # the absolute target's authority
+    }
+    assert got["cors_headers"] == {"access-control-allow-origin": "https://é.example"}
+    assert got["backends"][0]["tls"] == POLICY_JSON
+    assert got["backends"][0]["endpoints"] == ["10.0.0.1:8080"]
+    assert got["mirrors"] == [
+        {"namespace": "app", "service": "one", "port": 80, "percent": 5.0, "tls": POLICY_JSON}
+    ]
+
+
+def test_the_trust_of_a_backend_tls_is_system_ca_bundle_or_none():
+    def shown(tls: UpstreamTLS) -> Any:
+        return backend_data(Backend(namespace="a", service="s", port=1, tls=tls), {})["tls"]
+
+    system = UpstreamTLS(policy="a/p", server_name="s.example")
+    assert shown(system) == {
+        "policy": "a/p",
+        "server_name": "s.example",
+        "trust": "system",
+        "sni": True,
+        "subject_alt_names": [],
+        "client_certificate": None,
+        "problem": None,
+    }
+    assert shown(replace(system, ca_pem="PEM"))["trust"] == "ca_bundle"
+    assert shown(replace(system, verify=False))["trust"] == "none"
+    assert shown(replace(system, ca_pem="PEM", verify=False))["trust"] == "none"
