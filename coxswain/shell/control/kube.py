@@ -272,8 +272,9 @@ class Kube:
                     if not await on_event(event):
                         break
             finally:
-                # ends the thread's read now; RuntimeError: the thread already finished
-                with contextlib.suppress(OSError, RuntimeError):
+                # ends the thread's read now; RuntimeError or ValueError: the thread already
+                # finished and released the connection (urllib3 then has no socket to shut)
+                with contextlib.suppress(OSError, RuntimeError, ValueError):
                     response.shutdown()
 
     async def _pump(
