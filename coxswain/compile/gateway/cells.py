@@ -14,7 +14,8 @@ routes' are the same objects (its ports, listeners and Gateways' references, and
 BackendTLSPolicies in force are equal), a route verdict that is the same object as then has the
 same share, so only the slots a changed, added or removed route touches are gathered again;
 every other slot keeps its entries, and its listener table is that earlier table, not a copy
-(a table is also kept when its listener and rule entries are the very same objects as then).
+(a table is also kept when its listener and rule entries are the very same objects as then),
+and a port's map of tables is kept while its tables are.
 Listener health is kept per listener while its verdict and attached-route count are. The
 cells are the same with or without earlier ones.
 A Gateway's listeners are its own and those of the ListenerSets it takes (GEP-1713), all under
@@ -105,13 +106,15 @@ class GatewayCells:
     slot → host → entries; ``members``: slot → the ``id`` of the routes adding to it;
     ``counts``: attached routes by ``id`` of listener verdict; ``health_of``: ``id`` of
     listener verdict → the verdict, its count and port, and its health entry;
-    ``health_order``: the health entries unsorted)."""
+    ``health_order``: the health entries unsorted; ``ports``: internal port → its listeners'
+    fragments by hostname and the ``gateways`` entry made of their tables)."""
 
     gateways: PMap[int, PMap[str, ListenerTable]]
     tls: dict[int, dict[str, Certificate]]
     client_certs: PMap[int, PMap[str, ClientValidation]]
     listener_health: PVector[ListenerHealth]
     fragments: dict[Slot, Fragment]
+    ports: dict[int, tuple[dict[str, Fragment], PMap[str, ListenerTable]]]
     context: tuple[object, ...]
     parts: dict[int, RoutePart]
     rules: dict[Slot, dict[str, list[Entry]]]
@@ -232,12 +235,17 @@ def build_cells(model: GatewayModel, earlier: GatewayCells | None = None) -> Gat
         listener_health = earlier.listener_health
     else:
         listener_health = pvector(sorted(health, key=lambda h: (h.gateway, h.listener)))
+    ports = {
+        port: _port_tables(by_host, None if earlier is None else earlier.ports.get(port))
+        for port, by_host in tables.items()
+    }
     return GatewayCells(
-        gateways=pmap({p: pmap({h: f.table for h, f in t.items()}) for p, t in tables.items()}),
+        gateways=_gateways(ports, earlier),
         tls={p: dict(t) for p, t in tls.items()},
         client_certs=pmap({p: pmap(c) for p, c in client.items()}),
         listener_health=listener_health,
         fragments=fragments,
+        ports=ports,
         context=context,
         parts=parts,
         rules=rules,
@@ -352,6 +360,39 @@ def _health(gateway: str, verdict: ListenerVerdict, port: int | None, count: int
         ready=verdict.serving and port is not None,
         reason=listener_reason(verdict),
     )
+
+
+def _port_tables(
+    by_host: dict[str, Fragment],
+    earlier: tuple[dict[str, Fragment], PMap[str, ListenerTable]] | None,
+) -> tuple[dict[str, Fragment], PMap[str, ListenerTable]]:
+    """A port's listener fragments by hostname and its ``gateways`` entry, ``earlier``'s entry
+    when its fragments are the very same objects (the entry's tables are theirs)."""
+    if (
+        earlier is not None
+        and by_host.keys() == earlier[0].keys()
+        and all(f is earlier[0][h] for h, f in by_host.items())
+    ):
+        return by_host, earlier[1]
+    return by_host, pmap({host: fragment.table for host, fragment in by_host.items()})
+
+
+def _gateways(
+    ports: dict[int, tuple[dict[str, Fragment], PMap[str, ListenerTable]]],
+    earlier: GatewayCells | None,
+) -> PMap[int, PMap[str, ListenerTable]]:
+    """The ``gateways`` cell: ``earlier``'s with only the ports whose entry is not the very same
+    object set again (and the ports gone removed); equal to one made afresh."""
+    if earlier is None:
+        return pmap({port: entry for port, (_, entry) in ports.items()})
+    evolver = earlier.gateways.evolver()
+    for port, (_, entry) in ports.items():
+        was = earlier.ports.get(port)
+        if was is None or was[1] is not entry:
+            evolver[port] = entry
+    for port in earlier.ports.keys() - ports.keys():
+        evolver.remove(port)
+    return evolver.persistent()
 
 
 def _same_items(first: Sequence[object], second: Sequence[object]) -> bool:

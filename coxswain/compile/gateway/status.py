@@ -266,25 +266,60 @@ def gateway_diagnostics(model: GatewayModel) -> list[Diagnostic]:
     Gateways outside the scope included, and those of references to objects not in the input.
     Pure."""
     conditions = [_class_accepted(c, model) for c in model.classes]
-    for gateway in (*model.gateways, *model.unserved):
-        top, listeners = _gateway_conditions(gateway, model, None)
-        conditions.extend(top)
-        conditions.extend(c for _, listener in listeners for c in listener)
     for listener_set in model.listener_sets:
         top, listeners = _listener_set_conditions(listener_set, model, None)
         conditions.extend(top)
         conditions.extend(c for _, listener in listeners for c in listener)
-    for route in model.routes:
-        for parent in route.parents:
-            conditions.extend(_parent_conditions(route, parent))
     policies = model.backend_tls.reported
     conditions.extend(c for p in policies for c in (p.accepted, p.resolved_refs))
     return [
         *(d for c in conditions for d in c.diagnostics),
+        *(d for g in (*model.gateways, *model.unserved) for d in _gateway_findings(g, model)),
+        *(d for r in model.routes if r.parents for d in _route_findings(r)),
         *(d for p in policies for d in (*p.policy.diagnostics, *p.warnings)),
         *(d for r in model.routes for d in r.notes),
         *model.dangling,
     ]
+
+
+def _gateway_findings(gateway: Gateway, model: GatewayModel) -> list[Diagnostic]:
+    """The diagnostics of a Gateway's conditions offline (``_gateway_conditions``), without
+    making the conditions that only sum up others (they carry none: the module docstring)."""
+    key = gateway.meta.key
+    found: list[Diagnostic] = []
+    programmed_any = False
+    for verdict in own_listeners(model.listeners, key):
+        found.extend(verdict.accepted.diagnostics)
+        found.extend(verdict.conflicted.diagnostics)
+        found.extend(verdict.resolved_refs.diagnostics)
+        programmed_any = programmed_any or _programmed_offline(verdict, key.ref, model)
+    rejection = model.gateway_accepted.get(key)
+    if rejection is not None:
+        found.extend(rejection.diagnostics)
+    elif programmed_any and (judged := model.addresses.get(key)) is not None:
+        found.extend(() if judged.programmed is None else judged.programmed.diagnostics)
+    found.extend(d for c in model.gateway_refs[key].conditions for d in c.diagnostics)
+    return found
+
+
+def _programmed_offline(verdict: ListenerVerdict, gateway: str, model: GatewayModel) -> bool:
+    """Whether a listener's Programmed condition offline (``_programmed``) is True."""
+    return (
+        not verdict.conflicted.status
+        and verdict.serving
+        and model.ports.get((gateway, verdict.listener.port)) is not None
+    )
+
+
+def _route_findings(route: RouteVerdict) -> list[Diagnostic]:
+    """The diagnostics of a route's conditions under its parentRefs (``_parent_conditions``;
+    its ResolvedRefs and PartiallyInvalid are the same under each)."""
+    compiled = route.compiled
+    found = [d for parent in route.parents for d in parent.accepted.diagnostics]
+    found.extend(compiled.resolved_refs.diagnostics)
+    if compiled.partially_invalid is not None:
+        found.extend(compiled.partially_invalid.diagnostics)
+    return found
 
 
 def _class_accepted(gateway_class: GatewayClass, model: GatewayModel) -> Condition:
