@@ -21,7 +21,7 @@ Rules:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Protocol
 
 from pyrsistent import pmap, pvector
@@ -48,17 +48,35 @@ __all__ = [
 ]
 
 _H2C_APP_PROTOCOL: Final = "kubernetes.io/h2c"
+_UNKNOWN: Final = object()
 
 
 @dataclass(frozen=True, slots=True)
 class ServiceIndex:
     """Services and their slices by ``(namespace, name)``, read through the state's indexes, so
-    that a lookup costs the same whatever the cluster's size."""
+    that a lookup costs the same whatever the cluster's size.
+
+    A compile asks for the same few Services once per backend reference; ``found`` remembers
+    each answer, in a plain dict, for this index's life (one compile, of one immutable state),
+    since a persistent map's lookup costs several Python calls.
+    """
 
     state: ClusterState
+    found: dict[tuple[str, str], Service | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def service(self, namespace: str, name: str) -> Service | None:
-        return self.state.services.get(ObjectKey("Service", namespace, name))
+        key = (namespace, name)
+        known = self.found.get(key, _UNKNOWN)
+        if known is not _UNKNOWN:
+            return known  # type: ignore[return-value]
+        try:
+            service: Service | None = self.state.services[ObjectKey("Service", namespace, name)]
+        except KeyError:
+            service = None
+        self.found[key] = service
+        return service
 
     def slices(self, namespace: str, name: str) -> list[EndpointSlice]:
         """The Service's EndpointSlices, by name (only findings need an order)."""
