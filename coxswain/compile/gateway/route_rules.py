@@ -87,6 +87,7 @@ Entry = tuple[tuple[object, ...], GatewayRule]
 
 # What a path written into a request line or a Location header may hold: visible ASCII.
 _PATH_CHARS: Final = frozenset(chr(c) for c in range(0x21, 0x7F))
+_NO_MATCHES: Final[PVector[SnapshotValueMatch]] = pvector()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,10 +138,13 @@ def regex_error(pattern: str) -> str | None:
     return f"unsupported regular expression ({compiled})"
 
 
-def first_matches(values: Iterable[ValueMatch]) -> PVector[SnapshotValueMatch]:
+def first_matches(values: Sequence[ValueMatch]) -> PVector[SnapshotValueMatch]:
     """Header or query matches as the snapshot holds them: the first entry of each name only
     ("Subsequent entries with an equivalent ... name MUST be ignored"; names of header matches
-    are lower-case already), sorted by name."""
+    are lower-case already), sorted by name. Most matches have none: they share one empty
+    vector."""
+    if not values:
+        return _NO_MATCHES
     first = {v.name: v for v in reversed(list(values))}
     return pvector(
         SnapshotValueMatch(name=v.name, type=v.type, value=v.value)
