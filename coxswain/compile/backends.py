@@ -21,7 +21,7 @@ Rules:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Protocol
 
 from pyrsistent import pmap, pvector
@@ -48,17 +48,40 @@ __all__ = [
 ]
 
 _H2C_APP_PROTOCOL: Final = "kubernetes.io/h2c"
+_UNKNOWN: Final = object()
 
 
 @dataclass(frozen=True, slots=True)
 class ServiceIndex:
     """Services and their slices by ``(namespace, name)``, read through the state's indexes, so
-    that a lookup costs the same whatever the cluster's size."""
+    that a lookup costs the same whatever the cluster's size.
+
+    A compile asks for the same few Services once per backend reference; ``found`` remembers
+    each answer, in a plain dict, for this index's life (one compile, of one immutable state),
+    since a persistent map's lookup costs several Python calls; ``resolved`` remembers
+    ``resolve_backend``'s answers, so that every rule naming the same Service port and weight
+    shares one backend record.
+    """
 
     state: ClusterState
+    found: dict[tuple[str, str], Service | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    resolved: dict[tuple[str, str, int | None, str | None, int], tuple[Backend, str | None]] = (
+        field(default_factory=dict, init=False, repr=False, compare=False)
+    )
 
     def service(self, namespace: str, name: str) -> Service | None:
-        return self.state.services.get(ObjectKey("Service", namespace, name))
+        key = (namespace, name)
+        known = self.found.get(key, _UNKNOWN)
+        if known is not _UNKNOWN:
+            return known  # type: ignore[return-value]
+        try:
+            service: Service | None = self.state.services[ObjectKey("Service", namespace, name)]
+        except KeyError:
+            service = None
+        self.found[key] = service
+        return service
 
     def slices(self, namespace: str, name: str) -> list[EndpointSlice]:
         """The Service's EndpointSlices, by name (only findings need an order)."""
@@ -85,7 +108,22 @@ def resolve_backend(
     Returns:
         The backend, and None or a sentence saying why it is invalid.
     """
-    target = index.service(namespace, service)
+    target = index.service(namespace, service)  # asked every time: RecordedServices records it
+    key = (namespace, service, port_number, port_name, weight)
+    known = index.resolved.get(key)
+    if known is None:
+        known = index.resolved[key] = _resolved(target, *key)
+    return known
+
+
+def _resolved(
+    target: Service | None,
+    namespace: str,
+    service: str,
+    port_number: int | None,
+    port_name: str | None,
+    weight: int,
+) -> tuple[Backend, str | None]:
     found = None if target is None else _service_port(target, port_number, port_name)
     if found is None:
         wanted = port_number if port_number is not None else repr(port_name)

@@ -87,6 +87,7 @@ Entry = tuple[tuple[object, ...], GatewayRule]
 
 # What a path written into a request line or a Location header may hold: visible ASCII.
 _PATH_CHARS: Final = frozenset(chr(c) for c in range(0x21, 0x7F))
+_NO_MATCHES: Final[PVector[SnapshotValueMatch]] = pvector()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,10 +138,13 @@ def regex_error(pattern: str) -> str | None:
     return f"unsupported regular expression ({compiled})"
 
 
-def first_matches(values: Iterable[ValueMatch]) -> PVector[SnapshotValueMatch]:
+def first_matches(values: Sequence[ValueMatch]) -> PVector[SnapshotValueMatch]:
     """Header or query matches as the snapshot holds them: the first entry of each name only
     ("Subsequent entries with an equivalent ... name MUST be ignored"; names of header matches
-    are lower-case already), sorted by name."""
+    are lower-case already), sorted by name. Most matches have none: they share one empty
+    vector."""
+    if not values:
+        return _NO_MATCHES
     first = {v.name: v for v in reversed(list(values))}
     return pvector(
         SnapshotValueMatch(name=v.name, type=v.type, value=v.value)
@@ -333,28 +337,29 @@ def _backend(
 ) -> tuple[Backend, tuple[Diagnostic, ...]]:
     """The backend ``ref`` names, and why it is invalid (nothing when it is valid)."""
     namespace = ref.namespace or route.meta.key.namespace
-    where = f"{ref.kind} {namespace}/{ref.name}"
-    invalid = Backend(
-        namespace=namespace, service=ref.name, port=port or 0, weight=weight, valid=False
-    )
 
     def refused(reason: str, message: str) -> tuple[Backend, tuple[Diagnostic, ...]]:
-        return invalid, (finding(route, ref.field, reason, message),)
+        invalid = Backend(
+            namespace=namespace, service=ref.name, port=port or 0, weight=weight, valid=False
+        )
+        return invalid, (
+            finding(route, ref.field, reason, f"{ref.kind} {namespace}/{ref.name}: {message}"),
+        )
 
     if (ref.group, ref.kind) != ("", "Service"):
-        return refused("InvalidKind", f"{where}: only core Services are supported backends")
+        return refused("InvalidKind", "only core Services are supported backends")
     if not grants.allows(
         source=(GATEWAY_GROUP, route.meta.key.kind, route.meta.key.namespace),
         target=("", "Service", namespace, ref.name),
     ):
-        return refused("RefNotPermitted", f"{where}: no ReferenceGrant allows this reference")
+        return refused("RefNotPermitted", "no ReferenceGrant allows this reference")
     if port is None:
-        return refused("UnsupportedValue", f"{where}: a Service backend needs a port")
+        return refused("UnsupportedValue", "a Service backend needs a port")
     read.add(ObjectKey("Service", namespace, ref.name))
     target = services.service(namespace, ref.name)
     if target is not None and target.type == "ExternalName":
         # "Implementations SHOULD NOT support ExternalName Services" (CVE-2021-25740).
-        return refused("InvalidKind", f"{where}: ExternalName Services are not supported")
+        return refused("InvalidKind", "ExternalName Services are not supported")
     backend, problem = resolve_backend(
         services,
         namespace=namespace,
