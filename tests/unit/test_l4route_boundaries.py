@@ -1,0 +1,30 @@
+"""A layer-4 route's rules at their edges (``compile.gateway.l4route``, rule 1; Gateway API v1
+TCPRoute, ``maxItems: 1``): a rule past the first is dropped with an ``UnsupportedValue``
+finding that names it."""
+
+from __future__ import annotations
+
+from pyrsistent import pvector
+
+from coxswain.compile.backends import ServiceIndex
+from coxswain.compile.gateway.l4route import compile_stream_route
+from coxswain.compile.gateway.refgrants import Grants
+from coxswain.compile.model.gateway_objects import StreamRoute, StreamRule
+from coxswain.compile.model.keys import ObjectKey
+from coxswain.compile.model.objects import Meta
+from coxswain.compile.model.state import ClusterState
+
+
+def test_a_second_rule_is_dropped_as_unsupported() -> None:
+    route = StreamRoute(
+        meta=Meta(key=ObjectKey("TCPRoute", "apps", "db")),
+        rules=pvector([StreamRule(field="spec.rules[0]"), StreamRule(field="spec.rules[1]")]),
+    )
+    compiled = compile_stream_route(route, ServiceIndex(ClusterState()), Grants({}))
+    assert compiled.partially_invalid is not None
+    [finding] = compiled.partially_invalid.diagnostics
+    assert (finding.field, finding.reason, finding.message) == (
+        "spec.rules[1]",
+        "UnsupportedValue",
+        "a TCPRoute holds one rule (v1); this one is not served",
+    )
