@@ -10,12 +10,13 @@ process and wraps four of its functions, without changing what they do:
 - each forked worker is reaped with ``os.wait4`` instead of ``os.wait``, which gives the
   worker's own CPU time along with its exit status.
 
-and changes three things that cost CPU and decide nothing:
+Both go, one JSON object a line, to the file named by ``COXSWAIN_MUTATE_CPU_LOG``;
+tools/mutate/run.py reads it into the report. It changes three things that cost CPU and decide
+nothing:
 
 - mypy's errors are attributed to mutants through the index of function spans mutmut writes
   beside each mutated file (``<file>.spans``), instead of parsing each mutated file again with
   libcst: the same line-in-function lookup, without minutes of serial parsing;
-
 - a worker's CPU limit is ``CPU_LIMIT_FACTOR`` × the clean time of its tests +
   ``CPU_LIMIT_CONSTANT`` seconds, instead of mutmut's 2 × the wall limit (100 CPU-s at least with
   ``timeout_constant = 10``): an infinite loop is stopped after 10 CPU-s, not 100. The wall limit
@@ -25,30 +26,63 @@ and changes three things that cost CPU and decide nothing:
   that stats run ran every selected test in this same process and they passed (mutmut stops
   otherwise): it would run the same tests on the same code a second time.
 
-Both go, one JSON object a line, to the file named by ``COXSWAIN_MUTATE_CPU_LOG``;
-tools/mutate/run.py reads it into the report. Usage (run.py does this)::
+And it narrows mutmut's choice of tests: a test named in ``[tool.coxswain.mutate.judges]`` of
+pyproject.toml runs only for the mutants of the functions its patterns match (``fnmatch`` on
+mutmut's name of the function, ``coxswain.compile.memo.xǁCompileMemoǁcompile``), not for every
+mutant whose function it reaches: a differential test whose two sides both run a mutated
+function cannot tell the mutant apart, and a test that costs seconds runs where it is the
+judge. pyproject.toml says why each test is there.
+
+Usage (run.py does this)::
 
     python tools/mutate/accounting.py run --max-children 2 'coxswain.route.paths.*'
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import math
 import os
 import resource
 import sys
 import time
+import tomllib
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable, Mapping
 
 LOG_ENV: Final = "COXSWAIN_MUTATE_CPU_LOG"
 CPU_LIMIT_FACTOR: Final = 3.0
 CPU_LIMIT_CONSTANT: Final = 10.0
+PYPROJECT: Final = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
+
+def load_judges(text: str) -> dict[str, tuple[str, ...]]:
+    """``[tool.coxswain.mutate.judges]`` of a pyproject.toml: test (a pytest node id, or the
+    start of one: a file, or a test without its parameters) → the patterns of the functions
+    whose mutants it judges."""
+    table = tomllib.loads(text).get("tool", {}).get("coxswain", {}).get("mutate", {})
+    return {test: tuple(patterns) for test, patterns in table.get("judges", {}).items()}
+
+
+def judges_function(test: str, function: str, judges: Mapping[str, tuple[str, ...]]) -> bool:
+    """Whether ``test`` judges the mutants of ``function``: every test does, unless it is
+    named in ``judges``; then only those of the functions its patterns match."""
+    for named, patterns in judges.items():
+        if test == named or test.startswith((named + "::", named + "[")):
+            return any(fnmatch.fnmatchcase(function, pattern) for pattern in patterns)
+    return True
+
+
+def judging(
+    tests: Iterable[str], function: str, judges: Mapping[str, tuple[str, ...]]
+) -> list[str]:
+    """The tests among ``tests`` (those reaching ``function``) that judge its mutants."""
+    return [test for test in tests if judges_function(test, function, judges)]
 
 
 def cpu_seconds() -> float:
@@ -125,7 +159,11 @@ def type_check_by_spans() -> dict[str, Any]:
 def install(log: IO[str]) -> None:
     """Wrap mutmut's phases and its worker reaping so that both report CPU time to ``log``."""
     import mutmut.__main__ as main
+    from mutmut.state import state
+    from mutmut.utils.format_utils import mangled_name_from_mutant_name
     from mutmut.workers import isolation
+
+    judges = load_judges(PYPROJECT.read_text("utf-8"))
 
     for name, phase in (
         ("create_mutants", "generate mutants"),
@@ -165,6 +203,8 @@ def install(log: IO[str]) -> None:
         estimated_time: float,
     ) -> None:
         del cpu_time_limit  # mutmut's: 2 x its wall limit
+        tests = judging(tests, mangled_name_from_mutant_name(mutant_name), judges)
+        estimated_time = sum(state().duration_by_test[test] for test in tests)
         limit = math.ceil(CPU_LIMIT_FACTOR * estimated_time + CPU_LIMIT_CONSTANT)
         original_submit(self, mutant_name, tests, limit, estimated_time)
 

@@ -91,11 +91,11 @@ def _walk(value: object, max_depth: int, max_size: int, *, named: bool) -> int |
                     size += sum(len(key) for key in node if isinstance(key, str))
                 children: Collection[object] = node.values()
                 if named:
-                    below_fields.extend(_below(fields[index], key, depth) for key in node)
+                    below_fields.extend(_named(fields[index], node, depth))
             elif isinstance(node, list | tuple):
                 children = node
                 if named:
-                    below_fields.extend(_below(fields[index], i, depth) for i in range(len(node)))
+                    below_fields.extend(_named(fields[index], range(len(node)), depth))
             else:
                 if isinstance(node, str):
                     size += len(node)
@@ -115,11 +115,17 @@ def _walk(value: object, max_depth: int, max_size: int, *, named: bool) -> int |
     return size
 
 
-def _below(field: str, key: object, depth: int) -> str:
-    """The field name of ``key`` in the value named ``field``: two levels are named, deeper
-    values take the name of their ancestor two levels down."""
+def _named(field: str, keys: Collection[object], depth: int) -> list[str]:
+    """The field names of the values at ``keys`` in the value named ``field``: two levels are
+    named, deeper values take the name of their ancestor two levels down (one list, not a call
+    per value: the values of a YAML alias expanded a million times are named in one step)."""
     if depth > 2:
-        return field
+        return [field] * len(keys)
+    return [_below(field, key, depth) for key in keys]
+
+
+def _below(field: str, key: object, depth: int) -> str:
+    """The field name of ``key``, one of the first two levels, in the value named ``field``."""
     if isinstance(key, int):
         return f"{field}[{key}]"
     name = key[:_PREVIEW] if isinstance(key, str) else preview(key)
