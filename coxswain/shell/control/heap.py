@@ -1,0 +1,59 @@
+"""The controller's cyclic collector: no full pass over the state while it is built.
+
+Why (docs/architecture.md, "Shell patterns"; docs/benchmarks.md, "Controller"): at 1,000
+Gateways the informers' state and the first round's memo are millions of long-lived objects,
+and CPython runs a full collection each time the objects that survived young collections grow
+by a quarter. Each such pass walks the whole heap holding the interpreter lock, wherever it is
+triggered (the loop thread folding a list item, the worker thread compiling): measured at a
+cold start, sixteen passes while the lists built the state (the last ones 1.6 to 3.4 s each,
+17 s in all) and eight more during the first round (0.3 to 1.0 s each), every one of them
+collecting nothing; the event loop that renews the Lease and answers ``/healthz`` waited
+through each.
+
+So, while the state is built (:func:`building`: the lists and the first round), no full
+collection runs; young collections still do, rarer (``YOUNG``, as ``shell.dataplane.server``
+and ``coxswain compile`` set theirs), since a round allocates millions of objects that all
+live. At its end, and after every later round (:func:`settle`), what is alive is frozen
+(:func:`gc.freeze`): the state and memo are immutable values, so a full collection then walks
+only what is newer. The price: an object frozen while alive that later becomes part of a
+reference cycle's garbage is not reclaimed; the state holds no cycles (every full collection
+measured at the cold start collected none).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+__all__ = ["THRESHOLDS", "building", "settle"]
+
+YOUNG: Final = 20_000
+"""Allocations between young collections (CPython's default: 700)."""
+
+THRESHOLDS: Final = (YOUNG, 20, 10)
+"""The collector's thresholds once the state is built (:func:`gc.set_threshold`)."""
+
+_NO_FULL: Final = 2**31 - 1
+"""A full-collection threshold never reached: one per young-generation pass that far."""
+
+
+@contextlib.contextmanager
+def building() -> Iterator[None]:
+    """No full collection inside; on leaving, what is alive is frozen and the collector runs
+    with ``THRESHOLDS``."""
+    gc.set_threshold(YOUNG, THRESHOLDS[1], _NO_FULL)
+    try:
+        yield
+    finally:
+        settle()
+        gc.set_threshold(*THRESHOLDS)
+
+
+def settle() -> None:
+    """After a round: what is alive is frozen, so that full collections walk only what is
+    newer."""
+    gc.freeze()
