@@ -11,9 +11,10 @@ collecting nothing; the event loop that renews the Lease and answers ``/healthz`
 through each.
 
 So, while the state is built (:func:`building`: the lists and the first round), no full
-collection runs; young collections still do, rarer (``YOUNG``, as ``shell.dataplane.server``
-and ``coxswain compile`` set theirs), since a round allocates millions of objects that all
-live. At its end, and after every later round (:func:`settle`), what is alive is frozen
+collection runs; young collections still do, as often as CPython's thresholds say (a pass over
+a young generation is short however large the heap; rarer passes are longer ones, which a
+20,000-allocation threshold showed: young passes of 0.3 to 0.9 s during the lists). At its
+end, and after every later round (:func:`settle`), what is alive is frozen
 (:func:`gc.freeze`): the state and memo are immutable values, so a full collection then walks
 only what is newer. The price: an object frozen while alive that later becomes part of a
 reference cycle's garbage is not reclaimed; the state holds no cycles (every full collection
@@ -29,28 +30,23 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["THRESHOLDS", "building", "settle"]
-
-YOUNG: Final = 20_000
-"""Allocations between young collections (CPython's default: 700)."""
-
-THRESHOLDS: Final = (YOUNG, 20, 10)
-"""The collector's thresholds once the state is built (:func:`gc.set_threshold`)."""
+__all__ = ["building", "settle"]
 
 _NO_FULL: Final = 2**31 - 1
-"""A full-collection threshold never reached: one per young-generation pass that far."""
+"""A full-collection threshold never reached: one per that many middle-generation passes."""
 
 
 @contextlib.contextmanager
 def building() -> Iterator[None]:
-    """No full collection inside; on leaving, what is alive is frozen and the collector runs
-    with ``THRESHOLDS``."""
-    gc.set_threshold(YOUNG, THRESHOLDS[1], _NO_FULL)
+    """No full collection inside; on leaving, what is alive is frozen and the thresholds are
+    restored."""
+    young, middle, full = gc.get_threshold()
+    gc.set_threshold(young, middle, _NO_FULL)
     try:
         yield
     finally:
         settle()
-        gc.set_threshold(*THRESHOLDS)
+        gc.set_threshold(young, middle, full)
 
 
 def settle() -> None:
