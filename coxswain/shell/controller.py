@@ -303,7 +303,6 @@ class _Reconciler:
             while True:
                 await self._settled(delay if failed else RESYNC_EVERY)
                 failed = await self._reconcile(server)
-                heap.settle()
                 delay = min(delay * 2, RETRY[1]) if failed else RETRY[0]
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -440,6 +439,7 @@ class _Reconciler:
         self._forget_versions(snapshots, fleet)
         self._health.reconciles.inc()
         self._health.seconds.observe(trio.current_time() - started)
+        heap.settle(len(changed))
         return self._status.failures + self._provisioner.failures > failures
 
     def _programmed(

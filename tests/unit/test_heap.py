@@ -1,5 +1,6 @@
 """shell.control.heap: no full collection while the controller's state is built; what is
-alive frozen after it and after every round; young collections as before."""
+alive frozen after it and after a round that changed a bulk of objects; young collections as
+before."""
 
 from __future__ import annotations
 
@@ -24,6 +25,18 @@ def test_building_suspends_full_collections_then_freezes_and_sets_the_thresholds
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+def test_a_round_freezes_only_after_a_bulk_of_changes() -> None:
+    try:
+        gc.unfreeze()
+        kept = [[n] for n in range(1000)]
+        heap.settle(heap.BULK - 1)
+        assert gc.get_freeze_count() == 0
+        heap.settle(heap.BULK)
+        assert gc.get_freeze_count() >= len(kept)
+    finally:
+        gc.unfreeze()
 
 
 def test_thresholds_are_restored_even_when_building_fails() -> None:

@@ -14,11 +14,14 @@ So, while the state is built (:func:`building`: the lists and the first round), 
 collection runs; young collections still do, as often as CPython's thresholds say (a pass over
 a young generation is short however large the heap; rarer passes are longer ones, which a
 20,000-allocation threshold showed: young passes of 0.3 to 0.9 s during the lists). At its
-end, and after every later round (:func:`settle`), what is alive is frozen
-(:func:`gc.freeze`): the state and memo are immutable values, so a full collection then walks
-only what is newer. The price: an object frozen while alive that later becomes part of a
-reference cycle's garbage is not reclaimed; the state holds no cycles (every full collection
-measured at the cold start collected none).
+end, and after a later round that folded in a bulk of objects (:func:`settle`: a relist after
+the watch history expired, a mass apply), what is alive is frozen (:func:`gc.freeze`): the
+state and memo are immutable values, so a full collection then walks only what is newer. The
+price: an object frozen while alive that later becomes part of a reference cycle's garbage is
+never reclaimed. The state holds no cycles (every full collection measured at the cold start
+collected none), but the tasks and requests in flight at a freeze may; hence no freeze after a
+small round, whose objects the collector walks in a moment: what leaks is bounded by the bulk
+rounds, not by the rounds.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ __all__ = ["building", "settle"]
 _NO_FULL: Final = 2**31 - 1
 """A full-collection threshold never reached: one per that many middle-generation passes."""
 
+BULK: Final = 1_000
+"""A round that changed at least this many objects freezes what is alive after it."""
+
 
 @contextlib.contextmanager
 def building() -> Iterator[None]:
@@ -49,7 +55,9 @@ def building() -> Iterator[None]:
         gc.set_threshold(young, middle, full)
 
 
-def settle() -> None:
-    """After a round: what is alive is frozen, so that full collections walk only what is
-    newer."""
-    gc.freeze()
+def settle(changed: int | None = None) -> None:
+    """After building the state (``changed`` None) or a round that changed ``changed`` objects
+    (at least :data:`BULK`): what is alive is frozen, so that full collections walk only what
+    is newer."""
+    if changed is None or changed >= BULK:
+        gc.freeze()
