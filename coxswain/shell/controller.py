@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import gc
 import logging
 import random
 import signal
@@ -40,6 +39,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 from coxswain.compile.scope import SharedPool
 from coxswain.shell.backoff import Backoff
+from coxswain.shell.control import heap
 from coxswain.shell.control.cluster_ca import (
     ProxyCertificates,
     load_or_create_ca,
@@ -288,18 +288,15 @@ class _Reconciler:
 
     async def run(self, server: DiscoveryServer, task_status: trio.TaskStatus[int]) -> NoReturn:
         async with trio.open_nursery() as nursery:
-            await self._start_served(nursery)
-            nursery.start_soon(self._probe, nursery)
-            nursery.start_soon(self._follow_fleet, server)
-            for informer in list(self._informers.values()):
-                await informer.synced.wait()
-            # The state the lists built and, after the first round, its memo are millions of
-            # long-lived objects: frozen, a full collection no longer scans them all (a pause
-            # of seconds at 1,000 Gateways, holding the interpreter the event loop needs,
-            # docs/benchmarks.md); they hold no reference cycles to collect.
-            gc.freeze()
-            failed = await self._reconcile(server)
-            gc.freeze()
+            # The state the lists build and the first round's memo are millions of long-lived
+            # objects: no full collection walks them while they are built (:mod:`.heap`).
+            with heap.building():
+                await self._start_served(nursery)
+                nursery.start_soon(self._probe, nursery)
+                nursery.start_soon(self._follow_fleet, server)
+                for informer in list(self._informers.values()):
+                    await informer.synced.wait()
+                failed = await self._reconcile(server)
             self._health.serving = True
             task_status.started(server.port)
             delay = RETRY[0]
@@ -442,6 +439,7 @@ class _Reconciler:
         self._forget_versions(snapshots, fleet)
         self._health.reconciles.inc()
         self._health.seconds.observe(trio.current_time() - started)
+        heap.settle(len(changed))
         return self._status.failures + self._provisioner.failures > failures
 
     def _programmed(

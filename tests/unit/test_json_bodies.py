@@ -147,3 +147,45 @@ def test_a_list_that_cannot_be_read_as_a_whole_is_refused() -> None:
     )
     deep_metadata = {"metadata": nested(3000), "items": [item("a", 3)]}
     assert decode_list(dumps(deep_metadata)) == Refused(TOO_DEEP)
+
+
+@given(
+    st.dictionaries(_TRICKY.filter(lambda k: k not in ("items", "metadata")), _VALUES, max_size=3),
+    st.lists(_VALUES | st.builds(item, _TRICKY.filter(bool), st.just(3)), max_size=5),
+    st.sampled_from([None, 0, 2]),
+    st.sampled_from([(",", ":"), (" ,\t", "\r\n: ")]),
+)
+def test_a_list_is_decoded_a_member_at_a_time_as_a_whole_decode_would(
+    envelope: dict[str, Any],
+    items: list[Any],
+    indent: int | None,
+    separators: tuple[str, str],
+) -> None:
+    """The page's top level and items are decoded one by one (so the interpreter lock changes
+    hands between them), into what one decode of the whole page gives."""
+    meta = {"resourceVersion": "42", "continue": "next"}
+    body = {**envelope, "items": items, "metadata": meta}
+    text = json.dumps(body, indent=indent, separators=separators).encode()
+    assert decode_list(b" \n" + text + b"\t") == Listing(
+        items=[i for i in items if isinstance(i, dict)], version="42", next="next"
+    )
+
+
+def test_a_list_that_is_not_json_is_refused_as_a_whole_decode_would() -> None:
+    for text in (
+        b'{"items": [1,]}',
+        b'{"items": [1 2]}',
+        b'{"items": [1,,2]}',
+        b'{"a": 1,}',
+        b'{"a": 1 "b": 2}',
+        b'{"a" 1}',
+        b"{1: 2}",
+        b'{"items": []} []',
+        b'{"items": []}}',
+        b'{"items": [{}',
+        b"{",
+        b"",
+    ):
+        assert decode_list(text) == Refused("is not JSON"), text
+    assert decode_list(b'{"items": {"a": 1}, "kind": "XList"}') == Listing(items=[], version="")
+    assert decode_list(b"[]") == Refused("is not a JSON object")
