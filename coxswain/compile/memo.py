@@ -110,8 +110,8 @@ if TYPE_CHECKING:
     from coxswain.compile.model.state import ClusterState
     from coxswain.compile.provision import DesiredObjects
     from coxswain.compile.scope import Scope
-    from coxswain.compile.snapshot import Endpoint, GatewayRule, ListenerTable
-    from coxswain.compile.snapshot_json import EndpointPieces
+    from coxswain.compile.snapshot import Endpoint, GatewayRule
+    from coxswain.compile.snapshot_json import EndpointPieces, TableEntry
     from coxswain.compile.status import ObjectStatus
 
 __all__ = ["CompileMemo"]
@@ -144,7 +144,7 @@ class _ScopeEntry:
     endpoint_keys: dict[tuple[str, str], list[tuple[str, int]]]
     parents: frozenset[tuple[str, str]]
     named: frozenset[ObjectKey]
-    table_texts: dict[int, tuple[ListenerTable, int, str, bytes]]
+    table_texts: dict[tuple[int, str], TableEntry]
     other_texts: dict[int, tuple[object, tuple[int, str] | None, str]]
     chain: HashChain
     endpoint_pieces: EndpointPieces
@@ -187,7 +187,7 @@ class CompileMemo:
         self._readers: dict[Read, set[ObjectKey]] = {}  # what routes read → those routes
         self._granted: set[ObjectKey] = set()  # routes that asked a ReferenceGrant question
         self._texts_state: ClusterState | None = None
-        self._texts: Texts[tuple[GatewayRule, str]] = Texts({})
+        self._texts: Texts[int, tuple[GatewayRule, str]] = Texts({})
         self._scopes: dict[Scope, _ScopeEntry] = {}
         self._services: dict[tuple[str, str], _ServiceEntry] = {}  # by namespace, name
         self._outputs: _Outputs | None = None

@@ -45,8 +45,12 @@ if TYPE_CHECKING:
 
     # ``id`` of a rule → the rule (which keeps the ``id`` from being reused) and its JSON text.
     RuleTexts = MutableMapping[int, tuple[GatewayRule, str]]
-    # ``id`` of a listener table → the table, its port and hostname, and its hashed pieces.
-    TableTexts = MutableMapping[int, tuple[ListenerTable, int, str, bytes]]
+    # A listener's slot (internal port, hostname) → its table, the table's hashed pieces (its
+    # head, then one a host), and each host's rule list and piece.
+    TableEntry = tuple[
+        ListenerTable, tuple[bytes, ...], dict[str, tuple[PVector[GatewayRule], bytes]]
+    ]
+    TableTexts = MutableMapping[tuple[int, str], TableEntry]
     # Ingress host → its virtual host and its hashed piece.
     HostTexts = MutableMapping[str, tuple[VirtualHost, str]]
     # ``id`` of a listener health entry or certificate → it, the certificate's port and host,
@@ -164,27 +168,54 @@ def _content_pieces(
             if tables is None:
                 yield "".join(_table_pieces(port, hostname, table, texts))
                 continue
-            known = tables.get(id(table))
-            if known is None or known[0] is not table or known[1:3] != (port, hostname):
-                text = "".join(_table_pieces(port, hostname, table, texts)).encode()
-                known = tables[id(table)] = (table, port, hostname, text)
-            yield known[3]
+            known = tables.get((port, hostname))
+            if known is None or known[0] is not table:
+                known = tables[(port, hostname)] = _table_texts(
+                    port, hostname, table, texts, None if known is None else known[2]
+                )
+            yield from known[1]
     yield from _other_pieces(snapshot, {} if others is None else others)
+
+
+def _table_texts(
+    port: int,
+    hostname: str,
+    table: ListenerTable,
+    texts: RuleTexts,
+    earlier: dict[str, tuple[PVector[GatewayRule], bytes]] | None,
+) -> TableEntry:
+    """A ``TableTexts`` entry: ``_table_pieces``' text as the head's piece and one piece a
+    host, ``earlier``'s piece kept for a host whose rule list is the very same object."""
+    encode = _CANONICAL.encode
+    pieces = [(encode(["listener", port, hostname, _listener_head(table)]) + "\n").encode()]
+    hosts: dict[str, tuple[PVector[GatewayRule], bytes]] = {}
+    for host, rules in sorted(table.hosts.items()):
+        known = None if earlier is None else earlier.get(host)
+        if known is None or known[0] is not rules:
+            known = (rules, "".join(_host_pieces(host, rules, texts)).encode())
+        hosts[host] = known
+        pieces.append(known[1])
+    return table, tuple(pieces), hosts
 
 
 def _table_pieces(
     port: int, hostname: str, table: ListenerTable, texts: RuleTexts
 ) -> Iterator[str]:
     """One listener table's pieces, each followed by a newline."""
-    encode = _CANONICAL.encode
-    yield encode(["listener", port, hostname, _listener_head(table)]) + "\n"
+    yield _CANONICAL.encode(["listener", port, hostname, _listener_head(table)]) + "\n"
     for host, rules in sorted(table.hosts.items()):
-        yield encode(["host", host, len(rules)]) + "\n"
-        for rule in rules:
-            known = texts.get(id(rule))
-            if known is None or known[0] is not rule:
-                known = texts[id(rule)] = (rule, encode(_gateway_rule_data(rule)))
-            yield known[1] + "\n"
+        yield from _host_pieces(host, rules, texts)
+
+
+def _host_pieces(host: str, rules: PVector[GatewayRule], texts: RuleTexts) -> Iterator[str]:
+    """One host's pieces in a listener table, each followed by a newline."""
+    encode = _CANONICAL.encode
+    yield encode(["host", host, len(rules)]) + "\n"
+    for rule in rules:
+        known = texts.get(id(rule))
+        if known is None or known[0] is not rule:
+            known = texts[id(rule)] = (rule, encode(_gateway_rule_data(rule)))
+        yield known[1] + "\n"
 
 
 def _other_pieces(snapshot: Snapshot, others: OtherTexts) -> Iterator[str]:

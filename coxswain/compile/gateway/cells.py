@@ -15,7 +15,8 @@ BackendTLSPolicies in force are equal), a route verdict that is the same object 
 same share, so only the slots a changed, added or removed route touches are gathered again;
 every other slot keeps its entries, and its listener table is that earlier table, not a copy
 (a table is also kept when its listener and rule entries are the very same objects as then),
-and a port's map of tables is kept while its tables are.
+and a port's map of tables is kept while its tables are. Within a slot, only the hosts those
+routes add to are gathered and sorted again: the table's other hosts keep their rule lists.
 Listener health is kept per listener while its verdict and attached-route count are. The
 cells are the same with or without earlier ones.
 A Gateway's listeners are its own and those of the ListenerSets it takes (GEP-1713), all under
@@ -26,7 +27,7 @@ the Gateway's name; a ListenerSet's listener is named ``ns/listenerset/name`` th
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from pyrsistent import pmap, pvector
@@ -59,6 +60,9 @@ Entry = tuple[tuple[object, ...], GatewayRule]
 Slot = tuple[int, str]
 """Where a listener's table sits in the ``gateways`` cell: internal port, listener hostname."""
 
+Place = tuple[Slot, str]
+"""A host of a listener's table: the listener's slot, and the host."""
+
 
 @dataclass(frozen=True, slots=True)
 class Fragment:
@@ -69,31 +73,17 @@ class Fragment:
     hosts: dict[str, list[Entry]]
     table: ListenerTable
 
-    def built_from(
-        self, head: tuple[str, str, int, str, str], hosts: dict[str, list[Entry]]
-    ) -> bool:
-        """Whether ``head`` and ``hosts`` are this fragment's inputs (entries by identity)."""
-        if head != self.head or hosts.keys() != self.hosts.keys():
-            return False
-        for host, entries in hosts.items():
-            earlier = self.hosts[host]
-            if len(entries) != len(earlier) or any(
-                a is not b for a, b in zip(entries, earlier, strict=True)
-            ):
-                return False
-        return True
-
 
 @dataclass(frozen=True, slots=True)
 class RoutePart:
-    """One route's share of the cells: ``adds`` the entries it puts on each slot's hosts, in
-    the order ``build_cells`` walks its parentRefs and attachments; ``backends`` the backends
-    and mirror backends of those entries, once per Gateway serving it; ``listeners`` the ``id``
-    of the listener verdict of each of its attachments (serving or not: attached-route
-    counts)."""
+    """One route's share of the cells: ``adds`` the entries it puts on each slot's hosts (by
+    slot and host, in the order ``build_cells`` walks its parentRefs and attachments);
+    ``backends`` the backends and mirror backends of those entries, once per Gateway serving
+    it; ``listeners`` the ``id`` of the listener verdict of each of its attachments (serving or
+    not: attached-route counts)."""
 
     route: RouteVerdict
-    adds: tuple[tuple[Slot, str, Sequence[Entry]], ...]
+    adds: dict[Place, list[Sequence[Entry]]]
     backends: tuple[Backend, ...]
     listeners: tuple[int, ...]
 
@@ -103,7 +93,7 @@ class GatewayCells:
     """The Gateway API parts of a snapshot (the backends they use: ``parts``' ``backends``),
     and what an incremental call reads (``context``: the analysis' objects every route's share
     depends on; ``parts``: ``id`` of a route verdict → its share, in route order; ``rules``:
-    slot → host → entries; ``members``: slot → the ``id`` of the routes adding to it;
+    slot → host → entries; ``members``: slot → host → the ``id`` of the routes adding there;
     ``counts``: attached routes by ``id`` of listener verdict; ``health_of``: ``id`` of
     listener verdict → the verdict, its count and port, and its health entry;
     ``health_order``: the health entries unsorted; ``ports``: internal port → its listeners'
@@ -118,7 +108,7 @@ class GatewayCells:
     context: tuple[object, ...]
     parts: dict[int, RoutePart]
     rules: dict[Slot, dict[str, list[Entry]]]
-    members: dict[Slot, list[int]]
+    members: dict[Slot, dict[str, list[int]]]
     counts: dict[int, int]
     health_of: dict[int, tuple[ListenerVerdict, int, int | None, ListenerHealth]]
     health_order: tuple[ListenerHealth, ...]
@@ -285,7 +275,7 @@ def _in_order(
 
 def _route_part(route: RouteVerdict, model: GatewayModel) -> RoutePart:
     """One route's share of the cells (``RoutePart``)."""
-    adds: list[tuple[Slot, str, Sequence[Entry]]] = []
+    adds: dict[Place, list[Sequence[Entry]]] = {}
     backends: list[Backend] = []
     listeners: list[int] = []
     secured: dict[ObjectKey, Sequence[Entry]] = {}
@@ -311,8 +301,9 @@ def _route_part(route: RouteVerdict, model: GatewayModel) -> RoutePart:
                 )
                 secured[served_by] = entries
                 backends.extend(_backends(entries))
-            adds.extend(((port, verdict.host_key), host, entries) for host in attachment.hostnames)
-    return RoutePart(route, tuple(adds), tuple(backends), tuple(listeners))
+            for host in attachment.hostnames:
+                adds.setdefault(((port, verdict.host_key), host), []).append(entries)
+    return RoutePart(route, adds, tuple(backends), tuple(listeners))
 
 
 def _gather(
@@ -321,27 +312,37 @@ def _gather(
     gone: list[RoutePart],
     positions: dict[int, int],
     rules: dict[Slot, dict[str, list[Entry]]],
-    members: dict[Slot, list[int]],
+    members: dict[Slot, dict[str, list[int]]],
 ) -> None:
-    """Gather again, in ``rules`` and ``members``, the slots the ``fresh`` and ``gone`` shares
-    add to: each from the shares adding to it now, in route order."""
-    adding: dict[Slot, set[int]] = {}
+    """Gather again, in ``rules`` and ``members``, the hosts the ``fresh`` and ``gone`` shares
+    add to: each from the shares adding to it now, in route order. A slot changed gets new
+    maps (those of the earlier cells are left as they were) in which its other hosts keep
+    their very lists: a one-route change costs its hosts, not its listener's table."""
+    renewed = {id(part.route) for part in fresh}
+    adding: dict[Slot, dict[str, set[int]]] = {}
     for part in gone:
-        for slot, _, _ in part.adds:
-            adding.setdefault(slot, set())
+        for slot, host in part.adds:
+            adding.setdefault(slot, {}).setdefault(host, set())
     for part in fresh:
-        for slot, _, _ in part.adds:
-            adding.setdefault(slot, set()).add(id(part.route))
-    for slot, added in adding.items():
-        kept = [key for key in members.get(slot, ()) if key in parts and key not in added]
-        now = sorted({*kept, *added}, key=positions.__getitem__)
-        hosts: dict[str, list[Entry]] = defaultdict(list)
-        for key in now:
-            for at, host, entries in parts[key].adds:
-                if at == slot:
-                    hosts[host].extend(entries)
-        if now:
-            members[slot], rules[slot] = now, dict(hosts)
+        for slot, host in part.adds:
+            adding.setdefault(slot, {}).setdefault(host, set()).add(id(part.route))
+    for slot, by_host in adding.items():
+        hosts, adders = dict(rules.get(slot, {})), dict(members.get(slot, {}))
+        for host, added in by_host.items():
+            # an unchanged share still adds where it added; a renewed one where it says now
+            kept = [key for key in adders.get(host, ()) if key in parts and key not in renewed]
+            now = sorted({*kept, *added}, key=positions.__getitem__)
+            if not now:
+                adders.pop(host, None)
+                hosts.pop(host, None)
+                continue
+            entries: list[Entry] = []
+            for key in now:
+                for found in parts[key].adds[(slot, host)]:
+                    entries.extend(found)
+            adders[host], hosts[host] = now, entries
+        if hosts:
+            members[slot], rules[slot] = adders, hosts
         else:
             members.pop(slot, None)
             rules.pop(slot, None)
@@ -405,25 +406,47 @@ def _fragment(
     hosts: dict[str, list[Entry]],
     earlier: Fragment | None,
 ) -> Fragment:
-    """The table of the listener at ``slot``, ``earlier``'s when built from the same inputs
-    (``hosts`` the very same map, or holding the very same entries)."""
+    """The table of the listener at ``slot``: ``earlier``'s when built from the same inputs
+    (``hosts`` the very same map, or holding the very same entries), else ``earlier``'s with
+    only the hosts whose entries are not the very same ones sorted again (the others keep
+    their rule lists: the proxy and the content hash find them unchanged by identity)."""
     head = (*listener, slot[1])
-    if earlier is not None and (
-        (earlier.hosts is hosts and earlier.head == head) or earlier.built_from(head, hosts)
-    ):
-        return earlier
     gateway, name, port, protocol = listener
-    table = ListenerTable(
-        gateway=gateway,
-        listener=name,
-        port=port,
-        protocol=protocol,
-        hostname=slot[1],
-        hosts=pmap(
-            {
-                host: pvector(rule for _, rule in sorted(entries, key=lambda e: e[0]))
-                for host, entries in hosts.items()
-            }
-        ),
+    if earlier is None or earlier.head != head:
+        ordered = pmap({host: _ordered(entries) for host, entries in hosts.items()})
+        table = ListenerTable(
+            gateway=gateway, listener=name, port=port, protocol=protocol, hostname=slot[1],
+            hosts=ordered,
+        )  # fmt: skip
+        return Fragment(head, hosts, table)
+    if earlier.hosts is hosts:
+        return earlier
+    was = earlier.hosts
+    changed = [
+        (host, entries)
+        for host, entries in hosts.items()
+        if not _same_entries(was.get(host), entries)
+    ]
+    dropped = was.keys() - hosts.keys()
+    if not changed and not dropped:
+        return earlier
+    evolver = earlier.table.hosts.evolver()
+    for host, entries in changed:
+        evolver[host] = _ordered(entries)
+    for host in dropped:
+        evolver.remove(host)
+    return Fragment(head, hosts, replace(earlier.table, hosts=evolver.persistent()))
+
+
+def _ordered(entries: list[Entry]) -> PVector[GatewayRule]:
+    """A host's rules in precedence order."""
+    return pvector(rule for _, rule in sorted(entries, key=lambda e: e[0]))
+
+
+def _same_entries(earlier: list[Entry] | None, entries: list[Entry]) -> bool:
+    """Whether ``entries`` are ``earlier``'s, the very same objects in the same order."""
+    return earlier is entries or (
+        earlier is not None
+        and len(earlier) == len(entries)
+        and all(a is b for a, b in zip(earlier, entries, strict=True))
     )
-    return Fragment(head, hosts, table)
