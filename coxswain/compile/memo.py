@@ -79,6 +79,7 @@ from coxswain.compile.provision import provision
 from coxswain.compile.recorded import Read, RecordedGrants, RecordedServices
 from coxswain.compile.scope import GatewayScope, SharedPool
 from coxswain.compile.snapshot_json import (
+    edited_table_text,
     endpoint_piece,
     endpoint_pieces,
     head_digest,
@@ -111,7 +112,7 @@ if TYPE_CHECKING:
     from coxswain.compile.provision import DesiredObjects
     from coxswain.compile.scope import Scope
     from coxswain.compile.snapshot import Endpoint, GatewayRule
-    from coxswain.compile.snapshot_json import EndpointPieces, TableEntry
+    from coxswain.compile.snapshot_json import EndpointPieces, TableText
     from coxswain.compile.status import ObjectStatus
 
 __all__ = ["CompileMemo"]
@@ -144,7 +145,7 @@ class _ScopeEntry:
     endpoint_keys: dict[tuple[str, str], list[tuple[str, int]]]
     parents: frozenset[tuple[str, str]]
     named: frozenset[ObjectKey]
-    table_texts: dict[tuple[int, str], TableEntry]
+    table_texts: dict[tuple[int, str], TableText]
     other_texts: dict[int, tuple[object, tuple[int, str] | None, str]]
     chain: HashChain
     endpoint_pieces: EndpointPieces
@@ -452,6 +453,9 @@ class CompileMemo:
         tables = Texts({} if earlier is None else earlier.table_texts)
         others = Texts({} if earlier is None else earlier.other_texts)
         chain = HashChain() if earlier is None else earlier.chain
+        for slot, fragment in parts.cells.fragments.items():
+            if fragment.edits is not None:
+                edited_table_text(tables, slot, fragment.table, fragment.edits, self._texts)
         head = head_digest(parts.snapshot, self._texts, tables, self.ingresses.texts, chain, others)
         endpoints = parts.snapshot.endpoints
         same_endpoints = earlier is not None and earlier.parts.snapshot.endpoints is endpoints

@@ -43,7 +43,7 @@ from coxswain.compile.snapshot import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
 
     from pyrsistent.typing import PMap, PVector
 
@@ -67,11 +67,15 @@ Place = tuple[Slot, str]
 @dataclass(frozen=True, slots=True)
 class Fragment:
     """One listener's table and the inputs it was built from (``head``: the table's own fields;
-    ``hosts``: host → its entries before sorting, a map ``build_cells`` never changes)."""
+    ``hosts``: host → its entries before sorting, a map ``build_cells`` never changes);
+    ``edits``: the earlier table of the slot it was made from and the hosts set again or
+    removed there (None: made afresh), so that the content hash redoes only those hosts
+    (``snapshot_json.edited_table_text``)."""
 
     head: tuple[str, str, int, str, str]
     hosts: dict[str, list[Entry]]
     table: ListenerTable
+    edits: tuple[ListenerTable, frozenset[str]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +186,7 @@ def build_cells(model: GatewayModel, earlier: GatewayCells | None = None) -> Gat
     rules = {} if not known or earlier is None else dict(earlier.rules)
     members = {} if not known or earlier is None else dict(earlier.members)
     counts = {} if not known or earlier is None else dict(earlier.counts)
-    _gather(parts, fresh, gone, positions, rules, members)
+    gathered = _gather(parts, fresh, gone, positions, rules, members)
     for part in gone:
         for attached_to in part.listeners:
             counts[attached_to] -= 1
@@ -215,6 +219,7 @@ def build_cells(model: GatewayModel, earlier: GatewayCells | None = None) -> Gat
                 slot,
                 rules.get(slot, {}),
                 None if earlier is None else earlier.fragments.get(slot),
+                gathered.get(slot, {}).keys() if known else None,
             )
             if verdict.certificate is not None:
                 tls[port][verdict.host_key] = verdict.certificate
@@ -313,11 +318,12 @@ def _gather(
     positions: dict[int, int],
     rules: dict[Slot, dict[str, list[Entry]]],
     members: dict[Slot, dict[str, list[int]]],
-) -> None:
+) -> dict[Slot, dict[str, set[int]]]:
     """Gather again, in ``rules`` and ``members``, the hosts the ``fresh`` and ``gone`` shares
-    add to: each from the shares adding to it now, in route order. A slot changed gets new
-    maps (those of the earlier cells are left as they were) in which its other hosts keep
-    their very lists: a one-route change costs its hosts, not its listener's table."""
+    add to: each from the shares adding to it now, in route order; those hosts by slot. A
+    slot changed gets new maps (those of the earlier cells are left as they were) in which its
+    other hosts keep their very lists: a one-route change costs its hosts, not its
+    listener's table."""
     renewed = {id(part.route) for part in fresh}
     adding: dict[Slot, dict[str, set[int]]] = {}
     for part in gone:
@@ -346,6 +352,7 @@ def _gather(
         else:
             members.pop(slot, None)
             rules.pop(slot, None)
+    return adding
 
 
 def _health(gateway: str, verdict: ListenerVerdict, port: int | None, count: int) -> ListenerHealth:
@@ -368,11 +375,11 @@ def _port_tables(
     earlier: tuple[dict[str, Fragment], PMap[str, ListenerTable]] | None,
 ) -> tuple[dict[str, Fragment], PMap[str, ListenerTable]]:
     """A port's listener fragments by hostname and its ``gateways`` entry, ``earlier``'s entry
-    when its fragments are the very same objects (the entry's tables are theirs)."""
+    when its fragments' tables are the very same objects (the entry's tables are theirs)."""
     if (
         earlier is not None
         and by_host.keys() == earlier[0].keys()
-        and all(f is earlier[0][h] for h, f in by_host.items())
+        and all(f.table is earlier[0][h].table for h, f in by_host.items())
     ):
         return by_host, earlier[1]
     return by_host, pmap({host: fragment.table for host, fragment in by_host.items()})
@@ -405,11 +412,13 @@ def _fragment(
     slot: Slot,
     hosts: dict[str, list[Entry]],
     earlier: Fragment | None,
+    gathered: Collection[str] | None,
 ) -> Fragment:
     """The table of the listener at ``slot``: ``earlier``'s when built from the same inputs
-    (``hosts`` the very same map, or holding the very same entries), else ``earlier``'s with
-    only the hosts whose entries are not the very same ones sorted again (the others keep
-    their rule lists: the proxy and the content hash find them unchanged by identity)."""
+    (``hosts`` holding the very same entries), else ``earlier``'s with only the hosts whose
+    entries are not the very same ones sorted again (the others keep their rule lists: the
+    proxy and the content hash find them unchanged by identity). ``gathered``: the only hosts
+    whose entries may differ from ``earlier``'s (None: any may)."""
     head = (*listener, slot[1])
     gateway, name, port, protocol = listener
     if earlier is None or earlier.head != head:
@@ -422,20 +431,21 @@ def _fragment(
     if earlier.hosts is hosts:
         return earlier
     was = earlier.hosts
-    changed = [
-        (host, entries)
-        for host, entries in hosts.items()
-        if not _same_entries(was.get(host), entries)
-    ]
-    dropped = was.keys() - hosts.keys()
-    if not changed and not dropped:
-        return earlier
     evolver = earlier.table.hosts.evolver()
-    for host, entries in changed:
-        evolver[host] = _ordered(entries)
-    for host in dropped:
-        evolver.remove(host)
-    return Fragment(head, hosts, replace(earlier.table, hosts=evolver.persistent()))
+    edited: set[str] = set()
+    for host in (hosts.keys() | was.keys()) if gathered is None else gathered:
+        entries = hosts.get(host)
+        if entries is None:
+            if host in was:
+                evolver.remove(host)
+                edited.add(host)
+        elif not _same_entries(was.get(host), entries):
+            evolver[host] = _ordered(entries)
+            edited.add(host)
+    if not edited:
+        return Fragment(head, hosts, earlier.table, earlier.edits)
+    table = replace(earlier.table, hosts=evolver.persistent())
+    return Fragment(head, hosts, table, (earlier.table, frozenset(edited)))
 
 
 def _ordered(entries: list[Entry]) -> PVector[GatewayRule]:
