@@ -147,33 +147,44 @@ def _content_pieces(
     tables: TableTexts | None,
     hosts: HostTexts | None,
     others: OtherTexts | None,
-) -> Iterator[str | bytes]:
+) -> list[str | bytes]:
     """Everything ``snapshot_to_data`` holds but ``version`` and ``endpoints``, as canonical
     JSON pieces each followed by a newline (which compact JSON never holds), a listener table's
-    as bytes; ``texts`` holds rules encoded already, ``tables`` listener tables'."""
+    as bytes; ``texts`` holds rules encoded already, ``tables`` listener tables'. A list, built
+    by extending with kept tables' pieces: at thousands of listeners, yielding them one by one
+    was a good part of a round."""
     encode = _CANONICAL.encode
     ingress = snapshot.ingress
-    yield encode(["scope", str(snapshot.scope), ingress.http_port, ingress.https_port]) + "\n"
+    pieces: list[str | bytes] = [
+        encode(["scope", str(snapshot.scope), ingress.http_port, ingress.https_port]) + "\n"
+    ]
     for host, vhost in sorted(ingress.hosts.items()):
         hashed = None if hosts is None else hosts.get(host)
         if hashed is None or hashed[0] is not vhost:
             hashed = (vhost, encode(["ingress", host, _vhost_data(vhost)]) + "\n")
             if hosts is not None:
                 hosts[host] = hashed
-        yield hashed[1]
+        pieces.append(hashed[1])
     for port, by_hostname in sorted(snapshot.gateways.items()):
-        yield encode(["gateways", port, len(by_hostname)]) + "\n"  # empty maps count too
+        pieces.append(_count_piece("gateways", port, len(by_hostname)))  # empty maps count too
         for hostname, table in sorted(by_hostname.items()):
             if tables is None:
-                yield "".join(_table_pieces(port, hostname, table, texts))
+                pieces.append("".join(_table_pieces(port, hostname, table, texts)))
                 continue
             known = tables.get((port, hostname))
             if known is None or known.table is not table:
                 known = tables[(port, hostname)] = _table_text(
                     port, hostname, table, texts, None if known is None else known.hosts
                 )
-            yield from known.pieces
-    yield from _other_pieces(snapshot, {} if others is None else others)
+            pieces.extend(known.pieces)
+    pieces.extend(_other_pieces(snapshot, {} if others is None else others))
+    return pieces
+
+
+def _count_piece(cell: str, port: int, count: int) -> str:
+    """``encode([cell, port, count])`` and a newline, for two integers: the canonical JSON of
+    an integer is its decimal digits (a piece a port, so not through the encoder)."""
+    return f'["{cell}",{port:d},{count:d}]\n'
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +278,7 @@ def _other_pieces(snapshot: Snapshot, others: OtherTexts) -> Iterator[str]:
     health entries and certificates encoded already."""
     encode = _CANONICAL.encode
     for port, validations in sorted(snapshot.client_certs.items()):
-        yield encode(["client_certs", port, len(validations)]) + "\n"
+        yield _count_piece("client_certs", port, len(validations))
         for host, c in sorted(validations.items()):
             yield encode(["client_cert", port, host, c.ca_pem, c.mode]) + "\n"
     for health in snapshot.listener_health:
@@ -277,7 +288,7 @@ def _other_pieces(snapshot: Snapshot, others: OtherTexts) -> Iterator[str]:
             known = others[id(health)] = (health, None, text)
         yield known[2]
     for port, certificates in sorted(snapshot.tls.items()):
-        yield encode(["tls", port, len(certificates)]) + "\n"
+        yield _count_piece("tls", port, len(certificates))
         for host, cert in sorted(certificates.items()):
             known = others.get(id(cert))
             if known is None or known[0] is not cert or known[1] != (port, host):
