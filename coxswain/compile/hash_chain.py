@@ -12,6 +12,7 @@ gives.
 from __future__ import annotations
 
 import hashlib
+import operator
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
@@ -42,9 +43,15 @@ class HashChain:
         piece that is not the last call's piece at its place (the same object, or equal)."""
         now = list(pieces)
         earlier = self.pieces
+        identical = list(map(operator.is_, now, earlier))  # at C speed: most pieces are
         same = 0
-        for new, old in zip(now, earlier, strict=False):
-            if new is not old and new != old:
+        while same < len(identical):
+            try:
+                same = identical.index(False, same)
+            except ValueError:
+                same = len(identical)
+                break
+            if now[same] != earlier[same]:
                 break
             same += 1
         kept = bisect_right(self.marks, same)  # the marks at or before the first change

@@ -79,6 +79,7 @@ from coxswain.compile.provision import provision
 from coxswain.compile.recorded import Read, RecordedGrants, RecordedServices
 from coxswain.compile.scope import GatewayScope, SharedPool
 from coxswain.compile.snapshot_json import (
+    edited_table_text,
     endpoint_piece,
     endpoint_pieces,
     head_digest,
@@ -110,8 +111,8 @@ if TYPE_CHECKING:
     from coxswain.compile.model.state import ClusterState
     from coxswain.compile.provision import DesiredObjects
     from coxswain.compile.scope import Scope
-    from coxswain.compile.snapshot import Endpoint, GatewayRule, ListenerTable
-    from coxswain.compile.snapshot_json import EndpointPieces
+    from coxswain.compile.snapshot import Endpoint, GatewayRule
+    from coxswain.compile.snapshot_json import EndpointPieces, TableText
     from coxswain.compile.status import ObjectStatus
 
 __all__ = ["CompileMemo"]
@@ -144,7 +145,7 @@ class _ScopeEntry:
     endpoint_keys: dict[tuple[str, str], list[tuple[str, int]]]
     parents: frozenset[tuple[str, str]]
     named: frozenset[ObjectKey]
-    table_texts: dict[int, tuple[ListenerTable, int, str, bytes]]
+    table_texts: dict[tuple[int, str], TableText]
     other_texts: dict[int, tuple[object, tuple[int, str] | None, str]]
     chain: HashChain
     endpoint_pieces: EndpointPieces
@@ -187,7 +188,7 @@ class CompileMemo:
         self._readers: dict[Read, set[ObjectKey]] = {}  # what routes read → those routes
         self._granted: set[ObjectKey] = set()  # routes that asked a ReferenceGrant question
         self._texts_state: ClusterState | None = None
-        self._texts: Texts[tuple[GatewayRule, str]] = Texts({})
+        self._texts: Texts[int, tuple[GatewayRule, str]] = Texts({})
         self._scopes: dict[Scope, _ScopeEntry] = {}
         self._services: dict[tuple[str, str], _ServiceEntry] = {}  # by namespace, name
         self._outputs: _Outputs | None = None
@@ -452,6 +453,9 @@ class CompileMemo:
         tables = Texts({} if earlier is None else earlier.table_texts)
         others = Texts({} if earlier is None else earlier.other_texts)
         chain = HashChain() if earlier is None else earlier.chain
+        for slot, fragment in parts.cells.fragments.items():
+            if fragment.edits is not None:
+                edited_table_text(tables, slot, fragment.table, fragment.edits, self._texts)
         head = head_digest(parts.snapshot, self._texts, tables, self.ingresses.texts, chain, others)
         endpoints = parts.snapshot.endpoints
         same_endpoints = earlier is not None and earlier.parts.snapshot.endpoints is endpoints

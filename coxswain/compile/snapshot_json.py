@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import fields, replace
+from bisect import bisect_left
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from coxswain.compile.snapshot import INGRESS_ACTION_FIELDS, BackendProtocol
@@ -19,7 +20,7 @@ from coxswain.compile.snapshot_read import SnapshotFormatError, snapshot_from_da
 
 if TYPE_CHECKING:
     from _hashlib import HASH
-    from collections.abc import Iterator, Mapping, MutableMapping
+    from collections.abc import Collection, Iterator, Mapping, MutableMapping
 
     from pyrsistent.typing import PVector
 
@@ -45,8 +46,8 @@ if TYPE_CHECKING:
 
     # ``id`` of a rule → the rule (which keeps the ``id`` from being reused) and its JSON text.
     RuleTexts = MutableMapping[int, tuple[GatewayRule, str]]
-    # ``id`` of a listener table → the table, its port and hostname, and its hashed pieces.
-    TableTexts = MutableMapping[int, tuple[ListenerTable, int, str, bytes]]
+    # A listener's slot (internal port, hostname) → its table's hashed pieces.
+    TableTexts = MutableMapping[tuple[int, str], "TableText"]
     # Ingress host → its virtual host and its hashed piece.
     HostTexts = MutableMapping[str, tuple[VirtualHost, str]]
     # ``id`` of a listener health entry or certificate → it, the certificate's port and host,
@@ -57,7 +58,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SnapshotFormatError",
+    "TableText",
     "dump_snapshot",
+    "edited_table_text",
     "endpoint_piece",
     "endpoint_pieces",
     "head_digest",
@@ -144,47 +147,130 @@ def _content_pieces(
     tables: TableTexts | None,
     hosts: HostTexts | None,
     others: OtherTexts | None,
-) -> Iterator[str | bytes]:
+) -> list[str | bytes]:
     """Everything ``snapshot_to_data`` holds but ``version`` and ``endpoints``, as canonical
     JSON pieces each followed by a newline (which compact JSON never holds), a listener table's
-    as bytes; ``texts`` holds rules encoded already, ``tables`` listener tables'."""
+    as bytes; ``texts`` holds rules encoded already, ``tables`` listener tables'. A list, built
+    by extending with kept tables' pieces: at thousands of listeners, yielding them one by one
+    was a good part of a round."""
     encode = _CANONICAL.encode
     ingress = snapshot.ingress
-    yield encode(["scope", str(snapshot.scope), ingress.http_port, ingress.https_port]) + "\n"
+    pieces: list[str | bytes] = [
+        encode(["scope", str(snapshot.scope), ingress.http_port, ingress.https_port]) + "\n"
+    ]
     for host, vhost in sorted(ingress.hosts.items()):
         hashed = None if hosts is None else hosts.get(host)
         if hashed is None or hashed[0] is not vhost:
             hashed = (vhost, encode(["ingress", host, _vhost_data(vhost)]) + "\n")
             if hosts is not None:
                 hosts[host] = hashed
-        yield hashed[1]
+        pieces.append(hashed[1])
     for port, by_hostname in sorted(snapshot.gateways.items()):
-        yield encode(["gateways", port, len(by_hostname)]) + "\n"  # empty maps count too
+        pieces.append(_count_piece("gateways", port, len(by_hostname)))  # empty maps count too
         for hostname, table in sorted(by_hostname.items()):
             if tables is None:
-                yield "".join(_table_pieces(port, hostname, table, texts))
+                pieces.append("".join(_table_pieces(port, hostname, table, texts)))
                 continue
-            known = tables.get(id(table))
-            if known is None or known[0] is not table or known[1:3] != (port, hostname):
-                text = "".join(_table_pieces(port, hostname, table, texts)).encode()
-                known = tables[id(table)] = (table, port, hostname, text)
-            yield known[3]
-    yield from _other_pieces(snapshot, {} if others is None else others)
+            known = tables.get((port, hostname))
+            if known is None or known.table is not table:
+                known = tables[(port, hostname)] = _table_text(
+                    port, hostname, table, texts, None if known is None else known.hosts
+                )
+            pieces.extend(known.pieces)
+    pieces.extend(_other_pieces(snapshot, {} if others is None else others))
+    return pieces
+
+
+def _count_piece(cell: str, port: int, count: int) -> str:
+    """``encode([cell, port, count])`` and a newline, for two integers: the canonical JSON of
+    an integer is its decimal digits (a piece a port, so not through the encoder)."""
+    return f'["{cell}",{port:d},{count:d}]\n'
+
+
+@dataclass(frozen=True, slots=True)
+class TableText:
+    """A listener table's hashed pieces (``_table_pieces``' text): its head's, then one a
+    host, in host order (``names``); ``hosts``: each host's rule list and piece."""
+
+    table: ListenerTable
+    pieces: tuple[bytes, ...]
+    names: tuple[str, ...]
+    hosts: dict[str, tuple[PVector[GatewayRule], bytes]]
+
+
+def _table_text(
+    port: int,
+    hostname: str,
+    table: ListenerTable,
+    texts: RuleTexts,
+    earlier: dict[str, tuple[PVector[GatewayRule], bytes]] | None,
+) -> TableText:
+    """A table's ``TableText``, ``earlier``'s piece kept for a host whose rule list is the
+    very same object."""
+    encode = _CANONICAL.encode
+    pieces = [(encode(["listener", port, hostname, _listener_head(table)]) + "\n").encode()]
+    hosts: dict[str, tuple[PVector[GatewayRule], bytes]] = {}
+    for host, rules in sorted(table.hosts.items()):
+        known = None if earlier is None else earlier.get(host)
+        if known is None or known[0] is not rules:
+            known = (rules, "".join(_host_pieces(host, rules, texts)).encode())
+        hosts[host] = known
+        pieces.append(known[1])
+    return TableText(table, tuple(pieces), tuple(hosts), hosts)
+
+
+def edited_table_text(
+    tables: TableTexts,
+    slot: tuple[int, str],
+    table: ListenerTable,
+    edits: tuple[ListenerTable, Collection[str]],
+    texts: RuleTexts,
+) -> None:
+    """Put in ``tables`` the ``TableText`` of ``table``, the table at ``slot`` made from the
+    earlier one of ``edits`` (the same head) by setting or removing only the hosts of
+    ``edits``, from that table's text when ``tables`` holds it: those hosts are encoded, the
+    others' pieces kept, and none of the table's hosts is read or sorted (at 10,000 hosts,
+    that was most of a one-route edit's hashing)."""
+    base, edited = edits
+    known = tables.get(slot)
+    if known is None or known.table is not base:
+        return  # head_digest makes it afresh
+    names, pieces, hosts = list(known.names), list(known.pieces), dict(known.hosts)
+    for host in sorted(edited):
+        at = bisect_left(names, host)
+        present = at < len(names) and names[at] == host
+        rules = table.hosts.get(host)
+        if rules is None:
+            if present:
+                del names[at], pieces[at + 1], hosts[host]
+            continue
+        hosts[host] = (rules, "".join(_host_pieces(host, rules, texts)).encode())
+        if present:
+            pieces[at + 1] = hosts[host][1]
+        else:
+            names.insert(at, host)
+            pieces.insert(at + 1, hosts[host][1])
+    tables[slot] = TableText(table, tuple(pieces), tuple(names), hosts)
 
 
 def _table_pieces(
     port: int, hostname: str, table: ListenerTable, texts: RuleTexts
 ) -> Iterator[str]:
     """One listener table's pieces, each followed by a newline."""
-    encode = _CANONICAL.encode
-    yield encode(["listener", port, hostname, _listener_head(table)]) + "\n"
+    yield _CANONICAL.encode(["listener", port, hostname, _listener_head(table)]) + "\n"
     for host, rules in sorted(table.hosts.items()):
-        yield encode(["host", host, len(rules)]) + "\n"
-        for rule in rules:
-            known = texts.get(id(rule))
-            if known is None or known[0] is not rule:
-                known = texts[id(rule)] = (rule, encode(_gateway_rule_data(rule)))
-            yield known[1] + "\n"
+        yield from _host_pieces(host, rules, texts)
+
+
+def _host_pieces(host: str, rules: PVector[GatewayRule], texts: RuleTexts) -> Iterator[str]:
+    """One host's pieces in a listener table, each followed by a newline."""
+    encode = _CANONICAL.encode
+    yield encode(["host", host, len(rules)]) + "\n"
+    for rule in rules:
+        known = texts.get(id(rule))
+        if known is None or known[0] is not rule:
+            known = texts[id(rule)] = (rule, encode(_gateway_rule_data(rule)))
+        yield known[1] + "\n"
 
 
 def _other_pieces(snapshot: Snapshot, others: OtherTexts) -> Iterator[str]:
@@ -192,7 +278,7 @@ def _other_pieces(snapshot: Snapshot, others: OtherTexts) -> Iterator[str]:
     health entries and certificates encoded already."""
     encode = _CANONICAL.encode
     for port, validations in sorted(snapshot.client_certs.items()):
-        yield encode(["client_certs", port, len(validations)]) + "\n"
+        yield _count_piece("client_certs", port, len(validations))
         for host, c in sorted(validations.items()):
             yield encode(["client_cert", port, host, c.ca_pem, c.mode]) + "\n"
     for health in snapshot.listener_health:
@@ -202,7 +288,7 @@ def _other_pieces(snapshot: Snapshot, others: OtherTexts) -> Iterator[str]:
             known = others[id(health)] = (health, None, text)
         yield known[2]
     for port, certificates in sorted(snapshot.tls.items()):
-        yield encode(["tls", port, len(certificates)]) + "\n"
+        yield _count_piece("tls", port, len(certificates))
         for host, cert in sorted(certificates.items()):
             known = others.get(id(cert))
             if known is None or known[0] is not cert or known[1] != (port, host):

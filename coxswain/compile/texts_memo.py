@@ -14,31 +14,32 @@ if TYPE_CHECKING:
 
 __all__ = ["Texts"]
 
+_K = TypeVar("_K")
 _V = TypeVar("_V")
 
 
-class Texts(MutableMapping[int, _V]):
+class Texts(MutableMapping[_K, _V]):
     """Texts (``snapshot_json``'s ``RuleTexts``, ``TableTexts``) used now,
     falling back on those used the time before: texts the last use did not ask for are
     dropped, so the map never outgrows what one snapshot holds."""
 
-    def __init__(self, older: dict[int, _V]) -> None:
-        self.now: dict[int, _V] = {}
+    def __init__(self, older: dict[_K, _V]) -> None:
+        self.now: dict[_K, _V] = {}
         self.older = older
 
-    def __getitem__(self, key: int) -> _V:
+    def __getitem__(self, key: _K) -> _V:
         found = self.now.get(key)
         if found is None:
             found = self.now[key] = self.older[key]
         return found
 
-    def __setitem__(self, key: int, value: _V) -> None:
+    def __setitem__(self, key: _K, value: _V) -> None:
         self.now[key] = value
 
-    def __delitem__(self, key: int) -> None:
+    def __delitem__(self, key: _K) -> None:
         del self.now[key]
 
-    def __iter__(self) -> Iterator[int]:
+    def __iter__(self) -> Iterator[_K]:
         return iter(self.now)
 
     def __len__(self) -> int:

@@ -197,8 +197,10 @@ def _index_listener(table: ListenerTable, previous: ListenerIndex | None) -> Lis
         index = None if previous is None else _by_name(previous, host)
         if not (
             index is not None
-            and len(index.rules) == len(rules)
-            and all(map(operator.is_, index.rules, rules))
+            and (
+                index.rules is rules
+                or (len(index.rules) == len(rules) and all(map(operator.is_, index.rules, rules)))
+            )
         ):
             index = _index_host(rules)
         if host == "*":

@@ -146,6 +146,7 @@ def _folder_feed(
             settings.manifests,
             lambda state, bodies: on_state(proxy, state, bodies),
             interval=settings.poll_interval,
+            changed=publisher.memo.changed,
             task_status=task_status,
         )
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from coxswain.compile import build_state
 from coxswain.compile.model.state import TABLE_NAMES
+from coxswain.compile.state_changes import changes
 from coxswain.shell.sources import read_file
 from coxswain.shell.standalone.folder_state import FolderState
 
@@ -74,7 +75,12 @@ def test_folder_state_equals_a_fresh_build_after_every_edit(
                 path.write_text(CONTENTS[content])
                 stamps[str(path)] = (len(CONTENTS[content]), number, 0)
             in_order = sorted(stamps.items())
-            state.update(in_order)
+            if state.update(in_order):  # the keys it says it may have changed cover the change
+                assert state.change is not None
+                base, after, keys = state.change
+                assert base is before
+                assert after is state.state
+                assert changes(before, after) <= keys
             assert state.read == (content is not None)
             fresh = [body for path, _ in in_order for body in read_file(path)]
             assert state.bodies == fresh

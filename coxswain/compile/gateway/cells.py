@@ -15,7 +15,8 @@ BackendTLSPolicies in force are equal), a route verdict that is the same object 
 same share, so only the slots a changed, added or removed route touches are gathered again;
 every other slot keeps its entries, and its listener table is that earlier table, not a copy
 (a table is also kept when its listener and rule entries are the very same objects as then),
-and a port's map of tables is kept while its tables are.
+and a port's map of tables is kept while its tables are. Within a slot, only the hosts those
+routes add to are gathered and sorted again: the table's other hosts keep their rule lists.
 Listener health is kept per listener while its verdict and attached-route count are. The
 cells are the same with or without earlier ones.
 A Gateway's listeners are its own and those of the ListenerSets it takes (GEP-1713), all under
@@ -26,7 +27,7 @@ the Gateway's name; a ListenerSet's listener is named ``ns/listenerset/name`` th
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from pyrsistent import pmap, pvector
@@ -42,7 +43,7 @@ from coxswain.compile.snapshot import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
 
     from pyrsistent.typing import PMap, PVector
 
@@ -59,41 +60,34 @@ Entry = tuple[tuple[object, ...], GatewayRule]
 Slot = tuple[int, str]
 """Where a listener's table sits in the ``gateways`` cell: internal port, listener hostname."""
 
+Place = tuple[Slot, str]
+"""A host of a listener's table: the listener's slot, and the host."""
+
 
 @dataclass(frozen=True, slots=True)
 class Fragment:
     """One listener's table and the inputs it was built from (``head``: the table's own fields;
-    ``hosts``: host → its entries before sorting, a map ``build_cells`` never changes)."""
+    ``hosts``: host → its entries before sorting, a map ``build_cells`` never changes);
+    ``edits``: the earlier table of the slot it was made from and the hosts set again or
+    removed there (None: made afresh), so that the content hash redoes only those hosts
+    (``snapshot_json.edited_table_text``)."""
 
     head: tuple[str, str, int, str, str]
     hosts: dict[str, list[Entry]]
     table: ListenerTable
-
-    def built_from(
-        self, head: tuple[str, str, int, str, str], hosts: dict[str, list[Entry]]
-    ) -> bool:
-        """Whether ``head`` and ``hosts`` are this fragment's inputs (entries by identity)."""
-        if head != self.head or hosts.keys() != self.hosts.keys():
-            return False
-        for host, entries in hosts.items():
-            earlier = self.hosts[host]
-            if len(entries) != len(earlier) or any(
-                a is not b for a, b in zip(entries, earlier, strict=True)
-            ):
-                return False
-        return True
+    edits: tuple[ListenerTable, frozenset[str]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class RoutePart:
-    """One route's share of the cells: ``adds`` the entries it puts on each slot's hosts, in
-    the order ``build_cells`` walks its parentRefs and attachments; ``backends`` the backends
-    and mirror backends of those entries, once per Gateway serving it; ``listeners`` the ``id``
-    of the listener verdict of each of its attachments (serving or not: attached-route
-    counts)."""
+    """One route's share of the cells: ``adds`` the entries it puts on each slot's hosts (by
+    slot and host, in the order ``build_cells`` walks its parentRefs and attachments);
+    ``backends`` the backends and mirror backends of those entries, once per Gateway serving
+    it; ``listeners`` the ``id`` of the listener verdict of each of its attachments (serving or
+    not: attached-route counts)."""
 
     route: RouteVerdict
-    adds: tuple[tuple[Slot, str, Sequence[Entry]], ...]
+    adds: dict[Place, list[Sequence[Entry]]]
     backends: tuple[Backend, ...]
     listeners: tuple[int, ...]
 
@@ -103,7 +97,7 @@ class GatewayCells:
     """The Gateway API parts of a snapshot (the backends they use: ``parts``' ``backends``),
     and what an incremental call reads (``context``: the analysis' objects every route's share
     depends on; ``parts``: ``id`` of a route verdict → its share, in route order; ``rules``:
-    slot → host → entries; ``members``: slot → the ``id`` of the routes adding to it;
+    slot → host → entries; ``members``: slot → host → the ``id`` of the routes adding there;
     ``counts``: attached routes by ``id`` of listener verdict; ``health_of``: ``id`` of
     listener verdict → the verdict, its count and port, and its health entry;
     ``health_order``: the health entries unsorted; ``ports``: internal port → its listeners'
@@ -118,7 +112,7 @@ class GatewayCells:
     context: tuple[object, ...]
     parts: dict[int, RoutePart]
     rules: dict[Slot, dict[str, list[Entry]]]
-    members: dict[Slot, list[int]]
+    members: dict[Slot, dict[str, list[int]]]
     counts: dict[int, int]
     health_of: dict[int, tuple[ListenerVerdict, int, int | None, ListenerHealth]]
     health_order: tuple[ListenerHealth, ...]
@@ -192,7 +186,7 @@ def build_cells(model: GatewayModel, earlier: GatewayCells | None = None) -> Gat
     rules = {} if not known or earlier is None else dict(earlier.rules)
     members = {} if not known or earlier is None else dict(earlier.members)
     counts = {} if not known or earlier is None else dict(earlier.counts)
-    _gather(parts, fresh, gone, positions, rules, members)
+    gathered = _gather(parts, fresh, gone, positions, rules, members)
     for part in gone:
         for attached_to in part.listeners:
             counts[attached_to] -= 1
@@ -225,6 +219,7 @@ def build_cells(model: GatewayModel, earlier: GatewayCells | None = None) -> Gat
                 slot,
                 rules.get(slot, {}),
                 None if earlier is None else earlier.fragments.get(slot),
+                gathered.get(slot, {}).keys() if known else None,
             )
             if verdict.certificate is not None:
                 tls[port][verdict.host_key] = verdict.certificate
@@ -285,7 +280,7 @@ def _in_order(
 
 def _route_part(route: RouteVerdict, model: GatewayModel) -> RoutePart:
     """One route's share of the cells (``RoutePart``)."""
-    adds: list[tuple[Slot, str, Sequence[Entry]]] = []
+    adds: dict[Place, list[Sequence[Entry]]] = {}
     backends: list[Backend] = []
     listeners: list[int] = []
     secured: dict[ObjectKey, Sequence[Entry]] = {}
@@ -311,8 +306,9 @@ def _route_part(route: RouteVerdict, model: GatewayModel) -> RoutePart:
                 )
                 secured[served_by] = entries
                 backends.extend(_backends(entries))
-            adds.extend(((port, verdict.host_key), host, entries) for host in attachment.hostnames)
-    return RoutePart(route, tuple(adds), tuple(backends), tuple(listeners))
+            for host in attachment.hostnames:
+                adds.setdefault(((port, verdict.host_key), host), []).append(entries)
+    return RoutePart(route, adds, tuple(backends), tuple(listeners))
 
 
 def _gather(
@@ -321,30 +317,42 @@ def _gather(
     gone: list[RoutePart],
     positions: dict[int, int],
     rules: dict[Slot, dict[str, list[Entry]]],
-    members: dict[Slot, list[int]],
-) -> None:
-    """Gather again, in ``rules`` and ``members``, the slots the ``fresh`` and ``gone`` shares
-    add to: each from the shares adding to it now, in route order."""
-    adding: dict[Slot, set[int]] = {}
+    members: dict[Slot, dict[str, list[int]]],
+) -> dict[Slot, dict[str, set[int]]]:
+    """Gather again, in ``rules`` and ``members``, the hosts the ``fresh`` and ``gone`` shares
+    add to: each from the shares adding to it now, in route order; those hosts by slot. A
+    slot changed gets new maps (those of the earlier cells are left as they were) in which its
+    other hosts keep their very lists: a one-route change costs its hosts, not its
+    listener's table."""
+    renewed = {id(part.route) for part in fresh}
+    adding: dict[Slot, dict[str, set[int]]] = {}
     for part in gone:
-        for slot, _, _ in part.adds:
-            adding.setdefault(slot, set())
+        for slot, host in part.adds:
+            adding.setdefault(slot, {}).setdefault(host, set())
     for part in fresh:
-        for slot, _, _ in part.adds:
-            adding.setdefault(slot, set()).add(id(part.route))
-    for slot, added in adding.items():
-        kept = [key for key in members.get(slot, ()) if key in parts and key not in added]
-        now = sorted({*kept, *added}, key=positions.__getitem__)
-        hosts: dict[str, list[Entry]] = defaultdict(list)
-        for key in now:
-            for at, host, entries in parts[key].adds:
-                if at == slot:
-                    hosts[host].extend(entries)
-        if now:
-            members[slot], rules[slot] = now, dict(hosts)
+        for slot, host in part.adds:
+            adding.setdefault(slot, {}).setdefault(host, set()).add(id(part.route))
+    for slot, by_host in adding.items():
+        hosts, adders = dict(rules.get(slot, {})), dict(members.get(slot, {}))
+        for host, added in by_host.items():
+            # an unchanged share still adds where it added; a renewed one where it says now
+            kept = [key for key in adders.get(host, ()) if key in parts and key not in renewed]
+            now = sorted({*kept, *added}, key=positions.__getitem__)
+            if not now:
+                adders.pop(host, None)
+                hosts.pop(host, None)
+                continue
+            entries: list[Entry] = []
+            for key in now:
+                for found in parts[key].adds[(slot, host)]:
+                    entries.extend(found)
+            adders[host], hosts[host] = now, entries
+        if hosts:
+            members[slot], rules[slot] = adders, hosts
         else:
             members.pop(slot, None)
             rules.pop(slot, None)
+    return adding
 
 
 def _health(gateway: str, verdict: ListenerVerdict, port: int | None, count: int) -> ListenerHealth:
@@ -367,11 +375,11 @@ def _port_tables(
     earlier: tuple[dict[str, Fragment], PMap[str, ListenerTable]] | None,
 ) -> tuple[dict[str, Fragment], PMap[str, ListenerTable]]:
     """A port's listener fragments by hostname and its ``gateways`` entry, ``earlier``'s entry
-    when its fragments are the very same objects (the entry's tables are theirs)."""
+    when its fragments' tables are the very same objects (the entry's tables are theirs)."""
     if (
         earlier is not None
         and by_host.keys() == earlier[0].keys()
-        and all(f is earlier[0][h] for h, f in by_host.items())
+        and all(f.table is earlier[0][h].table for h, f in by_host.items())
     ):
         return by_host, earlier[1]
     return by_host, pmap({host: fragment.table for host, fragment in by_host.items()})
@@ -404,26 +412,51 @@ def _fragment(
     slot: Slot,
     hosts: dict[str, list[Entry]],
     earlier: Fragment | None,
+    gathered: Collection[str] | None,
 ) -> Fragment:
-    """The table of the listener at ``slot``, ``earlier``'s when built from the same inputs
-    (``hosts`` the very same map, or holding the very same entries)."""
+    """The table of the listener at ``slot``: ``earlier``'s when built from the same inputs
+    (``hosts`` holding the very same entries), else ``earlier``'s with only the hosts whose
+    entries are not the very same ones sorted again (the others keep their rule lists: the
+    proxy and the content hash find them unchanged by identity). ``gathered``: the only hosts
+    whose entries may differ from ``earlier``'s (None: any may)."""
     head = (*listener, slot[1])
-    if earlier is not None and (
-        (earlier.hosts is hosts and earlier.head == head) or earlier.built_from(head, hosts)
-    ):
-        return earlier
     gateway, name, port, protocol = listener
-    table = ListenerTable(
-        gateway=gateway,
-        listener=name,
-        port=port,
-        protocol=protocol,
-        hostname=slot[1],
-        hosts=pmap(
-            {
-                host: pvector(rule for _, rule in sorted(entries, key=lambda e: e[0]))
-                for host, entries in hosts.items()
-            }
-        ),
+    if earlier is None or earlier.head != head:
+        ordered = pmap({host: _ordered(entries) for host, entries in hosts.items()})
+        table = ListenerTable(
+            gateway=gateway, listener=name, port=port, protocol=protocol, hostname=slot[1],
+            hosts=ordered,
+        )  # fmt: skip
+        return Fragment(head, hosts, table)
+    if earlier.hosts is hosts:
+        return earlier
+    was = earlier.hosts
+    evolver = earlier.table.hosts.evolver()
+    edited: set[str] = set()
+    for host in (hosts.keys() | was.keys()) if gathered is None else gathered:
+        entries = hosts.get(host)
+        if entries is None:
+            if host in was:
+                evolver.remove(host)
+                edited.add(host)
+        elif not _same_entries(was.get(host), entries):
+            evolver[host] = _ordered(entries)
+            edited.add(host)
+    if not edited:
+        return Fragment(head, hosts, earlier.table, earlier.edits)
+    table = replace(earlier.table, hosts=evolver.persistent())
+    return Fragment(head, hosts, table, (earlier.table, frozenset(edited)))
+
+
+def _ordered(entries: list[Entry]) -> PVector[GatewayRule]:
+    """A host's rules in precedence order."""
+    return pvector(rule for _, rule in sorted(entries, key=lambda e: e[0]))
+
+
+def _same_entries(earlier: list[Entry] | None, entries: list[Entry]) -> bool:
+    """Whether ``entries`` are ``earlier``'s, the very same objects in the same order."""
+    return earlier is entries or (
+        earlier is not None
+        and len(earlier) == len(entries)
+        and all(a is b for a, b in zip(earlier, entries, strict=True))
     )
-    return Fragment(head, hosts, table)

@@ -296,7 +296,10 @@ def finish_model(
     """The model of ``frame`` with its candidate routes' verdicts before cross serving is
     settled (``attach_candidate``, in candidate order) and the findings about their parentRefs
     naming no Gateway in the input (``parents_not_found``, in the same order). Pure."""
-    routes = settle_cross_serving(list(attached))
+    if state.grpcroutes or state.streamroutes:
+        routes = settle_cross_serving(list(attached))
+    else:  # HTTPRoutes alone: nothing to settle, and no walk over every route to say so
+        routes = tuple(attached)
     return GatewayModel(
         **{f.name: getattr(frame, f.name) for f in fields(ParentVerdicts)},
         routes=routes,

@@ -64,6 +64,9 @@ class FolderState:
         self._files: dict[str, _File] = {}
         self._providers: dict[ObjectKey, list[str]] = {}  # key → the files holding it
         self.read = 0  # files read by the last update
+        # the last update that changed something: the state before, the state after, and
+        # the keys it may have changed (what ``compile.memo.CompileMemo.changed`` is told)
+        self.change: tuple[ClusterState, ClusterState, frozenset[ObjectKey]] | None = None
 
     @property
     def bodies(self) -> list[SourcedBody]:
@@ -100,10 +103,11 @@ class FolderState:
                 touched.add(key)
         previous = self._files
         self._files = {path: fresh.get(path) or previous[path] for path in stamps}
-        state = self.state
+        state = base = self.state
         for key in sorted(touched):
             state = apply(state, self._event(key))
         self.state = self._diagnosed(state)
+        self.change = (base, self.state, frozenset(touched))
         return True
 
     def _event(self, key: ObjectKey) -> Upserted | Deleted:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 import trio
@@ -35,9 +36,10 @@ from coxswain.shell.standalone.folder_state import FolderState, Stamp
 from coxswain.shell.standalone.inotify import open_inotify
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Awaitable, Collection, Sequence
 
     from coxswain.compile import ClusterState
+    from coxswain.compile.model.keys import ObjectKey
     from coxswain.compile.model.manifests import SourcedBody
     from coxswain.shell.standalone.inotify import Changes, Inotify
 
@@ -54,6 +56,8 @@ RESCAN_INTERVAL: Final = 10.0
 log = logging.getLogger("coxswain.serve")
 
 Fingerprint = tuple[tuple[str, Stamp], ...]
+Changed = Callable[["ClusterState", "ClusterState", "Collection[ObjectKey]"], None]
+"""Told a state before a change, the state after and the keys it may have changed."""
 
 
 def fingerprint(roots: Sequence[str]) -> Fingerprint:
@@ -150,18 +154,22 @@ async def watch_manifests(
     *,
     interval: float = POLL_INTERVAL,
     notify: bool = True,
+    changed: Changed | None = None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Hand ``on_state`` the state of ``roots`` now and after every change; never returns.
     ``task_status.started()`` once the first state has been handled. ``notify``: follow
-    changes through inotify where there is one (else: poll every ``interval``).
+    changes through inotify where there is one (else: poll every ``interval``). ``changed``
+    is told, before ``on_state``, the state before, the new one and the keys the files read
+    held or hold (``compile.memo.CompileMemo.changed``: the memo then reads those keys rather
+    than comparing every object of the two states).
 
     Raises:
         LoadError: the first read failed (``file:line: message``).
     """
     inotify = open_inotify() if notify else None
     try:
-        await _follow(roots, on_state, interval, inotify, task_status)
+        await _follow(roots, on_state, interval, inotify, changed, task_status)
     finally:
         if inotify is not None:
             inotify.close()
@@ -172,6 +180,7 @@ async def _follow(
     on_state: Callable[[ClusterState, list[SourcedBody]], Awaitable[None]],
     interval: float,
     inotify: Inotify | None,
+    changed_keys: Changed | None,
     task_status: trio.TaskStatus[None],
 ) -> None:
     folder = FolderState()
@@ -205,6 +214,8 @@ async def _follow(
                 log.error("%s; still serving the last good manifests", err)
         else:
             reported = None
+            if changed and changed_keys is not None and folder.change is not None:
+                changed_keys(*folder.change)
             if changed or not started:
                 await on_state(folder.state, folder.bodies)
             if not started:
