@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from coxswain.http2.response import grpc_answer_fields, stream_fields
+from coxswain.http2.grpc_answer import grpc_answer_fields
+from coxswain.http2.response import stream_fields
 from coxswain.route.answers import own_fields
 from coxswain.route.grpc_status import answers_in_grpc, grpc_code, is_grpc_media_type
 from coxswain.route.relay import SERVER

@@ -75,8 +75,8 @@ from coxswain.http2.frames import (
     PREFACE,
     PROTOCOL_ERROR,
 )
+from coxswain.http2.grpc_answer import grpc_trailers
 from coxswain.http2.request import CONNECT_REFUSED, RequestHeads, trailer_fields
-from coxswain.http2.response import grpc_trailers
 from coxswain.http2.server import ServerConnection
 from coxswain.route.grpc_status import grpc_code
 from coxswain.shell.dataplane.downstream import Exchange
