@@ -86,12 +86,13 @@ def test_prior_knowledge_routes_and_forwards_as_http1_does(tmp_path: Path) -> No
 def test_many_streams_share_one_connection(tmp_path: Path) -> None:
     def client(run: Running) -> None:
         h2c = H2Client(run.http_port)
-        streams = [h2c.send("GET", f"/n{i}") for i in range(20)]
-        responses = h2c.wait(*streams)
-        assert [r.status for r in responses] == [200] * 20
-        assert sorted(echo(r.body)["target"] for r in responses) == sorted(
-            f"/n{i}" for i in range(20)
-        )
+        for _ in range(2):  # the second round on the tasks the first left parked (.h2_workers)
+            streams = [h2c.send("GET", f"/n{i}") for i in range(20)]
+            responses = h2c.wait(*streams)
+            assert [r.status for r in responses] == [200] * 20
+            assert sorted(echo(r.body)["target"] for r in responses) == sorted(
+                f"/n{i}" for i in range(20)
+            )
         h2c.close()
 
     run_proxy(tmp_path, hosts, client)

@@ -454,11 +454,13 @@ class H2Session(H2Sender):
                 with timer.scope:
                     while job is not None:
                         await self._exchange(job)
-                        self._end(job)
-                        job = None
+                        ended, job = job, None
+                        self._end(ended)  # which forgets it, even when it raises
                         if timer.scope.cancel_called:
                             break  # cancelled after its exchange (a deadline): spent
                         job = await self._workers.park(worker)
+                    else:
+                        return  # enough workers are parked: this one ends
             finally:
                 if job is not None and not timer.scope.cancelled_caught:
                     timer.disarm()  # an error, or the connection's end: forget the stream
