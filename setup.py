@@ -47,6 +47,7 @@ COMPILED = [
     "coxswain/http2/hpack.py",
     "coxswain/http2/server.py",
     "coxswain/http2/fields.py",
+    "coxswain/http2/response.py",
     "coxswain/http2/request.py",
     "coxswain/http2/connection.py",
     "coxswain/http2/client.py",

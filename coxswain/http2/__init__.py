@@ -13,8 +13,9 @@ under :mod:`coxswain.shell.dataplane.h2_upstream`. Here also:
   :class:`~coxswain.http1.RequestHead` that routing and forwarding take, as for HTTP/1.1;
 - :mod:`.backend`: a request's header list towards an HTTP/2 backend, its response head
   checked and turned into the :class:`~coxswain.http1.ResponseHead` the relay takes;
-- :mod:`.response`: the header lists of relayed responses and of the proxy's own answers,
-  gRPC's Trailers-Only form among them;
+- :mod:`.response`: the header lists of relayed responses;
+- :mod:`.grpc_answer`: the proxy's own gRPC answers, in Trailers-Only form, and the trailers
+  of a call it cuts;
 - :mod:`.budget`: what a client may make the proxy do for nothing.
 """
 
@@ -32,6 +33,7 @@ from coxswain.http2 import (
     hpack,
     hpack_tables,
     request,
+    response,
     server,
 )
 
@@ -39,5 +41,6 @@ __all__ = ["NATIVE_MODULES"]
 
 # setup.py's COMPILED of this package, as modules (tests/unit/test_build.py checks the lists)
 NATIVE_MODULES: Final = (
-    events, frames, hpack_tables, hpack, server, fields, request, connection, client, backend,
+    events, frames, hpack_tables, hpack, server, fields, response, request, connection, client,
+    backend,
 )  # fmt: skip

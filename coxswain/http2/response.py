@@ -5,28 +5,23 @@ relay rules and the route's edits (:mod:`coxswain.route.relay`); on an HTTP/2 st
 written with ``:status`` first and names in lower case, and without the connection-specific
 fields HTTP/2 forbids (RFC 9113 §8.2.2, §8.3.2). There is no reason phrase in HTTP/2.
 
-Where the proxy answers a gRPC call itself (:mod:`coxswain.route.grpc_status`), the answer is
-gRPC's "Trailers-Only" (gRPC over HTTP/2, "Responses"): ``:status 200``, ``content-type:
-application/grpc``, ``grpc-status`` and ``grpc-message``, in one HEADERS frame that ends the
-stream; the client reads the outcome from ``grpc-status``, not from the HTTP status.
+Compiled with mypyc (setup.py): every relayed response's fields pass here. The proxy's own
+gRPC answers are :mod:`.grpc_answer`'s.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from coxswain.route.grpc_status import grpc_message
-
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["grpc_answer_fields", "grpc_trailers", "stream_fields"]
+__all__ = ["stream_fields"]
 
 _CONNECTION_SPECIFIC: Final = frozenset(
     {b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade", b"te"}
 )
 _STATUS: Final = {code: str(code).encode() for code in range(100, 600)}
-_GRPC_CONTENT_TYPE: Final = b"application/grpc"
 
 
 def stream_fields(status: int, headers: Sequence[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
@@ -37,21 +32,3 @@ def stream_fields(status: int, headers: Sequence[tuple[bytes, bytes]]) -> list[t
         if lower not in _CONNECTION_SPECIFIC:
             fields.append((lower, value))
     return fields
-
-
-def grpc_answer_fields(
-    code: int, message: str, *, server: bytes, date: bytes
-) -> list[tuple[bytes, bytes]]:
-    """The header list of a Trailers-Only answer with ``grpc-status: code``. Pure."""
-    return [
-        (b":status", b"200"),
-        (b"content-type", _GRPC_CONTENT_TYPE),
-        *grpc_trailers(code, message),
-        (b"server", server),
-        (b"date", date),
-    ]
-
-
-def grpc_trailers(code: int, message: str) -> list[tuple[bytes, bytes]]:
-    """``grpc-status`` and ``grpc-message``: the trailers that end a gRPC response. Pure."""
-    return [(b"grpc-status", str(code).encode()), (b"grpc-message", grpc_message(message))]

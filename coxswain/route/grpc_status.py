@@ -21,7 +21,7 @@ An HTTPRoute's rule is answered in HTTP whatever the request: its route chose HT
 The answer itself (:func:`grpc_message` for its text) is "Trailers-Only": one HEADERS frame
 ending the stream, with ``:status 200``, ``content-type: application/grpc``, ``grpc-status``
 and ``grpc-message`` (gRPC over HTTP/2, "Responses"), made by
-:func:`coxswain.http2.response.grpc_answer_fields`. Pure.
+:func:`coxswain.http2.grpc_answer.grpc_answer_fields`. Pure.
 """
 
 from __future__ import annotations

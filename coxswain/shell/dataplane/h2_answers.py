@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from coxswain.http2.response import grpc_answer_fields, stream_fields
+from coxswain.http2.grpc_answer import grpc_answer_fields
+from coxswain.http2.response import stream_fields
 from coxswain.route.answers import own_fields
-from coxswain.route.grpc_status import answers_in_grpc, is_grpc_media_type
+from coxswain.route.grpc_status import answers_in_grpc, grpc_code, is_grpc_media_type
 from coxswain.route.relay import SERVER
 from coxswain.shell.dataplane.wire import http_date
 
@@ -18,7 +19,32 @@ if TYPE_CHECKING:
     from coxswain.route.grpc_status import GrpcCode
     from coxswain.shell.dataplane.h2_stream import Sender
 
-__all__ = ["in_grpc", "own_answer"]
+__all__ = ["answer_request", "in_grpc", "own_answer"]
+
+
+def answer_request(
+    conn: Sender, stream_id: int, status: int, reason: str, decision: Decision, head: RequestHead
+) -> None:
+    """Make the frames of the proxy's answer to the request: the decision's own (a redirect,
+    a filter's status, with its ``Location`` and fields) when it has a status, else the
+    failed exchange's; a gRPC status where :func:`in_grpc` says so."""
+    redirect = decision.status is not None
+    action = decision.action
+    code = grpc_code(
+        status, filter_problem=redirect and action is not None and bool(action.problem)
+    )
+    if code is not None and not in_grpc(decision, head):
+        code = None
+    own_answer(
+        conn,
+        stream_id,
+        status,
+        reason,
+        head.method == b"HEAD",
+        location=decision.redirect if redirect else None,
+        fields=decision.response_fields if redirect else (),
+        grpc=code,
+    )
 
 
 def own_answer(

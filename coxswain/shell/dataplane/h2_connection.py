@@ -9,8 +9,8 @@ Design:
 
 - **One reader, many streams.** The connection's task reads bytes, hands them to the
   :class:`~coxswain.http2.server.ServerConnection`, and dispatches its events; each request
-  runs in a task of its own (:meth:`H2Session._stream`), routed and forwarded exactly as an
-  HTTP/1.1 request is (:mod:`coxswain.http2.request`, :mod:`.upstream`, :mod:`.h2_stream`).
+  is served by a worker task kept between streams (:mod:`.h2_workers`), routed and forwarded
+  as an HTTP/1.1 request is (:mod:`coxswain.http2.request`, :mod:`.upstream`, :mod:`.h2_stream`).
   Frames go out through the connection's one writer (:mod:`.h2_writer`), those of many
   streams in one send, in the order they were made.
 - **Settings**: at most :data:`MAX_CONCURRENT_STREAMS` streams at once, a header list of at
@@ -75,15 +75,16 @@ from coxswain.http2.frames import (
     PREFACE,
     PROTOCOL_ERROR,
 )
+from coxswain.http2.grpc_answer import grpc_trailers
 from coxswain.http2.request import CONNECT_REFUSED, RequestHeads, trailer_fields
-from coxswain.http2.response import grpc_trailers
 from coxswain.http2.server import ServerConnection
 from coxswain.route.grpc_status import grpc_code
 from coxswain.shell.dataplane.downstream import Exchange
 from coxswain.shell.dataplane.external_auth import authorized
-from coxswain.shell.dataplane.h2_answers import in_grpc, own_answer
+from coxswain.shell.dataplane.h2_answers import answer_request, in_grpc, own_answer
 from coxswain.shell.dataplane.h2_sender import H2Sender
 from coxswain.shell.dataplane.h2_stream import H2Body, H2Downstream
+from coxswain.shell.dataplane.h2_workers import Workers
 from coxswain.shell.dataplane.h2_writer import FrameWriter
 from coxswain.shell.dataplane.tries import Answer, ClientProtocolError
 from coxswain.shell.dataplane.wire import RECEIVE_SIZE, Timer
@@ -93,6 +94,7 @@ if TYPE_CHECKING:
     from coxswain.http2.events import Event as H2Event
     from coxswain.route.plan import ListenerSpec
     from coxswain.shell.dataplane.capacity import Capacity
+    from coxswain.shell.dataplane.h2_workers import Worker
     from coxswain.shell.dataplane.metrics import Metrics
     from coxswain.shell.dataplane.served import Routed, Served
     from coxswain.shell.dataplane.upstream import Forwarder, Timeouts
@@ -152,7 +154,20 @@ class Proxy(Protocol):
 
 
 class _Stream:
-    __slots__ = ("body", "downstream", "head", "reset_by_client", "stream_id", "timer")
+    """A stream's request, and what its exchange made, for its end (:meth:`H2Session._end`)."""
+
+    __slots__ = (
+        "answer",
+        "body",
+        "downstream",
+        "exchange",
+        "head",
+        "reset_by_client",
+        "routed",
+        "started",
+        "stream_id",
+        "timer",
+    )
 
     def __init__(
         self,
@@ -168,6 +183,10 @@ class _Stream:
         self.downstream = downstream
         self.timer = timer
         self.reset_by_client = False
+        self.routed: Routed | None = None
+        self.exchange = Exchange()
+        self.answer: Answer | None = None
+        self.started = 0.0
 
 
 class H2Session(H2Sender):
@@ -205,6 +224,7 @@ class H2Session(H2Sender):
         self.trusted = trusted
         self._streams: dict[int, _Stream] = {}
         self._heads = RequestHeads()  # the last request's head, for the next identical one
+        self._workers: Workers[_Stream] = Workers()
         self._budget = Budget(trio.current_time())
         self._receiving: trio.CancelScope | None = None
         self._idle_wait = False
@@ -400,7 +420,8 @@ class H2Session(H2Sender):
             return
         proxy = self.proxy
         timeouts = proxy.config.timeouts
-        timer = Timer(proxy.forwarder.watchdog)
+        worker = self._workers.idle()
+        timer = Timer(proxy.forwarder.watchdog) if worker is None else worker.timer
         state = _Stream(
             stream_id,
             head,
@@ -416,17 +437,50 @@ class H2Session(H2Sender):
             timer,
         )
         self._streams[stream_id] = state
-        nursery.start_soon(self._stream, state, name="coxswain h2 stream")  # no name to format
+        if worker is None:
+            worker = self._workers.new(timer, state)
+            nursery.start_soon(self._work, worker, name="coxswain h2 streams")  # no name to format
+        else:
+            self._workers.hand(worker, state)
 
-    async def _stream(self, state: _Stream) -> None:
-        stream_id = state.stream_id
+    async def _work(self, worker: Worker[_Stream]) -> None:
+        """Serve streams one after another (:mod:`.h2_workers`) inside the worker's timer's
+        scope, until one is cut (the scope caught a cancellation) or its deadline passed: the
+        timer is then spent and replaced."""
+        job: _Stream | None = self._workers.first(worker)
+        while job is not None:
+            timer = worker.timer
+            try:
+                with timer.scope:
+                    while job is not None:
+                        await self._exchange(job)
+                        ended, job = job, None
+                        self._end(ended)  # which forgets it, even when it raises
+                        if timer.scope.cancel_called:
+                            break  # cancelled after its exchange (a deadline): spent
+                        job = await self._workers.park(worker)
+                    else:
+                        return  # enough workers are parked: this one ends
+            finally:
+                if job is not None and not timer.scope.cancelled_caught:
+                    timer.disarm()  # an error, or the connection's end: forget the stream
+                    self._finish(job.stream_id, job)
+            if job is not None:  # cut
+                self._end(job)
+            worker.timer = Timer(self.proxy.forwarder.watchdog)
+            job = await self._workers.park(worker)
+
+    async def _exchange(self, state: _Stream) -> None:
+        """Route and forward one stream's request, or answer it; fills ``state``."""
         head = state.head
         proxy = self.proxy
-        started = time.perf_counter()
+        state.started = time.perf_counter()
         served = proxy.served
         assert served is not None
         spec = self.spec
-        routed = served.route(spec.port, head, tls=spec.tls, sni=self.sni, client=self.client)
+        routed = state.routed = served.route(
+            spec.port, head, tls=spec.tls, sni=self.sni, client=self.client
+        )
         if routed.decision.external_auth is not None:  # ``auth-url``: its answer decides
             routed, head = await authorized(
                 proxy.forwarder,
@@ -436,80 +490,60 @@ class H2Session(H2Sender):
                 scheme=b"https" if spec.tls else b"http",
                 client=self.client,
             )
+            state.routed, state.head = routed, head
         decision = routed.decision
         if decision.checks is not None and decision.checks.max_body:
             state.body.limit(decision.checks.max_body)  # proxy-body-size, counted as DATA come
-        exchange = Exchange()
+        exchange = state.exchange
         answer: Answer | None = None
-        timer = state.timer
-        try:
-            with timer.scope:
-                if decision.status is not None:
-                    answer = Answer(decision.status, decision.reason)
+        if decision.status is not None:
+            answer = Answer(decision.status, decision.reason)
+        else:
+            try:
+                await proxy.forwarder.forward(
+                    client=state.body,
+                    downstream=state.downstream,
+                    head=head,
+                    routed=routed,
+                    served=served,
+                    proto=b"https" if spec.tls else b"http",
+                    client_address=self._address,
+                    trusted=self.trusted,
+                    exchange=exchange,
+                )
+            except Answer as err:
+                exchange.upstream = err.upstream or exchange.upstream
+                if exchange.response_started:
+                    self.reset(state.stream_id)
                 else:
-                    try:
-                        await proxy.forwarder.forward(
-                            client=state.body,
-                            downstream=state.downstream,
-                            head=head,
-                            routed=routed,
-                            served=served,
-                            proto=b"https" if spec.tls else b"http",
-                            client_address=self._address,
-                            trusted=self.trusted,
-                            exchange=exchange,
-                        )
-                    except Answer as err:
-                        exchange.upstream = err.upstream or exchange.upstream
-                        if exchange.response_started:
-                            self.reset(stream_id)
-                        else:
-                            answer = err
-                    except ClientProtocolError as err:
-                        answer = Answer(err.error.status, err.error.reason)
-                    proxy.metrics.forwarded(time.perf_counter() - started)
-                if answer is not None:
-                    redirect = decision.status is not None
-                    action = decision.action
-                    code = grpc_code(
-                        answer.status,
-                        filter_problem=redirect and action is not None and bool(action.problem),
-                    )
-                    if code is not None and not in_grpc(decision, head):
-                        code = None
-                    own_answer(
-                        self.conn,
-                        stream_id,
-                        answer.status,
-                        answer.reason,
-                        head.method == b"HEAD",
-                        location=decision.redirect if redirect else None,
-                        fields=decision.response_fields if redirect else (),
-                        grpc=code,
-                    )
-                    self.send_soon()
-                    exchange.status = answer.status
-            reason = None if answer is None else answer.reason
-            if timer.scope.cancelled_caught and not state.reset_by_client:
-                grpc = in_grpc(decision, head)
-                reason = self._cut(stream_id, head, routed, state, exchange, grpc=grpc)
+                    answer = err
+            except ClientProtocolError as err:
+                answer = Answer(err.error.status, err.error.reason)
+            proxy.metrics.forwarded(time.perf_counter() - state.started)
+        if answer is not None:
+            answer_request(self.conn, state.stream_id, answer.status, answer.reason, decision, head)
+            self.send_soon()
+            exchange.status = answer.status
+            state.answer = answer
+
+    def _end(self, state: _Stream) -> None:
+        """The stream's exchange ended, or its scope cut it: the answer to a cut, the
+        access-log line, and the stream forgotten."""
+        try:
+            routed = state.routed
+            assert routed is not None, "routed before its first checkpoint"
+            head, exchange = state.head, state.exchange
+            reason = None if state.answer is None else state.answer.reason
+            if state.timer.scope.cancelled_caught and not state.reset_by_client:
+                reason = self._cut(state, head, routed)
             elif state.reset_by_client:
                 reason = "the client reset the stream"
-            proxy.record(head, routed, spec, self.client, reason, exchange, started)
+            self.proxy.record(head, routed, self.spec, self.client, reason, exchange, state.started)
         finally:
-            timer.disarm()
-            self._finish(stream_id, state)
+            state.timer.disarm()
+            self._finish(state.stream_id, state)
 
-    def _cut(
-        self,
-        stream_id: int,
-        head: RequestHead,
-        routed: Routed,
-        state: _Stream,
-        exchange: Exchange,
-        *,
-        grpc: bool,
-    ) -> str:
+    def _cut(self, state: _Stream, head: RequestHead, routed: Routed) -> str:
         """A timeout ended the stream: answer 408 or 504 if no response byte went out, else
         reset it (as the HTTP/1.1 connection does, :mod:`.server`). A gRPC call is answered
         4 DEADLINE_EXCEEDED instead, in trailers when its response had begun: a gRPC response
@@ -531,7 +565,8 @@ class H2Session(H2Sender):
             status, reason = 504, f"the upstream did not answer within {routed.timeout:g} s"
         else:  # the only other deadline (coxswain.route.grpc_timeout)
             status, reason = 504, "the call's grpc-timeout passed"
-        code = grpc_code(status) if grpc and status else None
+        stream_id, exchange = state.stream_id, state.exchange
+        code = grpc_code(status) if in_grpc(routed.decision, head) else None
         if exchange.response_started and code is not None:
             trailers = grpc_trailers(code, reason)
             self.conn.send_headers(stream_id, trailers, end_stream=True)
