@@ -187,6 +187,25 @@ class H2Body:
     def ended(self) -> bool:
         return self._ended
 
+    def take_whole(self, limit: int) -> tuple[bytes, Headers] | None:
+        """The whole body and its trailers at once, its window given back in one call, when
+        the stream has ended unbroken with at most ``limit`` bytes of DATA (a gRPC unary
+        call's, :mod:`.relay_h2`); else None, nothing taken."""
+        if not self._ended or self._failed is not None:
+            return None
+        chunks = self._chunks
+        if len(chunks) == 1:
+            data, flow = chunks[0]
+        else:
+            data = b"".join([piece for piece, _ in chunks])
+            flow = sum([taken for _, taken in chunks])
+        if len(data) > limit:
+            return None
+        chunks.clear()
+        if flow:
+            self._session.acknowledge(self.stream_id, flow)
+        return data, self._trailers
+
     @property
     def parser(self) -> H2Body:
         """What the relay takes events from without waiting (:meth:`next_event`): the body
