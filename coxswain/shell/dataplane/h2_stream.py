@@ -292,6 +292,16 @@ class H2Downstream:
                 return response.keep_alive
             conn.send_headers(self.stream_id, fields)
             parser = reader.parser
+            if type(parser) is H2Body:  # an HTTP/2 backend's: a body all here goes at once
+                whole = parser.take_whole(
+                    min(
+                        conn.local_flow_control_window(self.stream_id), conn.max_outbound_frame_size
+                    )
+                )
+                if whole is not None:  # with its trailers (a gRPC answer's), in one send
+                    send_end(conn, self.stream_id, *whole)
+                    session.send_soon()
+                    return response.keep_alive
             event = parser.next_event()
             while True:
                 if event is NEED_DATA:

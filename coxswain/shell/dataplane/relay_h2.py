@@ -353,9 +353,13 @@ class _Whole:
         """Make the body's frames right after the stream's HEADERS, if the backend's windows
         take it now (RFC 9113 §5.2); else :meth:`finish` sends it."""
         conn = stream.connection.conn
-        room = min(conn.local_flow_control_window(stream.stream_id), conn.max_outbound_frame_size)
-        if len(self.data) <= room:
-            self._send(stream)
+        stream_id = stream.stream_id
+        data = self.data
+        if len(data) <= min(
+            conn.local_flow_control_window(stream_id), conn.max_outbound_frame_size
+        ):
+            send_end(conn, stream_id, data, self.trailers)
+            stream.sent_end = True
 
     async def finish(self, stream: UpstreamStream, timer: Timer, wait_limit: float) -> None:
         """Send what :meth:`send_now` could not (the request's END_STREAM has not gone out),
@@ -364,15 +368,11 @@ class _Whole:
         connection = stream.connection
         try:
             await send_data(connection, stream.stream_id, self.data, timer, wait_limit, stream)
-            self.data = b""
-            self._send(stream)
+            send_end(connection.conn, stream.stream_id, b"", self.trailers)
+            stream.sent_end = True
             await connection.flush()
         except _BROKEN:
             pass
-
-    def _send(self, stream: UpstreamStream) -> None:
-        send_end(stream.connection.conn, stream.stream_id, self.data, self.trailers)
-        stream.sent_end = True
 
 
 class _BodySender:
