@@ -150,8 +150,10 @@ class H2Body:
             return
         self._total += len(data)
         self._chunks.append((data, flow))
-        self._check()
-        self._wake()
+        if self._limit is not None:  # a backend's response body has none
+            self._check()
+        if self._arrived is not None:
+            self._wake()
 
     def _check(self) -> None:
         if not self._over and self._limit is not None and self._total > self._limit:

@@ -116,8 +116,7 @@ class UpstreamStream:
             StreamFailed: the stream or its connection broke first.
         """
         self.body.timer = timer
-        if self._head is None and self._failure is None:
-            self.connection.send_soon()
+        if self._head is None and self._failure is None:  # its frames were handed over already
             timer.arm(self, self.body.read_timeout)
             while self._head is None and self._failure is None:
                 # parked without an Event: one wait per call, woken by :meth:`_wake` only
