@@ -47,11 +47,11 @@ from coxswain.shell.dataplane.h2_stream import H2Body, send_data, send_end
 from coxswain.shell.dataplane.h2_upstream import StreamFailed
 from coxswain.shell.dataplane.pool import ConnectFailed
 from coxswain.shell.dataplane.tries import (
+    NO_SCOPE,
     Answer,
     ClientProtocolError,
     Tries,
     another_try,
-    begin,
     body_event,
 )
 from coxswain.shell.dataplane.wire import Timer
@@ -152,7 +152,7 @@ class H2Relay:
             failure: Answer | None = None
             response: ResponseHead | None = None
             try:
-                with begin(tries) as scope:
+                with NO_SCOPE if tries is None else tries.begin() as scope:
                     try:
                         stream = await self.pool.open_stream(
                             endpoints,

@@ -580,13 +580,10 @@ def _response_fields(
     )
     if decision.response_fields:  # a CORS request's (coxswain.route.cors, rule 2)
         headers = with_cors(headers, decision.response_fields)
-    action = decision.action
+    edits = None if decision.action is None else decision.action.response_headers
+    if edits is None and backend.response_headers is None:
+        return headers  # most rules and backends edit nothing: no call then
     try:
-        return _edit(
-            served,
-            headers,
-            action.response_headers if action else None,
-            backend.response_headers,
-        )
+        return _edit(served, headers, edits, backend.response_headers)
     except ValueError as err:  # a header edit of the snapshot cannot be sent
         raise Answer(500, f"the response cannot be relayed as configured: {err}") from err
