@@ -148,7 +148,7 @@ def forwarded_headers(
     original_host = host
     sent: set[bytes] = set()
     for name, value in headers:
-        lower = name.lower()
+        lower = name if name.islower() else name.lower()  # both codecs' are lower-case already
         if lower in _NOT_FORWARDED or lower in named:
             continue
         if lower == b"host":

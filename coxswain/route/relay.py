@@ -55,7 +55,7 @@ def relayed_fields(
     """
     if not pass_server:
         fields = [(b"server", SERVER), (b"date", date)]
-        fields.extend((n, v) for n, v in headers if n not in _REPLACED and n not in named)
+        fields.extend([(n, v) for n, v in headers if n not in _REPLACED and n not in named])
         return fields
     kept = [(n, v) for n, v in headers if n not in _REPLACED_BUT_SERVER and n not in named]
     own = [(b"date", date)]

@@ -28,6 +28,7 @@ Rules:
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Final
 
 import trio
@@ -133,12 +134,14 @@ class H2Pool:
                         failures.append(str(err))
                         timeouts += err.timed_out
                         break
-                remaining = (
-                    trio.current_effective_deadline() if deadline is None else deadline
-                ) - trio.current_time()
+                if deadline is None:
+                    deadline = trio.current_effective_deadline()
                 try:
                     stream = connection.open(
-                        forwarded_fields(fields, remaining), end_stream=end_stream
+                        fields
+                        if deadline == math.inf  # no clock read for a call without deadline
+                        else forwarded_fields(fields, deadline - trio.current_time()),
+                        end_stream=end_stream,
                     )
                 except StreamFailed:
                     continue  # it began closing meanwhile: another connection

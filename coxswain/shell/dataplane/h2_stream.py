@@ -150,8 +150,10 @@ class H2Body:
             return
         self._total += len(data)
         self._chunks.append((data, flow))
-        self._check()
-        self._wake()
+        if self._limit is not None:  # a backend's response body has none
+            self._check()
+        if self._arrived is not None:
+            self._wake()
 
     def _check(self) -> None:
         if not self._over and self._limit is not None and self._total > self._limit:
@@ -186,6 +188,25 @@ class H2Body:
     @property
     def ended(self) -> bool:
         return self._ended
+
+    def take_whole(self, limit: int) -> tuple[bytes, Headers] | None:
+        """The whole body and its trailers at once, its window given back in one call, when
+        the stream has ended unbroken with at most ``limit`` bytes of DATA (a gRPC unary
+        call's, :mod:`.relay_h2`); else None, nothing taken."""
+        if not self._ended or self._failed is not None:
+            return None
+        chunks = self._chunks
+        if len(chunks) == 1:
+            data, flow = chunks[0]
+        else:
+            data = b"".join([piece for piece, _ in chunks])
+            flow = sum([taken for _, taken in chunks])
+        if len(data) > limit:
+            return None
+        chunks.clear()
+        if flow:
+            self._session.acknowledge(self.stream_id, flow)
+        return data, self._trailers
 
     @property
     def parser(self) -> H2Body:
@@ -273,6 +294,16 @@ class H2Downstream:
                 return response.keep_alive
             conn.send_headers(self.stream_id, fields)
             parser = reader.parser
+            if type(parser) is H2Body:  # an HTTP/2 backend's: a body all here goes at once
+                whole = parser.take_whole(
+                    min(
+                        conn.local_flow_control_window(self.stream_id), conn.max_outbound_frame_size
+                    )
+                )
+                if whole is not None:  # with its trailers (a gRPC answer's), in one send
+                    send_end(conn, self.stream_id, *whole)
+                    session.send_soon()
+                    return response.keep_alive
             event = parser.next_event()
             while True:
                 if event is NEED_DATA:

@@ -88,9 +88,9 @@ class UpstreamStream:
     """One request's stream: its response head, then its body (:attr:`body`)."""
 
     __slots__ = (
-        "_arrived",
         "_failure",
         "_head",
+        "_waiter",
         "body",
         "connection",
         "grpc_status",
@@ -106,7 +106,7 @@ class UpstreamStream:
         self.grpc_status = ""  # from the trailers, or a Trailers-Only head (status_label)
         self._head: tuple[Sequence[tuple[bytes, bytes]], bool] | None = None
         self._failure: StreamFailed | None = None
-        self._arrived: trio.Event | None = None
+        self._waiter: trio.lowlevel.Task | None = None  # the relay, parked until the head
 
     async def head(self, timer: Timer) -> tuple[Sequence[tuple[bytes, bytes]], bool]:
         """The final response's header list, and whether it ended the stream; each wait
@@ -116,13 +116,13 @@ class UpstreamStream:
             StreamFailed: the stream or its connection broke first.
         """
         self.body.timer = timer
-        if self._head is None and self._failure is None:
-            self.connection.send_soon()
+        if self._head is None and self._failure is None:  # its frames were handed over already
+            timer.arm(self, self.body.read_timeout)
             while self._head is None and self._failure is None:
-                arrived = self._arrived = trio.Event()
-                timer.arm(self, self.body.read_timeout)
-                await arrived.wait()
-                timer.disarm()
+                # parked without an Event: one wait per call, woken by :meth:`_wake` only
+                self._waiter = trio.lowlevel.current_task()
+                await trio.lowlevel.wait_task_rescheduled(self._abort)
+            timer.disarm()
         if self._head is None:
             assert self._failure is not None
             raise self._failure
@@ -145,9 +145,15 @@ class UpstreamStream:
         self._wake()
 
     def _wake(self) -> None:
-        if self._arrived is not None:
-            self._arrived.set()
-            self._arrived = None
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            trio.lowlevel.reschedule(waiter)
+
+    def _abort(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+        """The relay's wait was cancelled (its exchange's scope): no wake is due any more."""
+        self._waiter = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 class H2Upstream(H2Sender):
@@ -214,9 +220,10 @@ class H2Upstream(H2Sender):
             raise StreamFailed("the backend takes no more streams here", refused=True)
         stream = UpstreamStream(self, stream_id, self.read_timeout)
         stream.sent_end = end_stream
-        self.streams[stream_id] = stream
-        if self._receiving is not None:
-            self._receiving.deadline = math.inf  # not idle any more
+        streams = self.streams
+        streams[stream_id] = stream
+        if len(streams) == 1 and self._receiving is not None:
+            self._receiving.deadline = math.inf  # not idle any more (only the first stream)
         return stream
 
     def forget(self, stream: UpstreamStream) -> bool:

@@ -40,18 +40,18 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
 
-from coxswain.http1 import Data, EndOfMessage
+from coxswain.http1 import Data
 from coxswain.http2.backend import request_fields, response_head
 from coxswain.http2.frames import PROTOCOL_ERROR
 from coxswain.shell.dataplane.h2_stream import H2Body, send_data, send_end
 from coxswain.shell.dataplane.h2_upstream import StreamFailed
 from coxswain.shell.dataplane.pool import ConnectFailed
 from coxswain.shell.dataplane.tries import (
+    NO_SCOPE,
     Answer,
     ClientProtocolError,
     Tries,
     another_try,
-    begin,
     body_event,
 )
 from coxswain.shell.dataplane.wire import Timer
@@ -152,7 +152,7 @@ class H2Relay:
             failure: Answer | None = None
             response: ResponseHead | None = None
             try:
-                with begin(tries) as scope:
+                with NO_SCOPE if tries is None else tries.begin() as scope:
                     try:
                         stream = await self.pool.open_stream(
                             endpoints,
@@ -282,10 +282,11 @@ async def _respond(
         Answer: the stream broke or was refused before the head (502: the body is read, so
             the request is not sent again), or the head is malformed.
     """
-    try:
-        response = await _final_head(stream, head, timer)
+    try:  # the stream's own wait, not _final_head's: a coroutine less to pass through
+        fields, ended = await stream.head(timer)
     except StreamFailed as err:
         raise Answer(502, err.reason, stream.connection.name) from err
+    response = _checked_head(stream, fields, ended, head)
     relayed = forwarder.response_fields(response, served, backend, decision)
     await downstream.respond(stream.body, head, response, relayed, exchange)
 
@@ -304,6 +305,20 @@ async def _final_head(stream: UpstreamStream, head: RequestHead, timer: Timer) -
         if err.refused:
             raise
         raise Answer(502, err.reason, stream.connection.name) from err
+    return _checked_head(stream, fields, ended, head)
+
+
+def _checked_head(
+    stream: UpstreamStream,
+    fields: Sequence[tuple[bytes, bytes]],
+    ended: bool,
+    head: RequestHead,
+) -> ResponseHead:
+    """The response head from its header list.
+
+    Raises:
+        Answer: the head is malformed (502, the stream reset).
+    """
     response = response_head(fields, ended=ended, head_request=head.method == b"HEAD")
     if isinstance(response, str):
         stream.connection.reset(stream.stream_id, PROTOCOL_ERROR)
@@ -329,28 +344,22 @@ class _Whole:
     def take(client: BodySource, head: RequestHead, tee: Tee | None) -> _Whole | None:
         """The body, read, when it is all here already and may go whole; else None, nothing
         read."""
-        if (
-            tee is not None
-            or head.expect_continue
-            or not isinstance(client, H2Body)
-            or not client.ended
-            or client.unread() > _WHOLE_BYTES
-        ):
+        if tee is not None or head.expect_continue or not isinstance(client, H2Body):
             return None
-        chunks = []
-        event = client.next_event()  # never NEED_DATA: the stream has ended
-        while type(event) is Data:
-            chunks.append(event.data)
-            event = client.next_event()
-        return _Whole(b"".join(chunks), event.trailers if type(event) is EndOfMessage else ())
+        taken = client.take_whole(_WHOLE_BYTES)
+        return None if taken is None else _Whole(*taken)
 
     def send_now(self, stream: UpstreamStream) -> None:
         """Make the body's frames right after the stream's HEADERS, if the backend's windows
         take it now (RFC 9113 §5.2); else :meth:`finish` sends it."""
         conn = stream.connection.conn
-        room = min(conn.local_flow_control_window(stream.stream_id), conn.max_outbound_frame_size)
-        if len(self.data) <= room:
-            self._send(stream)
+        stream_id = stream.stream_id
+        data = self.data
+        if len(data) <= min(
+            conn.local_flow_control_window(stream_id), conn.max_outbound_frame_size
+        ):
+            send_end(conn, stream_id, data, self.trailers)
+            stream.sent_end = True
 
     async def finish(self, stream: UpstreamStream, timer: Timer, wait_limit: float) -> None:
         """Send what :meth:`send_now` could not (the request's END_STREAM has not gone out),
@@ -359,15 +368,11 @@ class _Whole:
         connection = stream.connection
         try:
             await send_data(connection, stream.stream_id, self.data, timer, wait_limit, stream)
-            self.data = b""
-            self._send(stream)
+            send_end(connection.conn, stream.stream_id, b"", self.trailers)
+            stream.sent_end = True
             await connection.flush()
         except _BROKEN:
             pass
-
-    def _send(self, stream: UpstreamStream) -> None:
-        send_end(stream.connection.conn, stream.stream_id, self.data, self.trailers)
-        stream.sent_end = True
 
 
 class _BodySender:

@@ -32,7 +32,6 @@ __all__ = [
     "Tries",
     "after_retries",
     "another_try",
-    "begin",
     "body_event",
 ]
 
@@ -132,12 +131,6 @@ class Tries:
             timer = self.timer
             timer.scope.deadline = min(timer.scope.deadline, self.started + self.per_try)
         return False
-
-
-def begin(tries: Tries | None) -> contextlib.AbstractContextManager[trio.CancelScope | None]:
-    """What bounds the try that starts now (:meth:`Tries.begin`); without a retry policy,
-    nothing but the exchange's own deadline."""
-    return NO_SCOPE if tries is None else tries.begin()
 
 
 async def another_try(

@@ -251,12 +251,15 @@ class Forwarder:
             authority=None if decision.authority is None else decision.authority.encode("latin-1"),
             trusted=trusted,
         )
-        try:
-            base = _edit(served, base, action.request_headers if action else None)
-            headers = _edit(served, base, backend.request_headers)
+        headers = base
+        try:  # most rules and backends edit nothing: no call then
+            if action is not None and action.request_headers is not None:
+                headers = base = _edit(served, base, action.request_headers)
+            if backend.request_headers is not None:
+                headers = _edit(served, base, backend.request_headers)
         except ValueError as err:
             raise Answer(500, f"the request cannot be forwarded as configured: {err}") from err
-        upgrade = tunnelled_upgrade(head.upgrade)
+        upgrade = None if head.upgrade is None else tunnelled_upgrade(head.upgrade)
         h2 = backend.protocol is _H2C
         if h2:
             upgrade = None  # over HTTP/2 it would need RFC 8441's CONNECT: forwarded as plain
@@ -577,13 +580,10 @@ def _response_fields(
     )
     if decision.response_fields:  # a CORS request's (coxswain.route.cors, rule 2)
         headers = with_cors(headers, decision.response_fields)
-    action = decision.action
+    edits = None if decision.action is None else decision.action.response_headers
+    if edits is None and backend.response_headers is None:
+        return headers  # most rules and backends edit nothing: no call then
     try:
-        return _edit(
-            served,
-            headers,
-            action.response_headers if action else None,
-            backend.response_headers,
-        )
+        return _edit(served, headers, edits, backend.response_headers)
     except ValueError as err:  # a header edit of the snapshot cannot be sent
         raise Answer(500, f"the response cannot be relayed as configured: {err}") from err
