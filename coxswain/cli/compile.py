@@ -49,8 +49,6 @@ if TYPE_CHECKING:
 
 __all__ = ["add_parser"]
 
-_YOUNG_COLLECTION: Final = 100_000  # allocations between young collections while compiling
-_OLD_COLLECTION: Final = 1 << 30  # younger collections between older ones: never, in one run
 # How deep the snapshot's rules are in its JSON form (docs/contracts.md, "The snapshot JSON"):
 # gateways, port, hostname, hosts, host, rule. ``json_pieces`` writes each rule object once.
 _RULE_DEPTH: Final = 6
@@ -227,20 +225,18 @@ def _add_compile_config(parser: argparse.ArgumentParser) -> None:
 
 
 def _compile(args: argparse.Namespace) -> int:
-    """One pass that allocates millions of objects which all live until it ends, or are let
-    go by reference counting: the cyclic collector's default young threshold (700
-    allocations) collects so often, each time promoting and rescanning what survives, that
-    it took 40% of the CPU time of a 30,000-rule compile. A rarer young collection keeps the
-    collector (and so the bound on cyclic garbage made of new objects) at a twentieth of that
-    cost; the older generations, all survivors, are not collected (their scans took 6.6 of
-    40 CPU seconds at 100,000 rules, docs/benchmarks.md). The thresholds are restored on
-    return."""
-    thresholds = gc.get_threshold()
-    gc.set_threshold(_YOUNG_COLLECTION, _OLD_COLLECTION, _OLD_COLLECTION)
+    """One pass that allocates millions of objects which live until it ends or are let go by
+    reference counting, so the cyclic collector is off while it runs: it would scan every
+    survivor at least once (2.5 of 25 CPU seconds at 100,000 rules, docs/benchmarks.md; 40%
+    of a 30,000-rule compile at its default young threshold) and found 6 objects of cyclic
+    garbage there in all. It is turned back on on return."""
+    enabled = gc.isenabled()
+    gc.disable()
     try:
         return _compile_all(args)
     finally:
-        gc.set_threshold(*thresholds)
+        if enabled:
+            gc.enable()
 
 
 def _compile_all(args: argparse.Namespace) -> int:
