@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gc
 import sys
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from pyrsistent import pmap
 
@@ -49,9 +49,6 @@ if TYPE_CHECKING:
 
 __all__ = ["add_parser"]
 
-# How deep the snapshot's rules are in its JSON form (docs/contracts.md, "The snapshot JSON"):
-# gateways, port, hostname, hosts, host, rule. ``json_pieces`` writes each rule object once.
-_RULE_DEPTH: Final = 6
 
 _EPILOG = """\
 Reads Kubernetes objects from YAML or JSON dumps (multi-document files, `kind: List`, the output
@@ -308,7 +305,7 @@ def _compile_all(args: argparse.Namespace) -> int:
         for finding in found:
             print(finding, file=sys.stderr)
         if args.output == "json":
-            pieces = json_pieces(snapshot_to_data(snapshot), _RULE_DEPTH)
+            pieces = json_pieces(snapshot_to_data(snapshot))
             del snapshot
             sys.stdout.flush()
             sys.stdout.buffer.writelines(pieces)

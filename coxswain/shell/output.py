@@ -30,16 +30,16 @@ def dump_json(data: Any) -> bytes:
     return text if text.isascii() else _standard_json(data)
 
 
-def json_pieces(data: Any, depth: int) -> list[bytes]:
-    """The text of ``dump_json(data)``, in pieces to write one after the other: containers
-    down to ``depth`` levels are laid out here, and each value below them is written by orjson
-    once per object and level, however often the tree holds it. A snapshot holds a rule once
-    per host and listener that serves it: written whole, its text (340 MB at 100,000 rules,
-    docs/benchmarks.md) was five times its distinct pieces, and was built in one string."""
+def json_pieces(data: Any) -> list[bytes]:
+    """The text of ``dump_json(data)``, in pieces to write one after the other: mappings and
+    lists are laid out here, and each item of a list is written by orjson, once per object
+    and level however often the tree holds it. A snapshot holds a rule once per host and
+    listener that serves it: written whole, its text (340 MB at 100,000 rules,
+    docs/benchmarks.md) was 2.4 times its distinct pieces, and was built in one string."""
     pieces: list[bytes] = []
     known: dict[tuple[int, int], bytes] = {}
     try:
-        _lay_out(data, depth, 0, pieces, known)
+        _lay_out(data, 0, pieces, known)
     except (orjson.JSONEncodeError, _Unwritten):
         return [_standard_json(data)]
     if not all(text.isascii() for text in known.values()):
@@ -53,38 +53,44 @@ class _Unwritten(Exception):
 
 
 def _lay_out(
-    value: Any, depth: int, level: int, pieces: list[bytes], known: dict[tuple[int, int], bytes]
+    value: Any, level: int, pieces: list[bytes], known: dict[tuple[int, int], bytes]
 ) -> None:
     """Append the pieces of ``value``, which starts ``level`` levels deep, to ``pieces``."""
-    if level >= depth or not value or not isinstance(value, dict | list):
-        key = (id(value), level)  # ``data`` is alive, and so every id in it, until the end
-        text = known.get(key)
-        if text is None:
-            text = orjson.dumps(value, option=_PIECE_OPTIONS)
-            # Copied either way: orjson's bytes keep their first buffer (4 KiB) however short.
-            if b"\n" in text:
-                text = text.replace(b"\n", b"\n" + b"  " * level)
-            else:
-                text = bytes(memoryview(text))
-            known[key] = text
-        pieces.append(text)
-        return
     inner = b"\n" + b"  " * (level + 1)
-    opened, between = b"{" + inner, b"," + inner
-    if isinstance(value, list):
-        opened = b"[" + inner
+    if isinstance(value, list) and value:
+        pieces.append(b"[" + inner)
+        between = b"," + inner
         for at, item in enumerate(value):
-            pieces.append(between if at else opened)
-            _lay_out(item, depth, level + 1, pieces, known)
+            if at:
+                pieces.append(between)
+            pieces.append(_whole(item, level + 1, known))
         pieces.append(b"\n" + b"  " * level + b"]")
-        return
-    if not all(isinstance(name, str) and name.isascii() for name in value):
-        raise _Unwritten
-    for at, name in enumerate(sorted(value)):
-        pieces.append(between if at else opened)
-        pieces.append(orjson.dumps(name) + b": ")
-        _lay_out(value[name], depth, level + 1, pieces, known)
-    pieces.append(b"\n" + b"  " * level + b"}")
+    elif isinstance(value, dict) and value:
+        if not all(isinstance(name, str) and name.isascii() for name in value):
+            raise _Unwritten
+        opened, between = b"{" + inner, b"," + inner
+        for at, name in enumerate(sorted(value)):
+            pieces.append(between if at else opened)
+            pieces.append(orjson.dumps(name) + b": ")
+            _lay_out(value[name], level + 1, pieces, known)
+        pieces.append(b"\n" + b"  " * level + b"}")
+    else:
+        pieces.append(_whole(value, level, known))
+
+
+def _whole(value: Any, level: int, known: dict[tuple[int, int], bytes]) -> bytes:
+    """The text of ``value`` at ``level``, written by orjson the first time."""
+    key = (id(value), level)  # the data is alive, and so every id in it, until the end
+    text = known.get(key)
+    if text is None:
+        text = orjson.dumps(value, option=_PIECE_OPTIONS)
+        # Copied either way: orjson's bytes keep their first buffer (4 KiB) however short.
+        if b"\n" in text:
+            text = text.replace(b"\n", b"\n" + b"  " * level)
+        else:
+            text = bytes(memoryview(text))
+        known[key] = text
+    return text
 
 
 def _standard_json(data: Any) -> bytes:
