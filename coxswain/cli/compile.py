@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gc
 import sys
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from pyrsistent import pmap
 
@@ -33,13 +33,13 @@ from coxswain.compile.ingress.migration import (
     migration_table,
 )
 from coxswain.compile.listing import diagnostic_data, infra_list, status_list
-from coxswain.compile.model.places import locate
+from coxswain.compile.model.places import object_places, placed
 from coxswain.compile.provision import provision
 from coxswain.compile.scope_check import scope_problem, serves_nothing
 from coxswain.compile.snapshot_json import snapshot_to_data
 from coxswain.compile.tables import diagnostics_table, infra_table, routing_table, status_table
-from coxswain.shell.output import dump_json, dump_yaml
-from coxswain.shell.sources import LoadError, located, read_manifests
+from coxswain.shell.output import dump_json, dump_yaml, json_pieces
+from coxswain.shell.sources import LoadError, read_manifests
 
 if TYPE_CHECKING:
     import argparse
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 
 __all__ = ["add_parser"]
 
-_YOUNG_COLLECTION: Final = 100_000  # allocations between young collections while compiling
 
 _EPILOG = """\
 Reads Kubernetes objects from YAML or JSON dumps (multi-document files, `kind: List`, the output
@@ -223,17 +222,18 @@ def _add_compile_config(parser: argparse.ArgumentParser) -> None:
 
 
 def _compile(args: argparse.Namespace) -> int:
-    """One pass that allocates millions of objects which all live until it ends: the cyclic
-    collector's default young threshold (700 allocations) collects so often, each time
-    promoting and rescanning what survives, that it took 40% of the CPU time of a
-    30,000-rule compile. A rarer young collection keeps the collector (and so the bound on
-    cyclic garbage) at a twentieth of that cost; the threshold is restored on return."""
-    thresholds = gc.get_threshold()
-    gc.set_threshold(_YOUNG_COLLECTION, *thresholds[1:])
+    """One pass that allocates millions of objects which live until it ends or are let go by
+    reference counting, so the cyclic collector is off while it runs: it would scan every
+    survivor at least once (2.5 of 25 CPU seconds at 100,000 rules, docs/benchmarks.md; 40%
+    of a 30,000-rule compile at its default young threshold) and found 6 objects of cyclic
+    garbage there in all. It is turned back on on return."""
+    enabled = gc.isenabled()
+    gc.disable()
     try:
         return _compile_all(args)
     finally:
-        gc.set_threshold(*thresholds)
+        if enabled:
+            gc.enable()
 
 
 def _compile_all(args: argparse.Namespace) -> int:
@@ -266,10 +266,14 @@ def _compile_all(args: argparse.Namespace) -> int:
         gateway_address_ranges=tuple(map(str, args.gateway_address_ranges)),
     )
     state = build_state(bodies)
+    # The bodies are read again only for where findings are: that index, not their memory (a
+    # third of the peak at 100,000 rules), outlives the decoding.
+    places = object_places(bodies)
+    del bodies
     if args.emit == "infra":
         desired = provision(state, config)
-        for line in located(desired.diagnostics, bodies):
-            print(line, file=sys.stderr)
+        for finding in placed(desired.diagnostics, places):
+            print(finding, file=sys.stderr)
         _print(args.output, infra_list(desired), lambda: infra_table(desired))
         return EXIT_OK
     if args.emit == "migration":
@@ -290,19 +294,24 @@ def _compile_all(args: argparse.Namespace) -> int:
         print(f"coxswain compile: --scope {scope}: {problem}", file=sys.stderr)
         return EXIT_UNREADABLE
     result = compile(state, scope, config)
-    found = result.diagnostics
+    found = placed(result.diagnostics, places)
+    snapshot = result.snapshot
+    empty = serves_nothing(snapshot)
+    # Neither is read again: their memory is free before the snapshot's data and text are built.
+    del state, result
     if args.emit == "diagnostics":
-        placed = locate(found, bodies)
-        _print(args.output, [diagnostic_data(d) for d in placed], lambda: diagnostics_table(placed))
+        _print(args.output, [diagnostic_data(d) for d in found], lambda: diagnostics_table(found))
     else:
-        for line in located(found, bodies):
-            print(line, file=sys.stderr)
-        # Neither is read again: their memory (a fifth of the peak at 30,000 rules) is free
-        # before the snapshot's data and text are built.
-        del bodies, state
-        snapshot = result.snapshot
-        _print(args.output, snapshot_to_data(snapshot), lambda: routing_table(snapshot))
-    if serves_nothing(result.snapshot):
+        for finding in found:
+            print(finding, file=sys.stderr)
+        if args.output == "json":
+            pieces = json_pieces(snapshot_to_data(snapshot))
+            del snapshot
+            sys.stdout.flush()
+            sys.stdout.buffer.writelines(pieces)
+        else:
+            _print(args.output, snapshot_to_data(snapshot), lambda: routing_table(snapshot))
+    if empty:
         print(
             f"coxswain compile: scope {scope} compiles to no route: its proxy would answer 404 "
             "to every request",

@@ -311,7 +311,9 @@ def dump_snapshot(snapshot: Snapshot, *, indent: int | None = 2) -> str:
 
 
 def snapshot_to_data(snapshot: Snapshot) -> dict[str, Any]:
-    """The JSON form, as plain values."""
+    """The JSON form, as plain values. A rule that several hosts or listeners serve is one
+    value, held wherever it is served (``shell.output.json_pieces`` writes it once)."""
+    rules: dict[int, dict[str, Any]] = {}  # id of a rule of ``snapshot`` → its value
     return {
         "version": snapshot.version,
         "scope": str(snapshot.scope),
@@ -323,7 +325,7 @@ def snapshot_to_data(snapshot: Snapshot) -> dict[str, Any]:
             },
         },
         "gateways": {
-            str(port): {host: _listener_data(t) for host, t in sorted(tables.items())}
+            str(port): {host: _listener_data(t, rules) for host, t in sorted(tables.items())}
             for port, tables in sorted(snapshot.gateways.items())
         },
         "client_certs": {
@@ -477,14 +479,18 @@ def _listener_head(table: ListenerTable) -> dict[str, Any]:
     }
 
 
-def _listener_data(table: ListenerTable) -> dict[str, Any]:
-    return {
-        **_listener_head(table),
-        "hosts": {
-            host: [_gateway_rule_data(r) for r in rules]
-            for host, rules in sorted(table.hosts.items())
-        },
-    }
+def _listener_data(table: ListenerTable, known: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """``known``: the values of rules seen already, by ``id``."""
+    hosts: dict[str, Any] = {}
+    for host, rules in sorted(table.hosts.items()):
+        values: list[dict[str, Any]] = []
+        hosts[host] = values
+        for rule in rules:
+            value = known.get(id(rule))
+            if value is None:
+                value = known[id(rule)] = _gateway_rule_data(rule)
+            values.append(value)
+    return {**_listener_head(table), "hosts": hosts}
 
 
 def _gateway_rule_data(rule: GatewayRule) -> dict[str, Any]:

@@ -343,8 +343,9 @@ def billion_laughs(levels: int) -> str:
         "- &a0 [{kind: A}, {kind: A}, {kind: A}, {kind: A}, {kind: A}, {kind: A}]\n"
         + "".join(f"- &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9)),
         "kind: ConfigMap\nmetadata: &loop {name: loop, again: *loop}\n",
+        "--- &root\nkind: ConfigMap\nmetadata: {name: loop}\nagain: *root\n",
     ],
-    ids=["billion-laughs", "billion-objects", "recursive-alias"],
+    ids=["billion-laughs", "billion-objects", "recursive-alias", "recursive-root"],
 )
 def test_yaml_aliases_cannot_expand_a_document_past_the_file(text):
     parsed = parse_manifests(
@@ -352,6 +353,24 @@ def test_yaml_aliases_cannot_expand_a_document_past_the_file(text):
     )
     assert isinstance(parsed, ManifestSyntaxError)
     assert parsed.line == 5
+    assert "aliases" in parsed.message
+
+
+@pytest.mark.parametrize(
+    ("before", "separator", "line"),
+    [
+        ("", "\n", 2),  # the root's own anchor, on the document's first line
+        ("kind: ConfigMap\n", "\r\n", 3),  # lines broken as ``\n`` alone does not count
+        ("kind: ConfigMap\n---\n" * 3, "\n", 8),  # documents without anchors first
+    ],
+    ids=["anchored-root", "crlf", "plain-documents-first"],
+)
+def test_yaml_aliases_are_measured_in_any_document_that_has_anchors(before, separator, line):
+    laughs = "".join(f"  {row}\n" for row in billion_laughs(9).splitlines())
+    text = f"{before}kind: Namespace\n--- &root\nkind: ConfigMap\ndata:\n{laughs}"
+    parsed = parse_manifests(text.replace("\n", separator), "x.yaml")
+    assert isinstance(parsed, ManifestSyntaxError)
+    assert parsed.line == line
     assert "aliases" in parsed.message
 
 

@@ -1278,11 +1278,17 @@ def test_help_of_the_controller_shows_the_built_in_default_and_the_variable(monk
     assert "(default: 9902; environment: COXSWAIN_HEALTH_PORT, set here to '9999')" in block
 
 
-def test_compile_leaves_the_collectors_thresholds_as_it_found_them(workspace, capsys):
+@pytest.mark.parametrize("enabled", [True, False])
+def test_compile_leaves_the_collector_as_it_found_it(workspace, capsys, enabled):
     import gc
 
     before = gc.get_threshold()
-    code, out, _ = compiled(capsys, "-f", str(workspace.manifests), "-o", "json")
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        code, out, _ = compiled(capsys, "-f", str(workspace.manifests), "-o", "json")
+        assert (gc.isenabled(), gc.get_threshold()) == (enabled, before)
+    finally:
+        (gc.enable if was else gc.disable)()
     assert code == 0
     assert json.loads(out)
-    assert gc.get_threshold() == before

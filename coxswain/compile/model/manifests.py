@@ -161,16 +161,24 @@ def _parse_yaml(text: str, path: str) -> list[SourcedBody] | ManifestSyntaxError
     node tree, which would otherwise stay alive (a node per scalar) for the collector to walk
     again and again while the rest of the file loads (three times the parse at 20,000
     objects). A file whose YAML aliases expand its documents (recursive ones without end) past
-    ``expansion_budget`` is refused: the file's budget, shared by its documents."""
+    ``expansion_budget`` is refused: the file's budget, shared by its documents that have
+    anchors (one without is never larger than about its text). Those are found by the lines
+    of ``&``: no anchor, no alias (one to an unknown anchor does not parse), and an anchor is
+    for its own document only (YAML 1.1 §7.1), which ends where its root node does."""
     found: list[SourcedBody] = []
     budget = expansion_budget(text)
-    anchored = "&" in text  # no anchor, no alias (one to an unknown anchor does not parse)
+    anchors = _anchor_lines(text)
+    after = 0  # the line where the last document ended: the next one's anchors are after it
     loader = Loader(text)
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:
                 continue
+            end = node.end_mark.line
+            at = bisect.bisect_left(anchors, after) if anchors is not None else 0
+            anchored = anchors is None or (at < len(anchors) and anchors[at] <= end)
+            after = end
             value = construct(loader, node, anchored=anchored)
             if value is None:
                 continue
@@ -195,6 +203,25 @@ def _parse_yaml(text: str, path: str) -> list[SourcedBody] | ManifestSyntaxError
     finally:
         loader.dispose()
     return found
+
+
+def _anchor_lines(text: str) -> list[int] | None:
+    """The (0-based) line of every ``&`` of ``text`` (each anchor is one; text may hold
+    others), in order; None when its lines break on more than ``\n`` (``_YAML_BREAK``):
+    then every document counts as anchored."""
+    lines: list[int] = []
+    at = text.find("&")
+    if at < 0:
+        return lines
+    if any(other in text for other in "\r\x85\u2028\u2029"):
+        return None
+    line = counted = 0
+    while at >= 0:
+        line += text.count("\n", counted, at)
+        counted = at
+        lines.append(line)
+        at = text.find("&", at + 1)
+    return lines
 
 
 def expansion_budget(text: str) -> int:

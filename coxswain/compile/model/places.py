@@ -20,7 +20,11 @@ if TYPE_CHECKING:
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.model.manifests import SourcedBody
 
-__all__ = ["locate"]
+__all__ = ["Places", "locate", "object_places", "placed"]
+
+
+# (kind, namespace/name) and (kind, name) of an object → the file and line of its body.
+Places = dict[tuple[str, str], tuple[str, int]]
 
 
 def locate(diagnostics: Iterable[Diagnostic], bodies: Iterable[SourcedBody]) -> list[Diagnostic]:
@@ -28,7 +32,13 @@ def locate(diagnostics: Iterable[Diagnostic], bodies: Iterable[SourcedBody]) -> 
 
     A finding that has a place already (one about a body that is no object) keeps it.
     """
-    places: dict[tuple[str, str], tuple[str, int]] = {}
+    return placed(diagnostics, object_places(bodies))
+
+
+def object_places(bodies: Iterable[SourcedBody]) -> Places:
+    """Where each object of ``bodies`` is: all ``locate`` reads of them, so that a caller may
+    let the bodies go before the findings are known (``coxswain compile``)."""
+    places: Places = {}
     for sourced in bodies:
         body = sourced.body
         meta = body.get("metadata") if isinstance(body, Mapping) else None
@@ -42,6 +52,11 @@ def locate(diagnostics: Iterable[Diagnostic], bodies: Iterable[SourcedBody]) -> 
         # Both spellings: the key's namespace is "" for cluster-scoped kinds.
         for ref in (f"{namespace}/{name}", name):
             places[(kind, ref)] = min(places.get((kind, ref), here), here)
+    return places
+
+
+def placed(diagnostics: Iterable[Diagnostic], places: Places) -> list[Diagnostic]:
+    """``locate`` with the ``object_places`` of the bodies."""
     found: list[Diagnostic] = []
     for d in diagnostics:
         place = None if d.file or d.key is None else places.get((d.key.kind, d.key.ref))
