@@ -63,6 +63,8 @@ __all__ = [
 ]
 
 _DEFAULT_CONFIG = CompileConfig()
+_FEW_READ = 8
+"""A scope that read under one Service in this many looks its Services up one by one."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,7 +104,7 @@ class CompileParts:
     cells: GatewayCells
     ingress: IngressPart
     endpoint_uses: EndpointUses
-    flagged: ServiceFindings
+    flagged: ServiceFindings | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -278,11 +280,14 @@ def _read_objects(
     secrets: set[ObjectKey],
     read: set[ObjectKey],
     earlier: ServiceFindings | None,
-) -> tuple[list[Diagnostic], ServiceFindings]:
+) -> tuple[list[Diagnostic], ServiceFindings | None]:
     """Decode findings of the Secrets, ConfigMaps and Services the snapshot was built from
     (``secrets``: the Secrets and ConfigMaps; ``read``: the Services); those of their
     EndpointSlices are ``slice_findings``. Services are looked up among those that have
-    findings (``ServiceFindings``, ``earlier``'s while the Services table is the same)."""
+    findings (``ServiceFindings``, ``earlier``'s while the Services table is the same), or one
+    by one when the scope read few of them: gathering the flagged Services walks the whole
+    table, which a cold start would otherwise do once per scope (501 scopes of 15,000
+    Services in ``bench/controller_scale.py``)."""
     found: list[Diagnostic] = []
     for key in secrets:
         holder = state.config_maps.get(key) if key.kind == "ConfigMap" else state.secrets.get(key)
@@ -290,6 +295,10 @@ def _read_objects(
             found.extend(holder.diagnostics)
     flagged = earlier
     if flagged is None or flagged.services is not state.services:
+        if len(read) * _FEW_READ < len(state.services):
+            services = state.services
+            found.extend(d for key in read if (s := services.get(key)) for d in s.diagnostics)
+            return found, None
         flagged = ServiceFindings(
             state.services, {k: s.diagnostics for k, s in state.services.items() if s.diagnostics}
         )

@@ -1,6 +1,6 @@
 """shell.control.heap: no full collection while the controller's state is built; what is
-alive frozen after it and after a round that changed a bulk of objects; young collections as
-before."""
+alive frozen after it and after a round that changed a bulk of objects; young collections
+rarer meanwhile."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def test_building_suspends_full_collections_then_freezes_and_sets_the_thresholds
     try:
         with heap.building():
             young, middle, full = gc.get_threshold()
-            assert (young, middle) == before[:2]
+            assert (young, middle) == (heap.YOUNG, heap.MIDDLE)
             assert full >= 2**31 - 1  # one full collection per that many middle ones: never
             built = [[n] for n in range(1000)]
         assert gc.get_threshold() == before

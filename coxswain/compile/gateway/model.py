@@ -487,10 +487,10 @@ def _judged_addresses(
 ) -> dict[ObjectKey, Addresses]:
     """Judge each placed Gateway's ``spec.addresses`` against the Service that reaches it now
     (its dedicated proxy's once ready, else its VIP Service) and the other Gateways' claims."""
-    owners = address_owners(
+    owners = address_owners(  # most Gateways ask for no address: checked first, per scope
         g
         for g in state.gateways.values()
-        if g.class_name in classes and unsupported_address(g) is None
+        if g.addresses and g.class_name in classes and unsupported_address(g) is None
     )
     judged: dict[ObjectKey, Addresses] = {}
     for gateway in candidates:

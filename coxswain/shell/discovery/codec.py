@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RESOURCE_BODIES",
     "encode_resource",
+    "encode_rule",
     "encode_scope",
     "encode_snapshot",
 ]
@@ -110,6 +111,12 @@ def encode_resource(kind: int, value: Any) -> bytes:
     ``kind`` (a ``pb.ResourceKey.Kind``); ``value`` is what ``shell.discovery.resources`` splits out
     of a snapshot for that kind. Pure."""
     return _RESOURCE_ENCODERS[kind](value).SerializeToString()
+
+
+def encode_rule(rule: GatewayRule) -> bytes:
+    """One serialised ``pb.GatewayRule``: a route host's body (``pb.Rules``) is these, each as
+    its field 1 (``shell.discovery.resources`` splices them). Pure."""
+    return _gateway_rule(rule).SerializeToString()
 
 
 def _head(head: tuple[int, int, tuple[int, ...], tuple[int, ...]]) -> pb.SnapshotHead:

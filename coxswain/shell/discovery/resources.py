@@ -30,7 +30,12 @@ from pyrsistent import pmap, pvector
 
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile.snapshot import IngressTable, ListenerTable, Snapshot
-from coxswain.shell.discovery.codec import RESOURCE_BODIES, encode_resource, encode_scope
+from coxswain.shell.discovery.codec import (
+    RESOURCE_BODIES,
+    encode_resource,
+    encode_rule,
+    encode_scope,
+)
 from coxswain.shell.discovery.snapshot_decode import decode_resource
 
 if TYPE_CHECKING:
@@ -38,12 +43,18 @@ if TYPE_CHECKING:
 
     from pyrsistent.typing import PMap, PVector
 
-    from coxswain.compile.snapshot import ListenerHealth
+    from coxswain.compile.snapshot import GatewayRule, ListenerHealth
 
-__all__ = ["EncodedVersion", "Key", "ResourceCache", "apply_delta", "resources"]
+__all__ = ["EncodedVersion", "Key", "ResourceCache", "RuleBodies", "apply_delta", "resources"]
 
 Key = tuple[int, int, str, str]
 """A resource's place: (``ResourceKey.Kind``, port, name, host), as in ``pb.ResourceKey``."""
+
+RuleBodies = dict[int, tuple["GatewayRule", bytes]]
+"""Encoded route rules by identity (the rule is kept, so its ``id`` is not reused), for the
+scopes of one publish: the compiler hands the same rule object to every listener and scope
+that serves it (at a cold start of ``bench/controller_scale.py``, 250,000 rules of route
+hosts are 100,000 objects), and each is encoded once."""
 
 _K = pb.ResourceKey
 HEAD: Final[Key] = (_K.HEAD, 0, "", "")
@@ -148,6 +159,18 @@ def _fragment(key: Key, body: bytes) -> bytes:
     if kind == _K.ENDPOINTS:
         return _field(9, _entry(name, body))
     return body
+
+
+def _route_host_body(rules: Iterable[GatewayRule], known: RuleBodies) -> bytes:
+    """``encode_resource`` of a route host, spliced: ``pb.Rules`` holds its rules as repeated
+    field 1, each the bytes ``encode_rule`` gives (``known``'s when encoded already)."""
+    parts = []
+    for rule in rules:
+        hit = known.get(id(rule))
+        if hit is None:
+            hit = known[id(rule)] = (rule, encode_rule(rule))
+        parts.append(_field(1, hit[1]))
+    return b"".join(parts)
 
 
 def _key_message(key: Key) -> bytes:
@@ -294,8 +317,10 @@ class ResourceCache:
         self.version: str | None = None
         self.sequence = 0
 
-    def encode(self, snapshot: Snapshot) -> EncodedVersion:
-        """``snapshot`` as parts; the publish sequence counts the encoded versions."""
+    def encode(self, snapshot: Snapshot, rules: RuleBodies | None = None) -> EncodedVersion:
+        """``snapshot`` as parts; the publish sequence counts the encoded versions. ``rules``:
+        the rules encoded already, shared with the other scopes of the same publish."""
+        known: RuleBodies = {} if rules is None else rules
         last = self._last
         current: dict[Key, tuple[Any, _Part]] = {}
         changed: list[Key] = []
@@ -304,7 +329,11 @@ class ResourceCache:
             hit = last.get(key)
             kept += hit is not None
             if hit is None or (hit[0] is not value and hit[0] != value):
-                body = encode_resource(key[0], value)
+                body = (
+                    _route_host_body(value, known)
+                    if key[0] == _K.ROUTE_HOST
+                    else encode_resource(key[0], value)
+                )
                 hit = (value, _Part(body, _fragment(key, body)))
                 changed.append(key)
             current[key] = hit

@@ -65,7 +65,7 @@ from coxswain.shell.discovery.limits import (
     cut,
 )
 from coxswain.shell.discovery.policy import ScopePolicy, granted_by, still_allowed
-from coxswain.shell.discovery.resources import ResourceCache
+from coxswain.shell.discovery.resources import ResourceCache, RuleBodies
 from coxswain.shell.discovery.snapshot_decode import decode_scope
 from coxswain.shell.discovery.tls import peer_identity, server_credentials
 from coxswain.shell.discovery.wire import SERVER_GRPC_OPTIONS, WIRE_VERSION
@@ -180,26 +180,29 @@ class DiscoveryServer:
 
     # trio side
 
-    def publish(self, scope: Scope, snapshot: Snapshot) -> None:
+    def publish(self, scope: Scope, snapshot: Snapshot, rules: RuleBodies | None = None) -> None:
         """Make ``snapshot`` the latest for ``scope``; streams get it after their next Ack.
 
         The resources that changed since the scope's previous publish are encoded here, on the
         caller's thread: that costs what the change costs (all of it only at the first
         publish), and it keeps the server's loop, which every stream's Acks go through, free.
-        A caller runs it in a worker thread (``shell.offload``), one call at a time.
+        A caller runs it in a worker thread (``shell.offload``), one call at a time. ``rules``:
+        route rules encoded already by the same round (``resources.RuleBodies``).
         """
         cache = self._caches.setdefault(scope, ResourceCache())
         if cache.version == snapshot.version:
             return
-        encoded = cache.encode(snapshot)
+        encoded = cache.encode(snapshot, rules)
         if encoded.sequence == 1:  # every stream takes the scope's first version in full
             encoded.full_message()  # spliced here once, not on the loop every stream shares
         self._bridge.call_soon(lambda: self._slot(scope).put(encoded))
 
     def publish_many(self, snapshots: Mapping[Scope, Snapshot]) -> None:
-        """:meth:`publish` each scope's snapshot, in order (a round's, in one worker thread)."""
+        """:meth:`publish` each scope's snapshot, in order (a round's, in one worker thread); a
+        route rule that several scopes serve is encoded once."""
+        rules: RuleBodies = {}
         for scope, snapshot in snapshots.items():
-            self.publish(scope, snapshot)
+            self.publish(scope, snapshot, rules)
 
     @property
     def fleet(self) -> PMap[NodeKey, NodeObservation]:
