@@ -26,6 +26,11 @@ nothing:
   that stats run ran every selected test in this same process and they passed (mutmut stops
   otherwise): it would run the same tests on the same code a second time.
 
+A worker whose pytest cannot find the tests it is given (pytest's exit code 4: a node id that
+the forked worker's second pytest session does not find, as an id holding a backslash once did)
+exits with that code, which the report counts as *other*, not as a kill: mutmut raises there,
+and the worker's exit code 1 read as a test that caught the mutant.
+
 And it narrows mutmut's choice of tests: a test named in ``[tool.coxswain.mutate.judges]`` of
 pyproject.toml runs only for the mutants of the functions its patterns match (``fnmatch`` on
 mutmut's name of the function, ``coxswain.compile.memo.xǁCompileMemoǁcompile``), not for every
@@ -56,6 +61,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
 LOG_ENV: Final = "COXSWAIN_MUTATE_CPU_LOG"
+TESTS_NOT_FOUND: Final = 4  # pytest's ExitCode.USAGE_ERROR
 CPU_LIMIT_FACTOR: Final = 3.0
 CPU_LIMIT_CONSTANT: Final = 10.0
 PYPROJECT: Final = Path(__file__).resolve().parents[2] / "pyproject.toml"
@@ -159,6 +165,7 @@ def type_check_by_spans() -> dict[str, Any]:
 def install(log: IO[str]) -> None:
     """Wrap mutmut's phases and its worker reaping so that both report CPU time to ``log``."""
     import mutmut.__main__ as main
+    from mutmut.runners.harness import BadTestExecutionCommandsException, PytestRunner
     from mutmut.state import state
     from mutmut.utils.format_utils import mangled_name_from_mutant_name
     from mutmut.workers import isolation
@@ -237,6 +244,18 @@ def install(log: IO[str]) -> None:
             mutant_name=worker.mutant_name, exit_code=exit_code, duration=duration
         )
 
+    original_run_tests = PytestRunner.run_tests
+
+    def run_tests(self: PytestRunner, *, mutant_name: str | None, tests: Any) -> int:
+        try:
+            result: int = original_run_tests(self, mutant_name=mutant_name, tests=tests)
+        except BadTestExecutionCommandsException:
+            if mutant_name is None:  # the clean and forced-fail runs: mutmut's own error
+                raise
+            return TESTS_NOT_FOUND
+        return result
+
+    PytestRunner.run_tests = run_tests  # type: ignore[method-assign, unused-ignore]
     runner.run_clean_tests = run_clean_tests  # type: ignore[method-assign, unused-ignore]
     runner.submit = submit  # type: ignore[method-assign, unused-ignore]
     runner.startup = startup  # type: ignore[method-assign, unused-ignore]

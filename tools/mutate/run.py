@@ -57,7 +57,8 @@ LOG_ENV: Final = "COXSWAIN_MUTATE_CPU_LOG"  # as tools/mutate/accounting.py read
 
 # mutmut's exit codes (mutmut/stats.py), sorted into the report's columns. A test run that
 # errors (3) is a kill; a worker killed on its CPU limit is a timeout; a mutant no selected test
-# reaches (33) survives, since nothing would notice it.
+# reaches (33) survives, since nothing would notice it. A worker whose pytest could not find its
+# tests (4, tools/mutate/accounting.py) is neither: the report counts it as other.
 KILLED_CODES: Final = frozenset({1, 3})
 TYPE_CODES: Final = frozenset({37})
 TIMEOUT_CODES: Final = frozenset({-24, 24, 152, 255, 36, -9, -11})
