@@ -31,7 +31,9 @@ the forked worker's second pytest session does not find, as an id holding a back
 exits with that code, which the report counts as *other*, not as a kill: mutmut raises there,
 and the worker's exit code 1 read as a test that caught the mutant.
 
-And it narrows mutmut's choice of tests: a test named in ``[tool.coxswain.mutate.judges]`` of
+And it narrows mutmut's choice of tests twice. A mutant runs only the tests that executed the
+statement it changes (tools/mutate/lines.py: the stats run under coverage.py, a context per
+test). And a test named in ``[tool.coxswain.mutate.judges]`` of
 pyproject.toml runs only for the mutants of the functions its patterns match (``fnmatch`` on
 mutmut's name of the function, ``coxswain.compile.memo.xǁCompileMemoǁcompile``), not for every
 mutant whose function it reaches: a differential test whose two sides both run a mutated
@@ -60,11 +62,14 @@ from typing import IO, TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
+    from lines import LineIndex
+
 LOG_ENV: Final = "COXSWAIN_MUTATE_CPU_LOG"
 TESTS_NOT_FOUND: Final = 4  # pytest's ExitCode.USAGE_ERROR
 CPU_LIMIT_FACTOR: Final = 3.0
 CPU_LIMIT_CONSTANT: Final = 10.0
 PYPROJECT: Final = Path(__file__).resolve().parents[2] / "pyproject.toml"
+MUTANTS: Final = PYPROJECT.parent / "mutants"
 
 
 def load_judges(text: str) -> dict[str, tuple[str, ...]]:
@@ -162,15 +167,66 @@ def type_check_by_spans() -> dict[str, Any]:
     return caught
 
 
+class _TestContexts:
+    """A pytest plugin that runs each test in a coverage context named by its node id."""
+
+    def __init__(self, coverage: Any) -> None:
+        self.coverage = coverage
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        del location
+        self.coverage.switch_context(nodeid)
+
+
+def _stats_with_coverage(index: LineIndex) -> None:
+    """Wrap mutmut's stats run: when it runs every selected test, it runs under coverage.py
+    and ``index`` takes the lines each test executed; a partial stats run (of changed tests
+    only) leaves no index, and mutants are then judged by mutmut's choice of tests."""
+    import coverage
+    from mutmut.runners.harness import PytestRunner
+
+    original = PytestRunner.run_stats
+
+    def run_stats(self: PytestRunner, *, tests: Iterable[str]) -> int:
+        tests = list(tests)
+        if tests:
+            index.take(None)
+            return original(self, tests=tests)
+        cov = coverage.Coverage(
+            data_file=None, config_file=False, include=[f"{MUTANTS.resolve()}/*"]
+        )
+        contexts = _TestContexts(cov)
+        execute = self.execute_pytest
+
+        def with_contexts(params: list[str], **kwargs: Any) -> int:
+            kwargs["plugins"] = [*kwargs.get("plugins", ()), contexts]
+            return execute(params, **kwargs)
+
+        self.execute_pytest = with_contexts  # type: ignore[method-assign]
+        cov.start()
+        try:
+            result: int = original(self, tests=tests)
+        finally:
+            cov.stop()
+            del self.execute_pytest
+        index.take(cov.get_data())
+        return result
+
+    PytestRunner.run_stats = run_stats  # type: ignore[method-assign]
+
+
 def install(log: IO[str]) -> None:
     """Wrap mutmut's phases and its worker reaping so that both report CPU time to ``log``."""
     import mutmut.__main__ as main
+    from lines import LineIndex  # beside this script, which runs as one (see Usage)
     from mutmut.runners.harness import BadTestExecutionCommandsException, PytestRunner
     from mutmut.state import state
     from mutmut.utils.format_utils import mangled_name_from_mutant_name
     from mutmut.workers import isolation
 
     judges = load_judges(PYPROJECT.read_text("utf-8"))
+    index = LineIndex(MUTANTS)
+    _stats_with_coverage(index)
 
     for name, phase in (
         ("create_mutants", "generate mutants"),
@@ -210,7 +266,10 @@ def install(log: IO[str]) -> None:
         estimated_time: float,
     ) -> None:
         del cpu_time_limit  # mutmut's: 2 x its wall limit
-        tests = judging(tests, mangled_name_from_mutant_name(mutant_name), judges)
+        reached = judging(tests, mangled_name_from_mutant_name(mutant_name), judges)
+        module, _, function = mutant_name.rpartition(".")
+        tests = index.select(module, function, reached)
+        _write(log, {"selected": mutant_name, "tests": len(tests), "of": len(reached)})
         estimated_time = sum(state().duration_by_test[test] for test in tests)
         limit = math.ceil(CPU_LIMIT_FACTOR * estimated_time + CPU_LIMIT_CONSTANT)
         original_submit(self, mutant_name, tests, limit, estimated_time)
