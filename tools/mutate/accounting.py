@@ -17,11 +17,12 @@ nothing:
 - mypy's errors are attributed to mutants through the index of function spans mutmut writes
   beside each mutated file (``<file>.spans``), instead of parsing each mutated file again with
   libcst: the same line-in-function lookup, without minutes of serial parsing;
-- a worker's CPU limit is ``CPU_LIMIT_FACTOR`` × the clean time of its tests +
-  ``CPU_LIMIT_CONSTANT`` seconds, instead of mutmut's 2 × the wall limit (100 CPU-s at least with
-  ``timeout_constant = 10``): an infinite loop is stopped after 10 CPU-s, not 100. The wall limit
-  (``timeout_multiplier`` and ``timeout_constant`` of ``[tool.mutmut]``) stays lax, for a loaded
-  machine, where wall time says little;
+- a worker's CPU limit is ``CPU_LIMIT_FACTOR`` × the time of its tests in the stats run (traced
+  by coverage.py there, about three times their plain time) + ``CPU_LIMIT_CONSTANT`` seconds,
+  instead of mutmut's 2 × the wall limit (100 CPU-s at least with ``timeout_constant = 10``): an
+  infinite loop is stopped after 3 CPU-s, not 100 (a worker's pytest session costs about 0.1).
+  The wall limit (``timeout_multiplier`` and ``timeout_constant`` of ``[tool.mutmut]``) stays
+  lax, for a loaded machine, where wall time says little;
 - the clean run of every selected test, which mutmut starts after its stats run, is skipped when
   that stats run ran every selected test in this same process and they passed (mutmut stops
   otherwise): it would run the same tests on the same code a second time.
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
 LOG_ENV: Final = "COXSWAIN_MUTATE_CPU_LOG"
 TESTS_NOT_FOUND: Final = 4  # pytest's ExitCode.USAGE_ERROR
 CPU_LIMIT_FACTOR: Final = 3.0
-CPU_LIMIT_CONSTANT: Final = 10.0
+CPU_LIMIT_CONSTANT: Final = 3.0
 PYPROJECT: Final = Path(__file__).resolve().parents[2] / "pyproject.toml"
 MUTANTS: Final = PYPROJECT.parent / "mutants"
 
