@@ -10,7 +10,9 @@ changes since the remembered state are routes only (HTTPRoute, GRPCRoute and the
 Gateway, ListenerSet, Namespace, ReferenceGrant or Service), so only the changed routes are
 attached again; the rest — cross serving (GEP-1016), BackendTLSPolicies (GEP-1897) and the
 findings' order — is finished from those verdicts as ``analyse_gateways`` finishes it, and the
-model is the one a fresh analysis gives. When only EndpointSlices changed the model is kept
+model is the one a fresh analysis gives; which verdicts went and came is kept with it
+(``delta``, a ``gateway.cells.RouteDelta``), so that the compile of the shared pool visits
+those routes' shares only. When only EndpointSlices changed the model is kept
 (no pass reads a slice). A GatewayScope's analysis reads the routes naming its parents only and
 is computed whole by its compile.
 """
@@ -22,6 +24,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Final
 
 from coxswain.compile.backends import index_services
+from coxswain.compile.gateway.cells import RouteDelta
 from coxswain.compile.gateway.model import (
     analyse_gateways,
     attach_candidate,
@@ -63,6 +66,7 @@ class _Analysis:
     attached: dict[ObjectKey, RouteVerdict | None]
     missing: dict[ObjectKey, tuple[Diagnostic, ...]]
     model: GatewayModel
+    delta: RouteDelta | None = None
 
 
 class AnalysisMemory:
@@ -115,6 +119,15 @@ class AnalysisMemory:
         )
         return model
 
+    def delta(self, scope: SharedPool | None, model: GatewayModel) -> RouteDelta | None:
+        """How ``model``, the last ``model`` answer for ``scope``, differs in its routes from
+        the answer before it, when it was patched for changed routes and no verdict of another
+        route changed with them (no cross serving to settle); else None."""
+        entry = self._entries.get(scope)
+        if entry is None or entry.model is not model:
+            return None
+        return entry.delta
+
     def carry(self, previous: ClusterState, state: ClusterState) -> None:
         """Say that ``state`` differs from ``previous`` in EndpointSlices only, which no pass
         of the analysis reads: an analysis of ``previous`` holds for ``state``."""
@@ -135,7 +148,12 @@ class AnalysisMemory:
         attached = dict(entry.attached)
         missing = dict(entry.missing)
         added = False
+        gone: list[RouteVerdict] = []
+        fresh: list[RouteVerdict] = []
         for key in changed:
+            was = attached.get(key)
+            if was is not None:
+                gone.append(was)
             route = lookup(state, key)
             if not isinstance(route, (HTTPRoute, GRPCRoute, StreamRoute)):  # deleted
                 attached.pop(key, None)
@@ -143,14 +161,21 @@ class AnalysisMemory:
                 continue
             candidate: Route | StreamRoute = route
             added = added or key not in attached
-            attached[key] = attach_candidate(candidate, entry.frame, state, services, cache)
+            verdict = attach_candidate(candidate, entry.frame, state, services, cache)
+            attached[key] = verdict
+            if verdict is not None:
+                fresh.append(verdict)
             missing[key] = tuple(parents_not_found(candidate, state))
         if added:  # candidates are in key order
             order = sorted(attached, key=_ORDER)
             attached = {key: attached[key] for key in order}
             missing = {key: missing[key] for key in order}
+        before = entry.model.routes
         entry.state, entry.attached, entry.missing = state, attached, missing
         entry.model = _finished(entry.frame, state, attached, missing)
+        # cross serving (GEP-1016) may change the verdicts of routes that did not change
+        settled = bool(state.grpcroutes or state.streamroutes)
+        entry.delta = None if settled else RouteDelta(before, tuple(gone), tuple(fresh))
         return entry.model
 
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.backends import EndpointsCache, ServiceIndex
     from coxswain.compile.diagnostics import Diagnostic
-    from coxswain.compile.gateway.cells import GatewayCells
+    from coxswain.compile.gateway.cells import GatewayCells, RouteDelta
     from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.gateway.route_kinds import RouteCache
     from coxswain.compile.gateway.status import StatusCache
@@ -141,13 +141,15 @@ def compile_parts(
     endpoints: EndpointsCache | None = None,
     model: GatewayModel | None = None,
     fragments: FragmentCache | None = None,
+    delta: RouteDelta | None = None,
 ) -> CompileParts:
     """``compile`` up to the seal; ``cache`` remembers compiled routes, ``earlier`` is an
     earlier compile of the same scope whose Ingress part (``IngressPart``), listener tables
     (``gateway.cells``) and endpoints map are reused where their inputs are the same,
     ``endpoints`` remembers endpoint entries, ``fragments`` Ingress fragments (all four from
     ``compile.memo``; the parts are the same without them); ``model`` is the scope's
-    ``analyse_gateways`` when the caller has it."""
+    ``analyse_gateways`` when the caller has it, and ``delta`` how its routes differ from
+    those of ``earlier``'s model, when the caller knows (``gateway.cells.build_cells``)."""
     services = index_services(state)
     ingress = _ingress_part(
         state, scope, config, services, fragments, None if earlier is None else earlier.ingress
@@ -156,7 +158,7 @@ def compile_parts(
     secrets_read, services_read = set(ingress.secrets_read), set(ingress.services_read)
     if model is None:
         model = analyse_gateways(state, config, services, scope, cache)
-    cells = build_cells(model, None if earlier is None else earlier.cells)
+    cells = build_cells(model, None if earlier is None else earlier.cells, delta)
     uses = endpoint_uses(
         services,
         (ingress.backends, *(part.backends for part in cells.parts.values())),

@@ -425,6 +425,10 @@ class CompileMemo:
             self._texts_state = state
             self._texts = Texts(self._texts.now)
         earlier = self._scopes.get(scope)
+        model = delta = None
+        if isinstance(scope, SharedPool):
+            model = self._analyses.model(state, config, scope, self._since(), self)
+            delta = self._analyses.delta(scope, model)
         parts = compile_parts(
             state,
             scope,
@@ -432,12 +436,9 @@ class CompileMemo:
             self,
             earlier=None if earlier is None else earlier.parts,
             endpoints=self,
-            model=(
-                self._analyses.model(state, config, scope, self._since(), self)
-                if isinstance(scope, SharedPool)
-                else None
-            ),
+            model=model,
             fragments=self.ingresses,
+            delta=delta,
         )
         services = index_services(state)
         if (
@@ -453,7 +454,8 @@ class CompileMemo:
         tables = Texts({} if earlier is None else earlier.table_texts)
         others = Texts({} if earlier is None else earlier.other_texts)
         chain = HashChain() if earlier is None else earlier.chain
-        for slot, fragment in parts.cells.fragments.items():
+        for slot in parts.cells.renewed:
+            fragment = parts.cells.fragments[slot]
             if fragment.edits is not None:
                 edited_table_text(tables, slot, fragment.table, fragment.edits, self._texts)
         head = head_digest(parts.snapshot, self._texts, tables, self.ingresses.texts, chain, others)
