@@ -9,7 +9,7 @@ Passes (docs/architecture.md, "Rules of the core"), each a function of explicit 
 5. endpoints for every backend used;
 6. the snapshot, sealed with its content hash, and the diagnostics of every object read,
    including those of every problem condition the Gateway API status shows
-   (``gateway.status.gateway_diagnostics``).
+   (``gateway.status.gateway_diagnostics``, kept per part by ``model_findings``).
 """
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ from coxswain.compile.diagnostics import diagnostic_order
 from coxswain.compile.endpoint_uses import EndpointUses, endpoint_uses
 from coxswain.compile.gateway.cells import build_cells
 from coxswain.compile.gateway.model import analyse_gateways
-from coxswain.compile.gateway.status import gateway_diagnostics, gateway_statuses
+from coxswain.compile.gateway.status import gateway_statuses, policy_diagnostics
 from coxswain.compile.ingress.certificates import ingress_certificates
 from coxswain.compile.ingress.classes import select_ingresses
 from coxswain.compile.ingress.rules import ingress_hosts
 from coxswain.compile.ingress.status import ingress_statuses
+from coxswain.compile.model_findings import ModelFindings, model_findings
 from coxswain.compile.scope import Scope, SharedPool
 from coxswain.compile.snapshot import IngressTable, Snapshot
 from coxswain.compile.snapshot_json import seal
@@ -105,6 +106,7 @@ class CompileParts:
     ingress: IngressPart
     endpoint_uses: EndpointUses
     flagged: ServiceFindings | None
+    in_model: ModelFindings
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,16 +161,26 @@ def compile_parts(
     if model is None:
         model = analyse_gateways(state, config, services, scope, cache)
     cells = build_cells(model, None if earlier is None else earlier.cells, delta)
+    patched = earlier is not None and ingress is earlier.ingress and cells.change is not None
     uses = endpoint_uses(
         services,
         (ingress.backends, *(part.backends for part in cells.parts.values())),
         endpoints,
         None if earlier is None else earlier.endpoint_uses,
         None if earlier is None else earlier.snapshot.endpoints,
+        change=(
+            ([p.backends for p in cells.change[0]], [p.backends for p in cells.change[1]])
+            if patched and cells.change is not None
+            else None
+        ),
     )
-    tls = dict(cells.tls)
-    if certificates:
-        tls[config.ingress_https_port] = dict(certificates)
+    if patched and earlier is not None and cells.tls is earlier.cells.tls:
+        tls_cell = earlier.snapshot.tls
+    else:
+        tls = dict(cells.tls)
+        if certificates:
+            tls[config.ingress_https_port] = dict(certificates)
+        tls_cell = pmap({port: pmap(by_host) for port, by_host in tls.items()})
     snapshot = Snapshot(
         version="",
         scope=scope,
@@ -176,28 +188,22 @@ def compile_parts(
             http_port=config.ingress_http_port, https_port=config.ingress_https_port, hosts=hosts
         ),
         gateways=cells.gateways,
-        tls=pmap({port: pmap(by_host) for port, by_host in tls.items()}),
+        tls=tls_cell,
         client_certs=cells.client_certs,
         listener_health=cells.listener_health,
         endpoints=uses.table,
     )
-    for verdicts in model.listeners.values():
-        for verdict in verdicts:
-            secrets_read |= verdict.read  # certificate Secrets, CA Secrets and ConfigMaps
-    for refs in model.gateway_refs.values():
-        secrets_read |= refs.read  # the backend client certificate's Secret
+    in_model = model_findings(
+        model,
+        cells,
+        None if earlier is None else earlier.in_model,
+        None if earlier is None else earlier.cells,
+    )
+    secrets_read |= in_model.secrets
     for policy in model.backend_tls.reported:
         secrets_read |= policy.read  # BackendTLSPolicy CA ConfigMaps and Secrets
-    for route in model.routes:
-        services_read |= route.compiled.read
-    gateway_found = [
-        *(d for c in model.classes for d in c.diagnostics),
-        *(d for g in (*model.gateways, *model.unserved) for d in g.diagnostics),
-        *(d for s in model.listener_sets for d in s.listener_set.diagnostics),
-        *(d for r in model.routes for d in r.compiled.route.diagnostics),
-        *(d for p in model.placements.values() for layer in p.layers for d in layer.diagnostics),
-        *gateway_diagnostics(model),
-    ]
+    services_read |= in_model.read.keys()
+    gateway_found = [*in_model.found(), *policy_diagnostics(model), *model.dangling]
     read_found, flagged = _read_objects(
         state, secrets_read, services_read, None if earlier is None else earlier.flagged
     )
@@ -216,6 +222,7 @@ def compile_parts(
         ingress=ingress,
         endpoint_uses=uses,
         flagged=flagged,
+        in_model=in_model,
     )
 
 
