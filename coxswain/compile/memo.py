@@ -22,10 +22,11 @@ What is remembered, and when it is reused:
   Service: reused until the Service or one of its EndpointSlices changes.
 - **Listener tables** (``gateway.cells.Fragment``), per scope and slot (internal port,
   listener hostname): a table whose listener and rule entries are the same objects as at the
-  scope's last compile is that table; with its hashed pieces (``snapshot_json.TableTexts``)
-  and the scope's endpoint lists' (``endpoint_pieces``), kept from the scope's last seal, an
-  unchanged table or list is neither built nor encoded again (the discovery server's delta
-  finds it unchanged by identity), and the content hash resumes at the first changed piece.
+  scope's last compile is that table; with its hashed pieces and each port's
+  (``seal_memo``) and the scope's endpoint lists' (``endpoint_pieces``), kept from the
+  scope's last seal, an unchanged table, port or list is neither built nor encoded nor
+  visited again (the discovery server's delta finds it unchanged by identity), and the
+  content hash resumes at the first changed piece.
 - **Scopes' results** (``compile``), each with the inputs it read (its relevance): the Gateway
   and ListenerSets it serves, the Gateways its routes name, the Services whose endpoints it
   lists. From one state to the next the changed keys are found by identity (persistent maps:
@@ -71,20 +72,14 @@ from coxswain.compile.api import (
 )
 from coxswain.compile.backends import ServiceIndex, index_services, service_endpoints
 from coxswain.compile.gateway.route_kinds import ROUTE_COMPILERS, compile_any_route
-from coxswain.compile.hash_chain import HashChain
 from coxswain.compile.ingress.memo import IngressMemo
 from coxswain.compile.model.gateway_objects import CommonRoute, Gateway
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.provision import provision
 from coxswain.compile.recorded import Read, RecordedGrants, RecordedServices
 from coxswain.compile.scope import GatewayScope, SharedPool
-from coxswain.compile.snapshot_json import (
-    edited_table_text,
-    endpoint_piece,
-    endpoint_pieces,
-    head_digest,
-    sealed_with,
-)
+from coxswain.compile.seal_memo import SealMemory
+from coxswain.compile.snapshot_json import endpoint_piece, endpoint_pieces, sealed_with
 from coxswain.compile.state_changes import (
     both,
     changes,
@@ -112,7 +107,7 @@ if TYPE_CHECKING:
     from coxswain.compile.provision import DesiredObjects
     from coxswain.compile.scope import Scope
     from coxswain.compile.snapshot import Endpoint, GatewayRule
-    from coxswain.compile.snapshot_json import EndpointPieces, TableText
+    from coxswain.compile.snapshot_json import EndpointPieces
     from coxswain.compile.status import ObjectStatus
 
 __all__ = ["CompileMemo"]
@@ -145,9 +140,7 @@ class _ScopeEntry:
     endpoint_keys: dict[tuple[str, str], list[tuple[str, int]]]
     parents: frozenset[tuple[str, str]]
     named: frozenset[ObjectKey]
-    table_texts: dict[tuple[int, str], TableText]
-    other_texts: dict[int, tuple[object, tuple[int, str] | None, str]]
-    chain: HashChain
+    seal: SealMemory
     endpoint_pieces: EndpointPieces
 
 
@@ -451,14 +444,8 @@ class CompileMemo:
             slice_found = dict(earlier.slice_found)
         else:
             slice_found = {k: self._slice_findings(services, k) for k in parts.services_read}
-        tables = Texts({} if earlier is None else earlier.table_texts)
-        others = Texts({} if earlier is None else earlier.other_texts)
-        chain = HashChain() if earlier is None else earlier.chain
-        for slot in parts.cells.renewed:
-            fragment = parts.cells.fragments[slot]
-            if fragment.edits is not None:
-                edited_table_text(tables, slot, fragment.table, fragment.edits, self._texts)
-        head = head_digest(parts.snapshot, self._texts, tables, self.ingresses.texts, chain, others)
+        seal = SealMemory() if earlier is None else earlier.seal
+        head = seal.head(parts.snapshot, parts.cells, self._texts, self.ingresses.texts)
         endpoints = parts.snapshot.endpoints
         same_endpoints = earlier is not None and earlier.parts.snapshot.endpoints is endpoints
         if earlier is not None and same_endpoints:
@@ -494,9 +481,7 @@ class CompileMemo:
             endpoint_keys=endpoint_keys,
             parents=frozenset(parents),
             named=frozenset(named),
-            table_texts=tables.now,
-            other_texts=others.now,
-            chain=chain,
+            seal=seal,
             endpoint_pieces=pieces,
         )
         return result
