@@ -107,6 +107,7 @@ class CompileParts:
     endpoint_uses: EndpointUses
     flagged: ServiceFindings | None
     in_model: ModelFindings
+    secrets_found: SecretFindings
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,15 +203,19 @@ def compile_parts(
     secrets_read |= in_model.secrets
     for policy in model.backend_tls.reported:
         secrets_read |= policy.read  # BackendTLSPolicy CA ConfigMaps and Secrets
-    services_read |= in_model.read.keys()
+    services_read.update(in_model.read)  # a dict's keys' hashes are kept: not hashed again
     gateway_found = [*in_model.found(), *policy_diagnostics(model), *model.dangling]
     read_found, flagged = _read_objects(
-        state, secrets_read, services_read, None if earlier is None else earlier.flagged
+        state, services_read, None if earlier is None else earlier.flagged
+    )
+    secrets_found = _secret_findings(
+        state, frozenset(secrets_read), None if earlier is None else earlier.secrets_found
     )
     diagnostics = [
         *state.input_diagnostics,
         *ingress.found,
         *gateway_found,
+        *secrets_found.found,
         *read_found,
     ]
     return CompileParts(
@@ -223,6 +228,7 @@ def compile_parts(
         endpoint_uses=uses,
         flagged=flagged,
         in_model=in_model,
+        secrets_found=secrets_found,
     )
 
 
@@ -284,24 +290,47 @@ def _ingress_part(
     )
 
 
+def _secret_findings(
+    state: ClusterState, secrets: frozenset[ObjectKey], earlier: SecretFindings | None
+) -> SecretFindings:
+    """Decode findings of the Secrets and ConfigMaps the snapshot was built from, ``earlier``'s
+    while they are the same and so are the Secrets and ConfigMaps tables."""
+    tables = (state.secrets, state.config_maps)
+    if (
+        earlier is not None
+        and all(a is b for a, b in zip(tables, earlier.tables, strict=True))
+        and earlier.read == secrets
+    ):
+        return earlier
+    found: list[Diagnostic] = []
+    for key in secrets:
+        holder = state.config_maps.get(key) if key.kind == "ConfigMap" else state.secrets.get(key)
+        if holder is not None:
+            found.extend(holder.diagnostics)
+    return SecretFindings(tables, secrets, tuple(found))
+
+
+@dataclass(frozen=True, slots=True)
+class SecretFindings:
+    """The decode findings of some Secrets and ConfigMaps (``read``) of those tables."""
+
+    tables: tuple[object, object]
+    read: frozenset[ObjectKey]
+    found: tuple[Diagnostic, ...]
+
+
 def _read_objects(
     state: ClusterState,
-    secrets: set[ObjectKey],
     read: set[ObjectKey],
     earlier: ServiceFindings | None,
 ) -> tuple[list[Diagnostic], ServiceFindings | None]:
-    """Decode findings of the Secrets, ConfigMaps and Services the snapshot was built from
-    (``secrets``: the Secrets and ConfigMaps; ``read``: the Services); those of their
+    """Decode findings of the Services the snapshot was built from (``read``); those of their
     EndpointSlices are ``slice_findings``. Services are looked up among those that have
     findings (``ServiceFindings``, ``earlier``'s while the Services table is the same), or one
     by one when the scope read few of them: gathering the flagged Services walks the whole
     table, which a cold start would otherwise do once per scope (501 scopes of 15,000
     Services in ``bench/controller_scale.py``)."""
     found: list[Diagnostic] = []
-    for key in secrets:
-        holder = state.config_maps.get(key) if key.kind == "ConfigMap" else state.secrets.get(key)
-        if holder is not None:
-            found.extend(holder.diagnostics)
     flagged = earlier
     if flagged is None or flagged.services is not state.services:
         if len(read) * _FEW_READ < len(state.services):

@@ -20,13 +20,11 @@ What is remembered, and when it is reused:
   dropped.
 - **Endpoint entries and slice findings** (``endpoints``; ``backends.EndpointsCache``), by
   Service: reused until the Service or one of its EndpointSlices changes.
-- **Listener tables** (``gateway.cells.Fragment``), per scope and slot (internal port,
-  listener hostname): a table whose listener and rule entries are the same objects as at the
-  scope's last compile is that table; with its hashed pieces and each port's
-  (``seal_memo``) and the scope's endpoint lists' (``endpoint_pieces``), kept from the
-  scope's last seal, an unchanged table, port or list is neither built nor encoded nor
-  visited again (the discovery server's delta finds it unchanged by identity), and the
-  content hash resumes at the first changed piece.
+- **Listener tables** (``gateway.cells``), per scope and slot (internal port, hostname): a
+  table of the same listener and rule entries is that table; with the hashed pieces kept
+  from the last seal (``seal_memo``, ``endpoint_pieces``), an unchanged table, port or
+  endpoint list is neither built, encoded nor visited again, and the hash resumes at the
+  first changed piece (the discovery server's delta finds the rest unchanged by identity).
 - **Scopes' results** (``compile``), each with the inputs it read (its relevance): the Gateway
   and ListenerSets it serves, the Gateways its routes name, the Services whose endpoints it
   lists. From one state to the next the changed keys are found by identity (persistent maps:
@@ -50,9 +48,9 @@ What is remembered, and when it is reused:
 - **The cluster-wide status**: reused when only EndpointSlices changed (none of them reads a
   slice) and its other inputs are equal; otherwise each Gateway API status is reused while
   its inputs are (``status_memo``).
-- **The cluster-wide provision**: it reads the passes before the routes' and Services,
-  ServiceAccounts and Deployments only, so it is reused while those are the same objects
-  (the analysis patched for routes keeps them) and its other inputs are equal.
+- **The cluster-wide provision and grants** read the passes before the routes' (and
+  provision Services, ServiceAccounts and Deployments): reused while those are the same
+  objects (the analysis patched for routes keeps them) and the other inputs equal.
 
 Work stays bounded: each map holds at most one entry per object or scope that exists.
 """
@@ -72,6 +70,7 @@ from coxswain.compile.api import (
 )
 from coxswain.compile.backends import ServiceIndex, index_services, service_endpoints
 from coxswain.compile.gateway.route_kinds import ROUTE_COMPILERS, compile_any_route
+from coxswain.compile.grants import subscription_grants
 from coxswain.compile.ingress.memo import IngressMemo
 from coxswain.compile.model.gateway_objects import CommonRoute, Gateway
 from coxswain.compile.model.keys import ObjectKey
@@ -188,6 +187,8 @@ class CompileMemo:
         self.ingresses = IngressMemo()  # Ingress fragments (compile.ingress.memo)
         self._analyses = AnalysisMemory()  # the cluster's and the shared pool's analyses
         self._statuses = StatusMemory()  # Gateway API statuses per object
+        self._grants: tuple[object, object, CompileConfig, PMap[tuple[str, str], Scope]] | None
+        self._grants = None  # the last grants, with the Gateways, placements and config read
 
     @property
     def analyses_patched(self) -> int:
@@ -237,6 +238,21 @@ class CompileMemo:
         ):
             self._outputs.provision = outputs.provision
         return model
+
+    def grants(
+        self, state: ClusterState, config: CompileConfig, model: GatewayModel | None = None
+    ) -> PMap[tuple[str, str], Scope]:
+        """``subscription_grants(state, config, model)``, kept while the analysis' Gateways and
+        placements, all it reads, are the same objects (a route change leaves them)."""
+        if model is None:
+            model = self.analyse(state, config)
+        kept = self._grants
+        if kept is None or not (
+            kept[0] is model.gateways and kept[1] is model.placements and kept[2] == config
+        ):
+            grants = subscription_grants(state, config, model)
+            kept = self._grants = (model.gateways, model.placements, config, grants)
+        return kept[3]
 
     def status(
         self,
@@ -508,7 +524,9 @@ class CompileMemo:
             elif key.kind == "Gateway":
                 gateways = list(both(key, previous, state))
                 if key in entry.named or any(
-                    isinstance(g, Gateway) and (g.addresses or _serves(g, entry)) for g in gateways
+                    isinstance(g, Gateway)
+                    and (g.addresses or (g.meta.key.namespace, g.meta.key.name) in entry.parents)
+                    for g in gateways
                 ):
                     return None
             elif key.kind not in _SCOPED_KINDS:
@@ -578,8 +596,3 @@ def _provision_reads(state: ClusterState) -> tuple[object, ...]:
 
 def _same_objects(first: tuple[object, ...], second: tuple[object, ...]) -> bool:
     return all(a is b for a, b in zip(first, second, strict=True))
-
-
-def _serves(gateway: Gateway, entry: _ScopeEntry) -> bool:
-    key = gateway.meta.key
-    return (key.namespace, key.name) in entry.parents
