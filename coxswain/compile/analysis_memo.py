@@ -57,13 +57,15 @@ _ORDER: Final = attrgetter("kind", "namespace", "name")
 
 @dataclass(slots=True, kw_only=True)
 class _Analysis:
-    """One scope's analysis and its pieces: each candidate route's attachment (None: it names
-    none of our parents) and its missing-Gateway findings, both in candidate order."""
+    """One scope's analysis and its pieces: the attachment of each candidate route that names
+    one of our parents, and the missing-Gateway findings of each that has some, both in
+    candidate order (only those: a patch then hands ``finish_model`` the maps' values, with
+    no walk over every candidate)."""
 
     state: ClusterState
     config: CompileConfig
     frame: ParentFrame
-    attached: dict[ObjectKey, RouteVerdict | None]
+    attached: dict[ObjectKey, RouteVerdict]
     missing: dict[ObjectKey, tuple[Diagnostic, ...]]
     model: GatewayModel
     delta: RouteDelta | None = None
@@ -104,10 +106,11 @@ class AnalysisMemory:
             return analyse_gateways(state, config, index_services(state), scope, cache)
         services = index_services(state)
         candidates = candidate_routes(state, frame)
-        attached = {
-            r.meta.key: attach_candidate(r, frame, state, services, cache) for r in candidates
-        }
-        missing = {r.meta.key: tuple(parents_not_found(r, state)) for r in candidates}
+        attached: dict[ObjectKey, RouteVerdict] = {}
+        missing: dict[ObjectKey, tuple[Diagnostic, ...]] = {}
+        for route in candidates:
+            verdict = attach_candidate(route, frame, state, services, cache)
+            _put(attached, missing, route, verdict, state)
         model = _finished(frame, state, attached, missing)
         self._entries[scope] = _Analysis(
             state=state,
@@ -160,16 +163,16 @@ class AnalysisMemory:
                 missing.pop(key, None)
                 continue
             candidate: Route | StreamRoute = route
-            added = added or key not in attached
             verdict = attach_candidate(candidate, entry.frame, state, services, cache)
-            attached[key] = verdict
+            had = key in attached, key in missing
+            _put(attached, missing, candidate, verdict, state)
+            made = (key in attached and not had[0]) or (key in missing and not had[1])
+            added = added or made  # an entry made comes last
             if verdict is not None:
                 fresh.append(verdict)
-            missing[key] = tuple(parents_not_found(candidate, state))
         if added:  # candidates are in key order
-            order = sorted(attached, key=_ORDER)
-            attached = {key: attached[key] for key in order}
-            missing = {key: missing[key] for key in order}
+            attached = {key: attached[key] for key in sorted(attached, key=_ORDER)}
+            missing = {key: missing[key] for key in sorted(missing, key=_ORDER)}
         before = entry.model.routes
         entry.state, entry.attached, entry.missing = state, attached, missing
         entry.model = _finished(entry.frame, state, attached, missing)
@@ -182,13 +185,34 @@ class AnalysisMemory:
 def _finished(
     frame: ParentFrame,
     state: ClusterState,
-    attached: dict[ObjectKey, RouteVerdict | None],
+    attached: dict[ObjectKey, RouteVerdict],
     missing: dict[ObjectKey, tuple[Diagnostic, ...]],
 ) -> GatewayModel:
     return finish_model(
         frame,
         state,
         index_services(state),
-        (verdict for verdict in attached.values() if verdict is not None),
+        attached.values(),
         (d for found in missing.values() for d in found),
     )
+
+
+def _put(
+    attached: dict[ObjectKey, RouteVerdict],
+    missing: dict[ObjectKey, tuple[Diagnostic, ...]],
+    route: Route | StreamRoute,
+    verdict: RouteVerdict | None,
+    state: ClusterState,
+) -> None:
+    """A candidate's attachment and missing-Gateway findings set in ``attached`` and
+    ``missing`` (in place when there: the order is kept), or taken out when it has none."""
+    key = route.meta.key
+    if verdict is None:
+        attached.pop(key, None)
+    else:
+        attached[key] = verdict
+    found = tuple(parents_not_found(route, state))
+    if found:
+        missing[key] = found
+    else:
+        missing.pop(key, None)

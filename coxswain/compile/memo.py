@@ -68,7 +68,12 @@ from coxswain.compile.api import (
     slice_findings,
     status,
 )
-from coxswain.compile.backends import ServiceIndex, index_services, service_endpoints
+from coxswain.compile.backends import (
+    ServiceIndex,
+    index_services,
+    service_endpoints,
+    slice_endpoint_keys,
+)
 from coxswain.compile.gateway.route_kinds import ROUTE_COMPILERS, compile_any_route
 from coxswain.compile.grants import subscription_grants
 from coxswain.compile.ingress.memo import IngressMemo
@@ -84,7 +89,7 @@ from coxswain.compile.state_changes import (
     changes,
     lookup,
     named_gateways,
-    names_parent,
+    named_parents,
     slice_services,
 )
 from coxswain.compile.status_memo import StatusMemory
@@ -176,6 +181,7 @@ class CompileMemo:
         self._hint: tuple[ClusterState, ClusterState, frozenset[ObjectKey]] | None = None
         # when only EndpointSlices changed: the Services they belong to (before or after)
         self._slices_only: set[tuple[str, str]] | None = None
+        self._named: dict[ObjectKey, frozenset[tuple[str, str]]] = {}  # parents changed routes name
         self._routes: dict[ObjectKey, _RouteEntry] = {}
         self._readers: dict[Read, set[ObjectKey]] = {}  # what routes read → those routes
         self._granted: set[ObjectKey] = set()  # routes that asked a ReferenceGrant question
@@ -364,6 +370,7 @@ class CompileMemo:
         else:
             self._changed = changes(previous, state)
         self._slices_only = None
+        self._named = {}
         if self._changed is None:
             for key in list(self._routes):
                 self._drop_route(key)
@@ -469,7 +476,7 @@ class CompileMemo:
         else:
             known = None if earlier is None else earlier.endpoint_pieces
             pieces = endpoint_pieces(endpoints, known)
-            endpoint_keys = _endpoint_keys(endpoints)
+            endpoint_keys = slice_endpoint_keys(endpoints)
         result = CompileResult(
             snapshot=sealed_with(parts.snapshot, head, pieces),
             diagnostics=findings(parts, (d for found in slice_found.values() for d in found)),
@@ -519,7 +526,10 @@ class CompileMemo:
             if shared:
                 return None
             if key.kind in ROUTE_COMPILERS:
-                if any(names_parent(r, entry.parents) for r in both(key, previous, state)):
+                named = self._named.get(key)
+                if named is None:  # once a state: thousands of scopes ask
+                    named = self._named[key] = frozenset(named_parents(previous, state, key))
+                if not named.isdisjoint(entry.parents):
                     return None
             elif key.kind == "Gateway":
                 gateways = list(both(key, previous, state))
@@ -575,18 +585,6 @@ class CompileMemo:
             diagnostics=diagnostics,
         )
         return entry.result
-
-
-def _endpoint_keys(
-    endpoints: PMap[str, PVector[Endpoint]],
-) -> dict[tuple[str, str], list[tuple[str, int]]]:
-    """The endpoints keys of each Service a slice change may change, with their ports."""
-    keys: dict[tuple[str, str], list[tuple[str, int]]] = {}
-    for key in endpoints:
-        namespace, name, port, *cluster_ip = key.split("/")
-        if not cluster_ip:  # a cluster IP is the Service's alone, no slice changes it
-            keys.setdefault((namespace, name), []).append((key, int(port)))
-    return keys
 
 
 def _provision_reads(state: ClusterState) -> tuple[object, ...]:
