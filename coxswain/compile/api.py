@@ -261,8 +261,10 @@ def _ingress_part(
         select_ingresses(state, config) if isinstance(scope, SharedPool) else ([], [])
     )
     certificates, tls_found, secrets_read = ingress_certificates(ingresses, state)
+    # a Gateway's scope has no Ingress: handed the cache, it would empty it of the shared pool's
+    cache = fragments if isinstance(scope, SharedPool) else None
     hosts, rules_found, services_read = ingress_hosts(
-        ingresses, services, certificates, state.secrets, config.ingress_defaults, fragments
+        ingresses, services, certificates, state.secrets, config.ingress_defaults, cache
     )
     rules = [
         rule
