@@ -15,6 +15,7 @@ Passes (docs/architecture.md, "Rules of the core"), each a function of explicit 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from pyrsistent import pmap, pvector
@@ -165,7 +166,7 @@ def compile_parts(
     patched = earlier is not None and ingress is earlier.ingress and cells.change is not None
     uses = endpoint_uses(
         services,
-        (ingress.backends, *(part.backends for part in cells.parts.values())),
+        chain((ingress.backends,), (part.backends for part in cells.parts.values())),  # lazy
         endpoints,
         None if earlier is None else earlier.endpoint_uses,
         None if earlier is None else earlier.snapshot.endpoints,

@@ -13,6 +13,7 @@ import hashlib
 import json
 from bisect import bisect_left
 from dataclasses import dataclass, fields, replace
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Final
 
 from coxswain.compile.snapshot import INGRESS_ACTION_FIELDS, BackendProtocol
@@ -123,7 +124,7 @@ def sealed_with(snapshot: Snapshot, head: HASH, pieces: EndpointPieces | None = 
     digest = head.copy()
     if pieces is None:
         pieces = endpoint_pieces(snapshot.endpoints)
-    digest.update(b"".join(piece for _, piece in pieces.values()))
+    digest.update(b"".join(map(itemgetter(1), pieces.values())))  # at C speed: 10,000s
     return replace(snapshot, version=f"sha256:{digest.hexdigest()}")
 
 
