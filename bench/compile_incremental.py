@@ -56,7 +56,7 @@ def _round(
     ready to publish, and when the status to write was known."""
     began = clock()
     model = memo.analyse(state, config)
-    grants = subscription_grants(state, config, model)
+    grants = memo.grants(state, config, model)
     scopes = sorted({SharedPool(), *grants.values()}, key=str)
     for scope in scopes:
         memo.compile(state, scope, config)

@@ -10,7 +10,9 @@ changes since the remembered state are routes only (HTTPRoute, GRPCRoute and the
 Gateway, ListenerSet, Namespace, ReferenceGrant or Service), so only the changed routes are
 attached again; the rest — cross serving (GEP-1016), BackendTLSPolicies (GEP-1897) and the
 findings' order — is finished from those verdicts as ``analyse_gateways`` finishes it, and the
-model is the one a fresh analysis gives. When only EndpointSlices changed the model is kept
+model is the one a fresh analysis gives; which verdicts went and came is kept with it
+(``delta``, a ``gateway.cells.RouteDelta``), so that the compile of the shared pool visits
+those routes' shares only. When only EndpointSlices changed the model is kept
 (no pass reads a slice). A GatewayScope's analysis reads the routes naming its parents only and
 is computed whole by its compile.
 """
@@ -22,6 +24,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Final
 
 from coxswain.compile.backends import index_services
+from coxswain.compile.gateway.cells import RouteDelta
 from coxswain.compile.gateway.model import (
     analyse_gateways,
     attach_candidate,
@@ -54,15 +57,18 @@ _ORDER: Final = attrgetter("kind", "namespace", "name")
 
 @dataclass(slots=True, kw_only=True)
 class _Analysis:
-    """One scope's analysis and its pieces: each candidate route's attachment (None: it names
-    none of our parents) and its missing-Gateway findings, both in candidate order."""
+    """One scope's analysis and its pieces: the attachment of each candidate route that names
+    one of our parents, and the missing-Gateway findings of each that has some, both in
+    candidate order (only those: a patch then hands ``finish_model`` the maps' values, with
+    no walk over every candidate)."""
 
     state: ClusterState
     config: CompileConfig
     frame: ParentFrame
-    attached: dict[ObjectKey, RouteVerdict | None]
+    attached: dict[ObjectKey, RouteVerdict]
     missing: dict[ObjectKey, tuple[Diagnostic, ...]]
     model: GatewayModel
+    delta: RouteDelta | None = None
 
 
 class AnalysisMemory:
@@ -100,10 +106,11 @@ class AnalysisMemory:
             return analyse_gateways(state, config, index_services(state), scope, cache)
         services = index_services(state)
         candidates = candidate_routes(state, frame)
-        attached = {
-            r.meta.key: attach_candidate(r, frame, state, services, cache) for r in candidates
-        }
-        missing = {r.meta.key: tuple(parents_not_found(r, state)) for r in candidates}
+        attached: dict[ObjectKey, RouteVerdict] = {}
+        missing: dict[ObjectKey, tuple[Diagnostic, ...]] = {}
+        for route in candidates:
+            verdict = attach_candidate(route, frame, state, services, cache)
+            _put(attached, missing, route, verdict, state)
         model = _finished(frame, state, attached, missing)
         self._entries[scope] = _Analysis(
             state=state,
@@ -114,6 +121,15 @@ class AnalysisMemory:
             model=model,
         )
         return model
+
+    def delta(self, scope: SharedPool | None, model: GatewayModel) -> RouteDelta | None:
+        """How ``model``, the last ``model`` answer for ``scope``, differs in its routes from
+        the answer before it, when it was patched for changed routes and no verdict of another
+        route changed with them (no cross serving to settle); else None."""
+        entry = self._entries.get(scope)
+        if entry is None or entry.model is not model:
+            return None
+        return entry.delta
 
     def carry(self, previous: ClusterState, state: ClusterState) -> None:
         """Say that ``state`` differs from ``previous`` in EndpointSlices only, which no pass
@@ -135,35 +151,68 @@ class AnalysisMemory:
         attached = dict(entry.attached)
         missing = dict(entry.missing)
         added = False
+        gone: list[RouteVerdict] = []
+        fresh: list[RouteVerdict] = []
         for key in changed:
+            was = attached.get(key)
+            if was is not None:
+                gone.append(was)
             route = lookup(state, key)
             if not isinstance(route, (HTTPRoute, GRPCRoute, StreamRoute)):  # deleted
                 attached.pop(key, None)
                 missing.pop(key, None)
                 continue
             candidate: Route | StreamRoute = route
-            added = added or key not in attached
-            attached[key] = attach_candidate(candidate, entry.frame, state, services, cache)
-            missing[key] = tuple(parents_not_found(candidate, state))
+            verdict = attach_candidate(candidate, entry.frame, state, services, cache)
+            had = key in attached, key in missing
+            _put(attached, missing, candidate, verdict, state)
+            made = (key in attached and not had[0]) or (key in missing and not had[1])
+            added = added or made  # an entry made comes last
+            if verdict is not None:
+                fresh.append(verdict)
         if added:  # candidates are in key order
-            order = sorted(attached, key=_ORDER)
-            attached = {key: attached[key] for key in order}
-            missing = {key: missing[key] for key in order}
+            attached = {key: attached[key] for key in sorted(attached, key=_ORDER)}
+            missing = {key: missing[key] for key in sorted(missing, key=_ORDER)}
+        before = entry.model.routes
         entry.state, entry.attached, entry.missing = state, attached, missing
         entry.model = _finished(entry.frame, state, attached, missing)
+        # cross serving (GEP-1016) may change the verdicts of routes that did not change
+        settled = bool(state.grpcroutes or state.streamroutes)
+        entry.delta = None if settled else RouteDelta(before, tuple(gone), tuple(fresh))
         return entry.model
 
 
 def _finished(
     frame: ParentFrame,
     state: ClusterState,
-    attached: dict[ObjectKey, RouteVerdict | None],
+    attached: dict[ObjectKey, RouteVerdict],
     missing: dict[ObjectKey, tuple[Diagnostic, ...]],
 ) -> GatewayModel:
     return finish_model(
         frame,
         state,
         index_services(state),
-        (verdict for verdict in attached.values() if verdict is not None),
+        attached.values(),
         (d for found in missing.values() for d in found),
     )
+
+
+def _put(
+    attached: dict[ObjectKey, RouteVerdict],
+    missing: dict[ObjectKey, tuple[Diagnostic, ...]],
+    route: Route | StreamRoute,
+    verdict: RouteVerdict | None,
+    state: ClusterState,
+) -> None:
+    """A candidate's attachment and missing-Gateway findings set in ``attached`` and
+    ``missing`` (in place when there: the order is kept), or taken out when it has none."""
+    key = route.meta.key
+    if verdict is None:
+        attached.pop(key, None)
+    else:
+        attached[key] = verdict
+    found = tuple(parents_not_found(route, state))
+    if found:
+        missing[key] = found
+    else:
+        missing.pop(key, None)

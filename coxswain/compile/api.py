@@ -9,12 +9,13 @@ Passes (docs/architecture.md, "Rules of the core"), each a function of explicit 
 5. endpoints for every backend used;
 6. the snapshot, sealed with its content hash, and the diagnostics of every object read,
    including those of every problem condition the Gateway API status shows
-   (``gateway.status.gateway_diagnostics``).
+   (``gateway.status.gateway_diagnostics``, kept per part by ``model_findings``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from pyrsistent import pmap, pvector
@@ -25,11 +26,12 @@ from coxswain.compile.diagnostics import diagnostic_order
 from coxswain.compile.endpoint_uses import EndpointUses, endpoint_uses
 from coxswain.compile.gateway.cells import build_cells
 from coxswain.compile.gateway.model import analyse_gateways
-from coxswain.compile.gateway.status import gateway_diagnostics, gateway_statuses
+from coxswain.compile.gateway.status import gateway_statuses, policy_diagnostics
 from coxswain.compile.ingress.certificates import ingress_certificates
 from coxswain.compile.ingress.classes import select_ingresses
 from coxswain.compile.ingress.rules import ingress_hosts
 from coxswain.compile.ingress.status import ingress_statuses
+from coxswain.compile.model_findings import ModelFindings, model_findings
 from coxswain.compile.scope import Scope, SharedPool
 from coxswain.compile.snapshot import IngressTable, Snapshot
 from coxswain.compile.snapshot_json import seal
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.backends import EndpointsCache, ServiceIndex
     from coxswain.compile.diagnostics import Diagnostic
-    from coxswain.compile.gateway.cells import GatewayCells
+    from coxswain.compile.gateway.cells import GatewayCells, RouteDelta
     from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.gateway.route_kinds import RouteCache
     from coxswain.compile.gateway.status import StatusCache
@@ -105,6 +107,8 @@ class CompileParts:
     ingress: IngressPart
     endpoint_uses: EndpointUses
     flagged: ServiceFindings | None
+    in_model: ModelFindings
+    secrets_found: SecretFindings
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -141,13 +145,15 @@ def compile_parts(
     endpoints: EndpointsCache | None = None,
     model: GatewayModel | None = None,
     fragments: FragmentCache | None = None,
+    delta: RouteDelta | None = None,
 ) -> CompileParts:
     """``compile`` up to the seal; ``cache`` remembers compiled routes, ``earlier`` is an
     earlier compile of the same scope whose Ingress part (``IngressPart``), listener tables
     (``gateway.cells``) and endpoints map are reused where their inputs are the same,
     ``endpoints`` remembers endpoint entries, ``fragments`` Ingress fragments (all four from
     ``compile.memo``; the parts are the same without them); ``model`` is the scope's
-    ``analyse_gateways`` when the caller has it."""
+    ``analyse_gateways`` when the caller has it, and ``delta`` how its routes differ from
+    those of ``earlier``'s model, when the caller knows (``gateway.cells.build_cells``)."""
     services = index_services(state)
     ingress = _ingress_part(
         state, scope, config, services, fragments, None if earlier is None else earlier.ingress
@@ -156,17 +162,27 @@ def compile_parts(
     secrets_read, services_read = set(ingress.secrets_read), set(ingress.services_read)
     if model is None:
         model = analyse_gateways(state, config, services, scope, cache)
-    cells = build_cells(model, None if earlier is None else earlier.cells)
+    cells = build_cells(model, None if earlier is None else earlier.cells, delta)
+    patched = earlier is not None and ingress is earlier.ingress and cells.change is not None
     uses = endpoint_uses(
         services,
-        (ingress.backends, *(part.backends for part in cells.parts.values())),
+        chain((ingress.backends,), (part.backends for part in cells.parts.values())),  # lazy
         endpoints,
         None if earlier is None else earlier.endpoint_uses,
         None if earlier is None else earlier.snapshot.endpoints,
+        change=(
+            ([p.backends for p in cells.change[0]], [p.backends for p in cells.change[1]])
+            if patched and cells.change is not None
+            else None
+        ),
     )
-    tls = dict(cells.tls)
-    if certificates:
-        tls[config.ingress_https_port] = dict(certificates)
+    if patched and earlier is not None and cells.tls is earlier.cells.tls:
+        tls_cell = earlier.snapshot.tls
+    else:
+        tls = dict(cells.tls)
+        if certificates:
+            tls[config.ingress_https_port] = dict(certificates)
+        tls_cell = pmap({port: pmap(by_host) for port, by_host in tls.items()})
     snapshot = Snapshot(
         version="",
         scope=scope,
@@ -174,35 +190,33 @@ def compile_parts(
             http_port=config.ingress_http_port, https_port=config.ingress_https_port, hosts=hosts
         ),
         gateways=cells.gateways,
-        tls=pmap({port: pmap(by_host) for port, by_host in tls.items()}),
+        tls=tls_cell,
         client_certs=cells.client_certs,
         listener_health=cells.listener_health,
         endpoints=uses.table,
     )
-    for verdicts in model.listeners.values():
-        for verdict in verdicts:
-            secrets_read |= verdict.read  # certificate Secrets, CA Secrets and ConfigMaps
-    for refs in model.gateway_refs.values():
-        secrets_read |= refs.read  # the backend client certificate's Secret
+    in_model = model_findings(
+        model,
+        cells,
+        None if earlier is None else earlier.in_model,
+        None if earlier is None else earlier.cells,
+    )
+    secrets_read |= in_model.secrets
     for policy in model.backend_tls.reported:
         secrets_read |= policy.read  # BackendTLSPolicy CA ConfigMaps and Secrets
-    for route in model.routes:
-        services_read |= route.compiled.read
-    gateway_found = [
-        *(d for c in model.classes for d in c.diagnostics),
-        *(d for g in (*model.gateways, *model.unserved) for d in g.diagnostics),
-        *(d for s in model.listener_sets for d in s.listener_set.diagnostics),
-        *(d for r in model.routes for d in r.compiled.route.diagnostics),
-        *(d for p in model.placements.values() for layer in p.layers for d in layer.diagnostics),
-        *gateway_diagnostics(model),
-    ]
+    services_read.update(in_model.read)  # a dict's keys' hashes are kept: not hashed again
+    gateway_found = [*in_model.found(), *policy_diagnostics(model), *model.dangling]
     read_found, flagged = _read_objects(
-        state, secrets_read, services_read, None if earlier is None else earlier.flagged
+        state, services_read, None if earlier is None else earlier.flagged
+    )
+    secrets_found = _secret_findings(
+        state, frozenset(secrets_read), None if earlier is None else earlier.secrets_found
     )
     diagnostics = [
         *state.input_diagnostics,
         *ingress.found,
         *gateway_found,
+        *secrets_found.found,
         *read_found,
     ]
     return CompileParts(
@@ -214,6 +228,8 @@ def compile_parts(
         ingress=ingress,
         endpoint_uses=uses,
         flagged=flagged,
+        in_model=in_model,
+        secrets_found=secrets_found,
     )
 
 
@@ -246,8 +262,10 @@ def _ingress_part(
         select_ingresses(state, config) if isinstance(scope, SharedPool) else ([], [])
     )
     certificates, tls_found, secrets_read = ingress_certificates(ingresses, state)
+    # a Gateway's scope has no Ingress: handed the cache, it would empty it of the shared pool's
+    cache = fragments if isinstance(scope, SharedPool) else None
     hosts, rules_found, services_read = ingress_hosts(
-        ingresses, services, certificates, state.secrets, config.ingress_defaults, fragments
+        ingresses, services, certificates, state.secrets, config.ingress_defaults, cache
     )
     rules = [
         rule
@@ -275,24 +293,47 @@ def _ingress_part(
     )
 
 
+def _secret_findings(
+    state: ClusterState, secrets: frozenset[ObjectKey], earlier: SecretFindings | None
+) -> SecretFindings:
+    """Decode findings of the Secrets and ConfigMaps the snapshot was built from, ``earlier``'s
+    while they are the same and so are the Secrets and ConfigMaps tables."""
+    tables = (state.secrets, state.config_maps)
+    if (
+        earlier is not None
+        and all(a is b for a, b in zip(tables, earlier.tables, strict=True))
+        and earlier.read == secrets
+    ):
+        return earlier
+    found: list[Diagnostic] = []
+    for key in secrets:
+        holder = state.config_maps.get(key) if key.kind == "ConfigMap" else state.secrets.get(key)
+        if holder is not None:
+            found.extend(holder.diagnostics)
+    return SecretFindings(tables, secrets, tuple(found))
+
+
+@dataclass(frozen=True, slots=True)
+class SecretFindings:
+    """The decode findings of some Secrets and ConfigMaps (``read``) of those tables."""
+
+    tables: tuple[object, object]
+    read: frozenset[ObjectKey]
+    found: tuple[Diagnostic, ...]
+
+
 def _read_objects(
     state: ClusterState,
-    secrets: set[ObjectKey],
     read: set[ObjectKey],
     earlier: ServiceFindings | None,
 ) -> tuple[list[Diagnostic], ServiceFindings | None]:
-    """Decode findings of the Secrets, ConfigMaps and Services the snapshot was built from
-    (``secrets``: the Secrets and ConfigMaps; ``read``: the Services); those of their
+    """Decode findings of the Services the snapshot was built from (``read``); those of their
     EndpointSlices are ``slice_findings``. Services are looked up among those that have
     findings (``ServiceFindings``, ``earlier``'s while the Services table is the same), or one
     by one when the scope read few of them: gathering the flagged Services walks the whole
     table, which a cold start would otherwise do once per scope (501 scopes of 15,000
     Services in ``bench/controller_scale.py``)."""
     found: list[Diagnostic] = []
-    for key in secrets:
-        holder = state.config_maps.get(key) if key.kind == "ConfigMap" else state.secrets.get(key)
-        if holder is not None:
-            found.extend(holder.diagnostics)
     flagged = earlier
     if flagged is None or flagged.services is not state.services:
         if len(read) * _FEW_READ < len(state.services):

@@ -45,6 +45,7 @@ __all__ = [
     "index_services",
     "resolve_backend",
     "service_endpoints",
+    "slice_endpoint_keys",
 ]
 
 _H2C_APP_PROTOCOL: Final = "kubernetes.io/h2c"
@@ -233,3 +234,15 @@ def _endpoints(index: ServiceIndex, namespace: str, name: str, port_number: int)
             if endpoint.ready:
                 found.add(Endpoint(endpoint.address, numbers[0]))
     return found
+
+
+def slice_endpoint_keys(
+    endpoints: PMap[str, PVector[Endpoint]],
+) -> dict[tuple[str, str], list[tuple[str, int]]]:
+    """The keys of an endpoints table a slice change may change, with their ports, by Service."""
+    keys: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    for key in endpoints:
+        namespace, name, port, *cluster_ip = key.split("/")
+        if not cluster_ip:  # a cluster IP is the Service's alone, no slice changes it
+            keys.setdefault((namespace, name), []).append((key, int(port)))
+    return keys

@@ -19,7 +19,7 @@ from coxswain.compile.backends import endpoints_table
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from pyrsistent.typing import PMap, PVector
+    from pyrsistent.typing import PMap, PMapEvolver, PVector
 
     from coxswain.compile.backends import EndpointsCache, ServiceIndex
     from coxswain.compile.snapshot import Backend, Endpoint
@@ -48,10 +48,13 @@ def endpoint_uses(
     cache: EndpointsCache | None = None,
     earlier: EndpointUses | None = None,
     base: PMap[str, PVector[Endpoint]] | None = None,
+    change: tuple[Iterable[Sequence[Backend]], Iterable[Sequence[Backend]]] | None = None,
 ) -> EndpointUses:
     """The endpoints of every valid backend of ``groups``, as ``endpoints_table``; ``earlier``
     is patched when it was read from the same Service tables, else ``base`` (an earlier table)
-    lends its structure. Pure."""
+    lends its structure. ``change``: the groups gone from ``earlier``'s and the groups added,
+    when the caller knows (``groups`` is then not read: a one-route change visits its own
+    groups, not every route's). Pure."""
     state = index.state
     inputs = (state.services, state.endpoint_slices, state.slices_by_service)
     if earlier is None or not all(a is b for a, b in zip(inputs, earlier.inputs, strict=True)):
@@ -68,29 +71,60 @@ def endpoint_uses(
         return EndpointUses(inputs, known, uses, endpoints_table(index, every, cache, base))
     table = earlier.table.evolver()
     uses = dict(earlier.uses)
-    now: dict[int, _Group] = {}
+    if change is not None:
+        gone, added = change
+        now = dict(earlier.groups)
+        for group in added:
+            if group and id(group) not in now:  # the empty group may be shared: it adds nothing
+                now[id(group)] = (group, _distinct(group))
+                _use(now[id(group)][1], index, cache, uses, table)
+        for group in gone:
+            found = now.get(id(group))
+            if group and found is not None and found[0] is group:
+                del now[id(group)]
+                _unuse(found[1], uses, table)
+        return EndpointUses(inputs, now, uses, table.persistent())
+    now = {}
     for group in groups:
         if id(group) in now:
             continue
         found = earlier.groups.get(id(group))
         if found is None or found[0] is not group:
             found = (group, _distinct(group))
-            for backend in found[1]:
-                key = backend.endpoints_key
-                count = uses.get(key, 0)
-                uses[key] = count + 1
-                if not count:
-                    table[key] = endpoints_table(index, (backend,), cache)[key]
+            _use(found[1], index, cache, uses, table)
         now[id(group)] = found
     for number, found in earlier.groups.items():
         if now.get(number) is not found:
-            for backend in found[1]:
-                key = backend.endpoints_key
-                uses[key] -= 1
-                if not uses[key]:
-                    del uses[key]
-                    del table[key]
+            _unuse(found[1], uses, table)
     return EndpointUses(inputs, now, uses, table.persistent())
+
+
+def _use(
+    valid: tuple[Backend, ...],
+    index: ServiceIndex,
+    cache: EndpointsCache | None,
+    uses: dict[str, int],
+    table: PMapEvolver[str, PVector[Endpoint]],
+) -> None:
+    """One more group using ``valid``'s keys; a key's entry made when it is the first."""
+    for backend in valid:
+        key = backend.endpoints_key
+        count = uses.get(key, 0)
+        uses[key] = count + 1
+        if not count:
+            table[key] = endpoints_table(index, (backend,), cache)[key]
+
+
+def _unuse(
+    valid: tuple[Backend, ...], uses: dict[str, int], table: PMapEvolver[str, PVector[Endpoint]]
+) -> None:
+    """One group less using ``valid``'s keys; a key's entry dropped when none uses it."""
+    for backend in valid:
+        key = backend.endpoints_key
+        uses[key] -= 1
+        if not uses[key]:
+            del uses[key]
+            del table[key]
 
 
 def _distinct(group: Sequence[Backend]) -> tuple[Backend, ...]:

@@ -20,12 +20,11 @@ What is remembered, and when it is reused:
   dropped.
 - **Endpoint entries and slice findings** (``endpoints``; ``backends.EndpointsCache``), by
   Service: reused until the Service or one of its EndpointSlices changes.
-- **Listener tables** (``gateway.cells.Fragment``), per scope and slot (internal port,
-  listener hostname): a table whose listener and rule entries are the same objects as at the
-  scope's last compile is that table; with its hashed pieces (``snapshot_json.TableTexts``)
-  and the scope's endpoint lists' (``endpoint_pieces``), kept from the scope's last seal, an
-  unchanged table or list is neither built nor encoded again (the discovery server's delta
-  finds it unchanged by identity), and the content hash resumes at the first changed piece.
+- **Listener tables** (``gateway.cells``), per scope and slot (internal port, hostname): a
+  table of the same listener and rule entries is that table; with the hashed pieces kept
+  from the last seal (``seal_memo``, ``endpoint_pieces``), an unchanged table, port or
+  endpoint list is neither built, encoded nor visited again, and the hash resumes at the
+  first changed piece (the discovery server's delta finds the rest unchanged by identity).
 - **Scopes' results** (``compile``), each with the inputs it read (its relevance): the Gateway
   and ListenerSets it serves, the Gateways its routes name, the Services whose endpoints it
   lists. From one state to the next the changed keys are found by identity (persistent maps:
@@ -49,9 +48,9 @@ What is remembered, and when it is reused:
 - **The cluster-wide status**: reused when only EndpointSlices changed (none of them reads a
   slice) and its other inputs are equal; otherwise each Gateway API status is reused while
   its inputs are (``status_memo``).
-- **The cluster-wide provision**: it reads the passes before the routes' and Services,
-  ServiceAccounts and Deployments only, so it is reused while those are the same objects
-  (the analysis patched for routes keeps them) and its other inputs are equal.
+- **The cluster-wide provision and grants** read the passes before the routes' (and
+  provision Services, ServiceAccounts and Deployments): reused while those are the same
+  objects (the analysis patched for routes keeps them) and the other inputs equal.
 
 Work stays bounded: each map holds at most one entry per object or scope that exists.
 """
@@ -69,28 +68,28 @@ from coxswain.compile.api import (
     slice_findings,
     status,
 )
-from coxswain.compile.backends import ServiceIndex, index_services, service_endpoints
+from coxswain.compile.backends import (
+    ServiceIndex,
+    index_services,
+    service_endpoints,
+    slice_endpoint_keys,
+)
 from coxswain.compile.gateway.route_kinds import ROUTE_COMPILERS, compile_any_route
-from coxswain.compile.hash_chain import HashChain
+from coxswain.compile.grants import subscription_grants
 from coxswain.compile.ingress.memo import IngressMemo
 from coxswain.compile.model.gateway_objects import CommonRoute, Gateway
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.provision import provision
 from coxswain.compile.recorded import Read, RecordedGrants, RecordedServices
 from coxswain.compile.scope import GatewayScope, SharedPool
-from coxswain.compile.snapshot_json import (
-    edited_table_text,
-    endpoint_piece,
-    endpoint_pieces,
-    head_digest,
-    sealed_with,
-)
+from coxswain.compile.seal_memo import SealMemory
+from coxswain.compile.snapshot_json import endpoint_piece, endpoint_pieces, sealed_with
 from coxswain.compile.state_changes import (
     both,
     changes,
     lookup,
     named_gateways,
-    names_parent,
+    named_parents,
     slice_services,
 )
 from coxswain.compile.status_memo import StatusMemory
@@ -112,7 +111,7 @@ if TYPE_CHECKING:
     from coxswain.compile.provision import DesiredObjects
     from coxswain.compile.scope import Scope
     from coxswain.compile.snapshot import Endpoint, GatewayRule
-    from coxswain.compile.snapshot_json import EndpointPieces, TableText
+    from coxswain.compile.snapshot_json import EndpointPieces
     from coxswain.compile.status import ObjectStatus
 
 __all__ = ["CompileMemo"]
@@ -145,9 +144,7 @@ class _ScopeEntry:
     endpoint_keys: dict[tuple[str, str], list[tuple[str, int]]]
     parents: frozenset[tuple[str, str]]
     named: frozenset[ObjectKey]
-    table_texts: dict[tuple[int, str], TableText]
-    other_texts: dict[int, tuple[object, tuple[int, str] | None, str]]
-    chain: HashChain
+    seal: SealMemory
     endpoint_pieces: EndpointPieces
 
 
@@ -184,6 +181,7 @@ class CompileMemo:
         self._hint: tuple[ClusterState, ClusterState, frozenset[ObjectKey]] | None = None
         # when only EndpointSlices changed: the Services they belong to (before or after)
         self._slices_only: set[tuple[str, str]] | None = None
+        self._named: dict[ObjectKey, frozenset[tuple[str, str]]] = {}  # parents changed routes name
         self._routes: dict[ObjectKey, _RouteEntry] = {}
         self._readers: dict[Read, set[ObjectKey]] = {}  # what routes read → those routes
         self._granted: set[ObjectKey] = set()  # routes that asked a ReferenceGrant question
@@ -195,6 +193,8 @@ class CompileMemo:
         self.ingresses = IngressMemo()  # Ingress fragments (compile.ingress.memo)
         self._analyses = AnalysisMemory()  # the cluster's and the shared pool's analyses
         self._statuses = StatusMemory()  # Gateway API statuses per object
+        self._grants: tuple[object, object, CompileConfig, PMap[tuple[str, str], Scope]] | None
+        self._grants = None  # the last grants, with the Gateways, placements and config read
 
     @property
     def analyses_patched(self) -> int:
@@ -244,6 +244,21 @@ class CompileMemo:
         ):
             self._outputs.provision = outputs.provision
         return model
+
+    def grants(
+        self, state: ClusterState, config: CompileConfig, model: GatewayModel | None = None
+    ) -> PMap[tuple[str, str], Scope]:
+        """``subscription_grants(state, config, model)``, kept while the analysis' Gateways and
+        placements, all it reads, are the same objects (a route change leaves them)."""
+        if model is None:
+            model = self.analyse(state, config)
+        kept = self._grants
+        if kept is None or not (
+            kept[0] is model.gateways and kept[1] is model.placements and kept[2] == config
+        ):
+            grants = subscription_grants(state, config, model)
+            kept = self._grants = (model.gateways, model.placements, config, grants)
+        return kept[3]
 
     def status(
         self,
@@ -355,6 +370,7 @@ class CompileMemo:
         else:
             self._changed = changes(previous, state)
         self._slices_only = None
+        self._named = {}
         if self._changed is None:
             for key in list(self._routes):
                 self._drop_route(key)
@@ -425,6 +441,10 @@ class CompileMemo:
             self._texts_state = state
             self._texts = Texts(self._texts.now)
         earlier = self._scopes.get(scope)
+        model = delta = None
+        if isinstance(scope, SharedPool):
+            model = self._analyses.model(state, config, scope, self._since(), self)
+            delta = self._analyses.delta(scope, model)
         parts = compile_parts(
             state,
             scope,
@@ -432,12 +452,9 @@ class CompileMemo:
             self,
             earlier=None if earlier is None else earlier.parts,
             endpoints=self,
-            model=(
-                self._analyses.model(state, config, scope, self._since(), self)
-                if isinstance(scope, SharedPool)
-                else None
-            ),
+            model=model,
             fragments=self.ingresses,
+            delta=delta,
         )
         services = index_services(state)
         if (
@@ -450,13 +467,8 @@ class CompileMemo:
             slice_found = dict(earlier.slice_found)
         else:
             slice_found = {k: self._slice_findings(services, k) for k in parts.services_read}
-        tables = Texts({} if earlier is None else earlier.table_texts)
-        others = Texts({} if earlier is None else earlier.other_texts)
-        chain = HashChain() if earlier is None else earlier.chain
-        for slot, fragment in parts.cells.fragments.items():
-            if fragment.edits is not None:
-                edited_table_text(tables, slot, fragment.table, fragment.edits, self._texts)
-        head = head_digest(parts.snapshot, self._texts, tables, self.ingresses.texts, chain, others)
+        seal = SealMemory() if earlier is None else earlier.seal
+        head = seal.head(parts.snapshot, parts.cells, self._texts, self.ingresses.texts)
         endpoints = parts.snapshot.endpoints
         same_endpoints = earlier is not None and earlier.parts.snapshot.endpoints is endpoints
         if earlier is not None and same_endpoints:
@@ -464,7 +476,7 @@ class CompileMemo:
         else:
             known = None if earlier is None else earlier.endpoint_pieces
             pieces = endpoint_pieces(endpoints, known)
-            endpoint_keys = _endpoint_keys(endpoints)
+            endpoint_keys = slice_endpoint_keys(endpoints)
         result = CompileResult(
             snapshot=sealed_with(parts.snapshot, head, pieces),
             diagnostics=findings(parts, (d for found in slice_found.values() for d in found)),
@@ -492,9 +504,7 @@ class CompileMemo:
             endpoint_keys=endpoint_keys,
             parents=frozenset(parents),
             named=frozenset(named),
-            table_texts=tables.now,
-            other_texts=others.now,
-            chain=chain,
+            seal=seal,
             endpoint_pieces=pieces,
         )
         return result
@@ -516,12 +526,17 @@ class CompileMemo:
             if shared:
                 return None
             if key.kind in ROUTE_COMPILERS:
-                if any(names_parent(r, entry.parents) for r in both(key, previous, state)):
+                named = self._named.get(key)
+                if named is None:  # once a state: thousands of scopes ask
+                    named = self._named[key] = frozenset(named_parents(previous, state, key))
+                if not named.isdisjoint(entry.parents):
                     return None
             elif key.kind == "Gateway":
                 gateways = list(both(key, previous, state))
                 if key in entry.named or any(
-                    isinstance(g, Gateway) and (g.addresses or _serves(g, entry)) for g in gateways
+                    isinstance(g, Gateway)
+                    and (g.addresses or (g.meta.key.namespace, g.meta.key.name) in entry.parents)
+                    for g in gateways
                 ):
                     return None
             elif key.kind not in _SCOPED_KINDS:
@@ -572,18 +587,6 @@ class CompileMemo:
         return entry.result
 
 
-def _endpoint_keys(
-    endpoints: PMap[str, PVector[Endpoint]],
-) -> dict[tuple[str, str], list[tuple[str, int]]]:
-    """The endpoints keys of each Service a slice change may change, with their ports."""
-    keys: dict[tuple[str, str], list[tuple[str, int]]] = {}
-    for key in endpoints:
-        namespace, name, port, *cluster_ip = key.split("/")
-        if not cluster_ip:  # a cluster IP is the Service's alone, no slice changes it
-            keys.setdefault((namespace, name), []).append((key, int(port)))
-    return keys
-
-
 def _provision_reads(state: ClusterState) -> tuple[object, ...]:
     """The tables ``provision`` reads besides the analysis' passes before the routes'."""
     return (state.services, state.service_accounts, state.deployments)
@@ -591,8 +594,3 @@ def _provision_reads(state: ClusterState) -> tuple[object, ...]:
 
 def _same_objects(first: tuple[object, ...], second: tuple[object, ...]) -> bool:
     return all(a is b for a, b in zip(first, second, strict=True))
-
-
-def _serves(gateway: Gateway, entry: _ScopeEntry) -> bool:
-    key = gateway.meta.key
-    return (key.namespace, key.name) in entry.parents

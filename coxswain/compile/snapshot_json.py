@@ -13,6 +13,7 @@ import hashlib
 import json
 from bisect import bisect_left
 from dataclasses import dataclass, fields, replace
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Final
 
 from coxswain.compile.snapshot import INGRESS_ACTION_FIELDS, BackendProtocol
@@ -55,6 +56,8 @@ if TYPE_CHECKING:
     OtherTexts = MutableMapping[int, tuple[object, tuple[int, str] | None, str]]
     # endpoints key → its list and its hashed piece, in key order.
     EndpointPieces = dict[str, tuple[PVector[Endpoint], bytes]]
+    # A port, or "others" for the cells after the tables → the cells hashed, and their pieces.
+    Segments = dict[int | str, tuple[tuple[object, ...], list[str | bytes]]]
 
 __all__ = [
     "SnapshotFormatError",
@@ -93,15 +96,20 @@ def head_digest(
     hosts: HostTexts | None = None,
     chain: HashChain | None = None,
     others: OtherTexts | None = None,
+    segments: tuple[Segments, Segments] | None = None,
 ) -> HASH:
     """The hash of everything but the endpoints table, the last cell hashed: an endpoint
     change then re-hashes only the endpoints (``sealed_with`` on a copy). ``tables`` keeps the
     hashed pieces of listener tables across calls, as ``texts`` does rules' (``seal``),
     ``hosts`` the Ingress virtual hosts' by host, ``others`` the listener health entries' and
     certificates'; ``chain`` the last call's pieces and digests, so that only the pieces from
-    the first changed one on are hashed again (``hash_chain``). The hash is the same with or
-    without them."""
-    pieces = _content_pieces(snapshot, {} if texts is None else texts, tables, hosts, others)
+    the first changed one on are hashed again (``hash_chain``); ``segments`` the last call's
+    pieces of each port's tables and of the cells after them, and a map to put this call's in
+    (a port whose tables are the same map, its pieces are those, and its tables are not
+    visited). The hash is the same with or without them."""
+    pieces = _content_pieces(
+        snapshot, {} if texts is None else texts, tables, hosts, others, segments
+    )
     if chain is not None:
         return chain.digest(pieces)
     digest = hashlib.sha256()
@@ -116,7 +124,7 @@ def sealed_with(snapshot: Snapshot, head: HASH, pieces: EndpointPieces | None = 
     digest = head.copy()
     if pieces is None:
         pieces = endpoint_pieces(snapshot.endpoints)
-    digest.update(b"".join(piece for _, piece in pieces.values()))
+    digest.update(b"".join(map(itemgetter(1), pieces.values())))  # at C speed: 10,000s
     return replace(snapshot, version=f"sha256:{digest.hexdigest()}")
 
 
@@ -147,6 +155,7 @@ def _content_pieces(
     tables: TableTexts | None,
     hosts: HostTexts | None,
     others: OtherTexts | None,
+    segments: tuple[Segments, Segments] | None = None,
 ) -> list[str | bytes]:
     """Everything ``snapshot_to_data`` holds but ``version`` and ``endpoints``, as canonical
     JSON pieces each followed by a newline (which compact JSON never holds), a listener table's
@@ -165,7 +174,14 @@ def _content_pieces(
             if hosts is not None:
                 hosts[host] = hashed
         pieces.append(hashed[1])
+    was, now = ({}, {}) if segments is None else segments
     for port, by_hostname in sorted(snapshot.gateways.items()):
+        kept = was.get(port)
+        if kept is not None and kept[0][0] is by_hostname:
+            pieces.extend(kept[1])
+            now[port] = kept
+            continue
+        start = len(pieces)
         pieces.append(_count_piece("gateways", port, len(by_hostname)))  # empty maps count too
         for hostname, table in sorted(by_hostname.items()):
             if tables is None:
@@ -177,7 +193,13 @@ def _content_pieces(
                     port, hostname, table, texts, None if known is None else known.hosts
                 )
             pieces.extend(known.pieces)
-    pieces.extend(_other_pieces(snapshot, {} if others is None else others))
+        now[port] = ((by_hostname,), pieces[start:])
+    cells = (snapshot.client_certs, snapshot.listener_health, snapshot.tls)
+    kept = was.get("others")
+    if kept is None or not all(a is b for a, b in zip(kept[0], cells, strict=True)):
+        kept = (cells, list(_other_pieces(snapshot, {} if others is None else others)))
+    pieces.extend(kept[1])
+    now["others"] = kept
     return pieces
 
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from coxswain.compile.model.state import ClusterState
 
-__all__ = ["both", "changes", "lookup", "named_gateways", "names_parent", "slice_services"]
+__all__ = ["both", "changes", "lookup", "named_gateways", "named_parents", "slice_services"]
 
 
 def changes(old: ClusterState, new: ClusterState) -> frozenset[ObjectKey]:
@@ -53,12 +53,16 @@ def slice_services(
             yield (key.namespace, found.service_name)
 
 
-def names_parent(route: object, parents: frozenset[tuple[str, str]]) -> bool:
-    """Whether ``route`` is a route with a parentRef to one of ``parents`` (namespace, name)."""
-    if not isinstance(route, CommonRoute):
-        return False
-    namespace = route.meta.key.namespace
-    return any((r.namespace or namespace, r.name) in parents for r in route.parent_refs)
+def named_parents(
+    previous: ClusterState, state: ClusterState, key: ObjectKey
+) -> Iterator[tuple[str, str]]:
+    """The parents (namespace, name) the parentRefs of the route ``key`` named before the change
+    or name after it."""
+    for route in both(key, previous, state):
+        if isinstance(route, CommonRoute):
+            namespace = route.meta.key.namespace
+            for ref in route.parent_refs:
+                yield (ref.namespace or namespace, ref.name)
 
 
 def named_gateways(route: CommonRoute) -> Iterator[ObjectKey]:

@@ -60,7 +60,7 @@ class Publisher:
         memo = self.memo
         if model is None:
             model = memo.analyse(state, self.config)
-        grants = subscription_grants(state, self.config, model)
+        grants = memo.grants(state, self.config, model)
         compiled, reused = memo.compiled, memo.reused
         results = {
             scope: memo.compile(state, scope, self.config)

@@ -3,9 +3,10 @@
 Random event sequences (objects of every kind the compiler reads added, edited and deleted,
 some re-sent unchanged as a resync does) are folded into a state with ``apply``, one at a time;
 after each, one ``CompileMemo`` kept across the whole sequence answers ``compile`` for the
-shared pool and every Gateway's scope, ``status`` and ``provision``, and each answer must be
-byte-identical to the pure function's on the same state. The memo is told the keys each
-event touched at some steps (as the controller tells it), and finds them itself at the others.
+shared pool and every Gateway's scope, ``status``, ``provision`` and ``grants``, and each
+answer must be byte-identical to the pure function's on the same state. The memo is told the
+keys each event touched at some steps (as the controller tells it), and finds them itself at
+the others.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coxswain.compile import CompileConfig, SharedPool, build_state, compile, status
+from coxswain.compile.grants import subscription_grants
 from coxswain.compile.memo import CompileMemo
 from coxswain.compile.model.decode import Decoded, decode_object
 from coxswain.compile.model.state import ClusterState, Deleted, Upserted, apply
@@ -174,6 +176,7 @@ def _same(memo: CompileMemo, state: ClusterState) -> None:
     assert memo.provision(state, CONFIG) == provision(state, CONFIG)
     served = {f"{k.namespace}/{k.name}" for k in state.gateways}
     assert memo.provision(state, CONFIG, served) == provision(state, CONFIG, served)
+    assert memo.grants(state, CONFIG) == subscription_grants(state, CONFIG)
 
 
 @settings(max_examples=50)

@@ -8,6 +8,7 @@ from coxswain.compile import CompileConfig, SharedPool, build_state, compile
 from coxswain.compile.memo import CompileMemo
 from coxswain.compile.model.decode import Decoded, decode_object
 from coxswain.compile.model.state import ClusterState, Upserted, apply
+from coxswain.compile.scope import GatewayScope
 from coxswain.compile.snapshot_json import dump_snapshot
 
 if TYPE_CHECKING:
@@ -86,3 +87,16 @@ def test_only_a_new_or_changed_ingress_and_those_reading_a_changed_service_are_c
     state = _upserted(state, _ingress("r0", service="api"))  # an edit: that Ingress only
     _same_as_fresh(memo, state)
     assert (memo.ingresses.computed, memo.ingresses.reused) == (9, 18)
+
+
+def test_a_gateway_s_scope_compiled_between_keeps_the_shared_pool_s_fragments_and_texts():
+    state = build_state([_CLASS, _service("web"), *(_ingress(f"r{i}") for i in range(3))])
+    memo = CompileMemo()
+    _same_as_fresh(memo, state)
+    texts = dict(memo.ingresses.texts)
+    memo.compile(state, GatewayScope("a", "edge"), CONFIG)  # a scope without Ingresses
+    assert memo.ingresses.texts == texts
+
+    state = _upserted(state, _ingress("r0", service="api"))  # an edit: that Ingress only
+    _same_as_fresh(memo, state)
+    assert (memo.ingresses.computed, memo.ingresses.reused) == (4, 2)

@@ -1,14 +1,18 @@
 """``compile.memo`` patches the Gateway API analysis when only routes changed
 (``compile.analysis_memo``): the listener verdicts and the unchanged routes' verdicts are the
 very objects of the earlier analysis, only the changed route is attached again, and the model
-equals a fresh ``analyse``; a change to what routes attach against runs the analysis whole."""
+equals a fresh ``analyse``; a change to what routes attach against runs the analysis whole.
+The patched analysis says which verdicts went and came, and the shared pool's cells patched
+for them alone (``gateway.cells.RouteDelta``) equal cells built afresh."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from coxswain.compile import CompileConfig, SharedPool, build_state, compile, status
+from coxswain.compile.analysis_memo import AnalysisMemory
 from coxswain.compile.api import analyse
+from coxswain.compile.gateway.cells import build_cells
 from coxswain.compile.memo import CompileMemo
 from coxswain.compile.model.decode import Decoded, decode_object
 from coxswain.compile.model.keys import ObjectKey
@@ -133,3 +137,31 @@ def test_a_route_edit_reuses_the_provision_and_a_gateway_edit_does_not() -> None
     moved = _upsert(edited, gateway("east", 8080))
     _told(memo, edited, moved, {ObjectKey("Gateway", "app", "east")})
     assert memo.provision(moved, CONFIG) is not before
+
+
+def test_the_shared_pool_s_cells_are_patched_for_the_edited_route_alone() -> None:
+    memory, routes = AnalysisMemory(), CompileMemo()
+    state = build_state(_world())
+    before = memory.model(state, CONFIG, SharedPool(), None, routes)
+    cells = build_cells(before)
+    edited = _upsert(state, http_route("r1", "east", "svc1", hostnames=["edited.example.com"]))
+    key = ObjectKey("HTTPRoute", "app", "r1")
+    after = memory.model(edited, CONFIG, SharedPool(), (state, frozenset({key})), routes)
+    delta = memory.delta(SharedPool(), after)
+    assert delta is not None
+    assert [r.compiled.route.meta.key for r in (*delta.gone, *delta.fresh)] == [key, key]
+    patched = build_cells(after, cells, delta)
+    fresh = build_cells(after)
+    assert (patched.gateways, patched.tls, patched.client_certs) == (
+        fresh.gateways,
+        fresh.tls,
+        fresh.client_certs,
+    )
+    assert patched.listener_health == fresh.listener_health
+    assert patched.change is not None
+    assert [part.route for part in patched.change[1]] == list(delta.fresh)
+    west = {slot[0] for slot, f in cells.fragments.items() if f.head[0].endswith("/west")}
+    assert west
+    assert all(patched.gateways[port] is cells.gateways[port] for port in west)  # not visited
+    assert patched.renewed
+    assert set(patched.renewed) <= {slot for slot in cells.fragments if slot[0] not in west}

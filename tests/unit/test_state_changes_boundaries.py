@@ -4,13 +4,15 @@ and a parentRef to something other than a Gateway."""
 
 from __future__ import annotations
 
-from pyrsistent import pvector
+from dataclasses import replace
+
+from pyrsistent import pmap, pvector
 
 from coxswain.compile.model.gateway_objects import GATEWAY_GROUP, HTTPRoute, ParentRef
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.model.objects import Meta
 from coxswain.compile.model.state import ClusterState
-from coxswain.compile.state_changes import lookup, named_gateways, names_parent
+from coxswain.compile.state_changes import lookup, named_gateways, named_parents
 
 ROUTE = HTTPRoute(
     meta=Meta(key=ObjectKey("HTTPRoute", "apps", "web")),
@@ -38,7 +40,9 @@ def test_the_named_gateways_are_the_gateway_refs_in_the_route_s_namespace_by_def
 
 
 def test_a_parent_ref_without_namespace_names_a_parent_in_the_route_s_namespace() -> None:
-    assert names_parent(ROUTE, frozenset({("apps", "edge")}))
-    assert names_parent(ROUTE, frozenset({("apps", "mesh")}))
-    assert not names_parent(ROUTE, frozenset({("infra", "extra")}))
-    assert not names_parent(ROUTE.meta, frozenset({("apps", "edge")}))
+    before = ClusterState()
+    after = replace(before, httproutes=pmap({ROUTE.meta.key: ROUTE}))
+    named = {("apps", "edge"), ("infra", "edge"), ("apps", "extra"), ("apps", "mesh")}
+    assert set(named_parents(before, after, ROUTE.meta.key)) == named
+    assert set(named_parents(after, before, ROUTE.meta.key)) == named  # deleted: as it was
+    assert not set(named_parents(before, before, ROUTE.meta.key))  # in neither state

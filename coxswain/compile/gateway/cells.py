@@ -17,8 +17,13 @@ every other slot keeps its entries, and its listener table is that earlier table
 (a table is also kept when its listener and rule entries are the very same objects as then),
 and a port's map of tables is kept while its tables are. Within a slot, only the hosts those
 routes add to are gathered and sorted again: the table's other hosts keep their rule lists.
-Listener health is kept per listener while its verdict and attached-route count are. The
-cells are the same with or without earlier ones.
+Listener health is kept per listener while its verdict and attached-route count are. When the
+caller also says which route verdicts differ from those the earlier cells were built from
+(``RouteDelta``, from ``compile.analysis_memo``), neither the routes nor the listeners are
+walked: only those routes' shares, the slots they touch and the health of the listeners they
+attach to are made again, in maps copied from the earlier ones (a host's shares in route order
+are in key order, the order of the model's routes). The cells are the same with or without
+earlier ones.
 A Gateway's listeners are its own and those of the ListenerSets it takes (GEP-1713), all under
 the Gateway's name; a ListenerSet's listener is named ``ns/listenerset/name`` there
 (``ListenerVerdict.qualified_name``).
@@ -52,7 +57,7 @@ if TYPE_CHECKING:
     from coxswain.compile.gateway.model import GatewayModel
     from coxswain.compile.model.keys import ObjectKey
 
-__all__ = ["Fragment", "GatewayCells", "build_cells", "listener_reason"]
+__all__ = ["Fragment", "GatewayCells", "RouteDelta", "build_cells", "listener_reason"]
 
 Entry = tuple[tuple[object, ...], GatewayRule]
 """A rule entry: its precedence key and the rule."""
@@ -100,8 +105,12 @@ class GatewayCells:
     slot → host → entries; ``members``: slot → host → the ``id`` of the routes adding there;
     ``counts``: attached routes by ``id`` of listener verdict; ``health_of``: ``id`` of
     listener verdict → the verdict, its count and port, and its health entry;
-    ``health_order``: the health entries unsorted; ``ports``: internal port → its listeners'
-    fragments by hostname and the ``gateways`` entry made of their tables)."""
+    ``health_order``: the health entries unsorted; ``health_at``: ``id`` of listener verdict →
+    where its entry sits in ``health_order`` and in ``listener_health``; ``ports``: internal
+    port → its listeners' fragments by hostname and the ``gateways`` entry made of their
+    tables; ``routes``: the model's route verdicts the cells were built from; ``renewed``: the
+    slots whose fragment is not the earlier cells' one; ``change``: the shares gone and the
+    shares made by a call patched for a ``RouteDelta``, else None)."""
 
     gateways: PMap[int, PMap[str, ListenerTable]]
     tls: dict[int, dict[str, Certificate]]
@@ -116,6 +125,22 @@ class GatewayCells:
     counts: dict[int, int]
     health_of: dict[int, tuple[ListenerVerdict, int, int | None, ListenerHealth]]
     health_order: tuple[ListenerHealth, ...]
+    health_at: dict[int, tuple[int, int]]
+    routes: tuple[RouteVerdict, ...]
+    renewed: tuple[Slot, ...]
+    change: tuple[tuple[RoutePart, ...], tuple[RoutePart, ...]] | None
+
+
+@dataclass(frozen=True, slots=True)
+class RouteDelta:
+    """How a model's route verdicts differ from those of an earlier model of the same passes
+    before the routes' (``analysis_memo``): ``before`` the earlier model's ``routes``, ``gone``
+    its verdicts the new model has not, ``fresh`` the new model's verdicts the earlier had
+    not; every other verdict is in both."""
+
+    before: tuple[RouteVerdict, ...]
+    gone: tuple[RouteVerdict, ...]
+    fresh: tuple[RouteVerdict, ...]
 
 
 def _backends(entries: Sequence[tuple[tuple[object, ...], GatewayRule]]) -> list[Backend]:
@@ -155,10 +180,14 @@ def listener_reason(verdict: ListenerVerdict) -> str:
     return "Ready"
 
 
-def build_cells(model: GatewayModel, earlier: GatewayCells | None = None) -> GatewayCells:
+def build_cells(
+    model: GatewayModel, earlier: GatewayCells | None = None, delta: RouteDelta | None = None
+) -> GatewayCells:
     """Build the Gateway API cells; ``earlier``: the cells of an earlier call, whose shares,
     slots, tables and health entries are reused where their inputs are the same (the module
-    docstring). Pure."""
+    docstring); ``delta``: how ``model``'s routes differ from those ``earlier`` was built from,
+    when the caller knows (``analysis_memo``): then only the shares, slots and listeners those
+    routes touch are visited, not every route and listener. Pure."""
     tls_in_force = model.backend_tls.in_force
     services = model.backend_tls.services
     context: tuple[object, ...] = (
@@ -168,9 +197,15 @@ def build_cells(model: GatewayModel, earlier: GatewayCells | None = None) -> Gat
         tls_in_force,
         None if services is None else services.state.services,
     )
-    known: dict[int, RoutePart] = {}
-    if earlier is not None and _same_context(earlier.context, context):
-        known = earlier.parts
+    same = earlier is not None and _same_context(earlier.context, context)
+    if same and earlier is not None:
+        if delta is None and model.routes is earlier.routes:
+            delta = RouteDelta(model.routes, (), ())
+        if delta is not None and delta.before is earlier.routes:
+            patched = _patched_cells(model, earlier, delta)
+            if patched is not None:
+                return patched
+    known: dict[int, RoutePart] = {} if not same or earlier is None else earlier.parts
     parts: dict[int, RoutePart] = {}
     fresh: list[RoutePart] = []
     for route in model.routes:
@@ -180,19 +215,11 @@ def build_cells(model: GatewayModel, earlier: GatewayCells | None = None) -> Gat
             fresh.append(part)
         parts[id(route)] = part
     gone = [part for key, part in known.items() if parts.get(key) is not part]
-    positions = {key: i for i, key in enumerate(parts)}
-    if not _in_order(known, parts, positions):  # reused shares moved: gather every slot
-        known, gone, fresh = {}, [], list(parts.values())
     rules = {} if not known or earlier is None else dict(earlier.rules)
     members = {} if not known or earlier is None else dict(earlier.members)
     counts = {} if not known or earlier is None else dict(earlier.counts)
-    gathered = _gather(parts, fresh, gone, positions, rules, members)
-    for part in gone:
-        for attached_to in part.listeners:
-            counts[attached_to] -= 1
-    for part in fresh:
-        for attached_to in part.listeners:
-            counts[attached_to] = counts.get(attached_to, 0) + 1
+    gathered = _gather(parts, fresh, gone, rules, members)
+    _count(counts, gone, fresh)
     tables: dict[int, dict[str, Fragment]] = defaultdict(dict)
     tls: dict[int, dict[str, Certificate]] = defaultdict(dict)
     client: dict[int, dict[str, ClientValidation]] = defaultdict(dict)
@@ -200,6 +227,7 @@ def build_cells(model: GatewayModel, earlier: GatewayCells | None = None) -> Gat
     health_of: dict[int, tuple[ListenerVerdict, int, int | None, ListenerHealth]] = {}
     known_health = {} if earlier is None else earlier.health_of
     fragments: dict[Slot, Fragment] = {}
+    positions: dict[int, int] = {}
     for gateway in model.gateways:
         for verdict in model.listeners[gateway.meta.key]:
             listener = verdict.listener
@@ -210,6 +238,7 @@ def build_cells(model: GatewayModel, earlier: GatewayCells | None = None) -> Gat
             if entry is None or entry[0] is not verdict or entry[1:3] != (count, port):
                 entry = (verdict, count, port, _health(gateway.meta.key.ref, verdict, port, count))
             health_of[id(verdict)] = entry
+            positions[id(verdict)] = len(health)
             health.append(entry[3])
             if not ready or port is None:
                 continue
@@ -226,14 +255,19 @@ def build_cells(model: GatewayModel, earlier: GatewayCells | None = None) -> Gat
             if verdict.client_validation is not None:
                 client[port][verdict.host_key] = verdict.client_validation
     health_order = tuple(health)
+    ranks = sorted(range(len(health)), key=lambda i: (health[i].gateway, health[i].listener))
     if earlier is not None and _same_items(earlier.health_order, health_order):
         listener_health = earlier.listener_health
     else:
-        listener_health = pvector(sorted(health, key=lambda h: (h.gateway, h.listener)))
+        listener_health = pvector(health[i] for i in ranks)
+    at = [0] * len(ranks)
+    for rank, i in enumerate(ranks):
+        at[i] = rank
     ports = {
         port: _port_tables(by_host, None if earlier is None else earlier.ports.get(port))
         for port, by_host in tables.items()
     }
+    earlier_fragments = {} if earlier is None else earlier.fragments
     return GatewayCells(
         gateways=_gateways(ports, earlier),
         tls={p: dict(t) for p, t in tls.items()},
@@ -248,7 +282,98 @@ def build_cells(model: GatewayModel, earlier: GatewayCells | None = None) -> Gat
         counts=counts,
         health_of=health_of,
         health_order=health_order,
+        health_at={key: (i, at[i]) for key, i in positions.items()},
+        routes=model.routes,
+        renewed=tuple(s for s, f in fragments.items() if earlier_fragments.get(s) is not f),
+        change=None,
     )
+
+
+def _patched_cells(
+    model: GatewayModel, earlier: GatewayCells, delta: RouteDelta
+) -> GatewayCells | None:
+    """``build_cells`` of ``model`` from ``earlier``, built against the same passes before the
+    routes' from the routes ``delta.before``: the shares of ``delta``'s routes are dropped and
+    made, and only their hosts, the slots of those hosts and the health of the listeners they
+    attach to are made again (everything else is ``earlier``'s, the same objects). None when
+    ``delta`` does not match ``earlier``'s shares."""
+    parts = dict(earlier.parts)
+    gone: list[RoutePart] = []
+    for verdict in delta.gone:
+        part = parts.pop(id(verdict), None)
+        if part is None or part.route is not verdict:
+            return None
+        gone.append(part)
+    fresh = [_route_part(verdict, model) for verdict in delta.fresh]
+    for part in fresh:
+        parts[id(part.route)] = part
+    rules, members, counts = dict(earlier.rules), dict(earlier.members), dict(earlier.counts)
+    gathered = _gather(parts, fresh, gone, rules, members)
+    _count(counts, gone, fresh)
+    fragments, ports = dict(earlier.fragments), dict(earlier.ports)
+    renewed: list[Slot] = []
+    for slot, hosts in gathered.items():
+        was = earlier.fragments.get(slot)
+        if was is None:  # no listener serves the slot: its entries are in no table
+            continue
+        head = was.head
+        fragment = _fragment(head[:4], slot, rules.get(slot, {}), was, hosts.keys())
+        if fragment is not was:
+            fragments[slot] = fragment
+            renewed.append(slot)
+    gateways = earlier.gateways
+    if renewed:
+        evolver = gateways.evolver()
+        for port in {port for port, _ in renewed}:
+            by_host = {hostname: fragments[(port, hostname)] for hostname in ports[port][0]}
+            ports[port] = _port_tables(by_host, earlier.ports[port])
+            if ports[port][1] is not earlier.ports[port][1]:
+                evolver[port] = ports[port][1]
+        gateways = evolver.persistent()
+    health_of, health_order = earlier.health_of, earlier.health_order
+    listener_health = earlier.listener_health
+    recounted = {key for part in (*gone, *fresh) for key in part.listeners}
+    recount = [
+        key for key in recounted if key in health_of and health_of[key][1] != counts.get(key, 0)
+    ]
+    if recount:
+        health_of, order = dict(health_of), list(health_order)
+        evolver_health = listener_health.evolver()
+        for key in recount:
+            listener, _, bound, was_health = health_of[key]
+            count = counts.get(key, 0)
+            entry = (listener, count, bound, _health(was_health.gateway, listener, bound, count))
+            health_of[key] = entry
+            i, rank = earlier.health_at[key]
+            order[i] = evolver_health[rank] = entry[3]
+        health_order, listener_health = tuple(order), evolver_health.persistent()
+    return replace(
+        earlier,
+        gateways=gateways,
+        listener_health=listener_health,
+        fragments=fragments,
+        ports=ports,
+        parts=parts,
+        rules=rules,
+        members=members,
+        counts=counts,
+        health_of=health_of,
+        health_order=health_order,
+        routes=model.routes,
+        renewed=tuple(renewed),
+        change=(tuple(gone), tuple(fresh)),
+    )
+
+
+def _count(counts: dict[int, int], gone: list[RoutePart], fresh: list[RoutePart]) -> None:
+    """``counts`` (attached routes by ``id`` of listener verdict) without ``gone``'s
+    attachments and with ``fresh``'s."""
+    for part in gone:
+        for attached_to in part.listeners:
+            counts[attached_to] -= 1
+    for part in fresh:
+        for attached_to in part.listeners:
+            counts[attached_to] = counts.get(attached_to, 0) + 1
 
 
 def _same_context(earlier: tuple[object, ...], now: tuple[object, ...]) -> bool:
@@ -263,19 +388,6 @@ def _same_context(earlier: tuple[object, ...], now: tuple[object, ...]) -> bool:
         and (in_force is was_in_force or in_force == was_in_force)
         and (not in_force or services is was_services)
     )
-
-
-def _in_order(
-    known: dict[int, RoutePart], parts: dict[int, RoutePart], positions: dict[int, int]
-) -> bool:
-    """Whether the shares reused from ``known`` come in the order they came there."""
-    last = -1
-    for key, part in known.items():
-        if parts.get(key) is part:
-            if positions[key] < last:
-                return False
-            last = positions[key]
-    return True
 
 
 def _route_part(route: RouteVerdict, model: GatewayModel) -> RoutePart:
@@ -315,7 +427,6 @@ def _gather(
     parts: dict[int, RoutePart],
     fresh: list[RoutePart],
     gone: list[RoutePart],
-    positions: dict[int, int],
     rules: dict[Slot, dict[str, list[Entry]]],
     members: dict[Slot, dict[str, list[int]]],
 ) -> dict[Slot, dict[str, set[int]]]:
@@ -337,7 +448,7 @@ def _gather(
         for host, added in by_host.items():
             # an unchanged share still adds where it added; a renewed one where it says now
             kept = [key for key in adders.get(host, ()) if key in parts and key not in renewed]
-            now = sorted({*kept, *added}, key=positions.__getitem__)
+            now = sorted({*kept, *added}, key=lambda key: _route_order(parts[key]))
             if not now:
                 adders.pop(host, None)
                 hosts.pop(host, None)
@@ -353,6 +464,13 @@ def _gather(
             members.pop(slot, None)
             rules.pop(slot, None)
     return adding
+
+
+def _route_order(part: RoutePart) -> tuple[str, str, str]:
+    """A share's place in route order: the model's routes come in key order
+    (``gateway.model.candidate_routes``), and so do a host's shares, whichever were reused."""
+    key = part.route.compiled.route.meta.key
+    return (key.kind, key.namespace, key.name)
 
 
 def _health(gateway: str, verdict: ListenerVerdict, port: int | None, count: int) -> ListenerHealth:

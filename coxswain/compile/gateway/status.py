@@ -65,8 +65,11 @@ __all__ = [
     "HTTP2_FEATURES",
     "SUPPORTED_FEATURES",
     "StatusCache",
+    "frame_diagnostics",
     "gateway_diagnostics",
     "gateway_statuses",
+    "policy_diagnostics",
+    "route_diagnostics",
     "supported_features",
 ]
 
@@ -263,23 +266,45 @@ def _programmed_ports(
 
 def gateway_diagnostics(model: GatewayModel) -> list[Diagnostic]:
     """The findings of every problem condition ``gateway_statuses`` writes offline, refused
-    Gateways outside the scope included, and those of references to objects not in the input.
-    Pure."""
+    Gateways outside the scope included, and those of references to objects not in the input
+    (the frame's, the policies', each route's). Pure."""
+    return [
+        *frame_diagnostics(model),
+        *policy_diagnostics(model),
+        *(d for r in model.routes for d in route_diagnostics(r)),
+        *model.dangling,
+    ]
+
+
+def frame_diagnostics(model: GatewayModel) -> list[Diagnostic]:
+    """Those of ``gateway_diagnostics`` the passes before the routes' decide: the classes',
+    ListenerSets' and Gateways' conditions (``compile.model_findings`` keeps them while those
+    passes' verdicts are the same objects)."""
     conditions = [_class_accepted(c, model) for c in model.classes]
     for listener_set in model.listener_sets:
         top, listeners = _listener_set_conditions(listener_set, model, None)
         conditions.extend(top)
         conditions.extend(c for _, listener in listeners for c in listener)
-    policies = model.backend_tls.reported
-    conditions.extend(c for p in policies for c in (p.accepted, p.resolved_refs))
     return [
         *(d for c in conditions for d in c.diagnostics),
         *(d for g in (*model.gateways, *model.unserved) for d in _gateway_findings(g, model)),
-        *(d for r in model.routes if r.parents for d in _route_findings(r)),
-        *(d for p in policies for d in (*p.policy.diagnostics, *p.warnings)),
-        *(d for r in model.routes for d in r.notes),
-        *model.dangling,
     ]
+
+
+def policy_diagnostics(model: GatewayModel) -> list[Diagnostic]:
+    """Those of ``gateway_diagnostics`` about the BackendTLSPolicies reported."""
+    policies = model.backend_tls.reported
+    return [
+        *(d for p in policies for c in (p.accepted, p.resolved_refs) for d in c.diagnostics),
+        *(d for p in policies for d in (*p.policy.diagnostics, *p.warnings)),
+    ]
+
+
+def route_diagnostics(route: RouteVerdict) -> list[Diagnostic]:
+    """Those of ``gateway_diagnostics`` about one route: its conditions' and its notes."""
+    found = _route_findings(route) if route.parents else []
+    found.extend(route.notes)
+    return found
 
 
 def _gateway_findings(gateway: Gateway, model: GatewayModel) -> list[Diagnostic]:
