@@ -12,7 +12,9 @@ objects of kinds the compiler does not read are ignored.
 
 The view also keeps the keys of the objects its events changed since the last ``take``: a
 round hands them to ``compile.memo.CompileMemo.changed``, so that finding what changed costs
-what the change costs, not a comparison of every table of two states.
+what the change costs, not a comparison of every table of two states. After every
+``heap.BULK`` events folded in, what is alive is frozen (:mod:`.heap`): a status written by a
+round and watched back changes no state, yet its body stays, one per written object.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from coxswain.compile.model.decode import Decoded, Malformed, decode_object
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.model.state import Deleted, Upserted, apply
 from coxswain.compile.provision import ROLE
+from coxswain.shell.control import heap
 from coxswain.shell.control.cluster_ca import CERTIFICATE_ROLE
 from coxswain.shell.control.status_writer import STATUS_RESOURCES
 
@@ -45,6 +48,7 @@ class ClusterView:
         self.certificates: dict[tuple[str, str], dict[str, Any]] = {}
         self._base = self.state
         self._changed: set[ObjectKey] = set()
+        self._unfrozen = 0  # events folded in since what is alive was last frozen
 
     def take(self) -> tuple[ClusterState, ClusterState, frozenset[ObjectKey]]:
         """The state of the last ``take`` (or the empty state), the state now, and the keys of
@@ -56,6 +60,10 @@ class ClusterView:
 
     def event(self, resource: Resource, key: tuple[str, str], body: dict[str, Any] | None) -> None:
         """Fold one informer event in (``informers.Sink``)."""
+        self._unfrozen += 1
+        if self._unfrozen >= heap.BULK:
+            heap.settle()
+            self._unfrozen = 0
         namespace, name = key
         object_key = ObjectKey(resource.kind, namespace, name)
         if resource.kind in STATUS_RESOURCES:

@@ -16,7 +16,7 @@ meanwhile and what changed: an item at the resourceVersion last handed on is the
 (the API server changes the version on every write), so a resync of a large, quiet cluster
 costs a comparison per object, not a decode. A list's items are handed on with a checkpoint
 every few milliseconds (:mod:`.pacing`), so the first list of 15,000 Services does not hold the
-event loop that renews the Lease.
+event loop that renews the Lease; and no full collection runs while a list does (:mod:`.heap`).
 
 A list item or watch event whose JSON cannot be decoded (nested past
 ``json_bodies.MAX_BODY_DEPTH``) is logged, naming the object, and counted (``on_refused``); it
@@ -36,7 +36,7 @@ import trio
 
 from coxswain.compile.provision import MANAGED_BY
 from coxswain.shell.backoff import Backoff
-from coxswain.shell.control import kinds
+from coxswain.shell.control import heap, kinds
 from coxswain.shell.control.json_bodies import Refused
 from coxswain.shell.control.kube import ApiFailure, Kube, Resource, Unreachable, WatchEvent
 from coxswain.shell.control.pacing import Pacer
@@ -148,7 +148,8 @@ class Informer:
         backoff = Backoff(*BACKOFF)
         while True:
             try:
-                await self._list()
+                with heap.quiet():
+                    await self._list()
                 backoff.reset()
                 while await self._watch():
                     pass
