@@ -9,6 +9,7 @@ import gc
 from typing import Any
 
 import trio
+import trio.testing
 
 from coxswain.compile import CompileConfig, build_state
 from coxswain.compile.model.decode import Decoded, decode_object
@@ -115,3 +116,23 @@ def test_the_cluster_view_freezes_what_is_alive_after_a_bulk_of_events() -> None
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_a_list_page_folds_in_as_its_events_would_and_a_watch_event_meanwhile_after_it() -> None:
+    changes = [(("app", f"r{n}"), _route(f"r{n}")) for n in range(5)]
+    one_by_one = ClusterView()
+    for key, body in changes:
+        one_by_one.event(kinds.HTTP_ROUTE, key, body)
+    paged = ClusterView()
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(paged.page, kinds.HTTP_ROUTE, changes)
+            await trio.testing.wait_all_tasks_blocked()  # the page is in its worker thread
+            paged.event(kinds.HTTP_ROUTE, ("app", "r0"), None)  # another informer's, say
+            assert ObjectKey("HTTPRoute", "app", "r0") not in paged.state.httproutes
+
+    trio.run(main)
+    one_by_one.event(kinds.HTTP_ROUTE, ("app", "r0"), None)
+    assert paged.state == one_by_one.state
+    assert paged.take()[2] == one_by_one.take()[2]
