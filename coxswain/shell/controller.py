@@ -45,7 +45,7 @@ from coxswain.shell.control.cluster_ca import (
     load_or_create_ca,
     stale_proxy_secrets,
 )
-from coxswain.shell.control.cluster_view import ClusterView
+from coxswain.shell.control.cluster_view import Change, ClusterView
 from coxswain.shell.control.gateway_api_release import GatewayApiRelease, read_release
 from coxswain.shell.control.informers import (
     GATEWAY_API,
@@ -282,8 +282,14 @@ class _Reconciler:
     def _poke(self) -> None:
         self._changed.set()
 
-    def _event(self, resource: Resource, key: tuple[str, str], body: dict[str, Any] | None) -> None:
+    def event(self, resource: Resource, key: tuple[str, str], body: dict[str, Any] | None) -> None:
+        """``informers.Sink``: fold a watch event in, and poke the loop."""
         self._view.event(resource, key, body)
+        self._changed.set()
+
+    async def page(self, resource: Resource, changes: list[Change]) -> None:
+        """``informers.Sink``: fold a list page in (in a worker thread), and poke the loop."""
+        await self._view.page(resource, changes)
         self._changed.set()
 
     async def run(self, server: DiscoveryServer, task_status: trio.TaskStatus[int]) -> NoReturn:
@@ -360,7 +366,7 @@ class _Reconciler:
         self._health.refused.labels(resource=resource.plural).inc()
 
     def _start(self, nursery: trio.Nursery, watched: Watched) -> None:
-        informer = Informer(self._kube, watched, self._event, self._refused)
+        informer = Informer(self._kube, watched, self, self._refused)
         self._informers[watched.resource.plural] = informer
         nursery.start_soon(informer.run)
 
@@ -392,7 +398,7 @@ class _Reconciler:
 
     async def _reconcile(self, server: DiscoveryServer) -> bool:
         """One round; True when some API call failed (a retry round follows soon)."""
-        with self._health.reconciling.track_inprogress():
+        with self._health.reconciling.track_inprogress(), heap.quiet():
             return await self._round(server)
 
     async def _round(self, server: DiscoveryServer) -> bool:

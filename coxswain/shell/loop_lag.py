@@ -25,8 +25,12 @@ __all__ = ["BUCKETS", "INTERVAL", "lag_histogram", "probe_loop_lag"]
 INTERVAL: Final = 0.1
 """Seconds between wake-ups: ten samples a second, no measurable cost."""
 
-BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
-"""Up to 20 ms is a loop as it should be; past it, work that should have yielded."""
+BUCKETS: Final = (
+    0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+)  # fmt: skip
+"""Up to 20 ms is a loop as it should be; past it, work that should have yielded. Edges every
+10 ms up to 50 ms and close above it, so that a p99 can be read against a 50 ms target."""
 
 
 def lag_histogram(program: str, registry: CollectorRegistry) -> Histogram:

@@ -4,10 +4,10 @@ Why (docs/architecture.md, "Shell patterns"): no event loop may be blocked more 
 of milliseconds — the controller's loop renews the leader Lease, answers ``/healthz`` and keeps
 every informer and discovery stream moving; ``serve``'s loop also runs the in-process proxy. A
 compile round at scale (the cluster-wide analysis, a scope compiled again, status, provision)
-can take longer than that even when incremental, so it runs here, in a thread, with exactly the
-result it would have had on the loop: the functions handed over are pure or touch only a
-``compile.memo.CompileMemo`` that no other task uses while the call runs (callers await each
-call before the next).
+can take longer than that even when incremental, and so can folding a list page of 500 objects
+into the state; so they run here, in a thread, with exactly the result they would have had on
+the loop: the functions handed over are pure or touch only a ``compile.memo.CompileMemo`` that
+no other task uses while the call runs (callers await each call before the next).
 
 A cancelled caller waits for the thread to finish (``abandon_on_cancel=False``): the memo is
 never left half-updated behind a new call.

@@ -224,7 +224,6 @@ class ApiServer:
         """Make every resourceVersion handed out so far too old (``Store.expire``) and end every
         watch: each client watches again, gets 410 Expired, and lists again."""
         self.store.expire()
-        self.store.drop_watches()
 
     def install_crds(self, *paths: str | Path) -> list[str]:
         """Create or update the CRDs in YAML files (or directories of them); other kinds skipped.

@@ -622,13 +622,16 @@ class Store:
             self._oldest = self._rv
 
     def expire(self) -> None:
-        """Forget all history and move the resourceVersion on: every version handed out so far
-        is too old, so each client's next watch gets 410 Expired and it lists again (an API
-        server restarted with a cold watch cache)."""
+        """Forget all history, move the resourceVersion on and end every watch: every version
+        handed out so far is too old, so each client's next watch gets 410 Expired and it lists
+        again (an API server restarted with a cold watch cache). At once, under the lock: a
+        bookmark sent between the two would carry the new version, and the client's next watch
+        would go on from it without a 410 (seen under load: 11 of 20 informers never listed)."""
         with self._lock:
             self._history.clear()
             self._rv += 1
             self._oldest = self._rv
+            self.drop_watches()
 
 
 def parse_version(value: str) -> int:

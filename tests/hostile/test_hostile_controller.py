@@ -26,7 +26,7 @@ from coxswain.shell.control.informers import Informer, Watched
 from coxswain.shell.control.kube import Kube, Resource
 from coxswain.shell.controller import run_controller
 from tests.apiserver import COXSWAIN_CRDS, GATEWAY_API_CRDS, ApiServer
-from tests.integration.controller_harness import settings
+from tests.integration.controller_harness import EachChange, settings
 from tests.integration.manifests import (
     backend,
     gateway,
@@ -194,7 +194,9 @@ def test_an_informer_skips_what_it_cannot_decode_yet_a_deletion_still_deletes() 
     async def main(api: ApiServer, kube: Kube) -> None:
         api.put_object(parameters("a", {"replicas": 1}))
         api.put_object(parameters("deep", {"podTemplate": nested(UNREADABLE)}))
-        informer = Informer(kube, Watched(kinds.GATEWAY_PARAMETERS), sink, refused.append)
+        informer = Informer(
+            kube, Watched(kinds.GATEWAY_PARAMETERS), EachChange(sink), refused.append
+        )
         async with trio.open_nursery() as nursery:
             nursery.start_soon(informer.run)
             await informer.synced.wait()

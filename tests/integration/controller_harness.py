@@ -4,7 +4,7 @@ in process subscribed to its discovery port with the certificate the controller 
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -17,6 +17,7 @@ from coxswain.shell.proxy import discovery_feed, serve_feed
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from coxswain.shell.control.kube import Resource
     from coxswain.shell.dataplane.server import ProxyConfig
     from tests.apiserver import ApiServer
 
@@ -69,3 +70,22 @@ def settings(*, gateway_api: bool = True) -> ControllerSettings:
         crd_probe_every=0.2,
         lease_seconds=3,
     )
+
+
+class EachChange:
+    """An informer's sink (``informers.Sink``) that hands every change, a list page's one by
+    one, to ``on_change``."""
+
+    def __init__(
+        self, on_change: Callable[[Resource, tuple[str, str], dict[str, Any] | None], None]
+    ) -> None:
+        self._on_change = on_change
+
+    def event(self, resource: Resource, key: tuple[str, str], body: dict[str, Any] | None) -> None:
+        self._on_change(resource, key, body)
+
+    async def page(
+        self, resource: Resource, changes: list[tuple[tuple[str, str], dict[str, Any] | None]]
+    ) -> None:
+        for key, body in changes:
+            self._on_change(resource, key, body)

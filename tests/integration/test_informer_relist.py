@@ -18,7 +18,7 @@ from coxswain.shell.control.informers import Informer, Watched
 from coxswain.shell.control.kube import Kube
 from tests.apiserver import ApiServer
 
-from .controller_harness import TIMEOUT
+from .controller_harness import TIMEOUT, EachChange
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -52,7 +52,7 @@ def test_a_relist_after_410_hands_on_only_what_changed_meanwhile() -> None:
     async def main(api: ApiServer, kube: Kube) -> None:
         for name in ("same", "edited", "deleted"):
             api.put_object(config_map(name, "1"))
-        informer = Informer(kube, Watched(kinds.CONFIG_MAP), sink, lambda _: None)
+        informer = Informer(kube, Watched(kinds.CONFIG_MAP), EachChange(sink), lambda _: None)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(informer.run)
             await informer.synced.wait()

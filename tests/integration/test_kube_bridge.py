@@ -1,6 +1,7 @@
 """The bridge to the official client (``shell.control.kube``) against the API emulator: raw JSON
-requests, failures mapped, a watch that ends, thread and all, when it is cancelled, and JSON too
-deep to decode refused alone: an answer, a list item, a watch event."""
+requests, failures mapped, a watch that ends, thread and all, when it is cancelled or its reader
+waits for room, and JSON too deep to decode refused alone: an answer, a list item, a watch
+event."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ import pytest
 import trio
 
 from coxswain.shell.control.json_bodies import MAX_BODY_DEPTH, Refused
-from coxswain.shell.control.kube import ApiFailure, Kube, Resource, Undecodable, Unreachable
+from coxswain.shell.control.kube import (
+    WATCH_BUFFER,
+    ApiFailure,
+    Kube,
+    Resource,
+    Undecodable,
+    Unreachable,
+)
 from tests.apiserver import ApiServer
 
 SERVICES = Resource("", "v1", "services", "Service", True)
@@ -68,6 +76,34 @@ def test_a_cancelled_watch_returns_at_once_and_leaves_no_reader_thread() -> None
         # blocked reading a stream with nothing more to say: returning at all, and promptly,
         # means cancelling shut the response down and the thread ended.
         assert trio.current_time() - deadline < 5
+
+    run(main)
+
+
+def test_a_watch_ahead_of_its_consumer_waits_loses_nothing_and_ends_when_told() -> None:
+    async def main(api: ApiServer, kube: Kube) -> None:
+        start = str(api.resource_version)
+        names = [f"s{n:04d}" for n in range(2 * WATCH_BUFFER + 10)]
+        for name in names:
+            api.put_object(service(name))
+
+        async def watched(enough: int) -> list[str]:
+            seen: list[str] = []
+
+            async def on_event(event: dict[str, Any]) -> bool:
+                if not seen:
+                    await trio.sleep(0.5)  # the reader fills the buffer and waits for room
+                seen.append(event["object"]["metadata"]["name"])
+                return len(seen) < enough
+
+            await kube.watch(
+                SERVICES.path(), resource_version=start, timeout_seconds=300, on_event=on_event
+            )
+            return seen
+
+        assert await watched(len(names)) == names
+        # told to stop while the reader waits for room: the watch returns, the thread let go
+        assert await watched(1) == names[:1]
 
     run(main)
 

@@ -5,15 +5,17 @@ a publisher's second round over the same state compiles nothing again."""
 from __future__ import annotations
 
 import copy
+import gc
 from typing import Any
 
 import trio
+import trio.testing
 
 from coxswain.compile import CompileConfig, build_state
 from coxswain.compile.model.decode import Decoded, decode_object
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.model.state import Deleted, Upserted, apply, carried_over
-from coxswain.shell.control import kinds
+from coxswain.shell.control import heap, kinds
 from coxswain.shell.control.cluster_view import ClusterView
 from coxswain.shell.offload import offload
 from coxswain.shell.publisher import Publisher
@@ -100,3 +102,37 @@ def test_the_cluster_view_hands_out_the_keys_its_events_changed() -> None:
     base, _, changed = view.take()
     assert base is state
     assert changed == {ObjectKey("HTTPRoute", "app", "r2")}
+
+
+def test_the_cluster_view_freezes_what_is_alive_after_a_bulk_of_events() -> None:
+    """Statuses watched back change no state but stay (heap.py): a bulk of them is frozen."""
+    try:
+        gc.unfreeze()
+        view = ClusterView()
+        for _ in range(heap.BULK - 1):
+            view.event(kinds.HTTP_ROUTE, ("app", "r1"), _route("r1"))
+        assert gc.get_freeze_count() == 0
+        view.event(kinds.HTTP_ROUTE, ("app", "r1"), _route("r1"))
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
+def test_a_list_page_folds_in_as_its_events_would_and_a_watch_event_meanwhile_after_it() -> None:
+    changes = [(("app", f"r{n}"), _route(f"r{n}")) for n in range(5)]
+    one_by_one = ClusterView()
+    for key, body in changes:
+        one_by_one.event(kinds.HTTP_ROUTE, key, body)
+    paged = ClusterView()
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(paged.page, kinds.HTTP_ROUTE, changes)
+            await trio.testing.wait_all_tasks_blocked()  # the page is in its worker thread
+            paged.event(kinds.HTTP_ROUTE, ("app", "r0"), None)  # another informer's, say
+            assert ObjectKey("HTTPRoute", "app", "r0") not in paged.state.httproutes
+
+    trio.run(main)
+    one_by_one.event(kinds.HTTP_ROUTE, ("app", "r0"), None)
+    assert paged.state == one_by_one.state
+    assert paged.take()[2] == one_by_one.take()[2]

@@ -19,15 +19,22 @@ folding the 43,152 objects of ``bench/controller_scale.py`` in process: 6.2 s of
 at the default thresholds, 2.2 s at :data:`YOUNG` and :data:`MIDDLE` (longest young pass
 15 ms, longest middle one 50 ms, kept short by its own threshold; a 20,000-allocation young
 threshold with CPython's middle threshold of 10 made middle passes of 0.2 s here, up to 0.9 s
-in the controller). At its end, and after a later round that folded in a bulk of objects
-(:func:`settle`: a relist after the watch history expired, a mass apply), what is alive is
-frozen (:func:`gc.freeze`): the
+in the controller). A list after the start (a resync after the watch history expired) and a
+round run without full collections too (:func:`quiet`): a list's pages are let go as they are
+folded in, and each full pass walked the page in hand and whatever was unfrozen (33 to 53 ms
+of CPU each at 1,000 Gateways); the round after the start, compiling again what the statuses
+it wrote changed, made full passes of up to 300 ms walking its own new model. At the start's
+end, after a later round that changed a bulk of objects, and after every bulk of events folded
+in (:func:`settle`: the first round's 11,000 statuses, watched back,
+change no state yet stay as the statuses the shell keeps; unfrozen, they made the full passes
+while they arrived grow to 290 ms of CPU), what is alive is frozen (:func:`gc.freeze`): the
 state and memo are immutable values, so a full collection then walks only what is newer. The
 price: an object frozen while alive that later becomes part of a reference cycle's garbage is
 never reclaimed. The state holds no cycles (every full collection measured at the cold start
 collected none), but the tasks and requests in flight at a freeze may; hence no freeze after a
 small round, whose objects the collector walks in a moment: what leaks is bounded by the bulk
-rounds, not by the rounds.
+rounds and bulks of events, not by the rounds. (A frozen object is still freed when its last
+reference goes: only cycles are left to the collector.)
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["building", "settle"]
+__all__ = ["building", "quiet", "settle"]
 
 _NO_FULL: Final = 2**31 - 1
 """A full-collection threshold never reached: one per that many middle-generation passes."""
@@ -51,20 +58,53 @@ MIDDLE: Final = 4
 """Young collections between two middle-generation ones while building (default 10)."""
 
 BULK: Final = 1_000
-"""A round that changed at least this many objects freezes what is alive after it."""
+"""A round that changed at least this many objects freezes what is alive after it; so does
+the cluster view after every this many events folded in."""
+
+
+class _Quiet:
+    """The full-collection threshold to restore once no list or start holds it off."""
+
+    def __init__(self) -> None:
+        self.holders = 0
+        self.full = gc.get_threshold()[2]
+
+
+_QUIET: Final = _Quiet()  # the collector's thresholds are the process's: so is their holder
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """No full collection inside; restored when the last of the overlapping holders (the
+    informers' lists, the rounds, the start) leaves. What a list decodes is let go page by
+    page, and what a round makes is frozen after it when it is a bulk: a full pass meanwhile
+    would walk it, for nothing, holding the interpreter lock. Young collections keep their
+    thresholds (short passes)."""
+    if not _QUIET.holders:
+        young, middle, _QUIET.full = gc.get_threshold()
+        gc.set_threshold(young, middle, _NO_FULL)
+    _QUIET.holders += 1
+    try:
+        yield
+    finally:
+        _QUIET.holders -= 1
+        if not _QUIET.holders:
+            young, middle, _ = gc.get_threshold()
+            gc.set_threshold(young, middle, _QUIET.full)
 
 
 @contextlib.contextmanager
 def building() -> Iterator[None]:
-    """No full collection inside, fewer young ones; on leaving, what is alive is frozen and the
-    thresholds are restored."""
-    young, middle, full = gc.get_threshold()
-    gc.set_threshold(YOUNG, MIDDLE, _NO_FULL)
-    try:
-        yield
-    finally:
-        settle()
-        gc.set_threshold(young, middle, full)
+    """:func:`quiet` with fewer young collections; on leaving, what is alive is frozen and
+    the thresholds are restored."""
+    young, middle, _ = gc.get_threshold()
+    with quiet():
+        gc.set_threshold(YOUNG, MIDDLE, _NO_FULL)
+        try:
+            yield
+        finally:
+            settle()
+            gc.set_threshold(young, middle, _NO_FULL)
 
 
 def settle(changed: int | None = None) -> None:

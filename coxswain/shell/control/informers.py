@@ -8,15 +8,16 @@ connection leads to a new list, after a jittered, growing delay when something f
 client-go's reflector does), so that a restarted API server is not met by every informer of
 every controller at once.
 
-The informer keeps no objects, only which exist and at which resourceVersion: each change goes
-to ``on_event`` (the body, or None for a deletion), and the controller decodes it there into its
-state (``compile.model.state.apply``), so that an object means the same whether it came from a
-cluster or a file, and 10,000 routes are not held twice. A new list reports what disappeared
-meanwhile and what changed: an item at the resourceVersion last handed on is the same object
-(the API server changes the version on every write), so a resync of a large, quiet cluster
-costs a comparison per object, not a decode. A list's items are handed on with a checkpoint
-every few milliseconds (:mod:`.pacing`), so the first list of 15,000 Services does not hold the
-event loop that renews the Lease.
+The informer keeps no objects, only which exist and at which resourceVersion: each change
+goes to the :class:`Sink` (the body, or None for a deletion), and the controller decodes it
+there into its state (``compile.model.state.apply``), so that an object means the same whether
+it came from a cluster or a file, and 10,000 routes are not held twice. A new list reports what
+disappeared meanwhile and what changed: an item at the resourceVersion last handed on is the
+same object (the API server changes the version on every write), so a resync of a large, quiet
+cluster costs a comparison per object, not a decode. A list's items are compared with a checkpoint
+every few milliseconds (:mod:`.pacing`), and a page's changes are handed on together, for the
+sink to fold in off the event loop, so the first list of 15,000 Services does not hold the
+loop that renews the Lease; and no full collection runs while a list does (:mod:`.heap`).
 
 A list item or watch event whose JSON cannot be decoded (nested past
 ``json_bodies.MAX_BODY_DEPTH``) is logged, naming the object, and counted (``on_refused``); it
@@ -28,18 +29,22 @@ say which object it changed ends the watch for a new list.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol
 
 import trio
 
 from coxswain.compile.provision import MANAGED_BY
 from coxswain.shell.backoff import Backoff
-from coxswain.shell.control import kinds
+from coxswain.shell.control import heap, kinds
 from coxswain.shell.control.json_bodies import Refused
 from coxswain.shell.control.kube import ApiFailure, Kube, Resource, Unreachable, WatchEvent
 from coxswain.shell.control.pacing import Pacer
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from coxswain.shell.control.cluster_view import Change
 
 __all__ = ["GATEWAY_API", "GATEWAY_API_OPTIONAL", "INFORMED", "PROVISIONING", "Informer", "Watched"]
 
@@ -100,9 +105,16 @@ PROVISIONING: Final = (
 the Gateway API is disabled, so an Ingress-only installation needs no right on them."""
 
 
-Sink = Callable[[Resource, tuple[str, str], "dict[str, Any] | None"], None]
-"""Where an informer's changes go: the resource, ``(namespace, name)``, and the object (with
-``kind`` and ``apiVersion`` filled in, which list items lack) or None when it is gone."""
+class Sink(Protocol):
+    """Where an informer's changes go: the resource, ``(namespace, name)``, and the object (with
+    ``kind`` and ``apiVersion`` filled in, which list items lack) or None when it is gone."""
+
+    def event(self, resource: Resource, key: tuple[str, str], body: dict[str, Any] | None) -> None:
+        """One watch event's change."""
+
+    async def page(self, resource: Resource, changes: list[Change]) -> None:
+        """The changes a list page found, in order, together: the sink may fold them in off
+        the event loop (``cluster_view.ClusterView.page``)."""
 
 
 _CHANGES: Final = ("ADDED", "MODIFIED", "DELETED")
@@ -116,7 +128,7 @@ class Informer:
         self,
         kube: Kube,
         watched: Watched,
-        on_event: Sink,
+        sink: Sink,
         on_refused: Callable[[Resource], None],
     ) -> None:
         self.watched = watched
@@ -125,18 +137,22 @@ class Informer:
         self.versions: dict[tuple[str, str], str] = {}
         self.synced = trio.Event()
         self._kube = kube
-        self._on_event = on_event
+        self._sink = sink
         self._on_refused = on_refused
         self._version = ""
 
-    def _emit(self, key: tuple[str, str], body: dict[str, Any] | None) -> None:
+    def _handed(self, key: tuple[str, str], body: dict[str, Any] | None) -> Change:
+        """The change to hand on, its version noted."""
         resource = self.watched.resource
         if body is None:
             self.versions.pop(key, None)
         else:
             self.versions[key] = _version(body)
             body = {**_trimmed(body), "kind": resource.kind, "apiVersion": resource.api_version}
-        self._on_event(resource, key, body)
+        return key, body
+
+    def _emit(self, key: tuple[str, str], body: dict[str, Any] | None) -> None:
+        self._sink.event(self.watched.resource, *self._handed(key, body))
 
     def _refuse(self, refused: Refused, outcome: str) -> None:
         resource = self.watched.resource
@@ -148,7 +164,8 @@ class Informer:
         backoff = Backoff(*BACKOFF)
         while True:
             try:
-                await self._list()
+                with heap.quiet():
+                    await self._list()
                 backoff.reset()
                 while await self._watch():
                     pass
@@ -178,19 +195,22 @@ class Informer:
                 self._refuse(refused, _KEPT)
                 if (key := refused.key) is not None:
                     seen.add(key)
+            changes: list[Change] = []
             for item in listing.items:
                 if (key := _key(item)) is None:
                     continue
                 seen.add(key)
                 listed = _version(item)
                 if not listed or self.versions.get(key) != listed:
-                    self._emit(key, item)
+                    changes.append(self._handed(key, item))
                 await pacer.tick()
+            if changes:
+                await self._sink.page(self.watched.resource, changes)
             if not (token := listing.next):
                 break
-        for gone in self.versions.keys() - seen:
-            self._emit(gone, None)
-            await pacer.tick()
+        gone = [self._handed(key, None) for key in self.versions.keys() - seen]
+        if gone:
+            await self._sink.page(self.watched.resource, gone)
         self._version = version
         self.synced.set()
 

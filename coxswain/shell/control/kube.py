@@ -9,10 +9,14 @@ This is the only module that touches the ``kubernetes`` package, and, with
   server cannot take every thread trio has.
 - **Bodies stay raw JSON.** The compiler decodes raw objects (``compile.model.decode``); the
   client's models would be built only to be thrown away, and they drop fields they do not
-  know (a newer CRD's). The JSON is decoded here, in the request's thread, within a nesting
+  know (a newer CRD's). The JSON is decoded here, in a worker thread, within a nesting
   bound (:mod:`.json_bodies`): a list gives the items it could decode and those it refused, a
   watch hands on a refused event for the informer to skip, and an answer that cannot be read
-  is :class:`Undecodable`, retried like one that never came.
+  is :class:`Undecodable`, retried like one that never came. An answer is decoded in its
+  request's thread; a list page in a thread of its own, one page at a time
+  (:data:`LIST_DECODERS`): the decode holds the interpreter lock an item at a time, and the
+  event loop's thread, waiting for the lock when its switch interval is up, then competes with
+  one decoding thread for it instead of eight (docs/benchmarks.md, "Controller").
 - **A watch** holds one thread that reads the chunked response line by line and hands each
   event to trio. Cancelling the watch shuts the response's socket down, which ends the
   thread's read at once; the watch waits for the thread before it returns, so no thread
@@ -22,7 +26,6 @@ This is the only module that touches the ``kubernetes`` package, and, with
 from __future__ import annotations
 
 import contextlib
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -60,6 +63,12 @@ REQUEST_TIMEOUT: Final = 30.0
 CONNECT_TIMEOUT: Final = 10.0
 POOL_SIZE: Final = 32  # a connection per watch (about 20) and per concurrent request (8 + 1)
 URGENT_REQUESTS: Final = 1  # the leader Lease's own request slot
+WATCH_BUFFER: Final = 256
+"""Watch events decoded ahead of the loop that folds them in, at most. The statuses a round
+wrote come back as 11,000 events at once at 1,000 Gateways: unbounded, the reading thread
+decoded them all ahead, and the full collections while they waited walked all of them
+(460,000 objects, 310 ms of CPU holding the interpreter lock)."""
+LIST_DECODERS: Final = 1  # list pages decoded at once: CPU-bound under one lock, no gain in more
 _ERROR_SHOWN: Final = 200  # bytes of an error answer that is not a Status, shown as its message
 _T = TypeVar("_T")
 
@@ -149,6 +158,7 @@ class Kube:
         self._client = client
         self._requests = trio.CapacityLimiter(max_requests)
         self._urgent = trio.CapacityLimiter(URGENT_REQUESTS)
+        self._decoders = trio.CapacityLimiter(LIST_DECODERS)
 
     async def request(
         self,
@@ -192,11 +202,12 @@ class Kube:
                 a list at all (:class:`Undecodable`).
         """
         headers = {"Accept": "application/json"}
-        answer = await self._exchange(
+        data = await self._exchange(
             lambda: self._send("GET", path, query, headers, None, REQUEST_TIMEOUT),
-            decode_list,
+            _raw,
             self._requests,
         )
+        answer = await trio.to_thread.run_sync(decode_list, data, limiter=self._decoders)
         if isinstance(answer, Refused):
             raise Undecodable(f"GET {path}: the list {answer.why}")
         return answer
@@ -208,8 +219,7 @@ class Kube:
         limiter: trio.CapacityLimiter,
     ) -> _T:
         """One ``request`` (a call of :meth:`_send`), its successful answer decoded by
-        ``decode`` in the request's thread (a big list would hold trio's thread as long as it
-        takes).
+        ``decode`` in the request's thread (not on the event loop's).
 
         Raises:
             ApiFailure: a status other than 2xx.
@@ -264,8 +274,9 @@ class Kube:
             data = response.read()
             response.release_conn()
             raise _failure(response.status, data)
-        send, receive = trio.open_memory_channel[WatchEvent](math.inf)
-        async with trio.open_nursery() as nursery:
+        send, receive = trio.open_memory_channel[WatchEvent](WATCH_BUFFER)
+        # ``receive`` is closed before the nursery waits: a reader waiting for room is let go
+        async with trio.open_nursery() as nursery, receive:
             nursery.start_soon(self._pump, response, send)
             try:
                 async for event in receive:
@@ -281,15 +292,18 @@ class Kube:
         self, response: urllib3.BaseHTTPResponse, send: trio.MemorySendChannel[WatchEvent]
     ) -> None:
         """Read and decode the watch's lines in a thread (its own: a watch holds it for
-        minutes)."""
+        minutes), waiting while :data:`WATCH_BUFFER` events wait for the loop."""
         token = trio.lowlevel.current_trio_token()
 
         def read_lines() -> None:
             try:
                 for line in _lines(response):
                     event = decode_event(line)
-                    trio.from_thread.run_sync(send.send_nowait, event, trio_token=token)
-            except (urllib3.exceptions.HTTPError, OSError, ValueError):
+                    try:
+                        trio.from_thread.run_sync(send.send_nowait, event, trio_token=token)
+                    except trio.WouldBlock:
+                        trio.from_thread.run(send.send, event, trio_token=token)
+            except (urllib3.exceptions.HTTPError, OSError, ValueError, trio.BrokenResourceError):
                 pass  # shut down by the watch's end, or broken off: the informer re-lists
             finally:
                 response.release_conn()
@@ -323,6 +337,11 @@ class Kube:
             raise Unreachable(f"{method} {path}: {err}") from err
         response: urllib3.BaseHTTPResponse = answer.response
         return response
+
+
+def _raw(data: bytes) -> bytes:
+    """A list page's body, left for :data:`LIST_DECODERS` to decode."""
+    return data
 
 
 def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
