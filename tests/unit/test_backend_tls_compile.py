@@ -183,3 +183,127 @@ def test_a_policy_without_a_route_has_no_ancestor() -> None:
     objects = _world(_policy("p", {"wellKnownCACertificates": "System"}))
     [item] = [s for s in status(build_state(objects)) if s.kind == "BackendTLSPolicy"]
     assert json.loads(item.body) == {"ancestors": []}
+
+
+# --- exact values at the edges (survivors of tools/mutate) --------------------------------------
+
+OTHER_CA_PEM = trustme.CA().cert_pem.bytes().decode()
+CA_REF = {"group": "", "kind": "ConfigMap", "name": "ca"}
+
+
+def _findings(objects: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(object, field, reason) of each finding about a BackendTLSPolicy."""
+    return [
+        (d.key.ref, d.field, d.reason)
+        for d in compile(build_state(objects), SharedPool()).diagnostics
+        if d.key is not None and d.key.kind == "BackendTLSPolicy"
+    ]
+
+
+def test_the_warning_for_a_target_of_another_kind_names_its_policy() -> None:
+    objects = _world(
+        _gateway("one", 80, None),
+        _policy(
+            "p",
+            {"wellKnownCACertificates": "System"},
+            targetRefs=[{"group": "apps", "kind": "Deployment", "name": "web"}],
+        ),
+    )
+    assert ("app/p", "spec.targetRefs[0]", "InvalidKind") in _findings(objects)
+
+
+def test_an_unsupported_well_known_set_is_reported_at_its_field() -> None:
+    objects = _world(
+        _gateway("one", 80, None), _policy("p", {"wellKnownCACertificates": "Mozilla"})
+    )
+    assert ("app/p", "spec.validation.wellKnownCACertificates", "Invalid") in _findings(objects)
+
+
+def test_usable_bundles_after_unusable_refs_are_joined_each_ending_in_a_newline() -> None:
+    objects = _world(
+        _gateway("one", 80, None),
+        {
+            **_meta("Secret", "other-ca", "v1"),
+            "data": {"ca.crt": base64.b64encode(OTHER_CA_PEM.rstrip("\n").encode()).decode()},
+        },
+        _policy(
+            "p",
+            {
+                "caCertificateRefs": [
+                    {"group": "", "kind": "Pod", "name": "ca"},
+                    {"group": "", "kind": "ConfigMap", "name": "missing"},
+                    CA_REF,
+                    {"group": "", "kind": "Secret", "name": "other-ca"},
+                ]
+            },
+        ),
+    )
+    tls = _backends(objects)["one"].tls
+    assert tls is not None
+    assert (tls.ca_pem, tls.problem) == (CA_PEM + OTHER_CA_PEM.rstrip("\n") + "\n", None)
+
+
+def test_a_mirror_to_a_secured_service_is_secured_with_the_gateways_certificate() -> None:
+    route = {
+        **_meta("HTTPRoute", "r"),
+        "spec": {
+            "parentRefs": [{"name": "one"}],
+            "rules": [
+                {
+                    "backendRefs": [{"name": "plain", "port": 80}],
+                    "filters": [
+                        {
+                            "type": "RequestMirror",
+                            "requestMirror": {"backendRef": {"name": "web", "port": 443}},
+                        }
+                    ],
+                }
+            ],
+        },
+    }
+    objects = [
+        *(o for o in _world() if o["kind"] != "HTTPRoute"),
+        {**_meta("Service", "plain", "v1"), "spec": {"ports": [{"port": 80}]}},
+        route,
+        _gateway("one", 80, "one-client"),
+        _client_secret("one-client"),
+        _policy("p", {"caCertificateRefs": [CA_REF]}),
+    ]
+    snapshot = compile(build_state(objects), SharedPool()).snapshot
+    [action] = [
+        rule.action
+        for tables in snapshot.gateways.values()
+        for table in tables.values()
+        for rules in table.hosts.values()
+        for rule in rules
+    ]
+    assert action.backends[0].tls is None
+    tls = action.mirrors[0].backend.tls
+    assert tls is not None
+    assert tls.policy == "app/p"
+    assert tls.client_certificate is not None
+    assert tls.client_certificate.secret == "app/one-client"
+
+
+def test_an_unnamed_port_takes_the_whole_service_policy_only() -> None:
+    objects = [
+        *(o for o in _world() if o["kind"] != "Service"),
+        {**_meta("Service", "web", "v1"), "spec": {"ports": [{"port": 443}]}},
+        _gateway("one", 80, None),
+        _policy(
+            "p",
+            {"wellKnownCACertificates": "System"},
+            targetRefs=[{"group": "", "kind": "Service", "name": "web", "sectionName": "XXXX"}],
+        ),
+    ]
+    assert _backends(objects)["one"].tls is None
+
+
+def test_a_backend_whose_service_is_missing_is_invalid_and_takes_no_policy() -> None:
+    objects = [
+        *(o for o in _world() if o["kind"] != "Service"),
+        _gateway("one", 80, None),
+        _policy("p", {"wellKnownCACertificates": "System"}),
+    ]
+    backend = _backends(objects)["one"]
+    assert (backend.valid, backend.tls) == (False, None)

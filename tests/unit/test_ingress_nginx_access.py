@@ -174,3 +174,24 @@ def test_enable_cors_takes_ingress_nginx_defaults_and_refuses_what_it_cannot_hon
     bad = actions_of({NGINX + "enable-cors": "true", NGINX + "cors-allow-origin": "ftp://x"})
     assert bad is None
     assert actions_of({NGINX + "cors-allow-origin": "https://a.example"}) is None  # not enabled
+
+
+def test_htpasswd_lines_at_their_bounds_and_the_one_finding_of_a_bad_line() -> None:
+    at_512 = "w:{SHA}" + "x" * 505
+    at_513 = "v:{SHA}" + "x" * 506
+    lines = ["# comment", "", "u:{SHA}abc:def", at_512, at_513]
+    lines += ["#"] * (2000 - len(lines)) + ["late:{SHA}x"]  # past 2 * MAX_USERS lines: unread
+    shop = ingress(
+        "shop",
+        rule("shop.example.com", path("/", "web")),
+        annotations={NGINX + "auth-type": "basic", NGINX + "auth-secret": "users"},
+    )
+    state = build_state([INGRESS_CLASS, shop, htpasswd_secret("\n".join(lines)), *service("web")])
+    result = compile(state, SharedPool())
+    actions = result.snapshot.ingress.hosts["shop.example.com"].paths[0].actions
+    assert actions is not None
+    assert list(actions.auth_users) == [("u", "{SHA}abc:def"), ("w", at_512[2:])]
+    assert [d.message for d in result.diagnostics if d.key is not None] == [
+        "line 5 of the Secret's auth key is not user:hash with a bcrypt, $apr1$, $1$ or {SHA} "
+        "hash; that user cannot log in"
+    ]

@@ -239,3 +239,38 @@ def test_a_canary_backend_is_reached_as_its_main_path_backend() -> None:
     )
     assert backend.tls is not None
     assert backend.tls.server_name == "next.apps.svc"
+
+
+def test_proxy_ssl_values_at_their_bounds_and_the_exact_findings_of_bad_ones() -> None:
+    with_ca = _secret("backend-tls", ca_crt=trustme.CA().cert_pem.bytes())
+    tls_on = {NGINX + "backend-protocol": "HTTPS", NGINX + "proxy-ssl-secret": "backend-tls"}
+    long_name = "$" + "a" * 85
+    backend, found = _compiled(
+        {
+            **tls_on,
+            NGINX + "proxy-ssl-verify": "off",
+            NGINX + "proxy-ssl-server-name": "on-and-on-and-on-and-on",
+            NGINX + "proxy-ssl-name": long_name,
+            NGINX + "proxy-ssl-verify-depth": "100",
+        },
+        with_ca,
+    )
+    assert backend.tls is not None
+    assert (backend.tls.verify, backend.tls.sni, backend.tls.server_name) == (
+        False,
+        False,
+        "web.apps.svc",
+    )
+    assert found == [
+        f"InvalidAnnotation: {long_name[:80]!r} is not a host name (nginx variables are not "
+        "expanded here); the Service's name applies",
+        "InvalidAnnotation: 'on-and-on-and-on-and' is not on or off; off applies",
+    ]
+    backend, found = _compiled({**tls_on, NGINX + "proxy-ssl-verify-depth": "1" * 25}, with_ca)
+    assert backend.tls is not None
+    assert (backend.tls.verify, backend.tls.sni, backend.tls.server_name) == (
+        False,
+        False,
+        "web.apps.svc",
+    )
+    assert found == ["InvalidAnnotation: '11111111111111111111' is not a depth; 1 applies"]

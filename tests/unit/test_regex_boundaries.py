@@ -51,3 +51,10 @@ def test_the_reason_of_an_error_without_detail_or_with_bytes_that_are_not_utf8()
     assert _reason(re2.error()) == "RE2 refuses it"
     assert _reason(re2.error(b"")) == "RE2 refuses it"
     assert _reason(re2.error(b"bad \xff byte")) == "RE2: bad \ufffd byte"
+
+
+def test_a_route_match_tracks_no_groups() -> None:
+    # only whether it matches counts: RE2 is told so (never_capture), which makes it cheaper
+    pattern = compile_pattern("(a)(b)")
+    assert isinstance(pattern, FullMatch)
+    assert pattern._program.groups == 0

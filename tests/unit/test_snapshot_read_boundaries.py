@@ -16,7 +16,9 @@ from typing import Any, Final
 
 import pytest
 import yaml
+from pyrsistent import pvector
 
+from coxswain.compile.snapshot_filters import Cors, Retry
 from coxswain.compile.snapshot_json import snapshot_to_data
 from coxswain.compile.snapshot_read import SnapshotFormatError, snapshot_from_data
 
@@ -341,3 +343,101 @@ def test_a_host_without_paths_and_edits_without_lists_are_empty():
     edits = snapshot.ingress.hosts["h"].paths[0].backend.request_headers
     assert edits is not None
     assert (edits.set, edits.add, edits.remove) == ([], [], [])
+
+
+# --- fields absent or given once: the defaults and the values read, exactly ----------------------
+
+_BACKEND: Final = {"namespace": "app", "service": "web", "port": 80}
+_ROUTE: Final = {"kind": "Ingress", "namespace": "app", "name": "web", "rule": "0"}
+
+
+def _ingress_rule(actions: dict[str, Any], backend: dict[str, Any] = _BACKEND) -> Any:
+    data = {
+        "version": "v",
+        "scope": "shared",
+        "ingress": {
+            "http_port": 80,
+            "https_port": 443,
+            "hosts": {
+                "a.example": {
+                    "paths": [
+                        {
+                            "path": "/",
+                            "match": "Prefix",
+                            "backend": backend,
+                            "route": _ROUTE,
+                            "actions": actions,
+                        }
+                    ]
+                }
+            },
+        },
+    }
+    return snapshot_from_data(data).ingress.hosts["a.example"].paths[0]
+
+
+def _gateway_action(rule: dict[str, Any]) -> Any:
+    data = {
+        "version": "v",
+        "scope": "shared",
+        "ingress": {"http_port": 80, "https_port": 443, "hosts": {}},
+        "gateways": {
+            "8080": {
+                "a.example": {
+                    "gateway": "app/gw",
+                    "listener": "http",
+                    "port": 80,
+                    "protocol": "HTTP",
+                    "hostname": "",
+                    "hosts": {
+                        "a.example": [
+                            {"match": {"path_type": "Prefix", "path": "/"}, "route": _ROUTE, **rule}
+                        ]
+                    },
+                }
+            }
+        },
+    }
+    return snapshot_from_data(data).gateways[8080]["a.example"].hosts["a.example"][0].action
+
+
+def test_ingress_actions_given_once_are_read_and_absent_ones_take_their_defaults():
+    tls_backend = {**_BACKEND, "tls": {"policy": "app/p", "server_name": "web.app"}}
+    rule = _ingress_rule(
+        {
+            "deny_sources": ["192.0.2.0/24"],
+            "connect_timeout": 5,
+            "next_upstream_timeout": 7,
+            "canary": {"backend": _BACKEND, "route": _ROUTE, "header_pattern": "^on$"},
+            "cors": {},
+        },
+        tls_backend,
+    )
+    actions = rule.actions
+    assert actions.deny_sources == pvector(["192.0.2.0/24"])
+    assert (actions.connect_timeout, actions.next_upstream_timeout) == (5.0, 7.0)
+    assert (actions.canary.header_pattern, actions.canary.weight) == ("^on$", 0)
+    assert actions.canary.weight_total == 100
+    assert actions.cors == Cors(
+        allow_origins=pvector(),
+        allow_methods=pvector(),
+        allow_headers=pvector(),
+        expose_headers=pvector(),
+        allow_credentials=False,
+        max_age=5,
+    )
+    assert rule.backend.tls.subject_alt_names == pvector()
+    canary = {"backend": _BACKEND, "route": _ROUTE, "weight": 3, "weight_total": 50}
+    weighted = _ingress_rule({"canary": canary}).actions.canary
+    assert (weighted.weight, weighted.weight_total) == (3, 50)
+
+
+def test_unknown_ingress_action_fields_are_all_named():
+    with pytest.raises(SnapshotFormatError) as raised:
+        _ingress_rule({"b": 1, "a": 2})
+    assert str(raised.value) == "ingress.hosts['a.example'].paths[0].actions: unknown field(s) a, b"
+
+
+def test_a_retry_takes_its_defaults_and_a_backoff_of_zero_stays_zero():
+    assert _gateway_action({"retry": {}}).retry == Retry(codes=pvector(), attempts=2, backoff=0.025)
+    assert _gateway_action({"retry": {"backoff": 0}}).retry.backoff == 0.0

@@ -91,10 +91,3 @@ def read_client_tls(
         pass_certificate=passed is not None and passed[0].strip().lower() == "true",
         match_cn=None if match_cn is None else match_cn[0].strip(),
     )
-
-
-def _depth(value: str | None) -> int:
-    """Rule 3: from 1 to 99, else 1."""
-    if value is None or not value.strip().isdigit() or len(value.strip()) > 2:
-        return 1
-    return int(value) or 1
