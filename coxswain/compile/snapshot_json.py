@@ -20,7 +20,7 @@ from coxswain.compile.snapshot_read import SnapshotFormatError, snapshot_from_da
 
 if TYPE_CHECKING:
     from _hashlib import HASH
-    from collections.abc import Collection, Iterator, Mapping, MutableMapping
+    from collections.abc import Collection, Iterable, Iterator, Mapping, MutableMapping
 
     from pyrsistent.typing import PVector
 
@@ -101,13 +101,31 @@ def head_digest(
     certificates'; ``chain`` the last call's pieces and digests, so that only the pieces from
     the first changed one on are hashed again (``hash_chain``). The hash is the same with or
     without them."""
-    pieces = _content_pieces(snapshot, {} if texts is None else texts, tables, hosts, others)
+    known: RuleTexts = {} if texts is None else texts
     if chain is not None:
+        pieces: list[str | bytes] = []
+        _content_pieces(snapshot, known, tables, hosts, others, pieces)
         return chain.digest(pieces)
-    digest = hashlib.sha256()
-    for piece in pieces:
-        digest.update(piece.encode() if isinstance(piece, str) else piece)
-    return digest
+    hashed = _Hashed(hashlib.sha256())
+    _content_pieces(snapshot, known, tables, hosts, others, hashed)
+    return hashed.digest
+
+
+class _Hashed:
+    """Where ``_content_pieces`` puts its pieces when none is kept: each is hashed as it comes,
+    so that the whole text is never held (14 MB at 10,000 rules, most of ``seal``'s peak)."""
+
+    __slots__ = ("digest",)
+
+    def __init__(self, digest: HASH) -> None:
+        self.digest = digest
+
+    def append(self, piece: str | bytes, /) -> None:
+        self.digest.update(piece.encode() if isinstance(piece, str) else piece)
+
+    def extend(self, pieces: Iterable[str | bytes], /) -> None:
+        for piece in pieces:
+            self.append(piece)
 
 
 def sealed_with(snapshot: Snapshot, head: HASH, pieces: EndpointPieces | None = None) -> Snapshot:
@@ -147,17 +165,18 @@ def _content_pieces(
     tables: TableTexts | None,
     hosts: HostTexts | None,
     others: OtherTexts | None,
-) -> list[str | bytes]:
+    pieces: list[str | bytes] | _Hashed,
+) -> None:
     """Everything ``snapshot_to_data`` holds but ``version`` and ``endpoints``, as canonical
     JSON pieces each followed by a newline (which compact JSON never holds), a listener table's
-    as bytes; ``texts`` holds rules encoded already, ``tables`` listener tables'. A list, built
-    by extending with kept tables' pieces: at thousands of listeners, yielding them one by one
-    was a good part of a round."""
+    as bytes, put in ``pieces``; ``texts`` holds rules encoded already, ``tables`` listener
+    tables'. Put, extending with kept tables' pieces, not yielded: at thousands of listeners,
+    yielding them one by one was a good part of a round."""
     encode = _CANONICAL.encode
     ingress = snapshot.ingress
-    pieces: list[str | bytes] = [
+    pieces.append(
         encode(["scope", str(snapshot.scope), ingress.http_port, ingress.https_port]) + "\n"
-    ]
+    )
     for host, vhost in sorted(ingress.hosts.items()):
         hashed = None if hosts is None else hosts.get(host)
         if hashed is None or hashed[0] is not vhost:
@@ -178,7 +197,6 @@ def _content_pieces(
                 )
             pieces.extend(known.pieces)
     pieces.extend(_other_pieces(snapshot, {} if others is None else others))
-    return pieces
 
 
 def _count_piece(cell: str, port: int, count: int) -> str:
