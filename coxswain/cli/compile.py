@@ -302,8 +302,11 @@ def _compile_all(args: argparse.Namespace) -> int:
         for finding in found:
             print(finding, file=sys.stderr)
         if args.output == "json":
-            pieces = json_pieces(snapshot_to_data(snapshot))
+            # The data holds all that is written: the snapshot goes before its text is made.
+            data = snapshot_to_data(snapshot)
             del snapshot
+            pieces = json_pieces(data)
+            del data
             sys.stdout.flush()
             sys.stdout.buffer.writelines(pieces)
         else:
