@@ -33,18 +33,20 @@ from coxswain.compile.ingress.migration import (
     migration_table,
 )
 from coxswain.compile.listing import diagnostic_data, infra_list, status_list
-from coxswain.compile.model.places import object_places, placed
+from coxswain.compile.model.places import Places, object_places, placed, placing
+from coxswain.compile.model.state import build_state_once
 from coxswain.compile.provision import provision
 from coxswain.compile.scope_check import scope_problem, serves_nothing
 from coxswain.compile.snapshot_json import snapshot_to_data
 from coxswain.compile.tables import diagnostics_table, infra_table, routing_table, status_table
 from coxswain.shell.output import dump_json, dump_yaml, json_pieces
-from coxswain.shell.sources import LoadError, read_manifests
+from coxswain.shell.sources import LoadError, read_manifests, stream_bodies
 
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
 
+    from coxswain.compile.model.state import ClusterState
     from coxswain.compile.scope import Scope
 
 __all__ = ["add_parser"]
@@ -245,7 +247,7 @@ def _compile_all(args: argparse.Namespace) -> int:
         return EXIT_UNREADABLE
     paths = [p for group in args.paths for p in group]
     try:
-        bodies = read_manifests(paths)
+        state, places = _read_state(paths)
     except LoadError as err:
         print(err, file=sys.stderr)  # file:line: message, as compilers print it
         return EXIT_UNREADABLE
@@ -265,11 +267,6 @@ def _compile_all(args: argparse.Namespace) -> int:
         proxy_trusted_proxies=tuple(map(str, args.proxy_trusted_proxies)),
         gateway_address_ranges=tuple(map(str, args.gateway_address_ranges)),
     )
-    state = build_state(bodies)
-    # The bodies are read again only for where findings are: that index, not their memory (a
-    # third of the peak at 100,000 rules), outlives the decoding.
-    places = object_places(bodies)
-    del bodies
     if args.emit == "infra":
         desired = provision(state, config)
         for finding in placed(desired.diagnostics, places):
@@ -305,8 +302,11 @@ def _compile_all(args: argparse.Namespace) -> int:
         for finding in found:
             print(finding, file=sys.stderr)
         if args.output == "json":
-            pieces = json_pieces(snapshot_to_data(snapshot))
+            # The data holds all that is written: the snapshot goes before its text is made.
+            data = snapshot_to_data(snapshot)
             del snapshot
+            pieces = json_pieces(data)
+            del data
             sys.stdout.flush()
             sys.stdout.buffer.writelines(pieces)
         else:
@@ -318,6 +318,24 @@ def _compile_all(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return EXIT_OK
+
+
+def _read_state(paths: list[str]) -> tuple[ClusterState, Places]:
+    """The state of the bodies under ``paths`` and where each object is, the bodies decoded
+    as they are read and let go: only the state and that index outlive them (the bodies of a
+    100,000-rule dump are 380 MB, and the arenas they leave were the command's peak,
+    docs/benchmarks.md). An input holding two bodies of one key is read again and held whole,
+    as ``build_state`` chooses between them by both bodies.
+
+    Raises:
+        LoadError: a path cannot be read or holds a syntax error.
+    """
+    places: Places = {}
+    state = build_state_once(placing(stream_bodies(paths), places))
+    if state is not None:
+        return state, places
+    bodies = read_manifests(paths)
+    return build_state(bodies), object_places(bodies)
 
 
 def _print(output: str, data: object, table: Callable[[], str]) -> None:

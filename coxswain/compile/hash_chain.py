@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from _hashlib import HASH
     from collections.abc import Iterable
 
-__all__ = ["HashChain"]
+__all__ = ["HashChain", "PieceHash"]
 
 _STRIDE: Final = 64 * 1024
 """Bytes hashed between two kept digests: resuming reads at most this much again, and the
@@ -72,3 +72,21 @@ class HashChain:
             since += len(data)
         self.pieces, self.marks, self.states = now, marks, states
         return digest
+
+
+class PieceHash:
+    """SHA-256 of pieces put in one by one, as ``list.append`` and ``extend`` would take them:
+    what ``snapshot_json`` puts its pieces in when none is kept, so that the whole text is never
+    held (14 MB at 10,000 rules, most of ``seal``'s peak)."""
+
+    __slots__ = ("digest",)
+
+    def __init__(self, digest: HASH) -> None:
+        self.digest = digest
+
+    def append(self, piece: str | bytes, /) -> None:
+        self.digest.update(piece.encode() if isinstance(piece, str) else piece)
+
+    def extend(self, pieces: Iterable[str | bytes], /) -> None:
+        for piece in pieces:
+            self.append(piece)

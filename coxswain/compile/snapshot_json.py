@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields, replace
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Final
 
+from coxswain.compile.hash_chain import HashChain, PieceHash
 from coxswain.compile.snapshot import INGRESS_ACTION_FIELDS, BackendProtocol
 from coxswain.compile.snapshot_read import SnapshotFormatError, snapshot_from_data
 
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 
     from pyrsistent.typing import PVector
 
-    from coxswain.compile.hash_chain import HashChain
     from coxswain.compile.snapshot import (
         Backend,
         Canary,
@@ -107,15 +107,14 @@ def head_digest(
     pieces of each port's tables and of the cells after them, and a map to put this call's in
     (a port whose tables are the same map, its pieces are those, and its tables are not
     visited). The hash is the same with or without them."""
-    pieces = _content_pieces(
-        snapshot, {} if texts is None else texts, tables, hosts, others, segments
-    )
+    known: RuleTexts = {} if texts is None else texts
     if chain is not None:
+        pieces: list[str | bytes] = []
+        _content_pieces(snapshot, known, tables, hosts, others, pieces, segments)
         return chain.digest(pieces)
-    digest = hashlib.sha256()
-    for piece in pieces:
-        digest.update(piece.encode() if isinstance(piece, str) else piece)
-    return digest
+    hashed = PieceHash(hashlib.sha256())
+    _content_pieces(snapshot, known, tables, hosts, others, hashed, segments)
+    return hashed.digest
 
 
 def sealed_with(snapshot: Snapshot, head: HASH, pieces: EndpointPieces | None = None) -> Snapshot:
@@ -155,18 +154,19 @@ def _content_pieces(
     tables: TableTexts | None,
     hosts: HostTexts | None,
     others: OtherTexts | None,
+    pieces: list[str | bytes] | PieceHash,
     segments: tuple[Segments, Segments] | None = None,
-) -> list[str | bytes]:
+) -> None:
     """Everything ``snapshot_to_data`` holds but ``version`` and ``endpoints``, as canonical
     JSON pieces each followed by a newline (which compact JSON never holds), a listener table's
-    as bytes; ``texts`` holds rules encoded already, ``tables`` listener tables'. A list, built
-    by extending with kept tables' pieces: at thousands of listeners, yielding them one by one
-    was a good part of a round."""
+    as bytes, put in ``pieces``; ``texts`` holds rules encoded already, ``tables`` listener
+    tables'. Put, extending with kept tables' pieces, not yielded: at thousands of listeners,
+    yielding them one by one was a good part of a round."""
     encode = _CANONICAL.encode
     ingress = snapshot.ingress
-    pieces: list[str | bytes] = [
+    pieces.append(
         encode(["scope", str(snapshot.scope), ingress.http_port, ingress.https_port]) + "\n"
-    ]
+    )
     for host, vhost in sorted(ingress.hosts.items()):
         hashed = None if hosts is None else hosts.get(host)
         if hashed is None or hashed[0] is not vhost:
@@ -181,26 +181,31 @@ def _content_pieces(
             pieces.extend(kept[1])
             now[port] = kept
             continue
-        start = len(pieces)
-        pieces.append(_count_piece("gateways", port, len(by_hostname)))  # empty maps count too
+        kept_pieces: list[str | bytes] = []  # the port's, when they are kept
+        out = pieces if segments is None else kept_pieces
+        out.append(_count_piece("gateways", port, len(by_hostname)))  # empty maps count too
         for hostname, table in sorted(by_hostname.items()):
             if tables is None:
-                pieces.append("".join(_table_pieces(port, hostname, table, texts)))
+                out.append("".join(_table_pieces(port, hostname, table, texts)))
                 continue
             known = tables.get((port, hostname))
             if known is None or known.table is not table:
                 known = tables[(port, hostname)] = _table_text(
                     port, hostname, table, texts, None if known is None else known.hosts
                 )
-            pieces.extend(known.pieces)
-        now[port] = ((by_hostname,), pieces[start:])
+            out.extend(known.pieces)
+        if segments is not None:
+            pieces.extend(kept_pieces)
+            now[port] = ((by_hostname,), kept_pieces)
+    if segments is None:
+        pieces.extend(_other_pieces(snapshot, {} if others is None else others))
+        return
     cells = (snapshot.client_certs, snapshot.listener_health, snapshot.tls)
     kept = was.get("others")
     if kept is None or not all(a is b for a, b in zip(kept[0], cells, strict=True)):
         kept = (cells, list(_other_pieces(snapshot, {} if others is None else others)))
     pieces.extend(kept[1])
     now["others"] = kept
-    return pieces
 
 
 def _count_piece(cell: str, port: int, count: int) -> str:

@@ -12,15 +12,28 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from coxswain.compile.model.manifests import ManifestSyntaxError, SourcedBody, parse_manifests
+from coxswain.compile.model.manifests import (
+    ManifestSyntaxError,
+    Refused,
+    SourcedBody,
+    parse_manifests,
+    stream_manifests,
+)
 from coxswain.compile.model.places import locate
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from coxswain.compile.diagnostics import Diagnostic
 
-__all__ = ["MANIFEST_SUFFIXES", "LoadError", "located", "read_file", "read_manifests"]
+__all__ = [
+    "MANIFEST_SUFFIXES",
+    "LoadError",
+    "located",
+    "read_file",
+    "read_manifests",
+    "stream_bodies",
+]
 
 MANIFEST_SUFFIXES: Final = (".yaml", ".yml", ".json")
 
@@ -35,11 +48,24 @@ def read_manifests(paths: list[str]) -> list[SourcedBody]:
     Raises:
         LoadError: a path does not exist, cannot be read, or holds a syntax error.
     """
-    found: list[SourcedBody] = []
+    return list(stream_bodies(paths))
+
+
+def stream_bodies(paths: list[str]) -> Iterator[SourcedBody]:
+    """``read_manifests``, a body at a time (``stream_manifests``): each file is read when its
+    turn comes and let go once its bodies are given, so that a caller that decodes each body
+    and lets it go holds one file's text and one body at a time.
+
+    Raises:
+        LoadError: as ``read_manifests``, when the reading reaches the path or the error (some
+            bodies may have been given before).
+    """
     for name in paths:
         for path, text in _texts(name):
-            found.extend(_parsed(text, path))
-    return found
+            try:
+                yield from stream_manifests(text, path)
+            except Refused as refused:
+                raise LoadError(str(refused.error)) from None
 
 
 def read_file(path: str) -> list[SourcedBody]:
@@ -58,9 +84,11 @@ def _parsed(text: str, path: str) -> list[SourcedBody]:
     return parsed
 
 
-def _texts(name: str) -> list[tuple[str, str]]:
+def _texts(name: str) -> Iterator[tuple[str, str]]:
+    """Each file under ``name`` and its text, read when the caller comes to it."""
     if name == "-":
-        return [("-", sys.stdin.read())]
+        yield "-", sys.stdin.read()
+        return
     root = Path(name)
     if root.is_dir():
         files = sorted(
@@ -70,7 +98,8 @@ def _texts(name: str) -> list[tuple[str, str]]:
         files = [root]
     else:
         raise LoadError(f"{name}: no such file or directory")
-    return [(str(path), _read_text(path)) for path in files]
+    for path in files:
+        yield str(path), _read_text(path)
 
 
 def _read_text(path: Path) -> str:

@@ -22,6 +22,7 @@ from coxswain.compile.model.objects import (
     Secret,
     Service,
 )
+from coxswain.compile.model.state import build_state_once
 
 NETWORKING = "networking.k8s.io/v1"
 
@@ -843,6 +844,17 @@ def test_build_state_reports_skipped_malformed_and_duplicate_bodies_in_any_order
     ]
     # the kept body is the larger in canonical JSON, whatever the order: "NodePort" here
     assert [(key, s.type) for key, s in forward.services.items()] == [(service, "NodePort")]
+
+
+def test_build_state_once_is_build_state_and_gives_up_when_two_bodies_share_a_key():
+    bodies = [
+        body("Pod", "c"),
+        "not an object",
+        body("Service", "s", spec={"type": "ClusterIP"}),
+        body("Service", "t", spec={"type": "NodePort"}),
+    ]
+    assert build_state_once(iter(bodies)) == build_state(bodies)
+    assert build_state_once([*bodies, body("Service", "s", spec={"type": "NodePort"})]) is None
 
 
 def test_build_state_does_not_raise_when_yaml_keys_are_not_all_strings():

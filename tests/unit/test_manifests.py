@@ -8,8 +8,14 @@ import textwrap
 
 import pytest
 
-from coxswain.compile.model.manifests import ManifestSyntaxError, SourcedBody, parse_manifests
-from coxswain.shell.sources import LoadError, read_manifests
+from coxswain.compile.model.manifests import (
+    ManifestSyntaxError,
+    Refused,
+    SourcedBody,
+    parse_manifests,
+    stream_manifests,
+)
+from coxswain.shell.sources import LoadError, read_manifests, stream_bodies
 
 
 def parse_ok(text: str, path: str = "in.yaml") -> list[SourcedBody]:
@@ -324,6 +330,56 @@ def test_json_array_and_list_items_keep_their_own_line():
     assert [b.line for b in parse_ok(listed, "list.json")] == [2, 3]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"kind": "List", "items": [{"kind": "Namespace"}],}',  # a trailing comma
+        '{"kind": "List", "items": [{"kind": "Namespace"},]}',
+        '{"kind": "List", "items": [{"kind": "Namespace"}]} x',
+        '{"kind": "List" "items": []}',
+        '[{"kind": "Namespace"}, {"kind": "Namespace"]',
+    ],
+)
+def test_json_list_read_an_item_at_a_time_is_refused_as_the_json_parser_refuses_it(text):
+    with pytest.raises(json.JSONDecodeError) as parsed:
+        json.loads(text)
+    error = parse_error(text, "l.json")
+    assert (error.line, error.message) == (parsed.value.lineno, parsed.value.msg)
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        # the last "items" wins, as in the parsed value
+        ('{"kind": "List", "items": [{"kind": "A"}], "items": [{"kind": "B"}]}', ["B"]),
+        ('{"kind": "List", "items": [{"kind": "A"}], "items": 1}', []),
+        ('{"kind": "BList", "items": [{"x": 1}, 2, null]}', ["B", None, None]),
+        ('{"items": [{"kind": "A"}], "kind": "List"}', ["A"]),
+        ('[{"kind": "A"}, [{"kind": "B"}], {"kind": "CList", "items": [{}]}]', ["A", "B", "C"]),
+        ('{"kind": "A", "items": []}', ["A"]),
+    ],
+)
+def test_json_lists_give_the_items_the_parsed_value_gives(text, kinds):
+    bodies = parse_ok(text, "l.json")
+    assert [b.body.get("kind") if isinstance(b.body, dict) else None for b in bodies] == kinds
+
+
+def test_a_stream_gives_the_yaml_documents_before_a_syntax_error_then_refuses():
+    text = NAMESPACE.format(name="a") + "---\nkind: [\n"
+    stream = stream_manifests(text, "s.yaml")
+    assert next(stream).body["metadata"]["name"] == "a"
+    with pytest.raises(Refused) as refused:
+        next(stream)
+    assert refused.value.error == parse_error(text, "s.yaml")
+
+
+def test_a_stream_refuses_a_json_list_before_giving_any_item():
+    text = json.dumps({"kind": "List", "items": [{"kind": "Namespace"}]})[:-1]
+    with pytest.raises(Refused) as refused:
+        stream_manifests(text, "l.json")
+    assert refused.value.error == parse_error(text, "l.json")
+
+
 def test_json_syntax_error_names_the_line_of_the_error():
     error = parse_error(
         '{\n  "kind": "Service",\n  "metadata": {\n    "name": \n  }\n}\n', "s.json"
@@ -381,6 +437,15 @@ def test_files_and_directories_are_read_in_the_order_given(tmp_path):
     second.write_text(NAMESPACE.format(name="a"))
     bodies = read_manifests([str(first), str(second)])
     assert [b.body["metadata"]["name"] for b in bodies] == ["z", "a"]
+
+
+def test_bodies_stream_file_after_file_and_stop_at_the_first_error(tmp_path):
+    (tmp_path / "a.yaml").write_text(NAMESPACE.format(name="a"))
+    (tmp_path / "b.yaml").write_text("kind: [\n")
+    stream = stream_bodies([str(tmp_path)])
+    assert next(stream).body["metadata"]["name"] == "a"
+    with pytest.raises(LoadError, match=r"b\.yaml:"):
+        next(stream)
 
 
 def test_stdin_is_read_when_the_path_is_a_dash(monkeypatch):

@@ -6,7 +6,8 @@ cluster state"):
 
 - multi-document YAML (``---``), top-level sequences included; JSON (``.json`` files, and
   standard input that parses as JSON), parsed by the JSON parser so that its errors name the
-  right line, with each object's line found by the JSON parser (``_json_node``);
+  right line, with each object's line found by the JSON parser (``_json_node``), a list of
+  objects an item at a time (``_json_items``);
 - ``kind: List`` and typed lists (``IngressList``…, as the API returns them, whose items carry
   no ``kind``/``apiVersion``: those are filled in from the list);
 - empty documents, which are skipped.
@@ -39,7 +40,7 @@ import yaml
 from coxswain.compile.model.limits import MAX_OBJECT_SIZE, Excess, measure
 from coxswain.compile.model.manifests_yaml import Loader, construct
 
-__all__ = ["ManifestSyntaxError", "SourcedBody", "parse_manifests"]
+__all__ = ["ManifestSyntaxError", "Refused", "SourcedBody", "parse_manifests", "stream_manifests"]
 
 # Line breaks as YAML counts them (YAML 1.1 §5.4, which PyYAML follows); JSON counts "\n" only.
 _YAML_BREAK: Final = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
@@ -75,6 +76,14 @@ class ManifestSyntaxError:
         return f"{self.path}:{self.line}: {self.message}"
 
 
+class Refused(Exception):
+    """Raised by ``stream_manifests`` when the text is refused, as ``error`` says."""
+
+    def __init__(self, error: ManifestSyntaxError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 def parse_manifests(text: str, path: str) -> list[SourcedBody] | ManifestSyntaxError:
     """Parse one file's text into object bodies, ``List`` objects flattened.
 
@@ -82,13 +91,144 @@ def parse_manifests(text: str, path: str) -> list[SourcedBody] | ManifestSyntaxE
         text: the file content.
         path: the name to report (``-`` for standard input).
     """
+    try:
+        return list(stream_manifests(text, path))
+    except Refused as refused:
+        return refused.error
+
+
+def stream_manifests(text: str, path: str) -> Iterator[SourcedBody]:
+    """``parse_manifests``, a body at a time, so that a caller that decodes each one and lets
+    it go never holds them all (``coxswain compile``: a 100,000-rule dump's bodies are 380 MB
+    of Python objects, docs/benchmarks.md): a YAML document at a time, and a JSON list (a
+    top-level array, or a ``List`` as ``kubectl get -o json`` prints it) an item at a time.
+
+    Raises:
+        Refused: the text is refused; a YAML text may have given bodies before (the error is
+            found where the parser reaches it), a JSON one never has.
+    """
     if path.endswith(".json"):
-        return _parse_json(text, path)
+        return _stream_json(text, path)
     if path == "-" and text.lstrip().startswith(("{", "[")):
+        try:
+            return _stream_json(text, path)
+        except Refused:
+            pass
+    return _stream_yaml(text, path)
+
+
+def _stream_json(text: str, path: str) -> Iterator[SourcedBody]:
+    """The bodies of JSON ``text``: item by item when ``_json_items`` finds a list of plain
+    items, else parsed whole. Checked whole before the first body is given."""
+    listed = _json_items(text)
+    if listed is None:
         parsed = _parse_json(text, path)
-        if not isinstance(parsed, ManifestSyntaxError):
-            return parsed
-    return _parse_yaml(text, path)
+        if isinstance(parsed, ManifestSyntaxError):
+            raise Refused(parsed)
+        return iter(parsed)
+    return _json_list_bodies(text, path, *listed)
+
+
+class _Items(list[int]):
+    """Where the items of a JSON array start (a ``List``'s ``items`` in ``_json_items``)."""
+
+
+def _json_items(text: str) -> tuple[_Items, dict[str, Any] | None] | None:
+    """Where the items of JSON ``text`` start when it is a top-level array, or a ``List`` whose
+    last ``items`` member is an array (the ``List`` too, to fill typed items), and no item is
+    a list or a ``List`` itself; None when it is anything else or no valid JSON (the caller
+    parses it whole, for its value or its error). Each item is decoded and let go: checking
+    the whole text before the first body is given costs one decoding, as finding each item's
+    line did when the text was parsed whole."""
+    try:
+        at = _skip_space(text, 0)
+        if text.startswith("[", at):
+            items, at = _array_items(text, at)
+            head = None
+        elif text.startswith("{", at):
+            head, at = _list_head(text, at)
+            if not _is_list(head) or not isinstance(head["items"], _Items):
+                return None
+            items = head["items"]
+        else:
+            return None
+    except (ValueError, RecursionError, _NotPlain):  # JSONDecodeError is a ValueError
+        return None
+    return (items, head) if _skip_space(text, at) == len(text) else None
+
+
+class _NotPlain(Exception):
+    """Not a list of plain items, for ``_json_items``: the text is parsed whole."""
+
+
+def _array_items(text: str, at: int) -> tuple[_Items, int]:
+    """Where the items of the array at ``at`` start, and the index past its ``]``."""
+    items = _Items()
+    at = _skip_space(text, at + 1)
+    if text.startswith("]", at):
+        return items, at + 1
+    more = True
+    while more:
+        item, end = _JSON.raw_decode(text, at)
+        if isinstance(item, list) or (isinstance(item, Mapping) and _is_list(item)):
+            raise _NotPlain
+        items.append(at)
+        at, more = _past_member(text, end, "]")
+    return items, at
+
+
+def _list_head(text: str, at: int) -> tuple[dict[str, Any], int]:
+    """The members of the object at ``at`` (an array ``items`` as ``_Items``, the last one
+    winning as in the parsed value), and the index past its ``}``."""
+    head: dict[str, Any] = {}
+    at = _skip_space(text, at + 1)
+    if text.startswith("}", at):
+        return head, at + 1
+    more = True
+    while more:
+        if not text.startswith('"', at):
+            raise _NotPlain
+        key, at = _JSON.raw_decode(text, at)
+        at = _skip_space(text, at)
+        if not text.startswith(":", at):
+            raise _NotPlain
+        at = _skip_space(text, at + 1)
+        if key == "items" and text.startswith("[", at):
+            head[key], at = _array_items(text, at)
+        else:
+            head[key], at = _JSON.raw_decode(text, at)
+        at, more = _past_member(text, at, "}")
+    return head, at
+
+
+def _past_member(text: str, at: int, close: str) -> tuple[int, bool]:
+    """Past the member of an array or object that ends at ``at``: where the next one starts
+    and True, or past the ``close`` that ends them and False."""
+    at = _skip_space(text, at)
+    if text.startswith(",", at):
+        return _skip_space(text, at + 1), True
+    if text.startswith(close, at):
+        return at + 1, False
+    raise _NotPlain
+
+
+def _json_list_bodies(
+    text: str, path: str, items: _Items, head: dict[str, Any] | None
+) -> Iterator[SourcedBody]:
+    """The items found by ``_json_items``, each decoded again when its turn comes, with its
+    line (counted from the last one's: no index of every line of the text) and, in a typed
+    list, its ``kind`` and ``apiVersion`` (``_list_items``)."""
+    kind = api_version = None
+    if head is not None and head["kind"] != "List":  # a typed list, as ``_list_items`` fills
+        kind, api_version = head["kind"][: -len("List")], head.get("apiVersion")
+    line, counted = 1, 0
+    for at in items:
+        line += text.count("\n", counted, at)
+        counted = at
+        value = _JSON.raw_decode(text, at)[0]
+        if kind and isinstance(value, Mapping):
+            value = {"kind": kind, "apiVersion": api_version, **value}
+        yield SourcedBody(value, path, line)
 
 
 def _parse_json(text: str, path: str) -> list[SourcedBody] | ManifestSyntaxError:
@@ -156,7 +296,7 @@ def _json_node(text: str, index: int, value: Any, starts: list[int]) -> yaml.Nod
     return yaml.MappingNode("tag:yaml.org,2002:map", members, mark, mark)
 
 
-def _parse_yaml(text: str, path: str) -> list[SourcedBody] | ManifestSyntaxError:
+def _stream_yaml(text: str, path: str) -> Iterator[SourcedBody]:
     """Each document's objects, flattened as soon as it is built: only their lines outlive the
     node tree, which would otherwise stay alive (a node per scalar) for the collector to walk
     again and again while the rest of the file loads (three times the parse at 20,000
@@ -165,7 +305,6 @@ def _parse_yaml(text: str, path: str) -> list[SourcedBody] | ManifestSyntaxError
     anchors (one without is never larger than about its text). Those are found by the lines
     of ``&``: no anchor, no alias (one to an unknown anchor does not parse), and an anchor is
     for its own document only (YAML 1.1 §7.1), which ends where its root node does."""
-    found: list[SourcedBody] = []
     budget = expansion_budget(text)
     anchors = _anchor_lines(text)
     after = 0  # the line where the last document ended: the next one's anchors are after it
@@ -186,23 +325,24 @@ def _parse_yaml(text: str, path: str) -> list[SourcedBody] | ManifestSyntaxError
             if anchored:
                 measured = measure(value, max_depth=_PARSED_DEPTH, max_size=budget)
                 if isinstance(measured, Excess):  # a recursive alias is "too large": unbounded
-                    return ManifestSyntaxError(
-                        path,
-                        line,
-                        "YAML aliases expand the document past twice the size of the file"
-                        "; the input is refused",
+                    raise Refused(
+                        ManifestSyntaxError(
+                            path,
+                            line,
+                            "YAML aliases expand the document past twice the size of the file"
+                            "; the input is refused",
+                        )
                     )
                 budget -= measured
-            found.extend(_flatten(value, node, path, line))
+            yield from _flatten(value, node, path, line)
     except yaml.MarkedYAMLError as err:
-        return _yaml_error(text, path, err)
+        raise Refused(_yaml_error(text, path, err)) from None
     except yaml.YAMLError as err:
-        return ManifestSyntaxError(path, 1, str(err))
+        raise Refused(ManifestSyntaxError(path, 1, str(err))) from None
     except RecursionError:  # the pure-Python loader; libyaml stops at 1,000 levels itself
-        return ManifestSyntaxError(path, 1, _TOO_DEEP)
+        raise Refused(ManifestSyntaxError(path, 1, _TOO_DEEP)) from None
     finally:
         loader.dispose()
-    return found
 
 
 def _anchor_lines(text: str) -> list[int] | None:

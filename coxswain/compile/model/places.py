@@ -15,12 +15,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator
 
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.model.manifests import SourcedBody
 
-__all__ = ["Places", "locate", "object_places", "placed"]
+__all__ = ["Places", "locate", "object_places", "placed", "placing"]
 
 
 # (kind, namespace/name) and (kind, name) of an object → the file and line of its body.
@@ -40,19 +40,32 @@ def object_places(bodies: Iterable[SourcedBody]) -> Places:
     let the bodies go before the findings are known (``coxswain compile``)."""
     places: Places = {}
     for sourced in bodies:
-        body = sourced.body
-        meta = body.get("metadata") if isinstance(body, Mapping) else None
-        if not isinstance(meta, Mapping):
-            continue
-        kind, name, namespace = body.get("kind"), meta.get("name"), meta.get("namespace")
-        if not isinstance(kind, str) or not isinstance(name, str):
-            continue
-        namespace = namespace if isinstance(namespace, str) and namespace else "default"
-        here = (sourced.path, sourced.line)
-        # Both spellings: the key's namespace is "" for cluster-scoped kinds.
-        for ref in (f"{namespace}/{name}", name):
-            places[(kind, ref)] = min(places.get((kind, ref), here), here)
+        _place(sourced, places)
     return places
+
+
+def placing(bodies: Iterable[SourcedBody], places: Places) -> Iterator[SourcedBody]:
+    """``bodies`` as they come, each one's place put in ``places`` on the way: their
+    ``object_places`` once they are all given, without holding them (``coxswain compile``
+    decodes each body and lets it go)."""
+    for sourced in bodies:
+        _place(sourced, places)
+        yield sourced
+
+
+def _place(sourced: SourcedBody, places: Places) -> None:
+    body = sourced.body
+    meta = body.get("metadata") if isinstance(body, Mapping) else None
+    if not isinstance(meta, Mapping):
+        return
+    kind, name, namespace = body.get("kind"), meta.get("name"), meta.get("namespace")
+    if not isinstance(kind, str) or not isinstance(name, str):
+        return
+    namespace = namespace if isinstance(namespace, str) and namespace else "default"
+    here = (sourced.path, sourced.line)
+    # Both spellings: the key's namespace is "" for cluster-scoped kinds.
+    for ref in (f"{namespace}/{name}", name):
+        places[(kind, ref)] = min(places.get((kind, ref), here), here)
 
 
 def placed(diagnostics: Iterable[Diagnostic], places: Places) -> list[Diagnostic]:

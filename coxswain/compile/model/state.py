@@ -61,6 +61,7 @@ __all__ = [
     "Upserted",
     "apply",
     "build_state",
+    "build_state_once",
     "carried_over",
 ]
 
@@ -351,6 +352,20 @@ def build_state(bodies: Iterable[object]) -> ClusterState:
             values: then the findings about bodies that are not objects, and about skipped
             kinds, name the file and line (the first one's, for a kind skipped several times).
     """
+    state = _build(bodies, keep=True)
+    assert state is not None  # only a build that lets its bodies go gives up
+    return state
+
+
+def build_state_once(bodies: Iterable[object]) -> ClusterState | None:
+    """``build_state(bodies)``, each body let go once decoded, so that a caller streaming them
+    (``coxswain compile``) never holds them all; None as soon as two bodies share a key: which
+    one is kept depends on both bodies, and the first is gone (the caller builds again with
+    ``build_state``, its bodies held)."""
+    return _build(bodies, keep=False)
+
+
+def _build(bodies: Iterable[object], *, keep: bool) -> ClusterState | None:
     chosen: dict[ObjectKey, tuple[object, StateObject]] = {}  # the body kept, its object
     duplicates: Counter[ObjectKey] = Counter()
     skipped: Counter[str] = Counter()
@@ -365,10 +380,12 @@ def build_state(bodies: Iterable[object]) -> ClusterState:
         elif isinstance(result, Decoded):
             key = result.obj.meta.key
             if key in chosen:  # canonical forms only then: most inputs hold no duplicate
+                if not keep:
+                    return None
                 duplicates[key] += 1
                 if canonical_json(body) <= canonical_json(chosen[key][0]):
                     continue
-            chosen[key] = (body, result.obj)
+            chosen[key] = (body if keep else None, result.obj)
         else:
             kind_version = f"{result.api_version} {result.kind}"
             skipped[kind_version] += 1
