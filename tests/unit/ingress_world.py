@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import trustme
+
 from coxswain.compile import CompileConfig, SharedPool, build_state, compile
 from coxswain.compile.config import DEFAULT_INGRESS_CONTROLLER
 from coxswain.route import RouteTable, build_table
@@ -90,3 +92,19 @@ def table_of(*objects: dict[str, Any], config: CompileConfig | None = None) -> R
     bodies = [INGRESS_CLASS, *objects, *(b for name in SERVICES for b in service(name))]
     result = compile(build_state(bodies), SharedPool(), config or CompileConfig())
     return build_table(result.snapshot)
+
+
+def tls_secret(host: str, name: str) -> dict[str, Any]:
+    """A ``kubernetes.io/tls`` Secret ``apps/<name>`` with a certificate for ``host``, issued
+    in memory by a throwaway CA."""
+    cert = trustme.CA().issue_cert(host)
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": "apps"},
+        "type": "kubernetes.io/tls",
+        "stringData": {
+            "tls.crt": b"".join(p.bytes() for p in cert.cert_chain_pems).decode(),
+            "tls.key": cert.private_key_pem.bytes().decode(),
+        },
+    }

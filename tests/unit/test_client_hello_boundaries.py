@@ -224,3 +224,9 @@ def test_a_truncated_client_hello_at_each_of_its_fields():
     assert parse_client_hello(head + b"\x00\x00\x02\x13\x01") == truncated
     assert parse_client_hello(head + b"\x00\x00\x00\x01\x00\x00") == truncated
     assert parse_client_hello(head + b"\x00\x00\x00\x01\x00\x00\x00") == Hello(None)
+
+
+def test_a_host_name_of_256_bytes_or_more_reads_every_length_byte():
+    name = b"a." * 150 + b"b"
+    assert len(server_names(entry(0, name))) >= 256
+    assert sni(server_names(entry(0, name))) == Hello(name.decode())

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from coxswain.route.forward import forwarded_headers, tunnelled_upgrade
+from coxswain.route.forward import forwarded_headers, switched_to_websocket, tunnelled_upgrade
 
 ASKED = [b"WebSocket", b"h2c, websocket", b"h2c,\twebsocket\t", b" websocket"]
 """Offers naming ``websocket`` as one of their comma-separated tokens, whatever its case and
@@ -23,3 +23,8 @@ def test_an_absolute_form_target_s_authority_is_the_forwarded_host() -> None:
     assert (b"x-forwarded-host", b"a.example") in out
     out = forwarded_headers(sent, host=b"h", proto=b"http", client=None)
     assert (b"x-forwarded-host", b"received.example") in out  # the Host the client sent
+
+
+def test_a_101_switches_to_websocket_only_when_its_one_upgrade_says_exactly_that() -> None:
+    switched = [b" WebSocket\t", b"websocketX", b"Xwebsocket"]
+    assert [switched_to_websocket([(b"upgrade", u)]) for u in switched] == [True, False, False]

@@ -66,3 +66,7 @@ def test_a_malformed_hash_is_no_match(hashed: str) -> None:
 
 def test_the_md5crypt_salt_ends_at_its_first_dollar() -> None:
     assert not verify(b"pw", md5_crypt(b"pw", b"ab$cd", "$1$"))
+
+
+def test_a_bcrypt_hash_bcrypt_cannot_read_is_refused() -> None:
+    assert verify(b"pw", "$2b$04$short") is False

@@ -5,7 +5,7 @@ groups and query; docs/migrating-from-ingress-nginx.md)."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from pyrsistent import pvector
 
@@ -44,7 +44,8 @@ def test_the_www_redirect_keeps_the_port_the_client_named(host_header: str, loca
     assert found == Answer(308, location, f"from-to-www-redirect to {location}")
 
 
-@given(query=st.sampled_from(["", "?", "?a=1", "?ab"]))
+@given(query=st.sampled_from(["", "?", "?a", "?a=1", "?ab"]))
+@example(query="?a")
 def test_redirect_variables_take_the_request_s_parts(query: str) -> None:
     actions = IngressActions(
         redirect="https://x$request_uri|$uri|$args|$is_args|$host|$http_host|$scheme|$other",

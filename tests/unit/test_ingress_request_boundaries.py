@@ -251,3 +251,16 @@ def test_cors_fields_and_the_canary_choice_together() -> None:
     assert result.response_fields[1] == (b"access-control-allow-origin", ORIGIN.encode())
     assert result.status is None
     assert result.checks is decision.checks
+
+
+def test_the_proxy_s_own_answer_keeps_only_the_hsts_field() -> None:
+    hsts = (b"strict-transport-security", b"max-age=1")
+    decision = Decision(
+        matched=True,
+        status=None,
+        reason="r",
+        host="h",
+        path="/",
+        response_fields=((b"x-other", b"strict-transport-security"), hsts),
+    )
+    assert answered(decision, 403, "no").response_fields == (hsts,)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import trustme
 
 from coxswain.compile import CompileConfig
 from coxswain.route import Decision, RequestHead, RouteTable, build_table, select
 from coxswain.route.select import port_of
+from tests.unit import ingress_world
 from tests.unit.ingress_world import (
     ingress,
     path,
@@ -296,17 +296,7 @@ def test_catch_all_paths_win_over_the_catch_all_default():
 
 @pytest.fixture(scope="module")
 def tls_secret() -> dict[str, Any]:
-    cert = trustme.CA().issue_cert("secure.example.com")
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "secure-cert", "namespace": "apps"},
-        "type": "kubernetes.io/tls",
-        "stringData": {
-            "tls.crt": b"".join(p.bytes() for p in cert.cert_chain_pems).decode(),
-            "tls.key": cert.private_key_pem.bytes().decode(),
-        },
-    }
+    return ingress_world.tls_secret("secure.example.com", "secure-cert")
 
 
 def secure_ingress(**extra: Any) -> dict[str, Any]:

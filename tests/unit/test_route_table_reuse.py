@@ -4,7 +4,10 @@ again, the others are the previous entries."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
+
+from pyrsistent import pmap, pvector
 
 from coxswain.compile import CompileConfig, SharedPool, build_state
 from coxswain.compile.model.state import Upserted, apply
@@ -73,3 +76,48 @@ def test_an_index_built_on_the_previous_one_equals_a_fresh_one_and_reuses_unchan
     same = {key[2] for key, rules in reused.items() if old.get(key) is rules}
     assert same == {"a.example", "*.c.example"}
     assert any(rules.reads_headers for rules in reused.values())
+
+
+def test_a_host_whose_rules_grew_after_the_same_first_ones_is_indexed_again() -> None:
+    publisher = Publisher(CompileConfig())
+    state = build_state(_world(header=False))
+    before = publisher.compile(state)[SharedPool()]
+    added = build_state([http_route("a2", "web", "echo", hostnames=["a.example"])])
+    [route] = added.httproutes.values()
+    state = apply(state, Upserted(route))
+    after = publisher.compile(state)[SharedPool()]
+    reused = _hosts(build_table(after, previous=build_table(before)))
+    fresh = _hosts(build_table(after))
+    assert {key: _form(rules) for key, rules in reused.items()} == {
+        key: _form(rules) for key, rules in fresh.items()
+    }
+    assert [len(rules.rules) for key, rules in reused.items() if key[2] == "a.example"] == [2]
+
+
+def test_a_host_whose_rules_are_a_new_vector_of_the_same_rules_keeps_its_index() -> None:
+    before = Publisher(CompileConfig()).compile(build_state(_world(header=False)))[SharedPool()]
+    copied = dataclasses.replace(
+        before,
+        gateways=pmap(
+            {
+                port: pmap(
+                    {
+                        name: dataclasses.replace(
+                            table,
+                            hosts=pmap({h: pvector(list(r)) for h, r in table.hosts.items()}),
+                        )
+                        for name, table in tables.items()
+                    }
+                )
+                for port, tables in before.gateways.items()
+            }
+        ),
+    )
+    previous = build_table(before)
+    old = _hosts(previous)
+    reused = _hosts(build_table(copied, previous=previous))
+    assert sorted(key[2] for key, rules in reused.items() if old.get(key) is rules) == [
+        "*.c.example",
+        "a.example",
+        "b.example",
+    ]

@@ -46,3 +46,7 @@ def test_each_form_gives_its_origin_form_and_authority(target, expected):
 )
 def test_a_target_that_cannot_be_served_says_why(target, reason):
     assert origin_form(target) == reason
+
+
+def test_the_authority_ends_only_at_a_slash_question_mark_or_hash() -> None:
+    assert origin_form("http://aXb/p") == Target("/p", "aXb")
