@@ -192,7 +192,8 @@ def _stats_with_coverage(index: LineIndex) -> None:
         tests = list(tests)
         if tests:
             index.take(None)
-            return original(self, tests=tests)
+            partial: int = original(self, tests=tests)
+            return partial
         cov = coverage.Coverage(
             data_file=None, config_file=False, include=[f"{MUTANTS.resolve()}/*"]
         )
@@ -201,9 +202,10 @@ def _stats_with_coverage(index: LineIndex) -> None:
 
         def with_contexts(params: list[str], **kwargs: Any) -> int:
             kwargs["plugins"] = [*kwargs.get("plugins", ()), contexts]
-            return execute(params, **kwargs)
+            code: int = execute(params, **kwargs)
+            return code
 
-        self.execute_pytest = with_contexts  # type: ignore[method-assign]
+        self.execute_pytest = with_contexts  # type: ignore[method-assign, unused-ignore]
         cov.start()
         try:
             result: int = original(self, tests=tests)
@@ -213,7 +215,7 @@ def _stats_with_coverage(index: LineIndex) -> None:
         index.take(cov.get_data())
         return result
 
-    PytestRunner.run_stats = run_stats  # type: ignore[method-assign]
+    PytestRunner.run_stats = run_stats  # type: ignore[method-assign, unused-ignore]
 
 
 def install(log: IO[str]) -> None:
