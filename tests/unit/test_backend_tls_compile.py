@@ -177,6 +177,7 @@ def test_a_target_of_another_kind_is_a_warning_and_secures_nothing() -> None:
     assert _backends(objects)["one"].tls is None
     found = compile(build_state(objects), SharedPool()).diagnostics
     assert any(d.reason == "InvalidKind" and d.field == "spec.targetRefs[0]" for d in found)
+    assert ("app/p", "spec.targetRefs[0]", "InvalidKind") in _findings(objects)  # its policy
 
 
 def test_a_policy_without_a_route_has_no_ancestor() -> None:
@@ -198,18 +199,6 @@ def _findings(objects: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
         for d in compile(build_state(objects), SharedPool()).diagnostics
         if d.key is not None and d.key.kind == "BackendTLSPolicy"
     ]
-
-
-def test_the_warning_for_a_target_of_another_kind_names_its_policy() -> None:
-    objects = _world(
-        _gateway("one", 80, None),
-        _policy(
-            "p",
-            {"wellKnownCACertificates": "System"},
-            targetRefs=[{"group": "apps", "kind": "Deployment", "name": "web"}],
-        ),
-    )
-    assert ("app/p", "spec.targetRefs[0]", "InvalidKind") in _findings(objects)
 
 
 def test_an_unsupported_well_known_set_is_reported_at_its_field() -> None:

@@ -2,9 +2,9 @@
 
 Why: mutmut 3.8.1 maps tests to mutants by function. A test that calls a function runs for
 every mutant of it, even when it never reaches the mutated statement; and the goldens reach
-nearly every function of ``compile/``, so a survivor there ran about a thousand tests (13.8
-CPU-s each in a sample of 49 judged, against 1.6 for a kill), which put a full run far past
-the hour docs/quality.md sets. A test that never executes the changed statement runs the
+nearly every function of ``compile/``, so a survivor there ran about a thousand tests: the
+mutants of those functions cost a run twice what they cost by line (docs/quality.md, "Latest
+result", the two selections side by side). A test that never executes the changed statement runs the
 mutant exactly as it runs the original, so it cannot kill it: it is left out. PIT, the mutation
 tool of the JVM, selects its tests the same way, by the lines each test covers.
 
