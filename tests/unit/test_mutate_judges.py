@@ -6,13 +6,7 @@ from __future__ import annotations
 import fnmatch
 import re
 
-from tools.mutate.accounting import (
-    PYPROJECT,
-    cheapest_first,
-    judges_function,
-    judging,
-    load_judges,
-)
+from tools.mutate.accounting import PYPROJECT, judges_function, judging, load_judges
 from tools.mutate.run import mutate_globs
 
 ROOT = PYPROJECT.parent
@@ -90,28 +84,3 @@ def test_every_judge_in_pyproject_names_a_test_and_patterns_of_mutated_modules()
             if not any(fnmatch.fnmatchcase(f"{module}.x_", pattern) for module in modules)
         ]
     assert not problems, "\n".join(problems)
-
-
-def test_cheapest_first_orders_files_by_mean_time_and_keeps_each_file_together():
-    durations = {
-        "tests/a.py::slow": 3.0,
-        "tests/a.py::quick": 0.1,
-        "tests/b.py::one": 1.0,
-        "tests/b.py::two[x]": 0.5,
-        "tests/c.py::t": 0.2,
-    }
-    tests = ["tests/a.py::slow", "tests/b.py::one", "tests/c.py::t", "tests/a.py::quick"]
-    tests.append("tests/b.py::two[x]")
-    assert cheapest_first(tests, durations) == [
-        "tests/c.py::t",  # mean 0.2
-        "tests/b.py::two[x]",  # mean 0.75, its quicker test first
-        "tests/b.py::one",
-        "tests/a.py::quick",  # mean 1.55
-        "tests/a.py::slow",
-    ]
-
-
-def test_cheapest_first_counts_an_unknown_test_as_free_and_breaks_ties_by_name():
-    tests = ["tests/b.py::y", "tests/a.py::z", "tests/a.py::x"]
-    assert cheapest_first(tests, {}) == ["tests/a.py::x", "tests/a.py::z", "tests/b.py::y"]
-    assert cheapest_first([], {}) == []

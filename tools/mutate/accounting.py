@@ -32,14 +32,13 @@ the forked worker's second pytest session does not find, as an id holding a back
 exits with that code, which the report counts as *other*, not as a kill: mutmut raises there,
 and the worker's exit code 1 read as a test that caught the mutant.
 
-It runs a mutant's tests cheapest first (``cheapest_first``), so that a caught mutant's worker
-stops early. And it narrows mutmut's choice of tests twice. A mutant runs only the tests that
-executed the statement it changes (tools/mutate/lines.py: the stats run under coverage.py, a
-context per test). And a test named in ``[tool.coxswain.mutate.judges]`` of pyproject.toml runs
-only for the mutants of the functions its patterns match (``fnmatch`` on mutmut's name of the
-function, ``coxswain.compile.memo.xǁCompileMemoǁcompile``), not for every mutant whose function
-it reaches: a differential test whose two sides both run a mutated function cannot tell the
-mutant apart, and a test that costs seconds runs where it is the
+And it narrows mutmut's choice of tests twice. A mutant runs only the tests that executed the
+statement it changes (tools/mutate/lines.py: the stats run under coverage.py, a context per
+test). And a test named in ``[tool.coxswain.mutate.judges]`` of
+pyproject.toml runs only for the mutants of the functions its patterns match (``fnmatch`` on
+mutmut's name of the function, ``coxswain.compile.memo.xǁCompileMemoǁcompile``), not for every
+mutant whose function it reaches: a differential test whose two sides both run a mutated
+function cannot tell the mutant apart, and a test that costs seconds runs where it is the
 judge. pyproject.toml says why each test is there.
 
 Usage (run.py does this)::
@@ -96,25 +95,6 @@ def judging(
 ) -> list[str]:
     """The tests among ``tests`` (those reaching ``function``) that judge its mutants."""
     return [test for test in tests if judges_function(test, function, judges)]
-
-
-def cheapest_first(tests: Iterable[str], durations: Mapping[str, float]) -> list[str]:
-    """``tests`` in the order that ends a caught mutant's run soonest: files by the mean time
-    of their tests here (their time in the stats run), cheapest first, and each file's tests by
-    their own time. A killed mutant's worker stops at its first failure (``-x``), and mutmut
-    hands the tests over as a set, in no useful order. A file stays in one piece, because pytest
-    sets a module-scoped fixture up again each time the run comes back to its file."""
-    by_file: dict[str, list[str]] = {}
-    for test in tests:
-        by_file.setdefault(test.partition("::")[0], []).append(test)
-
-    def mean(file: str) -> float:
-        return sum(durations.get(t, 0.0) for t in by_file[file]) / len(by_file[file])
-
-    ordered: list[str] = []
-    for file in sorted(by_file, key=lambda f: (mean(f), f)):
-        ordered += sorted(by_file[file], key=lambda t: (durations.get(t, 0.0), t))
-    return ordered
 
 
 def cpu_seconds() -> float:
@@ -291,7 +271,7 @@ def install(log: IO[str]) -> None:
         del cpu_time_limit  # mutmut's: 2 x its wall limit
         reached = judging(tests, mangled_name_from_mutant_name(mutant_name), judges)
         module, _, function = mutant_name.rpartition(".")
-        tests = cheapest_first(index.select(module, function, reached), state().duration_by_test)
+        tests = index.select(module, function, reached)
         _write(log, {"selected": mutant_name, "tests": len(tests), "of": len(reached)})
         estimated_time = sum(state().duration_by_test[test] for test in tests)
         limit = math.ceil(CPU_LIMIT_FACTOR * estimated_time + CPU_LIMIT_CONSTANT)
