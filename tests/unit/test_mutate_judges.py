@@ -6,8 +6,10 @@ from __future__ import annotations
 import fnmatch
 import re
 
-from tools.mutate.accounting import PYPROJECT, judges_function, judging, load_judges
-from tools.mutate.run import mutate_globs
+from tools.mutate.accounting import PYPROJECT, judges_function, judging, load_judges, not_listed
+from tools.mutate.run import column_of, load_equivalents, mutate_globs
+
+NO_TESTS = 33  # mutmut's exit code for a mutant that no test reaches
 
 ROOT = PYPROJECT.parent
 JUDGES = {
@@ -84,3 +86,14 @@ def test_every_judge_in_pyproject_names_a_test_and_patterns_of_mutated_modules()
             if not any(fnmatch.fnmatchcase(f"{module}.x_", pattern) for module in modules)
         ]
     assert not problems, "\n".join(problems)
+
+
+def test_a_mutant_listed_as_equivalent_runs_no_test_and_is_reported_as_equivalent():
+    listed = load_equivalents(
+        '[[equivalent]]\nmutant = "pkg.m.x_f__mutmut_2"\nchange = "x = 2"\nreason = "r"\n'
+    )
+    tests = ["tests/unit/test_m.py::test_a", "tests/unit/test_m.py::test_b"]
+    assert not_listed("pkg.m.x_f__mutmut_2", tests, listed) == []
+    assert not_listed("pkg.m.x_f__mutmut_3", tests, listed) == tests
+    assert column_of(NO_TESTS, equivalent=True) == "equivalent"
+    assert column_of(NO_TESTS, equivalent=False) == "survived"

@@ -27,6 +27,14 @@ nothing:
   that stats run ran every selected test in this same process and they passed (mutmut stops
   otherwise): it would run the same tests on the same code a second time.
 
+A mutant listed in ``tools/mutate/equivalent.toml`` is not run: it is handed to mutmut with no
+tests, which records it as reached by none (exit code 33), and the report counts it as
+equivalent while its ``change`` line still matches the mutant (a function edited since
+renumbers its mutants: the report flags the entry and counts the mutant as a survivor). Running
+it could only confirm what the entry says, at a survivor's price: every test that runs its
+statement. To try a new test on a listed mutant, take it out of the list, or run pytest on it
+with ``MUTANT_UNDER_TEST`` (docs/quality.md, "Killing a survivor").
+
 A worker whose pytest cannot find the tests it is given (pytest's exit code 4: a node id that
 the forked worker's second pytest session does not find, as an id holding a backslash once did)
 exits with that code, which the report counts as *other*, not as a kill: mutmut raises there,
@@ -64,6 +72,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
     from lines import LineIndex
+    from run import Equivalent
 
 LOG_ENV: Final = "COXSWAIN_MUTATE_CPU_LOG"
 TESTS_NOT_FOUND: Final = 4  # pytest's ExitCode.USAGE_ERROR
@@ -95,6 +104,11 @@ def judging(
 ) -> list[str]:
     """The tests among ``tests`` (those reaching ``function``) that judge its mutants."""
     return [test for test in tests if judges_function(test, function, judges)]
+
+
+def not_listed(mutant: str, tests: list[str], equivalents: Mapping[str, Equivalent]) -> list[str]:
+    """The tests to run ``mutant`` with: none when equivalent.toml lists it."""
+    return [] if mutant in equivalents else tests
 
 
 def cpu_seconds() -> float:
@@ -226,8 +240,10 @@ def install(log: IO[str]) -> None:
     from mutmut.state import state
     from mutmut.utils.format_utils import mangled_name_from_mutant_name
     from mutmut.workers import isolation
+    from run import EQUIVALENT_FILE, load_equivalents
 
     judges = load_judges(PYPROJECT.read_text("utf-8"))
+    equivalents = load_equivalents(EQUIVALENT_FILE.read_text("utf-8"))
     index = LineIndex(MUTANTS)
     _stats_with_coverage(index)
 
@@ -271,7 +287,7 @@ def install(log: IO[str]) -> None:
         del cpu_time_limit  # mutmut's: 2 x its wall limit
         reached = judging(tests, mangled_name_from_mutant_name(mutant_name), judges)
         module, _, function = mutant_name.rpartition(".")
-        tests = index.select(module, function, reached)
+        tests = not_listed(mutant_name, index.select(module, function, reached), equivalents)
         _write(log, {"selected": mutant_name, "tests": len(tests), "of": len(reached)})
         estimated_time = sum(state().duration_by_test[test] for test in tests)
         limit = math.ceil(CPU_LIMIT_FACTOR * estimated_time + CPU_LIMIT_CONSTANT)
