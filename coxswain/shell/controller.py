@@ -399,7 +399,8 @@ class _Reconciler:
     async def _reconcile(self, server: DiscoveryServer) -> bool:
         """One round; True when some API call failed (a retry round follows soon)."""
         with self._health.reconciling.track_inprogress(), heap.quiet():
-            return await self._round(server)
+            async with heap.paced():
+                return await self._round(server)
 
     async def _round(self, server: DiscoveryServer) -> bool:
         started = trio.current_time()

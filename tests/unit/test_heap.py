@@ -1,10 +1,14 @@
 """shell.control.heap: no full collection while the controller's state is built or a list runs;
 what is alive frozen after the start and after a round that changed a bulk of objects; young
-collections rarer meanwhile."""
+collections rarer meanwhile, and paced by the loop while a worker thread works."""
 
 from __future__ import annotations
 
 import gc
+from typing import Any
+
+import trio
+import trio.testing
 
 from coxswain.shell.control import heap
 
@@ -82,3 +86,34 @@ def test_a_list_inside_the_start_leaves_its_thresholds_to_the_start() -> None:
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+def test_paced_runs_young_passes_whatever_the_allocation_count_then_stops() -> None:
+    """A worker that frees as many objects as it makes leaves the count at zero: the passes
+    come from the loop, one per PACE, a middle one when its threshold is reached."""
+    before = gc.get_threshold()
+    passes: list[int] = []
+
+    def seen(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    async def main() -> int:
+        async with heap.paced():
+            await trio.sleep(8.5 * heap.PACE)
+        inside = len(passes)
+        await trio.sleep(8 * heap.PACE)
+        return inside
+
+    gc.disable()  # no pass but the paced ones
+    gc.set_threshold(before[0], 3, before[2])
+    gc.collect(1)  # the young and middle counts start at zero
+    gc.callbacks.append(seen)
+    try:
+        inside = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    finally:
+        gc.callbacks.remove(seen)
+        gc.set_threshold(*before)
+        gc.enable()
+    assert passes == [0, 0, 0, 1, 0, 0, 0, 1]
+    assert inside == len(passes)  # none after leaving

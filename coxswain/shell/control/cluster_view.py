@@ -88,7 +88,8 @@ class ClusterView:
             self._deferred = []
             try:
                 with trio.CancelScope(shield=True):  # a page half folded in is never lost
-                    folded = await offload(_folded, self.state, resource, changes)
+                    async with heap.paced():
+                        folded = await offload(_folded, self.state, resource, changes)
                 self._adopt(*folded, len(changes))
             finally:
                 deferred, self._deferred = self._deferred, None

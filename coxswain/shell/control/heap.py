@@ -35,18 +35,29 @@ collected none), but the tasks and requests in flight at a freeze may; hence no 
 small round, whose objects the collector walks in a moment: what leaks is bounded by the bulk
 rounds and bulks of events, not by the rounds. (A frozen object is still freed when its last
 reference goes: only cycles are left to the collector.)
+
+While a worker thread compiles a round or folds a list page in (:func:`paced`), the loop runs
+the young and middle passes itself, every :data:`PACE`. CPython starts a young pass when the
+allocations of tracked objects *net of deallocations* pass the threshold; a round or a page
+that replaces frozen objects (the last state, the last memo) frees about as many as it makes,
+so the count stays near zero while the young generation grows: the second round of a cold
+start at 1,000 Gateways met its first young pass with 150,000 young objects, 94 to 121 ms of
+CPU holding the interpreter lock (docs/benchmarks.md, "Controller"). Paced by time, a pass
+walks only what the thread made since the last one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, NoReturn
+
+import trio
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import AsyncIterator, Iterator
 
-__all__ = ["building", "quiet", "settle"]
+__all__ = ["building", "paced", "quiet", "settle"]
 
 _NO_FULL: Final = 2**31 - 1
 """A full-collection threshold never reached: one per that many middle-generation passes."""
@@ -56,6 +67,10 @@ YOUNG: Final = 5_000
 
 MIDDLE: Final = 4
 """Young collections between two middle-generation ones while building (default 10)."""
+
+PACE: Final = 0.005
+"""Seconds between two paced young passes (:func:`paced`): the switch interval of the
+interpreter lock, so that a pass walks about what the worker made while holding it once."""
 
 BULK: Final = 1_000
 """A round that changed at least this many objects freezes what is alive after it; so does
@@ -113,3 +128,22 @@ def settle(changed: int | None = None) -> None:
     is newer."""
     if changed is None or changed >= BULK:
         gc.freeze()
+
+
+@contextlib.asynccontextmanager
+async def paced() -> AsyncIterator[None]:
+    """Inside, the loop runs a young pass every :data:`PACE` (a middle one instead when the
+    young passes since the last reached the middle threshold), whatever the allocation count
+    says; full passes are left to the thresholds (:func:`quiet`)."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_pace)
+        try:
+            yield
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+async def _pace() -> NoReturn:
+    while True:
+        await trio.sleep(PACE)
+        gc.collect(1 if gc.get_count()[1] >= gc.get_threshold()[1] else 0)
