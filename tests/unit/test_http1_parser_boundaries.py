@@ -13,6 +13,7 @@ from coxswain.http1 import (
     CONNECTION_CLOSED,
     NEED_DATA,
     PAUSED,
+    Data,
     HeadMemo,
     Limits,
     ProtocolError,
@@ -154,3 +155,14 @@ def test_caller_errors() -> None:
 def test_head_memo_starts_empty() -> None:
     memo = HeadMemo()
     assert (memo.head, memo.method, memo.event) == (b"", b"", None)
+
+
+def test_body_bytes_received_alone_are_the_piece_uncopied() -> None:
+    p = parser(1024)
+    p.receive_data(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\n")
+    assert isinstance(p.next_event(), RequestHead)
+    sent = b"abcd"
+    p.receive_data(sent)
+    piece = p.next_event()
+    assert isinstance(piece, Data)
+    assert piece.data is sent  # not a copy (coxswain.http1.body, "take")
