@@ -1,8 +1,9 @@
 """``compile.memo`` at its edges, one event at a time: what an EndpointSlice change carries
 (the analysis, the status, the scope's result, its endpoint pieces) and what it recomputes
-(the changed Service's endpoints and slice findings only), and the provision asked with
-different acks from the shared pool (docs/architecture.md, "Rules of the core": the answers
-are the pure functions', and unaffected results are neither computed nor encoded again)."""
+(the changed Service's endpoints and slice findings only), the provision asked with
+different acks from the shared pool, and the grants kept while the analysis' Gateways and
+placements are (docs/architecture.md, "Rules of the core": the answers are the pure
+functions', and unaffected results are neither computed nor encoded again)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from coxswain.compile import CompileConfig, SharedPool, build_state, compile, snapshot_json, status
+from coxswain.compile import grants as grants_module
 from coxswain.compile import memo as memo_module
 from coxswain.compile import provision as provision_module
 from coxswain.compile.api import analyse
+from coxswain.compile.grants import subscription_grants
 from coxswain.compile.memo import CompileMemo
 from coxswain.compile.model.decode import Decoded, decode_object
 from coxswain.compile.model.keys import ObjectKey
@@ -231,3 +234,24 @@ def test_the_provision_reads_the_memo_s_analysis(monkeypatch: pytest.MonkeyPatch
     found = memo.provision(state, CONFIG, set())
     monkeypatch.undo()
     assert found == provision_module.provision(state, CONFIG, set())
+
+
+def test_the_grants_are_kept_while_the_analysis_s_gateways_and_placements_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    state = build_state(_world())
+    expected = subscription_grants(state, CONFIG)
+    memo = CompileMemo()
+
+    def refused(*_args: object) -> None:
+        raise AssertionError("analysed again")
+
+    monkeypatch.setattr(grants_module, "analyse_gateways", refused)
+    first = memo.grants(state, CONFIG)
+    monkeypatch.undo()
+    assert first == expected
+    assert memo.grants(state, CONFIG) is first
+    model = memo.analyse(state, CONFIG)
+    other = CompileConfig(shared_proxy_service_account="other")
+    assert memo.grants(state, other, model) == subscription_grants(state, other, model)
+    assert memo.grants(state, other, model) != first
