@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from pyrsistent import pmap, pvector
 
+from coxswain.compile import build_state
 from coxswain.compile.backends import index_services, resolve_backend
 from coxswain.compile.model.keys import ObjectKey
 from coxswain.compile.model.objects import Meta, Service, ServicePort
 from coxswain.compile.model.state import ClusterState
 from coxswain.compile.recorded import RecordedServices
+from tests.integration.manifests import backend
 
 KEY = ObjectKey("Service", "app", "web")
 WEB = Service(meta=Meta(key=KEY), ports=pvector([ServicePort(name="http", port=80)]))
@@ -30,6 +32,15 @@ def test_a_remembered_backend_is_still_recorded_as_a_service_read():
     recorded.calls.clear()
     assert _resolve(recorded) is first
     assert recorded.calls == {("Service", "app", "web")}
+
+
+def test_a_services_slices_are_answered_and_recorded_as_a_slices_read():
+    state = build_state(backend("web", 8080))
+    recorded = RecordedServices(state)
+    found = recorded.slices("app", "web")
+    assert found == [state.endpoint_slices[ObjectKey("EndpointSlice", "app", "web-1")]]
+    assert [e.address for s in found for e in s.endpoints] == ["127.0.0.1"]
+    assert recorded.calls == {("EndpointSlice", "app", "web")}
 
 
 def test_remembered_answers_are_those_of_the_state():
