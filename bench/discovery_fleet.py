@@ -36,7 +36,9 @@ real clients sharing four processes (info there).
    change for one Gateway among many) and S = 1 (the 1,000 workers of the shared pool's pods
    on one scope).
 
-Figures: p50 / p99 / max over (publish, stream) pairs, nearest-rank. The machine has 2 shared
+Figures: p50 / p99 / max over (publish, stream) pairs, nearest-rank; and in ``streams`` the CPU a
+change cost the server's process (``time.process_time``) and the receiver processes (their
+``/proc`` counters), each divided by the changes. The machine has 2 shared
 cores: the server, the receivers and other work share them, so figures are pessimistic; the
 load average before and after is printed. Exits 0 whatever the figures, non-zero only when it
 breaks.
@@ -47,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
 import statistics
 import sys
 import time
@@ -169,11 +172,12 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
 async def _with_receivers(
     streams: list[tuple[str, str | None]],
     processes: int,
-    measure: Callable[[DiscoveryServer], Any],
+    measure: Callable[[DiscoveryServer, Callable[[], float]], Any],
 ) -> tuple[dict[str, Any], list[tuple[str, str, float]]]:
     """Run a server, ``streams`` (node id, gateway name or None for the shared pool) in
-    receiver processes, and ``measure(server)`` once every stream is in the fleet; then the
-    receivers' records."""
+    receiver processes, and ``measure(server, receivers_cpu)`` once every stream is in the
+    fleet (``receivers_cpu()``: the CPU seconds the receiver processes have used so far); then
+    the receivers' records."""
     server_creds, client_creds = discovery.credentials()
     nodes = {node for node, _ in streams}
     children: list[trio.Process] = []
@@ -199,13 +203,22 @@ async def _with_receivers(
                 with trio.fail_after(TIMEOUT_S):
                     await server.wait_fleet(lambda f: nodes <= {n for _, n in f})
                     connect_s = time.monotonic() - started
-                    measured: dict[str, Any] = await measure(server)
+                    measured: dict[str, Any] = await measure(
+                        server, lambda: sum(map(_cpu_s, children))
+                    )
                 measured["connect_s"] = connect_s
                 await discovery.finish_children(children)
         finally:
             discovery.kill_children(children)
     records = [tuple(r) for output in outputs for r in json.loads(output)["records"]]
     return measured, records  # type: ignore[return-value]
+
+
+def _cpu_s(child: trio.Process) -> float:
+    """User and system CPU seconds of a running child process, from ``/proc`` (Linux)."""
+    with open(f"/proc/{child.pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
 def _acked(nodes: set[str], version: str) -> Callable[[PMap[NodeKey, NodeObservation]], bool]:
@@ -224,7 +237,7 @@ def worker_cold(routes: int, streams: int, processes: int) -> dict[str, Any]:
     nodes = [(f"cold-{i}", None) for i in range(streams)]
     published: dict[str, float] = {}
 
-    async def measure(server: DiscoveryServer) -> dict[str, Any]:
+    async def measure(server: DiscoveryServer, _cpu: Callable[[], float]) -> dict[str, Any]:
         published[snapshot.version] = started = time.monotonic()
         server.publish(SharedPool(), snapshot)
         publish_s = time.monotonic() - started
@@ -271,7 +284,7 @@ def worker_streams(streams: int, scopes: int, routes: int, processes: int) -> di
         scope = GatewayScope("bench", gateways[k])
         return replace(snapshot, scope=scope, version=f"{gateways[k]}/{snapshot.version}")
 
-    async def measure(server: DiscoveryServer) -> dict[str, Any]:
+    async def measure(server: DiscoveryServer, cpu_of: Callable[[], float]) -> dict[str, Any]:
         for k in range(scopes):
             first = scoped(k, base)
             server.publish(first.scope, first)
@@ -279,13 +292,16 @@ def worker_streams(streams: int, scopes: int, routes: int, processes: int) -> di
             mine = {n for n, g in plan if g == gateways[k]}
             await server.wait_fleet(_acked(mine, scoped(k, base).version))
         gc.freeze()  # as the controller does after its first round (shell/controller.py)
-        cpu = time.process_time()
+        cpu, receivers = time.process_time(), cpu_of()
         for number in range(1, CHANGES + 1):
             change = scoped(0, discovery.variant(base, number))
             published[change.version] = time.monotonic()
             server.publish(change.scope, change)
             await server.wait_fleet(_acked(changed, change.version))
-        return {"server_cpu_s": (time.process_time() - cpu) / CHANGES}
+        return {
+            "server_cpu_s": (time.process_time() - cpu) / CHANGES,
+            "receivers_cpu_s": (cpu_of() - receivers) / CHANGES,
+        }
 
     measured, records = trio.run(_with_receivers, plan, processes, measure)
     pairs = [at - published[v] for _, v, at in records if v in published]
@@ -317,14 +333,16 @@ def report(cold: dict[str, Any], runs: list[dict[str, Any]], quick: bool) -> Non
           "Delta. ms: p50 / p99 / max")  # fmt: skip
     columns = [("streams", 7), ("scopes", 6), ("routes/scope", 12), ("procs", 5),
                ("subscribers", 11), ("pairs", 5), ("received", 24), ("stray", 5),
-               ("server CPU", 10), ("connect s", 9)]  # fmt: skip
+               ("server CPU", 10), ("receivers CPU", 13), ("connect s", 9)]  # fmt: skip
     harness.print_table(columns, [
         [r["streams"], r["scopes"], f"{r['routes']:,}", r["processes"], r["subscribers"],
          len(r["change_s"]), harness.spread(r["change_s"], 1), r["stray"],
-         f"{r['server_cpu_s'] * 1e3:.1f}", f"{r['connect_s']:.1f}"] for r in runs])  # fmt: skip
+         f"{r['server_cpu_s'] * 1e3:.1f}", f"{r['receivers_cpu_s'] * 1e3:.1f}",
+         f"{r['connect_s']:.1f}"] for r in runs])  # fmt: skip
     print("  stray: messages to streams of scopes that did not change (expected 0)\n"
           "  server CPU: ms of CPU a change cost the server's process (all its threads: publish,"
-          " the loop, gRPC's)\n\nTargets")  # fmt: skip
+          " the loop, gRPC's)\n  receivers CPU: ms of CPU a change cost the receiver processes,"
+          " all of them\n\nTargets")  # fmt: skip
     if quick:
         harness.print_skipped_targets()
         return
