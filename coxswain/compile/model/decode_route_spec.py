@@ -10,13 +10,14 @@ of weight 1. Header names are lower-cased (RFC 9110 §5.1: field names are case-
 from __future__ import annotations
 
 from dataclasses import dataclass
+from sys import intern
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pyrsistent import pvector
 
-from coxswain.compile.hostnames import ascii_lower
 from coxswain.compile.model.decode_filters import decode_filter
 from coxswain.compile.model.decode_gateway import object_ref, port_number
+from coxswain.compile.model.fields import folded
 from coxswain.compile.model.gateway_objects import (
     GATEWAY_GROUP,
     BackendRef,
@@ -66,7 +67,7 @@ def decode_parent_refs(fields: FieldReader, spec: Mapping[str, Any]) -> PVector[
                 section_name=fields.string(entry.get("sectionName"), f"{field}.sectionName")
                 or None,
                 port=port_number(fields, entry.get("port"), f"{field}.port"),
-                field=field,
+                field=intern(field),
             )
         )
     return pvector(parents)
@@ -98,7 +99,7 @@ def decode_value_matches(
             continue
         found.append(
             ValueMatch(
-                name=ascii_lower(name) if lower else name,
+                name=folded(name) if lower else name,
                 type=fields.string(entry.get("type"), f"{field}[{i}].type") or "Exact",
                 value=value,
             )
