@@ -82,7 +82,7 @@ def decode_hostnames(fields: FieldReader, spec: Mapping[str, Any]) -> tuple[PVec
 
 def decode_value_matches(
     fields: FieldReader, raw: object, field: str, *, lower: bool
-) -> PVector[ValueMatch]:
+) -> tuple[ValueMatch, ...]:
     """Header (``lower``: names lower-cased) or query parameter matches; an entry without a
     name or a value is reported and ignored."""
     found: list[ValueMatch] = []
@@ -104,7 +104,7 @@ def decode_value_matches(
                 value=value,
             )
         )
-    return pvector(found)
+    return tuple(found)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,9 +115,9 @@ class RuleParts(Generic[_Match]):
 
     body: Mapping[str, Any]
     name: str | None
-    matches: PVector[_Match]
-    filters: PVector[HTTPFilter]
-    backend_refs: PVector[BackendRef]
+    matches: tuple[_Match, ...]
+    filters: tuple[HTTPFilter, ...]
+    backend_refs: tuple[BackendRef, ...]
 
 
 def decode_rule_parts(
@@ -146,9 +146,9 @@ def decode_rule_parts(
     return RuleParts(
         body=body,
         name=fields.string(body.get("name"), f"{field}.name") or None,
-        matches=pvector(matches),
-        filters=pvector(filters),
-        backend_refs=pvector(backends),
+        matches=tuple(matches),
+        filters=tuple(filters),
+        backend_refs=tuple(backends),
     )
 
 
@@ -166,7 +166,7 @@ def _backend_ref(fields: FieldReader, raw: object, field: str) -> BackendRef | N
         ref=ref,
         port=port_number(fields, entry.get("port"), f"{field}.port"),
         weight=1 if weight is None else weight,
-        filters=pvector(filters),
+        filters=tuple(filters),
     )
 
 
