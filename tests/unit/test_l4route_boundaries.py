@@ -44,7 +44,7 @@ def test_a_route_whose_every_backend_asks_for_the_proxy_protocol_has_them_all_ma
     ref = BackendRef(ref=ObjectRef(group="", kind="Service", name="db"), port=5432)
     route = StreamRoute(
         meta=Meta(key=ObjectKey("TCPRoute", "apps", "db")),
-        rules=pvector([StreamRule(field="spec.rules[0]", backend_refs=pvector([ref]))]),
+        rules=pvector([StreamRule(field="spec.rules[0]", backend_refs=(ref,))]),
     )
     compiled = compile_stream_route(route, ServiceIndex(build_state([service])), Grants({}))
     [(_, rule)] = compiled.entries

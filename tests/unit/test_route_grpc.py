@@ -124,12 +124,10 @@ def test_a_method_regular_expression_matches_whole_calls_only(match, calls, othe
 def test_only_the_first_of_equivalent_header_names_is_kept():
     match = GRPCRouteMatch(
         field="m",
-        headers=pvector(
-            [
-                ValueMatch(name="x-a", type="Exact", value="1"),
-                ValueMatch(name="x-a", type="Exact", value="2"),
-                ValueMatch(name="x-b", type="RegularExpression", value="v.*"),
-            ]
+        headers=(
+            ValueMatch(name="x-a", type="Exact", value="1"),
+            ValueMatch(name="x-a", type="Exact", value="2"),
+            ValueMatch(name="x-b", type="RegularExpression", value="v.*"),
         ),
     )
     headers = grpc_path_match(match).headers

@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from sys import intern
 from typing import Any, Final
 
 from pyrsistent import pvector
@@ -157,7 +158,7 @@ def decode_object(raw: object) -> Decoded | Unrecognised | Malformed:
         namespace = ""
     elif not isinstance(namespace, str) or not namespace:
         namespace = "default"
-    key = ObjectKey(kind, namespace, name)
+    key = ObjectKey(intern(kind), intern(namespace), intern(name))
     excess = measure(raw, max_depth=MAX_OBJECT_DEPTH, max_size=MAX_OBJECT_SIZE)
     if isinstance(excess, Excess):
         return Malformed(

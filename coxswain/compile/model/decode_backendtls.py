@@ -14,6 +14,7 @@ none: each is reported as a warning and ignored.
 from __future__ import annotations
 
 import re
+from sys import intern
 from typing import TYPE_CHECKING, Any, Final
 
 from pyrsistent import pvector
@@ -118,7 +119,7 @@ def _targets(fields: FieldReader, raw: object) -> list[PolicyTarget]:
             kind=fields.string(entry.get("kind"), f"{field}.kind") or "",
             name=name,
             section_name=fields.string(entry.get("sectionName"), f"{field}.sectionName") or None,
-            field=field,
+            field=intern(field),
         )
         key = (target.group, target.kind, target.name, target.section_name)
         if key in targets:

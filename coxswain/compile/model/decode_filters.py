@@ -14,12 +14,13 @@ RFC 3986 §3.1, §3.2.2).
 
 from __future__ import annotations
 
+from sys import intern
 from typing import TYPE_CHECKING, Any, Final
 
 from pyrsistent import pvector
 
-from coxswain.compile.hostnames import ascii_lower
 from coxswain.compile.model.decode_gateway import object_ref, port_number
+from coxswain.compile.model.fields import folded
 from coxswain.compile.model.gateway_objects import HTTPFilter
 from coxswain.compile.snapshot import Cors, HeaderEdits, PathEdit, Redirect, Rewrite
 
@@ -44,7 +45,7 @@ def decode_filter(fields: FieldReader, raw: object, field: str) -> HTTPFilter | 
         edits = _header_modifier(fields, entry.get(key), f"{field}.{key}")
         request = kind == "RequestHeaderModifier"
         return HTTPFilter(
-            field=field,
+            field=intern(field),
             type=kind,
             request_headers=edits if request else None,
             response_headers=None if request else edits,
@@ -56,13 +57,11 @@ def decode_filter(fields: FieldReader, raw: object, field: str) -> HTTPFilter | 
             redirect.get("statusCode"), f"{where}.statusCode", low=100, high=599
         )
         return HTTPFilter(
-            field=field,
+            field=intern(field),
             type=kind,
             redirect=Redirect(
                 scheme=fields.string(redirect.get("scheme"), f"{where}.scheme") or None,
-                hostname=ascii_lower(
-                    fields.string(redirect.get("hostname"), f"{where}.hostname") or ""
-                )
+                hostname=folded(fields.string(redirect.get("hostname"), f"{where}.hostname") or "")
                 or None,
                 port=port_number(fields, redirect.get("port"), f"{where}.port"),
                 path=_path_modifier(fields, redirect.get("path"), f"{where}.path"),
@@ -73,30 +72,30 @@ def decode_filter(fields: FieldReader, raw: object, field: str) -> HTTPFilter | 
         where = f"{field}.urlRewrite"
         rewrite = fields.mapping(entry.get("urlRewrite"), where) or {}
         return HTTPFilter(
-            field=field,
+            field=intern(field),
             type=kind,
             rewrite=Rewrite(
-                hostname=ascii_lower(
-                    fields.string(rewrite.get("hostname"), f"{where}.hostname") or ""
-                )
+                hostname=folded(fields.string(rewrite.get("hostname"), f"{where}.hostname") or "")
                 or None,
                 path=_path_modifier(fields, rewrite.get("path"), f"{where}.path"),
             ),
         )
     if kind == "CORS":
-        return HTTPFilter(field=field, type=kind, cors=_cors(fields, entry.get("cors"), field))
+        return HTTPFilter(
+            field=intern(field), type=kind, cors=_cors(fields, entry.get("cors"), field)
+        )
     if kind == "RequestMirror":
         where = f"{field}.requestMirror"
         mirror = fields.mapping(entry.get("requestMirror"), where) or {}
         backend = fields.mapping(mirror.get("backendRef"), f"{where}.backendRef") or {}
         return HTTPFilter(
-            field=field,
+            field=intern(field),
             type=kind,
             mirror=object_ref(fields, backend, f"{where}.backendRef", group="", kind="Service"),
             mirror_port=port_number(fields, backend.get("port"), f"{where}.backendRef.port"),
             mirror_percent=_mirror_percent(fields, mirror, where),
         )
-    return HTTPFilter(field=field, type=kind)
+    return HTTPFilter(field=intern(field), type=kind)
 
 
 def _header_modifier(fields: FieldReader, raw: object, field: str) -> HeaderEdits:
@@ -109,11 +108,11 @@ def _header_modifier(fields: FieldReader, raw: object, field: str) -> HeaderEdit
             name = fields.string(header.get("name"), f"{field}.{key}[{i}].name")
             value = fields.string(header.get("value"), f"{field}.{key}[{i}].value")
             if name and value is not None:
-                out.append((ascii_lower(name), value))
+                out.append((folded(name), value))
         return out
 
     removed = [
-        ascii_lower(name)
+        folded(name)
         for i, item in enumerate(fields.items(entry.get("remove"), f"{field}.remove"))
         if (name := fields.string(item, f"{field}.remove[{i}]"))
     ]
@@ -149,10 +148,10 @@ def _cors(fields: FieldReader, raw: object, field: str) -> Cors | None:
 
     max_age = fields.integer(cors.get("maxAge"), f"{where}.maxAge", low=1, high=INT32_MAX)
     return Cors(
-        allow_origins=pvector(ascii_lower(o) for o in strings("allowOrigins")),
+        allow_origins=pvector(folded(o) for o in strings("allowOrigins")),
         allow_methods=pvector(strings("allowMethods")),
-        allow_headers=pvector(ascii_lower(h) for h in strings("allowHeaders")),
-        expose_headers=pvector(ascii_lower(h) for h in strings("exposeHeaders")),
+        allow_headers=pvector(folded(h) for h in strings("allowHeaders")),
+        expose_headers=pvector(folded(h) for h in strings("exposeHeaders")),
         allow_credentials=fields.boolean(cors.get("allowCredentials"), f"{where}.allowCredentials")
         or False,
         max_age=5 if max_age is None else max_age,

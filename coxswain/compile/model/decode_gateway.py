@@ -9,6 +9,7 @@ field path, and what can still be used is kept.
 from __future__ import annotations
 
 import re
+from sys import intern
 from typing import TYPE_CHECKING, Any, Final
 
 from pyrsistent import pmap, pvector
@@ -82,7 +83,7 @@ def object_ref(
         kind=fields.string(ref.get("kind"), f"{field}.kind") or kind,
         name=name,
         namespace=fields.string(ref.get("namespace"), f"{field}.namespace") or None,
-        field=field,
+        field=intern(field),
     )
 
 
@@ -296,7 +297,7 @@ def _listener(fields: FieldReader, raw: object, field: str) -> Listener | None:
             if ref is not None:
                 refs.append(ref)
     return Listener(
-        field=field,
+        field=intern(field),
         name=name,
         port=port,
         protocol=protocol,

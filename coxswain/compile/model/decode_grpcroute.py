@@ -11,6 +11,7 @@ and ``decode_filters``.
 
 from __future__ import annotations
 
+from sys import intern
 from typing import TYPE_CHECKING, Any
 
 from pyrsistent import pvector
@@ -63,7 +64,7 @@ def _rule(fields: FieldReader, raw: object, field: str) -> GRPCRouteRule | None:
     if parts is None:
         return None
     return GRPCRouteRule(
-        field=field,
+        field=intern(field),
         name=parts.name,
         matches=parts.matches,
         filters=parts.filters,
@@ -77,7 +78,7 @@ def _match(fields: FieldReader, raw: object, field: str) -> GRPCRouteMatch | Non
         return None
     method = fields.mapping(entry.get("method"), f"{field}.method")
     return GRPCRouteMatch(
-        field=field,
+        field=intern(field),
         method=None
         if method is None
         else GRPCMethodMatch(

@@ -9,6 +9,7 @@ matches, filters, backendRefs) is read by ``decode_route_spec`` and ``decode_fil
 
 from __future__ import annotations
 
+from sys import intern
 from typing import TYPE_CHECKING, Any
 
 from pyrsistent import pvector
@@ -62,7 +63,7 @@ def _rule(fields: FieldReader, raw: object, field: str) -> HTTPRouteRule | None:
         return None
     timeouts = fields.mapping(parts.body.get("timeouts"), f"{field}.timeouts") or {}
     return HTTPRouteRule(
-        field=field,
+        field=intern(field),
         name=parts.name,
         matches=parts.matches,
         filters=parts.filters,
@@ -109,7 +110,7 @@ def _match(fields: FieldReader, raw: object, field: str) -> HTTPRouteMatch | Non
         return None
     path = fields.mapping(entry.get("path"), f"{field}.path") or {}
     return HTTPRouteMatch(
-        field=field,
+        field=intern(field),
         path_type=fields.string(path.get("type"), f"{field}.path.type") or "PathPrefix",
         path=fields.string(path.get("value"), f"{field}.path.value") or "/",
         headers=decode_value_matches(fields, entry.get("headers"), f"{field}.headers", lower=True),

@@ -4,6 +4,7 @@ a diagnostic on the object, never an exception (docs/architecture.md, "Rules of 
 
 from __future__ import annotations
 
+from sys import intern
 from typing import TYPE_CHECKING, Any, Final
 
 from pyrsistent import pvector
@@ -91,7 +92,7 @@ def _ingress_rule(fields: FieldReader, raw: object, field: str) -> IngressRule |
         for index, item in enumerate(fields.items(http.get("paths"), f"{field}.http.paths"))
         if (path := _ingress_path(fields, item, f"{field}.http.paths[{index}]")) is not None
     ]
-    return IngressRule(field=field, host=host or None, paths=pvector(paths))
+    return IngressRule(field=intern(field), host=host or None, paths=pvector(paths))
 
 
 def _ingress_path(fields: FieldReader, raw: object, field: str) -> IngressPath | None:
@@ -122,7 +123,7 @@ def _ingress_path(fields: FieldReader, raw: object, field: str) -> IngressPath |
     backend = _ingress_backend(fields, item.get("backend"), f"{field}.backend")
     if backend is None:
         return None
-    return IngressPath(field=field, path=path, path_type=path_type, backend=backend)
+    return IngressPath(field=intern(field), path=path, path_type=path_type, backend=backend)
 
 
 def _ingress_backend(fields: FieldReader, raw: object, field: str) -> IngressBackend | None:
@@ -134,11 +135,11 @@ def _ingress_backend(fields: FieldReader, raw: object, field: str) -> IngressBac
     resource = fields.mapping(backend.get("resource"), f"{field}.resource")
     if service is not None and resource is None:
         ref = _service_backend(fields, service, f"{field}.service")
-        return None if ref is None else IngressBackend(field=field, service=ref)
+        return None if ref is None else IngressBackend(field=intern(field), service=ref)
     if resource is not None and service is None:
         kind = fields.string(resource.get("kind"), f"{field}.resource.kind") or "?"
         name = fields.string(resource.get("name"), f"{field}.resource.name") or "?"
-        return IngressBackend(field=field, resource=f"{kind}/{name}")
+        return IngressBackend(field=intern(field), resource=f"{kind}/{name}")
     fields.problem(
         field, "InvalidBackend", "exactly one of service and resource must be set; ignored"
     )
@@ -173,7 +174,7 @@ def _ingress_tls(fields: FieldReader, raw: object, field: str) -> IngressTLS | N
         return None
     hosts = fields.hostnames(fields.items(entry.get("hosts"), f"{field}.hosts"), f"{field}.hosts")
     secret = fields.string(entry.get("secretName"), f"{field}.secretName") or None
-    return IngressTLS(field=field, hosts=pvector(hosts), secret_name=secret)
+    return IngressTLS(field=intern(field), hosts=pvector(hosts), secret_name=secret)
 
 
 def decode_ingress_class(

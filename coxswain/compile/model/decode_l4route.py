@@ -9,6 +9,7 @@ hostnames, backendRefs) is read by ``decode_route_spec``.
 
 from __future__ import annotations
 
+from sys import intern
 from typing import TYPE_CHECKING, Any
 
 from pyrsistent import pvector
@@ -43,7 +44,9 @@ def decode_stream_route(
         field = f"spec.rules[{i}]"
         parts: RuleParts[None] | None = decode_rule_parts(fields, item, field, _no_match)
         if parts is not None:
-            rules.append(StreamRule(field=field, name=parts.name, backend_refs=parts.backend_refs))
+            rules.append(
+                StreamRule(field=intern(field), name=parts.name, backend_refs=parts.backend_refs)
+            )
     return StreamRoute(
         meta=meta,
         parent_refs=parents,

@@ -10,13 +10,14 @@ of weight 1. Header names are lower-cased (RFC 9110 §5.1: field names are case-
 from __future__ import annotations
 
 from dataclasses import dataclass
+from sys import intern
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pyrsistent import pvector
 
-from coxswain.compile.hostnames import ascii_lower
 from coxswain.compile.model.decode_filters import decode_filter
 from coxswain.compile.model.decode_gateway import object_ref, port_number
+from coxswain.compile.model.fields import folded
 from coxswain.compile.model.gateway_objects import (
     GATEWAY_GROUP,
     BackendRef,
@@ -66,7 +67,7 @@ def decode_parent_refs(fields: FieldReader, spec: Mapping[str, Any]) -> PVector[
                 section_name=fields.string(entry.get("sectionName"), f"{field}.sectionName")
                 or None,
                 port=port_number(fields, entry.get("port"), f"{field}.port"),
-                field=field,
+                field=intern(field),
             )
         )
     return pvector(parents)
@@ -81,7 +82,7 @@ def decode_hostnames(fields: FieldReader, spec: Mapping[str, Any]) -> tuple[PVec
 
 def decode_value_matches(
     fields: FieldReader, raw: object, field: str, *, lower: bool
-) -> PVector[ValueMatch]:
+) -> tuple[ValueMatch, ...]:
     """Header (``lower``: names lower-cased) or query parameter matches; an entry without a
     name or a value is reported and ignored."""
     found: list[ValueMatch] = []
@@ -98,12 +99,12 @@ def decode_value_matches(
             continue
         found.append(
             ValueMatch(
-                name=ascii_lower(name) if lower else name,
+                name=folded(name) if lower else name,
                 type=fields.string(entry.get("type"), f"{field}[{i}].type") or "Exact",
                 value=value,
             )
         )
-    return pvector(found)
+    return tuple(found)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,9 +115,9 @@ class RuleParts(Generic[_Match]):
 
     body: Mapping[str, Any]
     name: str | None
-    matches: PVector[_Match]
-    filters: PVector[HTTPFilter]
-    backend_refs: PVector[BackendRef]
+    matches: tuple[_Match, ...]
+    filters: tuple[HTTPFilter, ...]
+    backend_refs: tuple[BackendRef, ...]
 
 
 def decode_rule_parts(
@@ -145,9 +146,9 @@ def decode_rule_parts(
     return RuleParts(
         body=body,
         name=fields.string(body.get("name"), f"{field}.name") or None,
-        matches=pvector(matches),
-        filters=pvector(filters),
-        backend_refs=pvector(backends),
+        matches=tuple(matches),
+        filters=tuple(filters),
+        backend_refs=tuple(backends),
     )
 
 
@@ -165,7 +166,7 @@ def _backend_ref(fields: FieldReader, raw: object, field: str) -> BackendRef | N
         ref=ref,
         port=port_number(fields, entry.get("port"), f"{field}.port"),
         weight=1 if weight is None else weight,
-        filters=pvector(filters),
+        filters=tuple(filters),
     )
 
 

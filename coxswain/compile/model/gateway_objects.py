@@ -7,6 +7,11 @@ same (docs/architecture.md, "Inputs: the cluster state"). Filters decode straigh
 snapshot's value types (header edits, redirects, rewrites), which carry them unchanged to the
 data plane. References keep what was written (``*Ref``); resolving them is the compiler's job,
 because a resolution failure is a status condition on the object.
+
+The sequences inside a rule (its matches, filters and backendRefs, a match's header and query
+matches) are tuples, not persistent vectors: they are only ever read, and at 100,000 rules a
+vector of one element each (three times a tuple's bytes) was a fifth of the state
+(docs/benchmarks.md, the offline compiler).
 """
 
 from __future__ import annotations
@@ -213,8 +218,8 @@ class HTTPRouteMatch:
     field: str
     path_type: str = "PathPrefix"
     path: str = "/"
-    headers: PVector[ValueMatch] = pvector()
-    query: PVector[ValueMatch] = pvector()
+    headers: tuple[ValueMatch, ...] = ()
+    query: tuple[ValueMatch, ...] = ()
     method: str | None = None
 
 
@@ -245,7 +250,7 @@ class BackendRef:
     ref: ObjectRef
     port: int | None = None
     weight: int = 1
-    filters: PVector[HTTPFilter] = pvector()
+    filters: tuple[HTTPFilter, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -255,9 +260,9 @@ class HTTPRouteRule:
 
     field: str
     name: str | None = None
-    matches: PVector[HTTPRouteMatch] = pvector()
-    filters: PVector[HTTPFilter] = pvector()
-    backend_refs: PVector[BackendRef] = pvector()
+    matches: tuple[HTTPRouteMatch, ...] = ()
+    filters: tuple[HTTPFilter, ...] = ()
+    backend_refs: tuple[BackendRef, ...] = ()
     request_timeout: float | None = None
     backend_timeout: float | None = None
     retry: Retry | None = None
@@ -304,7 +309,7 @@ class GRPCRouteMatch:
 
     field: str
     method: GRPCMethodMatch | None = None
-    headers: PVector[ValueMatch] = pvector()
+    headers: tuple[ValueMatch, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -314,9 +319,9 @@ class GRPCRouteRule:
 
     field: str
     name: str | None = None
-    matches: PVector[GRPCRouteMatch] = pvector()
-    filters: PVector[HTTPFilter] = pvector()
-    backend_refs: PVector[BackendRef] = pvector()
+    matches: tuple[GRPCRouteMatch, ...] = ()
+    filters: tuple[HTTPFilter, ...] = ()
+    backend_refs: tuple[BackendRef, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -341,12 +346,12 @@ class StreamRule:
 
     field: str
     name: str | None = None
-    backend_refs: PVector[BackendRef] = pvector()
+    backend_refs: tuple[BackendRef, ...] = ()
 
     @property
-    def filters(self) -> PVector[HTTPFilter]:
+    def filters(self) -> tuple[HTTPFilter, ...]:
         """None: a layer-4 rule has no filters (the shape ``route_rules.Rule`` reads)."""
-        return pvector()
+        return ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
