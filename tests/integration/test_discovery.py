@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 import pytest
 import trio
+import trio.testing
 from prometheus_client import CollectorRegistry
 from pyrsistent import pmap, pvector
 
@@ -666,6 +667,47 @@ def test_node_status_goes_out_before_any_snapshot_and_while_one_is_applied(
             gate.set()
             await server.wait_fleet(acked("web-0", "g1"))
             assert entry(server.fleet, "web-0").streams == 1
+            nursery.cancel_scope.cancel()
+
+    run(main)
+
+
+def test_the_same_bound_ports_are_reported_once(ca: CertificateAuthority) -> None:
+    """A proxy hands its bound ports to the client after every snapshot it applies, mostly
+    unchanged; the client reports them only when they change (docs/contracts.md, "Node
+    status"), so a change reaching a thousand proxies is not answered by a thousand reports
+    that say nothing new. Each report naming a port outside the scope is counted as ignored:
+    the count shows how many went out."""
+
+    async def main() -> None:
+        scope = GatewayScope("team", "web")
+        ports_send, ports_recv = trio.open_memory_channel[frozenset[int]](0)
+
+        async def on_snapshot(snapshot: Snapshot) -> None:
+            pass
+
+        async with (
+            open_discovery_server(credentials=server_creds(ca), policy=allow) as server,
+            trio.open_nursery() as nursery,
+        ):
+            server.publish(scope, snap("g1", scope, ports=(80, 443)))
+            start_client(
+                nursery,
+                server.port,
+                on_snapshot,
+                client_creds(ca, "team", "web-proxy"),
+                node_id="web-0",
+                scope=scope,
+                bound_ports=ports_recv,
+            )
+            await server.wait_fleet(acked("web-0", "g1"))
+            await ports_send.send(frozenset({80, 9999}))
+            await server.wait_fleet(lambda f: entry(f, "web-0").bound_ports == {80})
+            await ports_send.send(frozenset({80, 9999}))  # taken by the client: unbuffered
+            await trio.testing.wait_all_tasks_blocked()  # what it writes, it has written
+            await ports_send.send(frozenset({80, 443}))
+            await server.wait_fleet(lambda f: entry(f, "web-0").bound_ports == {80, 443})
+            assert server.ignored_reports == 1
             nursery.cancel_scope.cancel()
 
     run(main)

@@ -81,7 +81,8 @@ async def stream_snapshots(
         credentials: mutual TLS material (files are read again at each connection attempt);
             None means plaintext (``--insecure-discovery``).
         on_snapshot: applies a snapshot; returning Acks it, raising Nacks it with the error.
-        bound_ports: each value received is reported as NodeStatus (and again on reconnect).
+        bound_ports: each value that differs from the one before is reported as NodeStatus
+            (and the last again on reconnect).
         backoff: first and maximum delay between attempts, in seconds.
         wire_version: sent in Subscribe; tests use it to provoke FAILED_PRECONDITION.
         task_status: ``started()`` once the loop thread runs.
@@ -176,6 +177,8 @@ async def _stream_forever(
 
             async def follow_ports() -> None:
                 async for value in bound_ports:
+                    if value == ports[0]:  # a NodeStatus when they change (docs/contracts.md)
+                        continue
                     ports[0] = value
                     changed[0].set()
                     changed[0] = trio.Event()
