@@ -54,6 +54,11 @@ UPPER_LAYERS = ("coxswain.shell", "coxswain.cli")
 # tells a mypyc build from an interpreted one by them).
 HTTP1_ALLOWED = ("h11", "httptools", "importlib.machinery")
 
+# Names any pure module may take from a forbidden module, by ``from module import name``:
+# ``sys.intern`` hands back an equal string, the one object every copy shares (the model's
+# decoder keeps the strings it holds interned), and reaches nothing else of the process.
+PURE_NAMES = ("sys.intern",)
+
 
 def forbidden_for(module: str) -> tuple[str, ...]:
     """The module prefixes ``module`` must not import."""
@@ -106,11 +111,17 @@ def violations(source: str, module: str, *, is_package: bool = False) -> list[st
     tree = ast.parse(source)
     forbidden = forbidden_for(module)
     allowed = allowed_for(module)
+    names = _imported_names(tree, module, is_package)
+    # ``from sys import intern`` also names ``sys``, the module it runs: not a violation when
+    # the names it takes are pure ones (any other name on its line still is).
+    taken_from = {(line, name.rpartition(".")[0]) for line, name in names if name in PURE_NAMES}
     return [
         f"{module}:{line} imports {name}"
-        for line, name in _imported_names(tree, module, is_package)
+        for line, name in names
         if any(_within(name, prefix) for prefix in forbidden)
         and not any(_within(name, prefix) for prefix in allowed)
+        and name not in PURE_NAMES
+        and (line, name) not in taken_from
     ]
 
 
@@ -299,6 +310,8 @@ def test_cycle_check_accepts_imports_that_only_go_one_way(tmp_path):
             "logging",
         ),
         ("class A:\n    def m(self):\n        from sys import argv\n", "coxswain.compile.x", "sys"),
+        ("from sys import intern, argv\n", "coxswain.compile.x", "sys.argv"),
+        ("import sys\n", "coxswain.compile.x", "sys"),
         ("import trio, h11\n", "coxswain.route.x", "trio"),
         ("import kubernetes.client\n", "coxswain.compile.x", "kubernetes.client"),
         ("from coxswain.shell.sources import read_manifests\n", "coxswain.route.x", "shell"),
@@ -340,6 +353,7 @@ def test_checker_reports_a_forbidden_import_when_source_has_one(source, module, 
         ("import httptools\n", "coxswain.http1.llhttp_codec"),
         ("from importlib.machinery import EXTENSION_SUFFIXES\n", "coxswain.http1.codec"),
         ("from coxswain.compile.snapshot import Snapshot\n", "coxswain.http1.x"),
+        ("from sys import intern\n", "coxswain.compile.model.decode"),
     ],
 )
 def test_checker_accepts_an_import_when_it_is_allowed(source, module):
