@@ -19,7 +19,7 @@ def dump_json(data: Any) -> bytes:
     """JSON text of plain data (string keys), as ASCII bytes (a 100,000-rule snapshot is 340 MB:
     one copy, not a ``str`` beside them), byte-stable, ending with a newline: the text of
     ``json.dumps(data, sort_keys=True, indent=2)``, written by orjson, whose output is that
-    text whenever it is ASCII (the standard library escapes every other character, and it
+    text whenever it is printable ASCII (the standard library escapes every other character, and it
     writes what orjson refuses: integers past 64 bits). Floats print as their shortest
     round-trip form either way (orjson writes ``1e-5`` where the standard library writes
     ``1e-05``)."""
@@ -27,7 +27,7 @@ def dump_json(data: Any) -> bytes:
         text = orjson.dumps(data, option=_JSON_OPTIONS)
     except orjson.JSONEncodeError:
         return _standard_json(data)
-    return text if text.isascii() else _standard_json(data)
+    return text if _as_standard(text) else _standard_json(data)
 
 
 def json_pieces(data: Any) -> list[bytes]:
@@ -42,14 +42,21 @@ def json_pieces(data: Any) -> list[bytes]:
         _lay_out(data, 0, pieces, known)
     except (orjson.JSONEncodeError, _Unwritten):
         return [_standard_json(data)]
-    if not all(text.isascii() for text in known.values()):
+    if not all(_as_standard(text) for text in known.values()):
         return [_standard_json(data)]
     pieces.append(b"\n")
     return pieces
 
 
+def _as_standard(text: bytes) -> bool:
+    """Whether orjson's ``text`` is what the standard library writes: it escapes every
+    character outside printable ASCII, DEL (0x7f) included, which orjson leaves as it is
+    (RFC 8259 §7 requires escapes below 0x20 only)."""
+    return text.isascii() and b"\x7f" not in text
+
+
 class _Unwritten(Exception):
-    """A mapping key that orjson refuses (no string) or writes as it is (not ASCII)."""
+    """A mapping key that orjson refuses (no string) or writes as it is (not printable ASCII)."""
 
 
 def _lay_out(
@@ -66,7 +73,7 @@ def _lay_out(
             pieces.append(_whole(item, level + 1, known))
         pieces.append(b"\n" + b"  " * level + b"]")
     elif isinstance(value, dict) and value:
-        if not all(isinstance(name, str) and name.isascii() for name in value):
+        if not all(isinstance(name, str) and _as_standard(name.encode()) for name in value):
             raise _Unwritten
         opened, between = b"{" + inner, b"," + inner
         for at, name in enumerate(sorted(value)):

@@ -39,7 +39,15 @@ def test_the_text_is_the_standard_librarys(data):
 
 @pytest.mark.parametrize(
     "data",
-    [{}, [], {"a": {}}, {"é": "ü", "k": "\u2028"}, {"big": 2**64}, {"b": 1, "a": [None, True]}],
+    [
+        {},
+        [],
+        {"a": {}},
+        {"é": "ü", "k": "\u2028"},
+        {"big": 2**64},
+        {"b": 1, "a": [None, True]},
+        {"del": "\x7f", "controls": "\x00\x1f\n", "\x7f": 1},
+    ],
 )
 def test_empty_collections_non_ascii_text_and_large_integers_come_out_alike(data):
     assert dump_json(data) == reference(data)
@@ -53,7 +61,17 @@ def test_the_pieces_join_into_the_text(data):
 
 @pytest.mark.parametrize(
     "data",
-    [{}, [[]], {"a": {"é": 1}}, {"k": ["\u2028"]}, [{"big": 2**64}], {"b": {1: 2}}, [1e-05]],
+    [
+        {},
+        [[]],
+        {"a": {"é": 1}},
+        {"k": ["\u2028"]},
+        [{"big": 2**64}],
+        {"b": {1: 2}},
+        [1e-05],
+        {"a": ["\x7f"]},
+        {"a": {"\x7f": 1}},
+    ],
 )
 def test_pieces_are_dump_json_where_orjson_and_the_standard_library_differ(data):
     assert b"".join(json_pieces(data)) == dump_json(data)
