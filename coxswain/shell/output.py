@@ -56,7 +56,8 @@ def _as_standard(text: bytes) -> bool:
 
 
 class _Unwritten(Exception):
-    """A mapping key that orjson refuses (no string) or writes as it is (not printable ASCII)."""
+    """A mapping key that orjson refuses (no string) or may write otherwise than the standard
+    library (not printable ASCII: checked on the ``str``, not encoded for it)."""
 
 
 def _lay_out(
@@ -73,7 +74,9 @@ def _lay_out(
             pieces.append(_whole(item, level + 1, known))
         pieces.append(b"\n" + b"  " * level + b"]")
     elif isinstance(value, dict) and value:
-        if not all(isinstance(name, str) and _as_standard(name.encode()) for name in value):
+        if not all(
+            isinstance(name, str) and name.isascii() and name.isprintable() for name in value
+        ):
             raise _Unwritten
         opened, between = b"{" + inner, b"," + inner
         for at, name in enumerate(sorted(value)):
