@@ -35,10 +35,14 @@ it could only confirm what the entry says, at a survivor's price: every test tha
 statement. To try a new test on a listed mutant, take it out of the list, or run pytest on it
 with ``MUTANT_UNDER_TEST`` (docs/quality.md, "Killing a survivor").
 
-A worker whose pytest cannot find the tests it is given (pytest's exit code 4: a node id that
-the forked worker's second pytest session does not find, as an id holding a backslash once did)
-exits with that code, which the report counts as *other*, not as a kill: mutmut raises there,
-and the worker's exit code 1 read as a test that caught the mutant.
+A worker does not start a pytest session of its own: it runs its tests from the one session
+that mutmut's process collected before it forked its workers (tools/mutate/collected.py), which
+first proves that a forced failure fails there and that the unmutated code passes.
+
+A worker given a test the collection does not hold (a node id that a pytest session of its own
+would not find either, as an id holding a backslash once did) exits with pytest's exit code 4,
+which the report counts as *other*, not as a kill. The clean and forced-fail runs are mutmut's
+own sessions; mutmut raises when their tests are not found.
 
 And it narrows mutmut's choice of tests twice. A mutant runs only the tests that executed the
 statement it changes (tools/mutate/lines.py: the stats run under coverage.py, a context per
@@ -71,11 +75,12 @@ from typing import IO, TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
+    from collected import Collected
     from lines import LineIndex
     from run import Equivalent
 
 LOG_ENV: Final = "COXSWAIN_MUTATE_CPU_LOG"
-TESTS_NOT_FOUND: Final = 4  # pytest's ExitCode.USAGE_ERROR
+CHECK_TESTS: Final = 20  # the collected session's check runs this many of the fastest tests
 CPU_LIMIT_FACTOR: Final = 3.0
 CPU_LIMIT_CONSTANT: Final = 3.0
 PYPROJECT: Final = Path(__file__).resolve().parents[2] / "pyproject.toml"
@@ -236,7 +241,7 @@ def install(log: IO[str]) -> None:
     """Wrap mutmut's phases and its worker reaping so that both report CPU time to ``log``."""
     import mutmut.__main__ as main
     from lines import LineIndex  # beside this script, which runs as one (see Usage)
-    from mutmut.runners.harness import BadTestExecutionCommandsException, PytestRunner
+    from mutmut.runners.harness import PytestRunner
     from mutmut.state import state
     from mutmut.utils.format_utils import mangled_name_from_mutant_name
     from mutmut.workers import isolation
@@ -294,8 +299,31 @@ def install(log: IO[str]) -> None:
         original_submit(self, mutant_name, tests, limit, estimated_time)
 
     original_startup = runner.startup
+    collected: list[Collected] = []
+
+    def collect(self: isolation.ForkRunner) -> None:
+        from collected import Collected  # beside this script, as lines.py
+        from mutmut.mutation.trampoline import set_mutant_under_test
+
+        test_runner = self.test_runner
+        assert isinstance(test_runner, PytestRunner)
+        args = [
+            "--rootdir=.",
+            "--tb=native",
+            *test_runner._pytest_args_regular_run([]),
+            *test_runner._pytest_add_cli_args,
+        ]
+        session = Collected(args, MUTANTS)
+        durations = state().duration_by_test
+        reaching = set().union(*state().tests_by_mangled_function_name.values())
+        fastest = sorted((t for t in reaching if t in session.items), key=durations.__getitem__)
+        session.check(fastest[:CHECK_TESTS], lambda on: set_mutant_under_test("fail" if on else ""))
+        collected.append(session)
+
+    timed_collect = _phase(log, "collect once", collect)
 
     def startup(self: isolation.ForkRunner) -> None:
+        timed_collect(self)
         _write(log, {"phase": "mutants start", "cpu": round(cpu_seconds(), 3)})
         original_startup(self)
 
@@ -325,13 +353,10 @@ def install(log: IO[str]) -> None:
     original_run_tests = PytestRunner.run_tests
 
     def run_tests(self: PytestRunner, *, mutant_name: str | None, tests: Any) -> int:
-        try:
+        if mutant_name is None:  # the clean and forced-fail runs: mutmut's own sessions
             result: int = original_run_tests(self, mutant_name=mutant_name, tests=tests)
-        except BadTestExecutionCommandsException:
-            if mutant_name is None:  # the clean and forced-fail runs: mutmut's own error
-                raise
-            return TESTS_NOT_FOUND
-        return result
+            return result
+        return collected[0].run(list(tests))  # a worker: collected at startup
 
     PytestRunner.run_tests = run_tests  # type: ignore[method-assign, unused-ignore]
     runner.run_clean_tests = run_clean_tests  # type: ignore[method-assign, unused-ignore]
