@@ -121,18 +121,44 @@ def _dumps(world: str, size: int, folder: Path, tls: dict[str, str]) -> dict[str
     }
 
 
+# Each measured process reports the peak RSS of its own address space (``VmHWM``), read as it
+# ends. Its rusage would not do: Linux keeps in ``ru_maxrss`` the larger of a process's peaks
+# across ``exec``, the address space it was forked from included, so a child of this process,
+# which holds the worlds, reported this process's peak whenever its own was smaller.
+_PEAK_MARK = "compile_offline peak kB"
+_OWN_PEAK = (
+    "import runpy, sys\n"
+    "how, what = sys.argv[1], sys.argv[2]\n"
+    "sys.argv = sys.argv[2:]\n"
+    "try:\n"
+    "    if how == '-m':\n"
+    "        runpy.run_module(what, run_name='__main__', alter_sys=True)\n"
+    "    else:\n"
+    "        exec(compile(what, '<bench>', 'exec'), {'__name__': '__main__'})\n"
+    "finally:\n"
+    "    with open('/proc/self/status', encoding='ascii') as status:\n"
+    "        kb = next(line.split()[1] for line in status if line.startswith('VmHWM:'))\n"
+    f"    sys.stderr.write('\\n{_PEAK_MARK} ' + kb + '\\n')\n"
+)
+
+
 def _run(argv: list[str], out: Path) -> tuple[float, int]:
-    """CPU seconds (user + system) and peak RSS (bytes) of ``argv``, run to completion."""
+    """CPU seconds (user + system) and peak RSS (bytes) of ``python -c SCRIPT ARGS...`` or
+    ``python -m MODULE ARGS...`` (``argv``), run to completion."""
+    python, how, what, *rest = argv
     with out.open("wb") as stdout:
-        child = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
+        child = subprocess.Popen(
+            [python, "-c", _OWN_PEAK, how, what, *rest], stdout=stdout, stderr=subprocess.PIPE
+        )
         assert child.stderr is not None
         errors = child.stderr.read().decode(errors="replace")
         child.stderr.close()
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode:
         raise SystemExit(f"{' '.join(argv)} failed ({child.returncode}): {errors[-2000:]}")
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
+    peak = errors.rpartition(_PEAK_MARK)[2].split()
+    return usage.ru_utime + usage.ru_stime, int(peak[0]) * 1024
 
 
 def _measure(dump: dict[str, Any], folder: Path, traced: bool) -> dict[str, Any]:
