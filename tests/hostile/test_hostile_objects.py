@@ -374,6 +374,31 @@ def test_yaml_aliases_are_measured_in_any_document_that_has_anchors(before, sepa
     assert "aliases" in parsed.message
 
 
+def _flow_laughs(levels: int) -> str:
+    """``billion_laughs`` as one flow mapping, on one line."""
+    pairs = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    pairs += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, levels)]
+    return "{" + ", ".join(pairs) + "}"
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        # the file's first line holds the anchor
+        ("--- &root\nkind: ConfigMap\ndata:\n  x: " + _flow_laughs(9) + "\n", 1),
+        # a document on one line: its anchors are on the line where it ends
+        ("{kind: ConfigMap, data: " + _flow_laughs(9) + "}\n", 1),
+        ("kind: Namespace\n---\n{kind: ConfigMap, data: " + _flow_laughs(9) + "}\n", 3),
+    ],
+    ids=["first-line", "one-line", "one-line-after-another"],
+)
+def test_yaml_aliases_are_measured_wherever_the_anchors_sit(text, line):
+    parsed = parse_manifests(text, "x.yaml")
+    assert isinstance(parsed, ManifestSyntaxError)
+    assert parsed.line == line
+    assert "aliases" in parsed.message
+
+
 def test_yaml_aliases_within_the_budget_are_read():
     text = "kind: ConfigMap\napiVersion: v1\nmetadata: {name: a, labels: &l {x: y}}\ndata: *l\n"
     parsed = parse_manifests(text, "x.yaml")
