@@ -9,6 +9,7 @@ process does, and prints each worker's exit code.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import textwrap
@@ -67,25 +68,33 @@ PROJECT = {
         def test_captures(capsys):
             print("out")
             assert capsys.readouterr().out == "out\\n"
+
+
+        def test_loops():
+            while True:
+                pass
         """,
     "data.txt": "here",
 }
 
 SCRIPT = """\
-import json, os, sys
+import json, os, pathlib, sys
 sys.path.insert(0, sys.argv[1])
-from collected import Collected
+from collected import Collected, Limits
 
-root = sys.argv[2]
+root = pathlib.Path(sys.argv[2])
 cases = json.loads(sys.argv[3])
 os.chdir("/")  # the collection and the workers change to the project themselves
-session = Collected(["-q", "-p", "no:cacheprovider"], __import__("pathlib").Path(root))
+# no stats run here: every test's time is 0, so its CPU limit is the constant
+session = Collected(["-q", "-p", "no:cacheprovider"], root, {}, Limits(constant=1, budget=60))
 verdicts = {}
-for name, (tests, switched) in cases.items():
+for name, (tests, switched, budget) in cases.items():
     pid = os.fork()
     if pid == 0:
         if switched:
             os.environ["COLLECTED_TEST_FAIL"] = "1"
+        if budget is not None:
+            session.limits = Limits(constant=1, budget=budget)
         os._exit(session.run(tests))
     verdicts[name] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
@@ -102,7 +111,10 @@ print(json.dumps(verdicts))
 """
 
 
-def _verdicts(tmp_path: Path, cases: dict[str, tuple[list[str], bool]]) -> dict[str, object]:
+Case = tuple[list[str], bool, float | None]  # node ids, the switch on, a budget (else 60 s)
+
+
+def _verdicts(tmp_path: Path, cases: dict[str, Case]) -> dict[str, object]:
     for name, text in PROJECT.items():
         (tmp_path / name).write_text(textwrap.dedent(text), encoding="utf-8")
     done = subprocess.run(
@@ -129,17 +141,25 @@ def test_a_worker_gives_the_verdict_of_a_session_of_its_own(tmp_path):
     verdicts = _verdicts(
         tmp_path,
         {
-            "passing": ([t + "test_passes", t + "test_fails_when_switched"], False),
+            "passing": ([t + "test_passes", t + "test_fails_when_switched"], False, None),
             "a failure stops the run": (
                 [t + "test_fails_when_switched", t + "test_passes"],
                 True,
+                None,
             ),
-            "a warning is an error": ([t + "test_warns"], False),
-            "a strict xfail that passes": ([t + "test_passes_against_its_mark"], False),
-            "an error in setup": ([t + "test_errors_in_setup"], False),
-            "a file beside the tests": ([t + "test_reads_a_file_beside_it"], False),
-            "capsys": ([t + "test_captures"], False),
-            "a test not collected": ([t + "test_passes", t + "test_nothing"], False),
+            "a warning is an error": ([t + "test_warns"], False, None),
+            "a strict xfail that passes": ([t + "test_passes_against_its_mark"], False, None),
+            "an error in setup": ([t + "test_errors_in_setup"], False, None),
+            "a file beside the tests": ([t + "test_reads_a_file_beside_it"], False, None),
+            "capsys": ([t + "test_captures"], False, None),
+            "a test not collected": ([t + "test_passes", t + "test_nothing"], False, None),
+            "an endless test is stopped": ([t + "test_passes", t + "test_loops"], False, None),
+            "the budget spent before the last test": (
+                [t + "test_passes", t + "test_fails_when_switched"],
+                True,
+                0.0,
+            ),
+            "the budget spent at the last test": ([t + "test_passes"], False, 0.0),
         },
     )
     assert verdicts == {
@@ -151,6 +171,9 @@ def test_a_worker_gives_the_verdict_of_a_session_of_its_own(tmp_path):
         "a file beside the tests": 0,
         "capsys": 0,
         "a test not collected": 4,
+        "an endless test is stopped": -signal.SIGXCPU,
+        "the budget spent before the last test": 35,
+        "the budget spent at the last test": 0,
         "check that cannot fail": (
             "the collected session's check: 1 tests with the forced failure on exited 0, not 1"
         ),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from tools.mutate.run import build_report, load_equivalents, render_markdown
+from tools.mutate.collected import BUDGET_SPENT
+from tools.mutate.run import BUDGET_CODES, build_report, load_equivalents, render_markdown
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -55,8 +56,25 @@ def test_the_report_counts_each_verdict_and_scores_the_non_equivalent_mutants(tm
     ]
     assert report.stale == []
     text = render_markdown(report, ["- commit: abc"])
-    assert "| `pkg/core` | 1 | 0 | 0 | 1 | 1 | 0 | 0 | 3 | 50.0% |" in text
+    assert "| `pkg/core` | 1 | 0 | 0 | 1 | 0 | 1 | 0 | 0 | 3 | 50.0% |" in text
     assert "### pkg.core.m.x_f__mutmut_2" in text
+
+
+def test_a_mutant_whose_worker_spent_its_budget_is_not_caught_and_listed(tmp_path):
+    assert {BUDGET_SPENT} == BUDGET_CODES
+    root = _mutants(tmp_path, {"1": 1, "2": BUDGET_SPENT, "3": -24})
+    report = build_report(root, ["pkg/core/*"], {})
+    counts = report.packages["pkg/core"].counts
+    assert (counts["killed"], counts["timeout"], counts["budget"], counts["survived"]) == (
+        1,
+        1,
+        1,
+        0,
+    )
+    assert report.packages["pkg/core"].score == 2 / 3
+    assert report.survivors == [
+        ("pkg.core.m.x_f__mutmut_2 (budget spent)", ["-    return x + 1", "+    return x + 2"])
+    ]
 
 
 def test_an_equivalent_entry_that_no_longer_matches_is_reported_stale(tmp_path):

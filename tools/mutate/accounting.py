@@ -17,12 +17,13 @@ nothing:
 - mypy's errors are attributed to mutants through the index of function spans mutmut writes
   beside each mutated file (``<file>.spans``), instead of parsing each mutated file again with
   libcst: the same line-in-function lookup, without minutes of serial parsing;
-- a worker's CPU limit is ``CPU_LIMIT_FACTOR`` × the time of its tests in the stats run (traced
-  by coverage.py there, about three times their plain time) + ``CPU_LIMIT_CONSTANT`` seconds,
-  instead of mutmut's 2 × the wall limit (100 CPU-s at least with ``timeout_constant = 10``): an
-  infinite loop is stopped after 3 CPU-s, not 100 (a worker's pytest session costs about 0.1).
-  The wall limit (``timeout_multiplier`` and ``timeout_constant`` of ``[tool.mutmut]``) stays
-  lax, for a loaded machine, where wall time says little;
+- a worker's hard CPU limit is ``CPU_LIMIT_FACTOR`` × the time of its tests in the stats run
+  (traced by coverage.py there, about three times their plain time) + ``CPU_LIMIT_CONSTANT``
+  seconds, instead of mutmut's 2 × the wall limit (100 CPU-s at least with
+  ``timeout_constant = 10``); within it, each test has a limit of its own
+  (tools/mutate/collected.py), so an infinite loop costs what its test is allowed. The wall
+  limit (``timeout_multiplier`` and ``timeout_constant`` of ``[tool.mutmut]``) stays lax, for a
+  loaded machine, where wall time says little;
 - the clean run of every selected test, which mutmut starts after its stats run, is skipped when
   that stats run ran every selected test in this same process and they passed (mutmut stops
   otherwise): it would run the same tests on the same code a second time.
@@ -313,8 +314,8 @@ def install(log: IO[str]) -> None:
             *test_runner._pytest_args_regular_run([]),
             *test_runner._pytest_add_cli_args,
         ]
-        session = Collected(args, MUTANTS)
         durations = state().duration_by_test
+        session = Collected(args, MUTANTS, durations)
         reaching = set().union(*state().tests_by_mangled_function_name.values())
         fastest = sorted((t for t in reaching if t in session.items), key=durations.__getitem__)
         session.check(fastest[:CHECK_TESTS], lambda on: set_mutant_under_test("fail" if on else ""))

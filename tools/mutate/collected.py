@@ -17,36 +17,83 @@ that fails. The differences from a worker's own session: output is not captured 
 worker's output goes nowhere, and the ``capsys`` and ``capfd`` fixtures capture as they
 always do) and no report is printed.
 
+A worker's CPU is bounded twice (``Limits``). Each test gets ``factor`` × its time in the stats
+run + ``constant`` seconds from the moment it starts, after which the kernel stops the worker
+(``SIGXCPU``: a timeout, an infinite loop mostly), instead of that multiple of all its tests'
+time: a loop in the first test costs what that test is allowed, not what the whole list is.
+And a worker that has spent ``budget`` seconds with every test so far passing stops there
+(``BUDGET_SPENT``): the report counts its mutant as not caught, in a column of its own, since
+the tests it did not run might have caught it. A survivor otherwise runs every test that
+reaches its statement, which made a few hundred survivors of the statements every golden case
+runs most of a run; and a test that first fails after that much CPU is rare (3 in 9,252 mutants
+at 5 seconds, 16 at 3, in a run that had no budget; docs/quality.md).
+
 It proves itself before any mutant runs: a worker with mutmut's forced-failure switch set
 must fail, and one without it must pass, on the same tests (``check``).
 """
 
 from __future__ import annotations
 
+import math
 import os
+import resource
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     import pytest
 
 TESTS_NOT_FOUND: Final = 4  # pytest's ExitCode.USAGE_ERROR, as a worker's own session says it
 PASSED: Final = 0
 FAILED: Final = 1
+BUDGET_SPENT: Final = 35  # not one of mutmut's codes (tools/mutate/run.py sorts them)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A worker's CPU bounds, in seconds (module docstring)."""
+
+    factor: float = 3.0  # × a test's time in the stats run (traced: about 3 × its plain time)
+    constant: float = 3.0  # + this, for its fixtures and the machine's noise
+    budget: float = 3.0  # a worker stops after this much with every test so far passing
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _stop_after(seconds: float) -> None:
+    """SIGXCPU once this process has used ``seconds`` more CPU, within its hard limit."""
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    at = math.ceil(_cpu() + seconds)
+    resource.setrlimit(
+        resource.RLIMIT_CPU, (at if hard == resource.RLIM_INFINITY else min(at, hard), hard)
+    )
 
 
 class Collected:
     """The items of one configured, started and collected pytest session, by node id."""
 
-    def __init__(self, args: Sequence[str], root: Path) -> None:
+    def __init__(
+        self,
+        args: Sequence[str],
+        root: Path,
+        durations: Mapping[str, float],
+        limits: Limits = Limits(),
+    ) -> None:
         """Collect the tests ``args`` select, with ``root`` (mutmut's copy) as the current
-        folder, as a worker's session would."""
+        folder, as a worker's session would; ``durations``: each test's time in the stats
+        run."""
         from _pytest.config import _prepareconfig
         from _pytest.main import Session
 
         self.root = root
+        self.durations = durations
+        self.limits = limits
         self.failed = False
         here = Path.cwd()
         os.chdir(root)
@@ -67,8 +114,9 @@ class Collected:
 
     def run(self, tests: Sequence[str]) -> int:
         """In a forked worker: run ``tests`` (node ids) in order, stopping at the first that
-        fails. ``FAILED`` then, ``PASSED`` when all pass, ``TESTS_NOT_FOUND`` when one of them
-        is not in the collection (nothing runs)."""
+        fails. ``FAILED`` then, ``PASSED`` when all pass, ``BUDGET_SPENT`` when the budget is
+        spent before the last, ``TESTS_NOT_FOUND`` when one of them is not in the collection
+        (nothing runs). A test over its CPU limit ends the process (``SIGXCPU``)."""
         items = [self.items.get(test) for test in tests]
         if any(item is None for item in items):
             return TESTS_NOT_FOUND
@@ -76,12 +124,16 @@ class Collected:
         os.dup2(silent, 1)
         os.dup2(silent, 2)
         os.chdir(self.root)
+        limits = self.limits
         following = [*items[1:], None]
         for item, after in zip(items, following, strict=True):
             assert item is not None
+            _stop_after(limits.factor * self.durations.get(item.nodeid, 0.0) + limits.constant)
             item.ihook.pytest_runtest_protocol(item=item, nextitem=after)
             if self.failed:
                 return FAILED
+            if after is not None and _cpu() > limits.budget:
+                return BUDGET_SPENT
         return PASSED
 
     def check(self, tests: Sequence[str], fail: Callable[[bool], None]) -> None:

@@ -58,16 +58,21 @@ LOG_ENV: Final = "COXSWAIN_MUTATE_CPU_LOG"  # as tools/mutate/accounting.py read
 # mutmut's exit codes (mutmut/stats.py), sorted into the report's columns. A test run that
 # errors (3) is a kill; a worker killed on its CPU limit is a timeout; a mutant no selected test
 # reaches (33) survives, since nothing would notice it. A worker whose pytest could not find its
-# tests (4, tools/mutate/accounting.py) is neither: the report counts it as other.
+# tests (4, tools/mutate/accounting.py) is neither: the report counts it as other. A worker
+# that spent its CPU budget with every test so far passing (35, tools/mutate/collected.py's
+# BUDGET_SPENT) is not caught either: its own column, among the survivors in the score.
 KILLED_CODES: Final = frozenset({1, 3})
 TYPE_CODES: Final = frozenset({37})
 TIMEOUT_CODES: Final = frozenset({-24, 24, 152, 255, 36, -9, -11})
 SURVIVED_CODES: Final = frozenset({0, 5, 33})
+BUDGET_CODES: Final = frozenset({35})
+NOT_CAUGHT: Final = SURVIVED_CODES | BUDGET_CODES
 COLUMNS: Final = (
     "killed",
     "mypy",
     "timeout",
     "survived",
+    "budget",
     "equivalent",
     "unchecked",
     "other",
@@ -129,7 +134,7 @@ def load_equivalents(text: str) -> dict[str, Equivalent]:
 def column_of(exit_code: int | None, equivalent: bool) -> str:
     if exit_code is None:
         return "unchecked"
-    if exit_code in SURVIVED_CODES and equivalent:
+    if exit_code in NOT_CAUGHT and equivalent:
         return "equivalent"
     if exit_code in KILLED_CODES:
         return "killed"
@@ -139,6 +144,8 @@ def column_of(exit_code: int | None, equivalent: bool) -> str:
         return "timeout"
     if exit_code in SURVIVED_CODES:
         return "survived"
+    if exit_code in BUDGET_CODES:
+        return "budget"
     return "other"
 
 
@@ -198,17 +205,19 @@ def build_report(
         for mutant, code in sorted(codes.items()):
             seen.add(mutant)
             entry = equivalents.get(mutant)
-            diff = mutant_diff(mutants, path, mutant) if code in SURVIVED_CODES else []
-            if entry is not None and code in SURVIVED_CODES and changed_line(diff) != entry.change:
+            diff = mutant_diff(mutants, path, mutant) if code in NOT_CAUGHT else []
+            if entry is not None and code in NOT_CAUGHT and changed_line(diff) != entry.change:
                 stale.append(f"{mutant}: listed as `{entry.change}`, now `{changed_line(diff)}`")
                 entry = None
-            elif entry is not None and code not in SURVIVED_CODES:
+            elif entry is not None and code not in NOT_CAUGHT:
                 stale.append(f"{mutant}: listed as equivalent, but {column_of(code, False)}")
             column = column_of(code, entry is not None)
             packages.setdefault(package_of(path, globs), Tally()).add(column)
             files.setdefault(path, Tally()).add(column)
             if column == "survived":
                 survivors.append((mutant, diff))
+            elif column == "budget":
+                survivors.append((f"{mutant} (budget spent)", diff))
     stale += [f"{m}: no such mutant" for m in sorted(set(equivalents) - seen)]
     return Report(packages=packages, files=files, survivors=survivors, stale=stale)
 
