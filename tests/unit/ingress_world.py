@@ -3,7 +3,7 @@ compile to (shared by tests/unit/test_route_select.py and tests/hostile)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trustme
 
@@ -11,7 +11,12 @@ from coxswain.compile import CompileConfig, SharedPool, build_state, compile
 from coxswain.compile.config import DEFAULT_INGRESS_CONTROLLER
 from coxswain.route import RouteTable, build_table
 
+if TYPE_CHECKING:
+    from coxswain.compile.model.objects import Ingress
+    from coxswain.compile.model.state import ClusterState
+
 NETWORKING = "networking.k8s.io/v1"
+NGINX = "nginx.ingress.kubernetes.io/"
 INGRESS_CLASS = {
     "apiVersion": NETWORKING,
     "kind": "IngressClass",
@@ -55,6 +60,20 @@ def ingress(
         "metadata": {"name": name, "namespace": "apps", "annotations": annotations or {}},
         "spec": spec,
     }
+
+
+def annotated(annotations: dict[str, str], *extra: dict[str, Any]) -> tuple[Ingress, ClusterState]:
+    """The Ingress ``apps/web`` (``a.example``, ``/`` to Service ``a``) with these
+    ingress-nginx annotations (named without their prefix), decoded beside ``extra`` objects;
+    and the state."""
+    body = ingress(
+        "web",
+        rule("a.example", path("/", "a")),
+        annotations={NGINX + k: v for k, v in annotations.items()},
+    )
+    state = build_state([body, *extra])
+    (only,) = state.ingresses.values()
+    return only, state
 
 
 def service(

@@ -9,15 +9,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from coxswain.compile import build_state
 from coxswain.compile.ingress.access import MAX_NETWORKS, Access, read_access
-from tests.unit.ingress_world import ingress, path, rule
+from tests.unit.ingress_world import NGINX, annotated
 
 if TYPE_CHECKING:
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.model.keys import ObjectKey
 
-NGINX = "nginx.ingress.kubernetes.io/"
 USERS = "ana:$apr1$salt$hash\n"
 
 
@@ -32,13 +30,7 @@ def _secret() -> dict[str, object]:
 
 
 def access(annotations: dict[str, str]) -> Access:
-    body = ingress(
-        "web",
-        rule("a.example", path("/", "a")),
-        annotations={NGINX + k: v for k, v in annotations.items()},
-    )
-    state = build_state([body, _secret()])
-    (only,) = state.ingresses.values()
+    only, state = annotated(annotations, _secret())
     found: list[Diagnostic] = []
     read: set[ObjectKey] = set()
     return read_access(only, state.secrets, found, read)

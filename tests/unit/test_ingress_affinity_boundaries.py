@@ -9,25 +9,17 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from coxswain.compile import build_state
 from coxswain.compile.ingress.affinity import read_affinity
 from coxswain.compile.snapshot import Affinity
-from tests.unit.ingress_world import ingress, path, rule
+from tests.unit.ingress_world import annotated
 
 if TYPE_CHECKING:
     from coxswain.compile.diagnostics import Diagnostic
 
-NGINX = "nginx.ingress.kubernetes.io/"
-
 
 def affinity(annotations: dict[str, str]) -> tuple[Affinity | None, list[str]]:
     """What one Ingress with these annotations reads as, and each finding's message."""
-    body = ingress(
-        "web",
-        rule("a.example", path("/", "a")),
-        annotations={NGINX + k: v for k, v in annotations.items()},
-    )
-    (only,) = build_state([body]).ingresses.values()
+    only, _ = annotated(annotations)
     found: list[Diagnostic] = []
     read = read_affinity(only, found)
     return read, [d.message for d in found]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from coxswain.compile import build_state
 from coxswain.compile.ingress.annotations import (
     MAX_SECONDS,
     MAX_TRIES,
@@ -16,19 +15,12 @@ from coxswain.compile.ingress.annotations import (
     parse_options,
 )
 from coxswain.compile.snapshot import IngressActions
-from tests.unit.ingress_world import ingress, path, rule
-
-NGINX = "nginx.ingress.kubernetes.io/"
+from tests.unit.ingress_world import annotated
 
 
 def options(annotations: dict[str, str]) -> tuple[IngressOptions, list[str]]:
     """The options of one Ingress with these annotations, and each finding's message."""
-    body = ingress(
-        "web",
-        rule("a.example", path("/", "a")),
-        annotations={NGINX + k: v for k, v in annotations.items()},
-    )
-    (only,) = build_state([body]).ingresses.values()
+    only, _ = annotated(annotations)
     read, found = parse_options(only)
     return read, [d.message for d in found]
 

@@ -11,28 +11,19 @@ from typing import TYPE_CHECKING
 import pytest
 import trustme
 
-from coxswain.compile import build_state
 from coxswain.compile.ingress.backend_settings import BackendSettings, read_backend_settings
 from coxswain.compile.snapshot import BackendProtocol
-from tests.unit.ingress_world import ingress, path, rule
+from tests.unit.ingress_world import annotated
 
 if TYPE_CHECKING:
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.model.keys import ObjectKey
 
-NGINX = "nginx.ingress.kubernetes.io/"
-
 
 def settings(
     annotations: dict[str, str], *extra: dict[str, object]
 ) -> tuple[BackendSettings, list[str]]:
-    body = ingress(
-        "web",
-        rule("a.example", path("/", "a")),
-        annotations={NGINX + k: v for k, v in annotations.items()},
-    )
-    state = build_state([body, *extra])
-    (only,) = state.ingresses.values()
+    only, state = annotated(annotations, *extra)
     found: list[Diagnostic] = []
     read: set[ObjectKey] = set()
     return read_backend_settings(only, state.secrets, found, read), [d.message for d in found]

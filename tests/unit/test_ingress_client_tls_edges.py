@@ -10,16 +10,14 @@ from typing import TYPE_CHECKING
 import pytest
 import trustme
 
-from coxswain.compile import build_state
 from coxswain.compile.ingress.client_tls import read_client_tls
-from tests.unit.ingress_world import ingress, path, rule
+from tests.unit.ingress_world import annotated
 
 if TYPE_CHECKING:
     from coxswain.compile.diagnostics import Diagnostic
     from coxswain.compile.model.keys import ObjectKey
     from coxswain.compile.snapshot import ClientTLS
 
-NGINX = "nginx.ingress.kubernetes.io/"
 CA = trustme.CA().cert_pem.bytes()
 
 
@@ -31,13 +29,7 @@ def client_tls(annotations: dict[str, str]) -> tuple[ClientTLS | None, list[str]
         "type": "Opaque",
         "data": {"ca.crt": base64.b64encode(CA).decode()},
     }
-    body = ingress(
-        "web",
-        rule("a.example", path("/", "a")),
-        annotations={NGINX + k: v for k, v in {"auth-tls-secret": "ca", **annotations}.items()},
-    )
-    state = build_state([body, secret])
-    (only,) = state.ingresses.values()
+    only, state = annotated({"auth-tls-secret": "ca", **annotations}, secret)
     problems: list[tuple[str, str]] = []
     found: list[Diagnostic] = []
     read: set[ObjectKey] = set()

@@ -9,25 +9,18 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from coxswain.compile import build_state
 from coxswain.compile.ingress.rate_limits import MAX_COUNT, MAX_NETWORKS, read_rate_limit
 from coxswain.compile.snapshot import RateLimit
-from tests.unit.ingress_world import ingress, path, rule
+from tests.unit.ingress_world import annotated
 
 if TYPE_CHECKING:
     from coxswain.compile.diagnostics import Diagnostic
 
-NGINX = "nginx.ingress.kubernetes.io/"
 ZONE = "apps/web"
 
 
 def limit(annotations: dict[str, str]) -> tuple[RateLimit | None, list[str]]:
-    body = ingress(
-        "web",
-        rule("a.example", path("/", "a")),
-        annotations={NGINX + k: v for k, v in annotations.items()},
-    )
-    (only,) = build_state([body]).ingresses.values()
+    only, _ = annotated(annotations)
     found: list[Diagnostic] = []
     read = read_rate_limit(only, found)
     return read, [d.message for d in found]
