@@ -3,6 +3,7 @@ compile to (shared by tests/unit/test_route_select.py and tests/hostile)."""
 
 from __future__ import annotations
 
+import base64
 from typing import TYPE_CHECKING, Any
 
 import trustme
@@ -74,6 +75,17 @@ def annotated(annotations: dict[str, str], *extra: dict[str, Any]) -> tuple[Ingr
     state = build_state([body, *extra])
     (only,) = state.ingresses.values()
     return only, state
+
+
+def htpasswd_secret(text: str) -> dict[str, object]:
+    """The Secret ``apps/users`` whose ``auth`` key holds ``text`` (an htpasswd file)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "users", "namespace": "apps"},
+        "type": "Opaque",
+        "data": {"auth": base64.b64encode(text.encode()).decode()},
+    }
 
 
 def service(

@@ -4,13 +4,12 @@
 
 from __future__ import annotations
 
-import base64
 from typing import TYPE_CHECKING
 
 import pytest
 
 from coxswain.compile.ingress.access import MAX_NETWORKS, Access, read_access
-from tests.unit.ingress_world import NGINX, annotated
+from tests.unit.ingress_world import NGINX, annotated, htpasswd_secret
 
 if TYPE_CHECKING:
     from coxswain.compile.diagnostics import Diagnostic
@@ -19,18 +18,8 @@ if TYPE_CHECKING:
 USERS = "ana:$apr1$salt$hash\n"
 
 
-def _secret() -> dict[str, object]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "users", "namespace": "apps"},
-        "type": "Opaque",
-        "data": {"auth": base64.b64encode(USERS.encode()).decode()},
-    }
-
-
 def access(annotations: dict[str, str]) -> Access:
-    only, state = annotated(annotations, _secret())
+    only, state = annotated(annotations, htpasswd_secret(USERS))
     found: list[Diagnostic] = []
     read: set[ObjectKey] = set()
     return read_access(only, state.secrets, found, read)

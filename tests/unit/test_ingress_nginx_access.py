@@ -14,7 +14,15 @@ from coxswain.compile.snapshot import IngressActions
 from coxswain.route import RequestHead, select
 from coxswain.route.htpasswd import verify
 from coxswain.route.ingress_access import AccessCheck
-from tests.unit.ingress_world import INGRESS_CLASS, ingress, path, rule, service, table_of
+from tests.unit.ingress_world import (
+    INGRESS_CLASS,
+    htpasswd_secret,
+    ingress,
+    path,
+    rule,
+    service,
+    table_of,
+)
 
 NGINX = "nginx.ingress.kubernetes.io/"
 # made with `openssl passwd -apr1 -salt s4lt5alt secret`, `openssl passwd -1 -salt xyz secret`
@@ -78,16 +86,6 @@ def test_a_declared_body_over_the_limit_gets_413() -> None:
     assert access.refusal("10.0.0.1", None, 1024, verify) is None
     assert access.refusal("10.0.0.1", None, 1025, verify).status == 413  # type: ignore[union-attr]
     assert access.refusal("10.0.0.1", None, None, verify) is None
-
-
-def htpasswd_secret(text: str) -> dict[str, object]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "users", "namespace": "apps"},
-        "type": "Opaque",
-        "data": {"auth": base64.b64encode(text.encode()).decode()},
-    }
 
 
 def actions_of(annotations: dict[str, str], *extra: dict[str, object]) -> IngressActions | None:
