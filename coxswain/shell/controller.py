@@ -6,8 +6,9 @@ for every resource the cluster serves; then, once every informer has listed, the
 loop. The Gateway API is probed every ``crd_probe_every`` seconds, so installing its CRDs
 switches an Ingress-only controller to full mode without a restart.
 
-One reconcile, after changes settle (``debounce``: at least the first delay after the last
-change, at most the second after the first): take the state the informers' events have built
+One reconcile, at once for a lone change, after a burst's changes settle (``debounce``: at
+least the first delay after the last change, at most the second after the first;
+:mod:`.control.settling`): take the state the informers' events have built
 (:mod:`.cluster_view`), compile every scope the changes concern (the publisher's
 ``compile.memo``; the others are reused, ``coxswain_controller_scopes_total`` counts both) and
 publish it, write the status that changed,
@@ -58,6 +59,7 @@ from coxswain.shell.control.informers import (
 from coxswain.shell.control.kube import ApiFailure, Kube, Resource, Unreachable
 from coxswain.shell.control.leader import LeaderElection
 from coxswain.shell.control.provisioner import Provisioner
+from coxswain.shell.control.settling import Settling
 from coxswain.shell.control.status_writer import StatusWriter
 from coxswain.shell.dataplane.admin import serve_admin
 from coxswain.shell.discovery.server import (
@@ -273,24 +275,24 @@ class _Reconciler:
         self._certificates = ProxyCertificates(self._provisioner, ca)
         self._informers: dict[str, Informer] = {}
         self._view = ClusterView()
-        self._changed = trio.Event()
+        self._changes = Settling(*settings.debounce)
         self._gateway_api = False
         self._release = GatewayApiRelease()
         # snapshot version -> the Gateways it serves, with the generation it was compiled from
         self._served: dict[str, dict[str, int]] = {}
 
     def _poke(self) -> None:
-        self._changed.set()
+        self._changes.poke()
 
     def event(self, resource: Resource, key: tuple[str, str], body: dict[str, Any] | None) -> None:
         """``informers.Sink``: fold a watch event in, and poke the loop."""
         self._view.event(resource, key, body)
-        self._changed.set()
+        self._changes.poke()
 
     async def page(self, resource: Resource, changes: list[Change]) -> None:
         """``informers.Sink``: fold a list page in (in a worker thread), and poke the loop."""
         await self._view.page(resource, changes)
-        self._changed.set()
+        self._changes.poke()
 
     async def run(self, server: DiscoveryServer, task_status: trio.TaskStatus[int]) -> NoReturn:
         async with trio.open_nursery() as nursery:
@@ -307,23 +309,11 @@ class _Reconciler:
             task_status.started(server.port)
             delay = RETRY[0]
             while True:
-                await self._settled(delay if failed else RESYNC_EVERY)
+                wait = delay if failed else RESYNC_EVERY
+                await self._changes.settled(wait * random.uniform(0.8, 1.0))
                 failed = await self._reconcile(server)
                 delay = min(delay * 2, RETRY[1]) if failed else RETRY[0]
         raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _settled(self, at_most: float) -> None:
-        """Wait for a change (or ``at_most`` seconds: a retry, or the periodic resync), then
-        for the changes to settle (the debounce)."""
-        with trio.move_on_after(at_most * random.uniform(0.8, 1.0)):
-            await self._changed.wait()
-        first, (least, most) = trio.current_time(), self._settings.debounce
-        while True:
-            self._changed = trio.Event()
-            with trio.move_on_after(min(least, max(0.0, first + most - trio.current_time()))):
-                await self._changed.wait()
-                continue
-            return
 
     async def _start_served(self, nursery: trio.Nursery) -> None:
         """Start an informer for each resource the cluster serves and none runs for yet; the
