@@ -107,7 +107,8 @@ from coxswain.compile.snapshot_json import seal
 from coxswain.shell.discovery.ca import create_ca
 from coxswain.shell.discovery.client import stream_snapshots
 from coxswain.shell.discovery.codec import encode_snapshot
-from coxswain.shell.discovery.resources import ResourceCache, apply_delta
+from coxswain.shell.discovery.delta_apply import apply_delta
+from coxswain.shell.discovery.resources import ResourceCache
 from coxswain.shell.discovery.server import granted_by, open_discovery_server
 from coxswain.shell.discovery.snapshot_decode import decode_snapshot
 from coxswain.shell.discovery.tls import ClientCredentials, ServerCredentials
@@ -257,7 +258,7 @@ def _resource_figures(snapshot: Snapshot, routes: int, repeat: int) -> dict[str,
     figures["delta_build_s"] = delta_s
     figures["full_bytes"] = len(full)
     figures["delta_bytes"] = len(delta)
-    figures["resources"] = len(after.parts)
+    figures["resources"] = after.resource_count
     return figures
 
 

@@ -11,7 +11,8 @@ from coxswain.compile import SharedPool, build_state, compile
 from coxswain.compile.scope import GatewayScope
 from coxswain.compile.snapshot_json import dump_snapshot
 from coxswain.shell.discovery.codec import encode_snapshot
-from coxswain.shell.discovery.resources import ResourceCache, apply_delta
+from coxswain.shell.discovery.delta_apply import apply_delta
+from coxswain.shell.discovery.resources import ResourceCache
 from coxswain.shell.discovery.snapshot_decode import decode_snapshot
 
 from .gateway_strategies import worlds as gateway_worlds

@@ -16,7 +16,8 @@ from coxswain.compile.model.manifests import parse_manifests
 from coxswain.compile.scope import parse_scope
 from coxswain.compile.snapshot import Endpoint, IngressTable, Snapshot
 from coxswain.shell.discovery.codec import encode_snapshot
-from coxswain.shell.discovery.resources import ResourceCache, apply_delta
+from coxswain.shell.discovery.delta_apply import apply_delta
+from coxswain.shell.discovery.resources import ResourceCache
 from coxswain.shell.discovery.snapshot_decode import decode_snapshot
 
 CASES = Path(__file__).resolve().parents[1] / "golden" / "cases"

@@ -24,7 +24,7 @@ from coxswain._proto.discovery.v1 import discovery_pb2_grpc as pb_grpc
 from coxswain.shell.backoff import Backoff
 from coxswain.shell.discovery.aio_bridge import AsyncioThread, client_bridge
 from coxswain.shell.discovery.codec import encode_scope
-from coxswain.shell.discovery.resources import apply_delta
+from coxswain.shell.discovery.delta_apply import apply_delta
 from coxswain.shell.discovery.snapshot_decode import decode_snapshot
 from coxswain.shell.discovery.tls import channel_credentials
 from coxswain.shell.discovery.wire import CLIENT_GRPC_OPTIONS, WIRE_VERSION

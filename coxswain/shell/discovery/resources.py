@@ -7,14 +7,15 @@ the head (Ingress ports, TLS and client-cert ports), one per Ingress host, per l
 (listener, route host), per TLS and client-cert (port, host), per listener-health position and
 per endpoints key. Then:
 
-- the server (:class:`ResourceCache`, one per scope) encodes a resource only when its value
-  changed since the previous publish, and keeps each version as a map of key to encoded part
-  (:class:`EncodedVersion`); an unchanged part is the same object in every version, so a
-  delta between two versions is an identity diff of two dicts, and a full ``Snapshot`` is
-  spliced from the parts' wire fragments instead of encoded again;
-- the client (:func:`apply_delta`) decodes only the upserted resources and patches the
-  persistent maps of the snapshot it holds, which gives the same value a full decode would
-  (``tests/property/test_codec_props.py``).
+- the server (:class:`ResourceCache`, one per scope) visits only the groups of resources
+  whose holding value is another object than at the previous publish (a listener's table, a
+  port's certificates, the endpoints map: the compiler hands on the same object when nothing
+  in it changed), encodes a resource only when its value changed, and keeps each version as
+  groups of encoded parts (:class:`EncodedVersion`); an unchanged group or part is the same
+  object in every version, so a delta between two versions is an identity diff, and a full
+  ``Snapshot`` is spliced from the parts' wire fragments instead of encoded again;
+- the client (``delta_apply.apply_delta``) decodes only the upserted resources and patches
+  the persistent maps of the snapshot it holds.
 
 Value equality is the cache's test: the compiler builds equal values for unchanged inputs, and
 comparing costs less than encoding, and much less when they are the same objects (the identity
@@ -24,28 +25,36 @@ check first): docs/benchmarks.md, "Measurements behind the design".
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
-from pyrsistent import pmap, pvector
+from pyrsistent import pmap
 
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
-from coxswain.compile.snapshot import IngressTable, ListenerTable, Snapshot
 from coxswain.shell.discovery.codec import (
     RESOURCE_BODIES,
     encode_resource,
     encode_rule,
     encode_scope,
 )
-from coxswain.shell.discovery.snapshot_decode import decode_resource
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
 
     from pyrsistent.typing import PMap, PVector
 
-    from coxswain.compile.snapshot import GatewayRule, ListenerHealth
+    from coxswain.compile.snapshot import GatewayRule, ListenerHealth, ListenerTable, Snapshot
 
-__all__ = ["EncodedVersion", "Key", "ResourceCache", "RuleBodies", "apply_delta", "resources"]
+__all__ = [
+    "HEAD",
+    "EncodedVersion",
+    "Group",
+    "Key",
+    "ResourceCache",
+    "RuleBodies",
+    "resources",
+    "snapshot_head",
+]
 
 Key = tuple[int, int, str, str]
 """A resource's place: (``ResourceKey.Kind``, port, name, host), as in ``pb.ResourceKey``."""
@@ -58,8 +67,8 @@ hosts are 100,000 objects), and each is encoded once."""
 
 _K = pb.ResourceKey
 HEAD: Final[Key] = (_K.HEAD, 0, "", "")
+_HEAD_GROUP: Final = (_K.HEAD, 0, "")
 _NO_HOSTS: Final[PMap[str, Any]] = pmap()
-_REMOVED: Final = object()  # a key the delta removes
 
 # The field number of each kind's body in pb.Resource, from the codec's names for them.
 _BODY_FIELD: Final[dict[int, int]] = {
@@ -71,7 +80,7 @@ _BODY_FIELD: Final[dict[int, int]] = {
 # --- the split ----------------------------------------------------------------------------------
 
 
-def _head(snapshot: Snapshot) -> tuple[int, int, tuple[int, ...], tuple[int, ...]]:
+def snapshot_head(snapshot: Snapshot) -> tuple[int, int, tuple[int, ...], tuple[int, ...]]:
     ingress = snapshot.ingress
     return (
         ingress.http_port,
@@ -85,24 +94,71 @@ def resources(snapshot: Snapshot) -> Iterator[tuple[Key, Any]]:
     """Every resource of ``snapshot`` with the value ``codec.encode_resource`` takes for it.
     The scope and version are not resources: a stream's scope is fixed, the version is the
     message's. A listener's value is its table without hosts (each host is a resource)."""
-    yield HEAD, _head(snapshot)
-    for host, vhost in snapshot.ingress.hosts.items():
-        yield (_K.INGRESS_HOST, 0, host, ""), vhost
+    for _, _, members in _groups(snapshot):
+        yield from members()
+
+
+Group = tuple[int, int, str]
+"""A set of resources that one value of the snapshot holds: (kind, port, name) of the head,
+the Ingress hosts, a listener (its table and its route hosts), a port's certificates or
+client validations, the listener health list, the endpoints."""
+
+
+def _groups(
+    snapshot: Snapshot,
+) -> Iterator[tuple[Group, object, Callable[[], Iterator[tuple[Key, Any]]]]]:
+    """Each group of ``snapshot`` in the order of a full Snapshot: its key, the value that
+    holds its resources (the same object in the next snapshot when none of them changed: the
+    compiler reuses what an unchanged input gave), and its resources, made only when asked."""
+    head = snapshot_head(snapshot)
+    yield _HEAD_GROUP, head, lambda: iter(((HEAD, head),))
+    hosts = snapshot.ingress.hosts
+    yield (_K.INGRESS_HOST, 0, ""), hosts, lambda: _ingress_hosts(hosts)
     for port, tables in snapshot.gateways.items():
         for hostname, table in tables.items():
-            yield (_K.LISTENER, port, hostname, ""), replace(table, hosts=_NO_HOSTS)
-            for host, rules in table.hosts.items():
-                yield (_K.ROUTE_HOST, port, hostname, host), rules
+            yield (_K.LISTENER, port, hostname), table, partial(_listener, port, hostname, table)
     for port, certificates in snapshot.tls.items():
-        for host, certificate in certificates.items():
-            yield (_K.CERTIFICATE, port, host, ""), certificate
+        yield (
+            (_K.CERTIFICATE, port, ""),
+            certificates,
+            partial(_by_host, _K.CERTIFICATE, port, certificates),
+        )
     for port, validations in snapshot.client_certs.items():
-        for host, validation in validations.items():
-            yield (_K.CLIENT_CERT, port, host, ""), validation
-    for index, health in enumerate(snapshot.listener_health):
-        yield (_K.LISTENER_HEALTH, index, "", ""), health
-    for name, endpoints in snapshot.endpoints.items():
-        yield (_K.ENDPOINTS, 0, name, ""), endpoints
+        yield (
+            (_K.CLIENT_CERT, port, ""),
+            validations,
+            partial(_by_host, _K.CLIENT_CERT, port, validations),
+        )
+    health = snapshot.listener_health
+    yield (_K.LISTENER_HEALTH, 0, ""), health, lambda: _health(health)
+    endpoints = snapshot.endpoints
+    yield (_K.ENDPOINTS, 0, ""), endpoints, lambda: _endpoints(endpoints)
+
+
+def _ingress_hosts(hosts: PMap[str, Any]) -> Iterator[tuple[Key, Any]]:
+    for host, vhost in hosts.items():
+        yield (_K.INGRESS_HOST, 0, host, ""), vhost
+
+
+def _listener(port: int, hostname: str, table: ListenerTable) -> Iterator[tuple[Key, Any]]:
+    yield (_K.LISTENER, port, hostname, ""), replace(table, hosts=_NO_HOSTS)
+    for host, rules in table.hosts.items():
+        yield (_K.ROUTE_HOST, port, hostname, host), rules
+
+
+def _by_host(kind: int, port: int, values: PMap[str, Any]) -> Iterator[tuple[Key, Any]]:
+    for host, value in values.items():
+        yield (kind, port, host, ""), value
+
+
+def _health(health: PVector[ListenerHealth]) -> Iterator[tuple[Key, Any]]:
+    for index, entry in enumerate(health):
+        yield (_K.LISTENER_HEALTH, index, "", ""), entry
+
+
+def _endpoints(endpoints: PMap[str, Any]) -> Iterator[tuple[Key, Any]]:
+    for name, entry in endpoints.items():
+        yield (_K.ENDPOINTS, 0, name, ""), entry
 
 
 # --- protobuf wire fragments --------------------------------------------------------------------
@@ -189,6 +245,15 @@ class _Part:
     fragment: bytes
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class _Group:
+    """One group's resources as encoded from ``source``: each key's value and part, in order.
+    A group whose source is the same object in the next publish is this very object there."""
+
+    source: object
+    entries: dict[Key, tuple[Any, _Part]]
+
+
 @dataclass(slots=True, eq=False)
 class EncodedVersion:
     """One published version of a scope as encoded parts; the messages built from it are
@@ -197,12 +262,16 @@ class EncodedVersion:
     version: str
     sequence: int  # its cache's publish count: the previous encoding has sequence - 1
     scope: bytes  # the encoded pb.Scope
-    parts: dict[Key, _Part]
-    changed: list[Key]  # re-encoded since the previous encoding (every key at the first)
+    groups: dict[Group, _Group]
+    changed: list[tuple[Key, _Part]]  # re-encoded since the previous encoding (all at the first)
     removed: list[Key]  # gone since the previous encoding
     ports: frozenset[int]  # the listener ports a proxy serving it binds: what it may report
     _full: bytes | None = None
     _deltas: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def resource_count(self) -> int:
+        return sum(len(group.entries) for group in self.groups.values())
 
     def full_message(self) -> bytes:
         """The serialised ``ServerMessage`` carrying this version as a full ``Snapshot``."""
@@ -224,25 +293,38 @@ class EncodedVersion:
             _number(2, self.sequence),
             _field(3, base.version.encode()),
         ]
-        for key in upserts:
-            body = self.parts[key].body
-            resource = _field(1, _key_message(key)) + _field(_BODY_FIELD[key[0]], body)
+        for key, part in upserts:
+            resource = _field(1, _key_message(key)) + _field(_BODY_FIELD[key[0]], part.body)
             out.append(_field(4, resource))
         out.extend(_field(5, _key_message(key)) for key in removed)
         return b"".join(out)
 
-    def _changes(self, base: EncodedVersion) -> tuple[Iterable[Key], Iterable[Key]]:
-        """Keys to upsert and to remove from ``base``: what the encoding noted when ``base``
-        is the previous one (the common case: every stream acked it), else an identity diff
-        of the two versions' parts (10-14 ms at 10,000 routes, docs/benchmarks.md)."""
+    def _changes(self, base: EncodedVersion) -> tuple[list[tuple[Key, _Part]], list[Key]]:
+        """Resources to upsert and keys to remove from ``base``: what the encoding noted when
+        ``base`` is the previous one (the common case: every stream acked it), else an
+        identity diff of the two versions' groups, then of the parts of the groups that
+        differ."""
         if base.sequence == self.sequence - 1:
             return self.changed, self.removed
-        old = base.parts
-        upserts = [key for key, part in self.parts.items() if old.get(key) is not part]
-        return upserts, old.keys() - self.parts.keys()
+        upserts: list[tuple[Key, _Part]] = []
+        removed: list[Key] = []
+        for name, group in self.groups.items():
+            before = base.groups.get(name)
+            if before is group:
+                continue
+            old = {} if before is None else before.entries
+            for key, (_, part) in group.entries.items():
+                hit = old.get(key)
+                if hit is None or hit[1] is not part:
+                    upserts.append((key, part))
+            removed.extend(key for key in old if key not in group.entries)
+        for name, before in base.groups.items():
+            if name not in self.groups:
+                removed.extend(before.entries)
+        return upserts, removed
 
     def _full_snapshot(self) -> bytes:
-        splice = _Splice.of(self.parts)
+        splice = _Splice.of(self.groups)
         return splice.snapshot(self.version, self.sequence, self.scope)
 
 
@@ -260,15 +342,16 @@ class _Splice:
     endpoints: list[bytes] = field(default_factory=list)
 
     @classmethod
-    def of(cls, parts: Mapping[Key, _Part]) -> _Splice:
-        head = pb.SnapshotHead.FromString(parts[HEAD].body)
+    def of(cls, groups: Mapping[Group, _Group]) -> _Splice:
+        head = pb.SnapshotHead.FromString(groups[_HEAD_GROUP].entries[HEAD][1].body)
         splice = cls(
             ingress=[_number(1, head.http_port), _number(2, head.https_port)],
             tls={port: [] for port in head.tls_ports},
             client_certs={port: [] for port in head.client_cert_ports},
         )
-        for key, part in parts.items():
-            splice.add(key, part.fragment)
+        for group in groups.values():
+            for key, (_, part) in group.entries.items():
+                splice.add(key, part.fragment)
         return splice
 
     def add(self, key: Key, fragment: bytes) -> None:
@@ -306,14 +389,18 @@ class _Splice:
 class ResourceCache:
     """The encoded resources of the latest snapshot published for one scope.
 
-    :meth:`encode` re-encodes only the resources whose key is new or whose value differs from
-    the previous publish's; the others keep their ``_Part`` (the same object), which is what
-    makes :meth:`EncodedVersion.delta_message` an identity diff. It holds one generation of
-    values and parts: memory stays one snapshot's worth whatever the publish rate.
+    :meth:`encode` visits only the groups whose holding value is not the same object as in
+    the previous publish (a one-route edit: the listeners that serve it; an endpoint change:
+    the endpoints), so a publish costs what changed, not the scope's size; within such a group
+    it re-encodes only the resources whose key is new or whose value differs. Unchanged
+    groups and parts are the same objects in every version, which is what makes
+    :meth:`EncodedVersion.delta_message` an identity diff. It holds one generation of values
+    and parts: memory stays one snapshot's worth whatever the publish rate.
     """
 
     def __init__(self) -> None:
-        self._last: dict[Key, tuple[Any, _Part]] = {}
+        self._groups: dict[Group, _Group] = {}
+        self._ports: tuple[object, frozenset[int]] = (None, frozenset())
         self.version: str | None = None
         self.sequence = 0
 
@@ -321,185 +408,54 @@ class ResourceCache:
         """``snapshot`` as parts; the publish sequence counts the encoded versions. ``rules``:
         the rules encoded already, shared with the other scopes of the same publish."""
         known: RuleBodies = {} if rules is None else rules
-        last = self._last
-        current: dict[Key, tuple[Any, _Part]] = {}
-        changed: list[Key] = []
-        kept = 0  # keys of the previous encoding still present
-        for key, value in resources(snapshot):
-            hit = last.get(key)
-            kept += hit is not None
-            if hit is None or (hit[0] is not value and hit[0] != value):
-                body = (
-                    _route_host_body(value, known)
-                    if key[0] == _K.ROUTE_HOST
-                    else encode_resource(key[0], value)
-                )
-                hit = (value, _Part(body, _fragment(key, body)))
-                changed.append(key)
-            current[key] = hit
-        removed = [] if kept == len(last) else [key for key in last if key not in current]
-        self._last = current
+        last = self._groups
+        groups: dict[Group, _Group] = {}
+        changed: list[tuple[Key, _Part]] = []
+        removed: list[Key] = []
+        for name, source, members in _groups(snapshot):
+            before = last.get(name)
+            if before is not None and before.source is source:
+                groups[name] = before
+                continue
+            old = {} if before is None else before.entries
+            entries: dict[Key, tuple[Any, _Part]] = {}
+            kept = 0  # keys of the previous encoding still present
+            for key, value in members():
+                hit = old.get(key)
+                kept += hit is not None
+                if hit is None or (hit[0] is not value and hit[0] != value):
+                    body = (
+                        _route_host_body(value, known)
+                        if key[0] == _K.ROUTE_HOST
+                        else encode_resource(key[0], value)
+                    )
+                    hit = (value, _Part(body, _fragment(key, body)))
+                    changed.append((key, hit[1]))
+                entries[key] = hit
+            if kept != len(old):
+                removed.extend(key for key in old if key not in entries)
+            groups[name] = _Group(source, entries)
+        if len(groups) != len(last) or any(name not in groups for name in last):
+            for name, before in last.items():
+                if name not in groups:
+                    removed.extend(before.entries)
+        self._groups = groups
         self.version = snapshot.version
         self.sequence += 1
         return EncodedVersion(
             version=snapshot.version,
             sequence=self.sequence,
             scope=encode_scope(snapshot.scope).SerializeToString(),
-            parts={key: part for key, (_, part) in current.items()},
+            groups=groups,
             changed=changed,
             removed=removed,
-            ports=frozenset(
-                h.target_port for h in snapshot.listener_health if h.ready and h.target_port
-            ),
+            ports=self._listener_ports(snapshot.listener_health),
         )
 
-
-# --- the client side ----------------------------------------------------------------------------
-
-
-def apply_delta(base: Snapshot, delta: pb.Delta) -> Snapshot:
-    """The snapshot ``delta`` makes of ``base``: the same value
-    ``snapshot_decode.decode_snapshot`` gives for the full message of ``delta.version``. Only
-    the upserted resources are decoded; the persistent maps of ``base`` are patched, so
-    unchanged parts are shared, not rebuilt.
-
-    The version is the server's: recomputing the content hash (``snapshot_json.seal``) would
-    cost about as much as the full decode this avoids; instead the base must be exactly the
-    version this client holds, and every patch must land on a key that exists (removals) or a
-    parent that exists (route hosts, certificates).
-
-    Raises:
-        ValueError: the delta is not against ``base``, or does not fit it.
-    """
-    if delta.base_version != base.version:
-        raise ValueError(f"delta against {delta.base_version!r}, holding {base.version!r}")
-    changes: dict[Key, Any] = {}
-    for key in delta.removed:
-        changes[(key.kind, key.port, key.name, key.host)] = _REMOVED
-    for resource in delta.upserts:
-        key = resource.key
-        changes[(key.kind, key.port, key.name, key.host)] = decode_resource(resource)
-    if changes.get(HEAD) is _REMOVED:
-        raise ValueError("a delta cannot remove the head")
-    http_port, https_port, tls_ports, client_cert_ports = changes.get(HEAD) or _head(base)
-    by_kind = _by_kind(changes)
-    return Snapshot(
-        version=delta.version,
-        scope=base.scope,
-        ingress=IngressTable(
-            http_port=http_port,
-            https_port=https_port,
-            hosts=_patched(base.ingress.hosts, _by_name(by_kind.get(_K.INGRESS_HOST))),
-        ),
-        gateways=_patched_gateways(
-            base.gateways, by_kind.get(_K.LISTENER, {}), by_kind.get(_K.ROUTE_HOST, {})
-        ),
-        tls=_patched_ports(base.tls, tls_ports, by_kind.get(_K.CERTIFICATE, {})),
-        client_certs=_patched_ports(
-            base.client_certs, client_cert_ports, by_kind.get(_K.CLIENT_CERT, {})
-        ),
-        listener_health=_patched_list(base.listener_health, by_kind.get(_K.LISTENER_HEALTH)),
-        endpoints=_patched(base.endpoints, _by_name(by_kind.get(_K.ENDPOINTS))),
-    )
-
-
-def _by_kind(changes: Mapping[Key, Any]) -> dict[int, dict[Key, Any]]:
-    grouped: dict[int, dict[Key, Any]] = {}
-    for key, value in changes.items():
-        grouped.setdefault(key[0], {})[key] = value
-    return grouped
-
-
-def _by_name(changes: Mapping[Key, Any] | None) -> dict[str, Any]:
-    return {name: value for (_, _, name, _), value in (changes or {}).items()}
-
-
-def _patched(base: PMap[Any, Any], changes: Mapping[Any, Any]) -> PMap[Any, Any]:
-    """``base`` with ``changes`` applied (``_REMOVED`` deletes; the key must exist)."""
-    if not changes:
-        return base
-    evolver = base.evolver()
-    for key, value in changes.items():
-        if value is not _REMOVED:
-            evolver[key] = value
-        elif key in base:  # changes has each key once: base is what the evolver held
-            del evolver[key]
-        else:
-            raise ValueError(f"a delta removes {key!r}, which the base does not hold")
-    return evolver.persistent()
-
-
-def _patched_ports(
-    base: PMap[int, PMap[str, Any]], ports: Iterable[int], changes: Mapping[Key, Any]
-) -> PMap[int, PMap[str, Any]]:
-    """A port → host map: exactly the head's ``ports``, each patched by its changes."""
-    per_port: dict[int, dict[str, Any]] = {}
-    for (_, port, name, _), value in changes.items():
-        per_port.setdefault(port, {})[name] = value
-    kept = set(ports)
-    for port, entries in per_port.items():
-        if port not in kept and any(v is not _REMOVED for v in entries.values()):
-            raise ValueError(f"a delta adds to port {port}, which its head does not list")
-    if not per_port and kept == set(base):
-        return base
-    return pmap({port: _patched(base.get(port, pmap()), per_port.get(port, {})) for port in kept})
-
-
-def _patched_gateways(
-    base: PMap[int, PMap[str, ListenerTable]],
-    listeners: Mapping[Key, Any],
-    routes: Mapping[Key, Any],
-) -> PMap[int, PMap[str, ListenerTable]]:
-    """Listener heads and route hosts patched into the port → hostname → table map; a port
-    left with no listener is dropped, as a full encode never writes an empty one."""
-    heads = {(port, name): value for (_, port, name, _), value in listeners.items()}
-    hosts: dict[tuple[int, str], dict[str, Any]] = {}
-    for (_, port, name, host), value in routes.items():
-        hosts.setdefault((port, name), {})[host] = value
-    per_port: dict[int, dict[str, Any]] = {}
-    for port, name in heads.keys() | hosts.keys():
-        table = _patched_table(base.get(port, pmap()).get(name), heads, hosts, (port, name))
-        per_port.setdefault(port, {})[name] = table
-    if not per_port:
-        return base
-    evolver = base.evolver()
-    for port, changes in per_port.items():
-        tables = _patched(base.get(port, pmap()), changes)
-        if tables:
-            evolver[port] = tables
-        elif port in base:
-            del evolver[port]
-    return evolver.persistent()
-
-
-def _patched_table(
-    table: ListenerTable | None,
-    heads: Mapping[tuple[int, str], Any],
-    hosts: Mapping[tuple[int, str], Mapping[str, Any]],
-    place: tuple[int, str],
-) -> Any:
-    head = heads.get(place, table)
-    if head is _REMOVED:
-        return _REMOVED
-    if head is None:
-        raise ValueError(f"a delta patches listener {place!r}, which does not exist")
-    routes = table.hosts if table is not None else _NO_HOSTS
-    return replace(head, hosts=_patched(routes, hosts.get(place, {})))
-
-
-def _patched_list(
-    base: PVector[ListenerHealth], changes: Mapping[Key, Any] | None
-) -> PVector[ListenerHealth]:
-    """Listener health by position: the result must be positions 0..n-1 exactly."""
-    if not changes:
-        return base
-    entries = dict(enumerate(base))
-    for (_, index, _, _), value in changes.items():
-        if value is _REMOVED:
-            if entries.pop(index, None) is None:
-                raise ValueError(f"a delta removes listener health {index}, which is not there")
-        else:
-            entries[index] = value
-    if sorted(entries) != list(range(len(entries))):
-        raise ValueError("listener health positions are not contiguous after the delta")
-    return pvector(entries[i] for i in range(len(entries)))
+    def _listener_ports(self, health: PVector[ListenerHealth]) -> frozenset[int]:
+        """The target ports of the ready listeners, reckoned again only when the health list
+        is another object."""
+        if self._ports[0] is not health:
+            ports = frozenset(h.target_port for h in health if h.ready and h.target_port)
+            self._ports = (health, ports)
+        return self._ports[1]
