@@ -31,6 +31,14 @@ each new ``renewTime``.
    lists its resource again, as after an API server restart with a cold watch cache. The
    phase lasts from then until every resource watched has been listed again and the controller
    is idle again.
+3. **Changes**: one object at a time, written into the emulator's store as another client
+   would, the controller idle (no round for 1 s) before each: the first path of 20 HTTPRoutes,
+   then the first address of 20 EndpointSlices, each served by the shared pool alone (the
+   largest scope). A receiver subscribed to the shared pool with the shared proxies'
+   certificate (``discovery_fleet.py --worker receive``: each message's version read and
+   Acked, nothing decoded) notes each version's arrival: change → the next version received,
+   which is publish plus delivery. An edit's status: change → the route's status for its new
+   generation stored (the store's own watch, in the emulator's process).
 
 The same figures are taken over 10 s of the idle controller between the two: on a loaded
 machine the scheduler's own delays show there, and a phase's figure means something only beside
@@ -41,7 +49,8 @@ periods counts as a missed renewal), the rounds and status writes, and VmHWM / V
 controller at its end (``/proc``). Targets (docs/benchmarks.md): cold start < 30 s, VmHWM <
 1.5 GB, loop lag p99 < 50 ms during the resync, ``/healthz`` p99 < 100 ms throughout, no
 renewal missed, the lease kept. The script prints PASS or MISS per target and exits 0 whatever
-the figures; non-zero when it breaks (a wait times out, a process dies).
+the figures; non-zero when it breaks (a wait times out, a process dies). Changes: an edit's
+version received p99 < 100 ms and its status p99 < 250 ms, an EndpointSlice's p99 < 50 ms.
 
 Caveats: 2 shared cores run the emulator, the controller and other work; the load average
 before and after is printed. The emulator stores bodies as given (no CRD defaulting), so memory
@@ -51,11 +60,14 @@ is a lower bound. The status writes of the cold start go to the emulator over lo
 from __future__ import annotations
 
 import argparse
+import base64
 import datetime as dt
 import itertools
+import json
 import multiprocessing
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -83,10 +95,15 @@ HISTORY = 500_000
 IDLE_FOR = 2.0
 TIMEOUT = 600.0  # the world's load, the cold start: each wait
 
+SERVICE_LABEL = "kubernetes.io/service-name"
+CHANGES = 20  # of each kind
+CHANGE_IDLE_S = 1.0  # before each change: no round for this long
+
 TARGET_COLD_S = 30.0
 TARGET_HWM_MB = 1_500.0
 TARGET_LAG_P99_S = 0.050
 TARGET_HEALTHZ_P99_S = 0.100
+TARGET_EDIT_S, TARGET_STATUS_S, TARGET_ENDPOINTS_S = 0.100, 0.250, 0.050
 
 
 # --- the emulator, in its own process -----------------------------------------------------------
@@ -115,6 +132,7 @@ def emulator(gateways: int, folder: str, pipe: Connection) -> None:
 
         follower = threading.Thread(target=follow_lease, daemon=True)
         follower.start()
+        changes = _Changes(api)
         summary = {k: v for k, v in load.items() if isinstance(v, int)}
         pipe.send({"kubeconfig": str(api.kubeconfig(Path(folder) / "kubeconfig")),
                    "put_s": put_s, **summary})  # fmt: skip
@@ -133,8 +151,93 @@ def emulator(gateways: int, folder: str, pipe: Connection) -> None:
                 pipe.send(set(watched) <= listed)
             elif command == "renewals":
                 pipe.send(list(renewals))
+            elif command == "secret":
+                pipe.send(_discovery_secret(api))
+            elif command == "changeable":
+                pipe.send(_changeable(api))
+            elif isinstance(command, tuple) and command[0] == "change":
+                pipe.send(changes.make(*command[1:]))
+            elif command == "written":
+                pipe.send(changes.written)
         done.set()
         follower.join()
+
+
+def _discovery_secret(api: Any) -> dict[str, str] | None:
+    """The shared proxies' discovery certificate, key and CA (PEM), once the controller has
+    written their Secret."""
+    secret = api.get("Secret", "coxswain-proxy-discovery-tls", NAMESPACE)
+    if secret is None:
+        return None
+    data = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+    return {"cert": data["tls.crt"], "key": data["tls.key"], "ca": data["ca.crt"]}
+
+
+def _changeable(api: Any) -> dict[str, list[tuple[str, str]]]:
+    """(namespace, name) of the HTTPRoutes and EndpointSlices only the shared pool serves: the
+    routes of Gateways with no ``infrastructure`` (no dedicated proxy) and their Services'
+    slices. The shared pool is the largest scope, the one whose compile and hash cost most."""
+    shared = {
+        (g["metadata"]["namespace"], g["metadata"]["name"])
+        for g in api.objects("Gateway")
+        if "infrastructure" not in g["spec"]
+    }
+    routes, services = [], set()
+    for route in api.objects("HTTPRoute"):
+        namespace = route["metadata"]["namespace"]
+        parents = {(namespace, p["name"]) for p in route["spec"]["parentRefs"]}
+        if parents <= shared:
+            routes.append((namespace, route["metadata"]["name"]))
+            services |= {
+                (namespace, b["name"]) for r in route["spec"]["rules"] for b in r["backendRefs"]
+            }
+    slices = [
+        (s["metadata"]["namespace"], s["metadata"]["name"])
+        for s in api.objects("EndpointSlice")
+        if (s["metadata"]["namespace"], s["metadata"]["labels"][SERVICE_LABEL]) in services
+    ]
+    return {"HTTPRoute": sorted(routes), "EndpointSlice": sorted(slices)}
+
+
+class _Changes:
+    """One object changed at a time, as another client would, and when the controller wrote
+    an edited HTTPRoute's status for its new generation (its store's watch, in a thread)."""
+
+    def __init__(self, api: Any) -> None:
+        self._api = api
+        self.written: dict[int, float] = {}  # change number → time.monotonic()
+
+    def make(self, number: int, kind: str, namespace: str, name: str) -> float:
+        """Change the object; the time just before (``time.monotonic``: system-wide on Linux,
+        so it compares with a receiver's clock)."""
+        body = self._api.get(kind, name, namespace)
+        if kind == "HTTPRoute":
+            body["spec"]["rules"][0]["matches"][0]["path"]["value"] = f"/edited-{number}"
+            rt = self._api.store.kind(kind)
+            _, watcher = self._api.store.watch(rt, namespace, str(self._api.resource_version))
+            generation = body["metadata"]["generation"] + 1
+            threading.Thread(
+                target=self._await_status, args=(number, watcher, name, generation), daemon=True
+            ).start()
+        else:
+            body["endpoints"][0]["addresses"] = [f"10.250.{number // 250}.{number % 250}"]
+        at = time.monotonic()
+        self._api.put_object(body)
+        return at
+
+    def _await_status(self, number: int, watcher: Any, name: str, generation: int) -> None:
+        try:
+            while (event := watcher.queue.get(timeout=TIMEOUT)) is not None:
+                obj = getattr(event, "obj", None)
+                if obj is None or obj["metadata"]["name"] != name:
+                    continue
+                parents = (obj.get("status") or {}).get("parents") or []
+                conditions = [c for p in parents for c in p.get("conditions", [])]
+                if conditions and all(c["observedGeneration"] == generation for c in conditions):
+                    self.written[number] = time.monotonic()
+                    return
+        finally:
+            self._api.store.unwatch(watcher)
 
 
 def _watched(api: Any) -> set[str]:
@@ -341,6 +444,83 @@ def _run(
     )  # fmt: skip
     fleet.check()  # still running: the lease was never lost
     result["alive"] = process.poll() is None
+    result["changes"] = _changes(emulated, fleet, health, discovery)
+
+
+def _changes(
+    emulated: Emulator, fleet: processes.Fleet, health: int, discovery: int
+) -> dict[str, Any]:
+    """One object changed at a time, the controller idle before each: an HTTPRoute's first
+    path (``CHANGES`` routes), then an EndpointSlice's first address (as many slices), each
+    served by the shared pool alone. A receiver subscribed to the shared pool as its proxies
+    are (``discovery_fleet``'s: it reads each message's version and Acks it, no decode)
+    notes when each version arrives: change → the next version received. An edit's status:
+    change → the route's status for its new generation stored."""
+    credentials = emulated.ask("secret")
+    if credentials is None:
+        raise SystemExit("no discovery Secret for the shared proxies")
+    changeable = emulated.ask("changeable")
+    plan = [
+        (kind, *changeable[kind][(i * 7919) % len(changeable[kind])])
+        for kind in ("HTTPRoute", "EndpointSlice")
+        for i in range(CHANGES)
+    ]
+    setup = {"address": f"127.0.0.1:{discovery}", **credentials, "streams": [["bench", None]]}
+    rounds = bench_controller.scrape(health, fleet).reconciles
+    with _Receiver(setup) as receiver:
+        # its Ack of the shared pool's full snapshot brings a round (the fleet changed)
+        processes.wait_until(
+            lambda: bench_controller.scrape(health, fleet).reconciles > rounds,
+            "the receiver's first snapshot", timeout=TIMEOUT, every=0.1, fleet=fleet,
+        )  # fmt: skip
+        made: list[tuple[str, float]] = []
+        for number, (kind, namespace, name) in enumerate(plan):
+            bench_controller.wait_idle(health, fleet, CHANGE_IDLE_S)
+            made.append((kind, emulated.ask(("change", number, kind, namespace, name))))
+        bench_controller.wait_idle(health, fleet, CHANGE_IDLE_S)
+        records = receiver.records()
+    written = emulated.ask("written")
+    arrivals = sorted(at for _, _, at in records)
+    figures: dict[str, list[float]] = {"HTTPRoute": [], "EndpointSlice": [], "status": []}
+    for number, (kind, at) in enumerate(made):
+        after = [arrived for arrived in arrivals if arrived > at]
+        if not after:
+            raise SystemExit(f"change {number} ({kind}): no version received after it")
+        figures[kind].append(after[0] - at)
+        if kind == "HTTPRoute":
+            if number not in written:
+                raise SystemExit(f"change {number}: the route's status was not written")
+            figures["status"].append(written[number] - at)
+    return figures
+
+
+class _Receiver:
+    """``discovery_fleet.py --worker receive`` in a process of its own: its streams' messages
+    until its stdin closes; then (node, version, arrival) of each."""
+
+    def __init__(self, setup: dict[str, Any]) -> None:
+        self._setup = setup
+
+    def __enter__(self) -> Self:
+        argv = [sys.executable, str(ROOT / "bench" / "discovery_fleet.py"), "--worker", "receive"]
+        self._process = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT / "bench"
+        )
+        assert self._process.stdin is not None
+        self._process.stdin.write(json.dumps(self._setup).encode() + b"\n")
+        self._process.stdin.flush()
+        return self
+
+    def records(self) -> list[tuple[str, str, float]]:
+        output, _ = self._process.communicate(timeout=TIMEOUT)
+        if self._process.returncode:
+            raise SystemExit(f"the receiver failed ({self._process.returncode})")
+        return [tuple(r) for r in json.loads(output)["records"]]  # type: ignore[misc]
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
 
 
 # --- report -------------------------------------------------------------------------------------
@@ -385,6 +565,17 @@ def report(result: dict[str, Any], quick: bool) -> None:
     )
     print(_line("  during it", resync))
     print(_line(f"idle {2 * RENEW_EVERY_S:g} s before the resync (baseline)", result["idle"]))
+    changes = result["changes"]
+    for what, label in (
+        ("HTTPRoute", "an HTTPRoute's path edited → the shared pool's new version received"),
+        ("status", "  → its status for the new generation stored"),
+        ("EndpointSlice", "an EndpointSlice's address changed → the new version received"),
+    ):
+        times = changes[what]
+        print(f"{label}: {harness.spread(times, 1)} ms (median / p99 / max of {len(times)})")
+    edit, status, endpoints = (
+        harness.percentile(changes[k], 0.99) for k in ("HTTPRoute", "status", "EndpointSlice")
+    )
     hwm = max(cold["memory"]["VmHWM"], resync["memory"]["VmHWM"]) / harness.MB
     healthz = max(cold["healthz_p99"], resync["healthz_p99"])
     missed = cold["missed"] + resync["missed"]
@@ -400,6 +591,12 @@ def report(result: dict[str, Any], quick: bool) -> None:
         ("lease renewals missed, both phases", "0", str(missed), missed == 0),
         ("lease kept through the resync", "yes", "yes" if result["alive"] else "no",
          result["alive"]),
+        ("HTTPRoute edit → new version received, p99", f"< {TARGET_EDIT_S * 1e3:g} ms",
+         f"{edit * 1e3:,.1f} ms", edit < TARGET_EDIT_S),
+        ("HTTPRoute edit → status stored, p99", f"< {TARGET_STATUS_S * 1e3:g} ms",
+         f"{status * 1e3:,.1f} ms", status < TARGET_STATUS_S),
+        ("EndpointSlice → new version received, p99", f"< {TARGET_ENDPOINTS_S * 1e3:g} ms",
+         f"{endpoints * 1e3:,.1f} ms", endpoints < TARGET_ENDPOINTS_S),
     ]  # fmt: skip
     print()
     print("Targets")
