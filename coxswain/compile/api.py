@@ -35,9 +35,10 @@ from coxswain.compile.model_findings import ModelFindings, model_findings
 from coxswain.compile.scope import Scope, SharedPool
 from coxswain.compile.snapshot import IngressTable, Snapshot
 from coxswain.compile.snapshot_json import seal
+from coxswain.compile.status import STATUS_ORDER
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable, Sequence
+    from collections.abc import Collection, Iterable, Mapping, Sequence
 
     from pyrsistent.typing import PMap, PVector
 
@@ -383,6 +384,7 @@ def status(
     programmed: Collection[tuple[str, int]] | None = None,
     model: GatewayModel | None = None,
     cache: StatusCache | None = None,
+    counts: Mapping[int, int] | None = None,
 ) -> PVector[ObjectStatus]:
     """The desired status of every object we own, in (kind, namespace, name) order. Pure.
 
@@ -395,8 +397,12 @@ def status(
         model: the scope-less ``analyse_gateways`` of ``state``, when the caller has it.
         cache: remembers Gateway API statuses between calls (``compile.status_memo``); the
             result is the same without it.
+        counts: ``gateway.cells.attached_counts(model)``, when the caller has it.
     """
     if model is None:
         model = analyse_gateways(state, config, index_services(state))
-    found = [*gateway_statuses(model, config, programmed, cache), *ingress_statuses(state, config)]
-    return pvector(sorted(found, key=lambda s: (s.kind, s.namespace, s.name)))
+    found = [
+        *gateway_statuses(model, config, programmed, cache, counts),
+        *ingress_statuses(state, config),
+    ]
+    return pvector(sorted(found, key=STATUS_ORDER))

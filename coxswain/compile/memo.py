@@ -46,8 +46,9 @@ What is remembered, and when it is reused:
   patched when only routes changed (the changed routes detached and attached again against
   the remembered listener verdicts), kept when only EndpointSlices changed.
 - **The cluster-wide status**: reused when only EndpointSlices changed (none of them reads a
-  slice) and its other inputs are equal; otherwise each Gateway API status is reused while
-  its inputs are (``status_memo``).
+  slice) and its other inputs are equal; patched where its inputs changed while the passes
+  before the routes' are the same objects (``status_list_memo``); otherwise each Gateway API
+  status is reused while its inputs are (``status_memo``).
 - **The cluster-wide provision and grants** read the passes before the routes' (and
   provision Services, ServiceAccounts and Deployments): reused while those are the same
   objects (the analysis patched for routes keeps them) and the other inputs equal.
@@ -66,7 +67,6 @@ from coxswain.compile.api import (
     compile_parts,
     findings,
     slice_findings,
-    status,
 )
 from coxswain.compile.backends import (
     ServiceIndex,
@@ -92,7 +92,7 @@ from coxswain.compile.state_changes import (
     named_parents,
     slice_services,
 )
-from coxswain.compile.status_memo import StatusMemory
+from coxswain.compile.status_list_memo import StatusListMemory
 from coxswain.compile.texts_memo import Texts
 
 if TYPE_CHECKING:
@@ -192,7 +192,7 @@ class CompileMemo:
         self._outputs: _Outputs | None = None
         self.ingresses = IngressMemo()  # Ingress fragments (compile.ingress.memo)
         self._analyses = AnalysisMemory()  # the cluster's and the shared pool's analyses
-        self._statuses = StatusMemory()  # Gateway API statuses per object
+        self._statuses = StatusListMemory()  # the last status lists
         self._grants: tuple[object, object, CompileConfig, PMap[tuple[str, str], Scope]] | None
         self._grants = None  # the last grants, with the Gateways, placements and config read
 
@@ -204,7 +204,7 @@ class CompileMemo:
 
     @property
     def statuses_made(self) -> int:
-        """Gateway API statuses made rather than reused, since creation (``status_memo``)."""
+        """Gateway API statuses made rather than reused, since creation (``status_list_memo``)."""
         return self._statuses.made_again
 
     # --- the pure functions' answers ------------------------------------------------------------
@@ -270,11 +270,7 @@ class CompileMemo:
         outputs = self._current_outputs(state, config)
         key = None if programmed is None else frozenset(programmed)
         if outputs.status is None or outputs.status[0] != key:
-            self._statuses.begin()
-            outputs.status = (
-                key,
-                status(state, config, programmed, outputs.model, self._statuses),
-            )
+            outputs.status = (key, self._statuses.status(state, config, key, outputs.model))
         return outputs.status[1]
 
     def provision(

@@ -14,14 +14,15 @@ a problem is also a diagnostic naming the object and the field, and the two cann
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, Final
 
 from coxswain.compile.diagnostics import Diagnostic, Severity
 
 if TYPE_CHECKING:
     from coxswain.compile.model.keys import ObjectKey
 
-__all__ = ["Condition", "ObjectStatus", "condition_data", "problem"]
+__all__ = ["STATUS_ORDER", "Condition", "ObjectStatus", "condition_data", "problem"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,3 +77,7 @@ class ObjectStatus:
     name: str
     generation: int
     body: str
+
+
+STATUS_ORDER: Final = attrgetter("kind", "namespace", "name")
+"""The order of a status list (``api.status``), as a sort key: (kind, namespace, name)."""

@@ -162,7 +162,10 @@ def _scopes(state: ClusterState) -> list[Scope]:
     return [SharedPool(), *(GatewayScope(k.namespace, k.name) for k in sorted(state.gateways))]
 
 
-def _same(memo: CompileMemo, state: ClusterState) -> None:
+def _same(memo: CompileMemo, state: ClusterState, bound: int = 0) -> None:
+    """``bound``: which Gateways' ports a proxy has bound (bit ``i`` of it: the ``i``-th
+    Gateway's port 443; every Gateway's port 80), so that the programmed ports change between
+    steps as a fleet's acks do."""
     for scope in _scopes(state):
         fresh = compile(state, scope, CONFIG)
         incremental = memo.compile(state, scope, CONFIG)
@@ -172,6 +175,11 @@ def _same(memo: CompileMemo, state: ClusterState) -> None:
     memo.forget(_scopes(state))
     assert memo.status(state, CONFIG) == status(state, CONFIG)
     programmed = {(f"{k.namespace}/{k.name}", 80) for k in state.gateways}
+    programmed |= {
+        (f"{k.namespace}/{k.name}", 443)
+        for i, k in enumerate(sorted(state.gateways))
+        if bound >> i & 1
+    }
     assert memo.status(state, CONFIG, programmed) == status(state, CONFIG, programmed)
     assert memo.provision(state, CONFIG) == provision(state, CONFIG)
     served = {f"{k.namespace}/{k.name}" for k in state.gateways}
@@ -179,18 +187,20 @@ def _same(memo: CompileMemo, state: ClusterState) -> None:
     assert memo.grants(state, CONFIG) == subscription_grants(state, CONFIG)
 
 
-@settings(max_examples=50)
+@settings(max_examples=150)
 @given(
     world=sc.worlds(),
     extra=gw.worlds,
     events=st.lists(_events, min_size=1, max_size=8),
     hinted=st.lists(st.booleans(), min_size=8, max_size=8),
+    bound=st.lists(st.integers(0, 15), min_size=8, max_size=8),
 )
 def test_incremental_compile_equals_compile_from_scratch(
     world: list[dict[str, Any]],
     extra: list[dict[str, Any]],
     events: list[tuple[str, Any]],
     hinted: list[bool],
+    bound: list[int],
 ) -> None:
     """Each step either tells the memo which keys its event touched (``CompileMemo.changed``,
     as the controller does) or leaves it to compare the two states."""
@@ -198,9 +208,9 @@ def test_incremental_compile_equals_compile_from_scratch(
     state = _step(build_state([]), bodies, ("upsert", [*world, *extra]))
     memo = CompileMemo()
     _same(memo, state)
-    for event, hint in zip(events, hinted, strict=False):
+    for event, hint, ports in zip(events, hinted, bound, strict=False):
         touched: set[ObjectKey] = set()
         base, state = state, _step(state, bodies, event, touched)
         if hint:
             memo.changed(base, state, touched)
-        _same(memo, state)
+        _same(memo, state, ports)

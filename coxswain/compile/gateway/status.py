@@ -49,7 +49,7 @@ from coxswain.compile.model.gateway_objects import GATEWAY_GROUP
 from coxswain.compile.status import Condition, ObjectStatus, condition_data
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Hashable, Iterable
+    from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 
     from coxswain.compile.config import CompileConfig
     from coxswain.compile.diagnostics import Diagnostic
@@ -67,9 +67,13 @@ __all__ = [
     "StatusCache",
     "frame_diagnostics",
     "gateway_diagnostics",
+    "gateway_status",
     "gateway_statuses",
+    "listener_set_status",
     "policy_diagnostics",
+    "policy_status",
     "route_diagnostics",
+    "route_status",
     "supported_features",
 ]
 
@@ -170,6 +174,7 @@ def gateway_statuses(
     config: CompileConfig,
     programmed: Collection[tuple[str, int]] | None,
     cache: StatusCache | None = None,
+    counts: Mapping[int, int] | None = None,
 ) -> list[ObjectStatus]:
     """Every desired status the Gateway API passes own. Pure.
 
@@ -182,6 +187,7 @@ def gateway_statuses(
             ListenerSet's status reads the passes before the routes' (``model.listeners``
             is theirs: a new analysis makes a new one), its listeners' attached routes and
             its Gateway's programmed ports; a route's, its verdict.
+        counts: ``gateway.cells.attached_counts(model)``, when the caller has it.
     """
     found: list[ObjectStatus] = []
     for gateway_class in model.classes:
@@ -199,7 +205,7 @@ def gateway_statuses(
                 body,
             )
         )
-    counts = attached_counts(model)
+    counts = attached_counts(model) if counts is None else counts
     ports = _programmed_ports(programmed)
     for gateway in model.gateways:
         key = gateway.meta.key
@@ -209,7 +215,7 @@ def gateway_statuses(
                 ("Gateway", key.namespace, key.name),
                 (model.listeners, gateway, config),
                 (tuple(counts.get(id(v), 0) for v in model.listeners[key]), ports(key.ref)),
-                partial(_gateway_status, gateway, model, counts, programmed),
+                partial(gateway_status, gateway, model, counts, programmed),
             )
         )
     for listener_set in model.listener_sets:
@@ -223,7 +229,7 @@ def gateway_statuses(
                     tuple(counts.get(id(v), 0) for v in listener_set.listeners),
                     ports(listener_set.gateway.ref),
                 ),
-                partial(_listener_set_status, listener_set, model, counts, programmed),
+                partial(listener_set_status, listener_set, model, counts, programmed),
             )
         )
     for route in model.routes:
@@ -234,11 +240,11 @@ def gateway_statuses(
                 (key.kind, key.namespace, key.name),
                 (route, config),
                 None,
-                partial(_route_status, route, config),
+                partial(route_status, route, config),
             )
         )
     for policy in model.backend_tls.verdicts:
-        found.append(_policy_status(policy, config))
+        found.append(policy_status(policy, config))
     return found
 
 
@@ -366,10 +372,10 @@ def _status(
     )
 
 
-def _gateway_status(
+def gateway_status(
     gateway: Gateway,
     model: GatewayModel,
-    counts: dict[int, int],
+    counts: Mapping[int, int],
     programmed: Collection[tuple[str, int]] | None,
 ) -> ObjectStatus:
     key, generation = gateway.meta.key, gateway.meta.generation
@@ -389,7 +395,7 @@ def _gateway_status(
 
 def _listeners_data(
     conditions: list[tuple[ListenerVerdict, list[Condition]]],
-    counts: dict[int, int],
+    counts: Mapping[int, int],
     generation: int,
 ) -> list[dict[str, Any]]:
     return [
@@ -403,10 +409,10 @@ def _listeners_data(
     ]
 
 
-def _listener_set_status(
+def listener_set_status(
     verdict: ListenerSetVerdict,
     model: GatewayModel,
-    counts: dict[int, int],
+    counts: Mapping[int, int],
     programmed: Collection[tuple[str, int]] | None,
 ) -> ObjectStatus:
     meta = verdict.listener_set.meta
@@ -523,7 +529,7 @@ def _programmed(
     return Condition(type="Programmed", status=True, reason="Programmed")
 
 
-def _route_status(route: RouteVerdict, config: CompileConfig) -> ObjectStatus:
+def route_status(route: RouteVerdict, config: CompileConfig) -> ObjectStatus:
     meta = route.compiled.route.meta
     parents = []
     for parent in route.parents:
@@ -552,7 +558,7 @@ def _route_status(route: RouteVerdict, config: CompileConfig) -> ObjectStatus:
     )
 
 
-def _policy_status(verdict: PolicyVerdict, config: CompileConfig) -> ObjectStatus:
+def policy_status(verdict: PolicyVerdict, config: CompileConfig) -> ObjectStatus:
     meta = verdict.policy.meta
     conditions = [
         condition_data(c, meta.generation) for c in (verdict.accepted, verdict.resolved_refs)
