@@ -403,21 +403,24 @@ class _Reconciler:
         self.publisher.config = config
         base, state, changed = self._view.take()
         memo = self.publisher.memo
-        await offload(memo.changed, base, state, changed)
-        # one cluster-wide analysis for grants, status and provision
-        model = await offload(memo.analyse, state, config)
-        snapshots = await offload(self.publisher.compile, state, None, model)
-        compiled, reused = self.publisher.outcomes
-        self._health.scopes.labels(outcome="compiled").inc(compiled)
-        self._health.scopes.labels(outcome="reused").inc(reused)
-        generations = {g.meta.key.ref: g.meta.generation for g in state.gateways.values()}
-        for snapshot in snapshots.values():
-            # Versions are content digests: a new generation that compiles to the same snapshot
-            # (a Gateway's addresses edited, say) is served by whichever proxy acked it already.
-            self._served[snapshot.version] = _served_generations(generations, snapshot)
-        # Encoding costs what changed: every resource of every scope at the first round.
-        await offload(server.publish_many, snapshots)
-        self._health.published.set(len(snapshots))
+        # the collector waits while a small change goes out (``heap.deferred``)
+        with heap.deferred(len(changed)):
+            await offload(memo.changed, base, state, changed)
+            # one cluster-wide analysis for grants, status and provision
+            model = await offload(memo.analyse, state, config)
+            snapshots = await offload(self.publisher.compile, state, None, model)
+            compiled, reused = self.publisher.outcomes
+            self._health.scopes.labels(outcome="compiled").inc(compiled)
+            self._health.scopes.labels(outcome="reused").inc(reused)
+            generations = {g.meta.key.ref: g.meta.generation for g in state.gateways.values()}
+            for snapshot in snapshots.values():
+                # Versions are content digests: a new generation that compiles to the same
+                # snapshot (a Gateway's addresses edited, say) is served by whichever proxy
+                # acked it already.
+                self._served[snapshot.version] = _served_generations(generations, snapshot)
+            # Encoding costs what changed: every resource of every scope at the first round.
+            await offload(server.publish_many, snapshots)
+            self._health.published.set(len(snapshots))
         fleet = server.fleet
         now = _now()
         desired = await offload(memo.status, state, config, self._programmed(generations, fleet))

@@ -117,3 +117,36 @@ def test_paced_runs_young_passes_whatever_the_allocation_count_then_stops() -> N
         gc.enable()
     assert passes == [0, 0, 0, 1, 0, 0, 0, 1]
     assert inside == len(passes)  # none after leaving
+
+
+def test_a_small_round_defers_every_pass_until_it_has_published() -> None:
+    """Neither the thresholds nor the loop's paced passes collect inside ``deferred`` for a
+    change smaller than a bulk; the collector is back on after, and a bulk round is left to
+    the paced passes."""
+    passes: list[int] = []
+
+    def seen(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    async def main() -> tuple[int, bool, bool]:
+        async with heap.paced():
+            with heap.deferred(heap.BULK - 1):
+                kept = [[n] for n in range(10 * gc.get_threshold()[0])]
+                await trio.sleep(8.5 * heap.PACE)
+                inside, enabled = len(passes), gc.isenabled()
+            assert kept
+            with heap.deferred(heap.BULK):
+                bulk = gc.isenabled()
+                await trio.sleep(2.5 * heap.PACE)
+        return inside, enabled, bulk
+
+    gc.callbacks.append(seen)
+    try:
+        inside, enabled, bulk = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    finally:
+        gc.callbacks.remove(seen)
+    assert (inside, enabled) == (0, False)
+    assert bulk
+    assert gc.isenabled()
+    assert len(passes) >= 2  # the bulk round's paced ones

@@ -43,7 +43,9 @@ that replaces frozen objects (the last state, the last memo) frees about as many
 so the count stays near zero while the young generation grows: the second round of a cold
 start at 1,000 Gateways met its first young pass with 150,000 young objects, 94 to 121 ms of
 CPU holding the interpreter lock (docs/benchmarks.md, "Controller"). Paced by time, a pass
-walks only what the thread made since the last one.
+walks only what the thread made since the last one. A round that changed few objects holds
+every pass off until its snapshots are published (:func:`deferred`): what it made is then
+walked once, after the proxies have the change.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ import trio
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
 
-__all__ = ["building", "paced", "quiet", "settle"]
+__all__ = ["building", "deferred", "paced", "quiet", "settle"]
 
 _NO_FULL: Final = 2**31 - 1
 """A full-collection threshold never reached: one per that many middle-generation passes."""
@@ -86,6 +88,16 @@ class _Quiet:
 
 
 _QUIET: Final = _Quiet()  # the collector's thresholds are the process's: so is their holder
+
+
+class _Deferred:
+    """How many :func:`deferred` are open: the paced passes wait while any is."""
+
+    def __init__(self) -> None:
+        self.holders = 0
+
+
+_DEFERRED: Final = _Deferred()
 
 
 @contextlib.contextmanager
@@ -130,6 +142,30 @@ def settle(changed: int | None = None) -> None:
         gc.freeze()
 
 
+@contextlib.contextmanager
+def deferred(changed: int) -> Iterator[None]:
+    """No collection inside, automatic or paced, when a round changed fewer than :data:`BULK`
+    objects: the collector runs after. Such a round makes few objects but some large
+    containers (the analysis' route list and tables, 10,000 entries and more at 1,000
+    Gateways), and a young or middle pass walks every element of each young container it
+    holds, touching objects all over the heap: measured at 1,000 Gateways, four passes during
+    one route's edit, 25 to 45 ms in all, holding the interpreter lock while the round waited
+    for it (docs/benchmarks.md, "Controller"). Deferred until the snapshots are published, the
+    same containers are walked once, off the path from the change to the proxies."""
+    if changed >= BULK:
+        yield
+        return
+    enabled = gc.isenabled()
+    gc.disable()
+    _DEFERRED.holders += 1
+    try:
+        yield
+    finally:
+        _DEFERRED.holders -= 1
+        if enabled and not _DEFERRED.holders:
+            gc.enable()
+
+
 @contextlib.asynccontextmanager
 async def paced() -> AsyncIterator[None]:
     """Inside, the loop runs a young pass every :data:`PACE` (a middle one instead when the
@@ -146,4 +182,5 @@ async def paced() -> AsyncIterator[None]:
 async def _pace() -> NoReturn:
     while True:
         await trio.sleep(PACE)
-        gc.collect(1 if gc.get_count()[1] >= gc.get_threshold()[1] else 0)
+        if not _DEFERRED.holders:
+            gc.collect(1 if gc.get_count()[1] >= gc.get_threshold()[1] else 0)
