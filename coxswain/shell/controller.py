@@ -400,6 +400,9 @@ class _Reconciler:
             gateway_api=self._settings.compile.gateway_api and self._gateway_api,
             gateway_api_channel=self._release.channel,
         )
+        if config == self.publisher.config:
+            # the same object: each of the memo's scopes checks its config by identity first
+            config = self.publisher.config
         self.publisher.config = config
         base, state, changed = self._view.take()
         memo = self.publisher.memo
