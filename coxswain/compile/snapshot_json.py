@@ -80,9 +80,8 @@ def seal(snapshot: Snapshot, texts: RuleTexts | None = None) -> Snapshot:
     The hash runs over the JSON form piece by piece (one compact, key-sorted JSON text per
     virtual host, listener, rule, certificate and endpoint list, each followed by a newline,
     which compact JSON never contains), and a rule shared by several hosts or listeners is
-    encoded once: SHA-256 over the SHA-256 of each line of everything but the endpoints
-    table (``hash_chain``), then over the endpoints table's text. No whole-document tree or
-    string is built: at 100,000 rules that tree was most of the compile's time and memory.
+    encoded once. No whole-document tree or string is built: at 100,000 rules that tree was
+    most of the compile's time and memory.
 
     ``texts`` keeps rules' JSON texts across calls (``compile.memo``): a rule object that was
     encoded once is not encoded again; the version is the same with it or without it.
@@ -103,8 +102,8 @@ def head_digest(
     change then re-hashes only the endpoints (``sealed_with`` on a copy). ``tables`` keeps the
     hashed pieces of listener tables across calls, as ``texts`` does rules' (``seal``),
     ``hosts`` the Ingress virtual hosts' by host, ``others`` the listener health entries' and
-    certificates'; ``chain`` the last call's pieces and their line digests, so that only
-    pieces that changed are hashed again (``hash_chain``); ``segments`` the last call's
+    certificates'; ``chain`` the last call's pieces and digests, so that only the pieces from
+    the first changed one on are hashed again (``hash_chain``); ``segments`` the last call's
     pieces of each port's tables and of the cells after them, and a map to put this call's in
     (a port whose tables are the same map, its pieces are those, and its tables are not
     visited). The hash is the same with or without them."""
