@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pyrsistent import pmap, pvector
 
 from coxswain._proto.discovery.v1 import discovery_pb2 as pb
 from coxswain.compile import SharedPool, build_state, compile
 from coxswain.compile.scope import GatewayScope
+from coxswain.compile.snapshot import Endpoint
 from coxswain.compile.snapshot_json import dump_snapshot
 from coxswain.shell.discovery.codec import encode_snapshot
 from coxswain.shell.discovery.delta_apply import apply_delta
@@ -98,3 +102,30 @@ def test_deltas_of_small_edits_give_the_full_decode_in_every_scope(bodies, drops
     ]
     for scope in scopes:
         _delivered([compile(state, scope).snapshot for state in states])
+
+
+_ENDPOINT_EDITS = st.lists(
+    st.tuples(st.integers(0, 150), st.one_of(st.none(), st.integers(1, 250))),
+    min_size=1,
+    max_size=6,
+)
+"""Edits of an endpoints map: (name, new address or None to take it out)."""
+
+
+@given(gateway_worlds, st.lists(_ENDPOINT_EDITS, min_size=1, max_size=4))
+def test_deltas_of_endpoint_edits_give_the_full_decode(bodies, rounds):
+    """Each version is the last one with its endpoints map set and removed as the compiler
+    patches it (its buckets shared, ``resources._changed_names``; across a resize as names
+    come and go) and every other cell the same object (the listener tables kept whole)."""
+    snapshot = compile(build_state(bodies), SharedPool()).snapshot
+    endpoints = pmap({f"ns/svc-{n}/80": pvector([Endpoint(f"10.0.0.{n}", 80)]) for n in range(60)})
+    snapshots = [replace(snapshot, version="v0", endpoints=endpoints)]
+    for number, edits in enumerate(rounds, start=1):
+        for name, address in edits:
+            key = f"ns/svc-{name}/80"
+            if address is None:
+                endpoints = endpoints.discard(key)
+            else:
+                endpoints = endpoints.set(key, pvector([Endpoint(f"10.1.0.{address}", 80)]))
+        snapshots.append(replace(snapshot, version=f"v{number}", endpoints=endpoints))
+    _delivered(snapshots)

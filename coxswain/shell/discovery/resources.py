@@ -24,6 +24,7 @@ check first): docs/benchmarks.md, "Measurements behind the design".
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
@@ -68,6 +69,7 @@ hosts are 100,000 objects), and each is encoded once."""
 _K = pb.ResourceKey
 HEAD: Final[Key] = (_K.HEAD, 0, "", "")
 _HEAD_GROUP: Final = (_K.HEAD, 0, "")
+_ENDPOINTS_GROUP: Final = (_K.ENDPOINTS, 0, "")
 _NO_HOSTS: Final[PMap[str, Any]] = pmap()
 
 # The field number of each kind's body in pb.Resource, from the codec's names for them.
@@ -105,16 +107,17 @@ client validations, the listener health list, the endpoints."""
 
 
 def _groups(
-    snapshot: Snapshot,
+    snapshot: Snapshot, listeners: bool = True
 ) -> Iterator[tuple[Group, object, Callable[[], Iterator[tuple[Key, Any]]]]]:
     """Each group of ``snapshot`` in the order of a full Snapshot: its key, the value that
     holds its resources (the same object in the next snapshot when none of them changed: the
-    compiler reuses what an unchanged input gave), and its resources, made only when asked."""
+    compiler reuses what an unchanged input gave), and its resources, made only when asked.
+    ``listeners`` False: none of the listeners' groups."""
     head = snapshot_head(snapshot)
     yield _HEAD_GROUP, head, lambda: iter(((HEAD, head),))
     hosts = snapshot.ingress.hosts
     yield (_K.INGRESS_HOST, 0, ""), hosts, lambda: _ingress_hosts(hosts)
-    for port, tables in snapshot.gateways.items():
+    for port, tables in snapshot.gateways.items() if listeners else ():
         for hostname, table in tables.items():
             yield (_K.LISTENER, port, hostname), table, partial(_listener, port, hostname, table)
     for port, certificates in snapshot.tls.items():
@@ -132,7 +135,53 @@ def _groups(
     health = snapshot.listener_health
     yield (_K.LISTENER_HEALTH, 0, ""), health, lambda: _health(health)
     endpoints = snapshot.endpoints
-    yield (_K.ENDPOINTS, 0, ""), endpoints, lambda: _endpoints(endpoints)
+    yield _ENDPOINTS_GROUP, endpoints, lambda: _endpoints(endpoints)
+
+
+def _changed_names(before: object, after: object) -> set[str] | None:
+    """The names whose entry may differ between two endpoints maps, found without a walk of
+    either: ``PMap.set`` and ``remove`` copy the bucket they touch and share every other
+    bucket of ``before``'s bucket vector (pyrsistent's layout), so at a thousandth of a
+    microsecond a bucket (``map(operator.is_)``) only the changed buckets are read. None when
+    the layouts differ (a map grown into more buckets) or are not pyrsistent's: walk both."""
+    old, new = getattr(before, "_buckets", None), getattr(after, "_buckets", None)
+    if old is None or new is None or len(old) != len(new):
+        return None
+    same = list(map(operator.is_, new, old))
+    names: set[str] = set()
+    index = -1
+    while True:
+        try:
+            index = same.index(False, index + 1)
+        except ValueError:
+            return names
+        for bucket in (old[index], new[index]):
+            names.update(name for name, _ in bucket or ())
+
+
+def _patched_endpoints(
+    before: _Group,
+    endpoints: PMap[str, Any],
+    names: set[str],
+    changed: list[tuple[Key, _Part]],
+    removed: list[Key],
+) -> _Group:
+    """The endpoints group of ``before`` carried to ``endpoints``, where only ``names`` may
+    differ: each re-encoded when its list is another, taken out when gone."""
+    entries = dict(before.entries)
+    for name in sorted(names):
+        key: Key = (_K.ENDPOINTS, 0, name, "")
+        value = endpoints.get(name)
+        hit = entries.get(key)
+        if value is None:
+            if hit is not None:
+                del entries[key]
+                removed.append(key)
+        elif hit is None or (hit[0] is not value and hit[0] != value):
+            body = encode_resource(_K.ENDPOINTS, value)
+            entries[key] = (value, _Part(body, _fragment(key, body)))
+            changed.append((key, entries[key][1]))
+    return _Group(endpoints, entries)
 
 
 def _ingress_hosts(hosts: PMap[str, Any]) -> Iterator[tuple[Key, Any]]:
@@ -391,8 +440,10 @@ class ResourceCache:
 
     :meth:`encode` visits only the groups whose holding value is not the same object as in
     the previous publish (a one-route edit: the listeners that serve it; an endpoint change:
-    the endpoints), so a publish costs what changed, not the scope's size; within such a group
-    it re-encodes only the resources whose key is new or whose value differs. Unchanged
+    the endpoints, and not one listener while the tables' map is the same object), so a
+    publish costs what changed, not the scope's size; within such a group it re-encodes only
+    the resources whose key is new or whose value differs (in the endpoints, it reads only the
+    names in the map's changed buckets: ``_changed_names``). Unchanged
     groups and parts are the same objects in every version, which is what makes
     :meth:`EncodedVersion.delta_message` an identity diff. It holds one generation of values
     and parts: memory stays one snapshot's worth whatever the publish rate.
@@ -400,6 +451,8 @@ class ResourceCache:
 
     def __init__(self) -> None:
         self._groups: dict[Group, _Group] = {}
+        # the listener tables of the last encode, and their groups
+        self._tables: tuple[object, dict[Group, _Group]] = (None, {})
         self._ports: tuple[object, frozenset[int]] = (None, frozenset())
         self.version: str | None = None
         self.sequence = 0
@@ -412,11 +465,22 @@ class ResourceCache:
         groups: dict[Group, _Group] = {}
         changed: list[tuple[Key, _Part]] = []
         removed: list[Key] = []
-        for name, source, members in _groups(snapshot):
+        # an endpoint change keeps every listener table: their groups are the last ones whole
+        tables, listeners = self._tables
+        kept_tables = tables is snapshot.gateways
+        if kept_tables:
+            groups.update(listeners)
+        for name, source, members in _groups(snapshot, listeners=not kept_tables):
             before = last.get(name)
             if before is not None and before.source is source:
                 groups[name] = before
                 continue
+            if name == _ENDPOINTS_GROUP and before is not None:
+                names = _changed_names(before.source, source)
+                if names is not None:
+                    endpoints = snapshot.endpoints  # the source of this group
+                    groups[name] = _patched_endpoints(before, endpoints, names, changed, removed)
+                    continue
             old = {} if before is None else before.entries
             entries: dict[Key, tuple[Any, _Part]] = {}
             kept = 0  # keys of the previous encoding still present
@@ -435,11 +499,14 @@ class ResourceCache:
             if kept != len(old):
                 removed.extend(key for key in old if key not in entries)
             groups[name] = _Group(source, entries)
-        if len(groups) != len(last) or any(name not in groups for name in last):
+        if groups.keys() != last.keys():
             for name, before in last.items():
                 if name not in groups:
                     removed.extend(before.entries)
         self._groups = groups
+        if not kept_tables:
+            listeners = {name: g for name, g in groups.items() if name[0] == _K.LISTENER}
+            self._tables = (snapshot.gateways, listeners)
         self.version = snapshot.version
         self.sequence += 1
         return EncodedVersion(
