@@ -80,8 +80,9 @@ def seal(snapshot: Snapshot, texts: RuleTexts | None = None) -> Snapshot:
     The hash runs over the JSON form piece by piece (one compact, key-sorted JSON text per
     virtual host, listener, rule, certificate and endpoint list, each followed by a newline,
     which compact JSON never contains), and a rule shared by several hosts or listeners is
-    encoded once. No whole-document tree or string is built: at 100,000 rules that tree was
-    most of the compile's time and memory.
+    encoded once: SHA-256 over the SHA-256 of each piece of everything but the endpoints
+    table (``hash_chain``), then over the endpoints table's text. No whole-document tree or
+    string is built: at 100,000 rules that tree was most of the compile's time and memory.
 
     ``texts`` keeps rules' JSON texts across calls (``compile.memo``): a rule object that was
     encoded once is not encoded again; the version is the same with it or without it.
@@ -102,8 +103,8 @@ def head_digest(
     change then re-hashes only the endpoints (``sealed_with`` on a copy). ``tables`` keeps the
     hashed pieces of listener tables across calls, as ``texts`` does rules' (``seal``),
     ``hosts`` the Ingress virtual hosts' by host, ``others`` the listener health entries' and
-    certificates'; ``chain`` the last call's pieces and digests, so that only the pieces from
-    the first changed one on are hashed again (``hash_chain``); ``segments`` the last call's
+    certificates'; ``chain`` the last call's pieces and their digests, so that only pieces
+    that changed are hashed again (``hash_chain``); ``segments`` the last call's
     pieces of each port's tables and of the cells after them, and a map to put this call's in
     (a port whose tables are the same map, its pieces are those, and its tables are not
     visited). The hash is the same with or without them."""
@@ -186,7 +187,7 @@ def _content_pieces(
         out.append(_count_piece("gateways", port, len(by_hostname)))  # empty maps count too
         for hostname, table in sorted(by_hostname.items()):
             if tables is None:
-                out.append("".join(_table_pieces(port, hostname, table, texts)))
+                out.extend(_table_pieces(port, hostname, table, texts))
                 continue
             known = tables.get((port, hostname))
             if known is None or known.table is not table:
@@ -216,8 +217,8 @@ def _count_piece(cell: str, port: int, count: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class TableText:
-    """A listener table's hashed pieces (``_table_pieces``' text): its head's, then one a
-    host, in host order (``names``); ``hosts``: each host's rule list and piece."""
+    """A listener table's hashed pieces (``_table_pieces``', as bytes): its head's, then one
+    a host, in host order (``names``); ``hosts``: each host's rule list and piece."""
 
     table: ListenerTable
     pieces: tuple[bytes, ...]
@@ -283,10 +284,11 @@ def edited_table_text(
 def _table_pieces(
     port: int, hostname: str, table: ListenerTable, texts: RuleTexts
 ) -> Iterator[str]:
-    """One listener table's pieces, each followed by a newline."""
+    """One listener table's pieces as ``_table_text`` cuts them: its head's, then one a host
+    (the host's texts joined), in host order."""
     yield _CANONICAL.encode(["listener", port, hostname, _listener_head(table)]) + "\n"
     for host, rules in sorted(table.hosts.items()):
-        yield from _host_pieces(host, rules, texts)
+        yield "".join(_host_pieces(host, rules, texts))
 
 
 def _host_pieces(host: str, rules: PVector[GatewayRule], texts: RuleTexts) -> Iterator[str]:
