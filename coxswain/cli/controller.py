@@ -230,6 +230,7 @@ def _controller(args: argparse.Namespace) -> int:
     from coxswain.shell.control.leader import LostLeadership
     from coxswain.shell.controller import run_until_terminated
     from coxswain.shell.logs import install_logging
+    from coxswain.shell.offload import share_the_lock
 
     settings = _controller_settings(args)
     install_logging(json_lines=json_lines(args))
@@ -238,6 +239,7 @@ def _controller(args: argparse.Namespace) -> int:
     except Exception as err:  # noqa: BLE001 - the loaders raise several kinds; all mean "no cluster"
         print(f"coxswain controller: no cluster configuration: {err}", file=sys.stderr)
         return EXIT_UNREADABLE
+    share_the_lock()
     code = run_until_done(
         "controller", lambda: run_until_terminated(kube, settings), (LostLeadership,)
     )

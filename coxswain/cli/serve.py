@@ -85,6 +85,7 @@ def add_parser(commands: Any) -> None:
 def _serve(args: argparse.Namespace) -> int:
     """``coxswain serve`` (:mod:`coxswain.shell.serve`)."""
     from coxswain.shell.logs import install_logging
+    from coxswain.shell.offload import share_the_lock
     from coxswain.shell.serve import DiscoverySettings, ServeSettings, run_serve
 
     problem = None
@@ -112,4 +113,5 @@ def _serve(args: argparse.Namespace) -> int:
         ),
     )
     install_logging(json_lines=json_lines(args))
+    share_the_lock()
     return run_until_done("serve", lambda: run_serve(settings), (LoadError, OSError, ValueError))

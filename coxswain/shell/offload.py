@@ -11,18 +11,30 @@ no other task uses while the call runs (callers await each call before the next)
 
 A cancelled caller waits for the thread to finish (``abandon_on_cancel=False``): the memo is
 never left half-updated behind a new call.
+
+While a worker computes, the loop shares the interpreter lock with it, and every system call
+the loop makes (a read, a send, a close: a health answer makes a dozen) gives the lock up and
+waits for it back; with the interpreter's default switch interval a holder keeps it up to 5 ms
+after being asked, so one step of a few hundred microseconds of CPU took 75–265 ms of wall time
+during the controller's cold start (docs/benchmarks.md, "Controller"). The programs that offload
+ask for the lock back sooner (``share_the_lock``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar, TypeVarTuple, Unpack
+import sys
+from typing import TYPE_CHECKING, Final, TypeVar, TypeVarTuple, Unpack
 
 import trio
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["offload"]
+__all__ = ["SWITCH_INTERVAL", "offload", "share_the_lock"]
+
+SWITCH_INTERVAL: Final = 0.001
+"""Seconds a thread holding the interpreter lock runs on once another asks for it (the
+interpreter's default is 0.005). At 1 ms the controller's cold start took the same CPU."""
 
 _T = TypeVar("_T")
 _Args = TypeVarTuple("_Args")
@@ -31,3 +43,10 @@ _Args = TypeVarTuple("_Args")
 async def offload(work: Callable[[Unpack[_Args]], _T], *args: *_Args) -> _T:
     """``work(*args)`` in a worker thread; the caller's loop keeps running meanwhile."""
     return await trio.to_thread.run_sync(work, *args)
+
+
+def share_the_lock() -> None:
+    """Set this process's switch interval to ``SWITCH_INTERVAL``: for a program whose event
+    loop runs beside worker threads (``coxswain controller``, ``coxswain serve``), called once
+    before its loop starts."""
+    sys.setswitchinterval(SWITCH_INTERVAL)
