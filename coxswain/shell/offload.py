@@ -15,9 +15,9 @@ never left half-updated behind a new call.
 While a worker computes, the loop shares the interpreter lock with it, and every system call
 the loop makes (a read, a send, a close: a health answer makes a dozen) gives the lock up and
 waits for it back; with the interpreter's default switch interval a holder keeps it up to 5 ms
-after being asked, so one step of a few hundred microseconds of CPU took 75–265 ms of wall time
-during the controller's cold start (docs/benchmarks.md, "Controller"). The programs that offload
-ask for the lock back sooner (``share_the_lock``).
+after being asked, so during the controller's cold start a step of about a millisecond of CPU
+took up to 110 ms of wall time, and a health answer up to 265 ms (docs/benchmarks.md,
+"Controller"). The programs that offload ask for the lock back sooner (``share_the_lock``).
 """
 
 from __future__ import annotations
