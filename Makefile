@@ -65,6 +65,7 @@ bench: $(STAMP)
 	$(PY) bench/proxy.py grpc
 	$(PY) bench/streams.py
 	$(PY) bench/tls_stacks.py
+	$(PY) bench/proxy_resubscribe.py
 	$(PY) bench/discovery.py
 	$(PY) bench/controller.py
 	$(PY) bench/controller_scale.py

@@ -115,6 +115,7 @@ def _proxy(args: argparse.Namespace) -> int:
     from coxswain.shell.dataplane.workers import supervise
     from coxswain.shell.discovery.client import DiscoveryRefusedError
     from coxswain.shell.logs import install_logging
+    from coxswain.shell.offload import share_the_lock
     from coxswain.shell.proxy import check_snapshot_file, run_until_terminated
 
     scope = parse_scope("shared" if args.shared else args.gateway)
@@ -149,6 +150,7 @@ def _proxy(args: argparse.Namespace) -> int:
 
         code = run_until_done("proxy", supervisor, (SnapshotLoadError, ListenError))
         return code or next(iter(supervised), EXIT_OK)
+    share_the_lock()
     return run_until_done(
         "proxy",
         lambda: run_until_terminated(

@@ -1,7 +1,7 @@
-"""bench/discovery.py and bench/discovery_fleet.py still run (their --quick modes: 100 routes,
-a few subscribers or streams over mutual TLS on 127.0.0.1, a few publishes), so that the
-discovery benchmarks cannot rot unnoticed. Kept
-apart from test_bench_smoke.py, which runs the compile_*.py scripts.
+"""bench/discovery.py, bench/discovery_fleet.py and bench/proxy_resubscribe.py still run (their
+--quick modes: 100 routes, a few subscribers or streams over mutual TLS on 127.0.0.1, a few
+publishes or subscriptions), so that the discovery benchmarks cannot rot unnoticed. Kept apart
+from test_bench_smoke.py, which runs the compile_*.py scripts.
 
 No figure is asserted: they belong in docs/benchmarks.md.
 """
@@ -22,3 +22,9 @@ def test_discovery_benchmark_runs_in_quick_mode() -> None:
 
 def test_discovery_fleet_benchmark_runs_in_quick_mode() -> None:
     check_quick_run(BENCH / "discovery_fleet.py", timeout=120, shows="Cold start")
+
+
+def test_proxy_resubscribe_benchmark_runs_in_quick_mode() -> None:
+    done = run_quick(BENCH / "proxy_resubscribe.py", timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "worst lateness: median" in done.stdout, done.stdout

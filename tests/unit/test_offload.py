@@ -8,12 +8,20 @@ import sys
 import pytest
 
 import coxswain.cli.controller
+import coxswain.cli.proxy
 import coxswain.cli.serve
 from coxswain.cli import main
 from coxswain.shell.offload import SWITCH_INTERVAL
 
 
-@pytest.mark.parametrize("argv", [["serve", "--manifests", "m"], ["controller"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve", "--manifests", "m"],
+        ["controller"],
+        ["proxy", "--shared", "--snapshot", "s", "--workers", "1"],
+    ],
+)
 def test_the_programs_that_offload_set_the_switch_interval_before_their_loop(
     argv: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -23,7 +31,7 @@ def test_the_programs_that_offload_set_the_switch_interval_before_their_loop(
         seen.append(sys.getswitchinterval())
         return 0
 
-    for module in (coxswain.cli.serve, coxswain.cli.controller):
+    for module in (coxswain.cli.serve, coxswain.cli.controller, coxswain.cli.proxy):
         monkeypatch.setattr(module, "run_until_done", run_until_done)
     monkeypatch.setattr("coxswain.shell.logs.install_logging", lambda **_: lambda: None)
     monkeypatch.setattr("coxswain.shell.control.kube.connect", lambda _: object())

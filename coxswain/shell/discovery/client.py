@@ -28,6 +28,7 @@ from coxswain.shell.discovery.delta_apply import apply_delta
 from coxswain.shell.discovery.snapshot_decode import decode_snapshot
 from coxswain.shell.discovery.tls import channel_credentials
 from coxswain.shell.discovery.wire import CLIENT_GRPC_OPTIONS, WIRE_VERSION
+from coxswain.shell.offload import offload
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
@@ -145,6 +146,14 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def _decode_full(message: pb.Snapshot) -> Snapshot:
+    """``decode_snapshot`` with the collector paused: run in a worker thread (``offload``),
+    as it takes tens of milliseconds at thousands of routes (docs/benchmarks.md, "Discovery")
+    and the proxy's loop serves requests meanwhile."""
+    with _collector_paused():
+        return decode_snapshot(message)
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
@@ -275,8 +284,7 @@ class _ClientSession:
             if delta:
                 snapshot = self._decode(message.delta)
             else:
-                with _collector_paused():
-                    snapshot = decode_snapshot(message.snapshot)
+                snapshot = await offload(_decode_full, message.snapshot)
             await on_snapshot(snapshot)
         except Exception as exc:  # noqa: BLE001 - any refusal becomes a Nack, not a crash
             nack = pb.Nack(version=version, detail=f"{type(exc).__name__}: {exc}")
