@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    .venv/bin/python bench/proxy_resubscribe.py            # 10,000 routes, 10 rounds (~30 s)
+    .venv/bin/python bench/proxy_resubscribe.py            # 10,000 routes, 10 rounds (about 10 s)
     .venv/bin/python bench/proxy_resubscribe.py --quick    # a smoke run
 
 A proxy gets a full snapshot when it subscribes: at its start, and again after every reconnect
