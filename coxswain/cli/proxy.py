@@ -108,14 +108,12 @@ def _proxy(args: argparse.Namespace) -> int:
     """``coxswain proxy``: one process, or with ``--workers N`` a supervisor of N, which first
     checks what it can so that a configuration error is reported once
     (coxswain/shell/dataplane/workers.py)."""
-    import trio  # only the proxy needs it; the offline commands start faster without
-
     from coxswain.shell.dataplane.listen import ListenError
     from coxswain.shell.dataplane.snapshot_file import SnapshotLoadError
     from coxswain.shell.dataplane.workers import supervise
     from coxswain.shell.discovery.client import DiscoveryRefusedError
     from coxswain.shell.logs import install_logging
-    from coxswain.shell.offload import share_the_lock
+    from coxswain.shell.offload import offload, share_the_lock
     from coxswain.shell.proxy import check_snapshot_file, run_until_terminated
 
     scope = parse_scope("shared" if args.shared else args.gateway)
@@ -137,7 +135,7 @@ def _proxy(args: argparse.Namespace) -> int:
 
         async def supervisor() -> None:
             if args.snapshot is not None:
-                await trio.to_thread.run_sync(check_snapshot_file, args.snapshot, scope, config)
+                await offload(check_snapshot_file, args.snapshot, scope, config)
             supervised.append(
                 await supervise(
                     _worker_command(args),

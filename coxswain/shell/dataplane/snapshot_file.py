@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from coxswain.compile.snapshot_read import SnapshotFormatError, snapshot_from_data
+from coxswain.shell.offload import offload
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -100,7 +101,7 @@ async def watch_snapshot_file(
     """
     with hangups() as signals:
         seen = _identity(path)
-        await apply(await trio.to_thread.run_sync(load_snapshot, path, scope))
+        await apply(await offload(load_snapshot, path, scope))
         task_status.started()
         hangup = trio.Event()
 
@@ -122,7 +123,7 @@ async def watch_snapshot_file(
                     continue
                 seen = now
                 try:
-                    snapshot = await trio.to_thread.run_sync(load_snapshot, path, scope)
+                    snapshot = await offload(load_snapshot, path, scope)
                 except SnapshotLoadError as err:
                     on_error(f"keeping the current snapshot: {err}")
                     continue
