@@ -233,8 +233,7 @@ def _table_text(
     texts: RuleTexts,
     earlier: dict[str, tuple[PVector[GatewayRule], bytes]] | None,
 ) -> TableText:
-    """A table's ``TableText``, ``earlier``'s piece kept for a host whose rule list is the
-    very same object."""
+    """A table's ``TableText``, ``earlier``'s piece kept for a host whose rule list is the same."""
     encode = _CANONICAL.encode
     pieces = [(encode(["listener", port, hostname, _listener_head(table)]) + "\n").encode()]
     hosts: dict[str, tuple[PVector[GatewayRule], bytes]] = {}
@@ -284,8 +283,7 @@ def edited_table_text(
 def _table_pieces(
     port: int, hostname: str, table: ListenerTable, texts: RuleTexts
 ) -> Iterator[str]:
-    """One listener table's pieces as ``_table_text`` cuts them: its head's, then one a host
-    (the host's texts joined), in host order."""
+    """One listener table's pieces as ``_table_text`` cuts them: its head's, then one a host."""
     yield _CANONICAL.encode(["listener", port, hostname, _listener_head(table)]) + "\n"
     for host, rules in sorted(table.hosts.items()):
         yield "".join(_host_pieces(host, rules, texts))

@@ -13,14 +13,13 @@ while the call runs (callers await each call before the next).
 A cancelled caller waits for the thread to finish (``abandon_on_cancel=False``): the memo is
 never left half-updated behind a new call.
 
-While a worker computes, the loop shares the interpreter lock with it, and every system call
-the loop makes (a read, a send, a close: a health answer makes a dozen) gives the lock up and
-waits for it back; with the interpreter's default switch interval a holder keeps it up to 5 ms
-after being asked, so during the controller's cold start a step of about a millisecond of CPU
-took up to 110 ms of wall time, and a health answer up to 265 ms (docs/benchmarks.md,
-"Controller"). The programs whose loop runs beside a busy thread ask for the lock back sooner
-(``share_the_lock``): the controller, ``serve``, and each proxy process, which decodes a full
-snapshot here.
+While a worker computes, the loop shares the interpreter lock with it, and every system call the
+loop makes (a read, a send, a close) gives the lock up and waits for it back; with the
+interpreter's default switch interval a holder keeps it up to 5 ms after being asked, so during
+the controller's cold start a step of about a millisecond of CPU took up to 110 ms of wall time,
+and a health answer up to 265 ms (docs/benchmarks.md, "Controller"). The programs whose loop
+runs beside a busy thread ask for the lock back sooner (``share_the_lock``): the controller,
+``serve``, and each proxy process, which decodes a full snapshot here.
 """
 
 from __future__ import annotations
@@ -37,7 +36,8 @@ __all__ = ["SWITCH_INTERVAL", "offload", "share_the_lock"]
 
 SWITCH_INTERVAL: Final = 0.001
 """Seconds a thread holding the interpreter lock runs on once another asks for it (the
-interpreter's default is 0.005). At 1 ms the controller's cold start took the same CPU."""
+interpreter's default is 0.005). At 1 ms the controller's cold start took the same CPU
+(docs/benchmarks.md, "Controller")."""
 
 _T = TypeVar("_T")
 _Args = TypeVarTuple("_Args")
